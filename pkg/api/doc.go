@@ -1,0 +1,40 @@
+// Package api defines nico's versioned objects: what is stored under the
+// keyspace prefix, as JSON with apiVersion, kind, metadata, spec and status.
+//
+// spec is written by people or by the coordinator's leader, status by the
+// observer. Keys are built by the store package, never by hand.
+package api
+
+import "time"
+
+// Version is the apiVersion of every object this package defines.
+const Version = "nico.homystack.io/v1"
+
+// Kinds of objects.
+const (
+	KindNode          = "Node"
+	KindJoinRequest   = "JoinRequest"
+	KindRemoveRequest = "RemoveRequest"
+	KindOperation     = "Operation"
+)
+
+// TypeMeta names the schema of an object.
+type TypeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// ObjectMeta is common to every object.
+type ObjectMeta struct {
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+	// Revision is the etcd mod revision the object was read at. It is filled
+	// by the store on read and used for compare-and-swap; it is not stored.
+	Revision int64 `json:"-"`
+}
+
+// Object is implemented by every stored kind.
+type Object interface {
+	GetTypeMeta() *TypeMeta
+	GetMetadata() *ObjectMeta
+}

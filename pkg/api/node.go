@@ -1,0 +1,103 @@
+package api
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Role is what a machine does in the fleet.
+type Role string
+
+// Roles a node can have.
+const (
+	RoleControlPlane Role = "controlPlane"
+	RoleWorker       Role = "worker"
+)
+
+// Node is one machine, registered by its own agent.
+type Node struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta `json:"metadata"`
+	Spec     NodeSpec   `json:"spec"`
+	Status   NodeStatus `json:"status"`
+}
+
+// NodeSpec is what the agent declares about its machine.
+type NodeSpec struct {
+	Roles     []Role `json:"roles"`
+	Bootstrap bool   `json:"bootstrap,omitempty"`
+	// PeerURL and ClientURL are the URLs of the machine's etcd member, set
+	// when it has the control-plane role.
+	PeerURL   string `json:"peerURL,omitempty"`
+	ClientURL string `json:"clientURL,omitempty"`
+}
+
+// NodePhase is where a node is in its life.
+type NodePhase string
+
+// Node phases.
+const (
+	NodeRegistered NodePhase = "Registered" // known, no member (worker, or not yet joined)
+	NodeJoining    NodePhase = "Joining"    // join requested or learner running
+	NodeMember     NodePhase = "Member"     // its member is a voter
+	NodeLeaving    NodePhase = "Leaving"    // removal under way
+	NodeRemoved    NodePhase = "Removed"    // member removed and data wiped
+	NodeFailed     NodePhase = "Failed"     // something it cannot fix by itself
+)
+
+// MemberState is the etcd role of a node's member.
+type MemberState string
+
+// Member states.
+const (
+	MemberNone    MemberState = ""
+	MemberLearner MemberState = "learner"
+	MemberVoter   MemberState = "voter"
+)
+
+// NodeStatus is what the agent observed on its machine.
+type NodeStatus struct {
+	Phase        NodePhase   `json:"phase"`
+	MemberID     MemberID    `json:"memberID,omitempty"`
+	MemberState  MemberState `json:"memberState,omitempty"`
+	ClusterID    MemberID    `json:"clusterID,omitempty"`
+	Lease        int64       `json:"lease,omitempty"`
+	AgentVersion string      `json:"agentVersion,omitempty"`
+	Message      string      `json:"message,omitempty"`
+	UpdatedAt    time.Time   `json:"updatedAt"`
+}
+
+// NewNode returns a Node with its type filled in.
+func NewNode(name string) *Node {
+	return &Node{TypeMeta: TypeMeta{APIVersion: Version, Kind: KindNode}, Metadata: ObjectMeta{Name: name}}
+}
+
+// HasRole tells whether the node has role r.
+func (n *Node) HasRole(r Role) bool { return slices.Contains(n.Spec.Roles, r) }
+
+// GetTypeMeta implements Object.
+func (n *Node) GetTypeMeta() *TypeMeta { return &n.TypeMeta }
+
+// GetMetadata implements Object.
+func (n *Node) GetMetadata() *ObjectMeta { return &n.Metadata }
+
+// MemberID is an etcd member or cluster ID. It is written as 16 hex digits,
+// as etcdctl shows it, so that JSON readers do not lose precision.
+type MemberID uint64
+
+// String formats the ID as etcdctl does.
+func (id MemberID) String() string { return fmt.Sprintf("%016x", uint64(id)) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (id MemberID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (id *MemberID) UnmarshalText(b []byte) error {
+	var v uint64
+	if _, err := fmt.Sscanf(string(b), "%x", &v); err != nil {
+		return fmt.Errorf("api: member id %q: want hex digits: %w", b, err)
+	}
+	*id = MemberID(v)
+	return nil
+}

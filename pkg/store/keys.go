@@ -1,0 +1,30 @@
+package store
+
+// Key directories under the prefix. Every key nico uses is built here.
+const (
+	NodesDir      = "nodes/"
+	HeartbeatsDir = "heartbeats/"
+	JoinsDir      = "joins/"
+	RemovalsDir   = "removals/"
+	OpsDir        = "ops/"
+	// ActiveOpKey holds the name of the one operation in flight; creating an
+	// operation requires it to be absent, so two can never run at once.
+	ActiveOpKey = "active-op"
+	// ElectionPrefix is where coordinator candidates campaign.
+	ElectionPrefix = "election/"
+)
+
+// NodeKey is where node name is registered.
+func NodeKey(name string) string { return NodesDir + name }
+
+// HeartbeatKey is the node's lease-bound liveness key.
+func HeartbeatKey(name string) string { return HeartbeatsDir + name }
+
+// JoinKey is where node name files its join request.
+func JoinKey(name string) string { return JoinsDir + name }
+
+// RemovalKey is where the removal of node name is requested.
+func RemovalKey(name string) string { return RemovalsDir + name }
+
+// OpKey is where operation id is journaled.
+func OpKey(id string) string { return OpsDir + id }
