@@ -1,0 +1,225 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+	"sync/atomic"
+
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+)
+
+// Embedded runs the member inside this process with server/v3/embed. etcd's
+// own log is handed to the Config's logger at warn level and above.
+type Embedded struct {
+	opts options
+
+	mu  sync.Mutex
+	run *embeddedRun // latest run; nil before the first Start
+}
+
+var _ Runtime = (*Embedded)(nil)
+
+// embeddedRun is one Start of an Embedded, up to its exit.
+type embeddedRun struct {
+	stopc    chan struct{} // closed by Stop
+	stopOnce sync.Once
+	done     chan struct{} // closed after err is set
+	err      error
+	removed  atomic.Bool // etcd logged that this member was removed
+}
+
+// NewEmbedded returns an idle embedded runtime; it starts no goroutines.
+func NewEmbedded(opts ...Option) *Embedded {
+	return &Embedded{opts: newOptions(opts)}
+}
+
+// Start starts the member and returns once it has joined its cluster and
+// serves clients (etcd's ReadyNotify, which learners reach too).
+func (m *Embedded) Start(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	r := &embeddedRun{stopc: make(chan struct{}), done: make(chan struct{})}
+	m.mu.Lock()
+	if m.run != nil && !isClosed(m.run.done) {
+		m.mu.Unlock()
+		return fmt.Errorf("member: start %s: %w", cfg.Name, ErrRunning)
+	}
+	m.run = r
+	m.mu.Unlock()
+	return r.start(ctx, cfg, m.opts)
+}
+
+// Stop closes the member and waits until it has exited or ctx ends. etcd's
+// Close cannot be cut short: when ctx ends first, Done closes later.
+func (m *Embedded) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	r := m.run
+	m.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.stopOnce.Do(func() { close(r.stopc) })
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("member: stop: %w", ctx.Err())
+	}
+}
+
+// Done is closed when the latest run has exited.
+func (m *Embedded) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.run == nil {
+		return closedChan
+	}
+	return m.run.done
+}
+
+// Err says why the latest run exited; nil while it runs or after Stop.
+func (m *Embedded) Err() error {
+	m.mu.Lock()
+	r := m.run
+	m.mu.Unlock()
+	if r == nil || !isClosed(r.done) {
+		return nil
+	}
+	return r.err
+}
+
+func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error {
+	fail := func(err error) error {
+		err = fmt.Errorf("member: start %s: %w", cfg.Name, err)
+		r.err = err
+		close(r.done)
+		return err
+	}
+	if err := checkFree(cfg.PeerURL, cfg.ClientURL); err != nil {
+		return fail(err)
+	}
+	ec, err := r.embedConfig(cfg, opts)
+	if err != nil {
+		return fail(err)
+	}
+	e, err := embed.StartEtcd(ec)
+	if err != nil {
+		return fail(fmt.Errorf("peer %s, client %s: %w", cfg.PeerURL, cfg.ClientURL, err))
+	}
+	var cause error
+	select {
+	case <-e.Server.ReadyNotify():
+		go r.watch(e, cfg)
+		return nil
+	case <-ctx.Done():
+		cause = fmt.Errorf("not serving %s yet: %w", cfg.ClientURL, ctx.Err())
+	case <-r.stopc:
+		cause = fmt.Errorf("stopped before serving %s", cfg.ClientURL)
+	case <-e.Server.StopNotify():
+		cause = fmt.Errorf("etcd server stopped before serving %s", cfg.ClientURL)
+	case lerr := <-e.Err():
+		cause = fmt.Errorf("listener on %s or %s failed: %w", cfg.PeerURL, cfg.ClientURL, lerr)
+	}
+	removed := r.wasRemoved(e)
+	e.Close()
+	if removed {
+		cause = fmt.Errorf("%w: %w", ErrRemoved, cause)
+	}
+	return fail(cause)
+}
+
+// watch waits until the member stops by itself or Stop asks, closes it and
+// records why it exited.
+func (r *embeddedRun) watch(e *embed.Etcd, cfg Config) {
+	var cause error
+	select {
+	case <-r.stopc:
+	case <-e.Server.StopNotify():
+		cause = errors.New("etcd server stopped")
+	case lerr := <-e.Err():
+		cause = fmt.Errorf("listener failed: %w", lerr)
+	}
+	removed := r.wasRemoved(e)
+	e.Close()
+	switch {
+	case removed:
+		r.err = ErrRemoved
+	case isClosed(r.stopc):
+		r.err = nil
+	default:
+		r.err = fmt.Errorf("member %s exited: %w", cfg.Name, cause)
+	}
+	if r.err != nil {
+		cfg.Logger.Warn("etcd member exited", "err", r.err)
+	}
+	close(r.done)
+}
+
+// wasRemoved reports whether etcd said it was removed, or its own view of
+// the membership no longer holds it.
+func (r *embeddedRun) wasRemoved(e *embed.Etcd) bool {
+	if r.removed.Load() {
+		return true
+	}
+	select {
+	case <-e.Server.StopNotify():
+		return !e.Server.IsMemberExist(e.Server.MemberID())
+	default:
+		return false
+	}
+}
+
+func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, error) {
+	pu, err := url.Parse(cfg.PeerURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse Config.PeerURL: %w", err)
+	}
+	cu, err := url.Parse(cfg.ClientURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse Config.ClientURL: %w", err)
+	}
+	ec := embed.NewConfig()
+	ec.Name = cfg.Name
+	ec.Dir = cfg.DataDir
+	ec.ListenPeerUrls = []url.URL{*pu}
+	ec.AdvertisePeerUrls = []url.URL{*pu}
+	ec.ListenClientUrls = []url.URL{*cu}
+	ec.AdvertiseClientUrls = []url.URL{*cu}
+	ec.InitialCluster = cfg.InitialCluster
+	ec.ClusterState = cfg.ClusterState
+	if cfg.ClusterToken != "" {
+		ec.InitialClusterToken = cfg.ClusterToken
+	}
+	if opts.tick > 0 {
+		ec.TickMs = uint(opts.tick.Milliseconds())
+	}
+	if opts.election > 0 {
+		ec.ElectionMs = uint(opts.election.Milliseconds())
+	}
+	ec.LogLevel = "warn"
+	core := newSlogCore(cfg.Logger, zapcore.WarnLevel, &r.removed)
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(core))
+	return ec, nil
+}
+
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,307 @@
+package member
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// readyPoll is how often Exec.Start asks the child whether it serves yet.
+const readyPoll = 100 * time.Millisecond
+
+// tailLines is how many of the child's last log lines go into errors.
+const tailLines = 8
+
+// Exec runs the member as an etcd binary in a child process. The child is in
+// its own process group (a terminal's Ctrl-C does not reach it) and gets
+// SIGTERM when the agent's thread that started it dies (Pdeathsig), so it
+// never outlives the agent. Its stdout and stderr go to the Config's logger at
+// debug level, one line per record, with the field "line".
+type Exec struct {
+	binary string
+	opts   options
+
+	mu  sync.Mutex
+	run *execRun // latest run; nil before the first Start
+}
+
+var _ Runtime = (*Exec)(nil)
+
+// execRun is one Start of an Exec, up to the child's exit.
+type execRun struct {
+	name     string
+	stopc    chan struct{} // closed by Stop or a failed Start: SIGTERM
+	stopOnce sync.Once
+	killc    chan struct{} // closed to SIGKILL at once
+	killOnce sync.Once
+	exited   chan struct{} // closed once the child is reaped; waitErr is set
+	waitErr  error
+	decided  chan struct{} // closed once Start knows whether it succeeded
+	done     chan struct{} // closed after err is set
+	err      error
+	removed  atomic.Bool // the child logged that this member was removed
+
+	mu     sync.Mutex
+	failed error    // set by a failed Start; becomes err
+	tail   []string // last tailLines log lines
+}
+
+// NewExec returns an idle runtime that runs binary (a path to etcd, or a name
+// looked up in PATH at Start); it starts no goroutines.
+func NewExec(binary string, opts ...Option) *Exec {
+	return &Exec{binary: binary, opts: newOptions(opts)}
+}
+
+// Start runs the etcd child and returns once its client URL answers a
+// Maintenance Status call (learners answer it; they refuse linearizable reads).
+func (m *Exec) Start(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	r := &execRun{
+		name:    cfg.Name,
+		stopc:   make(chan struct{}),
+		killc:   make(chan struct{}),
+		exited:  make(chan struct{}),
+		decided: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	m.mu.Lock()
+	if m.run != nil && !isClosed(m.run.done) {
+		m.mu.Unlock()
+		return fmt.Errorf("member: start %s: %w", cfg.Name, ErrRunning)
+	}
+	m.run = r
+	m.mu.Unlock()
+	return r.start(ctx, m.binary, cfg, m.opts)
+}
+
+// Stop sends SIGTERM to the child's process group, SIGKILL after the grace
+// period or when ctx ends, and returns once the child has exited.
+func (m *Exec) Stop(ctx context.Context) error {
+	m.mu.Lock()
+	r := m.run
+	m.mu.Unlock()
+	if r == nil {
+		return nil
+	}
+	r.stopOnce.Do(func() { close(r.stopc) })
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		r.killOnce.Do(func() { close(r.killc) })
+		<-r.done
+	}
+	return nil
+}
+
+// Done is closed when the latest run's child has exited.
+func (m *Exec) Done() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.run == nil {
+		return closedChan
+	}
+	return m.run.done
+}
+
+// Err says why the latest run exited; nil while it runs or after Stop.
+func (m *Exec) Err() error {
+	m.mu.Lock()
+	r := m.run
+	m.mu.Unlock()
+	if r == nil || !isClosed(r.done) {
+		return nil
+	}
+	return r.err
+}
+
+func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts options) error {
+	fail := func(err error) error {
+		r.err = fmt.Errorf("member: start %s: %w", cfg.Name, err)
+		close(r.exited)
+		close(r.done)
+		return r.err
+	}
+	if err := checkFree(cfg.PeerURL, cfg.ClientURL); err != nil {
+		return fail(err)
+	}
+	cmd := exec.Command(binary, execArgs(cfg, opts)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return fail(err)
+	}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return fail(err)
+	}
+	if err := cmd.Start(); err != nil {
+		return fail(fmt.Errorf("run %s: %w", binary, err))
+	}
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go r.forward(&readers, stdout, "stdout", cfg.Logger)
+	go r.forward(&readers, stderr, "stderr", cfg.Logger)
+	go r.supervise(cmd.Process.Pid, opts.grace)
+	go r.wait(cmd, &readers, cfg.Logger)
+
+	if err := r.waitServing(ctx, cfg); err != nil {
+		r.mu.Lock()
+		r.failed = fmt.Errorf("member: start %s: %w", cfg.Name, err)
+		r.mu.Unlock()
+		close(r.decided)
+		r.stopOnce.Do(func() { close(r.stopc) })
+		r.killOnce.Do(func() { close(r.killc) })
+		<-r.done
+		return r.err
+	}
+	close(r.decided)
+	return nil
+}
+
+func execArgs(cfg Config, opts options) []string {
+	args := []string{
+		"--name=" + cfg.Name,
+		"--data-dir=" + cfg.DataDir,
+		"--listen-peer-urls=" + cfg.PeerURL,
+		"--initial-advertise-peer-urls=" + cfg.PeerURL,
+		"--listen-client-urls=" + cfg.ClientURL,
+		"--advertise-client-urls=" + cfg.ClientURL,
+		"--initial-cluster=" + cfg.InitialCluster,
+		"--initial-cluster-state=" + cfg.ClusterState,
+		"--log-outputs=stderr",
+	}
+	if cfg.ClusterToken != "" {
+		args = append(args, "--initial-cluster-token="+cfg.ClusterToken)
+	}
+	if opts.tick > 0 {
+		args = append(args, "--heartbeat-interval="+strconv.FormatInt(opts.tick.Milliseconds(), 10))
+	}
+	if opts.election > 0 {
+		args = append(args, "--election-timeout="+strconv.FormatInt(opts.election.Milliseconds(), 10))
+	}
+	return append(args, opts.extraArgs...)
+}
+
+// waitServing polls the child's own client URL until it answers, the child
+// exits, Stop is called or ctx ends.
+func (r *execRun) waitServing(ctx context.Context, cfg Config) error {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("client for %s: %w", cfg.ClientURL, err)
+	}
+	defer cli.Close()
+	tick := time.NewTicker(readyPoll)
+	defer tick.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := cli.Status(sctx, cfg.ClientURL)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not serving %s yet (last error: %v): %w", cfg.ClientURL, err, ctx.Err())
+		case <-r.exited:
+			return fmt.Errorf("etcd exited before serving %s (peer %s): %v; last log:\n%s",
+				cfg.ClientURL, cfg.PeerURL, r.waitErr, r.lastLines())
+		case <-r.stopc:
+			return fmt.Errorf("stopped before serving %s", cfg.ClientURL)
+		case <-tick.C:
+		}
+	}
+}
+
+// forward logs each line of one of the child's streams and watches for the
+// removal message.
+func (r *execRun) forward(wg *sync.WaitGroup, rd io.Reader, stream string, logger *slog.Logger) {
+	defer wg.Done()
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, removedText) {
+			r.removed.Store(true)
+		}
+		r.mu.Lock()
+		r.tail = append(r.tail, line)
+		if len(r.tail) > tailLines {
+			r.tail = r.tail[len(r.tail)-tailLines:]
+		}
+		r.mu.Unlock()
+		logger.Debug("etcd", "stream", stream, "line", line)
+	}
+	// A line too long for the scanner ends the scan; keep draining so the
+	// child never blocks on a full pipe.
+	_, _ = io.Copy(io.Discard, rd)
+}
+
+// supervise turns Stop into signals: SIGTERM to the process group, then
+// SIGKILL after the grace period or on demand.
+func (r *execRun) supervise(pid int, grace time.Duration) {
+	select {
+	case <-r.stopc:
+	case <-r.exited:
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-r.killc:
+	case <-r.exited:
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+}
+
+// wait reaps the child once its streams are drained and records why it exited.
+func (r *execRun) wait(cmd *exec.Cmd, readers *sync.WaitGroup, logger *slog.Logger) {
+	readers.Wait()
+	r.waitErr = cmd.Wait()
+	if r.waitErr == nil {
+		r.waitErr = errors.New("exit status 0")
+	}
+	close(r.exited)
+	<-r.decided // Start returns on exited, so this wait is short
+	r.mu.Lock()
+	failed := r.failed
+	r.mu.Unlock()
+	switch {
+	case failed != nil:
+		r.err = failed
+	case r.removed.Load():
+		r.err = ErrRemoved
+	case isClosed(r.stopc):
+		r.err = nil
+	default:
+		r.err = fmt.Errorf("member %s: etcd exited: %v; last log:\n%s", r.name, r.waitErr, r.lastLines())
+	}
+	if r.err != nil && failed == nil {
+		logger.Warn("etcd member exited", "err", r.err)
+	}
+	close(r.done)
+}
+
+func (r *execRun) lastLines() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.tail, "\n")
+}

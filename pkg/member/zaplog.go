@@ -1,0 +1,81 @@
+package member
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+
+	"go.uber.org/zap/zapcore"
+)
+
+// slogCore is a zapcore.Core that hands embedded etcd's log entries at or above
+// a level to a slog.Logger, and notes whether etcd said that this member was
+// removed from the cluster (it says so only in its logs).
+type slogCore struct {
+	logger  *slog.Logger
+	level   zapcore.Level
+	fields  []zapcore.Field
+	removed *atomic.Bool
+}
+
+func newSlogCore(logger *slog.Logger, level zapcore.Level, removed *atomic.Bool) *slogCore {
+	return &slogCore{logger: logger, level: level, removed: removed}
+}
+
+// Enabled lets warnings through whatever the slog level, so that the removal
+// message is always seen; Write filters what reaches slog.
+func (c *slogCore) Enabled(l zapcore.Level) bool { return l >= zapcore.WarnLevel || l >= c.level }
+
+func (c *slogCore) With(fields []zapcore.Field) zapcore.Core {
+	cp := *c
+	cp.fields = append(append([]zapcore.Field(nil), c.fields...), fields...)
+	return &cp
+}
+
+func (c *slogCore) Check(e zapcore.Entry, ce *zapcore.CheckedEntry) *zapcore.CheckedEntry {
+	if c.Enabled(e.Level) {
+		return ce.AddCore(e, c)
+	}
+	return ce
+}
+
+func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
+	enc := zapcore.NewMapObjectEncoder()
+	for _, f := range c.fields {
+		f.AddTo(enc)
+	}
+	for _, f := range fields {
+		f.AddTo(enc)
+	}
+	if strings.Contains(e.Message, removedText) {
+		c.removed.Store(true)
+	}
+	attrs := make([]slog.Attr, 0, len(enc.Fields))
+	for k, v := range enc.Fields {
+		if s, ok := v.(string); ok && strings.Contains(s, removedText) {
+			c.removed.Store(true)
+		}
+		attrs = append(attrs, slog.Any(k, v))
+	}
+	if e.Level < c.level {
+		return nil
+	}
+	c.logger.LogAttrs(context.Background(), slogLevel(e.Level), "etcd: "+e.Message, attrs...)
+	return nil
+}
+
+func (c *slogCore) Sync() error { return nil }
+
+func slogLevel(l zapcore.Level) slog.Level {
+	switch {
+	case l <= zapcore.DebugLevel:
+		return slog.LevelDebug
+	case l == zapcore.InfoLevel:
+		return slog.LevelInfo
+	case l == zapcore.WarnLevel:
+		return slog.LevelWarn
+	default:
+		return slog.LevelError
+	}
+}
