@@ -1,0 +1,149 @@
+package membership
+
+import (
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// Member is one etcd member as the coordinator observed it.
+type Member struct {
+	ID         api.MemberID
+	Name       string // empty until the member has started and published
+	PeerURLs   []string
+	ClientURLs []string
+	Learner    bool
+	// Healthy: its status answered within the health timeout, no alarms.
+	Healthy bool
+	Leader  bool
+	// RaftIndex is the member's raft index from its status (0: unknown).
+	RaftIndex uint64
+	// Node is the registered node whose peer URL the member has ("": a ghost).
+	Node string
+}
+
+// Started tells whether the member has started (published its name or answered).
+func (m Member) Started() bool { return m.Name != "" || m.Healthy }
+
+func (m Member) label() string {
+	if m.Node != "" {
+		return m.Node
+	}
+	if m.Name != "" {
+		return m.Name
+	}
+	return m.ID.String()
+}
+
+// Observed is everything the planner looks at.
+type Observed struct {
+	Members  []Member
+	Nodes    []*api.Node
+	Alive    map[string]bool // node name -> its heartbeat lease is live
+	Joins    []*api.JoinRequest
+	Removals []*api.RemoveRequest
+	// Active is the operation in flight, nil when none is.
+	Active *api.Operation
+}
+
+// Policy holds the planner's tunables.
+type Policy struct {
+	// LearnerStartTimeout bounds the time from adding a learner until it starts.
+	LearnerStartTimeout time.Duration
+	// LearnerProgressTimeout bounds the time a started learner may go
+	// without its raft index growing before it is promoted.
+	LearnerProgressTimeout time.Duration
+}
+
+// DefaultPolicy is used when nothing is configured.
+var DefaultPolicy = Policy{LearnerStartTimeout: 2 * time.Minute, LearnerProgressTimeout: 2 * time.Minute}
+
+func (o Observed) node(name string) *api.Node {
+	for _, n := range o.Nodes {
+		if n.Metadata.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (o Observed) memberByPeer(peer string) *Member {
+	if peer == "" {
+		return nil
+	}
+	for i := range o.Members {
+		for _, u := range o.Members[i].PeerURLs {
+			if u == peer {
+				return &o.Members[i]
+			}
+		}
+	}
+	return nil
+}
+
+func (o Observed) memberByID(id api.MemberID) *Member {
+	for i := range o.Members {
+		if o.Members[i].ID == id {
+			return &o.Members[i]
+		}
+	}
+	return nil
+}
+
+// memberOfNode finds the member of a node by its peer URL, else by name.
+func (o Observed) memberOfNode(name string) *Member {
+	if n := o.node(name); n != nil {
+		if m := o.memberByPeer(n.Spec.PeerURL); m != nil {
+			return m
+		}
+	}
+	for i := range o.Members {
+		if o.Members[i].Node == name || (o.Members[i].Node == "" && o.Members[i].Name == name) {
+			return &o.Members[i]
+		}
+	}
+	return nil
+}
+
+func (o Observed) leader() *Member {
+	for i := range o.Members {
+		if o.Members[i].Leader {
+			return &o.Members[i]
+		}
+	}
+	return nil
+}
+
+func (o Observed) learners() []Member {
+	var out []Member
+	for _, m := range o.Members {
+		if m.Learner {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// healthyVoterURLs are the client URLs of healthy voters, leader first.
+func (o Observed) healthyVoterURLs() []string {
+	var out []string
+	for _, m := range o.Members {
+		if !m.Learner && m.Healthy && len(m.ClientURLs) > 0 {
+			if m.Leader {
+				out = append(m.ClientURLs[:1:1], out...)
+			} else {
+				out = append(out, m.ClientURLs[0])
+			}
+		}
+	}
+	return out
+}
+
+func (o Observed) removalPending(node string) bool {
+	for _, r := range o.Removals {
+		if r.Spec.Node == node && !r.Status.Phase.Finished() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,76 @@
+package membership
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// Change is a membership change whose outcome is projected.
+type Change struct {
+	Kind   ChangeKind
+	Member api.MemberID
+}
+
+// ChangeKind says what a Change does.
+type ChangeKind int
+
+// Kinds of change.
+const (
+	NoChange ChangeKind = iota
+	RemoveChange
+	PromoteChange
+)
+
+// Projection is the quorum outcome of a change.
+type Projection struct {
+	Voters  int // voters after the change
+	Healthy int // healthy voters with a registered node, after the change
+	Quorum  int // voters needed after the change
+	OK      bool
+	Reason  string
+}
+
+// Project computes the voters, healthy voters and quorum after change.
+// Unhealthy voters and voters with no registered node (ghosts) count as
+// voters but never as healthy; learners are not voters.
+func Project(members []Member, change Change) Projection {
+	var p Projection
+	var weak []string
+	for _, m := range members {
+		voter := !m.Learner
+		switch {
+		case change.Kind == RemoveChange && m.ID == change.Member:
+			continue
+		case change.Kind == PromoteChange && m.ID == change.Member:
+			voter = true
+		}
+		if !voter {
+			continue
+		}
+		p.Voters++
+		switch {
+		case m.Node == "":
+			weak = append(weak, fmt.Sprintf("%s has no registered node", m.label()))
+		case !m.Healthy:
+			weak = append(weak, fmt.Sprintf("%s is unhealthy", m.label()))
+		default:
+			p.Healthy++
+		}
+	}
+	p.Quorum = p.Voters/2 + 1
+	p.OK = p.Voters > 0 && p.Healthy >= p.Quorum
+	switch {
+	case p.Voters == 0:
+		p.Reason = "it would leave no voting member"
+	case !p.OK:
+		sort.Strings(weak)
+		p.Reason = fmt.Sprintf("it would leave %d healthy voter(s) of %d, below quorum %d", p.Healthy, p.Voters, p.Quorum)
+		if len(weak) > 0 {
+			p.Reason += " (" + strings.Join(weak, "; ") + ")"
+		}
+	}
+	return p
+}

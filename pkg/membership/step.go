@@ -1,0 +1,71 @@
+package membership
+
+import (
+	"fmt"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// Action is what a Step asks the executor to do.
+type Action string
+
+// Actions.
+const (
+	// None: nothing to do; wait for a change.
+	None Action = "None"
+	// Wait: something is in the way; Reason says what. Re-plan later.
+	Wait Action = "Wait"
+
+	StartJoin    Action = "StartJoin"    // journal a new join operation (Op)
+	AddLearner   Action = "AddLearner"   // MemberAddAsLearner(Op.Spec.PeerURL)
+	AdoptLearner Action = "AdoptLearner" // the learner exists already: record Member in the journal
+	Promote      Action = "Promote"      // wait until Member caught up, then promote it through Voters
+	AbortJoin    Action = "AbortJoin"    // remove learner Member (if any); fail the op; tell the node to wipe and retry
+	FinishJoin   Action = "FinishJoin"   // the member is a voter: close the op (if any) and the request
+
+	StartRemove    Action = "StartRemove"    // journal a new removal operation (Op)
+	RefuseRemove   Action = "RefuseRemove"   // the request is unsafe or invalid; Reason says why
+	TransferLeader Action = "TransferLeader" // move leadership from Member (at LeaderURL) to To
+	RemoveMember   Action = "RemoveMember"   // MemberRemove(Member)
+	FinishRemove   Action = "FinishRemove"   // the member is gone: close the op and the request
+	FailOp         Action = "FailOp"         // the active op cannot go on; Reason says why
+)
+
+// Step is the one next thing to do.
+type Step struct {
+	Action Action
+	// Op is the operation the step belongs to: the active one, or for
+	// StartJoin and StartRemove the one to create.
+	Op *api.Operation
+	// Request names the join or remove request concerned.
+	Request string
+	Member  api.MemberID
+	// To is the new leader for TransferLeader.
+	To api.MemberID
+	// LeaderURL is the current etcd leader's client URL.
+	LeaderURL string
+	// Voters are healthy voters' client URLs, leader first (for Promote).
+	Voters []string
+	// LearnerURL is the learner's client URL, to watch its progress.
+	LearnerURL string
+	// Retry tells the node of an aborted join to wipe and file again.
+	Retry  bool
+	Reason string
+}
+
+func (s Step) String() string {
+	out := string(s.Action)
+	if s.Op != nil {
+		out += fmt.Sprintf(" op=%s", s.Op.Metadata.Name)
+	}
+	if s.Request != "" {
+		out += " node=" + s.Request
+	}
+	if s.Member != 0 {
+		out += " member=" + s.Member.String()
+	}
+	if s.Reason != "" {
+		out += ": " + s.Reason
+	}
+	return out
+}
