@@ -31,6 +31,7 @@ type embeddedRun struct {
 	done     chan struct{} // closed after err is set
 	err      error
 	removed  atomic.Bool // etcd logged that this member was removed
+	quiet    atomic.Bool // shutting down: etcd's log goes to debug
 }
 
 // NewEmbedded returns an idle embedded runtime; it starts no goroutines.
@@ -102,6 +103,9 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 		close(r.done)
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
 	if err := checkFree(cfg.PeerURL, cfg.ClientURL); err != nil {
 		return fail(err)
 	}
@@ -128,6 +132,7 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 		cause = fmt.Errorf("listener on %s or %s failed: %w", cfg.PeerURL, cfg.ClientURL, lerr)
 	}
 	removed := r.wasRemoved(e)
+	r.quiet.Store(true)
 	e.Close()
 	if removed {
 		cause = fmt.Errorf("%w: %w", ErrRemoved, cause)
@@ -147,6 +152,7 @@ func (r *embeddedRun) watch(e *embed.Etcd, cfg Config) {
 		cause = fmt.Errorf("listener failed: %w", lerr)
 	}
 	removed := r.wasRemoved(e)
+	r.quiet.Store(true)
 	e.Close()
 	switch {
 	case removed:
@@ -204,7 +210,7 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 		ec.ElectionMs = uint(opts.election.Milliseconds())
 	}
 	ec.LogLevel = "warn"
-	core := newSlogCore(cfg.Logger, zapcore.WarnLevel, &r.removed)
+	core := newSlogCore(cfg.Logger, zapcore.WarnLevel, &r.removed, &r.quiet)
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(core))
 	return ec, nil
 }

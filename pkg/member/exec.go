@@ -137,6 +137,9 @@ func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts opt
 		close(r.done)
 		return r.err
 	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
 	if err := checkFree(cfg.PeerURL, cfg.ClientURL); err != nil {
 		return fail(err)
 	}
@@ -206,25 +209,45 @@ func (r *execRun) waitServing(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("client for %s: %w", cfg.ClientURL, err)
 	}
 	defer cli.Close()
+	// pctx also ends when the child exits or Stop is called, to cut a pending
+	// Status call short.
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.exited:
+		case <-r.stopc:
+		case <-pctx.Done():
+		}
+		cancel()
+	}()
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()
 	for {
-		sctx, cancel := context.WithTimeout(ctx, time.Second)
+		sctx, cancelStatus := context.WithTimeout(pctx, time.Second)
 		_, err := cli.Status(sctx, cfg.ClientURL)
-		cancel()
+		cancelStatus()
 		if err == nil {
 			return nil
 		}
 		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not serving %s yet (last error: %v): %w", cfg.ClientURL, err, ctx.Err())
-		case <-r.exited:
-			return fmt.Errorf("etcd exited before serving %s (peer %s): %v; last log:\n%s",
-				cfg.ClientURL, cfg.PeerURL, r.waitErr, r.lastLines())
-		case <-r.stopc:
-			return fmt.Errorf("stopped before serving %s", cfg.ClientURL)
+		case <-pctx.Done():
+			return r.notServing(ctx, cfg, err)
 		case <-tick.C:
 		}
+	}
+}
+
+// notServing says why waitServing gave up.
+func (r *execRun) notServing(ctx context.Context, cfg Config, lastErr error) error {
+	select {
+	case <-r.exited:
+		return fmt.Errorf("etcd exited before serving %s (peer %s): %v; last log:\n%s",
+			cfg.ClientURL, cfg.PeerURL, r.waitErr, r.lastLines())
+	case <-r.stopc:
+		return fmt.Errorf("stopped before serving %s", cfg.ClientURL)
+	default:
+		return fmt.Errorf("not serving %s yet (last error: %v): %w", cfg.ClientURL, lastErr, ctx.Err())
 	}
 }
 

@@ -11,16 +11,19 @@ import (
 
 // slogCore is a zapcore.Core that hands embedded etcd's log entries at or above
 // a level to a slog.Logger, and notes whether etcd said that this member was
-// removed from the cluster (it says so only in its logs).
+// removed from the cluster (it says so only in its logs). Once quiet is set
+// (the member is shutting down) entries go to slog at debug level: etcd's
+// Close logs "server closed" errors that are no news.
 type slogCore struct {
 	logger  *slog.Logger
 	level   zapcore.Level
 	fields  []zapcore.Field
 	removed *atomic.Bool
+	quiet   *atomic.Bool
 }
 
-func newSlogCore(logger *slog.Logger, level zapcore.Level, removed *atomic.Bool) *slogCore {
-	return &slogCore{logger: logger, level: level, removed: removed}
+func newSlogCore(logger *slog.Logger, level zapcore.Level, removed, quiet *atomic.Bool) *slogCore {
+	return &slogCore{logger: logger, level: level, removed: removed, quiet: quiet}
 }
 
 // Enabled lets warnings through whatever the slog level, so that the removal
@@ -61,7 +64,11 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	if e.Level < c.level {
 		return nil
 	}
-	c.logger.LogAttrs(context.Background(), slogLevel(e.Level), "etcd: "+e.Message, attrs...)
+	level := slogLevel(e.Level)
+	if c.quiet.Load() {
+		level = slog.LevelDebug
+	}
+	c.logger.LogAttrs(context.Background(), level, "etcd: "+e.Message, attrs...)
 	return nil
 }
 

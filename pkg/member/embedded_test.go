@@ -1,0 +1,13 @@
+package member_test
+
+import (
+	"testing"
+
+	"github.com/homystack/nico/pkg/member"
+)
+
+func TestEmbeddedContract(t *testing.T) {
+	runtimeContract(t, func() member.Runtime {
+		return member.NewEmbedded(member.WithTimings(testTick, testElection))
+	})
+}
