@@ -1,0 +1,156 @@
+// Package coordinator is nico's decision maker. Every control-plane node runs
+// a candidate; one is leader, elected through etcd's concurrency package, and
+// only the leader plans and applies membership changes. Each of its decisions
+// is written in a transaction fenced on its leadership key.
+//
+//	         +--------------------- session expired / error (backoff) --+
+//	         v                                                          |
+//	[new session] --campaign--> [leader: reconcile loop] --ctx done--> [resign, close session]
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// Config holds a candidate's settings.
+type Config struct {
+	// Name identifies the candidate in the election and the journal.
+	Name string
+	// SessionTTL is the election session's lease TTL: how long a dead
+	// leader keeps leadership.
+	SessionTTL time.Duration
+	// Policy bounds learners' start and progress.
+	Policy membership.Policy
+	// ResyncInterval is how often the leader re-reads everything besides
+	// reacting to watch events (membership changes have no watch).
+	ResyncInterval time.Duration
+	// HealthTimeout bounds each call to one member.
+	HealthTimeout time.Duration
+}
+
+// Coordinator is one candidate.
+type Coordinator struct {
+	cfg   Config
+	store *store.Store
+	admin *etcdadmin.Admin
+	log   *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// OnStep, when set, is called with every step the leader applies (tests
+	// and the demo observe decisions through it).
+	OnStep func(membership.Step)
+	// Elected, when set, is called each time this candidate becomes leader.
+	Elected func(store.Fence)
+}
+
+// New returns a candidate. It starts nothing: call Run.
+func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
+	if cfg.SessionTTL <= 0 {
+		cfg.SessionTTL = 10 * time.Second
+	}
+	if cfg.ResyncInterval <= 0 {
+		cfg.ResyncInterval = time.Second
+	}
+	if cfg.HealthTimeout <= 0 {
+		cfg.HealthTimeout = 2 * time.Second
+	}
+	if cfg.Policy == (membership.Policy{}) {
+		cfg.Policy = membership.DefaultPolicy
+	}
+	return &Coordinator{
+		cfg:   cfg,
+		store: st,
+		admin: etcdadmin.New(st.Client(), cfg.HealthTimeout),
+		log:   log.With("component", "coordinator", "candidate", cfg.Name),
+		Now:   time.Now,
+	}
+}
+
+// Run campaigns and, while leader, reconciles. It returns nil when ctx ends,
+// after resigning.
+func (c *Coordinator) Run(ctx context.Context) error {
+	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 5 * time.Second, Factor: 2, Jitter: 0.5}
+	for attempt := 0; ; attempt++ {
+		err := c.term(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			attempt = 0
+		} else {
+			c.log.Warn("leadership term ended", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(b.Delay(attempt)):
+		}
+	}
+}
+
+// term runs one election session: campaign, then lead until the session or
+// ctx ends.
+func (c *Coordinator) term(ctx context.Context) error {
+	sess, err := concurrency.NewSession(c.store.Client(), concurrency.WithTTL(int(c.cfg.SessionTTL.Seconds())), concurrency.WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("coordinator: session: %w", err)
+	}
+	defer sess.Close()
+	// Campaign does not return when the session expires: tie its context
+	// to the session.
+	tctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-sess.Done():
+			cancel()
+		case <-tctx.Done():
+		}
+	}()
+	e := concurrency.NewElection(sess, store.ElectionPrefix)
+	if err := e.Campaign(tctx, c.cfg.Name); err != nil {
+		if tctx.Err() != nil && ctx.Err() == nil {
+			return errors.New("coordinator: session expired while campaigning")
+		}
+		return fmt.Errorf("coordinator: campaign: %w", err)
+	}
+	fence := store.Fence{Key: e.Key(), Rev: e.Rev()}
+	c.log.Info("elected leader", "key", fence.Key, "rev", fence.Rev)
+	if c.Elected != nil {
+		c.Elected(fence)
+	}
+	err = newReconciler(c, fence).run(tctx)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer rcancel()
+	if rerr := e.Resign(rctx); rerr != nil {
+		c.log.Debug("resign", "err", rerr)
+	} else {
+		c.log.Info("resigned leadership")
+	}
+	if tctx.Err() != nil && ctx.Err() == nil {
+		return errors.New("coordinator: session expired; leadership lost")
+	}
+	return err
+}
+
+// Leader returns the name of the current leader, or "" when there is none.
+func Leader(ctx context.Context, st *store.Store) (string, error) {
+	resp, err := st.Client().Get(ctx, store.ElectionPrefix, firstCreated()...)
+	if err != nil {
+		return "", fmt.Errorf("coordinator: read leader: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", nil
+	}
+	return string(resp.Kvs[0].Value), nil
+}

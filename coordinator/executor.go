@@ -1,0 +1,290 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// errOpBusy: another operation is active (the one-change-in-flight guard).
+var errOpBusy = errors.New("coordinator: another operation is active")
+
+// executor applies one step: side effects on etcd's membership, and the
+// journal and request updates, each in a transaction fenced on leadership.
+type executor struct {
+	c     *Coordinator
+	fence store.Fence
+	obs   *observation
+	now   time.Time
+}
+
+func (x *executor) apply(ctx context.Context, s membership.Step) error {
+	switch s.Action {
+	case membership.None, membership.Wait:
+		return nil
+	case membership.StartJoin:
+		return x.start(ctx, s.Op, nil)
+	case membership.StartRemove:
+		r := x.removal(s.Request)
+		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRunning, Operation: s.Op.Metadata.Name, UpdatedAt: x.now}
+		return x.start(ctx, s.Op, r)
+	case membership.AddLearner:
+		return x.addLearner(ctx, s)
+	case membership.AdoptLearner:
+		return x.learnerAdded(ctx, s, s.Member, initialCluster(x.obs.Members, s.Member, s.Request))
+	case membership.Promote:
+		return x.promote(ctx, s)
+	case membership.FinishJoin:
+		return x.finishJoin(ctx, s)
+	case membership.AbortJoin:
+		if s.Member != 0 {
+			if err := x.c.admin.Remove(ctx, s.Member); err != nil {
+				return err
+			}
+		}
+		return x.failOp(ctx, s)
+	case membership.FailOp:
+		return x.failOp(ctx, s)
+	case membership.RefuseRemove:
+		r := x.removal(s.Request)
+		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: s.Reason, UpdatedAt: x.now}
+		return x.commit(ctx, nil, r)
+	case membership.TransferLeader:
+		if err := x.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
+			return err
+		}
+		s.Op.Status.Step = api.StepTransferLeader
+		s.Op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("moved etcd leadership from %s to %s", s.Member, s.To))
+		s.Op.Status.Step = api.StepRemoveMember
+		return x.commit(ctx, nil, s.Op)
+	case membership.RemoveMember:
+		if err := x.c.admin.Remove(ctx, s.Member); err != nil {
+			return err
+		}
+		s.Op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("removed member %s", s.Member))
+		return x.commit(ctx, nil, s.Op)
+	case membership.FinishRemove:
+		return x.finishRemove(ctx, s)
+	default:
+		return fmt.Errorf("coordinator: no executor for action %q", s.Action)
+	}
+}
+
+// start journals a new operation; it fails if another is active.
+func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Object) error {
+	op.Spec.StartedBy = x.c.cfg.Name
+	op.Status.Leader = x.c.cfg.Name
+	op.Record(x.now, x.c.cfg.Name, "started")
+	put, err := store.PutOp(store.OpKey(op.Metadata.Name), op)
+	if err != nil {
+		return err
+	}
+	ops := []clientv3.Op{put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name)}
+	if extra != nil {
+		p, err := putObj(extra)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, p)
+	}
+	_, err = x.c.store.FencedTxn(ctx, x.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, ops...)
+	return err
+}
+
+func (x *executor) addLearner(ctx context.Context, s membership.Step) error {
+	id, initial, err := x.c.admin.AddLearner(ctx, s.Request, s.Op.Spec.PeerURL)
+	if err != nil {
+		return err
+	}
+	return x.learnerAdded(ctx, s, id, initial)
+}
+
+// learnerAdded journals the learner and hands the node its initial cluster.
+func (x *executor) learnerAdded(ctx context.Context, s membership.Step, id api.MemberID, initial string) error {
+	op := s.Op
+	op.Spec.MemberID = id
+	op.Status.Step = api.StepLearner
+	op.Status.StepSince = x.now
+	op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("learner %s added", id))
+	objs := []api.Object{op}
+	if j := x.obs.joins[s.Request]; j != nil {
+		j.Status = api.JoinRequestStatus{Phase: api.JoinLearnerAdded, MemberID: id, InitialCluster: initial, Operation: op.Metadata.Name, UpdatedAt: x.now}
+		objs = append(objs, j)
+	}
+	return x.commit(ctx, nil, objs...)
+}
+
+// promote watches the learner's progress and promotes it once it has
+// caught up; the progress seen is journaled either way.
+func (x *executor) promote(ctx context.Context, s membership.Step) error {
+	op := s.Op
+	before := op.Status.LearnerIndex
+	wctx, cancel := context.WithTimeout(ctx, x.stepBound())
+	defer cancel()
+	err := x.c.admin.WaitCaughtUp(wctx, s.LearnerURL, s.LeaderURL, 100*time.Millisecond, func(idx uint64) {
+		if idx > op.Status.LearnerIndex {
+			op.Status.LearnerIndex = idx
+			op.Status.ProgressAt = x.c.Now()
+		}
+	})
+	if err == nil {
+		pctx, pcancel := context.WithTimeout(ctx, x.stepBound())
+		defer pcancel()
+		err = x.c.admin.Promote(pctx, s.Voters, s.Member)
+	}
+	if err != nil {
+		if op.Status.LearnerIndex > before {
+			op.Record(x.c.Now(), x.c.cfg.Name, fmt.Sprintf("learner at raft index %d", op.Status.LearnerIndex))
+			if cerr := x.commit(ctx, nil, op); cerr != nil {
+				return errors.Join(err, cerr)
+			}
+		}
+		if ctx.Err() == nil && wctx.Err() != nil {
+			return nil // not caught up yet: plan again
+		}
+		return err
+	}
+	op.Record(x.c.Now(), x.c.cfg.Name, fmt.Sprintf("learner %s promoted", s.Member))
+	return x.commit(ctx, nil, op)
+}
+
+// stepBound caps how long one step may block the loop.
+func (x *executor) stepBound() time.Duration {
+	d := x.c.cfg.Policy.LearnerProgressTimeout / 2
+	if d > 10*time.Second {
+		d = 10 * time.Second
+	}
+	if d < time.Second {
+		d = time.Second
+	}
+	return d
+}
+
+func (x *executor) finishJoin(ctx context.Context, s membership.Step) error {
+	var objs []api.Object
+	if j := x.obs.joins[s.Request]; j != nil {
+		j.Status.Phase = api.JoinJoined
+		j.Status.MemberID = s.Member
+		j.Status.Message = "member is a voter"
+		j.Status.UpdatedAt = x.now
+		objs = append(objs, j)
+	}
+	if s.Op == nil {
+		return x.commit(ctx, nil, objs...)
+	}
+	s.Op.Status.Phase = api.OpSucceeded
+	s.Op.Status.Step = api.StepDone
+	s.Op.Record(x.now, x.c.cfg.Name, "member "+s.Member.String()+" is a voter")
+	return x.commit(ctx, s.Op, append(objs, s.Op)...)
+}
+
+func (x *executor) failOp(ctx context.Context, s membership.Step) error {
+	op := s.Op
+	op.Status.Phase = api.OpFailed
+	op.Record(x.now, x.c.cfg.Name, s.Reason)
+	objs := []api.Object{op}
+	switch op.Spec.Type {
+	case api.OpJoin:
+		if j := x.obs.joins[s.Request]; j != nil {
+			j.Status = api.JoinRequestStatus{Phase: api.JoinFailed, Retry: s.Retry, Operation: op.Metadata.Name, Message: s.Reason, MemberID: s.Member, UpdatedAt: x.now}
+			objs = append(objs, j)
+		}
+	case api.OpRemove:
+		if r := x.obs.removals[s.Request]; r != nil {
+			r.Status = api.RemoveRequestStatus{Phase: api.RemoveFailed, Operation: op.Metadata.Name, Message: s.Reason, UpdatedAt: x.now}
+			objs = append(objs, r)
+		}
+	}
+	return x.commit(ctx, op, objs...)
+}
+
+func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
+	op := s.Op
+	op.Status.Phase = api.OpSucceeded
+	op.Status.Step = api.StepDone
+	op.Record(x.now, x.c.cfg.Name, "node "+op.Spec.Node+" removed")
+	objs := []api.Object{op}
+	if r := x.obs.removals[s.Request]; r != nil {
+		r.Status = api.RemoveRequestStatus{Phase: api.RemoveDone, Operation: op.Metadata.Name, Message: "member removed; the node wipes its data", UpdatedAt: x.now}
+		objs = append(objs, r)
+	}
+	err := x.commit(ctx, op, objs...)
+	if err == nil {
+		// A removed node must not rejoin by a stale request.
+		err = x.c.store.Delete(ctx, store.JoinKey(op.Spec.Node))
+	}
+	return err
+}
+
+// commit writes objs fenced on leadership; when closing is set it also
+// releases the active-operation slot, guarded on still holding it.
+func (x *executor) commit(ctx context.Context, closing *api.Operation, objs ...api.Object) error {
+	var ops []clientv3.Op
+	for _, o := range objs {
+		p, err := putObj(o)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, p)
+	}
+	var guards []store.Guard
+	if closing != nil {
+		ops = append(ops, clientv3.OpDelete(store.ActiveOpKey))
+		guards = append(guards, store.Guard{
+			Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", closing.Metadata.Name),
+			Err: fmt.Errorf("coordinator: operation %s is no longer the active one", closing.Metadata.Name),
+		})
+	}
+	_, err := x.c.store.FencedTxn(ctx, x.fence, guards, ops...)
+	return err
+}
+
+func (x *executor) removal(name string) *api.RemoveRequest {
+	if r := x.obs.removals[name]; r != nil {
+		return r
+	}
+	return api.NewRemoveRequest(name)
+}
+
+func putObj(o api.Object) (clientv3.Op, error) {
+	switch v := o.(type) {
+	case *api.Operation:
+		return store.PutOp(store.OpKey(v.Metadata.Name), v)
+	case *api.JoinRequest:
+		return store.PutOp(store.JoinKey(v.Metadata.Name), v)
+	case *api.RemoveRequest:
+		return store.PutOp(store.RemovalKey(v.Metadata.Name), v)
+	default:
+		return clientv3.Op{}, fmt.Errorf("coordinator: cannot write a %T", o)
+	}
+}
+
+// initialCluster renders --initial-cluster for learner id (named name)
+// from the observed members: every started member plus the learner.
+func initialCluster(ms []membership.Member, id api.MemberID, name string) string {
+	var parts []string
+	for _, m := range ms {
+		n := m.Name
+		if m.ID == id {
+			n = name
+		}
+		if n == "" {
+			continue
+		}
+		for _, u := range m.PeerURLs {
+			parts = append(parts, n+"="+u)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func isNotLeader(err error) bool { return errors.Is(err, store.ErrNotLeader) }

@@ -1,0 +1,263 @@
+// Package etcdadmin observes and changes an etcd cluster's membership
+// through the client API: member list and per-member status with fail-fast
+// timeouts, learner add, promote through voters, remove, and leader moves.
+package etcdadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/membership"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// Admin performs membership calls. Calls to a single member are bounded by
+// the health timeout so one dead member never stalls the caller.
+type Admin struct {
+	cli           *clientv3.Client
+	healthTimeout time.Duration
+	retry         backoff.Backoff
+	dialTimeout   time.Duration
+}
+
+// Option configures an Admin.
+type Option func(*Admin)
+
+// WithRetry sets the backoff used for retryable membership errors.
+func WithRetry(b backoff.Backoff) Option { return func(a *Admin) { a.retry = b } }
+
+// New returns an Admin that uses cli for cluster-wide calls.
+func New(cli *clientv3.Client, healthTimeout time.Duration, opts ...Option) *Admin {
+	a := &Admin{
+		cli:           cli,
+		healthTimeout: healthTimeout,
+		dialTimeout:   healthTimeout,
+		retry:         backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Factor: 2, Jitter: 0.5},
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// Retryable reports the membership errors that pass by themselves: a
+// cluster that just changed ("unhealthy cluster"), a learner slot still
+// taken, a learner not yet in sync, or a lost leader.
+func Retryable(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	msg := err.Error()
+	for _, target := range retryableErrors {
+		if strings.Contains(msg, rpctypes.ErrorDesc(target)) {
+			return true
+		}
+	}
+	return false
+}
+
+var retryableErrors = []error{
+	rpctypes.ErrUnhealthy, rpctypes.ErrTooManyLearners, rpctypes.ErrMemberLearnerNotReady,
+	rpctypes.ErrNoLeader, rpctypes.ErrNotCapable, rpctypes.ErrLeaderChanged, rpctypes.ErrTimeoutDueToLeaderFail,
+}
+
+// Observe lists the members and asks each for its status, in parallel. It
+// fails only when the member list cannot be read.
+func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
+	lctx, cancel := context.WithTimeout(ctx, a.healthTimeout)
+	defer cancel()
+	resp, err := a.cli.MemberList(lctx, clientv3.WithSerializable())
+	if err != nil {
+		return nil, fmt.Errorf("etcdadmin: member list: %w", err)
+	}
+	out := make([]membership.Member, len(resp.Members))
+	leaders := make([]uint64, len(resp.Members))
+	var wg sync.WaitGroup
+	for i, m := range resp.Members {
+		out[i] = membership.Member{ID: api.MemberID(m.ID), Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, Learner: m.IsLearner}
+		if len(m.ClientURLs) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, url string) {
+			defer wg.Done()
+			st, err := a.status(ctx, url)
+			if err != nil {
+				return
+			}
+			out[i].Healthy = len(st.Errors) == 0
+			out[i].RaftIndex = st.RaftIndex
+			leaders[i] = st.Leader
+		}(i, m.ClientURLs[0])
+	}
+	wg.Wait()
+	// The leader is the one most healthy members agree on.
+	votes := map[uint64]int{}
+	for i, l := range leaders {
+		if l != 0 && out[i].Healthy {
+			votes[l]++
+		}
+	}
+	var leader uint64
+	for id, n := range votes {
+		if n > votes[leader] || (n == votes[leader] && id < leader) {
+			leader = id
+		}
+	}
+	for i := range out {
+		out[i].Leader = leader != 0 && uint64(out[i].ID) == leader
+	}
+	return out, nil
+}
+
+// status calls Status on one member with the fail-fast timeout.
+func (a *Admin) status(ctx context.Context, url string) (*clientv3.StatusResponse, error) {
+	sctx, cancel := context.WithTimeout(ctx, a.healthTimeout)
+	defer cancel()
+	return a.cli.Status(sctx, url)
+}
+
+// AddLearner adds a learner with peerURL, retrying the errors that pass, and
+// returns its ID and the --initial-cluster value it must start with.
+func (a *Admin) AddLearner(ctx context.Context, name, peerURL string) (api.MemberID, string, error) {
+	var resp *clientv3.MemberAddResponse
+	err := backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+		defer cancel()
+		var err error
+		resp, err = a.cli.MemberAddAsLearner(clientv3.WithRequireLeader(cctx), []string{peerURL})
+		return err
+	})
+	if err != nil {
+		return 0, "", fmt.Errorf("etcdadmin: add learner %s: %w", peerURL, err)
+	}
+	return api.MemberID(resp.Member.ID), InitialCluster(resp.Members, resp.Member.ID, name), nil
+}
+
+// InitialCluster renders --initial-cluster for the new member id, named
+// name, from the member list returned when it was added. Members that have
+// not started yet have no name; etcd needs one per URL, so they are skipped
+// unless they are the new member.
+func InitialCluster(members []*etcdserverpb.Member, id uint64, name string) string {
+	var parts []string
+	for _, m := range members {
+		n := m.Name
+		if m.ID == id {
+			n = name
+		}
+		if n == "" {
+			continue
+		}
+		for _, u := range m.PeerURLs {
+			parts = append(parts, n+"="+u)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// WaitCaughtUp watches the learner's raft index until it is within 10% of
+// the leader's (etcd's own readiness rule), calling progress whenever the
+// learner's index grows. It polls every interval and returns when ctx ends.
+func (a *Admin) WaitCaughtUp(ctx context.Context, learnerURL, leaderURL string, interval time.Duration, progress func(index uint64)) error {
+	var last uint64
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		ls, lerr := a.status(ctx, learnerURL)
+		ld, derr := a.status(ctx, leaderURL)
+		if lerr == nil {
+			if ls.RaftIndex > last {
+				last = ls.RaftIndex
+				progress(last)
+			}
+			if derr == nil && float64(ls.RaftIndex) >= 0.9*float64(ld.RaftIndex) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcdadmin: learner at %s not caught up (index %d): %w", learnerURL, last, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Promote promotes learner id through the voters' client URLs only (a
+// learner cannot serve it), failing fast per call and retrying "not in
+// sync" and the other passing errors with jittered backoff until ctx ends.
+func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID) error {
+	if len(voters) == 0 {
+		return fmt.Errorf("etcdadmin: promote %s: no healthy voter to ask", id)
+	}
+	cli, err := a.dial(voters)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	err = backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+		defer cancel()
+		_, err := cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("etcdadmin: promote %s: %w", id, err)
+	}
+	return nil
+}
+
+// Remove removes member id. A member that is already gone is not an error.
+func (a *Admin) Remove(ctx context.Context, id api.MemberID) error {
+	err := backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+		defer cancel()
+		_, err := a.cli.MemberRemove(clientv3.WithRequireLeader(cctx), uint64(id))
+		return err
+	})
+	if err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) && !strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrMemberNotFound)) {
+		return fmt.Errorf("etcdadmin: remove %s: %w", id, err)
+	}
+	return nil
+}
+
+// MoveLeader asks the leader at leaderURL to hand leadership to member to.
+func (a *Admin) MoveLeader(ctx context.Context, leaderURL string, to api.MemberID) error {
+	cli, err := a.dial([]string{leaderURL})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	err = backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, 5*a.healthTimeout)
+		defer cancel()
+		_, err := cli.MoveLeader(cctx, uint64(to))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("etcdadmin: move leader to %s: %w", to, err)
+	}
+	return nil
+}
+
+// dial makes a short-lived client bound to exactly these endpoints.
+func (a *Admin) dial(endpoints []string) (*clientv3.Client, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: a.dialTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, fmt.Errorf("etcdadmin: dial %v: %w", endpoints, err)
+	}
+	return cli, nil
+}
