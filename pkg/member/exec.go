@@ -53,6 +53,7 @@ type execRun struct {
 	done     chan struct{} // closed after err is set
 	err      error
 	removed  atomic.Bool // the child logged that this member was removed
+	pid      atomic.Int64
 
 	mu     sync.Mutex
 	failed error    // set by a failed Start; becomes err
@@ -130,6 +131,18 @@ func (m *Exec) Err() error {
 	return r.err
 }
 
+// Pid returns the child's process id (also its process group id), or 0 when
+// no child runs.
+func (m *Exec) Pid() int {
+	m.mu.Lock()
+	r := m.run
+	m.mu.Unlock()
+	if r == nil || isClosed(r.exited) {
+		return 0
+	}
+	return int(r.pid.Load())
+}
+
 func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts options) error {
 	fail := func(err error) error {
 		r.err = fmt.Errorf("member: start %s: %w", cfg.Name, err)
@@ -156,6 +169,7 @@ func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts opt
 	if err := cmd.Start(); err != nil {
 		return fail(fmt.Errorf("run %s: %w", binary, err))
 	}
+	r.pid.Store(int64(cmd.Process.Pid))
 	var readers sync.WaitGroup
 	readers.Add(2)
 	go r.forward(&readers, stdout, "stdout", cfg.Logger)

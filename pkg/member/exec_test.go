@@ -1,6 +1,13 @@
 package member_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/homystack/nico/pkg/etcdtest"
@@ -14,5 +21,93 @@ func TestExecContract(t *testing.T) {
 				return member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
 			})
 		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a slog handler and a reader.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestExecChild checks what only a child process has: its own process group,
+// its output in the logger at debug level, and a crash reported by Err.
+func TestExecChild(t *testing.T) {
+	bin := etcdtest.Binaries(t)[0]
+	ctx := caseContext(t)
+	var logs syncBuffer
+	cfg := newConfig(t, "child")
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rt := member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
+	stopAll(t, rt)
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	pid := rt.Pid()
+	if pid <= 0 {
+		t.Fatalf("Pid = %d while running", pid)
+	}
+	if pgid, err := syscall.Getpgid(pid); err != nil || pgid != pid {
+		t.Fatalf("child pgid = %d, %v; want its own group %d", pgid, err, pid)
+	}
+	if !strings.Contains(logs.String(), `"level":"DEBUG","msg":"etcd","member":"child"`) ||
+		!strings.Contains(logs.String(), `"line":"{`) {
+		t.Fatalf("child output not forwarded at debug with member and line fields; log:\n%s", logs.String())
+	}
+
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(ctx, t, rt)
+	err := rt.Err()
+	if err == nil || errors.Is(err, member.ErrRemoved) || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("Err after a crash = %v, want an error saying it was killed", err)
+	}
+	if rt.Pid() != 0 {
+		t.Fatalf("Pid = %d after exit, want 0", rt.Pid())
+	}
+	if err := rt.Stop(ctx); err != nil {
+		t.Fatalf("Stop after crash: %v", err)
+	}
+	if rt.Err() == nil {
+		t.Fatal("Stop after a crash cleared Err")
+	}
+	// Restarting after a crash works from the same data dir.
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatalf("restart after crash: %v", err)
+	}
+}
+
+// TestExecStopContextEnded checks that Stop escalates when ctx ends before
+// the child has exited from SIGTERM.
+func TestExecStopContextEnded(t *testing.T) {
+	bin := etcdtest.Binaries(t)[0]
+	ctx := caseContext(t)
+	cfg := newConfig(t, "hurry")
+	rt := member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
+	stopAll(t, rt)
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := rt.Stop(ended); err != nil {
+		t.Fatalf("Stop with ended ctx: %v", err)
+	}
+	waitDone(ctx, t, rt)
+	if err := rt.Err(); err != nil {
+		t.Fatalf("Err after Stop = %v, want nil", err)
 	}
 }
