@@ -1,0 +1,243 @@
+// Package agent is nico's per-machine agent. It owns its machine and nothing
+// else: it registers the node under a heartbeat lease, runs the local etcd
+// member when the node has the control-plane role (bootstrapping a new
+// cluster, or joining a running one through the coordinator's learner
+// flow), and reports what it observed. It never decides for the fleet.
+//
+//	start --bootstrap, no data--> [new cluster] ----------------------------+
+//	  |                                                                      v
+//	  +--data of a current member--> [restart member] -------------> [registered, member serving]
+//	  |                                                                      ^
+//	  +--no data / stale data (wiped)--> [join request] --learner added--> [start learner] --promoted--+
+//	                                          ^                                 |
+//	                                          +------ join failed: wipe, retry -+
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// ErrRemoved is returned by Run when this node was removed from the cluster;
+// its member's data was wiped and it will not rejoin by itself.
+var ErrRemoved = errors.New("agent: node removed from the cluster")
+
+// Config is what the agent needs to know about its machine.
+type Config struct {
+	Name      string
+	Roles     []api.Role
+	Bootstrap bool
+	// DataDir is the etcd member's data dir.
+	DataDir      string
+	PeerURL      string
+	ClientURL    string
+	ClusterToken string
+	// Endpoints are client URLs of the running cluster (not needed to
+	// bootstrap).
+	Endpoints    []string
+	DialTimeout  time.Duration
+	Prefix       string
+	HeartbeatTTL time.Duration
+	// RetryInterval paces re-reads and retries while joining.
+	RetryInterval time.Duration
+	Version       string
+}
+
+// Notifier tells the service manager how the agent is doing.
+type Notifier interface {
+	Ready() error
+	Status(msg string) error
+	Stopping() error
+}
+
+// Agent runs one machine's part of nico.
+type Agent struct {
+	cfg     Config
+	runtime member.Runtime
+	notify  Notifier
+	log     *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+
+	cli     *clientv3.Client
+	st      *store.Store
+	node    *api.Node
+	healthy atomic.Bool
+	running bool // the local member was started by this agent
+}
+
+// New returns an agent; it starts nothing until Run.
+func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) *Agent {
+	if cfg.Prefix == "" {
+		cfg.Prefix = store.DefaultPrefix
+	}
+	if cfg.HeartbeatTTL <= 0 {
+		cfg.HeartbeatTTL = 10 * time.Second
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = 2 * time.Second
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 5 * time.Second
+	}
+	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now}
+}
+
+// Healthy tells whether the node is registered and, on a control-plane
+// node, its member is serving. The watchdog pings only while it holds.
+func (a *Agent) Healthy() bool { return a.healthy.Load() }
+
+func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.RoleControlPlane) }
+
+// Run brings the node into the fleet and keeps it there until ctx ends.
+func (a *Agent) Run(ctx context.Context) (err error) {
+	defer func() { a.shutdown(err) }()
+	a.status("starting")
+	if a.controlPlane() {
+		if err := a.prepareMember(ctx); err != nil {
+			return err
+		}
+	}
+	if err := a.connect(); err != nil {
+		return err
+	}
+	if err := a.register(ctx); err != nil {
+		return err
+	}
+	hbDone := make(chan error, 1)
+	hctx, stopHB := context.WithCancel(ctx)
+	defer func() { stopHB(); <-hbDone }()
+	go func() { hbDone <- a.heartbeat(hctx) }()
+
+	if a.controlPlane() && !a.running {
+		if err := a.join(ctx); err != nil {
+			return err
+		}
+	}
+	if a.controlPlane() {
+		if err := a.awaitVoter(ctx); err != nil {
+			return err
+		}
+	}
+	a.healthy.Store(true)
+	a.setPhase(ctx, api.NodeMember, "")
+	_ = a.notify.Ready()
+	a.status("ready")
+	a.log.Info("node ready", "controlPlane", a.controlPlane())
+	return a.supervise(ctx, hbDone)
+}
+
+// connect makes the store client: the configured endpoints plus the local
+// member, kept in sync with the member list.
+func (a *Agent) connect() error {
+	eps := slices.Clone(a.cfg.Endpoints)
+	if a.running && !slices.Contains(eps, a.cfg.ClientURL) {
+		eps = append([]string{a.cfg.ClientURL}, eps...)
+	}
+	if len(eps) == 0 {
+		return errors.New("agent: no etcd endpoint: set etcd.endpoints, or bootstrap")
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:        eps,
+		DialTimeout:      a.cfg.DialTimeout,
+		AutoSyncInterval: 5 * time.Second,
+		Logger:           zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("agent: connect %v: %w", eps, err)
+	}
+	st, err := store.New(cli, a.cfg.Prefix)
+	if err != nil {
+		cli.Close()
+		return err
+	}
+	a.cli, a.st = cli, st
+	return nil
+}
+
+// register writes the node object, keeping its creation time.
+func (a *Agent) register(ctx context.Context) error {
+	n := api.NewNode(a.cfg.Name)
+	old := &api.Node{}
+	if err := a.st.Get(ctx, store.NodeKey(a.cfg.Name), old); err == nil {
+		n.Metadata.CreatedAt = old.Metadata.CreatedAt
+		n.Status = old.Status
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("agent: register: %w", err)
+	} else {
+		n.Metadata.CreatedAt = a.Now()
+	}
+	n.Spec = api.NodeSpec{Roles: a.cfg.Roles, Bootstrap: a.cfg.Bootstrap}
+	if a.controlPlane() {
+		n.Spec.PeerURL, n.Spec.ClientURL = a.cfg.PeerURL, a.cfg.ClientURL
+	}
+	n.Status.AgentVersion = a.cfg.Version
+	n.Status.Phase = api.NodeRegistered
+	if a.controlPlane() && !a.running {
+		n.Status.Phase = api.NodeJoining
+	}
+	n.Status.UpdatedAt = a.Now()
+	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), n); err != nil {
+		return fmt.Errorf("agent: register: %w", err)
+	}
+	a.node = n
+	a.log.Info("registered", "roles", a.cfg.Roles)
+	return nil
+}
+
+// setPhase records the node's phase and member state; errors are logged,
+// since status is advisory and rewritten on the next change.
+func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
+	if a.node == nil {
+		return
+	}
+	a.node.Status.Phase = phase
+	a.node.Status.Message = msg
+	a.node.Status.UpdatedAt = a.Now()
+	if a.controlPlane() && a.running {
+		if id, cid, learner, err := a.selfMember(ctx); err == nil {
+			a.node.Status.MemberID, a.node.Status.ClusterID = id, cid
+			a.node.Status.MemberState = api.MemberVoter
+			if learner {
+				a.node.Status.MemberState = api.MemberLearner
+			}
+		}
+	}
+	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), a.node); err != nil && ctx.Err() == nil {
+		a.log.Warn("status not written", "err", err)
+	}
+}
+
+func (a *Agent) status(msg string) { _ = a.notify.Status(msg) }
+
+// shutdown stops the member and drops the heartbeat so others see the node
+// go at once.
+func (a *Agent) shutdown(runErr error) {
+	_ = a.notify.Stopping()
+	a.healthy.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if a.running {
+		if err := a.runtime.Stop(ctx); err != nil {
+			a.log.Warn("stop member", "err", err)
+		}
+		a.running = false
+	}
+	if a.cli != nil {
+		a.cli.Close()
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) {
+		a.log.Info("agent stopped", "err", runErr)
+	}
+}

@@ -1,0 +1,155 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// join files (or resumes) this node's join request and follows the
+// leader's answer: start the learner when it is added, wipe and file again
+// when the join failed, return once the member is a voter.
+func (a *Agent) join(ctx context.Context) error {
+	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
+	a.status("joining the etcd cluster")
+	req, err := a.currentJoin(ctx)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := a.cli.Watch(wctx, store.JoinKey(a.cfg.Name))
+	tick := time.NewTicker(a.cfg.RetryInterval)
+	defer tick.Stop()
+	for {
+		done, err := a.followJoin(ctx, req)
+		if done || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-events:
+		case <-tick.C:
+		}
+		next := &api.JoinRequest{}
+		switch err := a.st.Get(ctx, store.JoinKey(a.cfg.Name), next); {
+		case errors.Is(err, store.ErrNotFound):
+			req, err = a.fileJoin(ctx, req.Spec.Attempt+1)
+			if err != nil {
+				return err
+			}
+		case err != nil:
+			a.log.Warn("read join request", "err", err)
+		default:
+			req = next
+		}
+	}
+}
+
+// currentJoin resumes a request for this peer URL that is still under way
+// (an agent restarted mid-join), or files a new one.
+func (a *Agent) currentJoin(ctx context.Context) (*api.JoinRequest, error) {
+	old := &api.JoinRequest{}
+	err := a.st.Get(ctx, store.JoinKey(a.cfg.Name), old)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("agent: read join request: %w", err)
+	}
+	if err == nil && old.Spec.PeerURL == a.cfg.PeerURL &&
+		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && a.learnerIs(ctx, old.Status.MemberID))) {
+		a.log.Info("resuming join request", "attempt", old.Spec.Attempt, "phase", old.Status.Phase)
+		return old, nil
+	}
+	return a.fileJoin(ctx, old.Spec.Attempt+1)
+}
+
+// learnerIs tells whether id is still a learner with this node's peer URL.
+func (a *Agent) learnerIs(ctx context.Context, id api.MemberID) bool {
+	got, _, learner, err := a.selfMember(ctx)
+	return err == nil && learner && got == id
+}
+
+func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, error) {
+	j := api.NewJoinRequest(a.cfg.Name)
+	j.Metadata.CreatedAt = a.Now()
+	j.Spec = api.JoinRequestSpec{Node: a.cfg.Name, PeerURL: a.cfg.PeerURL, ClientURL: a.cfg.ClientURL, Attempt: attempt}
+	if err := a.st.Put(ctx, store.JoinKey(a.cfg.Name), j); err != nil {
+		return nil, fmt.Errorf("agent: file join request: %w", err)
+	}
+	a.log.Info("join requested", "attempt", attempt)
+	return j, nil
+}
+
+// followJoin acts on one reading of the join request. It returns done once
+// the member is a voter.
+func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error) {
+	switch j.Status.Phase {
+	case api.JoinPending:
+		return false, nil
+	case api.JoinLearnerAdded:
+		if a.running {
+			return false, nil
+		}
+		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
+		if err := a.startMember(ctx, j.Status.InitialCluster, "existing"); err != nil {
+			// The coordinator removes a learner that never starts; keep
+			// trying until it does.
+			a.log.Warn("learner did not start; will retry", "err", err)
+			_ = a.stopMember(ctx)
+			return false, nil
+		}
+		a.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
+		return false, nil
+	case api.JoinJoined:
+		a.log.Info("promoted to voter", "member", j.Status.MemberID)
+		return true, nil
+	case api.JoinFailed:
+		if !j.Status.Retry {
+			return false, fmt.Errorf("agent: join refused: %s", j.Status.Message)
+		}
+		a.log.Warn("join failed; wiping data dir and trying again", "reason", j.Status.Message, "attempt", j.Spec.Attempt)
+		if err := a.stopMember(ctx); err != nil {
+			a.log.Warn("stop member", "err", err)
+		}
+		if _, err := member.Wipe(a.cfg.DataDir, a.Now()); err != nil {
+			return false, fmt.Errorf("agent: wipe data dir: %w", err)
+		}
+		next, err := a.fileJoin(ctx, j.Spec.Attempt+1)
+		if err != nil {
+			return false, err
+		}
+		*j = *next
+		return false, nil
+	default:
+		return false, fmt.Errorf("agent: join request phase %q is not known to this agent", j.Status.Phase)
+	}
+}
+
+// awaitVoter waits until the local member is a voter (a restarted learner
+// is promoted by the leader; its join request says so).
+func (a *Agent) awaitVoter(ctx context.Context) error {
+	for {
+		_, _, learner, err := a.selfMember(ctx)
+		switch {
+		case err == nil && !learner:
+			return nil
+		case err == nil && learner:
+			if err := a.join(ctx); err != nil {
+				return err
+			}
+			continue
+		case errors.Is(err, errNoMember):
+			return fmt.Errorf("agent: the cluster has no member at %s: %w", a.cfg.PeerURL, ErrRemoved)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(a.cfg.RetryInterval / 4):
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/member"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// prepareMember decides, before anything else, what to do with the local
+// data dir: bootstrap a new cluster, restart the member it holds, or wipe
+// it because it belongs to a removed member or to another cluster. Joining
+// comes later, once the node is registered.
+func (a *Agent) prepareMember(ctx context.Context) error {
+	has, err := member.HasData(a.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("agent: inspect data dir: %w", err)
+	}
+	view, verr := a.clusterView(ctx)
+	if !has {
+		if !a.cfg.Bootstrap {
+			return nil
+		}
+		if verr == nil {
+			a.log.Warn("bootstrap is set but a cluster already answers at etcd.endpoints: joining it instead", "cluster", view.clusterID)
+			return nil
+		}
+		a.log.Info("bootstrapping a new etcd cluster", "peerURL", a.cfg.PeerURL)
+		return a.startMember(ctx, a.cfg.Name+"="+a.cfg.PeerURL, "new")
+	}
+	marker, hasMarker, err := member.ReadMarker(a.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if verr != nil {
+		a.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
+		return a.startMember(ctx, "", "existing")
+	}
+	if reason := staleReason(view, marker, hasMarker, a.cfg.PeerURL); reason != "" {
+		backup, err := member.Wipe(a.cfg.DataDir, a.Now())
+		if err != nil {
+			return fmt.Errorf("agent: wipe stale data dir: %w", err)
+		}
+		a.log.Warn("wiped stale data dir; will join with a new member ID", "reason", reason, "copy", backup)
+		return nil
+	}
+	a.log.Info("restarting the member from its data")
+	return a.startMember(ctx, "", "existing")
+}
+
+// clusterState is the cluster as seen from etcd.endpoints.
+type clusterState struct {
+	clusterID uint64
+	members   []*etcdserverpb.Member
+}
+
+// clusterView asks the configured endpoints (never the local member, which
+// is not running yet) for the member list.
+func (a *Agent) clusterView(ctx context.Context) (clusterState, error) {
+	var eps []string
+	for _, e := range a.cfg.Endpoints {
+		if e != a.cfg.ClientURL {
+			eps = append(eps, e)
+		}
+	}
+	if len(eps) == 0 {
+		return clusterState{}, errors.New("no other endpoint configured")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: a.cfg.DialTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		return clusterState{}, err
+	}
+	defer cli.Close()
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
+	defer cancel()
+	resp, err := cli.MemberList(cctx)
+	if err != nil {
+		return clusterState{}, fmt.Errorf("member list from %v: %w", eps, err)
+	}
+	return clusterState{clusterID: resp.Header.ClusterId, members: resp.Members}, nil
+}
+
+// staleReason says why a data dir must not be restarted, or "".
+func staleReason(v clusterState, m member.Marker, hasMarker bool, peerURL string) string {
+	if hasMarker && m.ClusterID != 0 && m.ClusterID != v.clusterID {
+		return fmt.Sprintf("data dir belongs to cluster %s, the running cluster is %s", api.MemberID(m.ClusterID), api.MemberID(v.clusterID))
+	}
+	var self *etcdserverpb.Member
+	for _, mem := range v.members {
+		if slices.Contains(mem.PeerURLs, peerURL) {
+			self = mem
+		}
+	}
+	switch {
+	case self == nil && hasMarker:
+		return fmt.Sprintf("member %s was removed from the cluster", api.MemberID(m.MemberID))
+	case self == nil:
+		return "no member of the cluster has this node's peer URL"
+	case hasMarker && m.MemberID != 0 && m.MemberID != self.ID:
+		return fmt.Sprintf("data dir belongs to member %s, the cluster has %s at %s", api.MemberID(m.MemberID), api.MemberID(self.ID), peerURL)
+	}
+	return ""
+}
+
+// startMember starts the local member and records which member and cluster
+// its data dir belongs to.
+func (a *Agent) startMember(ctx context.Context, initialCluster, state string) error {
+	err := a.runtime.Start(ctx, member.Config{
+		Name:           a.cfg.Name,
+		DataDir:        a.cfg.DataDir,
+		PeerURL:        a.cfg.PeerURL,
+		ClientURL:      a.cfg.ClientURL,
+		InitialCluster: initialCluster,
+		ClusterState:   state,
+		ClusterToken:   a.cfg.ClusterToken,
+		Logger:         a.log,
+	})
+	if err != nil {
+		return fmt.Errorf("agent: start member: %w", err)
+	}
+	a.running = true
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{a.cfg.ClientURL}, DialTimeout: a.cfg.DialTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("agent: local client: %w", err)
+	}
+	defer cli.Close()
+	sctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
+	defer cancel()
+	st, err := cli.Status(sctx, a.cfg.ClientURL)
+	if err != nil {
+		return fmt.Errorf("agent: local member status: %w", err)
+	}
+	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now()}
+	if err := member.WriteMarker(a.cfg.DataDir, mk); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	a.log.Info("member serving", "member", api.MemberID(mk.MemberID), "cluster", api.MemberID(mk.ClusterID))
+	return nil
+}
+
+// stopMember stops the local member if this agent runs it.
+func (a *Agent) stopMember(ctx context.Context) error {
+	if !a.running {
+		return nil
+	}
+	a.running = false
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	return a.runtime.Stop(sctx)
+}
+
+// selfMember finds this node's member by its peer URL.
+func (a *Agent) selfMember(ctx context.Context) (id, cluster api.MemberID, learner bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
+	defer cancel()
+	resp, err := a.cli.MemberList(cctx)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	for _, m := range resp.Members {
+		if slices.Contains(m.PeerURLs, a.cfg.PeerURL) {
+			return api.MemberID(m.ID), api.MemberID(resp.Header.ClusterId), m.IsLearner, nil
+		}
+	}
+	return 0, api.MemberID(resp.Header.ClusterId), false, errNoMember
+}
+
+var errNoMember = errors.New("agent: no member has this node's peer URL")

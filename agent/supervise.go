@@ -1,0 +1,108 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// supervise keeps the node in the fleet: it restarts a member that crashed,
+// and leaves when the node was removed.
+func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	removals := a.cli.Watch(wctx, store.RemovalKey(a.cfg.Name))
+	b := backoff.Backoff{Base: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: 0.3}
+	crashes := 0
+	for {
+		if done, err := a.removalDone(ctx); err == nil && done {
+			return a.removed(ctx, "removal request done")
+		}
+		var memberDone <-chan struct{}
+		if a.running {
+			memberDone = a.runtime.Done()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-hbDone:
+			return fmt.Errorf("agent: heartbeat stopped: %w", err)
+		case <-removals:
+		case <-memberDone:
+			err := a.runtime.Err()
+			if errors.Is(err, member.ErrRemoved) {
+				return a.removed(ctx, "the cluster removed this member")
+			}
+			a.running = false
+			a.healthy.Store(false)
+			a.log.Error("member exited; restarting it", "err", err, "crashes", crashes+1)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(b.Delay(crashes)):
+			}
+			crashes++
+			if err := a.startMember(ctx, "", "existing"); err != nil {
+				a.log.Error("restart member", "err", err)
+				continue
+			}
+			a.healthy.Store(true)
+		}
+	}
+}
+
+func (a *Agent) removalDone(ctx context.Context) (bool, error) {
+	r := &api.RemoveRequest{}
+	if err := a.st.Get(ctx, store.RemovalKey(a.cfg.Name), r); err != nil {
+		return false, err
+	}
+	return r.Status.Phase == api.RemoveDone, nil
+}
+
+// removed stops and wipes the member, records the node as removed and
+// clears the finished removal request, so that a later start rejoins anew.
+func (a *Agent) removed(ctx context.Context, why string) error {
+	a.healthy.Store(false)
+	a.log.Warn("node removed from the cluster; wiping member data", "why", why)
+	if err := a.stopMember(ctx); err != nil {
+		a.log.Warn("stop member", "err", err)
+	}
+	if a.controlPlane() {
+		backup, err := member.Wipe(a.cfg.DataDir, a.Now())
+		if err != nil {
+			return fmt.Errorf("agent: wipe after removal: %w", err)
+		}
+		a.log.Info("data dir wiped", "copy", backup)
+	}
+	// The local member is gone; reach the cluster through the others.
+	if err := a.connectOthers(); err == nil {
+		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
+		a.setPhase(ctx, api.NodeRemoved, why)
+		_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
+		_ = a.st.Delete(ctx, store.HeartbeatKey(a.cfg.Name))
+	} else {
+		a.log.Warn("cannot record the removal", "err", err)
+	}
+	return ErrRemoved
+}
+
+// connectOthers reconnects the store client to the cluster's other members.
+func (a *Agent) connectOthers() error {
+	var eps []string
+	for _, e := range append(a.cli.Endpoints(), a.cfg.Endpoints...) {
+		if e != a.cfg.ClientURL && !slices.Contains(eps, e) {
+			eps = append(eps, e)
+		}
+	}
+	a.cli.Close()
+	a.cli = nil
+	a.cfg.Endpoints = eps
+	return a.connect()
+}

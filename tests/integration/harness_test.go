@@ -1,0 +1,246 @@
+// Package integration runs nico's agents and coordinators against real etcd
+// members (embedded, and etcd binaries) in one test process, on loopback.
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/coordinator"
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// fleet is a set of agents and coordinator candidates under test.
+type fleet struct {
+	t      *testing.T
+	mu     sync.Mutex
+	nodes  map[string]*node
+	coords map[string]*coord
+	policy membership.Policy
+	// newRuntime makes each agent's member runtime.
+	newRuntime func() member.Runtime
+	log        *slog.Logger
+}
+
+type node struct {
+	name      string
+	cfg       agent.Config
+	agent     *agent.Agent
+	runtime   member.Runtime
+	cancel    context.CancelFunc
+	done      chan error
+}
+
+type coord struct {
+	name   string
+	c      *coordinator.Coordinator
+	cancel context.CancelFunc
+	done   chan error
+	cli    *clientv3.Client
+	steps  chan membership.Step
+}
+
+func newFleet(t *testing.T) *fleet {
+	f := &fleet{
+		t: t, nodes: map[string]*node{}, coords: map[string]*coord{},
+		policy:     membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second},
+		newRuntime: func() member.Runtime { return member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond)) },
+		log:        testLogger(t),
+	}
+	t.Cleanup(f.stopAll)
+	return f
+}
+
+// endpoints are the client URLs of every agent that was started.
+func (f *fleet) endpoints() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var eps []string
+	for _, n := range f.nodes {
+		eps = append(eps, n.cfg.ClientURL)
+	}
+	slices.Sort(eps)
+	return eps
+}
+
+// agentConfig makes a control-plane agent's config on fresh loopback ports.
+func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
+	peer, client := etcdtest.URLs(f.t)
+	return agent.Config{
+		Name: name, Roles: []api.Role{api.RoleControlPlane}, Bootstrap: bootstrap,
+		DataDir: filepath.Join(f.t.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
+		ClusterToken: "nico-test", Endpoints: f.endpoints(), DialTimeout: 3 * time.Second,
+		Prefix: store.DefaultPrefix, HeartbeatTTL: 3 * time.Second, RetryInterval: 500 * time.Millisecond, Version: "test",
+	}
+}
+
+// start runs an agent with cfg.
+func (f *fleet) start(cfg agent.Config) *node {
+	rt := f.newRuntime()
+	n := &node{name: cfg.Name, cfg: cfg, runtime: rt, done: make(chan error, 1)}
+	n.agent = agent.New(cfg, rt, nopNotifier{}, f.log.With("test-node", cfg.Name))
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() { n.done <- n.agent.Run(ctx) }()
+	f.mu.Lock()
+	f.nodes[cfg.Name] = n
+	f.mu.Unlock()
+	return n
+}
+
+// stop ends an agent gracefully and returns what Run returned.
+func (n *node) stop() error {
+	n.cancel()
+	select {
+	case err := <-n.done:
+		n.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		return errors.New("agent did not stop within 30s")
+	}
+}
+
+// startCoordinator runs a candidate with its own client.
+func (f *fleet) startCoordinator(name string) *coord {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: f.endpoints(), DialTimeout: 3 * time.Second, AutoSyncInterval: time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c := &coord{name: name, cli: cli, done: make(chan error, 1), steps: make(chan membership.Step, 1000)}
+	c.c = coordinator.New(coordinator.Config{Name: name, SessionTTL: 2 * time.Second, Policy: f.policy, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second}, st, f.log.With("test-coord", name))
+	c.c.OnStep = func(s membership.Step) {
+		select {
+		case c.steps <- s:
+		default:
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel = cancel
+	go func() { c.done <- c.c.Run(ctx) }()
+	f.mu.Lock()
+	f.coords[name] = c
+	f.mu.Unlock()
+	return c
+}
+
+func (c *coord) stop() {
+	c.cancel()
+	<-c.done
+	c.done <- nil
+	c.cli.Close()
+}
+
+func (f *fleet) stopAll() {
+	var wg sync.WaitGroup
+	for _, c := range f.coords {
+		wg.Add(1)
+		go func(c *coord) { defer wg.Done(); c.stop() }(c)
+	}
+	wg.Wait()
+	for _, n := range f.nodes {
+		wg.Add(1)
+		go func(n *node) { defer wg.Done(); _ = n.stop() }(n)
+	}
+	wg.Wait()
+}
+
+// client returns a raw client (unscoped) for assertions.
+func (f *fleet) client() *clientv3.Client {
+	return etcdtest.NewClient(f.t, f.endpoints()...)
+}
+
+// members returns the member list: name -> learner.
+func members(ctx context.Context, cli *clientv3.Client) (map[string]bool, error) {
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, m := range resp.Members {
+		name := m.Name
+		if name == "" {
+			name = fmt.Sprintf("unstarted-%x", m.ID)
+		}
+		out[name] = m.IsLearner
+	}
+	return out, nil
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s; last state: %s", what, within, last)
+}
+
+// waitVoters waits until exactly the named members are voters and no
+// learner is left.
+func (f *fleet) waitVoters(within time.Duration, names ...string) {
+	f.t.Helper()
+	cli := f.client()
+	want := slices.Clone(names)
+	slices.Sort(want)
+	eventually(f.t, within, "voters "+strings.Join(want, ","), func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ms, err := members(ctx, cli)
+		if err != nil {
+			return false, err.Error()
+		}
+		var voters []string
+		for n, learner := range ms {
+			if !learner {
+				voters = append(voters, n)
+			}
+		}
+		slices.Sort(voters)
+		return slices.Equal(voters, want) && len(ms) == len(want), fmt.Sprint(ms)
+	})
+}
+
+type nopNotifier struct{}
+
+func (nopNotifier) Ready() error         { return nil }
+func (nopNotifier) Status(string) error  { return nil }
+func (nopNotifier) Stopping() error      { return nil }
+
+// testLogger logs to t.
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
