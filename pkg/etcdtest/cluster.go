@@ -191,4 +191,3 @@ func WaitLeader(ctx context.Context, cli *clientv3.Client, endpoint string) (uin
 		}
 	}
 }
-

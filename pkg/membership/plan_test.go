@@ -159,7 +159,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "learner that stalls is aborted", now: t0.Add(5 * min), action: AbortJoin,
-			obs: learnerWorld(true, t0).with(func(o *Observed) { o.Active.Status.ProgressAt = t0.Add(2 * min) }),
+			obs:   learnerWorld(true, t0).with(func(o *Observed) { o.Active.Status.ProgressAt = t0.Add(2 * min) }),
 			check: reason("no progress for 3m0s"),
 		},
 		{

@@ -150,4 +150,3 @@ func TestFencedTxnRefusesDeposedLeader(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-

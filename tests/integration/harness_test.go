@@ -38,12 +38,12 @@ type fleet struct {
 }
 
 type node struct {
-	name      string
-	cfg       agent.Config
-	agent     *agent.Agent
-	runtime   member.Runtime
-	cancel    context.CancelFunc
-	done      chan error
+	name    string
+	cfg     agent.Config
+	agent   *agent.Agent
+	runtime member.Runtime
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 type coord struct {
@@ -58,9 +58,11 @@ type coord struct {
 func newFleet(t *testing.T) *fleet {
 	f := &fleet{
 		t: t, nodes: map[string]*node{}, coords: map[string]*coord{},
-		policy:     membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second},
-		newRuntime: func() member.Runtime { return member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond)) },
-		log:        testLogger(t),
+		policy: membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second},
+		newRuntime: func() member.Runtime {
+			return member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+		},
+		log: testLogger(t),
 	}
 	t.Cleanup(f.stopAll)
 	return f
@@ -228,9 +230,9 @@ func (f *fleet) waitVoters(within time.Duration, names ...string) {
 
 type nopNotifier struct{}
 
-func (nopNotifier) Ready() error         { return nil }
-func (nopNotifier) Status(string) error  { return nil }
-func (nopNotifier) Stopping() error      { return nil }
+func (nopNotifier) Ready() error        { return nil }
+func (nopNotifier) Status(string) error { return nil }
+func (nopNotifier) Stopping() error     { return nil }
 
 // testLogger logs to t.
 func testLogger(t *testing.T) *slog.Logger {
