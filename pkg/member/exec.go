@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ type execRun struct {
 	pid      atomic.Int64
 
 	mu     sync.Mutex
-	failed error    // set by a failed Start; becomes err
+	failed error    // why Start failed; becomes err
 	tail   []string // last tailLines log lines
 }
 
@@ -158,6 +159,7 @@ func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts opt
 	}
 	cmd := exec.Command(binary, execArgs(cfg, opts)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.Env = childEnv(os.Environ())
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return fail(err)
@@ -179,7 +181,7 @@ func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts opt
 
 	if err := r.waitServing(ctx, cfg); err != nil {
 		r.mu.Lock()
-		r.failed = fmt.Errorf("member: start %s: %w", cfg.Name, err)
+		r.failed = err
 		r.mu.Unlock()
 		close(r.decided)
 		r.stopOnce.Do(func() { close(r.stopc) })
@@ -189,6 +191,18 @@ func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts opt
 	}
 	close(r.decided)
 	return nil
+}
+
+// childEnv drops NOTIFY_SOCKET: etcd sends READY=1 to systemd when it is
+// set, which would report the agent's own unit ready on the child's behalf.
+func childEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func execArgs(cfg Config, opts options) []string {
@@ -322,8 +336,10 @@ func (r *execRun) wait(cmd *exec.Cmd, readers *sync.WaitGroup, logger *slog.Logg
 	failed := r.failed
 	r.mu.Unlock()
 	switch {
+	case failed != nil && r.removed.Load():
+		r.err = fmt.Errorf("member: start %s: %w: %w", r.name, ErrRemoved, failed)
 	case failed != nil:
-		r.err = failed
+		r.err = fmt.Errorf("member: start %s: %w", r.name, failed)
 	case r.removed.Load():
 		r.err = ErrRemoved
 	case isClosed(r.stopc):

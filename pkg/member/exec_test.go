@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
@@ -109,5 +112,48 @@ func TestExecStopContextEnded(t *testing.T) {
 	waitDone(ctx, t, rt)
 	if err := rt.Err(); err != nil {
 		t.Fatalf("Err after Stop = %v, want nil", err)
+	}
+}
+
+// TestExecHidesNotifySocket checks that the etcd child cannot tell systemd
+// that the agent's unit is ready: it must not inherit NOTIFY_SOCKET.
+func TestExecHidesNotifySocket(t *testing.T) {
+	bin := etcdtest.Binaries(t)[0]
+	ctx := caseContext(t)
+	sock := filepath.Join(t.TempDir(), "notify.sock")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	t.Setenv("NOTIFY_SOCKET", sock)
+
+	rt := member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
+	stopAll(t, rt)
+	var logs syncBuffer
+	cfg := newConfig(t, "notify")
+	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// etcd notifies just after it starts serving; wait until it has tried.
+	for !strings.Contains(logs.String(), "notified init daemon") {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("etcd never logged its systemd notification: %v\n%s", ctx.Err(), logs.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if err := rt.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The child has exited, so anything it sent is already queued and a read
+	// returns at once; the deadline only ends the wait when nothing came.
+	if err := conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 256)
+	if n, _, err := conn.ReadFrom(buf); err == nil {
+		t.Fatalf("etcd child notified the agent's systemd socket: %q", buf[:n])
 	}
 }

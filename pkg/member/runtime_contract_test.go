@@ -225,6 +225,17 @@ func testLearnerRemoved(t *testing.T, newRuntime func() member.Runtime) {
 		t.Fatalf("a exited: %v", a.Err())
 	default:
 	}
+
+	// A removed member that comes back with its old data is told so by the
+	// cluster and does not start.
+	err = b.Start(ctx, cfgB)
+	t.Logf("restart of removed b: %v", err)
+	if !errors.Is(err, member.ErrRemoved) {
+		t.Fatalf("restart of removed b = %v, want ErrRemoved", err)
+	}
+	if !errors.Is(b.Err(), member.ErrRemoved) {
+		t.Fatalf("b.Err() after failed restart = %v, want ErrRemoved", b.Err())
+	}
 }
 
 // memberAddAsLearner retries while a young cluster refuses reconfiguration
