@@ -120,6 +120,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	defer func() { stopHB(); <-hbDone }()
 	go func() { hbDone <- a.heartbeat(hctx) }()
 
+	a.clearFinishedRemoval(ctx)
 	if a.controlPlane() && !a.running {
 		if err := a.join(ctx); err != nil {
 			return err

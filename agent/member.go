@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -31,6 +32,9 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 		if verr == nil {
 			a.log.Warn("bootstrap is set but a cluster already answers at etcd.endpoints: joining it instead", "cluster", view.clusterID)
 			return nil
+		}
+		if copies, _ := filepath.Glob(a.cfg.DataDir + ".wiped-*"); len(copies) > 0 {
+			return fmt.Errorf("agent: bootstrap refused: this node's member data was wiped before (%s), so it belonged to a cluster; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", copies[len(copies)-1], verr)
 		}
 		a.log.Info("bootstrapping a new etcd cluster", "peerURL", a.cfg.PeerURL)
 		return a.startMember(ctx, a.cfg.Name+"="+a.cfg.PeerURL, "new")

@@ -106,3 +106,15 @@ func (a *Agent) connectOthers() error {
 	a.cfg.Endpoints = eps
 	return a.connect()
 }
+
+// clearFinishedRemoval drops a removal of this node that finished while the
+// agent was away: the node was removed, its data wiped at start, and it now
+// joins anew.
+func (a *Agent) clearFinishedRemoval(ctx context.Context) {
+	r := &api.RemoveRequest{}
+	if err := a.st.Get(ctx, store.RemovalKey(a.cfg.Name), r); err != nil || !r.Status.Phase.Finished() {
+		return
+	}
+	a.log.Info("clearing a finished removal request of this node", "phase", r.Status.Phase)
+	_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
+}

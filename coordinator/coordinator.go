@@ -51,6 +51,10 @@ type Coordinator struct {
 	OnStep func(membership.Step)
 	// Elected, when set, is called each time this candidate becomes leader.
 	Elected func(store.Fence)
+	// AfterSideEffect, when set, is called after a membership call to etcd
+	// succeeded and before the journal records it: tests crash the leader
+	// there to prove the next leader resumes from the journal.
+	AfterSideEffect func(membership.Step)
 }
 
 // New returns a candidate. It starts nothing: call Run.

@@ -61,16 +61,22 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		if err := x.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}
+		x.sideEffectDone(s)
 		s.Op.Status.Step = api.StepTransferLeader
 		s.Op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("moved etcd leadership from %s to %s", s.Member, s.To))
 		s.Op.Status.Step = api.StepRemoveMember
 		return x.commit(ctx, nil, s.Op)
 	case membership.RemoveMember:
+		// Journal first: the removal may cut this client's own endpoint.
+		s.Op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("removing member %s", s.Member))
+		if err := x.commit(ctx, nil, s.Op); err != nil {
+			return err
+		}
 		if err := x.c.admin.Remove(ctx, s.Member); err != nil {
 			return err
 		}
-		s.Op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("removed member %s", s.Member))
-		return x.commit(ctx, nil, s.Op)
+		x.sideEffectDone(s)
+		return nil
 	case membership.FinishRemove:
 		return x.finishRemove(ctx, s)
 	default:
@@ -104,6 +110,7 @@ func (x *executor) addLearner(ctx context.Context, s membership.Step) error {
 	if err != nil {
 		return err
 	}
+	x.sideEffectDone(s)
 	return x.learnerAdded(ctx, s, id, initial)
 }
 
@@ -152,6 +159,7 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 		}
 		return err
 	}
+	x.sideEffectDone(s)
 	op.Record(x.c.Now(), x.c.cfg.Name, fmt.Sprintf("learner %s promoted", s.Member))
 	return x.commit(ctx, nil, op)
 }
@@ -285,6 +293,12 @@ func initialCluster(ms []membership.Member, id api.MemberID, name string) string
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
+}
+
+func (x *executor) sideEffectDone(s membership.Step) {
+	if x.c.AfterSideEffect != nil {
+		x.c.AfterSideEffect(s)
+	}
 }
 
 func isNotLeader(err error) bool { return errors.Is(err, store.ErrNotLeader) }

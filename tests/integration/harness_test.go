@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +54,8 @@ type coord struct {
 	done   chan error
 	cli    *clientv3.Client
 	steps  chan membership.Step
+
+	stopOnce sync.Once
 }
 
 func newFleet(t *testing.T) *fleet {
@@ -91,9 +94,11 @@ func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
 	}
 }
 
-// start runs an agent with cfg.
-func (f *fleet) start(cfg agent.Config) *node {
-	rt := f.newRuntime()
+// start runs an agent with cfg and a fresh runtime.
+func (f *fleet) start(cfg agent.Config) *node { return f.startWith(cfg, f.newRuntime()) }
+
+// startWith runs an agent with cfg and runtime rt.
+func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
 	n := &node{name: cfg.Name, cfg: cfg, runtime: rt, done: make(chan error, 1)}
 	n.agent = agent.New(cfg, rt, nopNotifier{}, f.log.With("test-node", cfg.Name))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,8 +122,9 @@ func (n *node) stop() error {
 	}
 }
 
-// startCoordinator runs a candidate with its own client.
-func (f *fleet) startCoordinator(name string) *coord {
+// startCoordinator runs a candidate with its own client; opts adjust the
+// coordinator before it runs.
+func (f *fleet) startCoordinator(name string, opts ...func(*coord)) *coord {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: f.endpoints(), DialTimeout: 3 * time.Second, AutoSyncInterval: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		f.t.Fatal(err)
@@ -135,6 +141,9 @@ func (f *fleet) startCoordinator(name string) *coord {
 		default:
 		}
 	}
+	for _, o := range opts {
+		o(c)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	go func() { c.done <- c.c.Run(ctx) }()
@@ -145,10 +154,18 @@ func (f *fleet) startCoordinator(name string) *coord {
 }
 
 func (c *coord) stop() {
-	c.cancel()
-	<-c.done
-	c.done <- nil
+	c.stopOnce.Do(func() {
+		c.cancel()
+		<-c.done
+		c.cli.Close()
+	})
+}
+
+// crash kills the candidate without resigning: its connection drops, and
+// its session lease is left to expire.
+func (c *coord) crash() {
 	c.cli.Close()
+	c.stop()
 }
 
 func (f *fleet) stopAll() {
@@ -228,6 +245,71 @@ func (f *fleet) waitVoters(within time.Duration, names ...string) {
 	})
 }
 
+// leaderName is the coordinator leader's candidate name.
+func (f *fleet) leaderName() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	name, _ := coordinator.Leader(ctx, f.store())
+	return name
+}
+
+// etcdLeader returns the node name of the etcd leader.
+func (f *fleet) etcdLeader() string {
+	f.t.Helper()
+	cli := f.client()
+	var name string
+	eventually(f.t, 20*time.Second, "etcd leader", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		ms, err := cli.MemberList(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range ms.Members {
+			if len(m.ClientURLs) == 0 {
+				continue
+			}
+			st, err := cli.Status(ctx, m.ClientURLs[0])
+			if err == nil && st.Leader == m.ID {
+				name = m.Name
+				return true, ""
+			}
+		}
+		return false, "no member says it leads"
+	})
+	return name
+}
+
+// gated wraps a runtime so that Start waits until open is closed.
+type gated struct {
+	member.Runtime
+	open chan struct{}
+}
+
+func (g *gated) Start(ctx context.Context, cfg member.Config) error {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Runtime.Start(ctx, cfg)
+}
+
+// failing wraps a runtime so that Start fails while fail holds.
+type failing struct {
+	member.Runtime
+	fail   atomic.Bool
+	starts atomic.Int32
+}
+
+func (r *failing) Start(ctx context.Context, cfg member.Config) error {
+	r.starts.Add(1)
+	if r.fail.Load() {
+		return errors.New("simulated: member cannot start")
+	}
+	return r.Runtime.Start(ctx, cfg)
+}
+
 type nopNotifier struct{}
 
 func (nopNotifier) Ready() error        { return nil }
@@ -245,4 +327,35 @@ func (w tWriter) Write(p []byte) (int, error) {
 	w.t.Helper()
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// store returns a store over the fleet's endpoints.
+func (f *fleet) store() *store.Store {
+	f.t.Helper()
+	st, err := store.New(etcdtest.NewClient(f.t, f.endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+// waitFor polls an object until cond holds.
+func waitObj[T any, PT interface {
+	*T
+	api.Object
+}](f *fleet, within time.Duration, key string, what string, cond func(PT) bool) PT {
+	f.t.Helper()
+	st := f.store()
+	var got PT
+	eventually(f.t, within, what, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		obj := PT(new(T))
+		if err := st.Get(ctx, key, obj); err != nil {
+			return false, err.Error()
+		}
+		got = obj
+		return cond(obj), fmt.Sprintf("%+v", obj)
+	})
+	return got
 }

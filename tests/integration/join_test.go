@@ -1,16 +1,96 @@
 package integration
 
 import (
+	"context"
+	"sort"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
 )
 
-func TestBootstrapAndTwoJoins(t *testing.T) {
+// TestConcurrentJoinsAreSerialized: three nodes ask to join at the same
+// moment; the journal shows one operation at a time and the member list
+// never holds two learners.
+func TestConcurrentJoinsAreSerialized(t *testing.T) {
 	f := newFleet(t)
 	f.start(f.agentConfig("cp-1", true))
 	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("cp-1")
-	f.start(f.agentConfig("cp-2", false))
-	f.start(f.agentConfig("cp-3", false))
-	f.waitVoters(60*time.Second, "cp-1", "cp-2", "cp-3")
+	f.startCoordinator("c-1")
+	mon := f.watchLearners()
+	for _, n := range []string{"cp-2", "cp-3", "cp-4"} {
+		f.start(f.agentConfig(n, false))
+	}
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")
+	if max := mon(); max > 1 {
+		t.Fatalf("saw %d learners at once", max)
+	}
+	ops := f.ops()
+	if len(ops) != 3 {
+		t.Fatalf("journal has %d operations, want 3 joins", len(ops))
+	}
+	assertSerialized(t, ops)
+}
+
+// assertSerialized fails if any two operations' lifetimes overlap.
+func assertSerialized(t *testing.T, ops []*api.Operation) {
+	t.Helper()
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Metadata.CreatedAt.Before(ops[j].Metadata.CreatedAt) })
+	for i := range ops {
+		if ops[i].Status.Phase == api.OpRunning && i != len(ops)-1 {
+			t.Fatalf("op %s still running while a later one exists", ops[i].Metadata.Name)
+		}
+		if i == 0 {
+			continue
+		}
+		prevEnd := ops[i-1].Status.UpdatedAt
+		if ops[i].Metadata.CreatedAt.Before(prevEnd) {
+			t.Fatalf("op %s started at %s before %s ended at %s", ops[i].Metadata.Name, ops[i].Metadata.CreatedAt, ops[i-1].Metadata.Name, prevEnd)
+		}
+	}
+}
+
+// watchLearners polls the member list until the returned func is called,
+// which returns the most learners seen at once.
+func (f *fleet) watchLearners() func() int {
+	cli := f.client()
+	ctx, cancel := context.WithCancel(context.Background())
+	max := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			c, cc := context.WithTimeout(ctx, time.Second)
+			resp, err := cli.MemberList(c)
+			cc()
+			if err == nil {
+				n := 0
+				for _, m := range resp.Members {
+					if m.IsLearner {
+						n++
+					}
+				}
+				if n > max {
+					max = n
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	f.t.Cleanup(cancel)
+	return func() int { cancel(); <-done; return max }
+}
+
+// ops reads the operation journal.
+func (f *fleet) ops() []*api.Operation {
+	f.t.Helper()
+	st := f.store()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ops, _, err := store.List[api.Operation](ctx, st, store.OpsDir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return ops
 }

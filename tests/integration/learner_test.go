@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestLearnerThatNeverStartsIsRemoved: the new node's member cannot start;
+// after the start timeout the leader removes the learner and tells the node
+// to wipe and retry; once the member can start, the node joins.
+func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
+	f := newFleet(t)
+	f.policy.LearnerStartTimeout = 3 * time.Second
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	rt := &failing{Runtime: f.newRuntime()}
+	rt.fail.Store(true)
+	f.startWith(f.agentConfig("cp-2", false), rt)
+
+	j := waitObj[api.JoinRequest](f, 60*time.Second, store.JoinKey("cp-2"), "second join attempt", func(j *api.JoinRequest) bool { return j.Spec.Attempt >= 2 })
+	var failed *api.Operation
+	for _, op := range f.ops() {
+		if op.Status.Phase == api.OpFailed {
+			failed = op
+		}
+	}
+	if failed == nil || !strings.Contains(failed.Status.Message, "did not start within 3s") {
+		t.Fatalf("no failed join op with the timeout reason; ops: %+v", f.ops())
+	}
+	// The learner is gone: only cp-1 is a member.
+	ms, err := members(t.Context(), f.client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range ms {
+		if name != "cp-1" && !strings.HasPrefix(name, "unstarted-") {
+			t.Fatalf("unexpected member %s", name)
+		}
+	}
+	rt.fail.Store(false)
+	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	t.Logf("joined at attempt %d after %d start attempts", j.Spec.Attempt, rt.starts.Load())
+}
+
+// TestAgentKilledMidJoinRecovers: the agent dies after the learner was added
+// and before its member started; a new agent with the same data dir resumes
+// the same join.
+func TestAgentKilledMidJoinRecovers(t *testing.T) {
+	f := newFleet(t)
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	cfg := f.agentConfig("cp-2", false)
+	rt := &gated{Runtime: f.newRuntime(), open: make(chan struct{})}
+	n := f.startWith(cfg, rt)
+	j := waitObj[api.JoinRequest](f, 60*time.Second, store.JoinKey("cp-2"), "learner added", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinLearnerAdded })
+	if err := n.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("agent stop: %v", err)
+	}
+	f.start(cfg)
+	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	final := waitObj[api.JoinRequest](f, 10*time.Second, store.JoinKey("cp-2"), "joined", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined })
+	if final.Status.MemberID != j.Status.MemberID || final.Spec.Attempt != 1 {
+		t.Fatalf("join resumed as member %s attempt %d, want the learner %s of attempt 1", final.Status.MemberID, final.Spec.Attempt, j.Status.MemberID)
+	}
+}
+
+// TestRemovedNodeRejoinsWithNewID: a node is removed while its agent is
+// down; restarted on its old data dir, the agent sees that its member is
+// gone, wipes the data (keeping a copy) and joins with a new member ID.
+func TestRemovedNodeRejoinsWithNewID(t *testing.T) {
+	f := newFleet(t)
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	f.start(f.agentConfig("cp-2", false))
+	cfg3 := f.agentConfig("cp-3", false)
+	n3 := f.start(cfg3)
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	old := waitObj[api.JoinRequest](f, 10*time.Second, store.JoinKey("cp-3"), "joined", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined }).Status.MemberID
+
+	_ = n3.stop()
+	f.requestRemoval("cp-3", false)
+	waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey("cp-3"), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
+	f.waitVoters(30*time.Second, "cp-1", "cp-2")
+
+	cfg3.Endpoints = f.endpoints()
+	f.start(cfg3)
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	now := waitObj[api.JoinRequest](f, 10*time.Second, store.JoinKey("cp-3"), "rejoined", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined }).Status.MemberID
+	if now == old || now == 0 {
+		t.Fatalf("rejoined as %s, old member was %s: want a new ID", now, old)
+	}
+	copies, _ := filepath.Glob(cfg3.DataDir + ".wiped-*")
+	if len(copies) != 1 {
+		t.Fatalf("want one kept copy of the stale data dir, got %v", copies)
+	}
+	if _, err := os.Stat(filepath.Join(copies[0], "member")); err != nil {
+		t.Fatalf("kept copy has no member data: %v", err)
+	}
+}
+
+// requestRemoval files a removal request as nicoctl does.
+func (f *fleet) requestRemoval(node string, force bool) {
+	f.t.Helper()
+	r := api.NewRemoveRequest(node)
+	r.Metadata.CreatedAt = time.Now()
+	r.Spec.Force = force
+	if err := f.store().Put(f.t.Context(), store.RemovalKey(node), r); err != nil {
+		f.t.Fatal(err)
+	}
+}
