@@ -25,14 +25,21 @@ const (
 	caseTimeout  = 90 * time.Second
 )
 
-// runtimeContract runs the cases every Runtime must pass.
-func runtimeContract(t *testing.T, newRuntime func() member.Runtime) {
+// lifecycleContract runs the cases every Runtime, fakes included, must pass.
+func lifecycleContract(t *testing.T, newRuntime func() member.Runtime) {
 	t.Run("StopBeforeStart", func(t *testing.T) { testStopBeforeStart(t, newRuntime) })
+	t.Run("StartStopStartAgain", func(t *testing.T) { testLifecycle(t, newRuntime) })
+	t.Run("CanceledContext", func(t *testing.T) { testCanceledContext(t, newRuntime) })
+}
+
+// runtimeContract runs the cases every real Runtime must pass, against real
+// etcd members on loopback.
+func runtimeContract(t *testing.T, newRuntime func() member.Runtime) {
+	lifecycleContract(t, newRuntime)
 	t.Run("PutStopRestart", func(t *testing.T) { testPutStopRestart(t, newRuntime) })
 	t.Run("LearnerJoinsAndIsRemoved", func(t *testing.T) { testLearnerRemoved(t, newRuntime) })
 	t.Run("PortInUse", func(t *testing.T) { testPortInUse(t, newRuntime) })
 	t.Run("DataDirIsAFile", func(t *testing.T) { testBadDataDir(t, newRuntime) })
-	t.Run("CanceledContext", func(t *testing.T) { testCanceledContext(t, newRuntime) })
 }
 
 func testLogger(t *testing.T) *slog.Logger {
@@ -113,6 +120,38 @@ func testStopBeforeStart(t *testing.T, newRuntime func() member.Runtime) {
 	}
 	if err := rt.Err(); err != nil {
 		t.Fatalf("Err before Start = %v, want nil", err)
+	}
+}
+
+func testLifecycle(t *testing.T, newRuntime func() member.Runtime) {
+	ctx := caseContext(t)
+	rt := newRuntime()
+	stopAll(t, rt)
+	cfg := newConfig(t, "life")
+	for round := range 2 {
+		if err := rt.Start(ctx, cfg); err != nil {
+			t.Fatalf("Start (round %d): %v", round, err)
+		}
+		select {
+		case <-rt.Done():
+			t.Fatalf("Done closed while running (round %d); Err = %v", round, rt.Err())
+		default:
+		}
+		if err := rt.Err(); err != nil {
+			t.Fatalf("Err while running = %v, want nil", err)
+		}
+		if err := rt.Start(ctx, cfg); !errors.Is(err, member.ErrRunning) {
+			t.Fatalf("Start while running = %v, want ErrRunning", err)
+		}
+		for i := range 2 {
+			if err := rt.Stop(ctx); err != nil {
+				t.Fatalf("Stop #%d (round %d): %v", i+1, round, err)
+			}
+		}
+		waitDone(ctx, t, rt)
+		if err := rt.Err(); err != nil {
+			t.Fatalf("Err after Stop = %v, want nil", err)
+		}
 	}
 }
 
