@@ -28,9 +28,12 @@ const tailLines = 8
 
 // Exec runs the member as an etcd binary in a child process. The child is in
 // its own process group (a terminal's Ctrl-C does not reach it) and gets
-// SIGTERM when the agent's thread that started it dies (Pdeathsig), so it
-// never outlives the agent. Its stdout and stderr go to the Config's logger at
-// debug level, one line per record, with the field "line".
+// SIGTERM when the agent dies (Pdeathsig), so it never outlives the agent.
+// Pdeathsig is tied to the OS thread that forked the child: never let a
+// goroutine that holds runtime.LockOSThread call Start, or the child is
+// signalled when that goroutine ends. The child does not inherit
+// NOTIFY_SOCKET. Its stdout and stderr go to the Config's logger at debug
+// level, one record per line with the field "line".
 type Exec struct {
 	binary string
 	opts   options
