@@ -92,3 +92,5 @@ func activeOp(ctx context.Context, st *store.Store) (*api.Operation, error) {
 }
 
 func firstCreated() []clientv3.OpOption { return clientv3.WithFirstCreate() }
+
+func prefixOpts() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithPrefix()} }

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the Makefile's targets use, when run as root
+# and when one is missing. Go itself must be on PATH (Go 1.26).
+set -euo pipefail
+command -v go >/dev/null || { echo "deps: go is not on PATH; install Go 1.26 first" >&2; exit 1; }
+pkgs=()
+need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
+need git git
+need gcc gcc
+need ip iproute2
+need ps procps
+need curl curl
+if [ ${#pkgs[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    echo "deps: installing ${pkgs[*]}"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+  else
+    echo "deps: missing ${pkgs[*]}; run as root or install them" >&2
+    exit 1
+  fi
+fi

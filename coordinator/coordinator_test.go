@@ -1,0 +1,115 @@
+package coordinator
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+)
+
+type candidate struct {
+	c      *Coordinator
+	cancel context.CancelFunc
+	done   chan error
+	cli    *clientv3.Client
+}
+
+func startCandidate(t *testing.T, cl *etcdtest.Cluster, name string, ttl time.Duration) *candidate {
+	t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: cl.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{Name: name, SessionTTL: ttl, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	cd := &candidate{c: c, cancel: cancel, done: make(chan error, 1), cli: cli}
+	go func() { cd.done <- c.Run(ctx) }()
+	return cd
+}
+
+func (cd *candidate) stop(t *testing.T) {
+	t.Helper()
+	cd.cancel()
+	select {
+	case err := <-cd.done:
+		cd.cli.Close()
+		if err != nil {
+			t.Fatalf("Run returned %v after cancel", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not return after cancel")
+	}
+}
+
+func leaderOf(t *testing.T, st *store.Store) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	name, err := Leader(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+func waitLeader(t *testing.T, st *store.Store, within time.Duration, ok func(string) bool) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		name := leaderOf(t, st)
+		if ok(name) {
+			return name
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leader %q did not change as wanted within %s", name, within)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestOneLeaderAndResignOnShutdown: of three candidates one leads; when it
+// stops it resigns, so the next takes over at once rather than after the
+// session TTL (60 s here). Stopped candidates leave no goroutine behind.
+func TestOneLeaderAndResignOnShutdown(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaderOf(t, st) // warm the client up before the goroutine snapshot
+	ignore := goleak.IgnoreCurrent()
+
+	cands := map[string]*candidate{}
+	for _, n := range []string{"a", "b", "c"} {
+		cands[n] = startCandidate(t, cl, n, 60*time.Second)
+	}
+	first := waitLeader(t, st, 20*time.Second, func(n string) bool { return n != "" })
+	resp, err := st.Client().Get(t.Context(), store.ElectionPrefix, prefixOpts()...)
+	if err != nil || len(resp.Kvs) != 3 {
+		t.Fatalf("want 3 campaign keys, got %v (%v)", resp, err)
+	}
+	cands[first].stop(t)
+	second := waitLeader(t, st, 10*time.Second, func(n string) bool { return n != "" && n != first })
+	if !strings.Contains("abc", second) {
+		t.Fatalf("leader %q", second)
+	}
+	for n, cd := range cands {
+		if n != first {
+			cd.stop(t)
+		}
+	}
+	if n := leaderOf(t, st); n != "" {
+		t.Fatalf("leader %q left after every candidate stopped", n)
+	}
+	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"))
+}
