@@ -1,0 +1,153 @@
+// Package ctl is nicoctl, the operator's command line: it reads the fleet's
+// state from etcd (members, nodes, operations, a status summary) and files
+// requests for the coordinator's leader (node removal), waiting for its
+// answer. It decides nothing itself; its local checks only refuse early.
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes of nicoctl.
+const (
+	ExitOK       = 0 // the command did what was asked
+	ExitFailed   = 1 // the command or the operation it asked for failed
+	ExitUsage    = 2 // cannot reach the cluster, or bad usage or config
+	ExitRefused  = 3 // refused as unsafe (locally or by the leader)
+	ExitNotFound = 4 // no such node or operation
+)
+
+// exitError carries the exit code an error ends nicoctl with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode marks err to end nicoctl with code.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// exitCode is the code err ends nicoctl with: its own, or ExitUsage for the
+// errors cobra returns before a command runs (flags, arguments).
+func exitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var e *exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return ExitUsage
+}
+
+// app is one invocation of nicoctl.
+type app struct {
+	stdout, stderr io.Writer
+	now            func() time.Time
+	cfg            settings
+}
+
+const longHelp = `nicoctl reads and changes a nico fleet through its etcd cluster.
+
+It reads members, nodes and operations, and files requests (such as the removal
+of a node) for the coordinator's leader, waiting for its answer. Settings come
+from flags, then NICO_* environment variables (NICO_ENDPOINTS, NICO_CONFIG,
+NICO_TIMEOUT, NICO_OUTPUT, NICO_PREFIX), then the config file.
+
+Exit codes:
+  0  ok
+  1  failed (the command, or the operation it asked for)
+  2  cannot reach the cluster, or bad usage or config
+  3  refused as unsafe (by nicoctl's own check or by the leader)
+  4  not found (no such node or operation)`
+
+// Main runs nicoctl with args (without the program name) and returns its
+// exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	a := &app{stdout: stdout, stderr: stderr, now: time.Now}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "nicoctl: %v\n", err)
+		if exitCode(err) == ExitUsage && isUsage(err) {
+			fmt.Fprintf(stderr, "Run 'nicoctl --help' for usage.\n")
+		}
+	}
+	return exitCode(err)
+}
+
+// isUsage tells whether err came from cobra rather than from a command.
+func isUsage(err error) bool {
+	var e *exitError
+	return !errors.As(err, &e)
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "nicoctl",
+		Short:         "Operate a nico fleet and its etcd cluster",
+		Long:          longHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return withCode(ExitUsage, err)
+			}
+			a.cfg = cfg
+			return nil
+		},
+	}
+	ctlFlags(root.PersistentFlags())
+	root.AddCommand(a.getCmd(), a.removeCmd(), a.statusCmd())
+	return root
+}
+
+// group is a command that only holds subcommands; run bare, it is a usage
+// error naming them.
+func group(use, short, what string, subs ...*cobra.Command) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return fmt.Errorf("%s needs to be told what to %s", cmd.CommandPath(), what)
+		},
+	}
+	c.AddCommand(subs...)
+	return c
+}
+
+// runE wraps a command body so that its unmarked errors end nicoctl with
+// ExitFailed (cobra's own errors are usage errors).
+func runE(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := fn(cmd, args)
+		var e *exitError
+		if err != nil && !errors.As(err, &e) {
+			return withCode(ExitFailed, err)
+		}
+		return err
+	}
+}
