@@ -1,0 +1,166 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Machine roles.
+const (
+	RoleControlPlane = "controlPlane"
+	RoleWorker       = "worker"
+)
+
+// etcd runtimes of the agent.
+const (
+	RuntimeEmbedded = "embedded" // etcd in the agent's process
+	RuntimeExec     = "exec"     // an etcd binary as the agent's child
+)
+
+// Log levels and formats.
+var (
+	logLevels  = []string{"debug", "info", "warn", "error"}
+	logFormats = []string{"text", "json"}
+)
+
+// DefaultPrefix is where nico keeps everything in etcd unless configured
+// otherwise.
+const DefaultPrefix = "/nico/v1/"
+
+// Agent is the configuration of nico-agent.
+type Agent struct {
+	Name      string   // "name": this machine's name, a DNS label
+	Roles     []string // "roles": RoleControlPlane and/or RoleWorker
+	Bootstrap bool     // "bootstrap": start a new etcd cluster here
+	DataDir   string   // "dataDir": the agent's state directory
+	Etcd      Etcd
+	Store     Store
+	Heartbeat Heartbeat
+	Join      Join
+	Log       Log
+}
+
+// HasRole reports whether the machine has role r.
+func (a Agent) HasRole(r string) bool { return slices.Contains(a.Roles, r) }
+
+// Etcd is how the agent runs its local etcd member and reaches the cluster.
+type Etcd struct {
+	Runtime      string        // "etcd.runtime": RuntimeEmbedded or RuntimeExec
+	Binary       string        // "etcd.binary": the etcd binary of RuntimeExec
+	DataDir      string        // "etcd.dataDir": the member's data; <dataDir>/etcd when unset
+	PeerURL      string        // "etcd.peerURL"
+	ClientURL    string        // "etcd.clientURL"
+	Endpoints    []string      // "etcd.endpoints": client URLs of the running cluster
+	ClusterToken string        // "etcd.clusterToken"
+	DialTimeout  time.Duration // "etcd.dialTimeout"
+}
+
+// Store is where nico's objects live in etcd.
+type Store struct {
+	Prefix string // "store.prefix"
+}
+
+// Heartbeat is the machine's liveness lease.
+type Heartbeat struct {
+	TTL time.Duration // "heartbeat.ttl": whole seconds
+}
+
+// Join paces the join of a new member.
+type Join struct {
+	RetryInterval time.Duration // "join.retryInterval"
+}
+
+// Log is how a program logs; see package logging.
+type Log struct {
+	Level  string // "log.level": debug, info, warn or error
+	Format string // "log.format": text or json
+}
+
+// AgentFlags registers every key of the agent as a flag on fs, plus
+// --config.
+func AgentFlags(fs *pflag.FlagSet) {
+	keys, _ := agentKeys(new(Agent))
+	addFlags(fs, keys)
+}
+
+// LoadAgent loads and validates the agent's configuration from fs (already
+// parsed; it may be nil), the environment, the config file and the
+// defaults.
+func LoadAgent(fs *pflag.FlagSet) (Agent, error) {
+	var a Agent
+	keys, rules := agentKeys(&a)
+	if err := load(fs, keys, rules); err != nil {
+		return Agent{}, err
+	}
+	if a.Etcd.DataDir == "" {
+		a.Etcd.DataDir = filepath.Join(a.DataDir, "etcd")
+	}
+	return a, nil
+}
+
+// agentKeys is the agent's table of keys, bound to the fields of a.
+func agentKeys(a *Agent) ([]key, []rule) {
+	keys := []key{
+		stringKey("name", &a.Name, hostname(), "this machine's name in nico, a DNS label; defaults to the short host name", dnsLabel),
+		listKey("roles", &a.Roles, []string{RoleControlPlane}, "roles of this machine: controlPlane, worker",
+			nonEmptyList("list at least one of controlPlane, worker"), each(oneOf(RoleControlPlane, RoleWorker)), noDuplicates),
+		boolKey("bootstrap", &a.Bootstrap, false, "start a new etcd cluster on this machine; set it on one control-plane machine only, once"),
+		stringKey("dataDir", &a.DataDir, "/var/lib/nico", "the agent's state directory", absPath(false)),
+		stringKey("etcd.runtime", &a.Etcd.Runtime, RuntimeEmbedded, "how to run the local etcd member: embedded (in the agent) or exec (the etcd binary as a child)", runtime),
+		stringKey("etcd.binary", &a.Etcd.Binary, "etcd", "the etcd binary, a path or a name on PATH, for runtime exec", notEmpty),
+		stringKey("etcd.dataDir", &a.Etcd.DataDir, "", "the etcd member's data directory; empty means <dataDir>/etcd", absPath(true)),
+		stringKey("etcd.peerURL", &a.Etcd.PeerURL, "http://127.0.0.1:2380", "URL on which this member talks to its peers", httpURL("http://10.0.0.1:2380")),
+		stringKey("etcd.clientURL", &a.Etcd.ClientURL, "http://127.0.0.1:2379", "URL on which this member serves clients", httpURL("http://10.0.0.1:2379")),
+		listKey("etcd.endpoints", &a.Etcd.Endpoints, nil, "client URLs of the running etcd cluster; required unless bootstrap",
+			each(httpURL("http://10.0.0.1:2379")), noDuplicates),
+		stringKey("etcd.clusterToken", &a.Etcd.ClusterToken, "nico", "etcd's initial cluster token", notEmpty),
+		durationKey("etcd.dialTimeout", &a.Etcd.DialTimeout, 5*time.Second, "how long to wait for an etcd connection", between(0, time.Minute, false)),
+		stringKey("store.prefix", &a.Store.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
+		durationKey("heartbeat.ttl", &a.Heartbeat.TTL, 10*time.Second, "TTL of the machine's heartbeat lease, in whole seconds", between(2*time.Second, 5*time.Minute, true)),
+		durationKey("join.retryInterval", &a.Join.RetryInterval, 2*time.Second, "pause between attempts to join the etcd cluster", positive),
+		stringKey("log.level", &a.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logLevels...)),
+		stringKey("log.format", &a.Log.Format, "text", "log format: text, json", oneOf(logFormats...)),
+	}
+	rules := []rule{
+		{keys: []string{"bootstrap", "roles"}, check: func() error {
+			if a.Bootstrap && !a.HasRole(RoleControlPlane) {
+				return fmt.Errorf("true is not accepted with roles %q; bootstrap starts an etcd member, so add role controlPlane or set bootstrap to false", a.Roles)
+			}
+			return nil
+		}},
+		{keys: []string{"etcd.endpoints", "bootstrap"}, check: func() error {
+			if !a.Bootstrap && len(a.Etcd.Endpoints) == 0 {
+				return errors.New("[] is not accepted; list the client URLs of the running etcd cluster, or set bootstrap on the machine that starts a new one")
+			}
+			return nil
+		}},
+	}
+	return keys, rules
+}
+
+// runtime accepts the etcd runtimes the agent has.
+func runtime(v string) error {
+	if v == "systemd" {
+		return fmt.Errorf("%q is not accepted: systemd runtime needs the NixOS module; use one of %s, %s", v, RuntimeEmbedded, RuntimeExec)
+	}
+	return oneOf(RuntimeEmbedded, RuntimeExec)(v)
+}
+
+// hostname is the default machine name: the host name up to its first dot,
+// lower-cased, or "" when it cannot be read (the name check then asks for
+// --name).
+func hostname() string {
+	h, err := os.Hostname()
+	if err != nil {
+		return ""
+	}
+	h, _, _ = strings.Cut(h, ".")
+	return strings.ToLower(h)
+}

@@ -1,0 +1,72 @@
+package config
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Coordinator is the configuration of nico-coordinator.
+type Coordinator struct {
+	Name       string // "name": this candidate's identity in the election
+	Etcd       EtcdClient
+	Store      Store
+	SessionTTL time.Duration // "coordinator.sessionTTL": whole seconds
+	// LearnerStartTimeout: a learner that never starts is removed after it
+	// ("coordinator.learnerStartTimeout").
+	LearnerStartTimeout time.Duration
+	// LearnerProgressTimeout: a learner that stops catching up is removed
+	// after it ("coordinator.learnerProgressTimeout").
+	LearnerProgressTimeout time.Duration
+	// HealthTimeout bounds each member status call
+	// ("coordinator.healthTimeout").
+	HealthTimeout time.Duration
+	// ResyncInterval is how often state is re-read besides the watches
+	// ("coordinator.resyncInterval").
+	ResyncInterval time.Duration
+	Log            Log
+}
+
+// EtcdClient is how a program reaches the etcd cluster.
+type EtcdClient struct {
+	Endpoints   []string      // "etcd.endpoints"
+	DialTimeout time.Duration // "etcd.dialTimeout"
+}
+
+// CoordinatorFlags registers every key of the coordinator as a flag on fs,
+// plus --config.
+func CoordinatorFlags(fs *pflag.FlagSet) {
+	keys, _ := coordinatorKeys(new(Coordinator))
+	addFlags(fs, keys)
+}
+
+// LoadCoordinator loads and validates the coordinator's configuration from
+// fs (already parsed; it may be nil), the environment, the config file and
+// the defaults.
+func LoadCoordinator(fs *pflag.FlagSet) (Coordinator, error) {
+	var c Coordinator
+	keys, rules := coordinatorKeys(&c)
+	if err := load(fs, keys, rules); err != nil {
+		return Coordinator{}, err
+	}
+	return c, nil
+}
+
+// coordinatorKeys is the coordinator's table of keys, bound to the fields
+// of c.
+func coordinatorKeys(c *Coordinator) ([]key, []rule) {
+	return []key{
+		stringKey("name", &c.Name, hostname(), "this candidate's identity in the leader election, a DNS label; defaults to the short host name", dnsLabel),
+		listKey("etcd.endpoints", &c.Etcd.Endpoints, nil, "client URLs of the etcd cluster (required)",
+			nonEmptyList("list the client URLs of the etcd cluster, e.g. http://10.0.0.1:2379"), each(httpURL("http://10.0.0.1:2379")), noDuplicates),
+		durationKey("etcd.dialTimeout", &c.Etcd.DialTimeout, 5*time.Second, "how long to wait for an etcd connection", between(0, time.Minute, false)),
+		stringKey("store.prefix", &c.Store.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
+		durationKey("coordinator.sessionTTL", &c.SessionTTL, 10*time.Second, "TTL of the leader's election session, in whole seconds", between(2*time.Second, 5*time.Minute, true)),
+		durationKey("coordinator.learnerStartTimeout", &c.LearnerStartTimeout, 2*time.Minute, "remove a learner that has not started after this long", between(time.Second, 0, false)),
+		durationKey("coordinator.learnerProgressTimeout", &c.LearnerProgressTimeout, 2*time.Minute, "remove a learner that has stopped catching up for this long", between(time.Second, 0, false)),
+		durationKey("coordinator.healthTimeout", &c.HealthTimeout, 2*time.Second, "timeout of each member status call", between(100*time.Millisecond, 30*time.Second, false)),
+		durationKey("coordinator.resyncInterval", &c.ResyncInterval, time.Second, "how often to re-read the cluster besides watching it", positive),
+		stringKey("log.level", &c.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logLevels...)),
+		stringKey("log.format", &c.Log.Format, "text", "log format: text, json", oneOf(logFormats...)),
+	}, nil
+}

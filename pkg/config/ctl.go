@@ -1,0 +1,50 @@
+package config
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Output formats of nicoctl.
+var ctlOutputs = []string{"table", "json", "yaml"}
+
+// Ctl is the configuration of nicoctl.
+type Ctl struct {
+	Endpoints []string      // "endpoints": client URLs of the etcd cluster
+	Prefix    string        // "store.prefix"
+	Timeout   time.Duration // "timeout": how long to wait for an answer
+	Output    string        // "output" (-o): table, json or yaml
+}
+
+// CtlFlags registers every key of nicoctl as a flag on fs, plus --config.
+// Output also has the shorthand -o.
+func CtlFlags(fs *pflag.FlagSet) {
+	keys, _ := ctlKeys(new(Ctl))
+	addFlags(fs, keys)
+}
+
+// LoadCtl loads and validates nicoctl's configuration from fs (already
+// parsed; it may be nil), the environment, the config file and the
+// defaults.
+func LoadCtl(fs *pflag.FlagSet) (Ctl, error) {
+	var c Ctl
+	keys, rules := ctlKeys(&c)
+	if err := load(fs, keys, rules); err != nil {
+		return Ctl{}, err
+	}
+	return c, nil
+}
+
+// ctlKeys is nicoctl's table of keys, bound to the fields of c.
+func ctlKeys(c *Ctl) ([]key, []rule) {
+	output := stringKey("output", &c.Output, "table", "output format: table, json, yaml", oneOf(ctlOutputs...))
+	output.shorthand = "o"
+	return []key{
+		listKey("endpoints", &c.Endpoints, []string{"http://127.0.0.1:2379"}, "client URLs of the etcd cluster",
+			nonEmptyList("list the client URLs of the etcd cluster, e.g. http://10.0.0.1:2379"), each(httpURL("http://10.0.0.1:2379")), noDuplicates),
+		stringKey("store.prefix", &c.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
+		durationKey("timeout", &c.Timeout, 5*time.Second, "how long to wait for the cluster to answer", positive),
+		output,
+	}, nil
+}
