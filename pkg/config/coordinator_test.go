@@ -1,0 +1,107 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func loadCoordinator(t *testing.T, in input) (Coordinator, error) {
+	t.Helper()
+	return LoadCoordinator(in.apply(t, CoordinatorFlags))
+}
+
+func TestCoordinatorDefaults(t *testing.T) {
+	c, err := loadCoordinator(t, input{args: []string{"--name=cp-1", "--etcd.endpoints=" + endpoint}})
+	if err != nil {
+		t.Fatalf("LoadCoordinator: %v", err)
+	}
+	want := Coordinator{
+		Name:                   "cp-1",
+		Etcd:                   EtcdClient{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second},
+		Store:                  Store{Prefix: "/nico/v1/"},
+		SessionTTL:             10 * time.Second,
+		LearnerStartTimeout:    2 * time.Minute,
+		LearnerProgressTimeout: 2 * time.Minute,
+		HealthTimeout:          2 * time.Second,
+		ResyncInterval:         time.Second,
+		Log:                    Log{Level: "info", Format: "text"},
+	}
+	if !reflect.DeepEqual(c, want) {
+		t.Errorf("LoadCoordinator =\n%+v\nwant\n%+v", c, want)
+	}
+}
+
+func TestCoordinatorFileEnvFlag(t *testing.T) {
+	c, err := loadCoordinator(t, input{
+		file: `
+name: cp-2
+etcd: {endpoints: [http://10.0.0.1:2379, http://10.0.0.2:2379], dialTimeout: 1s}
+coordinator:
+  sessionTTL: 15s
+  learnerStartTimeout: 5m
+  learnerProgressTimeout: 3m
+  healthTimeout: 500ms
+  resyncInterval: 3s
+log: {level: warn, format: json}
+`,
+		env:  map[string]string{"NICO_COORDINATOR_SESSIONTTL": "20s", "NICO_COORDINATOR_HEALTHTIMEOUT": "1s"},
+		args: []string{"--coordinator.healthTimeout=3s"},
+	})
+	if err != nil {
+		t.Fatalf("LoadCoordinator: %v", err)
+	}
+	if c.Name != "cp-2" || len(c.Etcd.Endpoints) != 2 || c.Etcd.DialTimeout != time.Second ||
+		c.SessionTTL != 20*time.Second || c.LearnerStartTimeout != 5*time.Minute ||
+		c.LearnerProgressTimeout != 3*time.Minute || c.HealthTimeout != 3*time.Second ||
+		c.ResyncInterval != 3*time.Second || c.Log != (Log{Level: "warn", Format: "json"}) {
+		t.Errorf("LoadCoordinator = %+v", c)
+	}
+}
+
+func TestCoordinatorInvalidValues(t *testing.T) {
+	const base = "name: cp-1\netcd: {endpoints: [" + endpoint + "]}\n"
+	tests := []struct {
+		env, value string
+		wants      []string
+	}{
+		{"NICO_NAME", "CP1", []string{"config: name:", `"CP1"`, "DNS label"}},
+		{"NICO_ETCD_ENDPOINTS", "10.0.0.1:2379", []string{"etcd.endpoints:", `"10.0.0.1:2379"`, "http or https URL"}},
+		{"NICO_ETCD_DIALTIMEOUT", "90s", []string{"etcd.dialTimeout:", "1m30s", "at most 1m"}},
+		{"NICO_STORE_PREFIX", "nico", []string{"store.prefix:", `"nico"`, "starts and ends with /"}},
+		{"NICO_COORDINATOR_SESSIONTTL", "1500ms", []string{"coordinator.sessionTTL:", "1.5s", "whole seconds from 2s to 5m"}},
+		{"NICO_COORDINATOR_SESSIONTTL", "10m", []string{"coordinator.sessionTTL:", "10m", "from 2s to 5m"}},
+		{"NICO_COORDINATOR_LEARNERSTARTTIMEOUT", "500ms", []string{"coordinator.learnerStartTimeout:", "500ms", "at least 1s"}},
+		{"NICO_COORDINATOR_LEARNERPROGRESSTIMEOUT", "0s", []string{"coordinator.learnerProgressTimeout:", "0s", "at least 1s"}},
+		{"NICO_COORDINATOR_HEALTHTIMEOUT", "50ms", []string{"coordinator.healthTimeout:", "50ms", "from 100ms to 30s"}},
+		{"NICO_COORDINATOR_HEALTHTIMEOUT", "1m", []string{"coordinator.healthTimeout:", "1m", "from 100ms to 30s"}},
+		{"NICO_COORDINATOR_RESYNCINTERVAL", "0s", []string{"coordinator.resyncInterval:", "0s", "above 0"}},
+		{"NICO_COORDINATOR_RESYNCINTERVAL", "often", []string{"coordinator.resyncInterval:", `"often"`, "duration with a unit"}},
+		{"NICO_LOG_LEVEL", "all", []string{"log.level:", `"all"`, "debug, info, warn, error"}},
+		{"NICO_LOG_FORMAT", "logfmt", []string{"log.format:", `"logfmt"`, "text, json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
+			_, err := loadCoordinator(t, input{file: base, env: map[string]string{tt.env: tt.value}})
+			wantErr(t, err, tt.wants...)
+			if keys := keyErrors(err); len(keys) != 1 {
+				t.Errorf("errors on keys %q, want exactly one", keys)
+			}
+		})
+	}
+}
+
+func TestCoordinatorNeedsEndpoints(t *testing.T) {
+	_, err := loadCoordinator(t, input{args: []string{"--name=cp-1"}})
+	wantErr(t, err, "config: etcd.endpoints: [] is not accepted", "list the client URLs")
+}
+
+func TestCoordinatorUnknownKey(t *testing.T) {
+	// heartbeat.ttl is an agent key, not a coordinator key.
+	_, err := loadCoordinator(t, input{args: []string{"--name=cp-1", "--etcd.endpoints=" + endpoint},
+		file: "heartbeat: {ttl: 10s}\ncoordinator: {sessionTTl: 10s, leaseTTL: 5s}\n"})
+	wantErr(t, err, "config: heartbeat.ttl: unknown key", "config: coordinator.leasettl: unknown key")
+	if keys := keyErrors(err); len(keys) != 2 {
+		t.Errorf("errors on %q, want 2", keys)
+	}
+}

@@ -1,0 +1,58 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+func loadCtl(t *testing.T, in input) (Ctl, error) {
+	t.Helper()
+	return LoadCtl(in.apply(t, CtlFlags))
+}
+
+func TestCtl(t *testing.T) {
+	tests := []struct {
+		name string
+		in   input
+		want Ctl
+	}{
+		{"defaults", input{}, Ctl{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/nico/v1/", Timeout: 5 * time.Second, Output: "table"}},
+		{"file", input{file: "endpoints: [https://a:2379, https://b:2379]\nstore: {prefix: /x/}\ntimeout: 1m\noutput: yaml\n"},
+			Ctl{Endpoints: []string{"https://a:2379", "https://b:2379"}, Prefix: "/x/", Timeout: time.Minute, Output: "yaml"}},
+		{"env", input{env: map[string]string{"NICO_ENDPOINTS": "http://a:2379,http://b:2379", "NICO_OUTPUT": "json", "NICO_TIMEOUT": "2s"}},
+			Ctl{Endpoints: []string{"http://a:2379", "http://b:2379"}, Prefix: "/nico/v1/", Timeout: 2 * time.Second, Output: "json"}},
+		{"shorthand", input{args: []string{"-o", "json", "--endpoints=http://c:2379"}, env: map[string]string{"NICO_OUTPUT": "yaml"}},
+			Ctl{Endpoints: []string{"http://c:2379"}, Prefix: "/nico/v1/", Timeout: 5 * time.Second, Output: "json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := loadCtl(t, tt.in)
+			if err != nil {
+				t.Fatalf("LoadCtl: %v", err)
+			}
+			if !reflect.DeepEqual(c, tt.want) {
+				t.Errorf("LoadCtl = %+v, want %+v", c, tt.want)
+			}
+		})
+	}
+}
+
+func TestCtlInvalidValues(t *testing.T) {
+	tests := []struct {
+		env, value string
+		wants      []string
+	}{
+		{"NICO_ENDPOINTS", ",", []string{"config: endpoints: [] is not accepted"}},
+		{"NICO_ENDPOINTS", "localhost:2379", []string{"endpoints:", `"localhost:2379"`, "http or https URL"}},
+		{"NICO_STORE_PREFIX", "x", []string{"store.prefix:", `"x"`, "starts and ends with /"}},
+		{"NICO_TIMEOUT", "0s", []string{"timeout:", "0s", "above 0"}},
+		{"NICO_OUTPUT", "wide", []string{"output:", `"wide"`, "table, json, yaml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env+"="+tt.value, func(t *testing.T) {
+			_, err := loadCtl(t, input{env: map[string]string{tt.env: tt.value}})
+			wantErr(t, err, tt.wants...)
+		})
+	}
+}
