@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homystack/nico/pkg/logging"
 	"github.com/spf13/pflag"
 )
 
@@ -22,12 +23,6 @@ const (
 const (
 	RuntimeEmbedded = "embedded" // etcd in the agent's process
 	RuntimeExec     = "exec"     // an etcd binary as the agent's child
-)
-
-// Log levels and formats.
-var (
-	logLevels  = []string{"debug", "info", "warn", "error"}
-	logFormats = []string{"text", "json"}
 )
 
 // DefaultPrefix is where nico keeps everything in etcd unless configured
@@ -125,8 +120,8 @@ func agentKeys(a *Agent) ([]key, []rule) {
 		stringKey("store.prefix", &a.Store.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("heartbeat.ttl", &a.Heartbeat.TTL, 10*time.Second, "TTL of the machine's heartbeat lease, in whole seconds", between(2*time.Second, 5*time.Minute, true)),
 		durationKey("join.retryInterval", &a.Join.RetryInterval, 2*time.Second, "pause between attempts to join the etcd cluster", positive),
-		stringKey("log.level", &a.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logLevels...)),
-		stringKey("log.format", &a.Log.Format, "text", "log format: text, json", oneOf(logFormats...)),
+		stringKey("log.level", &a.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logging.Levels...)),
+		stringKey("log.format", &a.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
 	}
 	rules := []rule{
 		{keys: []string{"bootstrap", "roles"}, check: func() error {

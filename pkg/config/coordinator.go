@@ -3,6 +3,7 @@ package config
 import (
 	"time"
 
+	"github.com/homystack/nico/pkg/logging"
 	"github.com/spf13/pflag"
 )
 
@@ -66,7 +67,7 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 		durationKey("coordinator.learnerProgressTimeout", &c.LearnerProgressTimeout, 2*time.Minute, "remove a learner that has stopped catching up for this long", between(time.Second, 0, false)),
 		durationKey("coordinator.healthTimeout", &c.HealthTimeout, 2*time.Second, "timeout of each member status call", between(100*time.Millisecond, 30*time.Second, false)),
 		durationKey("coordinator.resyncInterval", &c.ResyncInterval, time.Second, "how often to re-read the cluster besides watching it", positive),
-		stringKey("log.level", &c.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logLevels...)),
-		stringKey("log.format", &c.Log.Format, "text", "log format: text, json", oneOf(logFormats...)),
+		stringKey("log.level", &c.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logging.Levels...)),
+		stringKey("log.format", &c.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
 	}, nil
 }
