@@ -229,11 +229,8 @@ func (a *Agent) shutdown(runErr error) {
 	a.healthy.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if a.running {
-		if err := a.runtime.Stop(ctx); err != nil {
-			a.log.Warn("stop member", "err", err)
-		}
-		a.running = false
+	if err := a.stopMember(ctx); err != nil {
+		a.log.Warn("stop member", "err", err)
 	}
 	if a.cli != nil {
 		a.cli.Close()

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/membership"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -149,7 +151,8 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 	return nil
 }
 
-// stopMember stops the local member if this agent runs it.
+// stopMember stops the local member if this agent runs it, handing etcd
+// leadership to a chosen healthy voter first when the member leads.
 func (a *Agent) stopMember(ctx context.Context) error {
 	if !a.running {
 		return nil
@@ -157,7 +160,42 @@ func (a *Agent) stopMember(ctx context.Context) error {
 	a.running = false
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
+	a.handOffLeadership(sctx)
 	return a.runtime.Stop(sctx)
+}
+
+// handOffLeadership moves etcd leadership away from the local member, if it
+// leads, to the most caught-up healthy voter. etcd would otherwise pick a
+// peer by itself on a graceful stop; this picks one known to be healthy.
+func (a *Agent) handOffLeadership(ctx context.Context) {
+	if a.cli == nil {
+		return
+	}
+	adm := etcdadmin.New(a.cli, time.Second)
+	ms, err := adm.Observe(ctx)
+	if err != nil {
+		return
+	}
+	var self *membership.Member
+	for i := range ms {
+		ms[i].Node = ms[i].Name // started members are named after their node
+		if slices.Contains(ms[i].PeerURLs, a.cfg.PeerURL) {
+			self = &ms[i]
+		}
+	}
+	if self == nil || !self.Leader {
+		return
+	}
+	to := membership.Successor(ms, self.ID)
+	if to == nil {
+		a.log.Warn("this member leads etcd and no healthy voter can take over; stopping anyway")
+		return
+	}
+	if err := adm.MoveLeader(ctx, a.cfg.ClientURL, to.ID); err != nil {
+		a.log.Warn("could not hand off etcd leadership before stopping", "to", to.Name, "err", err)
+		return
+	}
+	a.log.Info("handed etcd leadership off before stopping", "to", to.Name)
 }
 
 // selfMember finds this node's member by its peer URL.

@@ -107,7 +107,7 @@ func planRemoveOp(obs Observed, op *api.Operation) Step {
 		return with(base, FailOp, reason)
 	}
 	if m.Leader {
-		to := successor(obs, m.ID)
+		to := Successor(obs.Members, m.ID)
 		if to == nil {
 			return with(base, FailOp, fmt.Sprintf("%s leads etcd and no healthy voter can take leadership", m.label()))
 		}
@@ -144,12 +144,12 @@ func removeBlocker(obs Observed, m *Member, force bool) string {
 	return ""
 }
 
-// successor picks the healthy, registered voter with the highest raft index
-// (then the lowest name) to take leadership from id.
-func successor(obs Observed, id api.MemberID) *Member {
+// Successor picks the healthy, registered voter with the highest raft index
+// (then the lowest name) to take leadership from id, or nil when none can.
+func Successor(members []Member, id api.MemberID) *Member {
 	var best *Member
-	for i := range obs.Members {
-		c := &obs.Members[i]
+	for i := range members {
+		c := &members[i]
 		if c.ID == id || c.Learner || !c.Healthy || c.Node == "" {
 			continue
 		}

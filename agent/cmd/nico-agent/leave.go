@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/requests"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// leave asks the coordinator to remove this node's member safely and waits
+// for the answer; the running agent then wipes its data and stops.
+func leave(args []string, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("nico-agent leave", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config.AgentFlags(fs)
+	force := fs.Bool("force", false, "remove even if the quorum projection says it is unsafe")
+	timeout := fs.Duration("wait", 5*time.Minute, "how long to wait for the coordinator's answer")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.LoadAgent(fs)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	eps := append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...)
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: cfg.Etcd.DialTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		fmt.Fprintf(stderr, "leave: cannot reach etcd at %v: %v\n", eps, err)
+		return 2
+	}
+	defer cli.Close()
+	st, err := store.New(cli, cfg.Store.Prefix)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if _, err := requests.RequestRemoval(ctx, st, cfg.Name, *force, "nico-agent leave"); err != nil {
+		fmt.Fprintf(stderr, "leave: %v\n", err)
+		return 1
+	}
+	r, err := requests.WaitRemoval(ctx, st, cfg.Name, func(r *api.RemoveRequest) {
+		fmt.Fprintf(stderr, "leave %s: %s %s\n", cfg.Name, r.Status.Phase, r.Status.Message)
+	})
+	switch {
+	case errors.Is(err, requests.ErrRefused):
+		fmt.Fprintf(stderr, "leave refused: %v\n", err)
+		return 3
+	case err != nil:
+		fmt.Fprintf(stderr, "leave: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "node %s left the cluster (%s)\n", cfg.Name, r.Status.Operation)
+	return 0
+}

@@ -1,0 +1,97 @@
+// Command nico-agent runs nico's agent on one machine.
+//
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage,
+// 3 this node was removed from the cluster (systemd: RestartPreventExitStatus=3).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/sdnotify"
+	"github.com/spf13/pflag"
+)
+
+// Version is set at build time.
+var Version = "dev"
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+func run(args []string, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "leave" {
+		return leave(args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == "version" {
+		fmt.Fprintln(stderr, "nico-agent", Version)
+		return 0
+	}
+	fs := pflag.NewFlagSet("nico-agent", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config.AgentFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.LoadAgent(fs)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	log, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	var rt member.Runtime = member.NewEmbedded()
+	if cfg.Etcd.Runtime == "exec" {
+		rt = member.NewExec(cfg.Etcd.Binary)
+	}
+	notify := sdnotify.New()
+	a := agent.New(agentConfig(cfg), rt, notify, log)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
+	switch err := a.Run(ctx); {
+	case err == nil:
+		return 0
+	case errors.Is(err, agent.ErrRemoved):
+		log.Info("this node was removed from the cluster; start the agent again to rejoin")
+		return 3
+	default:
+		log.Error("agent failed", "err", err)
+		return 1
+	}
+}
+
+// agentConfig maps the loaded configuration onto the agent's.
+func agentConfig(cfg config.Agent) agent.Config {
+	roles := make([]api.Role, len(cfg.Roles))
+	for i, r := range cfg.Roles {
+		roles[i] = api.Role(r)
+	}
+	return agent.Config{
+		Name:          cfg.Name,
+		Roles:         roles,
+		Bootstrap:     cfg.Bootstrap,
+		DataDir:       cfg.Etcd.DataDir,
+		PeerURL:       cfg.Etcd.PeerURL,
+		ClientURL:     cfg.Etcd.ClientURL,
+		ClusterToken:  cfg.Etcd.ClusterToken,
+		Endpoints:     cfg.Etcd.Endpoints,
+		DialTimeout:   cfg.Etcd.DialTimeout,
+		Prefix:        cfg.Store.Prefix,
+		HeartbeatTTL:  cfg.Heartbeat.TTL,
+		RetryInterval: cfg.Join.RetryInterval,
+		Version:       Version,
+	}
+}
