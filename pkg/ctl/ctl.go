@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homystack/nico/pkg/config"
 	"github.com/spf13/cobra"
 )
 
@@ -56,6 +57,13 @@ func exitCode(err error) int {
 	return ExitUsage
 }
 
+// settings are nicoctl's connection and output settings.
+type settings = config.Ctl
+
+// loadConfig reads the settings from cmd's flags, the NICO_* environment
+// and the config file.
+func loadConfig(cmd *cobra.Command) (settings, error) { return config.LoadCtl(cmd.Flags()) }
+
 // app is one invocation of nicoctl.
 type app struct {
 	stdout, stderr io.Writer
@@ -68,7 +76,8 @@ const longHelp = `nicoctl reads and changes a nico fleet through its etcd cluste
 It reads members, nodes and operations, and files requests (such as the removal
 of a node) for the coordinator's leader, waiting for its answer. Settings come
 from flags, then NICO_* environment variables (NICO_ENDPOINTS, NICO_CONFIG,
-NICO_TIMEOUT, NICO_OUTPUT, NICO_PREFIX), then the config file.
+NICO_TIMEOUT, NICO_OUTPUT, NICO_STORE_PREFIX), then the config file (YAML, with
+the flags' names as keys: endpoints, timeout, output, store.prefix).
 
 Exit codes:
   0  ok
@@ -119,7 +128,7 @@ func (a *app) rootCmd() *cobra.Command {
 			return nil
 		},
 	}
-	ctlFlags(root.PersistentFlags())
+	config.CtlFlags(root.PersistentFlags())
 	root.AddCommand(a.getCmd(), a.removeCmd(), a.statusCmd())
 	return root
 }

@@ -237,6 +237,10 @@ func TestGetAndStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		run(t, nil, "--config", cfg, "get", "nodes").want(t, 0, []string{"apiVersion: " + api.Version}, nil)
+		// Another prefix is another, here empty, fleet.
+		if r := run(t, eps, "--store.prefix", "/other/", "get", "nodes", "-o", "json"); r.code != 0 || strings.TrimSpace(r.stdout) != "[]" {
+			t.Fatalf("other prefix: %+v", r)
+		}
 	})
 }
 
@@ -263,7 +267,7 @@ func TestUnreachable(t *testing.T) {
 
 func TestUsage(t *testing.T) {
 	run(t, nil, "--help").want(t, 0, []string{"Exit codes:", "3  refused as unsafe", "4  not found"}, nil)
-	run(t, nil, "get", "members", "-o", "xml").want(t, ExitUsage, nil, []string{`output "xml": want one of table, json, yaml`})
+	run(t, nil, "get", "members", "-o", "xml").want(t, ExitUsage, nil, []string{"output", `"xml" is not accepted; use one of table, json, yaml`})
 	run(t, nil, "status", "--timeout", "soon").want(t, ExitUsage, nil, []string{"soon"})
 	run(t, nil, "get", "things").want(t, ExitUsage, nil, []string{`unknown command "things"`})
 	run(t, nil, "get").want(t, ExitUsage, nil, []string{"members, nodes or ops"})

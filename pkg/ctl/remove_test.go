@@ -94,7 +94,7 @@ func TestRemoveThroughLeader(t *testing.T) {
 	waitLeader(t, st, "coord-1")
 
 	r := run(t, eps, "remove", "node", "cp-2", "--wait-timeout", "60s")
-	r.want(t, 0, []string{"removal of cp-2: Pending", "removal of cp-2: Done (op ", "member removed"}, nil)
+	r.want(t, 0, []string{"removal of cp-2: Done (op ", "member removed"}, nil)
 	if r.stderr != "" {
 		t.Errorf("unexpected stderr: %s", r.stderr)
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -33,11 +32,21 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 }
 
 // fakeLeader answers the removal of node with each status in turn, the way
-// the coordinator's leader would, and reports its first error on done.
-func fakeLeader(ctx context.Context, st *store.Store, node string, answers ...api.RemoveRequestStatus) <-chan error {
+// the coordinator's leader would, and reports its first error on done. When
+// seen is not nil, it writes each answer only after receiving from seen
+// (the waiter saw the previous phase).
+func fakeLeader(ctx context.Context, st *store.Store, node string, seen <-chan struct{}, answers ...api.RemoveRequestStatus) <-chan error {
 	done := make(chan error, 1)
 	go func() {
 		for _, a := range answers {
+			if seen != nil {
+				select {
+				case <-seen:
+				case <-ctx.Done():
+					done <- ctx.Err()
+					return
+				}
+			}
 			for {
 				r := &api.RemoveRequest{}
 				err := st.Get(ctx, store.RemovalKey(node), r)
@@ -74,8 +83,10 @@ func TestRemovalAnswers(t *testing.T) {
 	}{
 		{"done", api.RemoveRequestStatus{Phase: api.RemoveDone, Operation: "op-1", Message: "member removed"}, nil,
 			[]api.RemovePhase{api.RemovePending, api.RemoveRunning, api.RemoveDone}},
-		{"refused", api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: "below quorum"}, ErrRefused, nil},
-		{"failed", api.RemoveRequestStatus{Phase: api.RemoveFailed, Operation: "op-1", Message: "etcd said no"}, ErrFailed, nil},
+		{"refused", api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: "below quorum"}, ErrRefused,
+			[]api.RemovePhase{api.RemovePending, api.RemoveRefused}},
+		{"failed", api.RemoveRequestStatus{Phase: api.RemoveFailed, Operation: "op-1", Message: "etcd said no"}, ErrFailed,
+			[]api.RemovePhase{api.RemovePending, api.RemoveRunning, api.RemoveFailed}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.node, func(t *testing.T) {
@@ -91,26 +102,14 @@ func TestRemovalAnswers(t *testing.T) {
 			if tc.final.Phase != api.RemoveRefused {
 				answers = append([]api.RemoveRequestStatus{running}, answers...)
 			}
-			// Hold the leader until the waiter has seen Pending, so every
-			// phase is observed.
-			var mu sync.Mutex
+			// The leader answers each phase only once the waiter has seen
+			// the previous one, so every phase is observed.
 			var seen []api.RemovePhase
-			started := make(chan struct{})
-			leader := make(chan error, 1)
-			go func() {
-				select {
-				case <-started:
-					leader <- <-fakeLeader(ctx, st, tc.node, answers...)
-				case <-ctx.Done():
-					leader <- ctx.Err()
-				}
-			}()
-			once := sync.Once{}
+			step := make(chan struct{}, 8)
+			leader := fakeLeader(ctx, st, tc.node, step, answers...)
 			got, err := WaitRemoval(ctx, st, tc.node, func(r *api.RemoveRequest) {
-				mu.Lock()
 				seen = append(seen, r.Status.Phase)
-				mu.Unlock()
-				once.Do(func() { close(started) })
+				step <- struct{}{}
 			})
 			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tc.wantErr)
@@ -121,7 +120,7 @@ func TestRemovalAnswers(t *testing.T) {
 			if got == nil || got.Status.Phase != tc.final.Phase {
 				t.Fatalf("got %+v, want phase %s", got, tc.final.Phase)
 			}
-			if tc.phases != nil && !slices.Equal(seen, tc.phases) {
+			if !slices.Equal(seen, tc.phases) {
 				t.Fatalf("progress saw %v, want %v", seen, tc.phases)
 			}
 			if err := <-leader; err != nil {
@@ -145,7 +144,7 @@ func TestRequestRemovalPendingAndReplace(t *testing.T) {
 		t.Fatalf("second request: %v, want ErrRemovalPending naming cp-2", err)
 	}
 	// A finished one is replaced with a fresh status.
-	if err := <-fakeLeader(ctx, st, "cp-2", api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: "no"}); err != nil {
+	if err := <-fakeLeader(ctx, st, "cp-2", nil, api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: "no"}); err != nil {
 		t.Fatal(err)
 	}
 	again, err := RequestRemoval(ctx, st, "cp-2", true, "bob")
