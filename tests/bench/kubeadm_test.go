@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// kubeadmRetry is the fixed interval at which the baseline retries
+// MemberAddAsLearner and MemberPromote, as kubeadm does
+// (constants.EtcdAPICallRetryInterval).
+const kubeadmRetry = 500 * time.Millisecond
+
+// kubeadm is the baseline: a one-member cluster grown the way kubeadm joins
+// a control-plane node, with plain client calls and fixed-interval polling.
+type kubeadm struct {
+	tb  testing.TB
+	cli *clientv3.Client
+}
+
+// kubeadmJoin is one baseline join: its stage times and how many calls
+// had to be retried.
+type kubeadmJoin struct {
+	joinTimes
+	addRetries, promoteTries int
+}
+
+// newKubeadm starts the baseline's first member with the same runtime and
+// timings as nico's members.
+func newKubeadm(tb testing.TB) *kubeadm {
+	peer, client := etcdtest.URLs(tb)
+	rt := newRuntime()
+	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
+	defer cancel()
+	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = rt.Stop(context.Background()) })
+	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client)}
+}
+
+// join adds a learner, starts it, promotes it once etcd lets it and waits
+// until the member list shows a voter; then, untimed, it removes the member
+// again.
+func (k *kubeadm) join(ctx context.Context, name string) (j kubeadmJoin, err error) {
+	peer, client := etcdtest.URLs(k.tb)
+	dir := k.tb.TempDir()
+	t0 := time.Now()
+	wait := watchJoin(ctx, k.cli, peer, t0)
+
+	var added *clientv3.MemberAddResponse
+	err = retryEvery(ctx, func(ctx context.Context) (err error) {
+		added, err = k.cli.MemberAddAsLearner(ctx, []string{peer})
+		if err != nil {
+			j.addRetries++
+		}
+		return err
+	})
+	if err != nil {
+		return j, fmt.Errorf("add learner: %w", err)
+	}
+	id := added.Member.ID
+	rt := newRuntime()
+	defer func() {
+		t1 := time.Now()
+		defer func() { j.removal = time.Since(t1) }()
+		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = retryEvery(rctx, func(ctx context.Context) error { _, err := k.cli.MemberRemove(ctx, id); return err })
+		_ = rt.Stop(rctx)
+		_ = os.RemoveAll(dir)
+	}()
+	err = rt.Start(ctx, member.Config{
+		Name: name, DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
+		InitialCluster: etcdadmin.InitialCluster(added.Members, id, name), ClusterState: member.StateExisting, ClusterToken: "kubeadm-bench",
+	})
+	if err != nil {
+		return j, fmt.Errorf("start learner: %w", err)
+	}
+	err = retryEvery(ctx, func(ctx context.Context) error {
+		j.promoteTries++
+		_, err := k.cli.MemberPromote(ctx, id)
+		return err
+	})
+	if err != nil {
+		return j, fmt.Errorf("promote: %w", err)
+	}
+	j.joinTimes, err = wait()
+	return j, err
+}
+
+// retryEvery calls fn, with a 2s bound per call, until it succeeds, every
+// kubeadmRetry.
+func retryEvery(ctx context.Context, fn func(context.Context) error) error {
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := fn(cctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
+		case <-time.After(kubeadmRetry):
+		}
+	}
+}
