@@ -76,6 +76,10 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 			return err
 		}
 		x.sideEffectDone(s)
+		// Drop the removed member's endpoint from this client at once.
+		if err := x.c.store.Client().Sync(ctx); err != nil {
+			x.c.log.Debug("endpoint sync after removal", "err", err)
+		}
 		return nil
 	case membership.FinishRemove:
 		return x.finishRemove(ctx, s)

@@ -1,0 +1,78 @@
+// Command nico-coordinator runs one coordinator candidate. One candidate in
+// the fleet is leader and makes every membership decision.
+//
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/homystack/nico/coordinator"
+	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/spf13/pflag"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+func run(args []string, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("nico-coordinator", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config.CoordinatorFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := config.LoadCoordinator(fs)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	log, err := logging.New(stderr, cfg.Log.Level, cfg.Log.Format)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:        cfg.Etcd.Endpoints,
+		DialTimeout:      cfg.Etcd.DialTimeout,
+		AutoSyncInterval: 5 * time.Second,
+		Logger:           zap.NewNop(),
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "nico-coordinator: etcd client for %v: %v\n", cfg.Etcd.Endpoints, err)
+		return 2
+	}
+	defer cli.Close()
+	st, err := store.New(cli, cfg.Store.Prefix)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	c := coordinator.New(coordinator.Config{
+		Name:       cfg.Name,
+		SessionTTL: cfg.SessionTTL,
+		Policy: membership.Policy{
+			LearnerStartTimeout:    cfg.LearnerStartTimeout,
+			LearnerProgressTimeout: cfg.LearnerProgressTimeout,
+		},
+		ResyncInterval: cfg.ResyncInterval,
+		HealthTimeout:  cfg.HealthTimeout,
+	}, st, log)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := c.Run(ctx); err != nil {
+		log.Error("coordinator failed", "err", err)
+		return 1
+	}
+	return 0
+}
