@@ -27,7 +27,7 @@ func leave(args []string, stderr io.Writer) int {
 	force := fs.Bool("force", false, "remove even if the quorum projection says it is unsafe")
 	timeout := fs.Duration("wait", 5*time.Minute, "how long to wait for the coordinator's answer")
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return usageError(stderr, "%s", err)
 	}
 	cfg, err := config.LoadAgent(fs)
 	if err != nil {

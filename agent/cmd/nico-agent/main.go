@@ -39,7 +39,7 @@ func run(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	config.AgentFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return usageError(stderr, "%s", err)
 	}
 	cfg, err := config.LoadAgent(fs)
 	if err != nil {
@@ -94,4 +94,13 @@ func agentConfig(cfg config.Agent) agent.Config {
 		RetryInterval: cfg.Join.RetryInterval,
 		Version:       Version,
 	}
+}
+
+// usageError reports bad usage; --help is not an error.
+func usageError(w io.Writer, format string, err error) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(w, "%s: "+format+"\n", "nico-agent", err)
+	return 2
 }

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -30,7 +31,7 @@ func run(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	config.CoordinatorFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return usageError(stderr, "%s", err)
 	}
 	cfg, err := config.LoadCoordinator(fs)
 	if err != nil {
@@ -75,4 +76,13 @@ func run(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// usageError reports bad usage; --help is not an error.
+func usageError(w io.Writer, format string, err error) int {
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(w, "%s: "+format+"\n", "nico-coordinator", err)
+	return 2
 }
