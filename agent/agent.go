@@ -132,7 +132,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		}
 	}
 	a.healthy.Store(true)
-	a.setPhase(ctx, api.NodeMember, "")
+	if a.controlPlane() {
+		a.setPhase(ctx, api.NodeMember, "")
+	} else {
+		a.setPhase(ctx, api.NodeRegistered, "")
+	}
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())

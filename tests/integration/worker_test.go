@@ -1,0 +1,46 @@
+package integration
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestWorkerRegistersAndLeaves: a worker runs no member; it registers under
+// a heartbeat lease, becomes ready, and when removed it stops with
+// ErrRemoved and its heartbeat is gone.
+func TestWorkerRegistersAndLeaves(t *testing.T) {
+	f := newFleet(t)
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	cfg := f.agentConfig("w-1", false)
+	cfg.Roles = []api.Role{api.RoleWorker}
+	n := f.start(cfg)
+	eventually(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	node := waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker registered", func(n *api.Node) bool { return n.Status.Phase == api.NodeRegistered && n.Status.UpdatedAt.After(n.Metadata.CreatedAt) })
+	if node.Spec.PeerURL != "" || node.Status.MemberID != 0 {
+		t.Fatalf("worker has member fields: %+v", node)
+	}
+	f.waitVoters(5*time.Second, "cp-1") // no member was added for it
+
+	f.requestRemoval("w-1", false)
+	select {
+	case err := <-n.done:
+		n.done <- err
+		if !errors.Is(err, agent.ErrRemoved) {
+			t.Fatalf("worker returned %v, want ErrRemoved", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("removed worker did not stop")
+	}
+	resp, err := f.client().Get(t.Context(), store.DefaultPrefix+store.HeartbeatKey("w-1"))
+	if err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("heartbeat of removed worker: %v %v", resp, err)
+	}
+	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker marked removed", func(n *api.Node) bool { return n.Status.Phase == api.NodeRemoved })
+}
