@@ -19,6 +19,7 @@ import (
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
@@ -45,6 +46,7 @@ type node struct {
 	runtime member.Runtime
 	cancel  context.CancelFunc
 	done    chan error
+	notify  *notifier
 }
 
 type coord struct {
@@ -99,8 +101,11 @@ func (f *fleet) start(cfg agent.Config) *node { return f.startWith(cfg, f.newRun
 
 // startWith runs an agent with cfg and runtime rt.
 func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
-	n := &node{name: cfg.Name, cfg: cfg, runtime: rt, done: make(chan error, 1)}
-	n.agent = agent.New(cfg, rt, nopNotifier{}, f.log.With("test-node", cfg.Name))
+	n := &node{name: cfg.Name, cfg: cfg, runtime: rt, done: make(chan error, 1), notify: &notifier{}}
+	n.agent = agent.New(cfg, rt, n.notify, f.log.With("test-node", cfg.Name))
+	if cfg.Roles[0] == api.RoleControlPlane {
+		n.notify.onReady = func() error { return f.checkVoter(cfg.PeerURL) }
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	go func() { n.done <- n.agent.Run(ctx) }()
@@ -310,24 +315,58 @@ func (r *failing) Start(ctx context.Context, cfg member.Config) error {
 	return r.Runtime.Start(ctx, cfg)
 }
 
-type nopNotifier struct{}
+// notifier records what the agent tells the service manager; onReady
+// checks, at the moment READY is sent, that the agent may send it.
+type notifier struct {
+	mu       sync.Mutex
+	ready    int
+	readyErr error
+	onReady  func() error
+}
 
-func (nopNotifier) Ready() error        { return nil }
-func (nopNotifier) Status(string) error { return nil }
-func (nopNotifier) Stopping() error     { return nil }
+func (n *notifier) Ready() error {
+	var err error
+	if n.onReady != nil {
+		err = n.onReady()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ready++
+	if err != nil && n.readyErr == nil {
+		n.readyErr = err
+	}
+	return nil
+}
+
+func (n *notifier) Status(string) error { return nil }
+func (n *notifier) Stopping() error     { return nil }
+
+// readyState returns how often READY was sent and the first violation.
+func (n *notifier) readyState() (int, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ready, n.readyErr
+}
+
+// checkVoter fails unless the member at peer is a voter.
+func (f *fleet) checkVoter(peer string) error {
+	cli := f.client()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range resp.Members {
+		if slices.Contains(m.PeerURLs, peer) && !m.IsLearner {
+			return nil
+		}
+	}
+	return fmt.Errorf("READY sent while the member at %s is not a voter", peer)
+}
 
 // testLogger logs to t.
-func testLogger(t *testing.T) *slog.Logger {
-	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-}
-
-type tWriter struct{ t *testing.T }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
+func testLogger(t *testing.T) *slog.Logger { return logging.Test(t) }
 
 // store returns a store over the fleet's endpoints.
 func (f *fleet) store() *store.Store {

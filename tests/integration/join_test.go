@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -25,6 +26,15 @@ func TestConcurrentJoinsAreSerialized(t *testing.T) {
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")
 	if max := mon(); max > 1 {
 		t.Fatalf("saw %d learners at once", max)
+	}
+	for name, n := range f.nodes {
+		eventually(t, 10*time.Second, name+" ready", func() (bool, string) {
+			ready, err := n.notify.readyState()
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			return ready == 1, fmt.Sprintf("READY sent %d times", ready)
+		})
 	}
 	ops := f.ops()
 	if len(ops) != 3 {

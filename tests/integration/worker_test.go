@@ -22,7 +22,9 @@ func TestWorkerRegistersAndLeaves(t *testing.T) {
 	cfg.Roles = []api.Role{api.RoleWorker}
 	n := f.start(cfg)
 	eventually(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
-	node := waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker registered", func(n *api.Node) bool { return n.Status.Phase == api.NodeRegistered && n.Status.UpdatedAt.After(n.Metadata.CreatedAt) })
+	node := waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker registered", func(n *api.Node) bool {
+		return n.Status.Phase == api.NodeRegistered && n.Status.UpdatedAt.After(n.Metadata.CreatedAt)
+	})
 	if node.Spec.PeerURL != "" || node.Status.MemberID != 0 {
 		t.Fatalf("worker has member fields: %+v", node)
 	}
