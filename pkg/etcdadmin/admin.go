@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -148,25 +147,13 @@ func (a *Admin) AddLearner(ctx context.Context, name, peerURL string) (api.Membe
 }
 
 // InitialCluster renders --initial-cluster for the new member id, named
-// name, from the member list returned when it was added. Members that have
-// not started yet have no name; etcd needs one per URL, so they are skipped
-// unless they are the new member.
+// name, from the member list etcd returned when it was added.
 func InitialCluster(members []*etcdserverpb.Member, id uint64, name string) string {
-	var parts []string
-	for _, m := range members {
-		n := m.Name
-		if m.ID == id {
-			n = name
-		}
-		if n == "" {
-			continue
-		}
-		for _, u := range m.PeerURLs {
-			parts = append(parts, n+"="+u)
-		}
+	ms := make([]membership.Member, len(members))
+	for i, m := range members {
+		ms[i] = membership.Member{ID: api.MemberID(m.ID), Name: m.Name, PeerURLs: m.PeerURLs}
 	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
+	return membership.InitialCluster(ms, api.MemberID(id), name)
 }
 
 // WaitCaughtUp watches the learner's raft index until it is within 10% of

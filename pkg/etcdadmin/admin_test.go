@@ -1,0 +1,151 @@
+package etcdadmin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/membership"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+func TestRetryable(t *testing.T) {
+	for err, want := range map[error]bool{
+		nil:                               false,
+		rpctypes.ErrUnhealthy:             true,
+		rpctypes.ErrTooManyLearners:       true,
+		rpctypes.ErrMemberLearnerNotReady: true,
+		rpctypes.ErrGRPCLearnerNotReady:   true,
+		fmt.Errorf("x: %w", context.DeadlineExceeded): true,
+		rpctypes.ErrMemberNotFound:                    false,
+		rpctypes.ErrPeerURLExist:                      false,
+		errors.New("permission denied"):               false,
+	} {
+		if got := Retryable(err); got != want {
+			t.Errorf("Retryable(%v) = %v, want %v", err, got, want)
+		}
+	}
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// TestLearnerLifecycle: observe a 2-voter cluster, add a learner (retrying
+// the strict reconfig check), see it unstarted and unhealthy, start it, wait
+// until it caught up, promote it through the voters, move leadership to it,
+// and remove it again; removing an absent member is no error.
+func TestLearnerLifecycle(t *testing.T) {
+	cl := etcdtest.Start(t, 2)
+	cli := cl.Client(t)
+	a := New(cli, time.Second)
+
+	ms, err := a.Observe(ctx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := 0
+	for _, m := range ms {
+		if !m.Healthy || m.Learner || m.RaftIndex == 0 {
+			t.Fatalf("member %+v: want a healthy voter with a raft index", m)
+		}
+		if m.Leader {
+			leaders++
+		}
+	}
+	if len(ms) != 2 || leaders != 1 {
+		t.Fatalf("observed %d members, %d leaders", len(ms), leaders)
+	}
+
+	peer, client := etcdtest.URLs(t)
+	id, initial, err := a.AddLearner(ctx(t), "m9", peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(initial, "m9="+peer) || !strings.Contains(initial, "m0=") || !strings.Contains(initial, "m1=") {
+		t.Fatalf("initial cluster %q", initial)
+	}
+	ms, _ = a.Observe(ctx(t))
+	var learner *api.MemberID
+	for _, m := range ms {
+		if m.ID == id {
+			if !m.Learner || m.Healthy || m.Started() {
+				t.Fatalf("fresh learner %+v: want unstarted, unhealthy", m)
+			}
+			learner = &m.ID
+		}
+	}
+	if learner == nil {
+		t.Fatal("learner not observed")
+	}
+
+	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+	if err := rt.Start(ctx(t), member.Config{Name: "m9", DataDir: t.TempDir() + "/etcd", PeerURL: peer, ClientURL: client, InitialCluster: initial, ClusterState: "existing", ClusterToken: "etcdtest"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
+
+	var progress []uint64
+	leaderURL := cl.Members[0].ClientURL
+	if err := a.WaitCaughtUp(ctx(t), client, leaderURL, 20*time.Millisecond, func(i uint64) { progress = append(progress, i) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(progress) == 0 {
+		t.Fatal("no progress reported")
+	}
+	if err := a.Promote(ctx(t), []string{}, id); err == nil {
+		t.Fatal("promote with no voter to ask succeeded")
+	}
+	if err := a.Promote(ctx(t), cl.Endpoints(), id); err != nil {
+		t.Fatal(err)
+	}
+
+	// Move leadership to the new voter, through the current leader.
+	ms, _ = a.Observe(ctx(t))
+	for _, m := range ms {
+		if m.Leader {
+			leaderURL = m.ClientURLs[0]
+		}
+	}
+	if err := a.MoveLeader(ctx(t), leaderURL, id); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ms, _ = a.Observe(ctx(t))
+		if m := find(ms, id); m != nil && m.Leader {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("leadership did not move to %s: %+v", id, ms)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Move it back so the member can be removed as a follower.
+	if err := a.MoveLeader(ctx(t), client, api.MemberID(cl.Members[0].Etcd.Server.MemberID())); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Remove(ctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Remove(ctx(t), id); err != nil {
+		t.Fatalf("removing an absent member: %v", err)
+	}
+}
+
+func find(ms []membership.Member, id api.MemberID) *membership.Member {
+	for i := range ms {
+		if ms[i].ID == id {
+			return &ms[i]
+		}
+	}
+	return nil
+}
