@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -94,6 +96,9 @@ type node struct {
 // member is a voter and the coordinator leads.
 func newFleet(tb testing.TB, boot string) *fleet {
 	f := &fleet{tb: tb, log: benchLogger(tb), nodes: map[string]*node{}, done: make(chan error, 1)}
+	// Cleanups run last first: the temporary directories must outlive the
+	// members, or etcd exits the process when it cannot purge its WAL.
+	_ = tb.TempDir()
 	tb.Cleanup(f.stop)
 	n := f.start(f.agentConfig(boot, true))
 	f.cli = etcdtest.NewClient(tb, n.cfg.ClientURL)
@@ -147,6 +152,18 @@ func (f *fleet) endpoints() []string {
 	}
 	slices.Sort(eps)
 	return eps
+}
+
+// nodeList returns the running agents ordered by name.
+func (f *fleet) nodeList() []*node {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ns []*node
+	for _, n := range f.nodes {
+		ns = append(ns, n)
+	}
+	slices.SortFunc(ns, func(a, b *node) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
+	return ns
 }
 
 // start runs an agent with cfg until it is removed or the fleet stops.
@@ -210,14 +227,8 @@ func (f *fleet) stop() {
 		f.coord()
 		<-f.done
 	}
-	f.mu.Lock()
-	nodes := make([]*node, 0, len(f.nodes))
-	for _, n := range f.nodes {
-		nodes = append(nodes, n)
-	}
-	f.mu.Unlock()
 	var wg sync.WaitGroup
-	for _, n := range nodes {
+	for _, n := range f.nodeList() {
 		wg.Go(func() {
 			n.cancel()
 			select {
@@ -229,23 +240,24 @@ func (f *fleet) stop() {
 	wg.Wait()
 }
 
-// etcdLeader returns the node whose member leads etcd.
+// etcdLeader returns the node whose member leads etcd, asking each member
+// through the store's client, which follows the member list.
 func (f *fleet) etcdLeader(ctx context.Context) (*node, error) {
+	cli := f.st.Client()
 	for {
-		st, err := f.cli.Status(ctx, f.cli.Endpoints()[0])
-		if err == nil && st.Leader != 0 {
-			ms, err := f.cli.MemberList(ctx)
-			if err != nil {
-				return nil, err
-			}
+		if ms, err := cli.MemberList(ctx); err == nil {
 			for _, m := range ms.Members {
-				if m.ID == st.Leader {
-					f.mu.Lock()
-					n := f.nodes[m.Name]
-					f.mu.Unlock()
-					if n != nil {
-						return n, nil
-					}
+				if len(m.ClientURLs) == 0 {
+					continue
+				}
+				sctx, cancel := context.WithTimeout(ctx, time.Second)
+				st, err := cli.Status(sctx, m.ClientURLs[0])
+				cancel()
+				f.mu.Lock()
+				n := f.nodes[m.Name]
+				f.mu.Unlock()
+				if err == nil && st.Leader == m.ID && n != nil {
+					return n, nil
 				}
 			}
 		}
@@ -253,6 +265,21 @@ func (f *fleet) etcdLeader(ctx context.Context) (*node, error) {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("no etcd leader: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// waitVoters waits until the cluster has exactly n members, all voters.
+func (f *fleet) waitVoters(ctx context.Context, n int) error {
+	for {
+		ms, err := f.st.Client().MemberList(ctx)
+		if err == nil && len(ms.Members) == n && !slices.ContainsFunc(ms.Members, func(m *etcdserverpb.Member) bool { return m.IsLearner }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %d voters: %w", n, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,6 +25,7 @@ const kubeadmRetry = 500 * time.Millisecond
 type kubeadm struct {
 	tb  testing.TB
 	cli *clientv3.Client
+	log *slog.Logger
 }
 
 // kubeadmJoin is one baseline join: its stage times and how many calls
@@ -40,12 +42,13 @@ func newKubeadm(tb testing.TB) *kubeadm {
 	rt := newRuntime()
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
-	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench"})
+	log := benchLogger(tb).With("arm", "kubeadm")
+	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench", Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client)}
+	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client), log: log}
 }
 
 // join adds a learner, starts it, promotes it once etcd lets it and waits
@@ -81,7 +84,7 @@ func (k *kubeadm) join(ctx context.Context, name string) (j kubeadmJoin, err err
 	}()
 	err = rt.Start(ctx, member.Config{
 		Name: name, DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
-		InitialCluster: etcdadmin.InitialCluster(added.Members, id, name), ClusterState: member.StateExisting, ClusterToken: "kubeadm-bench",
+		InitialCluster: etcdadmin.InitialCluster(added.Members, id, name), ClusterState: member.StateExisting, ClusterToken: "kubeadm-bench", Logger: k.log,
 	})
 	if err != nil {
 		return j, fmt.Errorf("start learner: %w", err)
