@@ -66,8 +66,9 @@ func (a *Agent) removalDone(ctx context.Context) (bool, error) {
 	return r.Status.Phase == api.RemoveDone, nil
 }
 
-// removed stops and wipes the member, records the node as removed and
-// clears the finished removal request, so that a later start rejoins anew.
+// removed stops and wipes the member and records the node as removed. The
+// finished removal request stays as the record; the agent clears it when it
+// is started again, and then rejoins anew.
 func (a *Agent) removed(ctx context.Context, why string) error {
 	a.healthy.Store(false)
 	a.log.Warn("node removed from the cluster; wiping member data", "why", why)
@@ -85,7 +86,6 @@ func (a *Agent) removed(ctx context.Context, why string) error {
 	if err := a.connectOthers(); err == nil {
 		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
 		a.setPhase(ctx, api.NodeRemoved, why)
-		_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
 		_ = a.st.Delete(ctx, store.HeartbeatKey(a.cfg.Name))
 	} else {
 		a.log.Warn("cannot record the removal", "err", err)

@@ -44,6 +44,8 @@ func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 	eventually(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.leaderName(); return n == "c-2", n })
 	close(rt.open)
 	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	// The join request and the op are closed in one transaction.
+	waitObj[api.JoinRequest](f, 30*time.Second, store.JoinKey("cp-2"), "join closed", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined })
 
 	ops := f.ops()
 	if len(ops) != 1 {

@@ -246,7 +246,15 @@ func (f *fleet) waitVoters(within time.Duration, names ...string) {
 			}
 		}
 		slices.Sort(voters)
-		return slices.Equal(voters, want) && len(ms) == len(want), fmt.Sprint(ms)
+		if !slices.Equal(voters, want) || len(ms) != len(want) {
+			return false, fmt.Sprint(ms)
+		}
+		// Settled: the operation that got there is closed too.
+		active, err := cli.Get(ctx, store.DefaultPrefix+store.ActiveOpKey)
+		if err != nil || len(active.Kvs) > 0 {
+			return false, fmt.Sprintf("members %v, an operation is still active", ms)
+		}
+		return true, ""
 	})
 }
 
