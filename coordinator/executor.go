@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -39,7 +37,7 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 	case membership.AddLearner:
 		return x.addLearner(ctx, s)
 	case membership.AdoptLearner:
-		return x.learnerAdded(ctx, s, s.Member, initialCluster(x.obs.Members, s.Member, s.Request))
+		return x.learnerAdded(ctx, s, s.Member, membership.InitialCluster(x.obs.Members, s.Member, s.Request))
 	case membership.Promote:
 		return x.promote(ctx, s)
 	case membership.FinishJoin:
@@ -279,30 +277,10 @@ func putObj(o api.Object) (clientv3.Op, error) {
 	}
 }
 
-// initialCluster renders --initial-cluster for learner id (named name)
-// from the observed members: every started member plus the learner.
-func initialCluster(ms []membership.Member, id api.MemberID, name string) string {
-	var parts []string
-	for _, m := range ms {
-		n := m.Name
-		if m.ID == id {
-			n = name
-		}
-		if n == "" {
-			continue
-		}
-		for _, u := range m.PeerURLs {
-			parts = append(parts, n+"="+u)
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
+func isNotLeader(err error) bool { return errors.Is(err, store.ErrNotLeader) }
 
 func (x *executor) sideEffectDone(s membership.Step) {
 	if x.c.AfterSideEffect != nil {
 		x.c.AfterSideEffect(s)
 	}
 }
-
-func isNotLeader(err error) bool { return errors.Is(err, store.ErrNotLeader) }

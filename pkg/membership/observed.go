@@ -1,6 +1,8 @@
 package membership
 
 import (
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -146,4 +148,26 @@ func (o Observed) removalPending(node string) bool {
 		}
 	}
 	return false
+}
+
+// InitialCluster renders the --initial-cluster value for learner id, to be
+// started under name: every started member plus the learner. Members that
+// have not started have no name yet and are left out (etcd needs a name per
+// peer URL, and learns of them from the cluster anyway).
+func InitialCluster(members []Member, id api.MemberID, name string) string {
+	var parts []string
+	for _, m := range members {
+		n := m.Name
+		if m.ID == id {
+			n = name
+		}
+		if n == "" {
+			continue
+		}
+		for _, u := range m.PeerURLs {
+			parts = append(parts, n+"="+u)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
 }
