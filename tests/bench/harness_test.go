@@ -286,8 +286,8 @@ func (f *fleet) waitVoters(ctx context.Context, n int) error {
 
 // joinTimes are the moments, counted from the start of a join, at which the
 // member list first showed the new member as added (an unstarted learner),
-// started (a learner with a name) and a voter; and how long its untimed
-// removal took afterwards.
+// named (the leader applied the learner's publish; it may not serve
+// clients yet) and a voter; and how long its untimed removal took.
 type joinTimes struct{ added, started, voter, removal time.Duration }
 
 // pollEvery is how often watchJoin reads the member list.

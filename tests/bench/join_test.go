@@ -88,7 +88,7 @@ func benchJoin(b *testing.B, size int) {
 
 	ns, ks := summarize(voterTimes(nico)), summarize(voterTimes(base))
 	var t table
-	t.add("arm", "n", "p50", "p95", "min", "max", "added p50", "started p50", "voter p50", "removal p50")
+	t.add("arm", "n", "p50", "p95", "min", "max", "added p50", "named p50", "voter p50", "removal p50")
 	for _, a := range []struct {
 		name string
 		s    summary
@@ -101,10 +101,12 @@ func benchJoin(b *testing.B, size int) {
 	fmt.Fprintf(&out, "\n%s: join to voter, store %s, times in ms from the start of the join\n", b.Name(), map[bool]string{true: "empty", false: fillNote}[size == 0])
 	out.WriteString(t.String())
 	fmt.Fprintf(&out, "ratio nico/kubeadm: p50 %.2f, p95 %.2f\n", ratio(ns.p50, ks.p50), ratio(ns.p95, ks.p95))
-	fmt.Fprintf(&out, "stages: added = start until the member list holds the learner (nico: agent start, register, join request,\n"+
-		"  coordinator AddLearner; kubeadm: MemberAddAsLearner, %d retries of it in all, e.g. \"unhealthy cluster\");\n"+
-		"  started = added until the learner published its name; voter = started until promoted\n"+
-		"  (kubeadm: %.1f MemberPromote calls per join, every %s); removal = the untimed removal after it.\n", addRetries, float64(promoteTries)/float64(max(1, len(base))), kubeadmRetry)
+	fmt.Fprintf(&out, "stages (each measured from the previous one): added = until the member list holds the learner\n"+
+		"  (nico: agent start, register, join request, coordinator AddLearner; kubeadm: MemberAddAsLearner, retried %d times in all);\n"+
+		"  named = until the leader applied the learner's name (etcd's publish); voter = until promoted (kubeadm: %.1f\n"+
+		"  MemberPromote calls per join, every %s; nico promotes only a learner that serves clients and is caught up);\n"+
+		"  removal = the untimed removal after the join (etcd refuses it until the new voter has been connected 5s).\n",
+		addRetries, float64(promoteTries)/float64(max(1, len(base))), kubeadmRetry)
 	fmt.Fprintf(&out, "shape: one voter; each join removed again, untimed; embedded members, tick %s, election %s;\n"+
 		"  nico agent retry %s, coordinator resync %s; member list polled every %s.\n", tickInterval, electionTimeout, agentRetry, coordResync, pollEvery)
 	// Printed, not logged: go test keeps only 10 lines of a benchmark's log.
