@@ -288,7 +288,7 @@ func (f *fleet) waitVoters(ctx context.Context, n int) error {
 // member list first showed the new member as added (an unstarted learner),
 // named (the leader applied the learner's publish; it may not serve
 // clients yet) and a voter; and how long its untimed removal took.
-type joinTimes struct{ added, started, voter, removal time.Duration }
+type joinTimes struct{ added, named, voter, removal time.Duration }
 
 // pollEvery is how often watchJoin reads the member list.
 const pollEvery = 20 * time.Millisecond
@@ -316,8 +316,8 @@ func watchJoin(ctx context.Context, cli *clientv3.Client, peerURL string, t0 tim
 					if jt.added == 0 {
 						jt.added = now
 					}
-					if jt.started == 0 && m.Name != "" {
-						jt.started = now
+					if jt.named == 0 && m.Name != "" {
+						jt.named = now
 					}
 					if !m.IsLearner {
 						jt.voter = now

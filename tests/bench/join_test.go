@@ -145,12 +145,12 @@ func voterTimes(jts []joinTimes) []time.Duration {
 	return ds
 }
 
-// stages summarizes the stages of joins: until added, added until started,
-// started until voter, and the removal after.
-func stages(jts []joinTimes) (added, started, voter, removal summary) {
+// stages summarizes the stages of joins: until added, added until named,
+// named until voter, and the removal after.
+func stages(jts []joinTimes) (added, named, voter, removal summary) {
 	var a, s, v, r []time.Duration
 	for _, jt := range jts {
-		st := max(jt.started, jt.added)
+		st := max(jt.named, jt.added)
 		a, s, v, r = append(a, jt.added), append(s, st-jt.added), append(v, jt.voter-st), append(r, jt.removal)
 	}
 	return summarize(a), summarize(s), summarize(v), summarize(r)
