@@ -1,0 +1,83 @@
+package api
+
+import "time"
+
+// MachinePool asks for Count machines made from Template. People write spec;
+// the leader writes status.
+type MachinePool struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta        `json:"metadata"`
+	Spec     MachinePoolSpec   `json:"spec"`
+	Status   MachinePoolStatus `json:"status"`
+}
+
+// MachinePoolSpec is the desired pool.
+type MachinePoolSpec struct {
+	Count    int             `json:"count"`
+	Template MachineTemplate `json:"template"`
+	// HostSelector limits the pool to hypervisor hosts whose labels have
+	// every pair.
+	HostSelector map[string]string `json:"hostSelector,omitempty"`
+	// Spread places the pool's machines on as many hosts as possible.
+	Spread bool `json:"spread,omitempty"`
+}
+
+// MachinePoolStatus is the leader's view of the pool.
+type MachinePoolStatus struct {
+	Machines   int         `json:"machines"`
+	Running    int         `json:"running"`
+	Pending    int         `json:"pending"`
+	Conditions []Condition `json:"conditions,omitempty"`
+	UpdatedAt  time.Time   `json:"updatedAt,omitempty"`
+}
+
+// NewMachinePool returns a MachinePool named name.
+func NewMachinePool(name string) *MachinePool {
+	return &MachinePool{TypeMeta: TypeMeta{APIVersion: Version, Kind: KindMachinePool}, Metadata: ObjectMeta{Name: name}}
+}
+
+// GetTypeMeta implements Object.
+func (p *MachinePool) GetTypeMeta() *TypeMeta { return &p.TypeMeta }
+
+// GetMetadata implements Object.
+func (p *MachinePool) GetMetadata() *ObjectMeta { return &p.Metadata }
+
+// Hypervisor is a hypervisor host's report of what it can run, written by
+// the host's agent.
+type Hypervisor struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta       `json:"metadata"`
+	Spec     HypervisorSpec   `json:"spec"`
+	Status   HypervisorStatus `json:"status"`
+}
+
+// HypervisorSpec is the host's declared labels.
+type HypervisorSpec struct {
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// HypervisorStatus is the host's capacity and what it offers.
+type HypervisorStatus struct {
+	VCPUs     int `json:"vcpus"`
+	MemoryMiB int `json:"memoryMiB"`
+	// DiskGiB is the free space of each storage pool by name.
+	DiskGiB map[string]int `json:"diskGiB,omitempty"`
+	// Networks are the active libvirt networks.
+	Networks []string `json:"networks,omitempty"`
+	// Images are the base volumes, as "pool/volume".
+	Images    []string  `json:"images,omitempty"`
+	Domains   int       `json:"domains"`
+	Message   string    `json:"message,omitempty"`
+	UpdatedAt time.Time `json:"updatedAt,omitempty"`
+}
+
+// NewHypervisor returns a Hypervisor named after its node.
+func NewHypervisor(node string) *Hypervisor {
+	return &Hypervisor{TypeMeta: TypeMeta{APIVersion: Version, Kind: KindHypervisor}, Metadata: ObjectMeta{Name: node}}
+}
+
+// GetTypeMeta implements Object.
+func (h *Hypervisor) GetTypeMeta() *TypeMeta { return &h.TypeMeta }
+
+// GetMetadata implements Object.
+func (h *Hypervisor) GetMetadata() *ObjectMeta { return &h.Metadata }
