@@ -46,19 +46,7 @@ func observe(ctx context.Context, st *store.Store, members func(context.Context)
 	for _, kv := range hb.Kvs {
 		o.Alive[store.Name(string(kv.Key))] = true
 	}
-	byPeer := map[string]string{}
-	for _, n := range nodes {
-		if n.Spec.PeerURL != "" {
-			byPeer[n.Spec.PeerURL] = n.Metadata.Name
-		}
-	}
-	for i := range ms {
-		for _, u := range ms[i].PeerURLs {
-			if n, ok := byPeer[u]; ok {
-				ms[i].Node = n
-			}
-		}
-	}
+	membership.MatchNodes(ms, nodes)
 	o.Members, o.Nodes, o.Joins, o.Removals = ms, nodes, joins, removals
 	for _, j := range joins {
 		o.joins[j.Metadata.Name] = j

@@ -100,19 +100,7 @@ func (c *cluster) members(ctx context.Context, nodes []*api.Node) ([]membership.
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
 	}
-	byPeer := map[string]string{}
-	for _, n := range nodes {
-		if n.Spec.PeerURL != "" {
-			byPeer[n.Spec.PeerURL] = n.Metadata.Name
-		}
-	}
-	for i := range ms {
-		for _, u := range ms[i].PeerURLs {
-			if n, ok := byPeer[u]; ok {
-				ms[i].Node = n
-			}
-		}
-	}
+	membership.MatchNodes(ms, nodes)
 	sort.Slice(ms, func(i, j int) bool {
 		if li, lj := label(ms[i]), label(ms[j]); li != lj {
 			return li < lj

@@ -171,3 +171,21 @@ func InitialCluster(members []Member, id api.MemberID, name string) string {
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
 }
+
+// MatchNodes sets each member's Node to the registered node whose peer URL
+// it has; members no node claims stay ghosts ("").
+func MatchNodes(members []Member, nodes []*api.Node) {
+	byPeer := map[string]string{}
+	for _, n := range nodes {
+		if n.Spec.PeerURL != "" {
+			byPeer[n.Spec.PeerURL] = n.Metadata.Name
+		}
+	}
+	for i := range members {
+		for _, u := range members[i].PeerURLs {
+			if n, ok := byPeer[u]; ok {
+				members[i].Node = n
+			}
+		}
+	}
+}
