@@ -111,3 +111,17 @@ func (m *Machine) GetTypeMeta() *TypeMeta { return &m.TypeMeta }
 
 // GetMetadata implements Object.
 func (m *Machine) GetMetadata() *ObjectMeta { return &m.Metadata }
+
+// DefaultStoragePool is the storage pool used when a template names none.
+const DefaultStoragePool = "default"
+
+// StoragePoolName returns the template's storage pool, or the default.
+func (t MachineTemplate) StoragePoolName() string {
+	if t.StoragePool == "" {
+		return DefaultStoragePool
+	}
+	return t.StoragePool
+}
+
+// Image returns the base image as "pool/volume", as hosts report images.
+func (t MachineTemplate) Image() string { return t.StoragePoolName() + "/" + t.BaseImage }

@@ -60,7 +60,8 @@ type HypervisorSpec struct {
 type HypervisorStatus struct {
 	VCPUs     int `json:"vcpus"`
 	MemoryMiB int `json:"memoryMiB"`
-	// DiskGiB is the free space of each storage pool by name.
+	// DiskGiB is the capacity of each storage pool by name; the leader
+	// subtracts the disks of the machines it placed on the host.
 	DiskGiB map[string]int `json:"diskGiB,omitempty"`
 	// Networks are the active libvirt networks.
 	Networks []string `json:"networks,omitempty"`
