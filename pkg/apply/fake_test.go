@@ -1,0 +1,139 @@
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// fakeNixOS is a Runner that behaves like a NixOS machine with git and nix.
+// Revisions choose behaviour: "broken" fails activation, "unhealthy" leaves
+// a failed unit, "newkernel" changes the kernel, "nonexistent" cannot be
+// fetched; a repository containing "unreachable" cannot be reached; the
+// attribute "unknown-attr" does not exist in any flake.
+type fakeNixOS struct {
+	mu        sync.Mutex
+	current   string
+	booted    string
+	profile   string
+	checkouts map[string]string
+	calls     []string
+	noise     bool // an allowed unit is failed
+}
+
+func newFakeNixOS(current string) *fakeNixOS {
+	return &fakeNixOS{current: current, booted: current, profile: current, checkouts: map[string]string{}}
+}
+
+func (f *fakeNixOS) Run(_ context.Context, c Cmd) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, c.String())
+	a := c.Args
+	switch c.Name {
+	case "git":
+		if a[0] == "init" {
+			return nil, nil
+		}
+		dir := a[1]
+		switch {
+		case contains(a, "fetch"):
+			repo, rev := a[len(a)-2], a[len(a)-1]
+			if strings.Contains(repo, "unreachable") {
+				return nil, fmt.Errorf("git fetch: exit status 128: fatal: unable to access '%s': Could not resolve host", repo)
+			}
+			if rev == "nonexistent" {
+				return nil, errors.New("git fetch: exit status 128: fatal: couldn't find remote ref nonexistent")
+			}
+			f.checkouts[dir] = rev
+		case contains(a, "rev-parse"):
+			return []byte(f.checkouts[dir] + "\n"), nil
+		}
+		return nil, nil
+	case "nix":
+		ref := a[len(a)-1]
+		path, frag, _ := strings.Cut(strings.TrimPrefix(ref, "path:"), "#")
+		attr := strings.Trim(strings.TrimSuffix(strings.TrimPrefix(frag, "nixosConfigurations."), ".config.system.build.toplevel"), `"`)
+		if attr == "unknown-attr" {
+			return nil, fmt.Errorf("nix build: exit status 1: error: flake 'path:%s' does not provide attribute 'packages.x86_64-linux.%s'", path, frag)
+		}
+		for dir, rev := range f.checkouts {
+			if path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) {
+				return []byte("/nix/store/" + rev + "-nixos-system-" + attr + "\n"), nil
+			}
+		}
+		return nil, fmt.Errorf("nix build: no checkout at %s", path)
+	case "readlink":
+		p := a[1]
+		switch {
+		case p == currentSystem:
+			return []byte(f.current + "\n"), nil
+		case strings.HasPrefix(p, bootedSystem+"/"):
+			return []byte(kernelOf(f.booted, filepath.Base(p)) + "\n"), nil
+		case strings.HasPrefix(p, currentSystem+"/"):
+			return []byte(kernelOf(f.current, filepath.Base(p)) + "\n"), nil
+		}
+		return nil, fmt.Errorf("readlink %s: no such file", p)
+	case "nix-env":
+		f.profile = a[3]
+		return nil, nil
+	case "systemd-run":
+		top := strings.TrimSuffix(a[len(a)-2], "/bin/switch-to-configuration")
+		if strings.Contains(top, "broken") {
+			return nil, errors.New("systemd-run: exit status 1: Job for nico-activate failed: switch-to-configuration exited 4")
+		}
+		if a[len(a)-1] != "boot" {
+			f.current = top
+		}
+		return nil, nil
+	case "systemctl":
+		var out string
+		if strings.Contains(f.current, "unhealthy") {
+			out += "app.service loaded failed failed The app\n"
+		}
+		if f.noise {
+			out += "user@1000.service loaded failed failed User Manager\n"
+		}
+		return []byte(out), nil
+	}
+	return nil, fmt.Errorf("fake: unknown command %s", c)
+}
+
+func kernelOf(top, part string) string {
+	if strings.Contains(top, "newkernel") {
+		return "/nix/store/k2-" + part
+	}
+	return "/nix/store/k1-" + part
+}
+
+// switched lists the calls that change the system.
+func (f *fakeNixOS) switched() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, c := range f.calls {
+		if strings.HasPrefix(c, "nix-env") || strings.HasPrefix(c, "systemd-run") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (f *fakeNixOS) running() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rev, _, _ := strings.Cut(strings.TrimPrefix(f.current, "/nix/store/"), "-nixos-system-")
+	return rev
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

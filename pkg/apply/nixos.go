@@ -1,0 +1,268 @@
+package apply
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// NixOSConfig configures the NixOS applier.
+type NixOSConfig struct {
+	// WorkDir holds the checkouts, one per generation.
+	WorkDir string
+	// Profile is the system profile (/nix/var/nix/profiles/system).
+	Profile string
+	// Gate holds the user's checks; the applier adds the failed-units check.
+	Gate Gate
+	// AllowFailedUnits are unit globs that may be failed after activation.
+	AllowFailedUnits []string
+	Runner           Runner  // ExecRunner when nil
+	Secrets          Secrets // nil: specs with secrets fail
+}
+
+// Paths the NixOS applier reads.
+const (
+	currentSystem = "/run/current-system"
+	bootedSystem  = "/run/booted-system"
+)
+
+// NixOS applies generations by building the flake's toplevel and running
+// its switch-to-configuration under a transient systemd unit, so that the
+// activation outlives a restart of the agent or of the network.
+type NixOS struct {
+	cfg NixOSConfig
+}
+
+// NewNixOS returns a NixOS applier.
+func NewNixOS(cfg NixOSConfig) *NixOS {
+	if cfg.Runner == nil {
+		cfg.Runner = ExecRunner{}
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = "/nix/var/nix/profiles/system"
+	}
+	return &NixOS{cfg: cfg}
+}
+
+// Current implements Applier: the store path /run/current-system points to.
+func (n *NixOS) Current(ctx context.Context) (string, error) {
+	return n.readlink(ctx, currentSystem)
+}
+
+// Apply implements Applier.
+func (n *NixOS) Apply(ctx context.Context, gen Generation) (Result, error) {
+	if err := Validate(gen.Spec); err != nil {
+		return Result{}, err
+	}
+	if gen.Spec.GitRepo == "" {
+		return Result{}, fmt.Errorf("%w: gitRepo is empty", ErrInvalid)
+	}
+	op := gen.Spec.Operation
+	if op == "" {
+		op = api.OperationSwitch
+	}
+	dir := filepath.Join(n.cfg.WorkDir, "gen-"+strconv.FormatInt(gen.Number, 10))
+	if err := n.fetch(ctx, dir, gen.Spec); err != nil {
+		return Result{}, err
+	}
+	flakeDir := filepath.Join(dir, gen.Spec.ConfigurationSubdir)
+	if err := n.writeFiles(ctx, flakeDir, gen.Spec.AdditionalFiles); err != nil {
+		return Result{}, err
+	}
+	attr := gen.Spec.Attr(gen.Machine)
+	// path: so that the untracked additional files are part of the flake.
+	ref := fmt.Sprintf("path:%s#nixosConfigurations.%q.config.system.build.toplevel", flakeDir, attr)
+	out, err := n.cfg.Runner.Run(ctx, Cmd{Name: "nix", Args: []string{"--extra-experimental-features", "nix-command flakes", "build", "--no-link", "--print-out-paths", ref}})
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: nixosConfigurations.%s: %w", ErrBuild, attr, err)
+	}
+	top := lastLine(out)
+	prev, err := n.Current(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	if top == prev && op != api.OperationBoot {
+		return Result{Toplevel: top, Skipped: true, RebootNeeded: n.rebootNeeded(ctx)}, nil
+	}
+	unit := "nico-activate-" + strconv.FormatInt(gen.Number, 10)
+	if gen.Attempt > 0 {
+		unit += "-" + strconv.Itoa(gen.Attempt)
+	}
+	if op != api.OperationTest {
+		if err := n.setProfile(ctx, top); err != nil {
+			return Result{}, fmt.Errorf("%w: %w", ErrActivate, err)
+		}
+	}
+	if err := n.activate(ctx, unit, top, op); err != nil {
+		return n.rollback(ctx, gen, prev, op, fmt.Errorf("%w: %w", ErrActivate, err))
+	}
+	if op == api.OperationBoot {
+		return Result{Toplevel: prev, RebootNeeded: true}, nil
+	}
+	checks := append([]Check{FailedUnits{Runner: n.cfg.Runner, Allow: n.cfg.AllowFailedUnits}}, gen.Checks...)
+	if err := n.cfg.Gate.Wait(ctx, checks...); err != nil {
+		return n.rollback(ctx, gen, prev, op, err)
+	}
+	return Result{Toplevel: top, RebootNeeded: n.rebootNeeded(ctx)}, nil
+}
+
+// fetch checks out the repository at the spec's revision (or ref).
+func (n *NixOS) fetch(ctx context.Context, dir string, s api.NixosConfigurationSpec) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrFetch, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("%w: %w", ErrFetch, err)
+	}
+	want := s.Revision
+	if want == "" {
+		want = s.Ref
+	}
+	if want == "" {
+		want = "HEAD"
+	}
+	auth, env, cleanup, err := n.credentials(ctx, dir, s.CredentialsRef)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	steps := []Cmd{
+		{Name: "git", Args: []string{"init", "-q", dir}},
+		{Name: "git", Args: append(append([]string{"-C", dir}, auth...), "fetch", "-q", "--depth=1", s.GitRepo, want), Env: env},
+		{Name: "git", Args: []string{"-C", dir, "checkout", "-q", "--detach", "FETCH_HEAD"}},
+	}
+	for _, c := range steps {
+		if _, err := n.cfg.Runner.Run(ctx, c); err != nil {
+			return fmt.Errorf("%w: %s at %s: %w", ErrFetch, s.GitRepo, want, err)
+		}
+	}
+	if s.Revision != "" {
+		out, err := n.cfg.Runner.Run(ctx, Cmd{Name: "git", Args: []string{"-C", dir, "rev-parse", "HEAD"}})
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrFetch, s.GitRepo, err)
+		}
+		if got := lastLine(out); !strings.HasPrefix(got, s.Revision) {
+			return fmt.Errorf("%w: %s: fetched %s, want revision %s", ErrFetch, s.GitRepo, got, s.Revision)
+		}
+	}
+	return nil
+}
+
+// credentials turns a secret into git arguments and environment: an HTTP
+// basic header from username and password, or an SSH key file.
+func (n *NixOS) credentials(ctx context.Context, dir, ref string) (args, env []string, cleanup func(), err error) {
+	cleanup = func() {}
+	if ref == "" {
+		return nil, nil, cleanup, nil
+	}
+	if n.cfg.Secrets == nil {
+		return nil, nil, cleanup, fmt.Errorf("%w: credentialsRef %q: no secret store configured", ErrInvalid, ref)
+	}
+	sec, err := n.cfg.Secrets.Secret(ctx, ref)
+	if err != nil {
+		return nil, nil, cleanup, fmt.Errorf("%w: credentialsRef %q: %w", ErrFetch, ref, err)
+	}
+	if key, ok := sec["sshPrivateKey"]; ok {
+		f := filepath.Join(filepath.Dir(dir), "."+filepath.Base(dir)+".key")
+		if err := os.WriteFile(f, key, 0o600); err != nil {
+			return nil, nil, cleanup, fmt.Errorf("%w: %w", ErrFetch, err)
+		}
+		return nil, []string{"GIT_SSH_COMMAND=ssh -i " + f + " -o IdentitiesOnly=yes"}, func() { os.Remove(f) }, nil
+	}
+	user, pass := sec["username"], sec["password"]
+	if pass == nil {
+		return nil, nil, cleanup, fmt.Errorf("%w: credentialsRef %q: want keys username and password, or sshPrivateKey", ErrInvalid, ref)
+	}
+	basic := base64.StdEncoding.EncodeToString([]byte(string(user) + ":" + string(pass)))
+	return []string{"-c", "http.extraHeader=Authorization: Basic " + basic}, nil, cleanup, nil
+}
+
+// writeFiles writes the additional files into the flake.
+func (n *NixOS) writeFiles(ctx context.Context, flakeDir string, files []api.AdditionalFile) error {
+	for _, f := range files {
+		content := []byte(f.Inline)
+		if f.SecretRef != nil {
+			if n.cfg.Secrets == nil {
+				return fmt.Errorf("%w: %s: no secret store configured", ErrInvalid, f.Path)
+			}
+			sec, err := n.cfg.Secrets.Secret(ctx, f.SecretRef.Name)
+			if err != nil {
+				return fmt.Errorf("%w: %s: %w", ErrFetch, f.Path, err)
+			}
+			v, ok := sec[f.SecretRef.Key]
+			if !ok {
+				return fmt.Errorf("%w: %s: secret %s has no key %q", ErrInvalid, f.Path, f.SecretRef.Name, f.SecretRef.Key)
+			}
+			content = v
+		}
+		p := filepath.Join(flakeDir, f.Path)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return fmt.Errorf("%w: %w", ErrFetch, err)
+		}
+		if err := os.WriteFile(p, content, 0o600); err != nil {
+			return fmt.Errorf("%w: %w", ErrFetch, err)
+		}
+	}
+	return nil
+}
+
+func (n *NixOS) setProfile(ctx context.Context, top string) error {
+	_, err := n.cfg.Runner.Run(ctx, Cmd{Name: "nix-env", Args: []string{"-p", n.cfg.Profile, "--set", top}})
+	return err
+}
+
+// activate runs switch-to-configuration in a transient unit and waits for it.
+func (n *NixOS) activate(ctx context.Context, unit, top string, op api.ActivationOp) error {
+	_, err := n.cfg.Runner.Run(ctx, Cmd{Name: "systemd-run", Args: []string{
+		"--unit=" + unit, "--wait", "--collect", "--quiet", "--property=Type=oneshot",
+		top + "/bin/switch-to-configuration", string(op)}})
+	return err
+}
+
+// rollback restores prev (profile and activation) and returns cause.
+func (n *NixOS) rollback(ctx context.Context, gen Generation, prev string, op api.ActivationOp, cause error) (Result, error) {
+	if prev == "" || ctx.Err() != nil {
+		return Result{}, cause
+	}
+	if op != api.OperationTest {
+		if err := n.setProfile(ctx, prev); err != nil {
+			return Result{}, errors.Join(cause, fmt.Errorf("%w: %w", ErrRollback, err))
+		}
+	}
+	unit := "nico-rollback-" + strconv.FormatInt(gen.Number, 10)
+	if gen.Attempt > 0 {
+		unit += "-" + strconv.Itoa(gen.Attempt)
+	}
+	if err := n.activate(ctx, unit, prev, op); err != nil {
+		return Result{}, errors.Join(cause, fmt.Errorf("%w: %w", ErrRollback, err))
+	}
+	return Result{Toplevel: prev, RolledBack: true, RebootNeeded: n.rebootNeeded(ctx)}, cause
+}
+
+// rebootNeeded compares the booted kernel, initrd and modules with the
+// current system's.
+func (n *NixOS) rebootNeeded(ctx context.Context) bool {
+	for _, part := range []string{"kernel", "initrd", "kernel-modules"} {
+		b, err1 := n.readlink(ctx, bootedSystem+"/"+part)
+		c, err2 := n.readlink(ctx, currentSystem+"/"+part)
+		if err1 == nil && err2 == nil && b != c {
+			return true
+		}
+	}
+	return false
+}
+
+func (n *NixOS) readlink(ctx context.Context, p string) (string, error) {
+	out, err := n.cfg.Runner.Run(ctx, Cmd{Name: "readlink", Args: []string{"-f", p}})
+	if err != nil {
+		return "", fmt.Errorf("apply: readlink %s: %w", p, err)
+	}
+	return lastLine(out), nil
+}
