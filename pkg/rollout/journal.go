@@ -1,0 +1,119 @@
+package rollout
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// OpName names the journal entry of a rollout's step.
+func OpName(r *api.Rollout) string {
+	return fmt.Sprintf("rollout-%s-%d", r.Metadata.Name, r.Status.Step)
+}
+
+// Configure returns node p's new configuration for the step: the rollout's
+// template (or, undoing, what the node had before) under the node's next
+// generation number, and records the generation and the previous spec in p.
+func Configure(r *api.Rollout, p *api.NodeProgress, cur *api.NixosConfiguration) *api.NixosConfiguration {
+	next := api.NewNixosConfiguration(p.Name)
+	if cur != nil {
+		c := *cur
+		next = &c
+	}
+	gen := next.Spec.Generation + 1
+	var spec api.NixosConfigurationSpec
+	if r.Spec.Undo {
+		if p.Previous != nil {
+			spec = *p.Previous
+		}
+	} else {
+		spec = r.Spec.Template
+		if cur != nil && cur.Metadata.Name != "" && cur.Spec.GitRepo != "" {
+			prev := cur.Spec
+			p.Previous = &prev
+		}
+	}
+	spec.Generation, spec.Attempt = gen, 0
+	next.Spec = spec
+	p.Generation = gen
+	return next
+}
+
+// Record writes step s into r's journal. It reports whether the step's
+// slot (the active operation) is released by it.
+func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool) {
+	st := &r.Status
+	st.UpdatedAt, st.Leader = now, leader
+	if s.Reason != "" {
+		st.Message = s.Reason
+	}
+	switch s.Action {
+	case Init:
+		st.Nodes = slices.Clone(s.Order)
+		st.Phase = api.RolloutRunning
+		if r.Spec.Paused {
+			st.Phase = api.RolloutPaused
+		}
+		st.StartedAt = now
+	case SetPhase:
+		st.Phase = s.Phase
+		if s.Phase == api.RolloutUndoing {
+			st.HaltedNode, st.HaltedReason = "", ""
+		}
+	case Start:
+		st.Step++
+		st.Operation = OpName(r)
+		st.StepSince = now
+		st.Current = slices.Clone(s.Nodes)
+		for _, name := range s.Nodes {
+			p := r.Node(name)
+			p.Phase, p.StartedAt, p.FinishedAt, p.Message = api.NodeApplying, now, time.Time{}, ""
+			if r.Spec.Undo {
+				p.Phase = api.NodeReverting
+			}
+		}
+	case MarkDone:
+		for _, name := range s.Nodes {
+			p := r.Node(name)
+			p.Phase, p.FinishedAt = api.NodeDone, now
+			if r.Spec.Undo {
+				p.Phase = api.NodeReverted
+			}
+			st.Current = slices.DeleteFunc(st.Current, func(n string) bool { return n == name })
+		}
+		if len(st.Current) == 0 && st.Operation != "" {
+			st.Operation, release = "", true
+		}
+	case Halt:
+		for _, name := range s.Nodes {
+			if p := r.Node(name); p != nil && (p.Phase == api.NodeApplying || p.Phase == api.NodeReverting) {
+				p.Phase, p.FinishedAt, p.Message = api.NodeRollFailed, now, s.Reason
+			}
+		}
+		st.Phase = api.RolloutHalted
+		if len(s.Nodes) > 0 {
+			st.HaltedNode = s.Nodes[0]
+		}
+		st.HaltedReason = s.Reason
+		// Others of the batch keep what they applied; undo reverts them.
+		for _, name := range st.Current {
+			if p := r.Node(name); p != nil && p.Phase == api.NodeApplying {
+				p.Phase, p.FinishedAt, p.Message = api.NodeRollFailed, now, "its step was halted by "+st.HaltedNode
+			}
+		}
+		st.Current = nil
+		release = st.Operation != ""
+		st.Operation = ""
+	case CloseOp:
+		st.Operation, st.Current, release = "", nil, true
+	case Finish:
+		st.Phase = api.RolloutSucceeded
+		if r.Spec.Undo {
+			st.Phase = api.RolloutUndone
+		}
+		st.FinishedAt = now
+	}
+	return release
+}

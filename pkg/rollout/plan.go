@@ -1,0 +1,396 @@
+// Package rollout plans how a NixOS generation rolls across the fleet. Plan
+// is pure: it reads the journaled rollout and what was observed, and returns
+// the next step; the coordinator's executor applies it.
+//
+// Default order: the data plane first, MaxUnavailable nodes at a time; then
+// the control plane one node at a time, followers first and the etcd leader
+// last, after leadership moved to a voter that already runs the new
+// generation and is healthy. ControlPlaneFirst swaps the two parts (the
+// Kubernetes version skew policy forbids kubelets newer than the API server).
+//
+//	           +--> Start(batch) --> Wait ... --(all applied, healthy)--> MarkDone --+
+//	Init --> --+                           \--(failed, timed out)--> Halt             |
+//	           +<-----------------------------------------------------------------+
+//	           (no node left) --> Finish            (only the etcd leader left) --> TransferLeader
+package rollout
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// DefaultStepTimeout bounds one step when the rollout sets none.
+const DefaultStepTimeout = 10 * time.Minute
+
+// Node is one registered node as the coordinator observed it.
+type Node struct {
+	Name         string
+	ControlPlane bool
+	// Alive: its heartbeat lease is live.
+	Alive bool
+	// Config is its desired configuration and the agent's status (nil: none).
+	Config *api.NixosConfiguration
+	// Voter, Healthy, Leader describe its etcd member (control plane).
+	Voter, Healthy, Leader bool
+	MemberID               api.MemberID
+	ClientURL              string
+}
+
+// Observed is the planner's input.
+type Observed struct {
+	Rollout *api.Rollout
+	Nodes   []Node
+	// ClusterHealthy: etcd has a leader and every voter is healthy.
+	ClusterHealthy bool
+	ClusterReason  string
+	// ActiveOp is the operation holding the one-change-in-flight slot ("" none).
+	ActiveOp string
+}
+
+// Action is what the executor does.
+type Action string
+
+// Actions.
+const (
+	None           Action = "None"
+	Wait           Action = "Wait"
+	Init           Action = "Init"           // journal the node list in rolling order
+	SetPhase       Action = "SetPhase"       // Paused, Running, Undoing
+	Start          Action = "Start"          // give Nodes the new (or, undoing, the previous) configuration
+	MarkDone       Action = "MarkDone"       // Nodes applied and are healthy
+	Halt           Action = "Halt"           // Nodes[0] failed: stop the rollout
+	TransferLeader Action = "TransferLeader" // move etcd leadership to To before the leader rolls
+	CloseOp        Action = "CloseOp"        // release a step's slot left behind
+	Finish         Action = "Finish"
+)
+
+// Step is the planner's decision.
+type Step struct {
+	Action Action
+	Nodes  []string
+	Phase  api.RolloutPhase
+	Order  []api.NodeProgress
+	// To and LeaderURL: TransferLeader from the leader at LeaderURL to member To.
+	To        api.MemberID
+	LeaderURL string
+	Reason    string
+}
+
+// String is a compact form for logs and goldens.
+func (s Step) String() string {
+	out := string(s.Action)
+	if len(s.Nodes) > 0 {
+		out += fmt.Sprintf(" %v", s.Nodes)
+	}
+	if s.Phase != "" {
+		out += " phase=" + string(s.Phase)
+	}
+	if s.Action == TransferLeader {
+		out += " to=" + s.To.String()
+	}
+	if len(s.Order) > 0 {
+		var names []string
+		for _, p := range s.Order {
+			names = append(names, p.Name)
+		}
+		out += fmt.Sprintf(" order=%v", names)
+	}
+	if s.Reason != "" {
+		out += ": " + s.Reason
+	}
+	return out
+}
+
+// Plan returns the next step of obs.Rollout.
+func Plan(obs Observed, now time.Time) Step {
+	r := obs.Rollout
+	if r == nil || r.Status.Phase.Finished() {
+		return Step{Action: None}
+	}
+	undo := r.Spec.Undo
+	if r.Status.Phase == api.RolloutHalted && !undo {
+		return Step{Action: None, Reason: "halted: " + r.Status.HaltedReason}
+	}
+	if len(r.Status.Nodes) == 0 {
+		return planInit(obs)
+	}
+	if undo && r.Status.Phase != api.RolloutUndoing {
+		return Step{Action: SetPhase, Phase: api.RolloutUndoing, Reason: "undo requested"}
+	}
+	if s, ok := planInFlight(obs, now); ok {
+		return s
+	}
+	if obs.ActiveOp != "" && obs.ActiveOp == r.Status.Operation {
+		return Step{Action: CloseOp, Reason: "step " + obs.ActiveOp + " has no node in flight"}
+	}
+	if !undo {
+		if r.Spec.Paused && r.Status.Phase != api.RolloutPaused {
+			return Step{Action: SetPhase, Phase: api.RolloutPaused, Reason: "paused"}
+		}
+		if r.Spec.Paused {
+			return Step{Action: None, Reason: "paused"}
+		}
+		if r.Status.Phase != api.RolloutRunning {
+			return Step{Action: SetPhase, Phase: api.RolloutRunning, Reason: "running"}
+		}
+	} else if r.Spec.Paused {
+		return Step{Action: None, Reason: "undo paused"}
+	}
+	cands := candidates(r)
+	if len(cands) == 0 {
+		done, total := r.Counts()
+		return Step{Action: Finish, Reason: fmt.Sprintf("%d of %d nodes done", done, total)}
+	}
+	if obs.ActiveOp != "" {
+		return Step{Action: Wait, Reason: "operation " + obs.ActiveOp + " is in flight"}
+	}
+	return planNext(obs, cands)
+}
+
+// planInit orders the nodes: data plane then control plane (or the
+// reverse), each by name.
+func planInit(obs Observed) Step {
+	r := obs.Rollout
+	var dp, cp []api.NodeProgress
+	known := map[string]bool{}
+	for _, n := range obs.Nodes {
+		known[n.Name] = true
+		if len(r.Spec.Nodes) > 0 && !slices.Contains(r.Spec.Nodes, n.Name) {
+			continue
+		}
+		p := api.NodeProgress{Name: n.Name, ControlPlane: n.ControlPlane}
+		if n.ControlPlane {
+			cp = append(cp, p)
+		} else {
+			dp = append(dp, p)
+		}
+	}
+	for _, name := range r.Spec.Nodes {
+		if !known[name] {
+			return Step{Action: Halt, Nodes: []string{name}, Reason: fmt.Sprintf("node %s is not registered", name)}
+		}
+	}
+	if _, err := r.Spec.BatchSize(len(dp)); err != nil {
+		return Step{Action: Halt, Reason: err.Error()}
+	}
+	if len(dp)+len(cp) == 0 {
+		return Step{Action: Halt, Reason: "no node to roll"}
+	}
+	byName := func(a, b api.NodeProgress) int { return natural(a.Name, b.Name) }
+	slices.SortFunc(dp, byName)
+	slices.SortFunc(cp, byName)
+	order := append(dp, cp...)
+	if r.Spec.ControlPlaneFirst {
+		order = append(cp, dp...)
+	}
+	return Step{Action: Init, Order: order, Reason: fmt.Sprintf("%d data-plane, %d control-plane nodes", len(dp), len(cp))}
+}
+
+// planInFlight judges the nodes of the step in flight.
+func planInFlight(obs Observed, now time.Time) (Step, bool) {
+	r := obs.Rollout
+	timeout := time.Duration(r.Spec.StepTimeout)
+	if timeout <= 0 {
+		timeout = DefaultStepTimeout
+	}
+	var done []string
+	var waiting string
+	inflight := false
+	for _, p := range r.Status.Nodes {
+		if p.Phase != api.NodeApplying && p.Phase != api.NodeReverting {
+			continue
+		}
+		inflight = true
+		n := obs.node(p.Name)
+		if n == nil {
+			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("node %s is no longer registered", p.Name)}, true
+		}
+		c := n.Config
+		if c == nil || c.Spec.Generation != p.Generation {
+			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("configuration of %s changed outside the rollout", p.Name)}, true
+		}
+		switch c.Settled() {
+		case api.GenerationFailed:
+			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("generation %d failed on %s: %s", p.Generation, p.Name, c.Status.LastError)}, true
+		case api.GenerationApplied:
+			if why := unready(obs, n); why == "" {
+				done = append(done, p.Name)
+				continue
+			} else {
+				waiting = fmt.Sprintf("%s applied generation %d; waiting: %s", p.Name, p.Generation, why)
+			}
+		default:
+			waiting = fmt.Sprintf("waiting for %s to apply generation %d", p.Name, p.Generation)
+		}
+		if elapsed := now.Sub(p.StartedAt); elapsed >= timeout {
+			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("%s did not report generation %d applied and healthy within %s (%s)", p.Name, p.Generation, timeout, waiting)}, true
+		}
+	}
+	if !inflight {
+		return Step{}, false
+	}
+	if len(done) > 0 {
+		return Step{Action: MarkDone, Nodes: done}, true
+	}
+	return Step{Action: Wait, Reason: waiting}, true
+}
+
+// unready says why an applied node does not count as done yet, or "".
+func unready(obs Observed, n *Node) string {
+	if !n.Alive {
+		return "no heartbeat"
+	}
+	if n.ControlPlane {
+		if !n.Voter || !n.Healthy {
+			return "its etcd member is not a healthy voter"
+		}
+		if !obs.ClusterHealthy {
+			return "etcd cluster is not healthy: " + obs.ClusterReason
+		}
+	}
+	return ""
+}
+
+// candidates are the nodes still to roll in the current direction, in order.
+func candidates(r *api.Rollout) []api.NodeProgress {
+	var out []api.NodeProgress
+	for _, p := range r.Status.Nodes {
+		if r.Spec.Undo {
+			if p.Phase == api.NodeDone || p.Phase == api.NodeRollFailed {
+				out = append(out, p)
+			}
+		} else if p.Phase == api.NodePending {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// planNext starts the next batch: data-plane nodes MaxUnavailable at a
+// time, control-plane nodes one at a time with the etcd leader last.
+func planNext(obs Observed, cands []api.NodeProgress) Step {
+	r := obs.Rollout
+	for _, p := range cands {
+		if r.Spec.Undo && p.Previous == nil {
+			return Step{Action: MarkDone, Nodes: []string{p.Name}, Reason: p.Name + " had no configuration before the rollout; left as it is"}
+		}
+	}
+	first := cands[0].ControlPlane
+	if !first {
+		var dp []string
+		total := 0
+		for _, p := range r.Status.Nodes {
+			if !p.ControlPlane {
+				total++
+			}
+		}
+		k, _ := r.Spec.BatchSize(total)
+		for _, p := range cands {
+			if p.ControlPlane || len(dp) == k {
+				continue
+			}
+			dp = append(dp, p.Name)
+		}
+		for _, name := range dp {
+			if n := obs.node(name); n == nil || !n.Alive {
+				return Step{Action: Halt, Nodes: []string{name}, Reason: fmt.Sprintf("%s is down (no heartbeat); not rolling onto it", name)}
+			}
+		}
+		return Step{Action: Start, Nodes: dp, Reason: fmt.Sprintf("data plane, %d at a time", k)}
+	}
+	if !obs.ClusterHealthy {
+		return Step{Action: Wait, Reason: "etcd cluster is not healthy: " + obs.ClusterReason}
+	}
+	var leader *Node
+	for _, p := range cands {
+		if !p.ControlPlane {
+			continue
+		}
+		n := obs.node(p.Name)
+		if n == nil || !n.Alive {
+			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("%s is down (no heartbeat); not rolling onto it", p.Name)}
+		}
+		if n.Leader {
+			leader = n
+			continue
+		}
+		return Step{Action: Start, Nodes: []string{p.Name}, Reason: "control plane, one at a time, followers first"}
+	}
+	// Only the etcd leader is left: hand leadership to an updated voter.
+	var to *Node
+	for _, p := range r.Status.Nodes {
+		if !p.ControlPlane || p.Name == leader.Name {
+			continue
+		}
+		updated := p.Phase == api.NodeDone
+		if r.Spec.Undo {
+			updated = p.Phase == api.NodeReverted || p.Phase == api.NodePending
+		}
+		if n := obs.node(p.Name); updated && n != nil && n.Voter && n.Healthy && n.Alive {
+			to = n
+			break
+		}
+	}
+	if to == nil {
+		if otherVoters(obs, leader.Name) {
+			return Step{Action: Halt, Nodes: []string{leader.Name}, Reason: fmt.Sprintf("%s leads etcd and no updated healthy voter can take leadership", leader.Name)}
+		}
+		return Step{Action: Start, Nodes: []string{leader.Name}, Reason: "the only voter rolls in place"}
+	}
+	return Step{Action: TransferLeader, Nodes: []string{leader.Name}, To: to.MemberID, LeaderURL: leader.ClientURL,
+		Reason: fmt.Sprintf("%s leads etcd: moving leadership to %s before it rolls", leader.Name, to.Name)}
+}
+
+func otherVoters(obs Observed, except string) bool {
+	for _, n := range obs.Nodes {
+		if n.Name != except && n.Voter {
+			return true
+		}
+	}
+	return false
+}
+
+func (o Observed) node(name string) *Node {
+	for i := range o.Nodes {
+		if o.Nodes[i].Name == name {
+			return &o.Nodes[i]
+		}
+	}
+	return nil
+}
+
+// natural compares names with their digit runs as numbers (dp-2 < dp-10).
+func natural(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Compare(len(na), len(nb)); c != 0 {
+				return c
+			}
+			if c := strings.Compare(na, nb); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+func digits(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}

@@ -1,0 +1,229 @@
+package rollout
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// sim is a fleet the planner rolls: agents apply at once (or fail), etcd
+// leadership moves when asked.
+type sim struct {
+	obs Observed
+	now time.Time
+	// fail: node -> revision that fails there; silent: nodes that never report.
+	fail   map[string]string
+	silent map[string]bool
+	// hooks run before the step at that index.
+	hooks map[int]func(*sim)
+	// busy: steps during which a membership operation holds the slot.
+	busy map[int]bool
+}
+
+func newSim(cp, dp int, leader string) *sim {
+	s := &sim{now: time.Unix(1_000_000, 0).UTC(), fail: map[string]string{}, silent: map[string]bool{}, hooks: map[int]func(*sim){}, busy: map[int]bool{}}
+	for i := 1; i <= cp; i++ {
+		name := fmt.Sprintf("cp-%d", i)
+		s.obs.Nodes = append(s.obs.Nodes, Node{Name: name, ControlPlane: true, Alive: true, Voter: true, Healthy: true, Leader: name == leader, MemberID: api.MemberID(i), ClientURL: "http://" + name,
+			Config: cfg(name, "v1")})
+	}
+	for i := 1; i <= dp; i++ {
+		name := fmt.Sprintf("dp-%d", i)
+		s.obs.Nodes = append(s.obs.Nodes, Node{Name: name, Alive: true, Config: cfg(name, "v1")})
+	}
+	s.obs.ClusterHealthy = true
+	s.obs.Rollout = api.NewRollout("r1")
+	s.obs.Rollout.Spec.Template = api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: "v2"}
+	return s
+}
+
+func cfg(name, rev string) *api.NixosConfiguration {
+	c := api.NewNixosConfiguration(name)
+	c.Spec = api.NixosConfigurationSpec{Generation: 1, GitRepo: "https://git.example/fleet", Revision: rev}
+	c.Status = api.NixosConfigurationStatus{Generation: 1, Phase: api.GenerationApplied, AppliedGeneration: 1}
+	return c
+}
+
+// run plans until nothing is left to do and returns the transcript.
+func (s *sim) run(t *testing.T, max int) string {
+	var out strings.Builder
+	start := s.now
+	for i := 0; i < max; i++ {
+		if h := s.hooks[i]; h != nil {
+			h(s)
+		}
+		s.obs.ActiveOp = s.obs.Rollout.Status.Operation
+		if s.busy[i] {
+			s.obs.ActiveOp = "join-cp-9"
+		}
+		step := Plan(s.obs, s.now)
+		fmt.Fprintf(&out, "%3ds %s\n", int(s.now.Sub(start).Seconds()), step)
+		if step.Action == None && !s.later(i) {
+			break
+		}
+		s.apply(step)
+		s.now = s.now.Add(time.Minute)
+	}
+	fmt.Fprintf(&out, "phase=%s", s.obs.Rollout.Status.Phase)
+	for _, p := range s.obs.Rollout.Status.Nodes {
+		ph := string(p.Phase)
+		if ph == "" {
+			ph = "Pending"
+		}
+		fmt.Fprintf(&out, " %s:%s", p.Name, ph)
+	}
+	for _, n := range s.obs.Nodes {
+		if n.Leader {
+			fmt.Fprintf(&out, " leader=%s", n.Name)
+		}
+	}
+	out.WriteString("\n")
+	return out.String()
+}
+
+// later tells whether a hook or a busy step comes after step i.
+func (s *sim) later(i int) bool {
+	for j := range s.busy {
+		if j > i {
+			return true
+		}
+	}
+	for j := range s.hooks {
+		if j > i {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *sim) node(name string) *Node { return s.obs.node(name) }
+
+// apply plays the executor and the agents.
+func (s *sim) apply(step Step) {
+	r := s.obs.Rollout
+	switch step.Action {
+	case Start:
+		for _, name := range step.Nodes {
+			n := s.node(name)
+			n.Config = Configure(r, r.Node(name), n.Config)
+		}
+	case TransferLeader:
+		for i := range s.obs.Nodes {
+			s.obs.Nodes[i].Leader = s.obs.Nodes[i].MemberID == step.To
+		}
+	}
+	Record(r, step, s.now, "c-1")
+	// Agents answer.
+	for i := range s.obs.Nodes {
+		n := &s.obs.Nodes[i]
+		c := n.Config
+		if c == nil || c.Settled() != api.GenerationPending || s.silent[n.Name] {
+			continue
+		}
+		c.Status.Generation, c.Status.Attempt = c.Spec.Generation, c.Spec.Attempt
+		if s.fail[n.Name] != "" && s.fail[n.Name] == c.Spec.Revision {
+			c.Status.Phase, c.Status.LastError = api.GenerationFailed, "apply: health check failed: app.service failed"
+		} else {
+			c.Status.Phase, c.Status.AppliedGeneration = api.GenerationApplied, c.Spec.Generation
+		}
+	}
+}
+
+func TestPlanGolden(t *testing.T) {
+	cases := map[string]func() *sim{
+		"default-order":    func() *sim { return newSim(3, 3, "cp-1") },
+		"leader-in-middle": func() *sim { return newSim(3, 1, "cp-2") },
+		"max-unavailable-2": func() *sim {
+			s := newSim(1, 5, "cp-1")
+			s.obs.Rollout.Spec.MaxUnavailable = "2"
+			return s
+		},
+		"max-unavailable-percent": func() *sim {
+			s := newSim(1, 10, "cp-1")
+			s.obs.Rollout.Spec.MaxUnavailable = "30%"
+			return s
+		},
+		"control-plane-first": func() *sim {
+			s := newSim(3, 2, "cp-3")
+			s.obs.Rollout.Spec.ControlPlaneFirst = true
+			return s
+		},
+		"halt-on-second-node": func() *sim {
+			s := newSim(3, 3, "cp-1")
+			s.fail["dp-2"] = "v2"
+			return s
+		},
+		"halt-then-undo": func() *sim {
+			s := newSim(3, 3, "cp-1")
+			s.fail["cp-2"] = "v2"
+			s.hooks[12] = func(s *sim) { s.obs.Rollout.Spec.Undo = true }
+			return s
+		},
+		"pause-resume": func() *sim {
+			s := newSim(2, 2, "cp-1")
+			s.hooks[3] = func(s *sim) { s.obs.Rollout.Spec.Paused = true }
+			s.hooks[6] = func(s *sim) { s.obs.Rollout.Spec.Paused = false }
+			return s
+		},
+		"step-timeout": func() *sim {
+			s := newSim(1, 2, "cp-1")
+			s.obs.Rollout.Spec.StepTimeout = api.Duration(3 * time.Minute)
+			s.silent["dp-1"] = true
+			return s
+		},
+		"membership-op-waits": func() *sim {
+			s := newSim(2, 1, "cp-1")
+			s.busy[2], s.busy[3] = true, true
+			return s
+		},
+		"unhealthy-cluster-waits": func() *sim {
+			s := newSim(3, 0, "cp-1")
+			s.hooks[2] = func(s *sim) { s.obs.ClusterHealthy, s.obs.ClusterReason = false, "cp-3 does not answer" }
+			s.hooks[4] = func(s *sim) { s.obs.ClusterHealthy = true; delete(s.hooks, 2); delete(s.hooks, 4) }
+			return s
+		},
+		"single-control-plane": func() *sim { return newSim(1, 0, "cp-1") },
+		"dead-node-halts": func() *sim {
+			s := newSim(1, 2, "cp-1")
+			s.node("dp-2").Alive = false
+			return s
+		},
+		"bad-max-unavailable": func() *sim {
+			s := newSim(1, 2, "cp-1")
+			s.obs.Rollout.Spec.MaxUnavailable = "0%"
+			return s
+		},
+		"subset-of-nodes": func() *sim {
+			s := newSim(3, 3, "cp-1")
+			s.obs.Rollout.Spec.Nodes = []string{"dp-3", "cp-1", "cp-2"}
+			return s
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := mk().run(t, 60)
+			path := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run with -update to record)", err)
+			}
+			if got != string(want) {
+				t.Fatalf("%s differs from the golden:\n--- got\n%s--- want\n%s", name, got, want)
+			}
+		})
+	}
+}
