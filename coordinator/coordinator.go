@@ -18,6 +18,7 @@ import (
 	"github.com/homystack/nico/pkg/backoff"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
@@ -55,6 +56,9 @@ type Coordinator struct {
 	// succeeded and before the journal records it: tests crash the leader
 	// there to prove the next leader resumes from the journal.
 	AfterSideEffect func(membership.Step)
+	// OnRolloutStep, when set, is called with every rollout step the leader
+	// applies.
+	OnRolloutStep func(name string, s rollout.Step)
 }
 
 // New returns a candidate. It starts nothing: call Run.
@@ -133,7 +137,16 @@ func (c *Coordinator) term(ctx context.Context) error {
 	if c.Elected != nil {
 		c.Elected(fence)
 	}
+	// Rollouts run beside the membership loop; store.ActiveOpKey keeps
+	// their steps and membership changes apart (coordinator/rollout.go).
+	rolloutCtx, stopRollouts := context.WithCancel(tctx)
+	rolloutsDone := make(chan error, 1)
+	go func() { rolloutsDone <- c.runRollouts(rolloutCtx, fence) }()
 	err = newReconciler(c, fence).run(tctx)
+	stopRollouts()
+	if rerr := <-rolloutsDone; rerr != nil {
+		c.log.Warn("rollout loop ended", "err", rerr)
+	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer rcancel()
 	if rerr := e.Resign(rctx); rerr != nil {

@@ -132,6 +132,11 @@ func TestPlan(t *testing.T) {
 			obs: world("VVV").newcomer("n9", newPeer).active(api.OpJoin, "n9", newPeer, api.StepAddLearner, 0, t0).remove("n2", false, t0),
 		},
 		{
+			name: "a rollout step in flight blocks joins and removals", action: Wait,
+			obs: world("VVV").newcomer("n9", newPeer).active(api.OpRolloutStep, "n1", "", "", 0, t0).remove("n2", false, t0),
+			check: reason("rollout step"),
+		},
+		{
 			name: "unstarted learner within its timeout is waited for", now: t0.Add(2*min - time.Second), action: Wait,
 			obs: learnerWorld(false, t0), check: reason("waiting for the learner to start"),
 		},
@@ -152,6 +157,10 @@ func TestPlan(t *testing.T) {
 					t.Fatalf("voters=%v leader=%q learner=%q", s.Voters, s.LeaderURL, s.LearnerURL)
 				}
 			},
+		},
+		{
+			name: "named learner that does not serve clients yet is promoted (etcd checks its log)", now: t0.Add(time.Second), action: Promote,
+			obs: world("VVVN").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0),
 		},
 		{
 			name: "learner making progress is not aborted", now: t0.Add(3 * min), action: Promote,

@@ -1,0 +1,239 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/rollout"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// rollouter is the leader's rollout loop: it re-reads the rollout, the
+// nodes, their configurations and etcd's members, plans one step with
+// rollout.Plan and applies it. Every step is written in one transaction
+// fenced on leadership, so a new leader resumes from the journal. A rollout
+// step holds store.ActiveOpKey (an Operation of type RolloutStep) for as
+// long as its nodes apply, so that no membership change runs beside it.
+type rollouter struct {
+	c     *Coordinator
+	fence store.Fence
+	last  string
+}
+
+// runRollouts runs the rollout loop until ctx ends or leadership is lost.
+func (c *Coordinator) runRollouts(ctx context.Context, fence store.Fence) error {
+	r := &rollouter{c: c, fence: fence}
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	events := c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
+	tick := time.NewTicker(c.cfg.ResyncInterval)
+	defer tick.Stop()
+	for {
+		step, err := r.once(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if isNotLeader(err) {
+				return err
+			}
+			c.log.Warn("rollout step failed", "err", err)
+		}
+		if err == nil && step.Action != rollout.None && step.Action != rollout.Wait {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-events:
+			if !ok {
+				return errors.New("coordinator: rollout watch closed")
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// once plans and applies one step of the oldest unfinished rollout.
+func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
+	ro, err := activeRollout(ctx, r.c.store)
+	if err != nil || ro == nil {
+		return rollout.Step{Action: rollout.None}, err
+	}
+	obs, err := r.observe(ctx, ro)
+	if err != nil {
+		return rollout.Step{}, err
+	}
+	now := r.c.Now()
+	step := rollout.Plan(obs, now)
+	if s := ro.Metadata.Name + " " + step.String(); s != r.last {
+		lvl := r.c.log.Info
+		if step.Action == rollout.None || step.Action == rollout.Wait {
+			lvl = r.c.log.Debug
+		}
+		lvl("rollout step", "rollout", ro.Metadata.Name, "action", string(step.Action), "nodes", step.Nodes, "reason", step.Reason)
+		r.last = s
+	}
+	if r.c.OnRolloutStep != nil && step.Action != rollout.None && step.Action != rollout.Wait {
+		r.c.OnRolloutStep(ro.Metadata.Name, step)
+	}
+	if err := r.apply(ctx, ro, obs, step, now); err != nil {
+		return step, fmt.Errorf("rollout %s: %s: %w", ro.Metadata.Name, step.Action, err)
+	}
+	return step, nil
+}
+
+// activeRollout returns the oldest rollout that has not finished, or nil.
+func activeRollout(ctx context.Context, st *store.Store) (*api.Rollout, error) {
+	all, _, err := store.List[api.Rollout](ctx, st, store.RolloutsDir)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(all, func(a, b *api.Rollout) int { return a.Metadata.CreatedAt.Compare(b.Metadata.CreatedAt) })
+	for _, ro := range all {
+		if !ro.Status.Phase.Finished() {
+			return ro, nil
+		}
+	}
+	return nil, nil
+}
+
+func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Observed, error) {
+	o, err := observe(ctx, r.c.store, r.c.admin.Observe)
+	if err != nil {
+		return rollout.Observed{}, err
+	}
+	cfgs, _, err := store.List[api.NixosConfiguration](ctx, r.c.store, store.NixosConfigsDir)
+	if err != nil {
+		return rollout.Observed{}, err
+	}
+	byName := map[string]*api.NixosConfiguration{}
+	for _, c := range cfgs {
+		byName[c.Metadata.Name] = c
+	}
+	obs := rollout.Observed{Rollout: ro, ClusterHealthy: true}
+	if o.Active != nil {
+		obs.ActiveOp = o.Active.Metadata.Name
+	}
+	leader := false
+	var sick []string
+	for _, m := range o.Members {
+		if m.Leader {
+			leader = true
+		}
+		if !m.Learner && !m.Healthy {
+			sick = append(sick, m.Name)
+		}
+	}
+	if !leader || len(sick) > 0 {
+		obs.ClusterHealthy = false
+		obs.ClusterReason = "no etcd leader"
+		if len(sick) > 0 {
+			obs.ClusterReason = "unhealthy voters: " + strings.Join(sick, ", ")
+		}
+	}
+	for _, n := range o.Nodes {
+		if n.Status.Phase == api.NodeRemoved {
+			continue
+		}
+		rn := rollout.Node{Name: n.Metadata.Name, ControlPlane: n.HasRole(api.RoleControlPlane), Alive: o.Alive[n.Metadata.Name], Config: byName[n.Metadata.Name]}
+		for _, m := range o.Members {
+			if m.Node == rn.Name {
+				rn.Voter, rn.Healthy, rn.Leader, rn.MemberID = !m.Learner, m.Healthy, m.Leader, m.ID
+				if len(m.ClientURLs) > 0 {
+					rn.ClientURL = m.ClientURLs[0]
+				}
+			}
+		}
+		obs.Nodes = append(obs.Nodes, rn)
+	}
+	return obs, nil
+}
+
+// apply writes the step: the rollout's journal, the nodes' configurations
+// and the step's slot, all in one fenced transaction.
+func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Observed, s rollout.Step, now time.Time) error {
+	var ops []clientv3.Op
+	guards := []store.Guard{{Cmp: store.Unchanged(store.RolloutKey(ro.Metadata.Name), ro.Metadata.Revision), Err: fmt.Errorf("%w: rollout %s", store.ErrConflict, ro.Metadata.Name)}}
+	opName := ro.Status.Operation
+	switch s.Action {
+	case rollout.None, rollout.Wait:
+		return nil
+	case rollout.TransferLeader:
+		if err := r.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
+			return err
+		}
+	case rollout.Start:
+		for _, name := range s.Nodes {
+			var cur *api.NixosConfiguration
+			for _, n := range obs.Nodes {
+				if n.Name == name {
+					cur = n.Config
+				}
+			}
+			next := rollout.Configure(ro, ro.Node(name), cur)
+			next.Status.UpdatedAt = now
+			if cur == nil {
+				next.Metadata.CreatedAt = now
+			}
+			key := store.NixosConfigKey(name)
+			var rev int64
+			if cur != nil {
+				rev = cur.Metadata.Revision
+			}
+			guards = append(guards, store.Guard{Cmp: store.Unchanged(key, rev), Err: fmt.Errorf("%w: configuration of %s", store.ErrConflict, name)})
+			p, err := store.PutOp(key, next)
+			if err != nil {
+				return err
+			}
+			ops = append(ops, p)
+		}
+	}
+	release := rollout.Record(ro, s, now, r.c.cfg.Name)
+	p, err := store.PutOp(store.RolloutKey(ro.Metadata.Name), ro)
+	if err != nil {
+		return err
+	}
+	ops = append(ops, p)
+	switch {
+	case s.Action == rollout.Start:
+		op := api.NewOperation(ro.Status.Operation)
+		op.Metadata.CreatedAt = now
+		op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: strings.Join(s.Nodes, ","), Request: ro.Metadata.Name, StartedBy: r.c.cfg.Name}
+		op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.c.cfg.Name}
+		op.Record(now, r.c.cfg.Name, s.Reason)
+		put, err := store.PutOp(store.OpKey(op.Metadata.Name), op)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
+		guards = append(guards, store.Guard{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy})
+	case release && opName != "":
+		op := &api.Operation{}
+		if err := r.c.store.Get(ctx, store.OpKey(opName), op); err != nil {
+			return err
+		}
+		op.Status.Phase, op.Status.Step = api.OpSucceeded, api.StepDone
+		if s.Action == rollout.Halt {
+			op.Status.Phase = api.OpFailed
+		}
+		op.Record(now, r.c.cfg.Name, s.String())
+		put, err := store.PutOp(store.OpKey(opName), op)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, put, clientv3.OpDelete(store.ActiveOpKey))
+		guards = append(guards, store.Guard{
+			Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", opName),
+			Err: fmt.Errorf("coordinator: step %s is no longer the active operation", opName),
+		})
+	}
+	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, ops...)
+	return err
+}
