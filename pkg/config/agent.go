@@ -23,6 +23,7 @@ const (
 const (
 	RuntimeEmbedded = "embedded" // etcd in the agent's process
 	RuntimeExec     = "exec"     // an etcd binary as the agent's child
+	RuntimeSystemd  = "systemd"  // etcd.service, started through systemd (NixOS module)
 )
 
 // DefaultPrefix is where nico keeps everything in etcd unless configured
@@ -49,6 +50,8 @@ func (a Agent) HasRole(r string) bool { return slices.Contains(a.Roles, r) }
 type Etcd struct {
 	Runtime      string        // "etcd.runtime": RuntimeEmbedded or RuntimeExec
 	Binary       string        // "etcd.binary": the etcd binary of RuntimeExec
+	Unit         string        // "etcd.unit": the systemd unit of RuntimeSystemd
+	EnvFile      string        // "etcd.environmentFile": written for the unit by RuntimeSystemd
 	DataDir      string        // "etcd.dataDir": the member's data; <dataDir>/etcd when unset
 	PeerURL      string        // "etcd.peerURL"
 	ClientURL    string        // "etcd.clientURL"
@@ -108,8 +111,10 @@ func agentKeys(a *Agent) ([]key, []rule) {
 			nonEmptyList("list at least one of controlPlane, worker"), each(oneOf(RoleControlPlane, RoleWorker)), noDuplicates),
 		boolKey("bootstrap", &a.Bootstrap, false, "start a new etcd cluster on this machine; set it on one control-plane machine only, once"),
 		stringKey("dataDir", &a.DataDir, "/var/lib/nico", "the agent's state directory", absPath(false)),
-		stringKey("etcd.runtime", &a.Etcd.Runtime, RuntimeEmbedded, "how to run the local etcd member: embedded (in the agent) or exec (the etcd binary as a child)", runtime),
+		stringKey("etcd.runtime", &a.Etcd.Runtime, RuntimeEmbedded, "how to run the local etcd member: embedded (in the agent), exec (the etcd binary as a child) or systemd (etcd.service, set up by the NixOS module)", runtime),
 		stringKey("etcd.binary", &a.Etcd.Binary, "etcd", "the etcd binary, a path or a name on PATH, for runtime exec", notEmpty),
+		stringKey("etcd.unit", &a.Etcd.Unit, "etcd.service", "the systemd unit that runs etcd, for runtime systemd", notEmpty),
+		stringKey("etcd.environmentFile", &a.Etcd.EnvFile, "/run/nico/etcd.env", "the EnvironmentFile the agent writes for the etcd unit, for runtime systemd", absPath(false)),
 		stringKey("etcd.dataDir", &a.Etcd.DataDir, "", "the etcd member's data directory; empty means <dataDir>/etcd", absPath(true)),
 		stringKey("etcd.peerURL", &a.Etcd.PeerURL, "http://127.0.0.1:2380", "URL on which this member talks to its peers", httpURL("http://10.0.0.1:2380")),
 		stringKey("etcd.clientURL", &a.Etcd.ClientURL, "http://127.0.0.1:2379", "URL on which this member serves clients", httpURL("http://10.0.0.1:2379")),
@@ -142,10 +147,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 
 // runtime accepts the etcd runtimes the agent has.
 func runtime(v string) error {
-	if v == "systemd" {
-		return fmt.Errorf("%q is not accepted: systemd runtime needs the NixOS module; use one of %s, %s", v, RuntimeEmbedded, RuntimeExec)
-	}
-	return oneOf(RuntimeEmbedded, RuntimeExec)(v)
+	return oneOf(RuntimeEmbedded, RuntimeExec, RuntimeSystemd)(v)
 }
 
 // hostname is the default machine name: the host name up to its first dot,

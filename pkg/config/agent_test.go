@@ -23,6 +23,8 @@ func TestAgentDefaults(t *testing.T) {
 		Etcd: Etcd{
 			Runtime:      "embedded",
 			Binary:       "etcd",
+			Unit:         "etcd.service",
+			EnvFile:      "/run/nico/etcd.env",
 			DataDir:      "/var/lib/nico/etcd",
 			PeerURL:      "http://127.0.0.1:2380",
 			ClientURL:    "http://127.0.0.1:2379",
@@ -60,8 +62,10 @@ name: cp-2
 roles: [controlPlane, worker]
 dataDir: /srv/nico
 etcd:
-  runtime: exec
+  runtime: systemd
   binary: /run/current-system/sw/bin/etcd
+  unit: etcd-main.service
+  environmentFile: /run/nico/main.env
   dataDir: /srv/etcd
   peerURL: https://10.0.0.2:2380
   clientURL: https://10.0.0.2:2379
@@ -88,8 +92,10 @@ log:
 		Roles:   []string{"controlPlane", "worker"},
 		DataDir: "/srv/nico",
 		Etcd: Etcd{
-			Runtime:      "exec",
+			Runtime:      "systemd",
 			Binary:       "/run/current-system/sw/bin/etcd",
+			Unit:         "etcd-main.service",
+			EnvFile:      "/run/nico/main.env",
 			DataDir:      "/srv/etcd",
 			PeerURL:      "https://10.0.0.2:2380",
 			ClientURL:    "https://10.0.0.2:2379",
@@ -173,8 +179,9 @@ func TestAgentInvalidValues(t *testing.T) {
 		{"NICO_ROLES", ",", []string{"roles:", "[]", "at least one of controlPlane, worker"}},
 		{"NICO_BOOTSTRAP", "maybe", []string{"bootstrap:", `"maybe"`, "true or false"}},
 		{"NICO_DATADIR", "var/lib/nico", []string{"dataDir:", `"var/lib/nico"`, "absolute path"}},
-		{"NICO_ETCD_RUNTIME", "podman", []string{`config: etcd.runtime: "podman" is not accepted; use one of embedded, exec`}},
-		{"NICO_ETCD_RUNTIME", "systemd", []string{"etcd.runtime:", `"systemd"`, "systemd runtime needs the NixOS module", "embedded, exec"}},
+		{"NICO_ETCD_RUNTIME", "podman", []string{`config: etcd.runtime: "podman" is not accepted; use one of embedded, exec, systemd`}},
+		{"NICO_ETCD_RUNTIME", "systemd", nil},
+		{"NICO_ETCD_ENVIRONMENTFILE", "etcd.env", []string{"etcd.environmentFile:", `"etcd.env"`, "absolute path"}},
 		{"NICO_ETCD_DATADIR", "etcd", []string{"etcd.dataDir:", `"etcd"`, "absolute path"}},
 		{"NICO_ETCD_PEERURL", "10.0.0.1:2380", []string{"etcd.peerURL:", `"10.0.0.1:2380"`, "http or https URL"}},
 		{"NICO_ETCD_PEERURL", "http://10.0.0.1", []string{"etcd.peerURL:", "no port", "http or https URL with a host and a port"}},

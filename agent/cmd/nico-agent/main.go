@@ -52,8 +52,20 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	var rt member.Runtime = member.NewEmbedded()
-	if cfg.Etcd.Runtime == "exec" {
+	switch cfg.Etcd.Runtime {
+	case config.RuntimeExec:
 		rt = member.NewExec(cfg.Etcd.Binary)
+	case config.RuntimeSystemd:
+		units, err := member.DialSystemd(context.Background(), 0)
+		if err != nil {
+			log.Error("etcd.runtime systemd", "err", err)
+			return 1
+		}
+		defer units.Close()
+		if rt, err = member.NewSystemd(member.SystemdConfig{Units: units, Unit: cfg.Etcd.Unit, EnvironmentFile: cfg.Etcd.EnvFile}); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
 	}
 	notify := sdnotify.New()
 	a := agent.New(agentConfig(cfg), rt, notify, log)

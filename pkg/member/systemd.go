@@ -1,0 +1,303 @@
+package member
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// DefaultUnit is the unit of nixpkgs' services.etcd.
+const DefaultUnit = "etcd.service"
+
+// Systemd runs the local member as a systemd service (nixpkgs'
+// etcd.service, configured by nico's NixOS module). Start writes the
+// EnvironmentFile the unit reads (see Environment) and starts or restarts
+// the unit through a UnitManager; the member is up once its client URL
+// answers Status. A watcher follows the unit's state until it exits.
+//
+//	Start: write env file -> StartUnit (RestartUnit when the unit already
+//	       runs, so that it reads the new file) -> poll Status on ClientURL
+//	       -> watch the unit
+//	Stop:  StopUnit -> Done closed, Err nil
+//	unit exits by itself -> Done closed; Err is ErrRemoved when etcd's
+//	       journal since the start has its "permanently removed" line,
+//	       another error naming the unit state otherwise
+//
+// Removal is detected from etcd's own journal line (the same line the Exec
+// runtime reads on the child's stderr) rather than from the member list:
+// the list needs the other members' client URLs, which the runtime does
+// not have after a restart, and the line is written by the member itself
+// before it exits.
+type Systemd struct {
+	units   UnitManager
+	journal Journal
+	unit    string
+	envFile string
+	every   time.Duration // readiness poll
+
+	mu  sync.Mutex
+	run *systemdRun
+}
+
+var _ Runtime = (*Systemd)(nil)
+
+// SystemdConfig configures NewSystemd.
+type SystemdConfig struct {
+	Units           UnitManager
+	Journal         Journal       // nil: Journalctl{}
+	Unit            string        // empty: DefaultUnit
+	EnvironmentFile string        // required: the unit's EnvironmentFile=
+	PollInterval    time.Duration // readiness polls; zero: 200ms
+}
+
+// NewSystemd returns an idle Systemd runtime; it starts nothing.
+func NewSystemd(c SystemdConfig) (*Systemd, error) {
+	if c.Units == nil {
+		return nil, errors.New("member: SystemdConfig.Units is nil, want a UnitManager such as DialSystemd's")
+	}
+	if c.EnvironmentFile == "" || c.EnvironmentFile[0] != '/' {
+		return nil, fmt.Errorf("member: SystemdConfig.EnvironmentFile is %q, want an absolute path", c.EnvironmentFile)
+	}
+	s := &Systemd{units: c.Units, journal: c.Journal, unit: c.Unit, envFile: c.EnvironmentFile, every: c.PollInterval}
+	if s.journal == nil {
+		s.journal = Journalctl{}
+	}
+	if s.unit == "" {
+		s.unit = DefaultUnit
+	}
+	if s.every <= 0 {
+		s.every = 200 * time.Millisecond
+	}
+	return s, nil
+}
+
+// systemdRun is one Start: its exit is recorded once.
+type systemdRun struct {
+	name     string
+	since    time.Time
+	done     chan struct{}
+	once     sync.Once
+	err      error
+	stopping chan struct{} // closed by Stop before it stops the unit
+	stopOnce sync.Once
+	cancel   context.CancelFunc // ends the watcher; guarded by Systemd.mu
+}
+
+func (r *systemdRun) finish(err error) {
+	r.once.Do(func() {
+		r.err = err
+		close(r.done)
+	})
+}
+
+func (r *systemdRun) exited() bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Start writes the environment file, starts etcd's unit and returns once
+// the member serves its client URL. When it fails, the unit is stopped.
+func (s *Systemd) Start(ctx context.Context, cfg Config) error {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.run != nil && !s.run.exited() {
+		s.mu.Unlock()
+		return fmt.Errorf("member: start %s: %w", cfg.Name, ErrRunning)
+	}
+	run := &systemdRun{name: cfg.Name, since: time.Now(), done: make(chan struct{}), stopping: make(chan struct{})}
+	s.run = run
+	s.mu.Unlock()
+
+	if err := s.start(ctx, cfg, run); err != nil {
+		run.finish(fmt.Errorf("member: start %s: %w", cfg.Name, err))
+		return run.err
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	s.mu.Lock()
+	run.cancel = cancel
+	s.mu.Unlock()
+	states, err := s.units.WatchUnit(wctx, s.unit)
+	if err != nil {
+		cancel()
+		s.stopUnit(cfg.Logger)
+		run.finish(fmt.Errorf("member: start %s: watch %s: %w", cfg.Name, s.unit, err))
+		return run.err
+	}
+	go s.watch(run, states, cfg.Logger)
+	return nil
+}
+
+func (s *Systemd) start(ctx context.Context, cfg Config, run *systemdRun) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	st, err := s.units.UnitState(ctx, s.unit)
+	if err != nil {
+		return err
+	}
+	if !st.Running() {
+		// The unit listens on this host: report a busy port by its URL.
+		if err := checkFree(cfg.PeerURL, cfg.ClientURL); err != nil {
+			return err
+		}
+	}
+	if err := WriteEnvironmentFile(s.envFile, cfg); err != nil {
+		return err
+	}
+	cfg.Logger.Info("starting etcd unit", "unit", s.unit, "state", cfg.ClusterState, "was", st.String())
+	if st.Running() {
+		err = s.units.RestartUnit(ctx, s.unit)
+	} else {
+		err = s.units.StartUnit(ctx, s.unit)
+	}
+	if err == nil {
+		err = s.waitServing(ctx, cfg)
+	}
+	if err != nil {
+		s.stopUnit(cfg.Logger)
+		if s.removedSince(run.since, cfg.Logger) {
+			return fmt.Errorf("%w: %w", ErrRemoved, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// waitServing polls Status on the member's client URL until it answers,
+// the unit exits, or ctx ends.
+func (s *Systemd) waitServing(ctx context.Context, cfg Config) error {
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints: []string{cfg.ClientURL}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+	})
+	if err != nil {
+		return fmt.Errorf("client for %s: %w", cfg.ClientURL, err)
+	}
+	defer cli.Close()
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	for {
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := cli.Status(sctx, cfg.ClientURL)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if st, serr := s.units.UnitState(ctx, s.unit); serr == nil && st.Exited() {
+			return fmt.Errorf("unit %s is %s before serving %s: %w", s.unit, st, cfg.ClientURL, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s to serve: %w", cfg.ClientURL, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// watch records the run's exit when the unit stops.
+func (s *Systemd) watch(run *systemdRun, states <-chan UnitState, log *slog.Logger) {
+	s.mu.Lock()
+	cancel := run.cancel
+	s.mu.Unlock()
+	defer cancel()
+	for st := range states {
+		if !st.Exited() {
+			continue
+		}
+		select {
+		case <-run.stopping:
+			run.finish(nil)
+			return
+		default:
+		}
+		err := fmt.Errorf("member: %s: unit %s exited: %s", run.name, s.unit, st)
+		if s.removedSince(run.since, log) {
+			err = fmt.Errorf("%w: unit %s exited: %s", ErrRemoved, s.unit, st)
+		}
+		log.Warn("etcd unit exited", "unit", s.unit, "state", st.String(), "err", err)
+		run.finish(err)
+		return
+	}
+}
+
+// removedSince reports whether etcd logged its removal since t.
+func (s *Systemd) removedSince(t time.Time, log *slog.Logger) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lines, err := s.journal.Lines(ctx, s.unit, t)
+	if err != nil {
+		log.Warn("cannot read etcd's journal; an exit is not taken for a removal", "unit", s.unit, "err", err)
+		return false
+	}
+	for _, l := range lines {
+		if strings.Contains(l, removedText) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopUnit stops the unit after a failed start, whatever ctx the start had.
+func (s *Systemd) stopUnit(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := s.units.StopUnit(ctx, s.unit); err != nil {
+		log.Warn("stop etcd unit after a failed start", "unit", s.unit, "err", err)
+	}
+}
+
+// Stop stops the unit and waits for systemd's stop job. It is idempotent.
+func (s *Systemd) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	run := s.run
+	s.mu.Unlock()
+	if run == nil || run.exited() {
+		return nil
+	}
+	run.stopOnce.Do(func() { close(run.stopping) })
+	if err := s.units.StopUnit(ctx, s.unit); err != nil {
+		return fmt.Errorf("member: stop %s: %w", run.name, err)
+	}
+	run.finish(nil) // the unit is inactive: the job completed
+	s.mu.Lock()
+	cancel := run.cancel
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	return nil
+}
+
+// Done is closed when the latest run has ended.
+func (s *Systemd) Done() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run == nil {
+		return closedChan
+	}
+	return s.run.done
+}
+
+// Err says why the latest run ended; nil while it runs.
+func (s *Systemd) Err() error {
+	s.mu.Lock()
+	run := s.run
+	s.mu.Unlock()
+	if run == nil || !run.exited() {
+		return nil
+	}
+	return run.err
+}

@@ -1,0 +1,90 @@
+package member
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Environment is the EnvironmentFile the Systemd runtime writes for
+// etcd.service: the member's identity and the initial-cluster values the
+// coordinator returned. Listen URLs, TLS files and tuning stay in the unit
+// (the NixOS module sets them through services.etcd); systemd gives the
+// file precedence over the unit's Environment=.
+func Environment(cfg Config) map[string]string {
+	return map[string]string{
+		"ETCD_NAME":                        cfg.Name,
+		"ETCD_DATA_DIR":                    cfg.DataDir,
+		"ETCD_INITIAL_CLUSTER":             cfg.InitialCluster,
+		"ETCD_INITIAL_CLUSTER_STATE":       cfg.ClusterState,
+		"ETCD_INITIAL_CLUSTER_TOKEN":       cfg.ClusterToken,
+		"ETCD_INITIAL_ADVERTISE_PEER_URLS": cfg.PeerURL,
+		"ETCD_ADVERTISE_CLIENT_URLS":       cfg.ClientURL,
+	}
+}
+
+// envKeys is the order in which the file lists Environment's keys.
+var envKeys = []string{
+	"ETCD_NAME", "ETCD_DATA_DIR", "ETCD_INITIAL_CLUSTER", "ETCD_INITIAL_CLUSTER_STATE",
+	"ETCD_INITIAL_CLUSTER_TOKEN", "ETCD_INITIAL_ADVERTISE_PEER_URLS", "ETCD_ADVERTISE_CLIENT_URLS",
+}
+
+// WriteEnvironmentFile writes Environment(cfg) to path atomically (a
+// temporary file renamed over it), mode 0600, creating its directory.
+// Values with a newline, quote, backslash or blank are refused: systemd
+// would read them differently.
+func WriteEnvironmentFile(path string, cfg Config) error {
+	env := Environment(cfg)
+	var b strings.Builder
+	b.WriteString("# Written by nico-agent for etcd.service; do not edit.\n")
+	for _, k := range envKeys {
+		v := env[k]
+		if v == "" {
+			continue
+		}
+		if strings.ContainsAny(v, "\n\r\"'\\ \t") {
+			return fmt.Errorf("member: environment file: %s=%q has a character systemd would unquote, want a plain value", k, v)
+		}
+		fmt.Fprintf(&b, "%s=%s\n", k, v)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("member: environment file: %w", err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("member: environment file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("member: environment file: %w", err)
+	}
+	return nil
+}
+
+// ReadEnvironmentFile reads a file written by WriteEnvironmentFile (plain
+// KEY=value lines, # comments), as systemd would.
+func ReadEnvironmentFile(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("member: environment file: %w", err)
+	}
+	defer f.Close()
+	env := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == ';' {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			return nil, fmt.Errorf("member: environment file %s:%d: %q is not KEY=value", path, n, line)
+		}
+		env[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("member: environment file: %w", err)
+	}
+	return env, nil
+}
