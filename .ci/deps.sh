@@ -10,6 +10,9 @@ need gcc gcc
 need ip iproute2
 need ps procps
 need curl curl
+# libvirt's C library and headers for pkg/libvirt (cgo), found through pkg-config
+need pkg-config pkg-config
+pkg-config --exists libvirt 2>/dev/null || pkgs+=(libvirt-dev)
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "deps: installing ${pkgs[*]}"

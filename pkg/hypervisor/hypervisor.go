@@ -29,6 +29,9 @@ var (
 	ErrNoNetwork     = errors.New("hypervisor: no such network")
 	ErrNoStoragePool = errors.New("hypervisor: no such storage pool")
 	ErrNoImage       = errors.New("hypervisor: no such base image")
+	// ErrUnsupported: the hypervisor cannot do this (libvirt's test driver
+	// cannot grow a volume).
+	ErrUnsupported = errors.New("hypervisor: not supported")
 	// ErrUnavailable: the connection to the hypervisor is down; retry.
 	ErrUnavailable = errors.New("hypervisor: unavailable")
 )

@@ -1,0 +1,121 @@
+// Package libvirt is the real hypervisor.Hypervisor, over libvirt's C
+// library (libvirt.org/go/libvirt, cgo). It is the only package of nico
+// that links libvirt; everything else sees the interface.
+//
+// The connection is opened on first use and reopened after it breaks: a
+// call that fails because the connection is gone returns an error wrapping
+// hypervisor.ErrUnavailable and drops the connection, and the caller retries
+// with backoff. Domains are defined keyed by UUID, so a retry never creates
+// a second domain.
+package libvirt
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/homystack/nico/pkg/hypervisor"
+	"libvirt.org/go/libvirt"
+)
+
+// Hypervisor manages nico's domains through one libvirt connection URI
+// (qemu:///system on a host, test:///default or test:///FILE in tests).
+type Hypervisor struct {
+	uri string
+	log *slog.Logger
+	// DomainType is the domain type to define: "kvm", "qemu" or "test".
+	// Empty: "test" on the test driver, "kvm" where the host offers it,
+	// else "qemu" (software emulation).
+	DomainType string
+
+	mu   sync.Mutex
+	conn *libvirt.Connect
+	typ  string
+}
+
+// New returns a Hypervisor for uri. It connects on first use.
+func New(uri string, log *slog.Logger) *Hypervisor {
+	return &Hypervisor{uri: uri, log: log.With("component", "libvirt", "uri", uri)}
+}
+
+// Close drops the connection.
+func (h *Hypervisor) Close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn == nil {
+		return nil
+	}
+	_, err := h.conn.Close()
+	h.conn = nil
+	return err
+}
+
+// connect returns the open connection, opening it when needed.
+func (h *Hypervisor) connect() (*libvirt.Connect, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn != nil {
+		if alive, err := h.conn.IsAlive(); err == nil && alive {
+			return h.conn, nil
+		}
+		_, _ = h.conn.Close()
+		h.conn = nil
+	}
+	c, err := libvirt.NewConnect(h.uri)
+	if err != nil {
+		return nil, fmt.Errorf("%w: connect %s: %v", hypervisor.ErrUnavailable, h.uri, err)
+	}
+	h.conn = c
+	if h.typ == "" {
+		h.typ = h.DomainType
+		if h.typ == "" {
+			h.typ = detectType(c)
+		}
+		h.log.Info("connected", "domainType", h.typ)
+	}
+	return c, nil
+}
+
+func detectType(c *libvirt.Connect) string {
+	if t, err := c.GetType(); err == nil && strings.EqualFold(t, "test") {
+		return "test"
+	}
+	if caps, err := c.GetCapabilities(); err == nil && strings.Contains(caps, "<domain type='kvm'") {
+		return "kvm"
+	}
+	return "qemu"
+}
+
+// check classifies err: a broken connection is dropped and reported as
+// hypervisor.ErrUnavailable; other errors are wrapped with what failed.
+func (h *Hypervisor) check(err error, what string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	msg := fmt.Sprintf(what, args...)
+	var lerr libvirt.Error
+	if errors.As(err, &lerr) {
+		switch lerr.Code {
+		case libvirt.ERR_NO_CONNECT, libvirt.ERR_INVALID_CONN, libvirt.ERR_SYSTEM_ERROR, libvirt.ERR_RPC:
+			h.mu.Lock()
+			if h.conn != nil {
+				_, _ = h.conn.Close()
+				h.conn = nil
+			}
+			h.mu.Unlock()
+			return fmt.Errorf("%w: %s: %s", hypervisor.ErrUnavailable, msg, lerr.Message)
+		}
+		return fmt.Errorf("libvirt: %s: %s", msg, lerr.Message)
+	}
+	return fmt.Errorf("libvirt: %s: %w", msg, err)
+}
+
+// isCode tells whether err is a libvirt error with code c.
+func isCode(err error, c libvirt.ErrorNumber) bool {
+	var lerr libvirt.Error
+	return errors.As(err, &lerr) && lerr.Code == c
+}
+
+var _ hypervisor.Hypervisor = (*Hypervisor)(nil)

@@ -1,0 +1,52 @@
+package libvirt
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/homystack/nico/pkg/hypervisor"
+	"github.com/homystack/nico/pkg/hypervisor/hypervisortest"
+	"libvirt.org/go/libvirtxml"
+)
+
+func TestDomainXML(t *testing.T) {
+	spec := hypervisortest.Spec("web-0", "11111111-2222-4333-8444-555555555501")
+	spec.Identity.Token = "tok"
+	doc, err := domainXML(spec, "kvm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d libvirtxml.Domain
+	if err := d.Unmarshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if d.Type != "kvm" || d.OS.SMBios.Mode != "sysinfo" || len(d.SysInfo) != 1 {
+		t.Fatalf("domain %s", doc)
+	}
+	oem := d.SysInfo[0].SMBIOS.OEMStrings.Entry
+	if !slices.Contains(oem, "io.systemd.credential:nico.name=web-0") || !slices.Contains(oem, "io.systemd.credential:nico.token=tok") {
+		t.Fatalf("OEM strings %q", oem)
+	}
+	if src := d.Devices.Disks[0].Source.Volume; src.Pool != "default" || src.Volume != hypervisor.VolumeName(spec.UUID) {
+		t.Fatalf("disk %+v", src)
+	}
+	if !strings.Contains(doc, `<nico:machine xmlns:nico="`+MetadataNS+`">`) {
+		t.Fatalf("metadata not namespaced: %s", d.Metadata.XML)
+	}
+	p, err := parseDomain(doc)
+	p.spec.DiskGiB = spec.DiskGiB // read from the volume, not the definition
+	if err != nil || !p.owned || len(spec.Differs(p.spec)) != 0 || p.meta.Volume != hypervisor.VolumeName(spec.UUID) || p.spec.Pool != "pool" {
+		t.Fatalf("parsed %+v %v", p, err)
+	}
+}
+
+func TestForeignMetadataIsNotNicos(t *testing.T) {
+	doc := `<domain type="kvm"><name>x</name><metadata><other:machine xmlns:other="https://example.org/1"><other:name>x</other:name></other:machine></metadata></domain>`
+	if p, err := parseDomain(doc); err != nil || p.owned {
+		t.Fatalf("parsed %+v %v", p, err)
+	}
+	if p, err := parseDomain(`<domain type="kvm"><name>x</name></domain>`); err != nil || p.owned {
+		t.Fatalf("parsed %+v %v", p, err)
+	}
+}

@@ -1,0 +1,104 @@
+// Package libvirttest makes hosts of libvirt's test driver for tests: each
+// is a test:///FILE connection with its own in-process state (no daemon), a
+// "default" network, a "default" storage pool holding the base image
+// "base.qcow2", the capacity asked for, and optional foreign domains.
+package libvirttest
+
+import (
+	"encoding/xml"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"libvirt.org/go/libvirtxml"
+)
+
+// Options describe a test host.
+type Options struct {
+	VCPUs     int // per NUMA node... spread over one node; 16 when 0
+	MemoryMiB int // 8192 when 0
+	DiskGiB   int // the storage pool's capacity; 100 when 0
+	// Foreign names domains that are not nico's, defined and running.
+	Foreign []string
+}
+
+// node is the test driver's configuration file.
+type node struct {
+	XMLName xml.Name `xml:"node"`
+	CPU     struct {
+		MHz     int    `xml:"mhz"`
+		Model   string `xml:"model"`
+		Nodes   int    `xml:"nodes"`
+		Sockets int    `xml:"sockets"`
+		Cores   int    `xml:"cores"`
+		Threads int    `xml:"threads"`
+		Active  int    `xml:"active"`
+	} `xml:"cpu"`
+	Memory  int       `xml:"memory"` // KiB
+	Domains []xmlNode `xml:"domain"`
+	Network xmlNode   `xml:"network"`
+	Pool    poolNode  `xml:"pool"`
+}
+
+type xmlNode struct {
+	Inner string `xml:",innerxml"`
+	Type  string `xml:"type,attr,omitempty"`
+}
+
+type poolNode struct {
+	Type   string    `xml:"type,attr"`
+	Inner  string    `xml:",innerxml"`
+	Volume []xmlNode `xml:"volume"`
+}
+
+// URI writes a test host's configuration and returns its connection URI.
+func URI(t testing.TB, o Options) string {
+	t.Helper()
+	if o.VCPUs == 0 {
+		o.VCPUs = 16
+	}
+	if o.MemoryMiB == 0 {
+		o.MemoryMiB = 8192
+	}
+	if o.DiskGiB == 0 {
+		o.DiskGiB = 100
+	}
+	var n node
+	n.CPU.MHz, n.CPU.Model, n.CPU.Nodes, n.CPU.Sockets, n.CPU.Cores, n.CPU.Threads, n.CPU.Active = 2000, "x86_64", 1, 1, o.VCPUs, 1, o.VCPUs
+	n.Memory = o.MemoryMiB << 10
+	dir := t.TempDir()
+	n.Network = xmlNode{Inner: `<name>default</name><bridge name="virbr0"/><forward/><ip address="192.168.122.1" netmask="255.255.255.0"><dhcp><range start="192.168.122.2" end="192.168.122.254"/></dhcp></ip>`}
+	n.Pool = poolNode{Type: "dir",
+		Inner: fmt.Sprintf(`<name>default</name><capacity unit="GiB">%d</capacity><allocation>0</allocation><available unit="GiB">%d</available><target><path>%s</path></target>`, o.DiskGiB, o.DiskGiB, dir),
+		Volume: []xmlNode{{Inner: `<name>base.qcow2</name><capacity unit="GiB">1</capacity><target><format type="qcow2"/></target>`}},
+	}
+	for i, name := range o.Foreign {
+		d := libvirtxml.Domain{Type: "test", Name: name, UUID: fmt.Sprintf("f0000000-0000-4000-8000-%012d", i+1),
+			Memory: &libvirtxml.DomainMemory{Value: 128, Unit: "MiB"}, VCPU: &libvirtxml.DomainVCPU{Value: 1},
+			OS: &libvirtxml.DomainOS{Type: &libvirtxml.DomainOSType{Type: "hvm"}}}
+		b, err := xml.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var inner struct {
+			Inner string `xml:",innerxml"`
+		}
+		if err := xml.Unmarshal(b, &inner); err != nil {
+			t.Fatal(err)
+		}
+		n.Domains = append(n.Domains, xmlNode{Type: "test", Inner: inner.Inner})
+	}
+	b, err := xml.MarshalIndent(n, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "node.xml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "test://" + path
+}
+
+// ForeignUUID is the UUID of the i-th foreign domain of Options.Foreign.
+func ForeignUUID(i int) string { return fmt.Sprintf("f0000000-0000-4000-8000-%012d", i+1) }
