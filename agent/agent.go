@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -52,6 +53,9 @@ type Config struct {
 	// RetryInterval paces re-reads and retries while joining.
 	RetryInterval time.Duration
 	Version       string
+	// Applier applies the node's desired NixOS generation (agent/generation.go);
+	// nil: the agent does not manage generations.
+	Applier apply.Applier
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -140,6 +144,12 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
+	if a.cfg.Applier != nil {
+		genDone := make(chan struct{})
+		gctx, stopGen := context.WithCancel(ctx)
+		go func() { defer close(genDone); a.generations(gctx) }()
+		defer func() { stopGen(); <-genDone }()
+	}
 	return a.supervise(ctx, hbDone)
 }
 

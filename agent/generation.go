@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// generations applies the node's desired NixOS configuration whenever its
+// generation (or attempt) differs from the one the agent last finished, and
+// reports the outcome in the configuration's status. A generation that
+// failed is not tried again until spec.attempt changes; a generation left
+// Applying by an agent that stopped mid-way is applied again (the applier
+// skips it when the system already runs it).
+//
+//	watch/tick --> read config --(settled)--> wait
+//	                   |
+//	                   +--(new generation or attempt)--> status Applying --> Apply --> status Applied | Failed
+func (a *Agent) generations(ctx context.Context) {
+	key := store.NixosConfigKey(a.cfg.Name)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := a.cli.Watch(wctx, key)
+	tick := time.NewTicker(a.cfg.RetryInterval)
+	defer tick.Stop()
+	for {
+		if err := a.applyDesired(ctx); err != nil && ctx.Err() == nil {
+			a.log.Warn("generation", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-events:
+		case <-tick.C:
+		}
+	}
+}
+
+// applyDesired applies the desired generation once if it is not settled.
+func (a *Agent) applyDesired(ctx context.Context) error {
+	key := store.NixosConfigKey(a.cfg.Name)
+	c := &api.NixosConfiguration{}
+	if err := a.st.Get(ctx, key, c); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if c.Settled() != api.GenerationPending {
+		return nil
+	}
+	gen, attempt := c.Spec.Generation, c.Spec.Attempt
+	started := a.Now()
+	c.Status.Generation, c.Status.Attempt, c.Status.Phase, c.Status.UpdatedAt = gen, attempt, api.GenerationApplying, started
+	if err := a.st.Update(ctx, key, c); err != nil {
+		return fmt.Errorf("agent: mark generation %d applying: %w", gen, err)
+	}
+	log := a.log.With("generation", gen, "attempt", attempt, "revision", c.Spec.Revision)
+	log.Info("applying generation")
+	res, err := a.cfg.Applier.Apply(ctx, apply.Generation{Machine: a.cfg.Name, Number: gen, Attempt: attempt, Spec: c.Spec, Checks: a.generationChecks()})
+	if ctx.Err() != nil {
+		return nil // stopped mid-way: the next start applies it again
+	}
+	rec := api.GenerationRecord{Generation: gen, Toplevel: res.Toplevel, Revision: c.Spec.Revision, Started: started, Finished: a.Now()}
+	if err != nil {
+		rec.Phase, rec.Message = api.GenerationFailed, err.Error()
+		log.Error("generation failed", "err", err, "rolledBack", res.RolledBack)
+	} else {
+		rec.Phase = api.GenerationApplied
+		if res.Skipped {
+			rec.Message = "already running"
+		}
+		log.Info("generation applied", "toplevel", res.Toplevel, "skipped", res.Skipped, "rebootNeeded", res.RebootNeeded)
+	}
+	return a.reportGeneration(ctx, gen, attempt, res, rec)
+}
+
+// reportGeneration writes the outcome, re-reading on conflicting writes
+// (the leader may have written a newer spec meanwhile).
+func (a *Agent) reportGeneration(ctx context.Context, gen int64, attempt int, res apply.Result, rec api.GenerationRecord) error {
+	key := store.NixosConfigKey(a.cfg.Name)
+	for try := 0; ; try++ {
+		c := &api.NixosConfiguration{}
+		if err := a.st.Get(ctx, key, c); err != nil {
+			return err
+		}
+		s := &c.Status
+		s.Generation, s.Attempt, s.Phase, s.UpdatedAt = gen, attempt, rec.Phase, rec.Finished
+		if res.Toplevel != "" {
+			s.Toplevel = res.Toplevel
+		}
+		s.RebootNeeded = res.RebootNeeded
+		s.LastError = ""
+		if rec.Phase == api.GenerationApplied {
+			s.AppliedGeneration = gen
+		} else {
+			s.LastError = rec.Message
+		}
+		c.RecordGeneration(rec)
+		err := a.st.Update(ctx, key, c)
+		if err == nil || !errors.Is(err, store.ErrConflict) || try >= 5 {
+			return err
+		}
+	}
+}
+
+// generationChecks adds the local etcd member's health on a control-plane node.
+func (a *Agent) generationChecks() []apply.Check {
+	if !a.controlPlane() {
+		return nil
+	}
+	return []apply.Check{apply.CheckFunc{Label: "local etcd member", F: func(ctx context.Context) error {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		st, err := a.cli.Status(cctx, a.cfg.ClientURL)
+		if err != nil {
+			return err
+		}
+		if len(st.Errors) > 0 {
+			return fmt.Errorf("member reports %v", st.Errors)
+		}
+		if st.Leader == 0 {
+			return errors.New("member has no leader")
+		}
+		return nil
+	}}}
+}
+
