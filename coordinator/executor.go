@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -144,7 +145,9 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 			op.Status.ProgressAt = x.c.Now()
 		}
 	})
-	if err == nil {
+	if err == nil || errors.Is(err, etcdadmin.ErrLearnerSilent) {
+		// Caught up, or not serving clients yet: etcd refuses a learner
+		// that is not in sync ("not in sync" is retried with backoff).
 		pctx, pcancel := context.WithTimeout(ctx, x.stepBound())
 		defer pcancel()
 		err = x.c.admin.Promote(pctx, s.Voters, s.Member)

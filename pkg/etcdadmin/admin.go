@@ -159,6 +159,10 @@ func InitialCluster(members []*etcdserverpb.Member, id uint64, name string) stri
 // WaitCaughtUp watches the learner's raft index until it is within 10% of
 // the leader's (etcd's own readiness rule), calling progress whenever the
 // learner's index grows. It polls every interval and returns when ctx ends.
+// A learner that does not answer yet (it serves clients only once it has
+// published itself, which etcd may retry for seconds) is not waited for:
+// ErrLearnerSilent says so, and the caller lets etcd judge its raft state
+// by trying the promotion.
 func (a *Admin) WaitCaughtUp(ctx context.Context, learnerURL, leaderURL string, interval time.Duration, progress func(index uint64)) error {
 	var last uint64
 	t := time.NewTicker(interval)
@@ -166,7 +170,10 @@ func (a *Admin) WaitCaughtUp(ctx context.Context, learnerURL, leaderURL string, 
 	for {
 		ls, lerr := a.status(ctx, learnerURL)
 		ld, derr := a.status(ctx, leaderURL)
-		if lerr == nil {
+		switch {
+		case lerr != nil && derr == nil:
+			return ErrLearnerSilent
+		case lerr == nil:
 			if ls.RaftIndex > last {
 				last = ls.RaftIndex
 				progress(last)
@@ -182,6 +189,9 @@ func (a *Admin) WaitCaughtUp(ctx context.Context, learnerURL, leaderURL string, 
 		}
 	}
 }
+
+// ErrLearnerSilent: the learner's client URL does not answer (yet).
+var ErrLearnerSilent = errors.New("etcdadmin: learner does not answer")
 
 // Promote promotes learner id through the voters' client URLs only (a
 // learner cannot serve it), failing fast per call and retrying "not in

@@ -35,7 +35,9 @@ type Projection struct {
 
 // Project computes the voters, healthy voters and quorum after change.
 // Unhealthy voters and voters with no registered node (ghosts) count as
-// voters but never as healthy; learners are not voters.
+// voters but never as healthy; learners are not voters. A learner being
+// promoted counts as healthy once it has started: etcd promotes it only when
+// its log is in sync with the leader's, whether or not it serves clients yet.
 func Project(members []Member, change Change) Projection {
 	var p Projection
 	var weak []string
@@ -51,9 +53,16 @@ func Project(members []Member, change Change) Projection {
 			continue
 		}
 		p.Voters++
+		promoted := change.Kind == PromoteChange && m.ID == change.Member
 		switch {
 		case m.Node == "":
 			weak = append(weak, fmt.Sprintf("%s has no registered node", m.label()))
+		case promoted && m.Started():
+			// A learner may not serve clients yet; etcd itself refuses to
+			// promote it unless its raft log is in sync with the leader's.
+			p.Healthy++
+		case promoted:
+			weak = append(weak, fmt.Sprintf("%s has not started", m.label()))
 		case !m.Healthy:
 			weak = append(weak, fmt.Sprintf("%s is unhealthy", m.label()))
 		default:

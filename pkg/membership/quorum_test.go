@@ -12,6 +12,7 @@ import (
 //
 //	V healthy voter   U unhealthy voter   G healthy ghost voter (no node)
 //	L healthy learner X unstarted learner
+//	N named learner that does not answer yet (started, not serving clients)
 //
 // The first V is the leader. Member i has ID i+1 and node "n<i+1>".
 func cluster(spec string) []Member {
@@ -29,6 +30,8 @@ func cluster(spec string) []Member {
 			m.Learner = true
 		case 'X':
 			m.Learner, m.Healthy, m.Name, m.ClientURLs = true, false, "", nil
+		case 'N':
+			m.Learner, m.Healthy = true, false
 		}
 		if c == 'V' && !leader {
 			m.Leader, leader = true, true
@@ -83,7 +86,10 @@ func TestProject(t *testing.T) {
 
 		// Promotions.
 		{"VL", Change{PromoteChange, 2}, 2, 2, true, ""},
-		{"VX", Change{PromoteChange, 2}, 2, 1, false, "below quorum 2"},
+		{"VX", Change{PromoteChange, 2}, 2, 1, false, "n2 has not started"},
+		{"VN", Change{PromoteChange, 2}, 2, 2, true, ""},
+		{"VUN", Change{PromoteChange, 3}, 3, 2, true, ""},
+		{"VN", Change{}, 1, 1, true, ""},
 		{"VUL", Change{PromoteChange, 3}, 3, 2, true, ""},
 		{"VUUL", Change{PromoteChange, 4}, 4, 2, false, "below quorum 3"},
 		{"VVVVL", Change{PromoteChange, 5}, 5, 5, true, ""},
