@@ -1,0 +1,339 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/hypervisor"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// HypervisorConfig is what a hypervisor host's controller needs.
+type HypervisorConfig struct {
+	// Node is this host's node name: machines placed on it have
+	// spec.host == Node.
+	Node   string
+	Labels map[string]string
+	// Endpoints, Token and Prefix are handed to every new machine at first
+	// boot, with its name and roles.
+	Endpoints []string
+	Token     string
+	Prefix    string
+	// Resync is how often everything is re-read besides watch events.
+	Resync time.Duration
+	// StopGrace is how long a guest has to shut down before it is destroyed.
+	StopGrace time.Duration
+}
+
+// HypervisorController reconciles the libvirt domains of the machines
+// placed on this host, reports the host's capacity (hypervisors/<node>) and
+// each machine's domain state and addresses. It only ever touches domains
+// that carry nico's metadata.
+//
+//	[watch machines/ or resync] --> read machines placed here, nodes, domains
+//	        ^                               |
+//	        |                     planDomains: create, start, restart, delete
+//	        |                               |
+//	        +---- write status (CAS) <------+  (hypervisor unavailable: back off, retry)
+type HypervisorController struct {
+	cfg HypervisorConfig
+	st  *store.Store
+	hv  hypervisor.Hypervisor
+	log *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// OnPass, when set, is called after each pass with its actions and
+	// error (tests and the benchmark observe passes through it).
+	OnPass func(actions []domainAction, err error)
+}
+
+// NewHypervisorController returns a controller; it starts nothing until Run.
+func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hypervisor.Hypervisor, log *slog.Logger) *HypervisorController {
+	if cfg.Resync <= 0 {
+		cfg.Resync = 5 * time.Second
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 30 * time.Second
+	}
+	return &HypervisorController{cfg: cfg, st: st, hv: hv, log: log.With("component", "hypervisor", "node", cfg.Node), Now: time.Now}
+}
+
+// Run reconciles until ctx ends. A failed pass (the hypervisor or the store
+// unavailable) is retried with backoff; it never returns an error.
+func (c *HypervisorController) Run(ctx context.Context) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := c.st.Client().Watch(wctx, store.MachinesDir, clientv3.WithPrefix())
+	tick := time.NewTicker(c.cfg.Resync)
+	defer tick.Stop()
+	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 30 * time.Second, Factor: 2, Jitter: 0.5}
+	failures := 0
+	for {
+		_, err := c.Once(ctx)
+		var retry <-chan time.Time
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			c.log.Warn("reconcile failed; retrying", "err", err, "attempt", failures)
+			retry = time.After(b.Delay(failures))
+			failures++
+		default:
+			failures = 0
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-retry:
+		case _, ok := <-events:
+			if !ok {
+				events = c.st.Client().Watch(wctx, store.MachinesDir, clientv3.WithPrefix())
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// Once runs one pass: report the host, plan and apply domain actions, and
+// write the machines' status. It returns the actions it took.
+func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction, err error) {
+	defer func() {
+		if c.OnPass != nil {
+			c.OnPass(actions, err)
+		}
+	}()
+	host, err := c.hv.Host(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("agent: hypervisor host: %w", err)
+	}
+	if err := c.report(ctx, host); err != nil {
+		return nil, err
+	}
+	all, _, err := store.List[api.Machine](ctx, c.st, store.MachinesDir)
+	if err != nil {
+		return nil, err
+	}
+	var mine []*api.Machine
+	for _, m := range all {
+		if m.Spec.Kind == api.MachineLibvirt && m.Spec.Host == c.cfg.Node {
+			mine = append(mine, m)
+		}
+	}
+	domains, err := c.hv.Domains(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("agent: list domains: %w", err)
+	}
+	actions = planDomains(mine, domains, c.spec)
+	failed := map[string]error{}
+	for _, a := range actions {
+		if err := c.apply(ctx, a); err != nil {
+			if errors.Is(err, hypervisor.ErrUnavailable) || ctx.Err() != nil {
+				return actions, err
+			}
+			failed[a.UUID] = err
+			c.log.Warn("domain action failed", "action", string(a.Kind), "uuid", a.UUID, "machine", machineName(a), "err", err)
+		}
+	}
+	if len(actions) > 0 {
+		if domains, err = c.hv.Domains(ctx); err != nil {
+			return actions, fmt.Errorf("agent: list domains: %w", err)
+		}
+	}
+	return actions, c.writeStatus(ctx, mine, domains, failed)
+}
+
+func machineName(a domainAction) string {
+	if a.Machine != nil {
+		return a.Machine.Metadata.Name
+	}
+	return a.Spec.Name
+}
+
+func (c *HypervisorController) apply(ctx context.Context, a domainAction) error {
+	log := c.log.With("machine", machineName(a), "uuid", a.UUID)
+	switch a.Kind {
+	case actCreate:
+		if err := c.hv.Define(ctx, a.Spec); err != nil {
+			return err
+		}
+		log.Info("domain defined; starting", "changed", a.Why)
+		return c.hv.Start(ctx, a.UUID)
+	case actStart:
+		log.Info("starting stopped domain")
+		return c.hv.Start(ctx, a.UUID)
+	case actRestart:
+		log.Info("restarting domain to apply changes", "changed", a.Why)
+		if err := c.hv.Stop(ctx, a.UUID, c.cfg.StopGrace); err != nil {
+			return err
+		}
+		if err := c.hv.Define(ctx, a.Spec); err != nil {
+			return err
+		}
+		return c.hv.Start(ctx, a.UUID)
+	case actDelete:
+		if a.Machine == nil {
+			log.Info("removing nico domain that no machine declares")
+		} else {
+			log.Info("deleting domain")
+		}
+		if err := c.hv.Stop(ctx, a.UUID, c.cfg.StopGrace); err != nil && !errors.Is(err, hypervisor.ErrNotFound) {
+			return err
+		}
+		if err := c.hv.Undefine(ctx, a.UUID); err != nil && !errors.Is(err, hypervisor.ErrNotFound) {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("agent: unknown domain action %q", a.Kind)
+}
+
+// spec is the domain a machine asks for, with its first-boot identity.
+func (c *HypervisorController) spec(m *api.Machine) hypervisor.DomainSpec {
+	t := m.Spec.Template
+	roles := []string{string(api.RoleWorker)}
+	if len(t.Roles) > 0 {
+		roles = roles[:0]
+		for _, r := range t.Roles {
+			roles = append(roles, string(r))
+		}
+	}
+	return hypervisor.DomainSpec{
+		UUID: m.Spec.UUID, Name: m.Metadata.Name, Pool: m.Spec.Pool,
+		VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
+		StoragePool: t.StoragePoolName(), BaseImage: t.BaseImage, Network: t.Network,
+		MAC: hypervisor.MAC(m.Metadata.Name),
+		Identity: hypervisor.Identity{Name: m.Metadata.Name, Endpoints: c.cfg.Endpoints, Roles: roles,
+			Token: c.cfg.Token, Prefix: c.cfg.Prefix},
+	}
+}
+
+// report writes the host's capacity when it changed.
+func (c *HypervisorController) report(ctx context.Context, h hypervisor.Host) error {
+	hv := api.NewHypervisor(c.cfg.Node)
+	old := api.NewHypervisor(c.cfg.Node)
+	err := c.st.Get(ctx, store.HypervisorKey(c.cfg.Node), old)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		hv.Metadata.CreatedAt = c.Now()
+	case err != nil:
+		return err
+	default:
+		hv.Metadata = old.Metadata
+	}
+	hv.Spec.Labels = c.cfg.Labels
+	hv.Status = api.HypervisorStatus{VCPUs: h.VCPUs, MemoryMiB: h.MemoryMiB, DiskGiB: h.DiskGiB, Networks: h.Networks, Images: h.Images, UpdatedAt: c.Now()}
+	if err == nil && maps.Equal(old.Spec.Labels, hv.Spec.Labels) && sameReport(old.Status, hv.Status) {
+		return nil
+	}
+	if err := c.st.Put(ctx, store.HypervisorKey(c.cfg.Node), hv); err != nil {
+		return fmt.Errorf("agent: report hypervisor: %w", err)
+	}
+	return nil
+}
+
+func sameReport(a, b api.HypervisorStatus) bool {
+	return a.VCPUs == b.VCPUs && a.MemoryMiB == b.MemoryMiB && maps.Equal(a.DiskGiB, b.DiskGiB) &&
+		slices.Equal(a.Networks, b.Networks) && slices.Equal(a.Images, b.Images) && a.Message == b.Message
+}
+
+// writeStatus records each machine's domain state; a machine changed by
+// someone else since it was read is left to the next pass.
+func (c *HypervisorController) writeStatus(ctx context.Context, machines []*api.Machine, domains []hypervisor.Domain, failed map[string]error) error {
+	byUUID := map[string]hypervisor.Domain{}
+	for _, d := range domains {
+		byUUID[d.Spec.UUID] = d
+	}
+	nodes, _, err := store.List[api.Node](ctx, c.st, store.NodesDir)
+	if err != nil {
+		return err
+	}
+	registered := map[string]bool{}
+	for _, n := range nodes {
+		registered[n.Metadata.Name] = n.Status.Phase != api.NodeRemoved
+	}
+	var errs []error
+	for _, m := range machines {
+		st := observedStatus(m, byUUID, failed[m.Spec.UUID], registered[m.Metadata.Name], c.Now())
+		if sameMachineStatus(st, m.Status) {
+			continue
+		}
+		nm := *m
+		nm.Status = st
+		if err := c.st.Update(ctx, store.MachineKey(m.Metadata.Name), &nm); err != nil && !errors.Is(err, store.ErrConflict) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// observedStatus is a machine's status from its domain.
+func observedStatus(m *api.Machine, domains map[string]hypervisor.Domain, failure error, registered bool, now time.Time) api.MachineStatus {
+	st := m.Status
+	st.Conditions = slices.Clone(m.Status.Conditions)
+	st.Discoverable = registered
+	d, exists := domains[m.Spec.UUID]
+	switch {
+	case m.Spec.Deleting && !exists:
+		st.Phase, st.DomainState, st.Addresses = api.MachineDeleted, "", nil
+	case m.Spec.Deleting:
+		st.Phase, st.DomainState = api.MachineDeleting, string(d.State)
+	case !exists:
+		st.Phase, st.DomainState, st.Addresses = api.MachineProvisioning, "", nil
+	case d.State == hypervisor.Running:
+		st.Phase, st.DomainState, st.Addresses = api.MachineRunning, string(d.State), d.Addresses
+	default:
+		st.Phase, st.DomainState, st.Addresses = api.MachineStopped, string(d.State), nil
+	}
+	c := api.Condition{Type: api.CondProvisioned, Status: exists && failure == nil, Since: now}
+	switch {
+	case failure != nil:
+		c.Reason, c.Message = failureReason(failure), failure.Error()
+		if !exists {
+			st.Phase = api.MachineFailed
+		}
+	case exists:
+		c.Reason = "DomainDefined"
+	default:
+		c.Reason = "NotDefined"
+	}
+	st.Conditions, _ = api.SetCondition(st.Conditions, c)
+	st.UpdatedAt = m.Status.UpdatedAt
+	if !sameMachineStatus(st, m.Status) {
+		st.UpdatedAt = now
+	}
+	return st
+}
+
+func failureReason(err error) string {
+	for _, s := range []struct {
+		err    error
+		reason string
+	}{
+		{hypervisor.ErrNoNetwork, "UnknownNetwork"}, {hypervisor.ErrNoImage, "UnknownImage"}, {hypervisor.ErrNoStoragePool, "UnknownStoragePool"},
+		{hypervisor.ErrNameTaken, "NameTaken"}, {hypervisor.ErrUnsupported, "Unsupported"},
+	} {
+		if errors.Is(err, s.err) {
+			return s.reason
+		}
+	}
+	return "Failed"
+}
+
+func sameMachineStatus(a, b api.MachineStatus) bool {
+	return a.Phase == b.Phase && a.Discoverable == b.Discoverable && a.HasConfiguration == b.HasConfiguration &&
+		a.DomainState == b.DomainState && slices.Equal(a.Addresses, b.Addresses) &&
+		slices.EqualFunc(a.Conditions, b.Conditions, func(x, y api.Condition) bool {
+			return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message
+		})
+}
+
+// HasHypervisorRole tells whether roles hold the hypervisor role.
+func HasHypervisorRole(roles []api.Role) bool { return slices.Contains(roles, api.RoleHypervisor) }
