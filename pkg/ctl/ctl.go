@@ -130,6 +130,7 @@ func (a *app) rootCmd() *cobra.Command {
 	}
 	config.CtlFlags(root.PersistentFlags())
 	root.AddCommand(a.getCmd(), a.removeCmd(), a.statusCmd())
+	root.AddCommand(a.rolloutCmd())
 	return root
 }
 

@@ -1,0 +1,82 @@
+package ctl
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/store"
+)
+
+func TestRolloutLine(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	r := api.NewRollout("r1")
+	r.Status = api.RolloutStatus{Phase: api.RolloutRunning, StartedAt: t0, Current: []string{"dp-3"},
+		Nodes: []api.NodeProgress{{Name: "dp-1", Phase: api.NodeDone}, {Name: "dp-2", Phase: api.NodeDone}, {Name: "dp-3", Phase: api.NodeApplying}, {Name: "cp-1"}}}
+	if got, want := rolloutLine(r, t0.Add(20*time.Second)), "r1 Running 2/4 nodes, current dp-3, elapsed 20s, about 20s left"; got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	if got := bar(r, 8); got != "[####....]" {
+		t.Fatalf("bar %q", got)
+	}
+	r.Status.Phase, r.Status.HaltedNode, r.Status.HaltedReason, r.Status.Current = api.RolloutHalted, "dp-3", "health check failed", nil
+	if got := rolloutLine(r, t0.Add(30*time.Second)); !strings.HasSuffix(got, "halted at dp-3: health check failed") {
+		t.Fatalf("halted line %q", got)
+	}
+}
+
+func TestRolloutCommands(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	eps := c.Endpoints()
+	st := newStore(t, c)
+
+	run(t, eps, "rollout", "start", "r1", "--git-repo", "https://git.example/fleet", "--revision", "abc", "--max-unavailable", "25%").want(t, 0, []string{"rollout r1 started"}, nil)
+	r := &api.Rollout{}
+	if err := st.Get(t.Context(), store.RolloutKey("r1"), r); err != nil || r.Spec.Template.Revision != "abc" || r.Spec.MaxUnavailable != "25%" {
+		t.Fatalf("%+v %v", r.Spec, err)
+	}
+	run(t, eps, "rollout", "start", "r1", "--git-repo", "x").want(t, ExitFailed, nil, []string{"exists"})
+	run(t, eps, "rollout", "start", "r2", "--git-repo", "x", "--max-unavailable", "0").want(t, ExitUsage, nil, []string{"maxUnavailable"})
+	run(t, eps, "rollout", "start", "r2", "--git-repo", "x", "--operation", "reboot").want(t, ExitUsage, nil, []string{"reboot"})
+	spec := filepath.Join(t.TempDir(), "r.yaml")
+	os.WriteFile(spec, []byte("template:\n  gitRepo: https://git.example/fleet\n  revision: def\ncontrolPlaneFirst: true\n"), 0o600)
+	run(t, eps, "rollout", "start", "r2", "-f", spec).want(t, 0, nil, nil)
+	os.WriteFile(spec, []byte("template:\n  gitRepo: x\n  colour: blue\n"), 0o600)
+	run(t, eps, "rollout", "start", "r3", "-f", spec).want(t, ExitUsage, nil, []string{"colour"})
+
+	run(t, eps, "rollout", "pause", "r1").want(t, 0, []string{"pause requested"}, nil)
+	if err := st.Get(t.Context(), store.RolloutKey("r1"), r); err != nil || !r.Spec.Paused {
+		t.Fatalf("not paused: %+v %v", r.Spec, err)
+	}
+	run(t, eps, "rollout", "resume", "r1").want(t, 0, nil, nil)
+	run(t, eps, "rollout", "undo", "r1").want(t, 0, nil, nil)
+	r = &api.Rollout{}
+	if err := st.Get(t.Context(), store.RolloutKey("r1"), r); err != nil || r.Spec.Paused || !r.Spec.Undo {
+		t.Fatalf("undo: %+v %v", r.Spec, err)
+	}
+	run(t, eps, "rollout", "status", "nope").want(t, ExitNotFound, nil, nil)
+
+	// Status of a finished and of a halted rollout; -w ends with their outcome.
+	r.Status = api.RolloutStatus{Phase: api.RolloutSucceeded, Nodes: []api.NodeProgress{{Name: "dp-1", Phase: api.NodeDone}}}
+	r.Spec.Undo = false
+	if err := st.Update(t.Context(), store.RolloutKey("r1"), r); err != nil {
+		t.Fatal(err)
+	}
+	run(t, eps, "rollout", "status", "r1").want(t, 0, []string{"r1 Succeeded 1/1 nodes", "dp-1"}, nil)
+	run(t, eps, "rollout", "status", "-w", "r1").want(t, 0, []string{"r1 Succeeded 1/1 nodes"}, nil)
+	run(t, eps, "rollout", "pause", "r1").want(t, ExitFailed, nil, []string{"finished"})
+	r2 := &api.Rollout{}
+	if err := st.Get(t.Context(), store.RolloutKey("r2"), r2); err != nil {
+		t.Fatal(err)
+	}
+	r2.Status = api.RolloutStatus{Phase: api.RolloutHalted, HaltedNode: "dp-2", HaltedReason: "boom", Nodes: []api.NodeProgress{{Name: "dp-2", Phase: api.NodeRollFailed}}}
+	if err := st.Update(t.Context(), store.RolloutKey("r2"), r2); err != nil {
+		t.Fatal(err)
+	}
+	// The newest rollout is the default.
+	run(t, eps, "rollout", "status", "-w").want(t, ExitFailed, []string{"halted at dp-2: boom"}, []string{"halted"})
+}
