@@ -89,7 +89,9 @@ func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
 	return step, nil
 }
 
-// activeRollout returns the oldest rollout that has not finished, or nil.
+// activeRollout returns the rollout to work on: the one whose step is in
+// flight, else the oldest one that has neither finished nor halted (a
+// halted rollout waits for undo and does not block newer ones), or nil.
 func activeRollout(ctx context.Context, st *store.Store) (*api.Rollout, error) {
 	all, _, err := store.List[api.Rollout](ctx, st, store.RolloutsDir)
 	if err != nil {
@@ -97,9 +99,15 @@ func activeRollout(ctx context.Context, st *store.Store) (*api.Rollout, error) {
 	}
 	slices.SortStableFunc(all, func(a, b *api.Rollout) int { return a.Metadata.CreatedAt.Compare(b.Metadata.CreatedAt) })
 	for _, ro := range all {
-		if !ro.Status.Phase.Finished() {
+		if ro.Status.Operation != "" && !ro.Status.Phase.Finished() {
 			return ro, nil
 		}
+	}
+	for _, ro := range all {
+		if ro.Status.Phase.Finished() || (ro.Status.Phase == api.RolloutHalted && !ro.Spec.Undo) {
+			continue
+		}
+		return ro, nil
 	}
 	return nil, nil
 }

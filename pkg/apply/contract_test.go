@@ -1,4 +1,4 @@
-package apply
+package apply_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	. "github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/apply/applytest"
 )
 
 // subject is one Applier under the contract, with a way to see which
@@ -43,9 +45,9 @@ echo "${NICO_REVISION:-initial}" > ` + state
 }
 
 func nixosSubject(t *testing.T) subject {
-	f := newFakeNixOS("/nix/store/initial-nixos-system-m1")
+	f := applytest.New("/nix/store/initial-nixos-system-m1")
 	n := NewNixOS(NixOSConfig{WorkDir: t.TempDir(), Runner: f, Gate: fastGate})
-	return subject{applier: n, running: f.running}
+	return subject{applier: n, running: f.Running}
 }
 
 // TestApplierContract runs the same cases against both appliers.

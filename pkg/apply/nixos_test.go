@@ -1,4 +1,4 @@
-package apply
+package apply_test
 
 import (
 	"errors"
@@ -9,10 +9,12 @@ import (
 	"testing"
 
 	"github.com/homystack/nico/pkg/api"
+	. "github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/apply/applytest"
 )
 
-func newTestNixOS(t *testing.T) (*NixOS, *fakeNixOS, string) {
-	f := newFakeNixOS("/nix/store/initial-nixos-system-m1")
+func newTestNixOS(t *testing.T) (*NixOS, *applytest.FakeNixOS, string) {
+	f := applytest.New("/nix/store/initial-nixos-system-m1")
 	work := t.TempDir()
 	secrets := t.TempDir()
 	for name, kv := range map[string]map[string]string{"git": {"username": "bot", "password": "s3cret"}, "tls": {"key.pem": "PRIVATE"}} {
@@ -51,8 +53,8 @@ func TestNixOSBadInput(t *testing.T) {
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.cause) {
 				t.Fatalf("err = %v, want %v with %q", err, c.is, c.cause)
 			}
-			if sw := f.switched(); len(sw) > 0 || f.running() != "initial" {
-				t.Fatalf("switched: %v, running %s", sw, f.running())
+			if sw := f.Switched(); len(sw) > 0 || f.Running() != "initial" {
+				t.Fatalf("switched: %v, running %s", sw, f.Running())
 			}
 		})
 	}
@@ -80,11 +82,11 @@ func TestNixOSApply(t *testing.T) {
 			"nix-env -p /nix/var/nix/profiles/system --set /nix/store/good-1-nixos-system-web",
 			"systemd-run --unit=nico-activate-7 --wait --collect --quiet --property=Type=oneshot /nix/store/good-1-nixos-system-web/bin/switch-to-configuration switch",
 		}
-		if got := f.switched(); !slices.Equal(got, want) {
+		if got := f.Switched(); !slices.Equal(got, want) {
 			t.Fatalf("switch calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 		}
 		var fetch string
-		for _, c := range f.calls {
+		for _, c := range f.Calls() {
 			if strings.Contains(c, " fetch ") {
 				fetch = c
 			}
@@ -92,8 +94,8 @@ func TestNixOSApply(t *testing.T) {
 		if !strings.Contains(fetch, "http.extraHeader=Authorization: Basic Ym90OnMzY3JldA==") || !strings.HasSuffix(fetch, "https://git.example/fleet good-1") {
 			t.Fatalf("fetch: %s", fetch)
 		}
-		if f.profile != r.Toplevel {
-			t.Fatalf("profile %s", f.profile)
+		if f.Profile() != r.Toplevel {
+			t.Fatalf("profile %s", f.Profile())
 		}
 	})
 	t.Run("reboot needed", func(t *testing.T) {
@@ -113,8 +115,8 @@ func TestNixOSApply(t *testing.T) {
 		s := spec("good-1")
 		s.Operation = api.OperationBoot
 		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 1, Spec: s})
-		if err != nil || !r.RebootNeeded || f.running() != "initial" || f.profile != "/nix/store/good-1-nixos-system-m1" {
-			t.Fatalf("%+v %v running %s profile %s", r, err, f.running(), f.profile)
+		if err != nil || !r.RebootNeeded || f.Running() != "initial" || f.Profile() != "/nix/store/good-1-nixos-system-m1" {
+			t.Fatalf("%+v %v running %s profile %s", r, err, f.Running(), f.Profile())
 		}
 	})
 	t.Run("test leaves the profile", func(t *testing.T) {
@@ -122,10 +124,10 @@ func TestNixOSApply(t *testing.T) {
 		s := spec("unhealthy")
 		s.Operation = api.OperationTest
 		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 1, Spec: s})
-		if !errors.Is(err, ErrHealth) || !r.RolledBack || f.running() != "initial" || f.profile != "/nix/store/initial-nixos-system-m1" {
-			t.Fatalf("%+v %v running %s profile %s", r, err, f.running(), f.profile)
+		if !errors.Is(err, ErrHealth) || !r.RolledBack || f.Running() != "initial" || f.Profile() != "/nix/store/initial-nixos-system-m1" {
+			t.Fatalf("%+v %v running %s profile %s", r, err, f.Running(), f.Profile())
 		}
-		if last := f.switched(); !strings.Contains(last[len(last)-1], "--unit=nico-rollback-1 ") || !strings.HasSuffix(last[len(last)-1], "initial-nixos-system-m1/bin/switch-to-configuration test") {
+		if last := f.Switched(); !strings.Contains(last[len(last)-1], "--unit=nico-rollback-1 ") || !strings.HasSuffix(last[len(last)-1], "initial-nixos-system-m1/bin/switch-to-configuration test") {
 			t.Fatalf("rollback: %v", last)
 		}
 	})
@@ -135,16 +137,16 @@ func TestNixOSApply(t *testing.T) {
 		if !errors.Is(err, ErrHealth) || !strings.Contains(err.Error(), "app.service") {
 			t.Fatalf("err %v", err)
 		}
-		if f.profile != "/nix/store/initial-nixos-system-m1" || f.running() != "initial" {
-			t.Fatalf("profile %s running %s", f.profile, f.running())
+		if f.Profile() != "/nix/store/initial-nixos-system-m1" || f.Running() != "initial" {
+			t.Fatalf("profile %s running %s", f.Profile(), f.Running())
 		}
-		if !strings.Contains(strings.Join(f.switched(), "\n"), "--unit=nico-activate-3-1 ") {
-			t.Fatalf("attempt not in unit name: %v", f.switched())
+		if !strings.Contains(strings.Join(f.Switched(), "\n"), "--unit=nico-activate-3-1 ") {
+			t.Fatalf("attempt not in unit name: %v", f.Switched())
 		}
 	})
 	t.Run("allowed failed units pass", func(t *testing.T) {
 		n, f, _ := newTestNixOS(t)
-		f.noise = true
+		f.Noise = true
 		if _, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 1, Spec: spec("good-1")}); err != nil {
 			t.Fatal(err)
 		}

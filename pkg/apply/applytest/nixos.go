@@ -1,4 +1,7 @@
-package apply
+// Package applytest holds a fake NixOS machine for the apply package's
+// NixOS applier: a Runner that answers git, nix, readlink, nix-env,
+// systemd-run and systemctl like a machine would, without Nix.
+package applytest
 
 import (
 	"context"
@@ -7,28 +10,33 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/homystack/nico/pkg/apply"
 )
 
-// fakeNixOS is a Runner that behaves like a NixOS machine with git and nix.
+// FakeNixOS is an apply.Runner that behaves like a NixOS machine with git and nix.
 // Revisions choose behaviour: "broken" fails activation, "unhealthy" leaves
 // a failed unit, "newkernel" changes the kernel, "nonexistent" cannot be
 // fetched; a repository containing "unreachable" cannot be reached; the
 // attribute "unknown-attr" does not exist in any flake.
-type fakeNixOS struct {
+type FakeNixOS struct {
 	mu        sync.Mutex
 	current   string
 	booted    string
 	profile   string
 	checkouts map[string]string
 	calls     []string
-	noise     bool // an allowed unit is failed
+	// Noise leaves user@1000.service failed (for allow lists).
+	Noise bool
 }
 
-func newFakeNixOS(current string) *fakeNixOS {
-	return &fakeNixOS{current: current, booted: current, profile: current, checkouts: map[string]string{}}
+// New returns a machine running the system current (a store path).
+func New(current string) *FakeNixOS {
+	return &FakeNixOS{current: current, booted: current, profile: current, checkouts: map[string]string{}}
 }
 
-func (f *fakeNixOS) Run(_ context.Context, c Cmd) ([]byte, error) {
+// Run implements apply.Runner.
+func (f *FakeNixOS) Run(_ context.Context, c apply.Cmd) ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, c.String())
@@ -69,11 +77,11 @@ func (f *fakeNixOS) Run(_ context.Context, c Cmd) ([]byte, error) {
 	case "readlink":
 		p := a[1]
 		switch {
-		case p == currentSystem:
+		case p == "/run/current-system":
 			return []byte(f.current + "\n"), nil
-		case strings.HasPrefix(p, bootedSystem+"/"):
+		case strings.HasPrefix(p, "/run/booted-system"+"/"):
 			return []byte(kernelOf(f.booted, filepath.Base(p)) + "\n"), nil
-		case strings.HasPrefix(p, currentSystem+"/"):
+		case strings.HasPrefix(p, "/run/current-system"+"/"):
 			return []byte(kernelOf(f.current, filepath.Base(p)) + "\n"), nil
 		}
 		return nil, fmt.Errorf("readlink %s: no such file", p)
@@ -94,7 +102,7 @@ func (f *fakeNixOS) Run(_ context.Context, c Cmd) ([]byte, error) {
 		if strings.Contains(f.current, "unhealthy") {
 			out += "app.service loaded failed failed The app\n"
 		}
-		if f.noise {
+		if f.Noise {
 			out += "user@1000.service loaded failed failed User Manager\n"
 		}
 		return []byte(out), nil
@@ -109,8 +117,8 @@ func kernelOf(top, part string) string {
 	return "/nix/store/k1-" + part
 }
 
-// switched lists the calls that change the system.
-func (f *fakeNixOS) switched() []string {
+// Switched lists the calls that changed the system.
+func (f *FakeNixOS) Switched() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []string
@@ -122,7 +130,8 @@ func (f *fakeNixOS) switched() []string {
 	return out
 }
 
-func (f *fakeNixOS) running() string {
+// Running is the revision the running system was built from.
+func (f *FakeNixOS) Running() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rev, _, _ := strings.Cut(strings.TrimPrefix(f.current, "/nix/store/"), "-nixos-system-")
@@ -136,4 +145,18 @@ func contains(xs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// Profile is the system profile's target.
+func (f *FakeNixOS) Profile() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.profile
+}
+
+// Calls lists every command run.
+func (f *FakeNixOS) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
 }
