@@ -1,0 +1,93 @@
+package integration
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/apply/applytest"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestBadGenerationInput: with the NixOS applier on a fake machine, an
+// unknown attribute, an unreachable repository and a revision that does not
+// exist each make the node report Failed with the cause and halt the
+// rollout, and nothing is switched.
+func TestBadGenerationInput(t *testing.T) {
+	rf := &rollFleet{fleet: newFleet(t), dir: t.TempDir()}
+	machine := applytest.New("/nix/store/initial-nixos-system-w-1")
+	rf.start(rf.agentConfig("cp-1", true))
+	rf.waitVoters(30*time.Second, "cp-1")
+	rf.startCoordinator("c-1")
+	cfg := rf.agentConfig("w-1", false)
+	cfg.Roles = []api.Role{api.RoleWorker}
+	cfg.Applier = apply.NewNixOS(apply.NixOSConfig{WorkDir: t.TempDir(), Runner: machine, Gate: apply.Gate{Deadline: 5 * time.Second, Interval: 50 * time.Millisecond}})
+	n := rf.start(cfg)
+	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+
+	cases := []struct {
+		name  string
+		tmpl  api.NixosConfigurationSpec
+		cause string
+	}{
+		{"unknown-attribute", api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: "good-1", Flake: "#unknown-attr"}, "does not provide attribute"},
+		{"unreachable-repository", api.NixosConfigurationSpec{GitRepo: "https://unreachable.example/fleet", Revision: "good-1"}, "Could not resolve host"},
+		{"nonexistent-revision", api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: "nonexistent"}, "couldn't find remote ref"},
+	}
+	for _, c := range cases {
+		rf.startRollout(c.name, "", func(r *api.Rollout) { r.Spec.Template, r.Spec.Nodes = c.tmpl, []string{"w-1"} })
+		r := rf.waitRollout(c.name, 60*time.Second, c.name+" halted", phaseIs(api.RolloutHalted))
+		if r.Status.HaltedNode != "w-1" || !strings.Contains(r.Status.HaltedReason, c.cause) {
+			t.Fatalf("%s: halted at %s: %s", c.name, r.Status.HaltedNode, r.Status.HaltedReason)
+		}
+		got := &api.NixosConfiguration{}
+		if err := rf.store().Get(t.Context(), store.NixosConfigKey("w-1"), got); err != nil || got.Status.Phase != api.GenerationFailed || !strings.Contains(got.Status.LastError, c.cause) {
+			t.Fatalf("%s: status %+v %v", c.name, got.Status, err)
+		}
+		if sw := machine.Switched(); len(sw) != 0 || machine.Running() != "initial" {
+			t.Fatalf("%s: switched %v, running %s", c.name, sw, machine.Running())
+		}
+	}
+	// A good generation afterwards goes through, and its history keeps the failures.
+	rf.startRollout("good", "good-1", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
+	rf.waitRollout("good", 60*time.Second, "good succeeded", phaseIs(api.RolloutSucceeded))
+	got := &api.NixosConfiguration{}
+	if err := rf.store().Get(t.Context(), store.NixosConfigKey("w-1"), got); err != nil || machine.Running() != "good-1" || got.Status.Toplevel != "/nix/store/good-1-nixos-system-w-1" || len(got.Status.History) != 4 {
+		t.Fatalf("status %+v %v, running %s", got.Status, err, machine.Running())
+	}
+}
+
+// TestAgentRestartDoesNotReapply: an agent started again does not apply a
+// generation it already applied; it does apply the next one.
+func TestAgentRestartDoesNotReapply(t *testing.T) {
+	rf := &rollFleet{fleet: newFleet(t), dir: t.TempDir()}
+	rf.start(rf.agentConfig("cp-1", true))
+	rf.waitVoters(30*time.Second, "cp-1")
+	rf.startCoordinator("c-1")
+	cfg := rf.agentConfig("w-1", false)
+	cfg.Roles = []api.Role{api.RoleWorker}
+	cfg.Applier = rf.applier("w-1")
+	n := rf.start(cfg)
+	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
+	rf.waitRollout("r1", 60*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))
+
+	if err := n.stop(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Applier = rf.applier("w-1") // a fresh applier: only the store says what was applied
+	n = rf.start(cfg)
+	eventually(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	// The next generation is applied; by then a re-apply of v1 would have
+	// happened first (the agent works through its configuration in order).
+	rf.startRollout("r2", "v2", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
+	rf.waitRollout("r2", 60*time.Second, "r2 succeeded", phaseIs(api.RolloutSucceeded))
+	if got := rf.log("v1"); len(got) != 1 {
+		t.Fatalf("v1 applied %d times: %v", len(got), got)
+	}
+	if got := rf.log("v2"); len(got) != 1 {
+		t.Fatalf("v2 applied %d times: %v", len(got), got)
+	}
+}
