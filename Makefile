@@ -8,7 +8,7 @@ ETCD_BINARIES := $(foreach v,$(ETCD_VERSIONS),$(CURDIR)/$(ETCD_CACHE)/$(v)/etcd)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all deps build etcd-binaries test test-short bench demo vet fmt clean
+.PHONY: all deps build etcd-binaries test test-short bench demo vet fmt clean nix-check nix-docs vendor-hash
 
 all: build
 
@@ -31,7 +31,7 @@ vet: deps
 
 # test runs the whole default suite: unit, controller and integration tests
 # against real etcd (embedded, and the etcd binaries of both versions).
-test: etcd-binaries vet
+test: etcd-binaries vet nix-check
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
 		$(GO) test -count=1 -timeout 14m ./...
 
@@ -48,6 +48,25 @@ bench: etcd-binaries
 # learners and shrunk by removing two nodes, the etcd leader among them.
 demo: build
 	$(GO) run ./tests/demo -bin $(BIN)
+
+# nixpkgs' lib, to evaluate the NixOS module without nixpkgs: NIXPKGS_LIB,
+# else <nixpkgs> on NIX_PATH, else a copy in .cache/nixpkgs-lib (never
+# committed). Without any, nix-check parses the .nix files only, and says so.
+NIXPKGS_LIB ?= $(wildcard $(CURDIR)/.cache/nixpkgs-lib/lib)
+
+# nix-check: every .nix file parses; the module evaluates with lib (units,
+# YAML, assertions, types); docs/options.md is current; vendorHash matches.
+nix-check: deps
+	NIXPKGS_LIB=$(NIXPKGS_LIB) tests/nixos/nix-check.sh check
+
+# nix-docs regenerates docs/options.md from nixos-module/.
+nix-docs: deps
+	NIXPKGS_LIB=$(NIXPKGS_LIB) tests/nixos/nix-check.sh docs
+
+# vendor-hash writes flake.nix's vendorHash: go mod vendor + nix hash path,
+# offline (the Nix build itself needs network).
+vendor-hash: deps
+	tests/nixos/nix-check.sh vendor-hash
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

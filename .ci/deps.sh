@@ -10,6 +10,9 @@ need gcc gcc
 need ip iproute2
 need ps procps
 need curl curl
+# Nix 2.x (no daemon) for make nix-check: parse and evaluate the NixOS module, hash the Go vendor dir
+need nix-instantiate nix-bin
+need python3 python3
 # libvirt's C library and headers for pkg/libvirt (cgo), found through pkg-config
 need pkg-config pkg-config
 pkg-config --exists libvirt 2>/dev/null || pkgs+=(libvirt-dev)

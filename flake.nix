@@ -1,0 +1,69 @@
+{
+  description = "nico: NixOS fleet agents and a leader-elected coordinator that grow and shrink etcd through learners";
+
+  inputs.nixpkgs.url = "github:NixOS/nixpkgs/nixos-unstable";
+
+  outputs = { self, nixpkgs }:
+    let
+      inherit (nixpkgs) lib;
+      systems = [ "x86_64-linux" "aarch64-linux" ];
+      forAllSystems = f: lib.genAttrs systems (system: f (import nixpkgs {
+        inherit system;
+        overlays = [ self.overlays.default ];
+      }));
+      version = self.shortRev or self.dirtyShortRev or "dev";
+    in
+    {
+      overlays.default = final: _prev: {
+        nico = final.callPackage ./nixos-module/package.nix {
+          inherit version;
+          # make vendor-hash rewrites this line; make nix-check compares it.
+          vendorHash = "sha256-35LqFd6cwWaxRmvJadShY5KJ2692J+YtIgLpvfDDvqg=";
+        };
+      };
+
+      packages = forAllSystems (pkgs: {
+        nico = pkgs.nico;
+        default = pkgs.nico;
+        # The option reference rendered by nixpkgs' nixosOptionsDoc (the
+        # repository keeps docs/options.md, rendered with lib alone).
+        options-doc = (pkgs.nixosOptionsDoc {
+          options = (lib.nixosSystem {
+            inherit (pkgs.stdenv.hostPlatform) system;
+            modules = [ self.nixosModules.default ];
+          }).options.services.nico;
+        }).optionsCommonMark;
+      });
+
+      # The module, with services.nico.package defaulting to this flake's.
+      nixosModules.default = { lib, pkgs, ... }: {
+        imports = [ ./nixos-module ];
+        services.nico.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.default;
+      };
+      nixosModules.nico = self.nixosModules.default;
+
+      devShells = forAllSystems (pkgs: {
+        default = pkgs.mkShell {
+          packages = [ (pkgs.go_1_26 or pkgs.go) pkgs.gopls pkgs.etcd pkgs.gnumake pkgs.git pkgs.pkg-config pkgs.libvirt ];
+        };
+      });
+
+      formatter = forAllSystems (pkgs: pkgs.nixfmt);
+
+      checks = forAllSystems (pkgs:
+        let
+          moduleEval = import ./tests/nixos/eval { inherit lib; };
+        in
+        {
+          package = pkgs.nico;
+          # The lib-only checks of make nix-check, against nixpkgs' lib.
+          module-eval = pkgs.runCommand "nico-module-eval" { } ''
+            echo ${lib.escapeShellArg moduleEval.checks} > $out
+          '';
+          options-doc = pkgs.runCommand "nico-options-doc-drift" { } ''
+            diff -u ${./docs/options.md} ${pkgs.writeText "options.md" moduleEval.optionsDoc}
+            touch $out
+          '';
+        } // import ./tests/nixos { inherit pkgs self; });
+    };
+}

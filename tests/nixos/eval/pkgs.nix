@@ -1,0 +1,28 @@
+# The few packages and pkgs.formats.yaml that nixos-module/ uses, as
+# stand-ins that need no nixpkgs: derivation-shaped attribute sets with a
+# store path. formats.yaml's `generate` keeps the value it was given
+# (passthru `value`) so checks can read the rendered YAML's contents; YAML
+# is a superset of JSON, and `text` is that JSON.
+{ lib }:
+
+let
+  fakeDrv = name: extra: {
+    type = "derivation";
+    inherit name;
+    outPath = "/nix/store/00000000000000000000000000000000-${name}";
+  } // extra;
+
+  yamlValue = with lib.types; nullOr (oneOf [ bool int float str path (attrsOf yamlValue) (listOf yamlValue) ]) // {
+    description = "YAML value";
+  };
+in
+{
+  nico = fakeDrv "nico-dev" { };
+  etcd = fakeDrv "etcd-3.6" { };
+  coreutils = fakeDrv "coreutils-9" { };
+  systemd = fakeDrv "systemd-257" { };
+  formats.yaml = { }: {
+    type = yamlValue;
+    generate = name: value: fakeDrv name { inherit value; text = builtins.toJSON value; };
+  };
+}

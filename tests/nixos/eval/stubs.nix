@@ -1,0 +1,96 @@
+# Declarations of the NixOS options that nixos-module/ sets, for evaluating
+# the module with nixpkgs' `lib` alone (make nix-check): the build machines
+# have no nixpkgs. Names, types and defaults follow nixpkgs
+# (nixos/modules/services/misc/etcd.nix, system/boot/systemd.nix,
+# misc/assertions.nix, services/networking/firewall.nix,
+# virtualisation/libvirtd.nix); services.etcd also sets its unit as
+# nixpkgs' module does, so that the overrides of nico's module are checked.
+{ lib, pkgs }:
+{ config, ... }:
+
+let
+  inherit (lib) mkOption types;
+
+  # nixpkgs' unitOption, without its list-merging subtleties.
+  unitOption = types.oneOf [ types.bool types.int types.str types.path (types.listOf (types.oneOf [ types.bool types.int types.str types.path ])) ];
+
+  serviceModule = {
+    options = {
+      description = mkOption { type = types.str; default = ""; };
+      wantedBy = mkOption { type = types.listOf types.str; default = [ ]; };
+      requiredBy = mkOption { type = types.listOf types.str; default = [ ]; };
+      wants = mkOption { type = types.listOf types.str; default = [ ]; };
+      requires = mkOption { type = types.listOf types.str; default = [ ]; };
+      after = mkOption { type = types.listOf types.str; default = [ ]; };
+      before = mkOption { type = types.listOf types.str; default = [ ]; };
+      path = mkOption { type = types.listOf (types.either types.package types.str); default = [ ]; };
+      environment = mkOption { type = types.attrsOf (types.nullOr (types.oneOf [ types.str types.path types.package ])); default = { }; };
+      restartIfChanged = mkOption { type = types.bool; default = true; };
+      stopIfChanged = mkOption { type = types.bool; default = true; };
+      unitConfig = mkOption { type = types.attrsOf unitOption; default = { }; };
+      serviceConfig = mkOption { type = types.attrsOf unitOption; default = { }; };
+    };
+  };
+in
+{
+  options = {
+    assertions = mkOption { type = types.listOf types.unspecified; default = [ ]; internal = true; };
+    warnings = mkOption { type = types.listOf types.str; default = [ ]; internal = true; };
+
+    networking.hostName = mkOption { type = types.strMatching "^$|^[[:alnum:]]([[:alnum:]_-]{0,61}[[:alnum:]])?$"; default = "nixos"; };
+    networking.firewall.allowedTCPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
+    networking.firewall.allowedUDPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
+
+    environment.etc = mkOption {
+      type = types.attrsOf (types.submodule { options.source = mkOption { type = types.unspecified; }; });
+      default = { };
+    };
+
+    virtualisation.libvirtd.enable = mkOption { type = types.bool; default = false; };
+
+    systemd.package = mkOption { type = types.package; default = pkgs.systemd; };
+    systemd.services = mkOption { type = types.attrsOf (types.submodule serviceModule); default = { }; };
+
+    services.etcd = {
+      enable = mkOption { type = types.bool; default = false; };
+      name = mkOption { type = types.str; default = "nixos"; };
+      advertiseClientUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2379" ]; };
+      listenClientUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2379" ]; };
+      listenPeerUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2380" ]; };
+      initialAdvertisePeerUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2380" ]; };
+      initialCluster = mkOption { type = types.listOf types.str; default = [ ]; };
+      initialClusterState = mkOption { type = types.enum [ "new" "existing" ]; default = "new"; };
+      initialClusterToken = mkOption { type = types.str; default = "etcd-cluster"; };
+      certFile = mkOption { type = types.nullOr types.path; default = null; };
+      keyFile = mkOption { type = types.nullOr types.path; default = null; };
+      trustedCaFile = mkOption { type = types.nullOr types.path; default = null; };
+      peerCertFile = mkOption { type = types.nullOr types.path; default = null; };
+      peerKeyFile = mkOption { type = types.nullOr types.path; default = null; };
+      peerTrustedCaFile = mkOption { type = types.nullOr types.path; default = null; };
+      dataDir = mkOption { type = types.path; default = "/var/lib/etcd"; };
+    };
+  };
+
+  # As nixpkgs' etcd module: an enabled etcd is wanted by
+  # multi-user.target and reads its settings from Environment=.
+  config = lib.mkIf config.services.etcd.enable {
+    systemd.services.etcd = {
+      description = "etcd key-value store";
+      wantedBy = [ "multi-user.target" ];
+      after = [ "network.target" ];
+      environment = {
+        ETCD_NAME = config.services.etcd.name;
+        ETCD_DATA_DIR = config.services.etcd.dataDir;
+        ETCD_INITIAL_CLUSTER = lib.concatStringsSep "," config.services.etcd.initialCluster;
+        ETCD_INITIAL_CLUSTER_STATE = config.services.etcd.initialClusterState;
+        ETCD_LISTEN_CLIENT_URLS = lib.concatStringsSep "," config.services.etcd.listenClientUrls;
+      };
+      serviceConfig = {
+        Type = "notify";
+        ExecStart = "${pkgs.etcd}/bin/etcd";
+        User = "etcd";
+        LimitNOFILE = 40000;
+      };
+    };
+  };
+}

@@ -1,0 +1,50 @@
+# A control-plane host for the VM tests: nico with its systemd etcd
+# runtime, etcd on the host's test-network address, cp1 the bootstrap
+# host and the seed of the others.
+{ self, lib }:
+
+{
+  controlPlane = { bootstrap ? false }: { config, nodes, pkgs, ... }: {
+    imports = [ self.nixosModules.default ];
+    virtualisation.memorySize = 1024;
+    environment.systemPackages = [ pkgs.etcd pkgs.jq ];
+    # A test token; on real hosts it is a secret outside the store.
+    environment.etc."nico-token".text = "nico-vm-test-token";
+    services.nico = {
+      enable = true;
+      roles = [ "controlPlane" ];
+      inherit bootstrap;
+      seeds = lib.optional (!bootstrap) nodes.cp1.networking.primaryIPAddress;
+      tokenFile = "/etc/nico-token";
+      openFirewall = true;
+      settings.etcd = {
+        peerURL = "http://${config.networking.primaryIPAddress}:2380";
+        clientURL = "http://${config.networking.primaryIPAddress}:2379";
+        endpoints = lib.optional (!bootstrap) "http://${nodes.cp1.networking.primaryIPAddress}:2379";
+      };
+      settings.heartbeat.ttl = "5s";
+    };
+  };
+
+  # Python helpers shared by the test scripts.
+  helpers = ''
+    import json
+
+    def voters(machine):
+        """Names of the voting etcd members, as the local member sees them."""
+        out = machine.succeed("etcdctl --endpoints http://127.0.0.1:2379 member list")
+        # id, status, name, peer URLs, client URLs, is learner
+        return sorted(l.split(", ")[2] for l in out.strip().splitlines() if l.endswith(", false"))
+
+    def wait_voters(machine, names, timeout=600):
+        want = sorted(names)
+        def ok(_):
+            got = voters(machine)
+            print(f"{machine.name}: voters {got}, want {want}")
+            return got == want
+        retry(ok, timeout_seconds=timeout)
+
+    def coordinator_leader(machine):
+        return json.loads(machine.succeed("nicoctl status -o json"))["coordinator"]
+  '';
+}
