@@ -41,6 +41,8 @@ type Agent struct {
 	Heartbeat Heartbeat
 	Join      Join
 	Log       Log
+	// Generations: see generations.go.
+	Generations Generations
 }
 
 // HasRole reports whether the machine has role r.
@@ -128,6 +130,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 		stringKey("log.level", &a.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logging.Levels...)),
 		stringKey("log.format", &a.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
 	}
+	keys = append(keys, generationKeys(&a.Generations)...)
 	rules := []rule{
 		{keys: []string{"bootstrap", "roles"}, check: func() error {
 			if a.Bootstrap && !a.HasRole(RoleControlPlane) {
@@ -142,7 +145,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 			return nil
 		}},
 	}
-	return keys, rules
+	return keys, append(rules, generationRules(&a.Generations)...)
 }
 
 // runtime accepts the etcd runtimes the agent has.

@@ -32,10 +32,11 @@ func TestAgentDefaults(t *testing.T) {
 			ClusterToken: "nico",
 			DialTimeout:  5 * time.Second,
 		},
-		Store:     Store{Prefix: "/nico/v1/"},
-		Heartbeat: Heartbeat{TTL: 10 * time.Second},
-		Join:      Join{RetryInterval: 2 * time.Second},
-		Log:       Log{Level: "info", Format: "text"},
+		Store:       Store{Prefix: "/nico/v1/"},
+		Heartbeat:   Heartbeat{TTL: 10 * time.Second},
+		Join:        Join{RetryInterval: 2 * time.Second},
+		Log:         Log{Level: "info", Format: "text"},
+		Generations: Generations{Applier: "none", SecretsDir: "/run/nico/secrets", HealthDeadline: 2 * time.Minute},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
@@ -83,6 +84,13 @@ join:
 log:
   level: debug
   format: json
+generations:
+  applier: exec
+  command: [/bin/sh, -c, "echo $NICO_REVISION"]
+  healthDeadline: 30s
+  allowFailedUnits: ["user@*.service"]
+  checkCommands: ["systemctl is-active kubelet"]
+  httpChecks: ["http://127.0.0.1:10248/healthz"]
 `})
 	if err != nil {
 		t.Fatalf("LoadAgent: %v", err)
@@ -107,6 +115,8 @@ log:
 		Heartbeat: Heartbeat{TTL: 30 * time.Second},
 		Join:      Join{RetryInterval: 500 * time.Millisecond},
 		Log:       Log{Level: "debug", Format: "json"},
+		Generations: Generations{Applier: "exec", Command: []string{"/bin/sh", "-c", "echo $NICO_REVISION"}, SecretsDir: "/run/nico/secrets", HealthDeadline: 30 * time.Second,
+			AllowFailedUnits: []string{"user@*.service"}, CheckCommands: []string{"systemctl is-active kubelet"}, HTTPChecks: []string{"http://127.0.0.1:10248/healthz"}},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
@@ -181,6 +191,9 @@ func TestAgentInvalidValues(t *testing.T) {
 		{"NICO_DATADIR", "var/lib/nico", []string{"dataDir:", `"var/lib/nico"`, "absolute path"}},
 		{"NICO_ETCD_RUNTIME", "podman", []string{`config: etcd.runtime: "podman" is not accepted; use one of embedded, exec, systemd`}},
 		{"NICO_ETCD_RUNTIME", "systemd", nil},
+		{"NICO_GENERATIONS_APPLIER", "ansible", []string{`generations.applier: "ansible" is not accepted; use one of none, exec, nixos`}},
+		{"NICO_GENERATIONS_APPLIER", "exec", []string{"generations.command:", "generations.applier exec"}},
+		{"NICO_GENERATIONS_HTTPCHECKS", "localhost:80", []string{"generations.httpChecks:", `"localhost:80"`}},
 		{"NICO_ETCD_ENVIRONMENTFILE", "etcd.env", []string{"etcd.environmentFile:", `"etcd.env"`, "absolute path"}},
 		{"NICO_ETCD_DATADIR", "etcd", []string{"etcd.dataDir:", `"etcd"`, "absolute path"}},
 		{"NICO_ETCD_PEERURL", "10.0.0.1:2380", []string{"etcd.peerURL:", `"10.0.0.1:2380"`, "http or https URL"}},

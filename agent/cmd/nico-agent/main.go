@@ -68,7 +68,12 @@ func run(args []string, stderr io.Writer) int {
 		}
 	}
 	notify := sdnotify.New()
-	a := agent.New(agentConfig(cfg), rt, notify, log)
+	ac := agentConfig(cfg)
+	if ac.Applier, err = newApplier(cfg); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	a := agent.New(ac, rt, notify, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

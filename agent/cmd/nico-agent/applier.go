@@ -1,0 +1,34 @@
+package main
+
+import (
+	"path/filepath"
+	"time"
+
+	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/config"
+)
+
+// newApplier builds the generations applier the configuration asks for
+// (nil for none).
+func newApplier(cfg config.Agent) (apply.Applier, error) {
+	g := cfg.Generations
+	work := g.WorkDir
+	if work == "" {
+		work = filepath.Join(cfg.DataDir, "generations")
+	}
+	gate := apply.Gate{Deadline: g.HealthDeadline, Interval: time.Second}
+	for _, c := range g.CheckCommands {
+		gate.Checks = append(gate.Checks, apply.CommandCheck{Runner: apply.ExecRunner{}, Cmd: apply.Cmd{Name: "sh", Args: []string{"-c", c}}})
+	}
+	for _, u := range g.HTTPChecks {
+		gate.Checks = append(gate.Checks, apply.HTTPCheck{URL: u})
+	}
+	switch g.Applier {
+	case config.ApplierExec:
+		return apply.NewExec(apply.ExecConfig{Command: g.Command, Gate: gate, StateFile: filepath.Join(work, "exec-state.json")})
+	case config.ApplierNixOS:
+		return apply.NewNixOS(apply.NixOSConfig{WorkDir: work, Gate: gate, AllowFailedUnits: g.AllowFailedUnits, Secrets: apply.DirSecrets(g.SecretsDir)}), nil
+	default:
+		return nil, nil
+	}
+}
