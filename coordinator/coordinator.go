@@ -142,10 +142,16 @@ func (c *Coordinator) term(ctx context.Context) error {
 	rolloutCtx, stopRollouts := context.WithCancel(tctx)
 	rolloutsDone := make(chan error, 1)
 	go func() { rolloutsDone <- c.runRollouts(rolloutCtx, fence) }()
+	// Machine pools too: placement and scale-down (coordinator/pools.go).
+	poolsDone := make(chan error, 1)
+	go func() { poolsDone <- c.runPools(rolloutCtx, fence) }()
 	err = newReconciler(c, fence).run(tctx)
 	stopRollouts()
 	if rerr := <-rolloutsDone; rerr != nil {
 		c.log.Warn("rollout loop ended", "err", rerr)
+	}
+	if perr := <-poolsDone; perr != nil {
+		c.log.Warn("machine pool loop ended", "err", perr)
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer rcancel()

@@ -15,11 +15,11 @@ const MetadataNS = "https://homystack.io/nico/domain/1"
 
 // metadata is what nico records in a domain's <metadata>.
 type metadata struct {
-	Machine     string   `xml:"name"`
-	Pool        string   `xml:"pool"`
-	StoragePool string   `xml:"storagePool"`
-	BaseImage   string   `xml:"baseImage"`
-	Volume      string   `xml:"volume"`
+	Machine     string `xml:"name"`
+	Pool        string `xml:"pool"`
+	StoragePool string `xml:"storagePool"`
+	BaseImage   string `xml:"baseImage"`
+	Volume      string `xml:"volume"`
 }
 
 // domainXML builds the domain definition for spec with libvirtxml.

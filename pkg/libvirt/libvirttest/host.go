@@ -70,7 +70,7 @@ func URI(t testing.TB, o Options) string {
 	dir := t.TempDir()
 	n.Network = xmlNode{Inner: `<name>default</name><bridge name="virbr0"/><forward/><ip address="192.168.122.1" netmask="255.255.255.0"><dhcp><range start="192.168.122.2" end="192.168.122.254"/></dhcp></ip>`}
 	n.Pool = poolNode{Type: "dir",
-		Inner: fmt.Sprintf(`<name>default</name><capacity unit="GiB">%d</capacity><allocation>0</allocation><available unit="GiB">%d</available><target><path>%s</path></target>`, o.DiskGiB, o.DiskGiB, dir),
+		Inner:  fmt.Sprintf(`<name>default</name><capacity unit="GiB">%d</capacity><allocation>0</allocation><available unit="GiB">%d</available><target><path>%s</path></target>`, o.DiskGiB, o.DiskGiB, dir),
 		Volume: []xmlNode{{Inner: `<name>base.qcow2</name><capacity unit="GiB">1</capacity><target><format type="qcow2"/></target>`}},
 	}
 	for i, name := range o.Foreign {

@@ -1,0 +1,196 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/placement"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// runPools is the leader's machine-pool loop, beside the membership loop:
+// on every change or resync it reads the pools, machines, hypervisor
+// reports, nodes and removal requests, plans with placement.Compute and
+// writes the plan, each object in a transaction fenced on leadership and
+// guarded on the revision it was read at. Surplus machines' nodes leave
+// through the safe removal (a RemoveRequest, as nicoctl files) before their domains
+// are deleted.
+//
+//	[watch or resync] --> observe --> placement.Compute --> write (fenced, CAS) --+
+//	        ^                                                                     |
+//	        +------------------------- not leader: return ------------------------+
+func (c *Coordinator) runPools(ctx context.Context, fence store.Fence) error {
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
+	defer cancel()
+	events := c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
+	tick := time.NewTicker(c.cfg.ResyncInterval)
+	defer tick.Stop()
+	for {
+		pl, err := c.poolPass(ctx, fence)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, store.ErrNotLeader):
+			return err
+		case err != nil:
+			c.log.Warn("machine pools: pass failed", "err", err)
+		case !pl.Empty():
+			c.log.Info("machine pools", "plan", pl.Counts())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case _, ok := <-events:
+			if !ok {
+				events = c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
+			}
+		case <-tick.C:
+		}
+	}
+}
+
+// poolPass observes, plans and writes once.
+func (c *Coordinator) poolPass(ctx context.Context, fence store.Fence) (placement.Plan, error) {
+	in, err := observePools(ctx, c.store, c.Now())
+	if err != nil {
+		return placement.Plan{}, err
+	}
+	pl := placement.Compute(in)
+	return pl, c.writePoolPlan(ctx, fence, pl)
+}
+
+// observePools reads everything the placement planner needs.
+func observePools(ctx context.Context, st *store.Store, now time.Time) (placement.Input, error) {
+	in := placement.Input{Now: now, Nodes: map[string]*api.Node{}, Removals: map[string]*api.RemoveRequest{}}
+	var err error
+	if in.Pools, _, err = store.List[api.MachinePool](ctx, st, store.PoolsDir); err != nil {
+		return in, err
+	}
+	if in.Machines, _, err = store.List[api.Machine](ctx, st, store.MachinesDir); err != nil {
+		return in, err
+	}
+	hvs, _, err := store.List[api.Hypervisor](ctx, st, store.HypervisorsDir)
+	if err != nil {
+		return in, err
+	}
+	nodes, _, err := store.List[api.Node](ctx, st, store.NodesDir)
+	if err != nil {
+		return in, err
+	}
+	removals, _, err := store.List[api.RemoveRequest](ctx, st, store.RemovalsDir)
+	if err != nil {
+		return in, err
+	}
+	hb, err := st.Client().Get(ctx, store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return in, fmt.Errorf("coordinator: heartbeats: %w", err)
+	}
+	alive := map[string]bool{}
+	for _, kv := range hb.Kvs {
+		alive[store.Name(string(kv.Key))] = true
+	}
+	for _, h := range hvs {
+		in.Hosts = append(in.Hosts, &placement.Host{Name: h.Metadata.Name, Alive: alive[h.Metadata.Name], Labels: h.Spec.Labels, Report: h.Status})
+	}
+	for _, n := range nodes {
+		in.Nodes[n.Metadata.Name] = n
+	}
+	for _, r := range removals {
+		in.Removals[r.Metadata.Name] = r
+	}
+	return in, nil
+}
+
+// writePoolPlan applies a plan. Each write is fenced on leadership and
+// guarded on the object's revision; a conflict is left for the next pass.
+func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl placement.Plan) error {
+	var errs []error
+	write := func(key string, rev int64, op clientv3.Op) {
+		guard := store.Guard{Cmp: store.Unchanged(key, rev), Err: fmt.Errorf("%w: %s", store.ErrConflict, key)}
+		if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, op); err != nil && !errors.Is(err, store.ErrConflict) {
+			errs = append(errs, err)
+		}
+	}
+	for _, m := range pl.Create {
+		m.Spec.UUID = newUUID()
+		op, err := store.PutOp(store.MachineKey(m.Metadata.Name), m)
+		if err != nil {
+			return err
+		}
+		write(store.MachineKey(m.Metadata.Name), 0, op)
+	}
+	for _, m := range pl.Update {
+		op, err := store.PutOp(store.MachineKey(m.Metadata.Name), m)
+		if err != nil {
+			return err
+		}
+		write(store.MachineKey(m.Metadata.Name), m.Metadata.Revision, op)
+	}
+	for _, m := range pl.Delete {
+		write(store.MachineKey(m.Metadata.Name), m.Metadata.Revision, clientv3.OpDelete(store.MachineKey(m.Metadata.Name)))
+	}
+	for _, p := range pl.Pools {
+		op, err := store.PutOp(store.PoolKey(p.Metadata.Name), p)
+		if err != nil {
+			return err
+		}
+		write(store.PoolKey(p.Metadata.Name), p.Metadata.Revision, op)
+	}
+	for _, node := range pl.RequestRemoval {
+		if err := c.fileRemoval(ctx, fence, node); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, err := range errs {
+		if errors.Is(err, store.ErrNotLeader) {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// fileRemoval files the safe removal of node: the same RemoveRequest that
+// nicoctl remove node and requests.RequestRemoval file (pkg/requests cannot
+// be imported here: its tests import this package), written fenced on
+// leadership. An unfinished request is left alone; a finished one from an
+// earlier life of the name is replaced.
+func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node string) error {
+	key := store.RemovalKey(node)
+	old := &api.RemoveRequest{}
+	var rev int64
+	switch err := c.store.Get(ctx, key, old); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	case !old.Status.Phase.Finished():
+		return nil
+	default:
+		rev = old.Metadata.Revision
+	}
+	r := api.NewRemoveRequest(node)
+	r.Metadata.CreatedAt = c.Now().UTC()
+	r.Spec.RequestedBy = "machine pool scale-down (" + c.cfg.Name + ")"
+	op, err := store.PutOp(key, r)
+	if err != nil {
+		return err
+	}
+	guard := store.Guard{Cmp: store.Unchanged(key, rev), Err: fmt.Errorf("%w: %s", store.ErrConflict, key)}
+	if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, op); err != nil && !errors.Is(err, store.ErrConflict) {
+		return err
+	}
+	return nil
+}
+
+// newUUID returns a random (version 4) UUID for a new machine's domain.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

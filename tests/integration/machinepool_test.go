@@ -1,0 +1,190 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/hypervisor"
+	"github.com/homystack/nico/pkg/libvirt"
+	"github.com/homystack/nico/pkg/libvirt/libvirttest"
+	"github.com/homystack/nico/pkg/placement"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// hvHost is a hypervisor host under test: its agent (heartbeat), its
+// controller and its libvirt test driver.
+type hvHost struct {
+	name string
+	hv   *libvirt.Hypervisor
+	done chan error
+}
+
+// startHypervisor runs a hypervisor host: an agent with the hypervisor role
+// and its domain controller over a libvirt test-driver host.
+func (f *fleet) startHypervisor(name string, o libvirttest.Options) *hvHost {
+	cfg := f.agentConfig(name, false)
+	cfg.Roles = []api.Role{api.RoleHypervisor}
+	f.start(cfg)
+	h := &hvHost{name: name, hv: libvirt.New(libvirttest.URI(f.t, o), f.log.With("test-hv", name)), done: make(chan error, 1)}
+	c := agent.NewHypervisorController(agent.HypervisorConfig{Node: name, Endpoints: f.endpoints(), Resync: 200 * time.Millisecond, StopGrace: time.Second}, f.store(), h.hv, f.log.With("test-hv", name))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { h.done <- c.Run(ctx) }()
+	f.t.Cleanup(func() { cancel(); <-h.done; h.hv.Close() })
+	return h
+}
+
+func (h *hvHost) domains(t *testing.T) []string {
+	ds, err := h.hv.Domains(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, d := range ds {
+		if d.State == hypervisor.Running {
+			out = append(out, d.Spec.Name)
+		}
+	}
+	return out
+}
+
+func (f *fleet) putPool(p *api.MachinePool) {
+	f.t.Helper()
+	st := f.store()
+	old := api.NewMachinePool(p.Metadata.Name)
+	if err := st.Get(f.t.Context(), store.PoolKey(p.Metadata.Name), old); err == nil {
+		old.Spec = p.Spec
+		p = old
+	}
+	if err := st.Put(f.t.Context(), store.PoolKey(p.Metadata.Name), p); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *fleet) machines() map[string]*api.Machine {
+	f.t.Helper()
+	ms, _, err := store.List[api.Machine](f.t.Context(), f.store(), store.MachinesDir)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	out := map[string]*api.Machine{}
+	for _, m := range ms {
+		out[m.Metadata.Name] = m
+	}
+	return out
+}
+
+// TestMachinePoolOnLibvirt: a pool of libvirt machines is placed across two
+// hypervisor hosts by the leader and created by the hosts' agents; machines
+// that do not fit stay Pending saying why; the machines' agents join as
+// workers; scaling down removes a machine's node through the safe removal
+// before its domain is deleted; a pool naming an unknown network gets a
+// clear condition and nothing is created.
+func TestMachinePoolOnLibvirt(t *testing.T) {
+	f := newFleet(t)
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	hosts := []*hvHost{
+		f.startHypervisor("hv-1", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
+		f.startHypervisor("hv-2", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
+	}
+	running := func() []string {
+		var all []string
+		for _, h := range hosts {
+			all = append(all, h.domains(t)...)
+		}
+		slices.Sort(all)
+		return all
+	}
+
+	pool := api.NewMachinePool("web")
+	pool.Spec = api.MachinePoolSpec{Count: 3, Spread: true, Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 1024, DiskGiB: 4, BaseImage: "base.qcow2", Network: "default"}}
+	f.putPool(pool)
+	eventually(t, 60*time.Second, "3 machines running", func() (bool, string) {
+		ms := f.machines()
+		n := 0
+		for _, m := range ms {
+			if m.Status.Phase == api.MachineRunning {
+				n++
+			}
+		}
+		return n == 3 && len(running()) == 3, fmt.Sprintf("running domains %v", running())
+	})
+	if a, b := len(hosts[0].domains(t)), len(hosts[1].domains(t)); a == 0 || b == 0 {
+		t.Fatalf("spread pool on one host: %d and %d", a, b)
+	}
+
+	// The machines' agents boot and join as workers.
+	workers := map[string]*node{}
+	for i := 0; i < 3; i++ {
+		name := placement.MachineName("web", i)
+		cfg := f.agentConfig(name, false)
+		cfg.Roles = []api.Role{api.RoleWorker}
+		workers[name] = f.start(cfg)
+	}
+	eventually(t, 60*time.Second, "machines discoverable", func() (bool, string) {
+		for name, m := range f.machines() {
+			if !m.Status.Discoverable {
+				return false, name + " not discoverable"
+			}
+		}
+		return true, ""
+	})
+
+	// Room for 8 machines of 1 GiB in 8 GiB: the ninth stays Pending.
+	pool.Spec.Count = 9
+	f.putPool(pool)
+	waitObj[api.Machine](f, 60*time.Second, store.MachineKey("web-8"), "web-8 pending with a reason", func(m *api.Machine) bool {
+		c := api.FindCondition(m.Status.Conditions, api.CondScheduled)
+		return m.Status.Phase == api.MachinePending && c != nil && !c.Status && strings.Contains(c.Message, "memory 0 MiB free < 1024 MiB")
+	})
+	eventually(t, 60*time.Second, "8 domains running", func() (bool, string) { return len(running()) == 8, fmt.Sprint(running()) })
+
+	// Scale down to 2: web-2's node leaves through the safe removal first.
+	pool.Spec.Count = 2
+	f.putPool(pool)
+	select {
+	case err := <-workers["web-2"].done:
+		workers["web-2"].done <- err
+		if !errors.Is(err, agent.ErrRemoved) {
+			t.Fatalf("web-2's agent returned %v, want ErrRemoved", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("web-2's node was not removed")
+	}
+	eventually(t, 60*time.Second, "pool scaled down to 2", func() (bool, string) {
+		ms := f.machines()
+		return len(ms) == 2 && ms["web-0"] != nil && ms["web-1"] != nil && slices.Equal(running(), []string{"web-0", "web-1"}),
+			fmt.Sprintf("%d machines, running %v", len(ms), running())
+	})
+	r := &api.RemoveRequest{}
+	if err := f.store().Get(t.Context(), store.RemovalKey("web-2"), r); err != nil || r.Status.Phase != api.RemoveDone {
+		t.Fatalf("removal of web-2: %+v %v", r.Status, err)
+	}
+	waitObj[api.MachinePool](f, 30*time.Second, store.PoolKey("web"), "pool ready", func(p *api.MachinePool) bool {
+		c := api.FindCondition(p.Status.Conditions, api.CondReady)
+		return c != nil && c.Status && p.Status.Running == 2
+	})
+
+	// Bad input: nothing is created, the pool says why.
+	bad := api.NewMachinePool("bad")
+	bad.Spec = pool.Spec
+	bad.Spec.Template.Network = "nope"
+	f.putPool(bad)
+	waitObj[api.MachinePool](f, 30*time.Second, store.PoolKey("bad"), "bad pool invalid", func(p *api.MachinePool) bool {
+		c := api.FindCondition(p.Status.Conditions, api.CondValid)
+		return c != nil && !c.Status && strings.Contains(c.Message, `no network "nope"`)
+	})
+	for name := range f.machines() {
+		if strings.HasPrefix(name, "bad-") {
+			t.Fatalf("machine %s created for an invalid pool", name)
+		}
+	}
+}
