@@ -289,6 +289,10 @@ in
         peerTrustedCaFile = cfg.etcd.peerTrustedCaFile;
       };
 
+      # Ordered after etcd, so that at shutdown the agent stops first and
+      # hands etcd leadership to a healthy peer before etcd stops.
+      systemd.services.nico-agent.after = [ "etcd.service" ];
+
       # etcd is started, restarted and stopped by the agent only.
       systemd.services.etcd = {
         wantedBy = lib.mkForce [ ];

@@ -54,6 +54,7 @@ let
       cp1Agent.Type == "notify" && cp1Agent.WatchdogSec == "30s"
       && lib.elem "network-online.target" cp1.systemd.services.nico-agent.after
       && lib.elem "network-online.target" cp1.systemd.services.nico-agent.wants;
+    "agent stops before etcd at shutdown" = lib.elem "etcd.service" cp1.systemd.services.nico-agent.after;
     "agent is not restarted by a switch (it runs the switch)" =
       !cp1.systemd.services.nico-agent.restartIfChanged;
     "removed node is not restarted (exit 3)" = cp1Agent.RestartPreventExitStatus == "3";
