@@ -98,7 +98,12 @@ func (d *demo) run(ctx context.Context) error {
 	d.ctl(ctx, "get", "nodes")
 	d.ctl(ctx, "status")
 
-	step("3. remove two nodes, the etcd leader first: leadership moves before its member goes")
+	step("3. roll a new generation: one node at a time, the etcd leader last after a leadership transfer")
+	if err := d.rollout(ctx); err != nil {
+		return err
+	}
+
+	step("4. remove two nodes, the etcd leader first: leadership moves before its member goes")
 	leader, err := etcdLeader(ctx, cli)
 	if err != nil {
 		return err
@@ -168,6 +173,7 @@ func (d *demo) agent(i int, bootstrap bool) error {
 		"--heartbeat.ttl", "5s",
 		"--join.retryInterval", "500ms",
 	}
+	args = append(args, d.applierArgs()...)
 	if bootstrap {
 		args = append(args, "--bootstrap")
 	} else {
