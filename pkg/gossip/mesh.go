@@ -1,0 +1,343 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Errors of the mesh.
+var (
+	ErrStart      = errors.New("gossip: cannot start")
+	ErrJoin       = errors.New("gossip: cannot join")
+	ErrNotStarted = errors.New("gossip: mesh not started")
+	ErrStaticKey  = errors.New("gossip: the key is static (gossip.key); rotation needs keys derived from the token")
+)
+
+// Mesh is this process's member of the gossip mesh.
+type Mesh struct {
+	cfg     Config
+	log     *slog.Logger
+	tracker *tracker
+	logs    *logBridge
+
+	metaMu   sync.Mutex
+	meta     []byte
+	metaSpec Meta
+
+	mu       sync.Mutex
+	ml       *memberlist.Memberlist
+	keyring  *memberlist.Keyring
+	gen      uint64
+	left     bool
+	shutdown bool
+}
+
+// New validates cfg and prepares a member; it binds and starts nothing.
+func New(cfg Config) (*Mesh, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	meta, _ := cfg.Meta.Encode() // validate encoded it
+	m := &Mesh{cfg: cfg, log: cfg.Logger.With("component", "gossip"), meta: meta, metaSpec: cfg.Meta, gen: cfg.KeyGeneration}
+	m.tracker = newTracker(cfg.Now)
+	m.tracker.onEvent = func(n NodeState, prev State) {
+		if n.Name != cfg.Name {
+			m.log.Info("peer state changed", "peer", n.Name, "addr", n.Addr, "state", n.State, "was", prev)
+		}
+	}
+	m.logs = newLogBridge(m.log, cfg.Now)
+	m.logs.onSuspect = m.tracker.suspect
+	return m, nil
+}
+
+// Start binds the gossip port and starts memberlist. It is idempotent.
+func (m *Mesh) Start() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shutdown {
+		return fmt.Errorf("%w: it was shut down", ErrStart)
+	}
+	if m.ml != nil {
+		return nil
+	}
+	c, _ := profileConfig(m.cfg.Profile)
+	c.Name = m.cfg.Name
+	c.BindAddr = m.cfg.BindAddr
+	c.BindPort = m.cfg.BindPort
+	c.AdvertisePort = m.cfg.BindPort
+	c.AdvertiseAddr = m.cfg.AdvertiseAddr
+	kr, err := m.newKeyring()
+	if err != nil {
+		return err
+	}
+	c.Keyring = kr
+	c.Delegate = delegate{m}
+	c.Events = m.tracker
+	c.Conflict = conflicts{m}
+	c.Logger = log.New(m.logs, "", 0)
+	ml, err := memberlist.Create(c)
+	if err != nil {
+		return fmt.Errorf("%w: gossip.bind %s, gossip.port %d: %w", ErrStart, m.cfg.BindAddr, m.cfg.BindPort, err)
+	}
+	m.ml, m.keyring = ml, kr
+	n := ml.LocalNode()
+	m.log.Info("gossip started", "node", m.cfg.Name, "addr", n.Address(), "profile", m.cfg.Profile, "key_generation", m.gen)
+	return nil
+}
+
+func (m *Mesh) newKeyring() (*memberlist.Keyring, error) {
+	if m.cfg.Key != nil {
+		return memberlist.NewKeyring(nil, m.cfg.Key)
+	}
+	keys, err := m.windowKeys(m.gen)
+	if err != nil {
+		return nil, err
+	}
+	return memberlist.NewKeyring(keys[1:], keys[0])
+}
+
+// windowKeys derives the keys a member of generation gen holds, primary first.
+func (m *Mesh) windowKeys(gen uint64) ([][]byte, error) {
+	var keys [][]byte
+	for _, g := range window(gen) {
+		k, err := DeriveKey(m.cfg.Token, g)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+func (m *Mesh) memberlist() (*memberlist.Memberlist, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ml == nil || m.shutdown {
+		return nil, ErrNotStarted
+	}
+	return m.ml, nil
+}
+
+// Addr is the host:port others reach this member on.
+func (m *Mesh) Addr() string {
+	ml, err := m.memberlist()
+	if err != nil {
+		return ""
+	}
+	return ml.LocalNode().Address()
+}
+
+// Join contacts seeds (host or host:port, DefaultPort when none) and
+// returns how many answered. It fails only when none did.
+func (m *Mesh) Join(seeds []string) (int, error) {
+	ml, err := m.memberlist()
+	if err != nil {
+		return 0, err
+	}
+	var addrs []string
+	for _, s := range seeds {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			s = net.JoinHostPort(s, strconv.Itoa(DefaultPort))
+		}
+		addrs = append(addrs, s)
+	}
+	n, err := ml.Join(addrs)
+	if n == 0 {
+		if err == nil {
+			err = errors.New("no seed answered")
+		}
+		return 0, fmt.Errorf("%w through gossip.seeds %v: %w", ErrJoin, seeds, err)
+	}
+	return n, nil
+}
+
+// Leave tells the others this member is going, waiting up to timeout:
+// first through its metadata (HealthLeaving, so they record it left rather
+// than dead), then through memberlist's leave. It is idempotent and a
+// no-op before Start.
+func (m *Mesh) Leave(timeout time.Duration) error {
+	m.mu.Lock()
+	if m.ml == nil || m.left || m.shutdown {
+		m.mu.Unlock()
+		return nil
+	}
+	m.left = true
+	m.mu.Unlock()
+	m.metaMu.Lock()
+	spec := m.metaSpec
+	m.metaMu.Unlock()
+	spec.Health |= HealthLeaving
+	if err := m.SetMeta(spec); err != nil {
+		m.log.Warn("announcing the leave in metadata failed", "err", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shutdown {
+		return nil
+	}
+	if err := m.ml.Leave(timeout); err != nil {
+		return fmt.Errorf("gossip: leave: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops memberlist and closes its ports without telling anyone
+// (others see it dead after suspicion; call Leave first to be seen left).
+// It is idempotent.
+func (m *Mesh) Shutdown() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.shutdown {
+		return nil
+	}
+	m.shutdown = true
+	if m.ml == nil {
+		return nil
+	}
+	if err := m.ml.Shutdown(); err != nil {
+		return fmt.Errorf("gossip: shutdown: %w", err)
+	}
+	return nil
+}
+
+// Nodes returns every peer this member knows of, itself included, by name.
+func (m *Mesh) Nodes() []NodeState {
+	m.poll()
+	return m.tracker.snapshot()
+}
+
+// Node returns one peer's state.
+func (m *Mesh) Node(name string) (NodeState, bool) {
+	m.poll()
+	return m.tracker.get(name)
+}
+
+// Changed is signalled (coalesced) when a peer's state or metadata changes.
+func (m *Mesh) Changed() <-chan struct{} { return m.tracker.changed }
+
+// poll records members no event announced.
+func (m *Mesh) poll() {
+	if ml, err := m.memberlist(); err == nil {
+		m.tracker.observe(ml.Members())
+	}
+}
+
+// probeSuspects pings each suspect once and records those that answer
+// alive again (memberlist has no event for a refuted suspicion).
+func (m *Mesh) probeSuspects() {
+	ml, err := m.memberlist()
+	if err != nil {
+		return
+	}
+	for _, n := range m.tracker.inState(Suspect) {
+		addr, err := net.ResolveUDPAddr("udp", n.Addr)
+		if err != nil {
+			continue
+		}
+		if _, err := ml.Ping(n.Name, addr); err == nil {
+			m.tracker.refuted(n.Name)
+		}
+	}
+}
+
+// SetMeta publishes new metadata. Metadata that would not fit is refused
+// and the old metadata stays.
+func (m *Mesh) SetMeta(meta Meta) error {
+	if meta.Name == "" {
+		meta.Name = m.cfg.Name
+	}
+	b, err := meta.Encode()
+	if err != nil {
+		return err
+	}
+	m.metaMu.Lock()
+	m.meta, m.metaSpec = b, meta
+	m.metaMu.Unlock()
+	ml, err := m.memberlist()
+	if err != nil {
+		return nil // published at Start
+	}
+	c, _ := profileConfig(m.cfg.Profile)
+	if err := ml.UpdateNode(c.TCPTimeout); err != nil {
+		return fmt.Errorf("gossip: publishing metadata: %w", err)
+	}
+	return nil
+}
+
+// KeyGeneration is the generation whose key this member encrypts with.
+func (m *Mesh) KeyGeneration() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gen
+}
+
+// SetKeyGeneration installs the keys of generations gen-1, gen and gen+1,
+// encrypts with gen's from now on, and drops every other key. Members a
+// generation apart keep understanding each other (see the package doc).
+func (m *Mesh) SetKeyGeneration(gen uint64) error {
+	if m.cfg.Key != nil {
+		return ErrStaticKey
+	}
+	keys, err := m.windowKeys(gen)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.keyring == nil {
+		m.gen = gen // installed at Start
+		return nil
+	}
+	for _, k := range keys {
+		if err := m.keyring.AddKey(k); err != nil {
+			return fmt.Errorf("gossip: installing key generation %d: %w", gen, err)
+		}
+	}
+	if err := m.keyring.UseKey(keys[0]); err != nil {
+		return fmt.Errorf("gossip: using key generation %d: %w", gen, err)
+	}
+	keep := map[string]bool{}
+	for _, k := range keys {
+		keep[string(k)] = true
+	}
+	for _, k := range m.keyring.GetKeys() {
+		if !keep[string(k)] {
+			if err := m.keyring.RemoveKey(k); err != nil {
+				return fmt.Errorf("gossip: dropping an old key: %w", err)
+			}
+		}
+	}
+	if gen != m.gen {
+		m.log.Info("gossip key generation changed", "from", m.gen, "to", gen)
+	}
+	m.gen = gen
+	return nil
+}
+
+// delegate hands memberlist this member's metadata.
+type delegate struct{ m *Mesh }
+
+func (d delegate) NodeMeta(limit int) []byte {
+	d.m.metaMu.Lock()
+	defer d.m.metaMu.Unlock()
+	return d.m.meta // Encode kept it within MaxMetaSize
+}
+func (delegate) NotifyMsg([]byte)                           {}
+func (delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (delegate) LocalState(join bool) []byte                { return nil }
+func (delegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// conflicts logs two members claiming one name.
+type conflicts struct{ m *Mesh }
+
+func (c conflicts) NotifyConflict(existing, other *memberlist.Node) {
+	c.m.log.Error("two machines claim one gossip name; give each a unique name", "node", existing.Name, "addr", existing.Address(), "other_addr", other.Address())
+}

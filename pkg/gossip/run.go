@@ -1,0 +1,80 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/homystack/nico/pkg/backoff"
+)
+
+// LeaveTimeout bounds the graceful leave at the end of Run.
+const LeaveTimeout = 5 * time.Second
+
+// Run starts the member, joins the seeds (retrying with backoff until one
+// answers, then again whenever a seed is not alive, to heal partitions),
+// records suspicion, and on ctx's end leaves the mesh and shuts down. It
+// returns nil after a clean stop, or the start error.
+func (m *Mesh) Run(ctx context.Context) error {
+	if err := m.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		if err := m.Leave(LeaveTimeout); err != nil {
+			m.log.Warn("gossip leave failed", "err", err)
+		}
+		_ = m.Shutdown()
+	}()
+	c, _ := profileConfig(m.cfg.Profile)
+	bo := backoff.Backoff{Base: c.ProbeInterval, Max: 30 * c.ProbeInterval, Jitter: 0.5}
+	poll := time.NewTicker(m.cfg.Profile.PollInterval())
+	defer poll.Stop()
+	attempt, lastErr := 0, ""
+	next := time.Now()
+	for {
+		if time.Now().After(next) && len(m.cfg.Seeds) > 0 && m.needsJoin() {
+			if n, err := m.Join(m.cfg.Seeds); err != nil {
+				if err.Error() != lastErr {
+					m.log.Warn("joining the mesh failed; retrying", "err", err)
+					lastErr = err.Error()
+				}
+				next = time.Now().Add(bo.Delay(attempt))
+				attempt++
+			} else {
+				if attempt > 0 || lastErr != "" || n > 0 {
+					m.log.Info("joined the mesh", "seeds_answered", n)
+				}
+				attempt, lastErr = 0, ""
+				next = time.Now().Add(30 * c.ProbeInterval)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-poll.C:
+			m.poll()
+			m.probeSuspects()
+		}
+	}
+}
+
+// needsJoin tells whether this member is alone or some seed is not alive.
+func (m *Mesh) needsJoin() bool {
+	ml, err := m.memberlist()
+	if err != nil {
+		return false
+	}
+	if ml.NumMembers() <= 1 {
+		return true
+	}
+	alive := map[string]bool{}
+	for _, n := range ml.Members() {
+		alive[n.Address()] = true
+		alive[n.Addr.String()] = true
+	}
+	return slices.ContainsFunc(m.cfg.Seeds, func(s string) bool { return !alive[s] })
+}
+
+// IsJoinError tells whether err is a failure to join.
+func IsJoinError(err error) bool { return errors.Is(err, ErrJoin) }

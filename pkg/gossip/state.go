@@ -1,0 +1,184 @@
+package gossip
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// State is a peer's state as this member sees it.
+type State string
+
+// States (see the diagram in the package doc).
+const (
+	Alive   State = "alive"
+	Suspect State = "suspect"
+	Dead    State = "dead"
+	Left    State = "left" // it left gracefully
+)
+
+// NodeState is one peer as this member sees it.
+type NodeState struct {
+	Name  string
+	Addr  string // host:port of its gossip
+	State State
+	Since time.Time // when State last changed, by this member's clock
+	Meta  Meta
+	// MetaErr is why its metadata did not decode ("" when it did).
+	MetaErr string
+}
+
+// tracker keeps the peers' states. memberlist calls its Notify methods
+// with its own lock held; tracker never calls memberlist.
+type tracker struct {
+	now     func() time.Time
+	onEvent func(NodeState, State) // called without the lock; may be nil
+
+	mu      sync.Mutex
+	nodes   map[string]*NodeState
+	changed chan struct{}
+}
+
+func newTracker(now func() time.Time) *tracker {
+	return &tracker{now: now, nodes: map[string]*NodeState{}, changed: make(chan struct{}, 1)}
+}
+
+// set records n in state s, returning the previous state ("" if new).
+func (t *tracker) set(n *memberlist.Node, s State, metaToo bool) {
+	t.mu.Lock()
+	cur, ok := t.nodes[n.Name]
+	if !ok {
+		cur = &NodeState{Name: n.Name}
+		t.nodes[n.Name] = cur
+	}
+	prev := cur.State
+	changed := false
+	if prev != s {
+		cur.State, cur.Since = s, t.now()
+		changed = true
+	}
+	cur.Addr = n.Address()
+	if metaToo || !ok {
+		m, err := DecodeMeta(n.Meta)
+		cur.Meta, cur.MetaErr = m, ""
+		if err != nil {
+			cur.MetaErr = err.Error()
+		}
+		changed = true
+	}
+	snap := *cur
+	t.mu.Unlock()
+	if changed {
+		t.notify()
+	}
+	if prev != s && t.onEvent != nil {
+		t.onEvent(snap, prev)
+	}
+}
+
+func (t *tracker) notify() {
+	select {
+	case t.changed <- struct{}{}:
+	default:
+	}
+}
+
+// NotifyJoin implements memberlist.EventDelegate.
+func (t *tracker) NotifyJoin(n *memberlist.Node) { t.set(n, Alive, true) }
+
+// NotifyLeave implements memberlist.EventDelegate. memberlist's Node does
+// not carry its state here, so a member that announced it is leaving
+// (HealthLeaving in its metadata) is recorded left, any other dead.
+func (t *tracker) NotifyLeave(n *memberlist.Node) {
+	t.mu.Lock()
+	cur, ok := t.nodes[n.Name]
+	leaving := ok && cur.Meta.Health.Has(HealthLeaving)
+	t.mu.Unlock()
+	if leaving {
+		t.set(n, Left, false)
+		return
+	}
+	t.set(n, Dead, false)
+}
+
+// NotifyUpdate implements memberlist.EventDelegate: new metadata means
+// the peer is alive.
+func (t *tracker) NotifyUpdate(n *memberlist.Node) { t.set(n, Alive, true) }
+
+// observe records members memberlist lists that no event announced.
+func (t *tracker) observe(members []*memberlist.Node) {
+	for _, n := range members {
+		t.mu.Lock()
+		_, ok := t.nodes[n.Name]
+		t.mu.Unlock()
+		if !ok {
+			t.set(n, Alive, true)
+		}
+	}
+}
+
+// suspect records that this member's probe of name failed and memberlist
+// started suspecting it (memberlist has no event for suspicion; the mesh
+// learns it from memberlist's log line).
+func (t *tracker) suspect(name string) {
+	t.setState(name, Alive, Suspect)
+}
+
+// refuted records that a suspect answered again.
+func (t *tracker) refuted(name string) {
+	t.setState(name, Suspect, Alive)
+}
+
+// setState moves name from state from to state to, if it is in from.
+func (t *tracker) setState(name string, from, to State) {
+	t.mu.Lock()
+	cur, ok := t.nodes[name]
+	if !ok || cur.State != from {
+		t.mu.Unlock()
+		return
+	}
+	cur.State, cur.Since = to, t.now()
+	snap := *cur
+	t.mu.Unlock()
+	t.notify()
+	if t.onEvent != nil {
+		t.onEvent(snap, from)
+	}
+}
+
+// inState lists the peers in state s.
+func (t *tracker) inState(s State) []NodeState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []NodeState
+	for _, n := range t.nodes {
+		if n.State == s {
+			out = append(out, *n)
+		}
+	}
+	return out
+}
+
+// snapshot returns every known peer, by name.
+func (t *tracker) snapshot() []NodeState {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]NodeState, 0, len(t.nodes))
+	for _, n := range t.nodes {
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (t *tracker) get(name string) (NodeState, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[name]
+	if !ok {
+		return NodeState{}, false
+	}
+	return *n, true
+}
