@@ -27,19 +27,38 @@ func (a *Agent) join(ctx context.Context) error {
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
+		if removed, _ := a.removalDone(ctx); removed {
+			return a.removed(ctx, "removed while joining")
+		}
 		done, err := a.followJoin(ctx, req)
+		if errors.Is(err, member.ErrRemoved) {
+			return a.removed(ctx, "the cluster removed this member while it joined")
+		}
 		if done || err != nil {
 			return err
+		}
+		var memberDone <-chan struct{}
+		if a.running {
+			memberDone = a.runtime.Done()
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-events:
 		case <-tick.C:
+		case <-memberDone:
+			if errors.Is(a.runtime.Err(), member.ErrRemoved) {
+				return a.removed(ctx, "the cluster removed this member while it joined")
+			}
+			a.running = false
+			a.log.Warn("member exited while joining; it will be started again", "err", a.runtime.Err())
 		}
 		next := &api.JoinRequest{}
 		switch err := a.st.Get(ctx, store.JoinKey(a.cfg.Name), next); {
 		case errors.Is(err, store.ErrNotFound):
+			if removed, _ := a.removalDone(ctx); removed {
+				return a.removed(ctx, "removed while joining")
+			}
 			req, err = a.fileJoin(ctx, req.Spec.Attempt+1)
 			if err != nil {
 				return err
@@ -97,6 +116,9 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 		}
 		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
 		if err := a.startMember(ctx, j.Status.InitialCluster, "existing"); err != nil {
+			if errors.Is(err, member.ErrRemoved) {
+				return false, err
+			}
 			// The coordinator removes a learner that never starts; keep
 			// trying until it does.
 			a.log.Warn("learner did not start; will retry", "err", err)

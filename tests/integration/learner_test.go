@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"errors"
+	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/pkg/member"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,5 +119,53 @@ func (f *fleet) requestRemoval(node string, force bool) {
 	r.Spec.Force = force
 	if err := f.store().Put(f.t.Context(), store.RemovalKey(node), r); err != nil {
 		f.t.Fatal(err)
+	}
+}
+
+// slowReturn starts the member at once but returns from Start only when
+// release is closed: the member can be promoted, and even removed, while
+// its agent is still joining.
+type slowReturn struct {
+	member.Runtime
+	release chan struct{}
+}
+
+func (r *slowReturn) Start(ctx context.Context, cfg member.Config) error {
+	if err := r.Runtime.Start(ctx, cfg); err != nil {
+		return err
+	}
+	select {
+	case <-r.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestRemovedWhileJoining: the node's member is promoted and then removed
+// while its agent is still in its join; the agent must stop as removed and
+// not file a new join request.
+func TestRemovedWhileJoining(t *testing.T) {
+	f := newFleet(t)
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	rt := &slowReturn{Runtime: f.newRuntime(), release: make(chan struct{})}
+	n := f.startWith(f.agentConfig("cp-2", false), rt)
+	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	f.requestRemoval("cp-2", false)
+	waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey("cp-2"), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
+	close(rt.release)
+	select {
+	case err := <-n.done:
+		n.done <- err
+		if !errors.Is(err, agent.ErrRemoved) {
+			t.Fatalf("agent returned %v, want ErrRemoved", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("agent removed while joining did not stop")
+	}
+	if err := f.store().Get(t.Context(), store.JoinKey("cp-2"), &api.JoinRequest{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a join request is back after the removal: %v", err)
 	}
 }
