@@ -9,6 +9,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/requests"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -52,6 +53,14 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		return x.failOp(ctx, s)
 	case membership.FailOp:
 		return x.failOp(ctx, s)
+	case membership.FileRemoval:
+		// A request, not a decision: the planner takes it through the
+		// usual removal checks on its next pass.
+		_, err := requests.RequestRemoval(ctx, x.c.store, s.Request, false, x.c.cfg.Name+": "+s.Reason)
+		if errors.Is(err, requests.ErrRemovalPending) {
+			return nil
+		}
+		return err
 	case membership.RefuseRemove:
 		r := x.removal(s.Request)
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: s.Reason, UpdatedAt: x.now}

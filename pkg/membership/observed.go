@@ -46,6 +46,9 @@ type Observed struct {
 	Removals []*api.RemoveRequest
 	// Active is the operation in flight, nil when none is.
 	Active *api.Operation
+	// Liveness is each node's gossip and lease liveness (see
+	// CombineLiveness); nodes not in it are taken as alive.
+	Liveness map[string]Liveness
 }
 
 // Policy holds the planner's tunables.
@@ -55,6 +58,9 @@ type Policy struct {
 	// LearnerProgressTimeout bounds the time a started learner may go
 	// without its raft index growing before it is promoted.
 	LearnerProgressTimeout time.Duration
+	// ReplaceDeadMembersAfter files the removal of a voter whose node has
+	// been dead this long, if quorum allows; 0 never does.
+	ReplaceDeadMembersAfter time.Duration
 }
 
 // DefaultPolicy is used when nothing is configured.

@@ -10,6 +10,7 @@ import (
 
 // Plan returns the next step towards the desired membership. It is pure.
 func Plan(obs Observed, pol Policy, now time.Time) Step {
+	obs = obs.withLiveness()
 	if obs.Active != nil {
 		switch obs.Active.Spec.Type {
 		case api.OpJoin:
@@ -27,6 +28,9 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 		return s
 	}
 	if s, ok := planJoins(obs, now); ok {
+		return s
+	}
+	if s, ok := planDeadReplacement(obs, pol, now); ok {
 		return s
 	}
 	return Step{Action: None}
@@ -54,6 +58,9 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		}
 		if p := Project(obs.Members, Change{}); !p.OK {
 			return with(base, Wait, "cluster is not healthy: "+p.Reason)
+		}
+		if r := obs.suspectBlocker(op.Spec.Node, ""); r != "" {
+			return with(base, Wait, r)
 		}
 		return with(base, AddLearner, "")
 	case api.StepLearner:
@@ -85,6 +92,9 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		if p := Project(obs.Members, Change{Kind: PromoteChange, Member: m.ID}); !p.OK {
 			return with(base, Wait, "promotion unsafe: "+p.Reason)
 		}
+		if r := obs.suspectBlocker(op.Spec.Node, ""); r != "" {
+			return with(base, Wait, r)
+		}
 		s := with(base, Promote, "")
 		s.Voters = obs.healthyVoterURLs()
 		if l := obs.leader(); l != nil && len(l.ClientURLs) > 0 {
@@ -108,6 +118,9 @@ func planRemoveOp(obs Observed, op *api.Operation) Step {
 	base.Member = m.ID
 	if reason := removeBlocker(obs, m, op.Spec.Force); reason != "" {
 		return with(base, FailOp, reason)
+	}
+	if r := obs.suspectBlocker("", m.Node); r != "" && !op.Spec.Force {
+		return with(base, Wait, r)
 	}
 	if m.Leader {
 		to := Successor(obs.Members, m.ID)
@@ -177,6 +190,9 @@ func planRemovals(obs Observed, now time.Time) (Step, bool) {
 			if reason := removeBlocker(obs, m, r.Spec.Force); reason != "" {
 				return with(s, RefuseRemove, reason), true
 			}
+			if reason := obs.suspectBlocker("", m.Node); reason != "" && !r.Spec.Force {
+				return with(s, Wait, reason), true
+			}
 		}
 		op := newOp(now, api.OpRemove, name)
 		op.Spec.Request = name
@@ -215,6 +231,13 @@ func planJoins(obs Observed, now time.Time) (Step, bool) {
 		if p := Project(obs.Members, Change{}); !p.OK {
 			if waiting == nil {
 				w := with(s, Wait, "cluster is not healthy: "+p.Reason)
+				waiting = &w
+			}
+			continue
+		}
+		if r := obs.suspectBlocker(name, ""); r != "" {
+			if waiting == nil {
+				w := with(s, Wait, r)
 				waiting = &w
 			}
 			continue

@@ -29,6 +29,7 @@ const (
 	RemoveMember   Action = "RemoveMember"   // MemberRemove(Member)
 	FinishRemove   Action = "FinishRemove"   // the member is gone: close the op and the request
 	FailOp         Action = "FailOp"         // the active op cannot go on; Reason says why
+	FileRemoval    Action = "FileRemoval"    // file a removal request for node Request (a dead voter)
 )
 
 // Step is the one next thing to do.
