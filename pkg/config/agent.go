@@ -43,6 +43,9 @@ type Agent struct {
 	Log       Log
 	// Generations: see generations.go.
 	Generations Generations
+	// Gossip and TokenFile: see gossip.go.
+	Gossip    Gossip
+	TokenFile string
 }
 
 // HasRole reports whether the machine has role r.
@@ -131,7 +134,9 @@ func agentKeys(a *Agent) ([]key, []rule) {
 		stringKey("log.format", &a.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
 	}
 	keys = append(keys, generationKeys(&a.Generations)...)
+	keys = append(keys, gossipKeys(&a.Gossip, &a.TokenFile)...)
 	rules := []rule{
+		gossipRule(&a.Gossip, &a.TokenFile),
 		{keys: []string{"bootstrap", "roles"}, check: func() error {
 			if a.Bootstrap && !a.HasRole(RoleControlPlane) {
 				return fmt.Errorf("true is not accepted with roles %q; bootstrap starts an etcd member, so add role controlPlane or set bootstrap to false", a.Roles)
@@ -139,8 +144,8 @@ func agentKeys(a *Agent) ([]key, []rule) {
 			return nil
 		}},
 		{keys: []string{"etcd.endpoints", "bootstrap"}, check: func() error {
-			if !a.Bootstrap && len(a.Etcd.Endpoints) == 0 {
-				return errors.New("[] is not accepted; list the client URLs of the running etcd cluster, or set bootstrap on the machine that starts a new one")
+			if !a.Bootstrap && len(a.Etcd.Endpoints) == 0 && len(a.Gossip.Seeds) == 0 {
+				return errors.New("[] is not accepted without gossip.seeds; list a seed of the gossip mesh (gossip.seeds) or the client URLs of the running etcd cluster, or set bootstrap on the machine that starts a new one")
 			}
 			return nil
 		}},

@@ -37,6 +37,7 @@ func TestAgentDefaults(t *testing.T) {
 		Join:        Join{RetryInterval: 2 * time.Second},
 		Log:         Log{Level: "info", Format: "text"},
 		Generations: Generations{Applier: "none", SecretsDir: "/run/nico/secrets", HealthDeadline: 2 * time.Minute},
+		Gossip:      Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
@@ -117,6 +118,7 @@ generations:
 		Log:       Log{Level: "debug", Format: "json"},
 		Generations: Generations{Applier: "exec", Command: []string{"/bin/sh", "-c", "echo $NICO_REVISION"}, SecretsDir: "/run/nico/secrets", HealthDeadline: 30 * time.Second,
 			AllowFailedUnits: []string{"user@*.service"}, CheckCommands: []string{"systemctl is-active kubelet"}, HTTPChecks: []string{"http://127.0.0.1:10248/healthz"}},
+		Gossip: Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
