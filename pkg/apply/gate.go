@@ -24,6 +24,13 @@ type Gate struct {
 	Interval time.Duration // 1 second when zero
 }
 
+func (g Gate) interval() time.Duration {
+	if g.Interval <= 0 {
+		return time.Second
+	}
+	return g.Interval
+}
+
 // Wait runs the checks (the gate's and extra) until all pass together, or
 // returns ErrHealth naming the checks that failed last.
 func (g Gate) Wait(ctx context.Context, extra ...Check) error {

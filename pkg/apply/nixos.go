@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 )
@@ -100,7 +101,17 @@ func (n *NixOS) Apply(ctx context.Context, gen Generation) (Result, error) {
 			return Result{}, fmt.Errorf("%w: %w", ErrActivate, err)
 		}
 	}
-	if err := n.activate(ctx, unit, top, op); err != nil {
+	// An agent restarted during an activation finds its unit still
+	// running: wait for it rather than start a second one.
+	resumed, err := n.awaitUnit(ctx, unit)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrActivate, err)
+	}
+	if resumed && op != api.OperationBoot {
+		if cur, err := n.Current(ctx); err != nil || cur != top {
+			return n.rollback(ctx, gen, prev, op, fmt.Errorf("%w: %s ended without switching to %s", ErrActivate, unit, top))
+		}
+	} else if err := n.activate(ctx, unit, top, op); err != nil {
 		return n.rollback(ctx, gen, prev, op, fmt.Errorf("%w: %w", ErrActivate, err))
 	}
 	if op == api.OperationBoot {
@@ -224,6 +235,26 @@ func (n *NixOS) activate(ctx context.Context, unit, top string, op api.Activatio
 		"--unit=" + unit, "--wait", "--collect", "--quiet", "--property=Type=oneshot",
 		top + "/bin/switch-to-configuration", string(op)}})
 	return err
+}
+
+// awaitUnit waits until unit, when it is running, has ended; it reports
+// whether the unit was running.
+func (n *NixOS) awaitUnit(ctx context.Context, unit string) (bool, error) {
+	was := false
+	for {
+		out, _ := n.cfg.Runner.Run(ctx, Cmd{Name: "systemctl", Args: []string{"is-active", unit}})
+		switch lastLine(out) {
+		case "active", "activating", "deactivating", "reloading":
+			was = true
+		default:
+			return was, nil
+		}
+		select {
+		case <-ctx.Done():
+			return was, ctx.Err()
+		case <-time.After(n.cfg.Gate.interval()):
+		}
+	}
 }
 
 // rollback restores prev (profile and activation) and returns cause.

@@ -144,6 +144,27 @@ func TestNixOSApply(t *testing.T) {
 			t.Fatalf("attempt not in unit name: %v", f.Switched())
 		}
 	})
+	t.Run("restart during activation waits for the running unit", func(t *testing.T) {
+		n, f, _ := newTestNixOS(t)
+		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1", Polls: 3}}
+		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
+		if err != nil || r.RolledBack || f.Running() != "good-1" {
+			t.Fatalf("%+v %v running %s", r, err, f.Running())
+		}
+		for _, c := range f.Switched() {
+			if strings.HasPrefix(c, "systemd-run") {
+				t.Fatalf("a second activation was started: %s", c)
+			}
+		}
+	})
+	t.Run("a running unit that does not switch is a failed activation", func(t *testing.T) {
+		n, f, _ := newTestNixOS(t)
+		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/initial-nixos-system-m1", Polls: 1}}
+		_, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
+		if !errors.Is(err, ErrActivate) || f.Running() != "initial" || f.Profile() != "/nix/store/initial-nixos-system-m1" {
+			t.Fatalf("%v running %s profile %s", err, f.Running(), f.Profile())
+		}
+	})
 	t.Run("allowed failed units pass", func(t *testing.T) {
 		n, f, _ := newTestNixOS(t)
 		f.Noise = true

@@ -28,6 +28,10 @@ type FakeNixOS struct {
 	calls     []string
 	// Noise leaves user@1000.service failed (for allow lists).
 	Noise bool
+	// Activating are transient units still running from before (an agent
+	// restarted mid-activation): each answers "activating" Polls times,
+	// then has switched to Toplevel.
+	Activating map[string]*Unit
 }
 
 // New returns a machine running the system current (a store path).
@@ -98,6 +102,17 @@ func (f *FakeNixOS) Run(_ context.Context, c apply.Cmd) ([]byte, error) {
 		}
 		return nil, nil
 	case "systemctl":
+		if a[0] == "is-active" {
+			if u := f.Activating[a[1]]; u != nil {
+				if u.Polls > 0 {
+					u.Polls--
+					return []byte("activating\n"), nil
+				}
+				delete(f.Activating, a[1])
+				f.current = u.Toplevel
+			}
+			return []byte("inactive\n"), errors.New("systemctl is-active: exit status 3")
+		}
 		var out string
 		if strings.Contains(f.current, "unhealthy") {
 			out += "app.service loaded failed failed The app\n"
@@ -159,4 +174,10 @@ func (f *FakeNixOS) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.calls...)
+}
+
+// Unit is a running activation unit.
+type Unit struct {
+	Toplevel string
+	Polls    int
 }
