@@ -54,6 +54,7 @@ func nixosSubject(t *testing.T) subject {
 func TestApplierContract(t *testing.T) {
 	for name, mk := range map[string]func(*testing.T) subject{"exec": execSubject, "nixos": nixosSubject} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			s := mk(t)
 			ctx := t.Context()
 			gen := func(n int64, rev string) Generation {

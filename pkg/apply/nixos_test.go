@@ -48,6 +48,7 @@ func TestNixOSBadInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			n, f, _ := newTestNixOS(t)
 			_, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 1, Spec: c.spec})
 			if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.cause) {
@@ -62,6 +63,7 @@ func TestNixOSBadInput(t *testing.T) {
 
 func TestNixOSApply(t *testing.T) {
 	t.Run("files, credentials, transient unit", func(t *testing.T) {
+		t.Parallel()
 		n, f, work := newTestNixOS(t)
 		s := spec("good-1")
 		s.Flake, s.ConfigurationSubdir, s.CredentialsRef = "#web", "hosts", "git"
@@ -99,6 +101,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 	t.Run("reboot needed", func(t *testing.T) {
+		t.Parallel()
 		n, _, _ := newTestNixOS(t)
 		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 1, Spec: spec("newkernel")})
 		if err != nil || !r.RebootNeeded {
@@ -111,6 +114,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 	t.Run("boot only sets the default", func(t *testing.T) {
+		t.Parallel()
 		n, f, _ := newTestNixOS(t)
 		s := spec("good-1")
 		s.Operation = api.OperationBoot
@@ -120,6 +124,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 	t.Run("test leaves the profile", func(t *testing.T) {
+		t.Parallel()
 		n, f, _ := newTestNixOS(t)
 		s := spec("unhealthy")
 		s.Operation = api.OperationTest
@@ -132,6 +137,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 	t.Run("health failure names the unit and restores the profile", func(t *testing.T) {
+		t.Parallel()
 		n, f, _ := newTestNixOS(t)
 		_, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 3, Attempt: 1, Spec: spec("unhealthy")})
 		if !errors.Is(err, ErrHealth) || !strings.Contains(err.Error(), "app.service") {
@@ -145,6 +151,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 	t.Run("restart during activation waits for the running unit", func(t *testing.T) {
+		t.Parallel()
 		n, f, _ := newTestNixOS(t)
 		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1", Polls: 3}}
 		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
@@ -158,6 +165,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 	t.Run("a running unit that does not switch is a failed activation", func(t *testing.T) {
+		t.Parallel()
 		n, f, _ := newTestNixOS(t)
 		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/initial-nixos-system-m1", Polls: 1}}
 		_, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
@@ -166,6 +174,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 	t.Run("allowed failed units pass", func(t *testing.T) {
+		t.Parallel()
 		n, f, _ := newTestNixOS(t)
 		f.Noise = true
 		if _, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 1, Spec: spec("good-1")}); err != nil {
