@@ -204,6 +204,11 @@ func TestHypervisorControllerOnLibvirt(t *testing.T) {
 		if _, ok := domainsOf(t, hv)["web-7"]; ok {
 			t.Fatal("half-created domain")
 		}
+		// A failure that persists is not written again and again.
+		once(t, c)
+		if again := getMachine(t, st, "web-7"); again.Metadata.Revision != m.Metadata.Revision {
+			t.Fatalf("status rewritten for the same failure: %+v", again.Status)
+		}
 	})
 }
 

@@ -116,13 +116,26 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 			errs = append(errs, err)
 		}
 	}
-	for _, m := range pl.Create {
-		m.Spec.UUID = newUUID()
-		op, err := store.PutOp(store.MachineKey(m.Metadata.Name), m)
-		if err != nil {
-			return err
+	// New machines go in batches, one transaction each (a host wakes once
+	// per batch, not once per machine); a batch whose names were taken
+	// meanwhile is left to the next pass.
+	const batch = 50
+	for i := 0; i < len(pl.Create); i += batch {
+		var guards []store.Guard
+		var ops []clientv3.Op
+		for _, m := range pl.Create[i:min(i+batch, len(pl.Create))] {
+			m.Spec.UUID = newUUID()
+			key := store.MachineKey(m.Metadata.Name)
+			op, err := store.PutOp(key, m)
+			if err != nil {
+				return err
+			}
+			guards = append(guards, store.Guard{Cmp: store.Absent(key), Err: fmt.Errorf("%w: %s", store.ErrConflict, key)})
+			ops = append(ops, op)
 		}
-		write(store.MachineKey(m.Metadata.Name), 0, op)
+		if _, err := c.store.FencedTxn(ctx, fence, guards, ops...); err != nil && !errors.Is(err, store.ErrConflict) {
+			errs = append(errs, err)
+		}
 	}
 	for _, m := range pl.Update {
 		op, err := store.PutOp(store.MachineKey(m.Metadata.Name), m)

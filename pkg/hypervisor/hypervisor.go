@@ -61,7 +61,8 @@ type Hypervisor interface {
 type Host struct {
 	VCPUs     int
 	MemoryMiB int
-	// DiskGiB is each storage pool's capacity by name.
+	// DiskGiB is each storage pool's room for nico's volumes by name: its
+	// capacity less the volumes that are not nico's.
 	DiskGiB map[string]int
 	// Networks are the active networks; Images the base volumes as
 	// "pool/volume" (volumes nico created are not images).

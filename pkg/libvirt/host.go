@@ -10,8 +10,9 @@ import (
 )
 
 // Host implements hypervisor.Hypervisor: CPUs and memory from the node
-// info, each active storage pool's capacity, the active networks, and the
-// volumes that nico did not create as images.
+// info, each active storage pool's capacity less the volumes that are not
+// nico's, the active networks, and the volumes that nico did not create as
+// images.
 func (h *Hypervisor) Host(ctx context.Context) (hypervisor.Host, error) {
 	c, err := h.connect()
 	if err != nil {
@@ -30,17 +31,26 @@ func (h *Hypervisor) Host(ctx context.Context) (hypervisor.Host, error) {
 		p := &pools[i]
 		name, err := p.GetName()
 		if err == nil {
+			// nico's room in the pool: its capacity less what volumes that
+			// are not nico's take (images, other users' disks).
+			var capacity, foreign uint64
 			if pi, err := p.GetInfo(); err == nil {
-				out.DiskGiB[name] = int(pi.Capacity >> 30)
+				capacity = pi.Capacity
 			}
 			vols, err := p.ListAllStorageVolumes(0)
 			if err == nil {
 				for j := range vols {
 					if vn, err := vols[j].GetName(); err == nil && !strings.HasPrefix(vn, "nico-") {
 						out.Images = append(out.Images, name+"/"+vn)
+						if vi, err := vols[j].GetInfo(); err == nil {
+							foreign += vi.Allocation
+						}
 					}
 					_ = vols[j].Free()
 				}
+			}
+			if foreign < capacity {
+				out.DiskGiB[name] = int((capacity - foreign) >> 30)
 			}
 		}
 		_ = p.Free()

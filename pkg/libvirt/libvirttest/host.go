@@ -1,7 +1,8 @@
 // Package libvirttest makes hosts of libvirt's test driver for tests: each
 // is a test:///FILE connection with its own in-process state (no daemon), a
-// "default" network, a "default" storage pool holding the base image
-// "base.qcow2", the capacity asked for, and optional foreign domains.
+// "default" network, a "default" storage pool of 100 GiB (the driver's
+// fixed size) holding the base image "base.qcow2", the CPUs and memory asked
+// for, and optional foreign domains.
 package libvirttest
 
 import (
@@ -16,9 +17,8 @@ import (
 
 // Options describe a test host.
 type Options struct {
-	VCPUs     int // per NUMA node... spread over one node; 16 when 0
+	VCPUs     int // 16 when 0
 	MemoryMiB int // 8192 when 0
-	DiskGiB   int // the storage pool's capacity; 100 when 0
 	// Foreign names domains that are not nico's, defined and running.
 	Foreign []string
 }
@@ -61,16 +61,14 @@ func URI(t testing.TB, o Options) string {
 	if o.MemoryMiB == 0 {
 		o.MemoryMiB = 8192
 	}
-	if o.DiskGiB == 0 {
-		o.DiskGiB = 100
-	}
 	var n node
 	n.CPU.MHz, n.CPU.Model, n.CPU.Nodes, n.CPU.Sockets, n.CPU.Cores, n.CPU.Threads, n.CPU.Active = 2000, "x86_64", 1, 1, o.VCPUs, 1, o.VCPUs
 	n.Memory = o.MemoryMiB << 10
 	dir := t.TempDir()
 	n.Network = xmlNode{Inner: `<name>default</name><bridge name="virbr0"/><forward/><ip address="192.168.122.1" netmask="255.255.255.0"><dhcp><range start="192.168.122.2" end="192.168.122.254"/></dhcp></ip>`}
 	n.Pool = poolNode{Type: "dir",
-		Inner:  fmt.Sprintf(`<name>default</name><capacity unit="GiB">%d</capacity><allocation>0</allocation><available unit="GiB">%d</available><target><path>%s</path></target>`, o.DiskGiB, o.DiskGiB, dir),
+		// The test driver gives every pool 100 GiB, whatever is written.
+		Inner:  fmt.Sprintf(`<name>default</name><target><path>%s</path></target>`, dir),
 		Volume: []xmlNode{{Inner: `<name>base.qcow2</name><capacity unit="GiB">1</capacity><target><format type="qcow2"/></target>`}},
 	}
 	for i, name := range o.Foreign {
