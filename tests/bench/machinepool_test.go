@@ -113,13 +113,14 @@ func benchPass200(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	st := mpStore(b)
-	hv := libvirt.New(libvirttest.URI(b, libvirttest.Options{VCPUs: 512, MemoryMiB: 512 << 10}), logging.Test(b))
+	hv := libvirt.New(libvirttest.URI(b, libvirttest.Options{VCPUs: 512, MemoryMiB: 512 << 10, ExtraPools: []string{"pool-1", "pool-2"}}), logging.Test(b))
 	defer hv.Close()
 	c := agent.NewHypervisorController(agent.HypervisorConfig{Node: "hv-1"}, st, hv, logging.Test(b))
 	for i := 0; i < 200; i++ {
 		m := api.NewMachine(placement.MachineName("web", i))
 		m.Spec = api.MachineSpec{Kind: api.MachineLibvirt, Pool: "web", Ordinal: i, Host: "hv-1", UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
-			Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 512, DiskGiB: 1, BaseImage: "base.qcow2", Network: "default"}}
+			Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 512, DiskGiB: 1, BaseImage: "base.qcow2", Network: "default",
+				StoragePool: []string{"default", "pool-1", "pool-2"}[i%3]}} // the test driver's pools hold 100 GiB
 		if err := st.Put(ctx, store.MachineKey(m.Metadata.Name), m); err != nil {
 			b.Fatal(err)
 		}

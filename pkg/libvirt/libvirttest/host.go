@@ -19,6 +19,9 @@ import (
 type Options struct {
 	VCPUs     int // 16 when 0
 	MemoryMiB int // 8192 when 0
+	// ExtraPools are more storage pools like "default" (each with
+	// base.qcow2), for more than 99 GiB of volumes.
+	ExtraPools []string
 	// Foreign names domains that are not nico's, defined and running.
 	Foreign []string
 }
@@ -35,10 +38,10 @@ type node struct {
 		Threads int    `xml:"threads"`
 		Active  int    `xml:"active"`
 	} `xml:"cpu"`
-	Memory  int       `xml:"memory"` // KiB
-	Domains []xmlNode `xml:"domain"`
-	Network xmlNode   `xml:"network"`
-	Pool    poolNode  `xml:"pool"`
+	Memory  int        `xml:"memory"` // KiB
+	Domains []xmlNode  `xml:"domain"`
+	Network xmlNode    `xml:"network"`
+	Pools   []poolNode `xml:"pool"`
 }
 
 type xmlNode struct {
@@ -66,10 +69,13 @@ func URI(t testing.TB, o Options) string {
 	n.Memory = o.MemoryMiB << 10
 	dir := t.TempDir()
 	n.Network = xmlNode{Inner: `<name>default</name><bridge name="virbr0"/><forward/><ip address="192.168.122.1" netmask="255.255.255.0"><dhcp><range start="192.168.122.2" end="192.168.122.254"/></dhcp></ip>`}
-	n.Pool = poolNode{Type: "dir",
-		// The test driver gives every pool 100 GiB, whatever is written.
-		Inner:  fmt.Sprintf(`<name>default</name><target><path>%s</path></target>`, dir),
-		Volume: []xmlNode{{Inner: `<name>base.qcow2</name><capacity unit="GiB">1</capacity><target><format type="qcow2"/></target>`}},
+	for i, name := range append([]string{"default"}, o.ExtraPools...) {
+		path := filepath.Join(dir, fmt.Sprintf("pool-%d", i))
+		n.Pools = append(n.Pools, poolNode{Type: "dir",
+			// The test driver gives every pool 100 GiB, whatever is written.
+			Inner:  fmt.Sprintf(`<name>%s</name><target><path>%s</path></target>`, name, path),
+			Volume: []xmlNode{{Inner: `<name>base.qcow2</name><capacity unit="GiB">1</capacity><target><format type="qcow2"/></target>`}},
+		})
 	}
 	for i, name := range o.Foreign {
 		d := libvirtxml.Domain{Type: "test", Name: name, UUID: fmt.Sprintf("f0000000-0000-4000-8000-%012d", i+1),
