@@ -131,3 +131,41 @@ func (a *Agent) generationChecks() []apply.Check {
 	}}}
 }
 
+
+// release switches a removed machine to its configuration's onRemoveFlake
+// (an attribute of the same flake, "#attr"), when it names one, and records
+// the outcome in the configuration's history. It leaves status.generation
+// alone: a machine started again applies its desired generation anew.
+func (a *Agent) release(ctx context.Context) {
+	if a.cfg.Applier == nil || a.st == nil {
+		return
+	}
+	key := store.NixosConfigKey(a.cfg.Name)
+	c := &api.NixosConfiguration{}
+	if err := a.st.Get(ctx, key, c); err != nil || c.Spec.OnRemoveFlake == "" {
+		return
+	}
+	spec := c.Spec
+	spec.Flake = c.Spec.OnRemoveFlake
+	gen := c.Spec.Generation + 1
+	started := a.Now()
+	res, err := a.cfg.Applier.Apply(ctx, apply.Generation{Machine: a.cfg.Name, Number: gen, Spec: spec})
+	rec := api.GenerationRecord{Generation: gen, Phase: api.GenerationApplied, Toplevel: res.Toplevel, Revision: spec.Revision, Message: "released: onRemoveFlake " + spec.Flake, Started: started, Finished: a.Now()}
+	if err != nil {
+		rec.Phase, rec.Message = api.GenerationFailed, rec.Message+": "+err.Error()
+		a.log.Error("onRemoveFlake failed", "flake", spec.Flake, "err", err)
+	} else {
+		a.log.Info("machine released", "flake", spec.Flake, "toplevel", res.Toplevel)
+	}
+	if err := a.st.Get(ctx, key, c); err != nil {
+		return
+	}
+	if res.Toplevel != "" {
+		c.Status.Toplevel = res.Toplevel
+	}
+	c.Status.UpdatedAt = rec.Finished
+	c.RecordGeneration(rec)
+	if err := a.st.Update(ctx, key, c); err != nil {
+		a.log.Warn("release not recorded", "err", err)
+	}
+}

@@ -87,6 +87,7 @@ func (a *Agent) removed(ctx context.Context, why string) error {
 		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
 		a.setPhase(ctx, api.NodeRemoved, why)
 		_ = a.st.Delete(ctx, store.HeartbeatKey(a.cfg.Name))
+		a.release(ctx) // onRemoveFlake, agent/generation.go
 	} else {
 		a.log.Warn("cannot record the removal", "err", err)
 	}

@@ -1,10 +1,14 @@
 package integration
 
 import (
+	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/apply/applytest"
@@ -89,5 +93,47 @@ func TestAgentRestartDoesNotReapply(t *testing.T) {
 	}
 	if got := rf.log("v2"); len(got) != 1 {
 		t.Fatalf("v2 applied %d times: %v", len(got), got)
+	}
+}
+
+// TestRemovedNodeSwitchesToOnRemoveFlake: a node removed from the fleet
+// applies its configuration's onRemoveFlake.
+func TestRemovedNodeSwitchesToOnRemoveFlake(t *testing.T) {
+	f := newFleet(t)
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "log")
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	cfg := f.agentConfig("w-1", false)
+	cfg.Roles = []api.Role{api.RoleWorker}
+	x, err := apply.NewExec(apply.ExecConfig{Command: []string{"sh", "-c", `echo "$NICO_MACHINE $NICO_FLAKE_ATTR $NICO_REVISION" >> ` + logPath}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Applier = x
+	n := f.start(cfg)
+	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	rf := &rollFleet{fleet: f, dir: dir}
+	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Template.OnRemoveFlake, r.Spec.Nodes = "#released", []string{"w-1"} })
+	rf.waitRollout("r1", 60*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))
+
+	f.requestRemoval("w-1", false)
+	select {
+	case err := <-n.done:
+		n.done <- err
+		if !errors.Is(err, agent.ErrRemoved) {
+			t.Fatalf("w-1 returned %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("removed worker did not stop")
+	}
+	b, _ := os.ReadFile(logPath)
+	if got := strings.Split(strings.TrimSpace(string(b)), "\n"); len(got) != 2 || got[0] != "w-1 w-1 v1" || got[1] != "w-1 released v1" {
+		t.Fatalf("applied: %q", got)
+	}
+	c := &api.NixosConfiguration{}
+	if err := f.store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil || !strings.Contains(c.Status.History[len(c.Status.History)-1].Message, "onRemoveFlake #released") {
+		t.Fatalf("%+v %v", c.Status, err)
 	}
 }
