@@ -131,7 +131,6 @@ func (a *Agent) generationChecks() []apply.Check {
 	}}}
 }
 
-
 // release switches a removed machine to its configuration's onRemoveFlake
 // (an attribute of the same flake, "#attr"), when it names one, and records
 // the outcome in the configuration's history. It leaves status.generation

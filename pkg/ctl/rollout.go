@@ -64,12 +64,16 @@ with the etcd leader last. -f reads the rollout's spec from a YAML file
 With -w it follows the rollout until it ends: a progress bar on a terminal,
 plain lines otherwise; exit 0 when it succeeded or was undone, 1 when halted.`,
 		Args: cobra.MaximumNArgs(1),
-		RunE: runE(func(cmd *cobra.Command, args []string) error { return a.rolloutStatus(cmd.Context(), first(args), watch) }),
+		RunE: runE(func(cmd *cobra.Command, args []string) error {
+			return a.rolloutStatus(cmd.Context(), first(args), watch)
+		}),
 	}
 	status.Flags().BoolVarP(&watch, "watch", "w", false, "follow the rollout until it ends")
 	edit := func(use, short string, fn func(*api.Rollout) error) *cobra.Command {
 		return &cobra.Command{Use: use + " [NAME]", Short: short, Args: cobra.MaximumNArgs(1),
-			RunE: runE(func(cmd *cobra.Command, args []string) error { return a.rolloutEdit(cmd.Context(), first(args), use, fn) })}
+			RunE: runE(func(cmd *cobra.Command, args []string) error {
+				return a.rolloutEdit(cmd.Context(), first(args), use, fn)
+			})}
 	}
 	pause := edit("pause", "Start no new step (the step in flight finishes)", func(r *api.Rollout) error { r.Spec.Paused = true; return nil })
 	resume := edit("resume", "Resume a paused rollout", func(r *api.Rollout) error { r.Spec.Paused = false; return nil })

@@ -133,7 +133,7 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "a rollout step in flight blocks joins and removals", action: Wait,
-			obs: world("VVV").newcomer("n9", newPeer).active(api.OpRolloutStep, "n1", "", "", 0, t0).remove("n2", false, t0),
+			obs:   world("VVV").newcomer("n9", newPeer).active(api.OpRolloutStep, "n1", "", "", 0, t0).remove("n2", false, t0),
 			check: reason("rollout step"),
 		},
 		{
