@@ -56,6 +56,9 @@ type Config struct {
 	// Applier applies the node's desired NixOS generation (agent/generation.go);
 	// nil: the agent does not manage generations.
 	Applier apply.Applier
+	// Hypervisor, on a host with the hypervisor role, runs the libvirt
+	// domains placed on it (agent/hypervisor.go); nil: none.
+	Hypervisor *HypervisorSetup
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -149,6 +152,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		gctx, stopGen := context.WithCancel(ctx)
 		go func() { defer close(genDone); a.generations(gctx) }()
 		defer func() { stopGen(); <-genDone }()
+	}
+	if a.cfg.Hypervisor != nil {
+		defer a.startHypervisor(ctx)()
 	}
 	return a.supervise(ctx, hbDone)
 }

@@ -46,6 +46,8 @@ type Agent struct {
 	// Gossip and TokenFile: see gossip.go.
 	Gossip    Gossip
 	TokenFile string
+	// Hypervisor: see hypervisor.go.
+	Hypervisor Hypervisor
 }
 
 // HasRole reports whether the machine has role r.
@@ -112,8 +114,8 @@ func LoadAgent(fs *pflag.FlagSet) (Agent, error) {
 func agentKeys(a *Agent) ([]key, []rule) {
 	keys := []key{
 		stringKey("name", &a.Name, hostname(), "this machine's name in nico, a DNS label; defaults to the short host name", dnsLabel),
-		listKey("roles", &a.Roles, []string{RoleControlPlane}, "roles of this machine: controlPlane, worker",
-			nonEmptyList("list at least one of controlPlane, worker"), each(oneOf(RoleControlPlane, RoleWorker)), noDuplicates),
+		listKey("roles", &a.Roles, []string{RoleControlPlane}, "roles of this machine: controlPlane, worker, hypervisor",
+			nonEmptyList("list at least one of controlPlane, worker"), each(oneOf(RoleControlPlane, RoleWorker, RoleHypervisor)), noDuplicates),
 		boolKey("bootstrap", &a.Bootstrap, false, "start a new etcd cluster on this machine; set it on one control-plane machine only, once"),
 		stringKey("dataDir", &a.DataDir, "/var/lib/nico", "the agent's state directory", absPath(false)),
 		stringKey("etcd.runtime", &a.Etcd.Runtime, RuntimeEmbedded, "how to run the local etcd member: embedded (in the agent), exec (the etcd binary as a child) or systemd (etcd.service, set up by the NixOS module)", runtime),
@@ -135,6 +137,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	}
 	keys = append(keys, generationKeys(&a.Generations)...)
 	keys = append(keys, gossipKeys(&a.Gossip, &a.TokenFile)...)
+	keys = append(keys, hypervisorKeys(&a.Hypervisor)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
 		{keys: []string{"bootstrap", "roles"}, check: func() error {

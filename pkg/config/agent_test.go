@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -38,9 +39,24 @@ func TestAgentDefaults(t *testing.T) {
 		Log:         Log{Level: "info", Format: "text"},
 		Generations: Generations{Applier: "none", SecretsDir: "/run/nico/secrets", HealthDeadline: 2 * time.Minute},
 		Gossip:      Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
+		Hypervisor:  Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
+	}
+}
+
+func TestAgentHypervisorKeys(t *testing.T) {
+	a, err := loadAgent(t, input{args: []string{"--name=hv-1", "--etcd.endpoints=" + endpoint, "--roles=hypervisor", "--hypervisor.labels=rack=a,gpu=no", "--hypervisor.uri=test:///default"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !a.HasRole(RoleHypervisor) || a.Hypervisor.URI != "test:///default" || !reflect.DeepEqual(a.Hypervisor.LabelMap(), map[string]string{"rack": "a", "gpu": "no"}) {
+		t.Fatalf("hypervisor %+v", a.Hypervisor)
+	}
+	_, err = loadAgent(t, input{args: []string{"--name=hv-1", "--etcd.endpoints=" + endpoint, "--hypervisor.labels=rack"}})
+	if err == nil || !strings.Contains(err.Error(), "hypervisor.labels") || !strings.Contains(err.Error(), "key=value") {
+		t.Fatalf("bad label: %v", err)
 	}
 }
 
@@ -118,7 +134,8 @@ generations:
 		Log:       Log{Level: "debug", Format: "json"},
 		Generations: Generations{Applier: "exec", Command: []string{"/bin/sh", "-c", "echo $NICO_REVISION"}, SecretsDir: "/run/nico/secrets", HealthDeadline: 30 * time.Second,
 			AllowFailedUnits: []string{"user@*.service"}, CheckCommands: []string{"systemctl is-active kubelet"}, HTTPChecks: []string{"http://127.0.0.1:10248/healthz"}},
-		Gossip: Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
+		Gossip:     Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
+		Hypervisor: Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,25 +17,21 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// hvHost is a hypervisor host under test: its agent (heartbeat), its
-// controller and its libvirt test driver.
+// hvHost is a hypervisor host under test: an agent with the hypervisor
+// role running its domain controller over a libvirt test-driver host.
 type hvHost struct {
 	name string
 	hv   *libvirt.Hypervisor
-	done chan error
 }
 
-// startHypervisor runs a hypervisor host: an agent with the hypervisor role
-// and its domain controller over a libvirt test-driver host.
+// startHypervisor runs a hypervisor host's agent, as nico-agent does with
+// roles [hypervisor].
 func (f *fleet) startHypervisor(name string, o libvirttest.Options) *hvHost {
+	h := &hvHost{name: name, hv: libvirt.New(libvirttest.URI(f.t, o), f.log.With("test-hv", name))}
 	cfg := f.agentConfig(name, false)
 	cfg.Roles = []api.Role{api.RoleHypervisor}
+	cfg.Hypervisor = &agent.HypervisorSetup{HV: h.hv, Config: agent.HypervisorConfig{Resync: 200 * time.Millisecond, StopGrace: time.Second}}
 	f.start(cfg)
-	h := &hvHost{name: name, hv: libvirt.New(libvirttest.URI(f.t, o), f.log.With("test-hv", name)), done: make(chan error, 1)}
-	c := agent.NewHypervisorController(agent.HypervisorConfig{Node: name, Endpoints: f.endpoints(), Resync: 200 * time.Millisecond, StopGrace: time.Second}, f.store(), h.hv, f.log.With("test-hv", name))
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { h.done <- c.Run(ctx) }()
-	f.t.Cleanup(func() { cancel(); <-h.done; h.hv.Close() })
 	return h
 }
 

@@ -35,6 +35,7 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nico-agent", Version)
 		return 0
 	}
+	firstBootEnv()
 	fs := pflag.NewFlagSet("nico-agent", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config.AgentFlags(fs)
@@ -73,6 +74,9 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	var closeHV func()
+	ac.Hypervisor, closeHV = newHypervisor(cfg, log)
+	defer closeHV()
 	a := agent.New(ac, rt, notify, log)
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

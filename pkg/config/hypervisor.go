@@ -1,0 +1,47 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// RoleHypervisor is the role of a machine whose agent runs libvirt VMs for
+// machine pools.
+const RoleHypervisor = "hypervisor"
+
+// Hypervisor is how a hypervisor host's agent reaches libvirt.
+type Hypervisor struct {
+	URI       string        // "hypervisor.uri": libvirt connection URI
+	Labels    []string      // "hypervisor.labels": key=value pairs that pools' hostSelector matches
+	StopGrace time.Duration // "hypervisor.stopGrace": guest shutdown before destroy
+	Resync    time.Duration // "hypervisor.resync": re-read everything this often
+}
+
+// LabelMap returns the labels as a map.
+func (h Hypervisor) LabelMap() map[string]string {
+	m := map[string]string{}
+	for _, l := range h.Labels {
+		k, v, _ := strings.Cut(l, "=")
+		m[k] = v
+	}
+	return m
+}
+
+// hypervisorKeys are the agent's hypervisor.* keys, bound to h.
+func hypervisorKeys(h *Hypervisor) []key {
+	return []key{
+		stringKey("hypervisor.uri", &h.URI, "qemu:///system", "libvirt connection URI of a host with the hypervisor role", notEmpty),
+		listKey("hypervisor.labels", &h.Labels, nil, "labels of this hypervisor host, key=value, matched by machine pools' hostSelector", each(label), noDuplicates),
+		durationKey("hypervisor.stopGrace", &h.StopGrace, 30*time.Second, "how long a guest may take to shut down before its domain is destroyed", between(0, 10*time.Minute, false)),
+		durationKey("hypervisor.resync", &h.Resync, 5*time.Second, "how often the hypervisor host re-reads its domains besides watch events", between(100*time.Millisecond, 10*time.Minute, false)),
+	}
+}
+
+// label accepts key=value with a non-empty key.
+func label(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("%q is not accepted; use key=value, e.g. rack=a", v)
+	}
+	return nil
+}
