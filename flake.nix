@@ -18,7 +18,7 @@
         nico = final.callPackage ./nixos-module/package.nix {
           inherit version;
           # make vendor-hash rewrites this line; make nix-check compares it.
-          vendorHash = "sha256-35LqFd6cwWaxRmvJadShY5KJ2692J+YtIgLpvfDDvqg=";
+          vendorHash = "sha256-HszNuKQCvLuO0j4FadE0dwDzB4/Aa1hQla2XUDtvZ44=";
         };
       };
 

@@ -26,6 +26,9 @@ let
   # The port of an http(s)://host:port URL, as an integer.
   portOf = url: lib.toInt (lib.last (lib.splitString ":" url));
 
+  # The agent's gossip.port is a string key; 7946 is its default.
+  gossipPort = lib.toInt (toString (cfg.settings.gossip.port or 7946));
+
   agentConfigFile = settingsFormat.generate "nico-agent.yaml" cfg.settings;
   coordinatorConfigFile = settingsFormat.generate "nico-coordinator.yaml" cfg.coordinator.settings;
 
@@ -344,9 +347,9 @@ in
 
     (mkIf cfg.openFirewall {
       networking.firewall.allowedTCPPorts =
-        [ (cfg.settings.gossip.port or 7946) ]
+        [ gossipPort ]
         ++ lib.optionals isControlPlane [ (portOf cfg.settings.etcd.peerURL) (portOf cfg.settings.etcd.clientURL) ];
-      networking.firewall.allowedUDPPorts = [ (cfg.settings.gossip.port or 7946) ];
+      networking.firewall.allowedUDPPorts = [ gossipPort ];
     })
   ]);
 }

@@ -100,6 +100,8 @@ let
       && lib.hasPrefix "${pkgs.nico}/bin/nico-coordinator --config /nix/store/" cp1.systemd.services.nico-coordinator.serviceConfig.ExecStart;
     "firewall: gossip, etcd peer and client ports" =
       cp1.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 ] && cp1.networking.firewall.allowedUDPPorts == [ 7946 ];
+    "firewall: a gossip.port given as a string" =
+      (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; openFirewall = true; settings.gossip.port = "7000"; }; }]).networking.firewall.allowedUDPPorts == [ 7000 ];
     "bootstrap host passes its assertions" = failedAssertions cp1 == [ ];
 
     "worker: no etcd, no coordinator, no firewall" =
