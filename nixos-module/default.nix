@@ -205,6 +205,10 @@ in
           message = "services.nico.seeds is empty and services.nico.bootstrap is false: list the gossip address of at least one host in the fleet, or set bootstrap on the host that starts it.";
         }
         {
+          assertion = cfg.seeds != [ ] -> cfg.tokenFile != null;
+          message = "services.nico.seeds is set but services.nico.tokenFile is not: the gossip mesh is encrypted with keys derived from the fleet's token; give the path of the file that holds it.";
+        }
+        {
           assertion = !tokenInStore;
           message = "services.nico.tokenFile (${toString cfg.tokenFile}) is in the Nix store, or a Nix path that would be copied there, readable by every user: give the path of a file outside the store as a string, such as \"/run/keys/nico-token\".";
         }

@@ -124,6 +124,9 @@ let
     "assertion: no seeds and not bootstrap" =
       anyContains "services.nico.seeds is empty"
         (failedAssertions (host [{ services.nico.enable = true; }]));
+    "assertion: seeds without a token file" =
+      anyContains "tokenFile is not"
+        (failedAssertions (host [{ services.nico = { enable = true; seeds = [ "10.0.0.1" ]; }; }]));
     "assertion: token file in the Nix store (a Nix path)" =
       anyContains "in the Nix store, or a Nix path"
         (failedAssertions (host [{ services.nico = { enable = true; seeds = [ "a" ]; tokenFile = ./checks.nix; }; }]));
