@@ -99,6 +99,9 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 		return all
 	}
 
+	for _, h := range hosts {
+		waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey(h.name), h.name+" reported", func(*api.Hypervisor) bool { return true })
+	}
 	pool := api.NewMachinePool("web")
 	pool.Spec = api.MachinePoolSpec{Count: 3, Spread: true, Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 1024, DiskGiB: 4, BaseImage: "base.qcow2", Network: "default"}}
 	f.putPool(pool)
