@@ -168,10 +168,10 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 }
 
 // fileRemoval files the safe removal of node: the same RemoveRequest that
-// nicoctl remove node and requests.RequestRemoval file (pkg/requests cannot
-// be imported here: its tests import this package), written fenced on
-// leadership. An unfinished request is left alone; a finished one from an
-// earlier life of the name is replaced.
+// nicoctl remove node and requests.RequestRemoval file, with the same rules
+// (an unfinished request is left alone; a finished one from an earlier life
+// of the name is replaced), but written fenced on leadership so that a
+// deposed leader files nothing.
 func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node string) error {
 	key := store.RemovalKey(node)
 	old := &api.RemoveRequest{}

@@ -1,4 +1,4 @@
-package requests
+package requests_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/requests"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -83,15 +84,15 @@ func TestRemovalAnswers(t *testing.T) {
 	}{
 		{"done", api.RemoveRequestStatus{Phase: api.RemoveDone, Operation: "op-1", Message: "member removed"}, nil,
 			[]api.RemovePhase{api.RemovePending, api.RemoveRunning, api.RemoveDone}},
-		{"refused", api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: "below quorum"}, ErrRefused,
+		{"refused", api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: "below quorum"}, requests.ErrRefused,
 			[]api.RemovePhase{api.RemovePending, api.RemoveRefused}},
-		{"failed", api.RemoveRequestStatus{Phase: api.RemoveFailed, Operation: "op-1", Message: "etcd said no"}, ErrFailed,
+		{"failed", api.RemoveRequestStatus{Phase: api.RemoveFailed, Operation: "op-1", Message: "etcd said no"}, requests.ErrFailed,
 			[]api.RemovePhase{api.RemovePending, api.RemoveRunning, api.RemoveFailed}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.node, func(t *testing.T) {
 			ctx := testCtx(t, 30*time.Second)
-			r, err := RequestRemoval(ctx, st, tc.node, true, "test")
+			r, err := requests.RequestRemoval(ctx, st, tc.node, true, "test")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +108,7 @@ func TestRemovalAnswers(t *testing.T) {
 			var seen []api.RemovePhase
 			step := make(chan struct{}, 8)
 			leader := fakeLeader(ctx, st, tc.node, step, answers...)
-			got, err := WaitRemoval(ctx, st, tc.node, func(r *api.RemoveRequest) {
+			got, err := requests.WaitRemoval(ctx, st, tc.node, func(r *api.RemoveRequest) {
 				seen = append(seen, r.Status.Phase)
 				step <- struct{}{}
 			})
@@ -134,20 +135,20 @@ func TestRequestRemovalPendingAndReplace(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	st := newStore(t, c)
 	ctx := testCtx(t, 30*time.Second)
-	first, err := RequestRemoval(ctx, st, "cp-2", false, "alice")
+	first, err := requests.RequestRemoval(ctx, st, "cp-2", false, "alice")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An unfinished request is not filed over.
-	_, err = RequestRemoval(ctx, st, "cp-2", true, "bob")
-	if !errors.Is(err, ErrRemovalPending) || !strings.Contains(err.Error(), "cp-2") {
-		t.Fatalf("second request: %v, want ErrRemovalPending naming cp-2", err)
+	_, err = requests.RequestRemoval(ctx, st, "cp-2", true, "bob")
+	if !errors.Is(err, requests.ErrRemovalPending) || !strings.Contains(err.Error(), "cp-2") {
+		t.Fatalf("second request: %v, want requests.ErrRemovalPending naming cp-2", err)
 	}
 	// A finished one is replaced with a fresh status.
 	if err := <-fakeLeader(ctx, st, "cp-2", nil, api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := RequestRemoval(ctx, st, "cp-2", true, "bob")
+	again, err := requests.RequestRemoval(ctx, st, "cp-2", true, "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,17 +167,17 @@ func TestRequestRemovalPendingAndReplace(t *testing.T) {
 func TestWaitRemovalEndsWithContext(t *testing.T) {
 	c := etcdtest.Start(t, 1)
 	st := newStore(t, c)
-	if _, err := RequestRemoval(testCtx(t, 10*time.Second), st, "cp-3", false, "test"); err != nil {
+	if _, err := requests.RequestRemoval(testCtx(t, 10*time.Second), st, "cp-3", false, "test"); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	_, err := WaitRemoval(ctx, st, "cp-3", nil)
+	_, err := requests.WaitRemoval(ctx, st, "cp-3", nil)
 	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Pending") {
 		t.Fatalf("err = %v, want a deadline naming the phase", err)
 	}
 	// A request that does not exist is an error, not a wait.
-	if _, err := WaitRemoval(testCtx(t, 10*time.Second), st, "nope", nil); !errors.Is(err, store.ErrNotFound) {
+	if _, err := requests.WaitRemoval(testCtx(t, 10*time.Second), st, "nope", nil); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("missing request: %v", err)
 	}
 }
@@ -211,11 +212,11 @@ func TestRealLeaderRefusesLastMember(t *testing.T) {
 		}
 	}()
 
-	if _, err := RequestRemoval(ctx, st, "cp-1", false, "test"); err != nil {
+	if _, err := requests.RequestRemoval(ctx, st, "cp-1", false, "test"); err != nil {
 		t.Fatal(err)
 	}
-	r, err := WaitRemoval(ctx, st, "cp-1", nil)
-	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "last voting member") {
+	r, err := requests.WaitRemoval(ctx, st, "cp-1", nil)
+	if !errors.Is(err, requests.ErrRefused) || !strings.Contains(err.Error(), "last voting member") {
 		t.Fatalf("err = %v, want a refusal naming the last voting member", err)
 	}
 	if r.Status.Phase != api.RemoveRefused {
