@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/requests"
 	"github.com/homystack/nico/pkg/store"
@@ -141,26 +140,20 @@ func (x *executor) learnerAdded(ctx context.Context, s membership.Step, id api.M
 	return x.commit(ctx, nil, objs...)
 }
 
-// promote watches the learner's progress and promotes it once it has
-// caught up; the progress seen is journaled either way.
+// promote promotes the learner as soon as etcd accepts it, watching its
+// progress meanwhile; the progress seen is journaled either way, so that a
+// learner that stops catching up is found out.
 func (x *executor) promote(ctx context.Context, s membership.Step) error {
 	op := s.Op
 	before := op.Status.LearnerIndex
-	wctx, cancel := context.WithTimeout(ctx, x.stepBound())
+	pctx, cancel := context.WithTimeout(ctx, x.stepBound())
 	defer cancel()
-	err := x.c.admin.WaitCaughtUp(wctx, s.LearnerURL, s.LeaderURL, 100*time.Millisecond, func(idx uint64) {
+	err := x.c.admin.Promote(pctx, s.Voters, s.Member, s.LearnerURL, s.LeaderURL, func(idx uint64) {
 		if idx > op.Status.LearnerIndex {
 			op.Status.LearnerIndex = idx
 			op.Status.ProgressAt = x.c.Now()
 		}
 	})
-	if err == nil || errors.Is(err, etcdadmin.ErrLearnerSilent) {
-		// Caught up, or not serving clients yet: etcd refuses a learner
-		// that is not in sync ("not in sync" is retried with backoff).
-		pctx, pcancel := context.WithTimeout(ctx, x.stepBound())
-		defer pcancel()
-		err = x.c.admin.Promote(pctx, s.Voters, s.Member)
-	}
 	if err != nil {
 		if op.Status.LearnerIndex > before {
 			op.Record(x.c.Now(), x.c.cfg.Name, fmt.Sprintf("learner at raft index %d", op.Status.LearnerIndex))
@@ -168,8 +161,8 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 				return errors.Join(err, cerr)
 			}
 		}
-		if ctx.Err() == nil && wctx.Err() != nil {
-			return nil // not caught up yet: plan again
+		if ctx.Err() == nil && pctx.Err() != nil {
+			return nil // not ready within this step: plan again
 		}
 		return err
 	}

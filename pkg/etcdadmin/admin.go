@@ -156,47 +156,15 @@ func InitialCluster(members []*etcdserverpb.Member, id uint64, name string) stri
 	return membership.InitialCluster(ms, api.MemberID(id), name)
 }
 
-// WaitCaughtUp watches the learner's raft index until it is within 10% of
-// the leader's (etcd's own readiness rule), calling progress whenever the
-// learner's index grows. It polls every interval and returns when ctx ends.
-// A learner that does not answer yet (it serves clients only once it has
-// published itself, which etcd may retry for seconds) is not waited for:
-// ErrLearnerSilent says so, and the caller lets etcd judge its raft state
-// by trying the promotion.
-func (a *Admin) WaitCaughtUp(ctx context.Context, learnerURL, leaderURL string, interval time.Duration, progress func(index uint64)) error {
-	var last uint64
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		ls, lerr := a.status(ctx, learnerURL)
-		ld, derr := a.status(ctx, leaderURL)
-		switch {
-		case lerr != nil && derr == nil:
-			return ErrLearnerSilent
-		case lerr == nil:
-			if ls.RaftIndex > last {
-				last = ls.RaftIndex
-				progress(last)
-			}
-			if derr == nil && float64(ls.RaftIndex) >= 0.9*float64(ld.RaftIndex) {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("etcdadmin: learner at %s not caught up (index %d): %w", learnerURL, last, ctx.Err())
-		case <-t.C:
-		}
-	}
-}
-
-// ErrLearnerSilent: the learner's client URL does not answer (yet).
-var ErrLearnerSilent = errors.New("etcdadmin: learner does not answer")
-
-// Promote promotes learner id through the voters' client URLs only (a
-// learner cannot serve it), failing fast per call and retrying "not in
-// sync" and the other passing errors with jittered backoff until ctx ends.
-func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID) error {
+// Promote promotes learner id as soon as etcd accepts it. It asks only the
+// voters' client URLs (a learner cannot serve the call), with a fail-fast
+// timeout per call. The first try is immediate; while etcd answers "not in
+// sync" (or another passing error) it watches the learner's raft index,
+// reporting each increase to progress, and tries again on jittered backoff
+// (50 ms doubling to 1 s), at once when the learner is within 10% of the
+// leader (etcd's own readiness rule). A learner that does not answer yet
+// (it serves clients only after publishing itself) is left to etcd's check.
+func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, learnerURL, leaderURL string, progress func(index uint64)) error {
 	if len(voters) == 0 {
 		return fmt.Errorf("etcdadmin: promote %s: no healthy voter to ask", id)
 	}
@@ -205,16 +173,60 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID) e
 		return err
 	}
 	defer cli.Close()
-	err = backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
-		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
-		defer cancel()
-		_, err := cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("etcdadmin: promote %s: %w", id, err)
+	b := backoff.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Factor: 2, Jitter: 0.5}
+	var last uint64
+	for attempt := 0; ; attempt++ {
+		caughtUp := attempt == 0
+		if idx, ok := a.learnerProgress(ctx, learnerURL, leaderURL); ok {
+			if idx.learner > last {
+				last = idx.learner
+				if progress != nil {
+					progress(last)
+				}
+			}
+			caughtUp = caughtUp || float64(idx.learner) >= 0.9*float64(idx.leader)
+		} else {
+			caughtUp = true
+		}
+		if caughtUp {
+			cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+			_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
+			cancel()
+			if err == nil {
+				return nil
+			}
+			if !Retryable(err) {
+				return fmt.Errorf("etcdadmin: promote %s: %w", id, err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %v: %w", id, last, err, ctx.Err())
+		case <-time.After(b.Delay(attempt)):
+		}
 	}
-	return nil
+}
+
+type raftIndexes struct{ learner, leader uint64 }
+
+// learnerProgress reads the learner's and the leader's raft index; ok is
+// false when either does not answer quickly.
+func (a *Admin) learnerProgress(ctx context.Context, learnerURL, leaderURL string) (raftIndexes, bool) {
+	if learnerURL == "" || leaderURL == "" {
+		return raftIndexes{}, false
+	}
+	probe := min(a.healthTimeout, 250*time.Millisecond)
+	sctx, cancel := context.WithTimeout(ctx, probe)
+	defer cancel()
+	ls, err := a.cli.Status(sctx, learnerURL)
+	if err != nil {
+		return raftIndexes{}, false
+	}
+	ld, err := a.cli.Status(sctx, leaderURL)
+	if err != nil {
+		return raftIndexes{}, false
+	}
+	return raftIndexes{learner: ls.RaftIndex, leader: ld.RaftIndex}, true
 }
 
 // Remove removes member id. A member that is already gone is not an error.

@@ -95,17 +95,17 @@ func TestLearnerLifecycle(t *testing.T) {
 
 	var progress []uint64
 	leaderURL := cl.Members[0].ClientURL
-	if err := a.WaitCaughtUp(ctx(t), client, leaderURL, 20*time.Millisecond, func(i uint64) { progress = append(progress, i) }); err != nil {
+	if err := a.Promote(ctx(t), []string{}, id, client, leaderURL, nil); err == nil {
+		t.Fatal("promote with no voter to ask succeeded")
+	}
+	if err := a.Promote(ctx(t), cl.Endpoints(), id, client, leaderURL, func(i uint64) { progress = append(progress, i) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(progress) == 0 {
-		t.Fatal("no progress reported")
+		t.Fatal("the learner's progress was not reported")
 	}
-	if err := a.Promote(ctx(t), []string{}, id); err == nil {
-		t.Fatal("promote with no voter to ask succeeded")
-	}
-	if err := a.Promote(ctx(t), cl.Endpoints(), id); err != nil {
-		t.Fatal(err)
+	if ms, _ := a.Observe(ctx(t)); find(ms, id) == nil || find(ms, id).Learner {
+		t.Fatalf("member %s is not a voter after Promote", id)
 	}
 
 	// Move leadership to the new voter, through the current leader.
