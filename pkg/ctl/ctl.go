@@ -131,6 +131,7 @@ func (a *app) rootCmd() *cobra.Command {
 	config.CtlFlags(root.PersistentFlags())
 	root.AddCommand(a.getCmd(), a.removeCmd(), a.statusCmd())
 	root.AddCommand(a.rolloutCmd())
+	root.AddCommand(a.poolCmd())
 	return root
 }
 
