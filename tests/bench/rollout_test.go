@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +19,10 @@ import (
 )
 
 var (
-	flagRollCP    = flag.Int("nico.roll.cp", 5, "control-plane nodes of the rollout benchmark")
-	flagRollDP    = flag.Int("nico.roll.dp", 20, "data-plane nodes of the rollout benchmark")
-	flagRollApply = flag.Duration("nico.roll.apply", 200*time.Millisecond, "how long each node's exec apply takes")
+	flagRollCP      = flag.Int("nico.roll.cp", 5, "control-plane nodes of the rollout benchmark")
+	flagRollDP      = flag.Int("nico.roll.dp", 20, "data-plane nodes of the rollout benchmark")
+	flagRollApply   = flag.Duration("nico.roll.apply", 200*time.Millisecond, "how long each node's exec apply takes")
+	flagRollRestart = flag.Bool("nico.roll.restart", true, "control-plane applies restart the node's etcd member first, as a switch that changes etcd.service does")
 )
 
 // BenchmarkRollout rolls one generation across 5 control-plane and 20
@@ -28,9 +30,10 @@ var (
 // client writing every 10 ms throughout. It reports the rollout's overhead
 // (its wall time minus the sum of the nodes' apply times, as each agent
 // recorded them) per node, and the writes that failed and the longest stall
-// during the control-plane part. The exec applier does not restart etcd: the
-// control-plane figure measures what nico itself does there (the leadership
-// transfer before the leader's step, the step slot, the health gates).
+// during the control-plane part, where each node's apply first restarts its
+// etcd member (stop, start with its data), as switch-to-configuration does
+// when etcd.service changed; -nico.roll.restart=false leaves the members
+// alone.
 func BenchmarkRollout(b *testing.B) {
 	cps, dps := *flagRollCP, *flagRollDP
 	f := newRollBenchFleet(b, cps, dps)
@@ -74,7 +77,11 @@ func BenchmarkRollout(b *testing.B) {
 	var cpFrom, cpTo time.Time
 	var pickup, notice, next []time.Duration
 	var prevDone time.Time
-	for _, p := range r.Status.Nodes {
+	var cpLines strings.Builder
+	// In the order the nodes rolled (the etcd leader last).
+	order := slices.Clone(r.Status.Nodes)
+	slices.SortFunc(order, func(a, b api.NodeProgress) int { return a.StartedAt.Compare(b.StartedAt) })
+	for _, p := range order {
 		c := &api.NixosConfiguration{}
 		if err := f.st.Get(ctx, store.NixosConfigKey(p.Name), c); err != nil {
 			b.Fatal(err)
@@ -83,11 +90,14 @@ func BenchmarkRollout(b *testing.B) {
 		applySum += h.Finished.Sub(h.Started)
 		pickup = append(pickup, h.Started.Sub(p.StartedAt))
 		notice = append(notice, p.FinishedAt.Sub(h.Finished))
+		gap := p.StartedAt.Sub(prevDone)
 		if !prevDone.IsZero() {
-			next = append(next, p.StartedAt.Sub(prevDone))
+			next = append(next, gap)
 		}
 		prevDone = p.FinishedAt
 		if p.ControlPlane {
+			fmt.Fprintf(&cpLines, "  %s: written %s after the previous step was done, agent started %s later, applied (member restart included) in %s, marked done %s later\n", p.Name,
+				gap.Round(time.Millisecond), h.Started.Sub(p.StartedAt).Round(time.Millisecond), h.Finished.Sub(h.Started).Round(time.Millisecond), p.FinishedAt.Sub(h.Finished).Round(time.Millisecond))
 			if cpFrom.IsZero() || p.StartedAt.Before(cpFrom) {
 				cpFrom = p.StartedAt
 			}
@@ -117,8 +127,9 @@ func BenchmarkRollout(b *testing.B) {
 	w.add("control plane", fmt.Sprintf("%.1f", cpTo.Sub(cpFrom).Seconds()), cp.attempts, cp.failed, cp.maxStall, cp.lat.p50, cp.lat.p99, cp.lat.max)
 	w.add("whole rollout", fmt.Sprintf("%.1f", wall.Seconds()), all.attempts, all.failed, all.maxStall, all.lat.p50, all.lat.p99, all.lat.max)
 	var out strings.Builder
-	fmt.Fprintf(&out, "\n%s: %d control-plane + %d data-plane nodes, exec apply %s each, data plane 1 at a time\n", b.Name(), cps, dps, *flagRollApply)
+	fmt.Fprintf(&out, "\n%s: %d control-plane + %d data-plane nodes, exec apply %s each (control plane: etcd member restarted first: %v), data plane 1 at a time\n", b.Name(), cps, dps, *flagRollApply, *flagRollRestart)
 	out.WriteString(t.String())
+	out.WriteString("control-plane steps:\n" + cpLines.String())
 	fmt.Fprintf(&out, "a Put every %s (timeout %s) during the rollout, times in ms:\n", writeEvery, writeTimeout)
 	out.WriteString(w.String())
 	fmt.Print(out.String())
@@ -145,7 +156,16 @@ func newRollBenchFleet(b *testing.B, cps, dps int) *fleet {
 		cfg.Applier = x
 		return cfg
 	}
-	boot := f.start(withApplier(f.agentConfig("cp-01", true)))
+	startCP := func(cfg agent.Config) *node {
+		cfg = withApplier(cfg)
+		if !*flagRollRestart {
+			return f.start(cfg)
+		}
+		rt := newRestarting(newRuntime())
+		cfg.Applier = restartApplier{rt: rt, next: cfg.Applier}
+		return f.startWith(cfg, rt)
+	}
+	boot := startCP(f.agentConfig("cp-01", true))
 	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
 	bootCli, err := clientv3.New(clientv3.Config{Endpoints: []string{boot.cfg.ClientURL}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
@@ -169,7 +189,7 @@ func newRollBenchFleet(b *testing.B, cps, dps int) *fleet {
 	f.coord = stop
 	go func() { f.done <- c.Run(cctx) }()
 	for i := 2; i <= cps; i++ {
-		f.start(withApplier(f.agentConfig(fmt.Sprintf("cp-%02d", i), false)))
+		startCP(f.agentConfig(fmt.Sprintf("cp-%02d", i), false))
 	}
 	if err := f.waitVoters(ctx, cps); err != nil {
 		b.Fatal(err)
