@@ -244,8 +244,10 @@ func sameReport(a, b api.HypervisorStatus) bool {
 		slices.Equal(a.Networks, b.Networks) && slices.Equal(a.Images, b.Images) && a.Message == b.Message
 }
 
-// writeStatus records each machine's domain state; a machine changed by
-// someone else since it was read is left to the next pass.
+// writeStatus records each machine's domain state, whether its node is
+// registered (discoverable) and whether it has a desired NixOS configuration;
+// a machine changed by someone else since it was read is left to the next
+// pass.
 func (c *HypervisorController) writeStatus(ctx context.Context, machines []*api.Machine, domains []hypervisor.Domain, failed map[string]error) error {
 	byUUID := map[string]hypervisor.Domain{}
 	for _, d := range domains {
@@ -259,9 +261,18 @@ func (c *HypervisorController) writeStatus(ctx context.Context, machines []*api.
 	for _, n := range nodes {
 		registered[n.Metadata.Name] = n.Status.Phase != api.NodeRemoved
 	}
+	cfgs, err := c.st.Client().Get(ctx, store.NixosConfigsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("agent: configurations: %w", err)
+	}
+	configured := map[string]bool{}
+	for _, kv := range cfgs.Kvs {
+		configured[store.Name(string(kv.Key))] = true
+	}
 	var errs []error
 	for _, m := range machines {
 		st := observedStatus(m, byUUID, failed[m.Spec.UUID], registered[m.Metadata.Name], c.Now())
+		st.HasConfiguration = configured[m.Metadata.Name]
 		if sameMachineStatus(st, m.Status) {
 			continue
 		}

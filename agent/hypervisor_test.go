@@ -135,6 +135,24 @@ func TestHypervisorControllerOnLibvirt(t *testing.T) {
 		}
 	})
 
+	t.Run("discoverable and configured", func(t *testing.T) {
+		if _, err := st.Client().Put(tctx(t), store.NixosConfigKey("web-0"), "{}"); err != nil {
+			t.Fatal(err)
+		}
+		n := api.NewNode("web-1")
+		n.Status.Phase = api.NodeRegistered
+		if err := st.Put(tctx(t), store.NodeKey("web-1"), n); err != nil {
+			t.Fatal(err)
+		}
+		if got := once(t, c); len(got) != 0 {
+			t.Fatalf("actions %v", got)
+		}
+		w0, w1 := getMachine(t, st, "web-0"), getMachine(t, st, "web-1")
+		if !w0.Status.HasConfiguration || w0.Status.Discoverable || w1.Status.HasConfiguration || !w1.Status.Discoverable {
+			t.Fatalf("web-0 %+v\nweb-1 %+v", w0.Status, w1.Status)
+		}
+	})
+
 	t.Run("a stopped domain is started", func(t *testing.T) {
 		if err := hv.Stop(tctx(t), placedMachine("web-1", "", 1).Spec.UUID, 0); err != nil {
 			t.Fatal(err)

@@ -154,6 +154,19 @@ func (p *planner) pool(pool *api.MachinePool, hostByName map[string]*Host) {
 			st.Pending++
 		}
 	}
+	// Failures on the hosts (a domain that could not be defined) show on
+	// the pool too.
+	var failing []string
+	for _, m := range machines {
+		if c := api.FindCondition(m.Status.Conditions, api.CondProvisioned); c != nil && !c.Status && c.Reason != "NotDefined" {
+			failing = append(failing, fmt.Sprintf("%s on %s: %s", m.Metadata.Name, m.Spec.Host, c.Message))
+		}
+	}
+	if len(failing) > 0 {
+		setCond(&st, api.Condition{Type: api.CondProvisioned, Status: false, Reason: "DomainFailed", Message: strings.Join(failing, "; ")}, p.in.Now)
+	} else if api.FindCondition(st.Conditions, api.CondProvisioned) != nil {
+		setCond(&st, api.Condition{Type: api.CondProvisioned, Status: true, Reason: "AllDefined"}, p.in.Now)
+	}
 	ready := count >= 0 && st.Running == count && st.Machines == count
 	msg := fmt.Sprintf("%d of %d machines running", st.Running, pool.Spec.Count)
 	setCond(&st, api.Condition{Type: api.CondReady, Status: ready, Reason: reason(boolMsg(!ready, msg), "NotReady"), Message: msg}, p.in.Now)

@@ -152,6 +152,16 @@ func TestCompute(t *testing.T) {
 					t.Fatalf("plan %s %+v", pl.Counts(), web)
 				}
 			}},
+		{"a host's failure shows on the pool", Input{Pools: []*api.MachinePool{pool("web", 1)}, Machines: []*api.Machine{machine("web", 0, "hv-1", func(m *api.Machine) {
+			m.Status.Phase = api.MachineFailed
+			m.Status.Conditions = []api.Condition{{Type: api.CondProvisioned, Reason: "UnknownImage", Message: "hypervisor: no such base image"}}
+		})}, Hosts: []*Host{host("hv-1", 8, 8192)}},
+			func(t *testing.T, pl Plan) {
+				c := poolCond(t, pl, api.CondProvisioned)
+				if c == nil || c.Status || c.Message != "web-0 on hv-1: hypervisor: no such base image" {
+					t.Fatalf("condition %+v", c)
+				}
+			}},
 		{"bad input: negative count", Input{Pools: []*api.MachinePool{pool("web", -1)}, Hosts: []*Host{host("hv-1", 8, 8192)}},
 			func(t *testing.T, pl Plan) { wantInvalid(t, pl, "count -1: want 0 or more") }},
 		{"bad input: unknown network", Input{Pools: []*api.MachinePool{pool("web", 1, func(p *api.MachinePool) { p.Spec.Template.Network = "nope" })}, Hosts: []*Host{host("hv-1", 8, 8192)}},
