@@ -8,6 +8,8 @@ need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
 need git git
 need gcc gcc
 need ip iproute2
+# iptables cuts a node off in the gossip partition test (tests/netns)
+need iptables iptables
 need ps procps
 need curl curl
 # Nix 2.x (no daemon) for make nix-check: parse and evaluate the NixOS module, hash the Go vendor dir

@@ -53,6 +53,9 @@ type Config struct {
 	// RetryInterval paces re-reads and retries while joining.
 	RetryInterval time.Duration
 	Version       string
+	// Gossip is the mesh (agent/gossip.go); with no Endpoints the agent
+	// learns them from it. nil: no gossip.
+	Gossip Gossip
 	// Applier applies the node's desired NixOS generation (agent/generation.go);
 	// nil: the agent does not manage generations.
 	Applier apply.Applier
@@ -116,12 +119,13 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	if err := a.connect(); err != nil {
+	if err := a.connect(ctx); err != nil {
 		return err
 	}
 	if err := a.register(ctx); err != nil {
 		return err
 	}
+	defer a.followKeys(ctx)()
 	hbDone := make(chan error, 1)
 	hctx, stopHB := context.WithCancel(ctx)
 	defer func() { stopHB(); <-hbDone }()
@@ -144,6 +148,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	} else {
 		a.setPhase(ctx, api.NodeRegistered, "")
 	}
+	a.publishGossip()
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
@@ -161,8 +166,14 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 
 // connect makes the store client: the configured endpoints plus the local
 // member, kept in sync with the member list.
-func (a *Agent) connect() error {
+func (a *Agent) connect(ctx context.Context) error {
 	eps := slices.Clone(a.cfg.Endpoints)
+	if len(eps) == 0 && !a.running && a.cfg.Gossip != nil {
+		var err error
+		if eps, err = a.discover(ctx); err != nil {
+			return err
+		}
+	}
 	if a.running && !slices.Contains(eps, a.cfg.ClientURL) {
 		eps = append([]string{a.cfg.ClientURL}, eps...)
 	}

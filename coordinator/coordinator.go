@@ -37,6 +37,10 @@ type Config struct {
 	ResyncInterval time.Duration
 	// HealthTimeout bounds each call to one member.
 	HealthTimeout time.Duration
+	// Gossip is this candidate's member of the mesh; with it, node
+	// liveness comes from gossip and the heartbeat lease together
+	// (coordinator/liveness.go). nil: from the lease alone.
+	Gossip Gossip
 }
 
 // Coordinator is one candidate.
@@ -59,6 +63,8 @@ type Coordinator struct {
 	// OnRolloutStep, when set, is called with every rollout step the leader
 	// applies.
 	OnRolloutStep func(name string, s rollout.Step)
+
+	live *livenessTracker
 }
 
 // New returns a candidate. It starts nothing: call Run.
@@ -81,6 +87,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 		admin: etcdadmin.New(st.Client(), cfg.HealthTimeout),
 		log:   log.With("component", "coordinator", "candidate", cfg.Name),
 		Now:   time.Now,
+		live:  newLivenessTracker(),
 	}
 }
 

@@ -61,6 +61,15 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 		return membership.Step{}, err
 	}
 	now := r.c.Now()
+	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Nodes, obs.Alive)
+	if err := r.c.live.publish(ctx, r.c.store, r.c.cfg.Name, now, live); err != nil {
+		r.c.log.Warn("publishing node liveness failed", "err", err)
+	}
+	if r.c.cfg.Gossip != nil {
+		// Without gossip the planner keeps to members' own health: a
+		// lapsed lease alone is not taken as a dead member.
+		obs.Liveness = live
+	}
 	step := membership.Plan(obs.Observed, r.c.cfg.Policy, now)
 	if s := step.String(); s != r.last {
 		lvl := r.c.log.Info

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/spf13/pflag"
 )
@@ -136,7 +137,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 		stringKey("log.format", &a.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
 	}
 	keys = append(keys, generationKeys(&a.Generations)...)
-	keys = append(keys, gossipKeys(&a.Gossip, &a.TokenFile)...)
+	keys = append(keys, gossipKeys(&a.Gossip, &a.TokenFile, gossip.DefaultPort)...)
 	keys = append(keys, hypervisorKeys(&a.Hypervisor)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),

@@ -26,6 +26,13 @@ type Coordinator struct {
 	// ("coordinator.resyncInterval").
 	ResyncInterval time.Duration
 	Log            Log
+	// ReplaceDeadMembersAfter: file the removal of a voter dead this long,
+	// 0 never ("coordinator.replaceDeadMembersAfter").
+	ReplaceDeadMembersAfter time.Duration
+	// Gossip and TokenFile: see gossip.go; the candidate joins the mesh
+	// when set, and takes node liveness from it.
+	Gossip    Gossip
+	TokenFile string
 }
 
 // EtcdClient is how a program reaches the etcd cluster.
@@ -56,7 +63,7 @@ func LoadCoordinator(fs *pflag.FlagSet) (Coordinator, error) {
 // coordinatorKeys is the coordinator's table of keys, bound to the fields
 // of c.
 func coordinatorKeys(c *Coordinator) ([]key, []rule) {
-	return []key{
+	keys := []key{
 		stringKey("name", &c.Name, hostname(), "this candidate's identity in the leader election, a DNS label; defaults to the short host name", dnsLabel),
 		listKey("etcd.endpoints", &c.Etcd.Endpoints, nil, "client URLs of the etcd cluster (required)",
 			nonEmptyList("list the client URLs of the etcd cluster, e.g. http://10.0.0.1:2379"), each(httpURL("http://10.0.0.1:2379")), noDuplicates),
@@ -69,5 +76,8 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 		durationKey("coordinator.resyncInterval", &c.ResyncInterval, time.Second, "how often to re-read the cluster besides watching it", positive),
 		stringKey("log.level", &c.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logging.Levels...)),
 		stringKey("log.format", &c.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
-	}, nil
+		durationKey("coordinator.replaceDeadMembersAfter", &c.ReplaceDeadMembersAfter, 0, "file the removal of a voter whose node has been dead (gossip and lease) this long, if quorum allows; 0 never does", offOrAtLeast(10*time.Second)),
+	}
+	keys = append(keys, gossipKeys(&c.Gossip, &c.TokenFile, CoordinatorGossipPort)...)
+	return keys, []rule{gossipRule(&c.Gossip, &c.TokenFile)}
 }

@@ -26,6 +26,7 @@ func TestCoordinatorDefaults(t *testing.T) {
 		HealthTimeout:          2 * time.Second,
 		ResyncInterval:         time.Second,
 		Log:                    Log{Level: "info", Format: "text"},
+		Gossip:                 Gossip{Bind: "0.0.0.0", Port: "7947", Profile: "lan"},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadCoordinator =\n%+v\nwant\n%+v", c, want)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/homystack/nico/pkg/gossip"
 )
@@ -29,11 +30,15 @@ func (g Gossip) PortNumber() int {
 	return p
 }
 
+// CoordinatorGossipPort is the coordinator's default gossip port: it runs
+// beside an agent (gossip.DefaultPort) on control-plane machines.
+const CoordinatorGossipPort = gossip.DefaultPort + 1
+
 // gossipKeys are the gossip keys, shared by the agent and the coordinator.
-func gossipKeys(g *Gossip, tokenFile *string) []key {
+func gossipKeys(g *Gossip, tokenFile *string, port int) []key {
 	return []key{
 		stringKey("gossip.bind", &g.Bind, "0.0.0.0", "IP address the gossip mesh listens on (TCP and UDP)", ipAddr(false)),
-		stringKey("gossip.port", &g.Port, strconv.Itoa(gossip.DefaultPort), "gossip port, TCP and UDP (0: any free port)", portNumber),
+		stringKey("gossip.port", &g.Port, strconv.Itoa(port), "gossip port, TCP and UDP (0: any free port)", portNumber),
 		stringKey("gossip.advertise", &g.Advertise, "", "IP address other machines reach the gossip mesh on; empty means gossip.bind", ipAddr(true)),
 		listKey("gossip.seeds", &g.Seeds, nil, "host or host:port of mesh members to join through; the etcd endpoints are learned from them", each(gossip.CheckSeed), noDuplicates),
 		stringKey("gossip.profile", &g.Profile, string(gossip.ProfileLAN), "gossip timings: lan (crash seen in ~6 s), wan (~30 s), fast (~0.5 s, tests and small quiet networks)", oneOf(gossip.Profiles...)),
@@ -92,5 +97,15 @@ func readableFile(orEmpty bool) func(string) error {
 			return fmt.Errorf("%q is not accepted: %v", v, strings.TrimPrefix(err.Error(), "config: tokenFile: "))
 		}
 		return nil
+	}
+}
+
+// offOrAtLeast accepts 0 (off) or a duration of at least lo.
+func offOrAtLeast(lo time.Duration) func(time.Duration) error {
+	return func(d time.Duration) error {
+		if d == 0 || d >= lo {
+			return nil
+		}
+		return fmt.Errorf("%s is not accepted; use 0 (off) or at least %s", d, lo)
 	}
 }

@@ -132,6 +132,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.getCmd(), a.removeCmd(), a.statusCmd())
 	root.AddCommand(a.rolloutCmd())
 	root.AddCommand(a.poolCmd())
+	root.AddCommand(a.gossipCmd())
 	return root
 }
 

@@ -159,12 +159,12 @@ func TestGetAndStatus(t *testing.T) {
 	})
 	t.Run("nodes", func(t *testing.T) {
 		r := run(t, eps, "get", "nodes")
-		r.want(t, 0, []string{"NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "AGE", "MESSAGE"}, nil)
+		r.want(t, 0, []string{"NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "LIVENESS", "SINCE", "AGE", "MESSAGE"}, nil)
 		rows := rowsByName(r.stdout)
-		if f := rows["cp-1"]; strings.Join(f, " ") != "cp-1 controlPlane Member 0000000000000abc voter yes 3m running etcd" {
+		if f := rows["cp-1"]; strings.Join(f, " ") != "cp-1 controlPlane Member 0000000000000abc voter yes - - 3m running etcd" {
 			t.Errorf("cp-1 row = %q", f)
 		}
-		if f := rows["w-1"]; strings.Join(f, " ") != "w-1 worker Registered - - no 2d -" {
+		if f := rows["w-1"]; strings.Join(f, " ") != "w-1 worker Registered - - no - - 2d -" {
 			t.Errorf("w-1 row = %q", f)
 		}
 		var nodes []api.Node

@@ -128,9 +128,13 @@ func (a *app) getNodes(cmd *cobra.Command, _ []string) error {
 		if err != nil {
 			return err
 		}
+		live, err := c.liveness(ctx)
+		if err != nil {
+			return err
+		}
 		now := a.now()
 		return a.emit(nodes, func(w io.Writer) {
-			row(w, "NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "AGE", "MESSAGE")
+			row(w, "NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "LIVENESS", "SINCE", "AGE", "MESSAGE")
 			for _, n := range nodes {
 				roles := make([]string, len(n.Spec.Roles))
 				for i, r := range n.Spec.Roles {
@@ -140,8 +144,9 @@ func (a *app) getNodes(cmd *cobra.Command, _ []string) error {
 				if n.Status.MemberID != 0 {
 					member = n.Status.MemberID.String()
 				}
+				state, since := livenessCells(now, live[n.Metadata.Name])
 				row(w, n.Metadata.Name, strings.Join(roles, ","), n.Status.Phase, member, n.Status.MemberState,
-					yesNo(alive[n.Metadata.Name]), age(now, n.Metadata.CreatedAt), oneLine(n.Status.Message))
+					yesNo(alive[n.Metadata.Name]), state, since, age(now, n.Metadata.CreatedAt), oneLine(n.Status.Message))
 			}
 		})
 	})

@@ -46,7 +46,9 @@ func (m *Mesh) Run(ctx context.Context) error {
 					m.log.Info("joined the mesh", "seeds_answered", n)
 				}
 				attempt, lastErr = 0, ""
-				next = time.Now().Add(30 * c.ProbeInterval)
+				// Checked again soon, but a join happens only when a seed
+				// is not alive (a partition healed, a seed restarted).
+				next = time.Now().Add(5 * c.ProbeInterval)
 			}
 		}
 		select {

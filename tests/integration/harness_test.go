@@ -37,6 +37,8 @@ type fleet struct {
 	// newRuntime makes each agent's member runtime.
 	newRuntime func() member.Runtime
 	log        *slog.Logger
+	// gossip, when set, is the next coordinator's member of the mesh.
+	gossip coordinator.Gossip
 }
 
 type node struct {
@@ -139,7 +141,7 @@ func (f *fleet) startCoordinator(name string, opts ...func(*coord)) *coord {
 		f.t.Fatal(err)
 	}
 	c := &coord{name: name, cli: cli, done: make(chan error, 1), steps: make(chan membership.Step, 1000)}
-	c.c = coordinator.New(coordinator.Config{Name: name, SessionTTL: 2 * time.Second, Policy: f.policy, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second}, st, f.log.With("test-coord", name))
+	c.c = coordinator.New(coordinator.Config{Name: name, SessionTTL: 2 * time.Second, Policy: f.policy, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second, Gossip: f.gossip}, st, f.log.With("test-coord", name))
 	c.c.OnStep = func(s membership.Step) {
 		select {
 		case c.steps <- s:

@@ -77,10 +77,25 @@ func run(args []string, stderr io.Writer) int {
 	var closeHV func()
 	ac.Hypervisor, closeHV = newHypervisor(cfg, log)
 	defer closeHV()
-	a := agent.New(ac, rt, notify, log)
-
+	mesh, err := newMesh(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if mesh != nil {
+		// SIGTERM ends ctx: the mesh leaves gracefully, so the others see
+		// this node left at once rather than dead after suspicion.
+		wait, err := runMesh(ctx, mesh, log)
+		if err != nil {
+			log.Error("gossip", "err", err)
+			return 1
+		}
+		defer wait()
+		ac.Gossip = mesh
+	}
+	a := agent.New(ac, rt, notify, log)
 	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
 	switch err := a.Run(ctx); {
 	case err == nil:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
@@ -59,18 +60,36 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	mesh, err := newMesh(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	var g coordinator.Gossip
+	if mesh != nil {
+		leave, err := runMesh(ctx, mesh, log)
+		if err != nil {
+			log.Error("gossip", "err", err)
+			return 1
+		}
+		defer leave()
+		g = mesh
+		go gossipkey.Follow(ctx, st, mesh, 2*time.Second, log)
+	}
 	c := coordinator.New(coordinator.Config{
 		Name:       cfg.Name,
 		SessionTTL: cfg.SessionTTL,
 		Policy: membership.Policy{
-			LearnerStartTimeout:    cfg.LearnerStartTimeout,
-			LearnerProgressTimeout: cfg.LearnerProgressTimeout,
+			LearnerStartTimeout:     cfg.LearnerStartTimeout,
+			LearnerProgressTimeout:  cfg.LearnerProgressTimeout,
+			ReplaceDeadMembersAfter: cfg.ReplaceDeadMembersAfter,
 		},
 		ResyncInterval: cfg.ResyncInterval,
 		HealthTimeout:  cfg.HealthTimeout,
+		Gossip:         g,
 	}, st, log)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if err := c.Run(ctx); err != nil {
 		log.Error("coordinator failed", "err", err)
 		return 1

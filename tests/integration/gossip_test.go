@@ -1,0 +1,78 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/gossipkey"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// startMesh runs a mesh member on 127.0.0.<ip> with the fast profile.
+func (f *fleet) startMesh(name string, ip int, seeds ...string) *gossip.Mesh {
+	f.t.Helper()
+	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), Profile: gossip.ProfileFast,
+		Token: []byte("integration-token"), Seeds: seeds, Logger: f.log.With("mesh", name)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	f.t.Cleanup(func() { cancel(); <-done })
+	return m
+}
+
+// TestSelfJoinFromOneSeed: agents with no etcd endpoint, only a gossip
+// seed, learn the voters' client URLs from the mesh and join through
+// learners; a key rotation reaches every agent without a restart; the
+// coordinator sees a node whose mesh member crashed dead, and nicoctl's
+// liveness record says so.
+func TestSelfJoinFromOneSeed(t *testing.T) {
+	f := newFleet(t)
+	m1 := f.startMesh("cp-1", 61)
+	seed := m1.Addr()
+	cfg := f.agentConfig("cp-1", true)
+	cfg.Gossip = m1
+	f.start(cfg)
+	f.waitVoters(30*time.Second, "cp-1")
+	f.gossip = f.startMesh("coord-1", 60, seed)
+	f.startCoordinator("coord-1")
+
+	var meshes []*gossip.Mesh
+	for i, name := range []string{"cp-2", "cp-3"} {
+		m := f.startMesh(name, 62+i, seed)
+		meshes = append(meshes, m)
+		c := f.agentConfig(name, false)
+		c.Endpoints, c.Gossip = nil, m
+		f.start(c)
+	}
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+
+	// nicoctl gossip rotate-key: every agent follows without a restart,
+	// and the mesh holds together meanwhile.
+	if _, err := gossipkey.Rotate(context.Background(), f.store(), "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "agents on key generation 1", func() (bool, string) {
+		for _, m := range []*gossip.Mesh{m1, meshes[0], meshes[1]} {
+			if g := m.KeyGeneration(); g != 1 {
+				return false, fmt.Sprintf("a member is at generation %d", g)
+			}
+		}
+		return true, ""
+	})
+
+	// A crash of cp-3's mesh member (no leave): the coordinator records it dead.
+	_ = meshes[1].Shutdown()
+	waitObj(f, 30*time.Second, store.LivenessKey, "cp-3 dead in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-3"].State == "dead" && l.Status.Nodes["cp-2"].State == "alive"
+	})
+}
