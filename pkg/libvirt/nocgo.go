@@ -1,0 +1,53 @@
+//go:build !cgo
+
+package libvirt
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/homystack/nico/pkg/hypervisor"
+)
+
+// errNoCgo is what every call answers in a build without cgo.
+var errNoCgo = fmt.Errorf("%w: this nico-agent was built without cgo, so without libvirt; build it with CGO_ENABLED=1 and libvirt-dev", hypervisor.ErrUnavailable)
+
+// Hypervisor, in a build without cgo (a static nico-agent for guests), has
+// no libvirt: every call fails with hypervisor.ErrUnavailable.
+type Hypervisor struct {
+	// DomainType is kept for the same API as the cgo build.
+	DomainType string
+}
+
+// New returns a Hypervisor that cannot reach libvirt.
+func New(uri string, log *slog.Logger) *Hypervisor {
+	log.Warn("built without cgo: the hypervisor role cannot reach libvirt", "uri", uri)
+	return &Hypervisor{}
+}
+
+// Close does nothing.
+func (h *Hypervisor) Close() error { return nil }
+
+// Host implements hypervisor.Hypervisor.
+func (h *Hypervisor) Host(context.Context) (hypervisor.Host, error) {
+	return hypervisor.Host{}, errNoCgo
+}
+
+// Domains implements hypervisor.Hypervisor.
+func (h *Hypervisor) Domains(context.Context) ([]hypervisor.Domain, error) { return nil, errNoCgo }
+
+// Define implements hypervisor.Hypervisor.
+func (h *Hypervisor) Define(context.Context, hypervisor.DomainSpec) error { return errNoCgo }
+
+// Start implements hypervisor.Hypervisor.
+func (h *Hypervisor) Start(context.Context, string) error { return errNoCgo }
+
+// Stop implements hypervisor.Hypervisor.
+func (h *Hypervisor) Stop(context.Context, string, time.Duration) error { return errNoCgo }
+
+// Undefine implements hypervisor.Hypervisor.
+func (h *Hypervisor) Undefine(context.Context, string) error { return errNoCgo }
+
+var _ hypervisor.Hypervisor = (*Hypervisor)(nil)
