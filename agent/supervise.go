@@ -105,7 +105,9 @@ func (a *Agent) connectOthers() error {
 	a.cli.Close()
 	a.cli = nil
 	a.cfg.Endpoints = eps
-	return a.connect()
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.DialTimeout)
+	defer cancel()
+	return a.connect(ctx)
 }
 
 // clearFinishedRemoval drops a removal of this node that finished while the
