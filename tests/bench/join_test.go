@@ -104,7 +104,7 @@ func benchJoin(b *testing.B, size int) {
 	fmt.Fprintf(&out, "stages (each measured from the previous one): added = until the member list holds the learner\n"+
 		"  (nico: agent start, register, join request, coordinator AddLearner; kubeadm: MemberAddAsLearner, retried %d times in all);\n"+
 		"  named = until the leader applied the learner's name (etcd's publish); voter = until promoted (kubeadm: %.1f\n"+
-		"  MemberPromote calls per join, every %s; nico promotes only a learner that serves clients and is caught up);\n"+
+		"  MemberPromote calls per join, every %s; nico tries at once, then on 50 ms..1 s jittered backoff while watching the learner catch up);\n"+
 		"  removal = the untimed removal after the join (etcd refuses it until the new voter has been connected 5s).\n",
 		addRetries, float64(promoteTries)/float64(max(1, len(base))), kubeadmRetry)
 	fmt.Fprintf(&out, "shape: one voter; each join removed again, untimed; embedded members, tick %s, election %s;\n"+
