@@ -20,14 +20,15 @@ import (
 // exist each make the node report Failed with the cause and halt the
 // rollout, and nothing is switched.
 func TestBadGenerationInput(t *testing.T) {
-	rf := &rollFleet{fleet: newFleet(t), dir: t.TempDir()}
+	f := newFleet(t)
+	rf := &rollFleet{fleet: f, dir: f.tempDir()}
 	machine := applytest.New("/nix/store/initial-nixos-system-w-1")
 	rf.start(rf.agentConfig("cp-1", true))
 	rf.waitVoters(30*time.Second, "cp-1")
 	rf.startCoordinator("c-1")
 	cfg := rf.agentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
-	cfg.Applier = apply.NewNixOS(apply.NixOSConfig{WorkDir: t.TempDir(), Runner: machine, Gate: apply.Gate{Deadline: 5 * time.Second, Interval: 50 * time.Millisecond}})
+	cfg.Applier = apply.NewNixOS(apply.NixOSConfig{WorkDir: rf.tempDir(), Runner: machine, Gate: apply.Gate{Deadline: 5 * time.Second, Interval: 50 * time.Millisecond}})
 	n := rf.start(cfg)
 	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 
@@ -66,7 +67,8 @@ func TestBadGenerationInput(t *testing.T) {
 // TestAgentRestartDoesNotReapply: an agent started again does not apply a
 // generation it already applied; it does apply the next one.
 func TestAgentRestartDoesNotReapply(t *testing.T) {
-	rf := &rollFleet{fleet: newFleet(t), dir: t.TempDir()}
+	f := newFleet(t)
+	rf := &rollFleet{fleet: f, dir: f.tempDir()}
 	rf.start(rf.agentConfig("cp-1", true))
 	rf.waitVoters(30*time.Second, "cp-1")
 	rf.startCoordinator("c-1")
@@ -100,7 +102,7 @@ func TestAgentRestartDoesNotReapply(t *testing.T) {
 // applies its configuration's onRemoveFlake.
 func TestRemovedNodeSwitchesToOnRemoveFlake(t *testing.T) {
 	f := newFleet(t)
-	dir := t.TempDir()
+	dir := f.tempDir()
 	logPath := filepath.Join(dir, "log")
 	f.start(f.agentConfig("cp-1", true))
 	f.waitVoters(30*time.Second, "cp-1")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,6 +40,18 @@ type fleet struct {
 	log        *slog.Logger
 	// gossip, when set, is the next coordinator's member of the mesh.
 	gossip coordinator.Gossip
+	dir    string
+}
+
+// tempDir makes a directory that outlives every agent and coordinator of
+// the fleet (unlike t.TempDir called after newFleet).
+func (f *fleet) tempDir() string {
+	f.t.Helper()
+	d, err := os.MkdirTemp(f.dir, "d-")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return d
 }
 
 type node struct {
@@ -64,7 +77,11 @@ type coord struct {
 
 func newFleet(t *testing.T) *fleet {
 	f := &fleet{
-		t: t, nodes: map[string]*node{}, coords: map[string]*coord{},
+		// dir is made before stopAll is registered: cleanups run last in,
+		// first out, so every member stops before its data dir goes (etcd
+		// exits the process, silently, when its WAL dir vanishes under it).
+		dir: t.TempDir(),
+		t:   t, nodes: map[string]*node{}, coords: map[string]*coord{},
 		policy: membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second},
 		newRuntime: func() member.Runtime {
 			return member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
@@ -92,7 +109,7 @@ func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
 	peer, client := etcdtest.URLs(f.t)
 	return agent.Config{
 		Name: name, Roles: []api.Role{api.RoleControlPlane}, Bootstrap: bootstrap,
-		DataDir: filepath.Join(f.t.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
+		DataDir: filepath.Join(f.tempDir(), "etcd"), PeerURL: peer, ClientURL: client,
 		ClusterToken: "nico-test", Endpoints: f.endpoints(), DialTimeout: 3 * time.Second,
 		Prefix: store.DefaultPrefix, HeartbeatTTL: 3 * time.Second, RetryInterval: 500 * time.Millisecond, Version: "test",
 	}

@@ -30,7 +30,8 @@ type rollFleet struct {
 }
 
 func newRollFleet(t *testing.T, cps, dps int) *rollFleet {
-	rf := &rollFleet{fleet: newFleet(t), dir: t.TempDir()}
+	f := newFleet(t)
+	rf := &rollFleet{fleet: f, dir: f.tempDir()}
 	for i := 1; i <= cps; i++ {
 		cfg := rf.agentConfig(fmt.Sprintf("cp-%d", i), i == 1)
 		cfg.Applier = rf.applier(cfg.Name)
