@@ -3,6 +3,7 @@ package gossip
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -80,3 +81,21 @@ func (m *Mesh) needsJoin() bool {
 
 // IsJoinError tells whether err is a failure to join.
 func IsJoinError(err error) bool { return errors.Is(err, ErrJoin) }
+
+// Background starts m (binding its port now, so a port in use fails here)
+// and runs it until ctx ends or stop is called; stop returns once the mesh
+// has been left.
+func Background(ctx context.Context, m *Mesh, log *slog.Logger) (stop func(), err error) {
+	if err := m.Start(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := m.Run(ctx); err != nil {
+			log.Error("gossip stopped", "err", err)
+		}
+	}()
+	return func() { cancel(); <-done }, nil
+}

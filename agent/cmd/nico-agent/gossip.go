@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/homystack/nico/pkg/config"
@@ -29,22 +28,4 @@ func newMesh(cfg config.Agent, log *slog.Logger) (*gossip.Mesh, error) {
 		Meta:          gossip.Meta{Name: cfg.Name, Version: Version},
 		Logger:        log,
 	})
-}
-
-// runMesh starts the mesh (binding its port now, so a port in use fails
-// the start) and runs it until ctx ends or stop is called; stop returns
-// once the mesh has been left.
-func runMesh(ctx context.Context, m *gossip.Mesh, log *slog.Logger) (stop func(), err error) {
-	if err := m.Start(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := m.Run(ctx); err != nil {
-			log.Error("gossip stopped", "err", err)
-		}
-	}()
-	return func() { cancel(); <-done }, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/sdnotify"
@@ -87,7 +88,7 @@ func run(args []string, stderr io.Writer) int {
 	if mesh != nil {
 		// SIGTERM ends ctx: the mesh leaves gracefully, so the others see
 		// this node left at once rather than dead after suspicion.
-		wait, err := runMesh(ctx, mesh, log)
+		wait, err := gossip.Background(ctx, mesh, log)
 		if err != nil {
 			log.Error("gossip", "err", err)
 			return 1

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"log/slog"
 
 	"github.com/homystack/nico/pkg/config"
@@ -33,21 +32,4 @@ func newMesh(cfg config.Coordinator, log *slog.Logger) (*gossip.Mesh, error) {
 		Meta:          gossip.Meta{Name: cfg.Name, Roles: []string{"coordinator"}, Version: Version, Health: gossip.HealthOK},
 		Logger:        log,
 	})
-}
-
-// runMesh starts m (a port in use fails here) and runs it until ctx ends
-// or stop is called; stop returns once the mesh has been left.
-func runMesh(ctx context.Context, m *gossip.Mesh, log *slog.Logger) (stop func(), err error) {
-	if err := m.Start(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := m.Run(ctx); err != nil {
-			log.Error("gossip stopped", "err", err)
-		}
-	}()
-	return func() { cancel(); <-done }, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/membership"
@@ -69,7 +70,7 @@ func run(args []string, stderr io.Writer) int {
 	defer stop()
 	var g coordinator.Gossip
 	if mesh != nil {
-		leave, err := runMesh(ctx, mesh, log)
+		leave, err := gossip.Background(ctx, mesh, log)
 		if err != nil {
 			log.Error("gossip", "err", err)
 			return 1
