@@ -23,13 +23,24 @@ func newReconciler(c *Coordinator, fence store.Fence) *reconciler {
 }
 
 func (r *reconciler) run(ctx context.Context) error {
+	return r.c.loop(ctx, "reconcile", func(ctx context.Context) (bool, error) {
+		step, err := r.once(ctx)
+		return step.Action != membership.None && step.Action != membership.Wait, err
+	})
+}
+
+// loop is the shape of every leader loop: run once; act again at once
+// while once reports that it acted, else wait for a watch event on the
+// keyspace or the resync tick (level-triggered: once re-reads everything).
+// A lost leadership ends the loop; other errors are logged and retried.
+func (c *Coordinator) loop(ctx context.Context, what string, once func(context.Context) (acted bool, err error)) error {
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	events := r.c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
-	tick := time.NewTicker(r.c.cfg.ResyncInterval)
+	events := c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
+	tick := time.NewTicker(c.cfg.ResyncInterval)
 	defer tick.Stop()
 	for {
-		step, err := r.once(ctx)
+		acted, err := once(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -37,17 +48,17 @@ func (r *reconciler) run(ctx context.Context) error {
 			if isNotLeader(err) {
 				return err
 			}
-			r.c.log.Warn("reconcile failed", "err", err)
+			c.log.Warn(what+" failed", "err", err)
 		}
-		if err == nil && step.Action != membership.None && step.Action != membership.Wait {
-			continue // act again at once: the next step is usually ready
+		if err == nil && acted {
+			continue // the next step is usually ready
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case _, ok := <-events:
 			if !ok {
-				return fmt.Errorf("coordinator: watch closed")
+				return fmt.Errorf("coordinator: %s watch closed", what)
 			}
 		case <-tick.C:
 		}

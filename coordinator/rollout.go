@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -29,35 +28,10 @@ type rollouter struct {
 // runRollouts runs the rollout loop until ctx ends or leadership is lost.
 func (c *Coordinator) runRollouts(ctx context.Context, fence store.Fence) error {
 	r := &rollouter{c: c, fence: fence}
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	events := c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
-	tick := time.NewTicker(c.cfg.ResyncInterval)
-	defer tick.Stop()
-	for {
+	return c.loop(ctx, "rollout step", func(ctx context.Context) (bool, error) {
 		step, err := r.once(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if isNotLeader(err) {
-				return err
-			}
-			c.log.Warn("rollout step failed", "err", err)
-		}
-		if err == nil && step.Action != rollout.None && step.Action != rollout.Wait {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-events:
-			if !ok {
-				return errors.New("coordinator: rollout watch closed")
-			}
-		case <-tick.C:
-		}
-	}
+		return step.Action != rollout.None && step.Action != rollout.Wait, err
+	})
 }
 
 // once plans and applies one step of the oldest unfinished rollout.
