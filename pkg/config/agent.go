@@ -49,6 +49,8 @@ type Agent struct {
 	TokenFile string
 	// Hypervisor: see hypervisor.go.
 	Hypervisor Hypervisor
+	// PKI: see tls.go.
+	PKI PKI
 }
 
 // HasRole reports whether the machine has role r.
@@ -108,6 +110,7 @@ func LoadAgent(fs *pflag.FlagSet) (Agent, error) {
 	if a.Etcd.DataDir == "" {
 		a.Etcd.DataDir = filepath.Join(a.DataDir, "etcd")
 	}
+	a.PKI.withDefaults(a.DataDir)
 	return a, nil
 }
 
@@ -139,8 +142,10 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	keys = append(keys, generationKeys(&a.Generations)...)
 	keys = append(keys, gossipKeys(&a.Gossip, &a.TokenFile, gossip.DefaultPort)...)
 	keys = append(keys, hypervisorKeys(&a.Hypervisor)...)
+	keys = append(keys, pkiKeys(&a.PKI)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
+		pkiRule(&a.PKI),
 		{keys: []string{"bootstrap", "roles"}, check: func() error {
 			if a.Bootstrap && !a.HasRole(RoleControlPlane) {
 				return fmt.Errorf("true is not accepted with roles %q; bootstrap starts an etcd member, so add role controlPlane or set bootstrap to false", a.Roles)

@@ -40,6 +40,7 @@ func TestAgentDefaults(t *testing.T) {
 		Generations: Generations{Applier: "none", SecretsDir: "/run/nico/secrets", HealthDeadline: 2 * time.Minute},
 		Gossip:      Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
 		Hypervisor:  Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
+		PKI:         PKI{Dir: "/var/lib/nico/pki"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
@@ -136,6 +137,7 @@ generations:
 			AllowFailedUnits: []string{"user@*.service"}, CheckCommands: []string{"systemctl is-active kubelet"}, HTTPChecks: []string{"http://127.0.0.1:10248/healthz"}},
 		Gossip:     Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
 		Hypervisor: Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
+		PKI:        PKI{Dir: "/srv/nico/pki"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)

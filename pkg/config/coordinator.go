@@ -33,6 +33,8 @@ type Coordinator struct {
 	// when set, and takes node liveness from it.
 	Gossip    Gossip
 	TokenFile string
+	// TLS is the coordinator's client certificate (tls.go).
+	TLS TLS
 }
 
 // EtcdClient is how a program reaches the etcd cluster.
@@ -79,5 +81,6 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 		durationKey("coordinator.replaceDeadMembersAfter", &c.ReplaceDeadMembersAfter, 0, "file the removal of a voter whose node has been dead (gossip and lease) this long, if quorum allows; 0 never does", offOrAtLeast(10*time.Second)),
 	}
 	keys = append(keys, gossipKeys(&c.Gossip, &c.TokenFile, CoordinatorGossipPort)...)
+	keys = append(keys, tlsKeys(&c.TLS, "coordinator")...)
 	return keys, []rule{gossipRule(&c.Gossip, &c.TokenFile)}
 }

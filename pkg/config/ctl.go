@@ -15,6 +15,7 @@ type Ctl struct {
 	Prefix    string        // "store.prefix"
 	Timeout   time.Duration // "timeout": how long to wait for an answer
 	Output    string        // "output" (-o): table, json or yaml
+	TLS       TLS           // nicoctl's client certificate (tls.go), root's by default
 }
 
 // CtlFlags registers every key of nicoctl as a flag on fs, plus --config.
@@ -40,11 +41,11 @@ func LoadCtl(fs *pflag.FlagSet) (Ctl, error) {
 func ctlKeys(c *Ctl) ([]key, []rule) {
 	output := stringKey("output", &c.Output, "table", "output format: table, json, yaml", oneOf(ctlOutputs...))
 	output.shorthand = "o"
-	return []key{
+	return append([]key{
 		listKey("endpoints", &c.Endpoints, []string{"http://127.0.0.1:2379"}, "client URLs of the etcd cluster",
 			nonEmptyList("list the client URLs of the etcd cluster, e.g. http://10.0.0.1:2379"), each(httpURL("http://10.0.0.1:2379")), noDuplicates),
 		stringKey("store.prefix", &c.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("timeout", &c.Timeout, 5*time.Second, "how long to wait for the cluster to answer", positive),
 		output,
-	}, nil
+	}, tlsKeys(&c.TLS, "root")...), nil
 }

@@ -26,6 +26,7 @@ func TestCtl(t *testing.T) {
 			Ctl{Endpoints: []string{"http://c:2379"}, Prefix: "/nico/v1/", Timeout: 5 * time.Second, Output: "json"}},
 	}
 	for _, tt := range tests {
+		tt.want.TLS = rootTLS
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := loadCtl(t, tt.in)
 			if err != nil {
