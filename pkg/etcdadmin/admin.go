@@ -13,11 +13,11 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/membership"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // Admin performs membership calls. Calls to a single member are bounded by
@@ -262,9 +262,10 @@ func (a *Admin) MoveLeader(ctx context.Context, leaderURL string, to api.MemberI
 	return nil
 }
 
-// dial makes a short-lived client bound to exactly these endpoints.
+// dial makes a short-lived client bound to exactly these endpoints, with
+// the TLS identity of a.cli.
 func (a *Admin) dial(endpoints []string) (*clientv3.Client, error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: a.dialTimeout, Logger: zap.NewNop()})
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: a.dialTimeout, TLS: etcdclient.TLSOf(a.cli)})
 	if err != nil {
 		return nil, fmt.Errorf("etcdadmin: dial %v: %w", endpoints, err)
 	}

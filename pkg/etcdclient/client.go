@@ -1,0 +1,71 @@
+// Package etcdclient is the one way nico builds an etcd client: with the
+// program's TLS identity (docs/security.md), quiet logging, and the TLS
+// configuration carried by the client so that short-lived clients dialled
+// from it (etcdadmin's per-member calls) present the same identity.
+package etcdclient
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// ErrPlaintext is returned by New for an https endpoint without a TLS
+// configuration, or an http endpoint with one.
+var ErrPlaintext = errors.New("etcdclient: scheme and TLS do not match")
+
+// Config is a client's endpoints, timings and TLS identity.
+type Config struct {
+	Endpoints   []string
+	DialTimeout time.Duration
+	// AutoSyncInterval, when set, refreshes the endpoints from the member
+	// list that often.
+	AutoSyncInterval time.Duration
+	// TLS is the client's identity and the CA it trusts (Files.Config); nil
+	// only for a plaintext etcd, which nico's configuration never accepts.
+	TLS *tls.Config
+}
+
+type tlsKey struct{}
+
+// New returns a client for cfg. It does not wait for a connection.
+func New(cfg Config) (*clientv3.Client, error) {
+	for _, ep := range cfg.Endpoints {
+		if https := strings.HasPrefix(ep, "https://"); https != (cfg.TLS != nil) && strings.Contains(ep, "://") {
+			if cfg.TLS == nil {
+				return nil, fmt.Errorf("%w: endpoint %s needs a client certificate and CA (tls files)", ErrPlaintext, ep)
+			}
+			return nil, fmt.Errorf("%w: endpoint %s is not https; etcd runs with TLS", ErrPlaintext, ep)
+		}
+	}
+	ctx := context.WithValue(context.Background(), tlsKey{}, cfg.TLS)
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:        cfg.Endpoints,
+		DialTimeout:      cfg.DialTimeout,
+		AutoSyncInterval: cfg.AutoSyncInterval,
+		TLS:              cfg.TLS,
+		Logger:           zap.NewNop(),
+		Context:          ctx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcdclient: %v: %w", cfg.Endpoints, err)
+	}
+	return cli, nil
+}
+
+// TLSOf returns the TLS configuration cli was made with by New (nil for a
+// plaintext client or one New did not make), to dial more clients with the
+// same identity.
+func TLSOf(cli *clientv3.Client) *tls.Config {
+	if cli == nil {
+		return nil
+	}
+	t, _ := cli.Ctx().Value(tlsKey{}).(*tls.Config)
+	return t
+}
