@@ -79,6 +79,9 @@ func FuzzDecodeMeta(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := DecodeMeta(b)
 		if err != nil {
+			if !errors.Is(err, ErrMetaInvalid) {
+				t.Fatalf("error %v does not wrap ErrMetaInvalid", err)
+			}
 			return
 		}
 		again, err := m.Encode()
