@@ -1,0 +1,152 @@
+// Package secrets keeps objects under store.SecretsDir sealed with the
+// cluster's secrets key (package secretbox): a plain etcd client, even one
+// allowed to read the range, sees ciphertext. The store key of a value is
+// its additional data, so a sealed value copied to another key does not
+// open.
+package secrets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/secretbox"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ErrNotSecret is returned for a key outside store.SecretsDir: only that
+// range is sealed (and, with etcd auth, readable by few).
+var ErrNotSecret = errors.New("secrets: key outside " + store.SecretsDir)
+
+// Store reads and writes sealed objects through a store.Store.
+type Store struct {
+	st  *store.Store
+	box *secretbox.Box
+}
+
+// New returns a Store sealing with box.
+func New(st *store.Store, box *secretbox.Box) *Store { return &Store{st: st, box: box} }
+
+// Get reads key into obj and records its revision in obj's metadata.
+// Missing: store.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string, obj api.Object) error {
+	if err := secretKey(key); err != nil {
+		return err
+	}
+	resp, err := s.st.Client().Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("secrets: get %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return fmt.Errorf("%w: %s", store.ErrNotFound, key)
+	}
+	return s.decode(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision, obj)
+}
+
+// List reads every object under dir, in key order, and the revision the
+// list was read at.
+func List[T any, PT interface {
+	*T
+	api.Object
+}](ctx context.Context, s *Store, dir string) ([]PT, int64, error) {
+	if err := secretKey(dir); err != nil {
+		return nil, 0, err
+	}
+	resp, err := s.st.Client().Get(ctx, dir, clientv3.WithPrefix())
+	if err != nil {
+		return nil, 0, fmt.Errorf("secrets: list %s: %w", dir, err)
+	}
+	out := make([]PT, 0, len(resp.Kvs))
+	for _, kv := range resp.Kvs {
+		obj := PT(new(T))
+		if err := s.decode(string(kv.Key), kv.Value, kv.ModRevision, obj); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, obj)
+	}
+	return out, resp.Header.Revision, nil
+}
+
+// Put writes obj at key unconditionally.
+func (s *Store) Put(ctx context.Context, key string, obj api.Object) error {
+	return s.write(ctx, "put", key, obj, nil)
+}
+
+// Create writes obj at key only if nothing is there (store.ErrExists).
+func (s *Store) Create(ctx context.Context, key string, obj api.Object) error {
+	return s.write(ctx, "create", key, obj, []clientv3.Cmp{store.Absent(key)})
+}
+
+// Update writes obj at key only if the key is still at the revision obj
+// was read at (store.ErrConflict).
+func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
+	return s.write(ctx, "update", key, obj, []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)})
+}
+
+// Delete removes key; deleting an absent key is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := secretKey(key); err != nil {
+		return err
+	}
+	if _, err := s.st.Client().Delete(ctx, key); err != nil {
+		return fmt.Errorf("secrets: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+func (s *Store) write(ctx context.Context, verb, key string, obj api.Object, cmps []clientv3.Cmp) error {
+	if err := secretKey(key); err != nil {
+		return err
+	}
+	tm := obj.GetTypeMeta()
+	if tm.APIVersion == "" || tm.Kind == "" {
+		return fmt.Errorf("secrets: %s %s: object has no apiVersion/kind", verb, key)
+	}
+	plain, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("secrets: encode %s: %w", key, err)
+	}
+	sealed, err := s.box.Seal(key, plain)
+	if err != nil {
+		return err
+	}
+	resp, err := s.st.Client().Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(sealed))).Commit()
+	if err != nil {
+		return fmt.Errorf("secrets: %s %s: %w", verb, key, err)
+	}
+	if !resp.Succeeded {
+		if verb == "create" {
+			return fmt.Errorf("%w: %s", store.ErrExists, key)
+		}
+		return fmt.Errorf("%w: %s", store.ErrConflict, key)
+	}
+	obj.GetMetadata().Revision = resp.Header.Revision
+	return nil
+}
+
+func (s *Store) decode(key string, value []byte, rev int64, obj api.Object) error {
+	plain, err := s.box.Open(key, value)
+	if err != nil {
+		return fmt.Errorf("secrets: %w", err)
+	}
+	if err := json.Unmarshal(plain, obj); err != nil {
+		// The JSON error could quote the plaintext: say only where.
+		return fmt.Errorf("secrets: decode %s: not a valid object", key)
+	}
+	if v := obj.GetTypeMeta().APIVersion; v != api.Version {
+		return fmt.Errorf("secrets: %s: apiVersion %q is not supported; this build reads %q", key, v, api.Version)
+	}
+	obj.GetMetadata().Revision = rev
+	return nil
+}
+
+func secretKey(key string) error {
+	if !strings.HasPrefix(key, store.SecretsDir) {
+		return fmt.Errorf("%w: %s", ErrNotSecret, key)
+	}
+	return nil
+}
