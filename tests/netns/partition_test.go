@@ -218,20 +218,20 @@ func plannerWorld(live map[string]membership.Liveness) membership.Observed {
 	o := membership.Observed{Alive: map[string]bool{}, Liveness: live}
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("n%d", i)
-		peer := fmt.Sprintf("http://10.0.0.%d:2380", i)
+		peer := fmt.Sprintf("https://10.0.0.%d:2380", i)
 		o.Members = append(o.Members, membership.Member{ID: api.MemberID(i), Name: name, Node: name, PeerURLs: []string{peer},
-			ClientURLs: []string{fmt.Sprintf("http://10.0.0.%d:2379", i)}, Healthy: true, Leader: i == 1})
+			ClientURLs: []string{fmt.Sprintf("https://10.0.0.%d:2379", i)}, Healthy: true, Leader: i == 1})
 		n := api.NewNode(name)
 		n.Spec.PeerURL = peer
 		o.Nodes = append(o.Nodes, n)
 		o.Alive[name] = true
 	}
 	n := api.NewNode("n9")
-	n.Spec.PeerURL = "http://10.0.0.9:2380"
+	n.Spec.PeerURL = "https://10.0.0.9:2380"
 	o.Nodes = append(o.Nodes, n)
 	o.Alive["n9"] = true
 	j := api.NewJoinRequest("n9")
-	j.Spec = api.JoinRequestSpec{Node: "n9", PeerURL: n.Spec.PeerURL, ClientURL: "http://10.0.0.9:2379", Attempt: 1}
+	j.Spec = api.JoinRequestSpec{Node: "n9", PeerURL: n.Spec.PeerURL, ClientURL: "https://10.0.0.9:2379", Attempt: 1}
 	o.Joins = append(o.Joins, j)
 	return o
 }
