@@ -3,6 +3,7 @@ package libvirt
 import (
 	"encoding/xml"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/homystack/nico/pkg/hypervisor"
@@ -130,10 +131,17 @@ func parseDomain(doc string) (parsed, error) {
 	p.owned, p.meta = true, m
 	p.spec = hypervisor.DomainSpec{UUID: d.UUID, Name: d.Name, Pool: m.Pool, StoragePool: m.StoragePool, BaseImage: m.BaseImage}
 	if d.VCPU != nil {
+		if d.VCPU.Value > maxVCPUs {
+			return parsed{}, fmt.Errorf("libvirt: domain %s: %d vCPUs is out of range (at most %d)", d.Name, d.VCPU.Value, maxVCPUs)
+		}
 		p.spec.VCPUs = int(d.VCPU.Value)
 	}
 	if d.Memory != nil {
-		p.spec.MemoryMiB = int(memMiB(d.Memory.Value, d.Memory.Unit))
+		mib := memMiB(d.Memory.Value, d.Memory.Unit)
+		if mib > maxMemoryMiB {
+			return parsed{}, fmt.Errorf("libvirt: domain %s: memory %d %s is out of range (at most %d MiB)", d.Name, d.Memory.Value, d.Memory.Unit, maxMemoryMiB)
+		}
+		p.spec.MemoryMiB = int(mib)
 	}
 	if d.Devices != nil && len(d.Devices.Interfaces) > 0 {
 		i := d.Devices.Interfaces[0]
@@ -147,7 +155,16 @@ func parseDomain(doc string) (parsed, error) {
 	return p, nil
 }
 
-// memMiB converts a libvirt memory value to MiB.
+// Bounds of what parseDomain accepts from a definition: far above any host
+// (libvirt's own vCPU limit is in the thousands), and small enough that the
+// values fit an int on every platform.
+const (
+	maxVCPUs     = 1 << 16
+	maxMemoryMiB = 1<<31 - 1
+)
+
+// memMiB converts a libvirt memory value to MiB; a value too large for
+// uint64 in MiB saturates.
 func memMiB(v uint, unit string) uint64 {
 	switch strings.ToLower(unit) {
 	case "b", "bytes":
@@ -157,6 +174,9 @@ func memMiB(v uint, unit string) uint64 {
 	case "m", "mib":
 		return uint64(v)
 	case "g", "gib":
+		if uint64(v) > math.MaxUint64>>10 {
+			return math.MaxUint64
+		}
 		return uint64(v) << 10
 	}
 	return uint64(v) >> 10
