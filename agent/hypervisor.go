@@ -22,9 +22,12 @@ type HypervisorConfig struct {
 	// spec.host == Node.
 	Node   string
 	Labels map[string]string
-	// Endpoints, Token and Prefix are handed to every new machine at first
-	// boot, with its name and roles.
+	// Endpoints, Seeds, Token and Prefix are handed to every new machine at
+	// first boot, with its name and roles. With Seeds (gossip.seeds of the
+	// mesh) and Token, a machine gets no Endpoints: it joins the mesh with
+	// the token and learns the etcd endpoints there.
 	Endpoints []string
+	Seeds     []string
 	Token     string
 	Prefix    string
 	// Resync is how often everything is re-read besides watch events.
@@ -205,14 +208,23 @@ func (c *HypervisorController) spec(m *api.Machine) hypervisor.DomainSpec {
 			roles = append(roles, string(r))
 		}
 	}
-	return hypervisor.DomainSpec{
+	id := hypervisor.Identity{Name: m.Metadata.Name, Endpoints: c.cfg.Endpoints, Roles: roles,
+		Seeds: c.cfg.Seeds, Token: c.cfg.Token, Prefix: c.cfg.Prefix}
+	if len(id.Seeds) > 0 && id.Token != "" {
+		// With the mesh's seeds and the token the machine learns the etcd
+		// endpoints from gossip, proving the token on the way.
+		id.Endpoints = nil
+	}
+	s := hypervisor.DomainSpec{
 		UUID: m.Spec.UUID, Name: m.Metadata.Name, Pool: m.Spec.Pool,
 		VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
 		StoragePool: t.StoragePoolName(), BaseImage: t.BaseImage, Network: t.Network,
-		MAC: hypervisor.MAC(m.Metadata.Name),
-		Identity: hypervisor.Identity{Name: m.Metadata.Name, Endpoints: c.cfg.Endpoints, Roles: roles,
-			Token: c.cfg.Token, Prefix: c.cfg.Prefix},
+		MAC: hypervisor.MAC(m.Metadata.Name), Identity: id,
 	}
+	if b := t.Boot; b != nil {
+		s.Kernel, s.Initrd, s.Cmdline = b.Kernel, b.Initrd, b.Cmdline
+	}
+	return s
 }
 
 // report writes the host's capacity when it changed.

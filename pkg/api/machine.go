@@ -67,6 +67,16 @@ type MachineTemplate struct {
 	Network string `json:"network"`
 	// Roles are handed to the machine's agent at first boot.
 	Roles []Role `json:"roles,omitempty"`
+	// Boot, when set, boots the machines directly from a kernel and initrd
+	// on the hypervisor host rather than from their disk.
+	Boot *KernelBoot `json:"boot,omitempty"`
+}
+
+// KernelBoot is a direct kernel boot: absolute paths on the hypervisor host.
+type KernelBoot struct {
+	Kernel  string `json:"kernel"`
+	Initrd  string `json:"initrd,omitempty"`
+	Cmdline string `json:"cmdline,omitempty"`
 }
 
 // MachinePhase is where a machine is in its life.

@@ -27,7 +27,7 @@ const DMIEntries = "/sys/firmware/dmi/entries"
 func Read(credDir, dmiDir string) (hypervisor.Identity, error) {
 	if credDir != "" {
 		creds := map[string]string{}
-		for _, name := range []string{hypervisor.CredName, hypervisor.CredEndpoints, hypervisor.CredRoles, hypervisor.CredToken, hypervisor.CredPrefix} {
+		for _, name := range []string{hypervisor.CredName, hypervisor.CredEndpoints, hypervisor.CredSeeds, hypervisor.CredRoles, hypervisor.CredToken, hypervisor.CredPrefix} {
 			b, err := os.ReadFile(filepath.Join(credDir, name))
 			if err == nil {
 				creds[name] = strings.TrimSpace(string(b))
@@ -97,11 +97,39 @@ func ParseType11(b []byte) ([]string, error) {
 	return out, nil
 }
 
-// Env returns the agent's NICO_* settings that an identity gives.
+// TokenFile returns a file holding the identity's token, for the agent's
+// tokenFile: the credential itself when systemd imported it into credDir,
+// else a file dir/token written with mode 0600 (dir made 0700). It returns
+// "" when the identity has no token.
+func TokenFile(id hypervisor.Identity, credDir, dir string) (string, error) {
+	if id.Token == "" {
+		return "", nil
+	}
+	if credDir != "" {
+		p := filepath.Join(credDir, hypervisor.CredToken)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("firstboot: token: %w", err)
+	}
+	p := filepath.Join(dir, "token")
+	if err := os.WriteFile(p, []byte(id.Token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("firstboot: token: %w", err)
+	}
+	return p, nil
+}
+
+// Env returns the agent's NICO_* settings that an identity gives (the
+// token goes through TokenFile, never the environment).
 func Env(id hypervisor.Identity) map[string]string {
 	env := map[string]string{"NICO_NAME": id.Name}
 	if len(id.Endpoints) > 0 {
 		env["NICO_ETCD_ENDPOINTS"] = strings.Join(id.Endpoints, ",")
+	}
+	if len(id.Seeds) > 0 {
+		env["NICO_GOSSIP_SEEDS"] = strings.Join(id.Seeds, ",")
 	}
 	if len(id.Roles) > 0 {
 		env["NICO_ROLES"] = strings.Join(id.Roles, ",")

@@ -105,7 +105,12 @@ type DomainSpec struct {
 	BaseImage   string
 	Network     string
 	MAC         string
-	Identity    Identity
+	// Kernel, when set, boots the domain directly from a kernel (and
+	// Initrd, with Cmdline) on the host rather than from its disk.
+	Kernel   string
+	Initrd   string
+	Cmdline  string
+	Identity Identity
 }
 
 // Differs tells which owned fields of the observed spec differ from s, as
@@ -127,6 +132,9 @@ func (s DomainSpec) Differs(observed DomainSpec) []string {
 	}
 	if s.MAC != observed.MAC {
 		d = append(d, "mac")
+	}
+	if s.Kernel != observed.Kernel || s.Initrd != observed.Initrd || s.Cmdline != observed.Cmdline {
+		d = append(d, "boot")
 	}
 	return d
 }

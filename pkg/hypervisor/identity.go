@@ -14,16 +14,19 @@ const CredentialPrefix = "io.systemd.credential:"
 const (
 	CredName      = "nico.name"
 	CredEndpoints = "nico.endpoints"
+	CredSeeds     = "nico.seeds"
 	CredRoles     = "nico.roles"
 	CredToken     = "nico.token"
 	CredPrefix    = "nico.prefix"
 )
 
 // Identity is what a new machine is told at first boot, without a network
-// round trip: its name, where the cluster is, and what it is.
+// round trip: its name, where the cluster is (etcd endpoints, or gossip
+// seeds to learn them from with the token), and what it is.
 type Identity struct {
 	Name      string
 	Endpoints []string
+	Seeds     []string
 	Roles     []string
 	Token     string
 	Prefix    string
@@ -34,6 +37,9 @@ func (i Identity) Credentials() map[string]string {
 	c := map[string]string{CredName: i.Name}
 	if len(i.Endpoints) > 0 {
 		c[CredEndpoints] = strings.Join(i.Endpoints, ",")
+	}
+	if len(i.Seeds) > 0 {
+		c[CredSeeds] = strings.Join(i.Seeds, ",")
 	}
 	if len(i.Roles) > 0 {
 		c[CredRoles] = strings.Join(i.Roles, ",")
@@ -66,6 +72,9 @@ func ParseIdentity(creds map[string]string) (Identity, error) {
 	}
 	if v := creds[CredEndpoints]; v != "" {
 		id.Endpoints = strings.Split(v, ",")
+	}
+	if v := creds[CredSeeds]; v != "" {
+		id.Seeds = strings.Split(v, ",")
 	}
 	if v := creds[CredRoles]; v != "" {
 		id.Roles = strings.Split(v, ",")

@@ -6,7 +6,7 @@ import (
 )
 
 func TestIdentityRoundTripsThroughOEMStrings(t *testing.T) {
-	id := Identity{Name: "web-0", Endpoints: []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}, Roles: []string{"worker"}, Token: "s3cret", Prefix: "/nico/v1/"}
+	id := Identity{Name: "web-0", Endpoints: []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}, Seeds: []string{"10.0.0.1:7946", "10.0.0.2"}, Roles: []string{"worker"}, Token: "s3cret", Prefix: "/nico/v1/"}
 	strs := append(id.OEMStrings(), "some-vendor-string", "io.systemd.credential:other=x")
 	back, err := ParseIdentity(ParseOEMStrings(strs))
 	if err != nil || !reflect.DeepEqual(back, id) {

@@ -66,6 +66,12 @@ func domainXML(spec hypervisor.DomainSpec, domType string) (string, error) {
 			}},
 		},
 	}
+	if spec.Kernel != "" {
+		// Direct kernel boot: the firmware loads the kernel and initrd from
+		// the host's files; the disk is still attached.
+		d.OS.BootDevices = nil
+		d.OS.Kernel, d.OS.Initrd, d.OS.Cmdline = spec.Kernel, spec.Initrd, spec.Cmdline
+	}
 	if domType == "test" {
 		d.Devices.Channels = nil // the test driver has no guest agent channel
 	}
@@ -135,6 +141,9 @@ func parseDomain(doc string) (parsed, error) {
 			return parsed{}, fmt.Errorf("libvirt: domain %s: %d vCPUs is out of range (at most %d)", d.Name, d.VCPU.Value, maxVCPUs)
 		}
 		p.spec.VCPUs = int(d.VCPU.Value)
+	}
+	if d.OS != nil {
+		p.spec.Kernel, p.spec.Initrd, p.spec.Cmdline = d.OS.Kernel, d.OS.Initrd, d.OS.Cmdline
 	}
 	if d.Memory != nil {
 		mib := memMiB(d.Memory.Value, d.Memory.Unit)

@@ -41,6 +41,27 @@ func TestDomainXML(t *testing.T) {
 	}
 }
 
+func TestDomainXMLKernelBoot(t *testing.T) {
+	spec := hypervisortest.Spec("web-0", "11111111-2222-4333-8444-555555555501")
+	spec.Kernel, spec.Initrd, spec.Cmdline = "/boot/vmlinuz", "/boot/initrd.img", "console=ttyS0"
+	doc, err := domainXML(spec, "qemu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d libvirtxml.Domain
+	if err := d.Unmarshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if d.OS.Kernel != spec.Kernel || d.OS.Initrd != spec.Initrd || d.OS.Cmdline != spec.Cmdline || len(d.OS.BootDevices) != 0 || d.OS.SMBios.Mode != "sysinfo" {
+		t.Fatalf("kernel boot: %s", doc)
+	}
+	p, err := parseDomain(doc)
+	p.spec.DiskGiB = spec.DiskGiB
+	if err != nil || len(spec.Differs(p.spec)) != 0 {
+		t.Fatalf("parsed %+v %v, differs %v", p.spec, err, spec.Differs(p.spec))
+	}
+}
+
 func TestForeignMetadataIsNotNicos(t *testing.T) {
 	doc := `<domain type="kvm"><name>x</name><metadata><other:machine xmlns:other="https://example.org/1"><other:name>x</other:name></other:machine></metadata></domain>`
 	if p, err := parseDomain(doc); err != nil || p.owned {

@@ -205,6 +205,13 @@ func (p *planner) validate(pool *api.MachinePool) string {
 	if t.Network == "" {
 		bad = append(bad, "template.network is empty: want a libvirt network name")
 	}
+	if b := t.Boot; b != nil {
+		for _, f := range [][2]string{{"kernel", b.Kernel}, {"initrd", b.Initrd}} {
+			if (f[0] == "kernel" || f[1] != "") && !strings.HasPrefix(f[1], "/") {
+				bad = append(bad, fmt.Sprintf("template.boot.%s %q: want an absolute path on the hypervisor host", f[0], f[1]))
+			}
+		}
+	}
 	if len(bad) > 0 {
 		return strings.Join(bad, "; ")
 	}
@@ -363,12 +370,17 @@ func boolMsg(b bool, msg string) string {
 
 func cloneTemplate(t api.MachineTemplate) api.MachineTemplate {
 	t.Roles = slices.Clone(t.Roles)
+	if t.Boot != nil {
+		b := *t.Boot
+		t.Boot = &b
+	}
 	return t
 }
 
 func templateEqual(a, b api.MachineTemplate) bool {
 	return a.VCPUs == b.VCPUs && a.MemoryMiB == b.MemoryMiB && a.DiskGiB == b.DiskGiB &&
-		a.StoragePoolName() == b.StoragePoolName() && a.BaseImage == b.BaseImage && a.Network == b.Network && slices.Equal(a.Roles, b.Roles)
+		a.StoragePoolName() == b.StoragePoolName() && a.BaseImage == b.BaseImage && a.Network == b.Network && slices.Equal(a.Roles, b.Roles) &&
+		(a.Boot == nil) == (b.Boot == nil) && (a.Boot == nil || *a.Boot == *b.Boot)
 }
 
 func conditionsEqual(a, b []api.Condition) bool {

@@ -170,6 +170,18 @@ func TestCompute(t *testing.T) {
 			func(t *testing.T, pl Plan) { wantInvalid(t, pl, `no base image "default/nope"`) }},
 		{"bad input: memory larger than any host", Input{Pools: []*api.MachinePool{pool("web", 1, func(p *api.MachinePool) { p.Spec.Template.MemoryMiB = 1 << 20 })}, Hosts: []*Host{host("hv-1", 8, 8192), host("hv-2", 8, 4096)}},
 			func(t *testing.T, pl Plan) { wantInvalid(t, pl, "hv-2: memory 4096 MiB in all < 1048576 MiB") }},
+		{"bad input: relative kernel path", Input{Pools: []*api.MachinePool{pool("web", 1, func(p *api.MachinePool) { p.Spec.Template.Boot = &api.KernelBoot{Kernel: "vmlinuz"} })}, Hosts: []*Host{host("hv-1", 8, 8192)}},
+			func(t *testing.T, pl Plan) {
+				wantInvalid(t, pl, `template.boot.kernel "vmlinuz": want an absolute path on the hypervisor host`)
+			}},
+		{"kernel boot: a new cmdline is a template change", Input{Pools: []*api.MachinePool{pool("web", 1, func(p *api.MachinePool) {
+			p.Spec.Template.Boot = &api.KernelBoot{Kernel: "/k", Cmdline: "console=ttyS0"}
+		})}, Machines: []*api.Machine{machine("web", 0, "hv-1", func(m *api.Machine) { m.Spec.Template.Boot = &api.KernelBoot{Kernel: "/k"} })}, Hosts: []*Host{host("hv-1", 8, 8192)}},
+			func(t *testing.T, pl Plan) {
+				if len(pl.Update) != 1 || pl.Update[0].Spec.Template.Boot.Cmdline != "console=ttyS0" {
+					t.Fatalf("plan %s", pl.Counts())
+				}
+			}},
 		{"bad input: selector matches no host", Input{Pools: []*api.MachinePool{pool("web", 1, func(p *api.MachinePool) { p.Spec.HostSelector = map[string]string{"gpu": "yes"} })}, Hosts: []*Host{host("hv-1", 8, 8192)}},
 			func(t *testing.T, pl Plan) { wantInvalid(t, pl, "no hypervisor host matches hostSelector") }},
 		{"bad input: existing machines are kept", Input{Pools: []*api.MachinePool{pool("web", -3)}, Machines: []*api.Machine{machine("web", 0, "hv-1")}, Nodes: map[string]*api.Node{"web-0": node("web-0", api.NodeRegistered)}, Hosts: []*Host{host("hv-1", 8, 8192)}},

@@ -2,7 +2,9 @@ package main
 
 import (
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/config"
@@ -17,23 +19,54 @@ func newHypervisor(cfg config.Agent, log *slog.Logger) (*agent.HypervisorSetup, 
 		return nil, func() {}
 	}
 	hv := libvirt.New(cfg.Hypervisor.URI, log)
-	return &agent.HypervisorSetup{HV: hv, Config: agent.HypervisorConfig{
+	hc := agent.HypervisorConfig{
 		Labels: cfg.Hypervisor.LabelMap(), StopGrace: cfg.Hypervisor.StopGrace, Resync: cfg.Hypervisor.Resync,
-	}}, func() { _ = hv.Close() }
+	}
+	hc.Seeds, hc.Token = guestMesh(cfg)
+	return &agent.HypervisorSetup{HV: hv, Config: hc}, func() { _ = hv.Close() }
+}
+
+// guestMesh is what a new VM is handed to join the gossip mesh: this host's
+// advertised gossip address (guests are on its networks) and its seeds, and
+// the cluster token. Without a mesh it is nothing, and VMs get etcd
+// endpoints instead.
+func guestMesh(cfg config.Agent) (seeds []string, token string) {
+	if !cfg.Gossip.Enabled(cfg.TokenFile) || cfg.TokenFile == "" {
+		return nil, ""
+	}
+	b, err := config.ReadToken(cfg.TokenFile)
+	if err != nil {
+		return nil, ""
+	}
+	addr := cfg.Gossip.Advertise
+	if addr == "" && cfg.Gossip.Bind != "0.0.0.0" && cfg.Gossip.Bind != "::" {
+		addr = cfg.Gossip.Bind
+	}
+	if addr != "" {
+		seeds = append(seeds, net.JoinHostPort(addr, strconv.Itoa(cfg.Gossip.PortNumber())))
+	}
+	return append(seeds, cfg.Gossip.Seeds...), string(b)
 }
 
 // firstBootEnv turns a VM's first-boot identity (systemd credentials nico.*
 // or SMBIOS OEM strings, handed by its hypervisor host) into the NICO_*
-// variables that are not set already: name, etcd.endpoints, roles,
-// store.prefix. A machine without such an identity is unaffected.
+// variables that are not set already: name, etcd.endpoints, gossip.seeds,
+// roles, store.prefix, and tokenFile (the token in a 0600 file). A machine without such an identity is unaffected.
 func firstBootEnv() {
 	id, err := firstboot.Read(os.Getenv("CREDENTIALS_DIRECTORY"), firstboot.DMIEntries)
 	if err != nil {
 		return
 	}
-	for k, v := range firstboot.Env(id) {
+	env := firstboot.Env(id)
+	if p, err := firstboot.TokenFile(id, os.Getenv("CREDENTIALS_DIRECTORY"), firstBootRunDir); err == nil && p != "" {
+		env["NICO_TOKENFILE"] = p
+	}
+	for k, v := range env {
 		if os.Getenv(k) == "" {
 			_ = os.Setenv(k, v)
 		}
 	}
 }
+
+// firstBootRunDir holds the token file written from SMBIOS strings.
+const firstBootRunDir = "/run/nico/firstboot"

@@ -126,6 +126,35 @@ func Contract(t *testing.T, newEnv func(t *testing.T, foreign ...string) Env) {
 		}
 	})
 
+	t.Run("direct kernel boot reads back", func(t *testing.T) {
+		e := newEnv(t)
+		s := Spec("vm-1", u1)
+		s.Kernel, s.Initrd, s.Cmdline = "/var/lib/nico/vmlinuz", "/var/lib/nico/initrd.img", "console=ttyS0 quiet"
+		if err := e.HV.Define(ctx(t), s); err != nil {
+			t.Fatal(err)
+		}
+		if d := one(t, e.HV); len(s.Differs(d.Spec)) != 0 {
+			t.Fatalf("kernel boot: %+v differs in %v", d.Spec, s.Differs(d.Spec))
+		}
+		s.Cmdline = "console=ttyS0"
+		if diff := s.Differs(one(t, e.HV).Spec); !slices.Equal(diff, []string{"boot"}) {
+			t.Fatalf("changed cmdline differs in %v, want [boot]", diff)
+		}
+		if err := e.HV.Define(ctx(t), s); err != nil {
+			t.Fatal(err)
+		}
+		s.Kernel, s.Initrd, s.Cmdline = "", "", ""
+		if diff := s.Differs(one(t, e.HV).Spec); !slices.Equal(diff, []string{"boot"}) {
+			t.Fatalf("disk boot against a kernel-booted domain differs in %v, want [boot]", diff)
+		}
+		if err := e.HV.Define(ctx(t), s); err != nil {
+			t.Fatal(err)
+		}
+		if d := one(t, e.HV); len(s.Differs(d.Spec)) != 0 {
+			t.Fatalf("back to disk boot: %+v differs in %v", d.Spec, s.Differs(d.Spec))
+		}
+	})
+
 	t.Run("foreign domains are never listed nor taken over", func(t *testing.T) {
 		e := newEnv(t, "theirs")
 		fu := e.Foreign["theirs"]
