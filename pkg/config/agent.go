@@ -51,6 +51,8 @@ type Agent struct {
 	Hypervisor Hypervisor
 	// PKI: see tls.go.
 	PKI PKI
+	// JoinEndpoint: see joinendpoint.go.
+	JoinEndpoint JoinEndpoint
 }
 
 // HasRole reports whether the machine has role r.
@@ -111,6 +113,7 @@ func LoadAgent(fs *pflag.FlagSet) (Agent, error) {
 		a.Etcd.DataDir = filepath.Join(a.DataDir, "etcd")
 	}
 	a.PKI.withDefaults(a.DataDir)
+	a.JoinEndpoint.withDefaults(a.Gossip.Seeds)
 	return a, nil
 }
 
@@ -143,6 +146,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	keys = append(keys, gossipKeys(&a.Gossip, &a.TokenFile, gossip.DefaultPort)...)
 	keys = append(keys, hypervisorKeys(&a.Hypervisor)...)
 	keys = append(keys, pkiKeys(&a.PKI)...)
+	keys = append(keys, joinEndpointKeys(&a.JoinEndpoint)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
 		pkiRule(&a.PKI),

@@ -33,14 +33,15 @@ func TestAgentDefaults(t *testing.T) {
 			ClusterToken: "nico",
 			DialTimeout:  5 * time.Second,
 		},
-		Store:       Store{Prefix: "/nico/v1/"},
-		Heartbeat:   Heartbeat{TTL: 10 * time.Second},
-		Join:        Join{RetryInterval: 2 * time.Second},
-		Log:         Log{Level: "info", Format: "text"},
-		Generations: Generations{Applier: "none", SecretsDir: "/run/nico/secrets", HealthDeadline: 2 * time.Minute},
-		Gossip:      Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
-		Hypervisor:  Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
-		PKI:         PKI{Dir: "/var/lib/nico/pki"},
+		Store:        Store{Prefix: "/nico/v1/"},
+		Heartbeat:    Heartbeat{TTL: 10 * time.Second},
+		Join:         Join{RetryInterval: 2 * time.Second},
+		Log:          Log{Level: "info", Format: "text"},
+		Generations:  Generations{Applier: "none", SecretsDir: "/run/nico/secrets", HealthDeadline: 2 * time.Minute},
+		Gossip:       Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
+		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
+		PKI:          PKI{Dir: "/var/lib/nico/pki"},
+		JoinEndpoint: JoinEndpoint{Listen: ":7950"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
@@ -135,9 +136,10 @@ generations:
 		Log:       Log{Level: "debug", Format: "json"},
 		Generations: Generations{Applier: "exec", Command: []string{"/bin/sh", "-c", "echo $NICO_REVISION"}, SecretsDir: "/run/nico/secrets", HealthDeadline: 30 * time.Second,
 			AllowFailedUnits: []string{"user@*.service"}, CheckCommands: []string{"systemctl is-active kubelet"}, HTTPChecks: []string{"http://127.0.0.1:10248/healthz"}},
-		Gossip:     Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
-		Hypervisor: Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
-		PKI:        PKI{Dir: "/srv/nico/pki"},
+		Gossip:       Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
+		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
+		PKI:          PKI{Dir: "/srv/nico/pki"},
+		JoinEndpoint: JoinEndpoint{Listen: ":7950"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)

@@ -16,6 +16,7 @@ type Ctl struct {
 	Timeout   time.Duration // "timeout": how long to wait for an answer
 	Output    string        // "output" (-o): table, json or yaml
 	TLS       TLS           // nicoctl's client certificate (tls.go), root's by default
+	Secrets   Secrets       // the store's secrets key (secrets.go), for nicoctl token
 }
 
 // CtlFlags registers every key of nicoctl as a flag on fs, plus --config.
@@ -47,5 +48,5 @@ func ctlKeys(c *Ctl) ([]key, []rule) {
 		stringKey("store.prefix", &c.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("timeout", &c.Timeout, 5*time.Second, "how long to wait for the cluster to answer", positive),
 		output,
-	}, tlsKeys(&c.TLS, "root")...), nil
+	}, append(tlsKeys(&c.TLS, "root"), secretsKeys(&c.Secrets)...)...), nil
 }

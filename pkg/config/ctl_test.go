@@ -27,6 +27,7 @@ func TestCtl(t *testing.T) {
 	}
 	for _, tt := range tests {
 		tt.want.TLS = rootTLS
+		tt.want.Secrets = Secrets{KeyFile: "/var/lib/nico/pki/secrets.key"}
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := loadCtl(t, tt.in)
 			if err != nil {

@@ -1,0 +1,55 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// DefaultJoinPort is the join endpoint's port (package join).
+const DefaultJoinPort = 7950
+
+// JoinEndpoint is the join endpoint (docs/security.md): control-plane
+// agents holding the CA key serve it; a machine with no certificate gets
+// its certificate through it with its join token (tokenFile).
+type JoinEndpoint struct {
+	Listen string // "join.listen": host:port served on control-plane machines
+	// Endpoints are join endpoints (host:port) tried in order; empty: the
+	// hosts of gossip.seeds at DefaultJoinPort.
+	Endpoints []string // "join.endpoints"
+}
+
+// joinEndpointKeys are the agent's join endpoint keys.
+func joinEndpointKeys(j *JoinEndpoint) []key {
+	return []key{
+		stringKey("join.listen", &j.Listen, fmt.Sprintf(":%d", DefaultJoinPort), "host:port on which control-plane agents holding the CA key serve the join endpoint (HTTPS)", hostPort),
+		listKey("join.endpoints", &j.Endpoints, nil, fmt.Sprintf("join endpoints (host:port) a machine without a certificate gets one from with its token; empty means the hosts of gossip.seeds at port %d", DefaultJoinPort),
+			each(hostPort), noDuplicates),
+	}
+}
+
+// withDefaults fills join.endpoints from the gossip seeds.
+func (j *JoinEndpoint) withDefaults(seeds []string) {
+	if len(j.Endpoints) > 0 {
+		return
+	}
+	for _, s := range seeds {
+		host := s
+		if h, _, err := net.SplitHostPort(s); err == nil {
+			host = h
+		}
+		j.Endpoints = append(j.Endpoints, net.JoinHostPort(host, strconv.Itoa(DefaultJoinPort)))
+	}
+}
+
+// hostPort accepts host:port with a port number (the host may be empty
+// to listen on every address).
+func hostPort(v string) error {
+	_, port, err := net.SplitHostPort(v)
+	if err == nil {
+		if p, perr := strconv.Atoi(port); perr == nil && p > 0 && p < 65536 {
+			return nil
+		}
+	}
+	return fmt.Errorf("%q is not accepted; use host:port, e.g. 10.0.0.1:%d or :%d", v, DefaultJoinPort, DefaultJoinPort)
+}
