@@ -1,0 +1,145 @@
+package pki
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultRenewInterval is how often a Renewer looks at its leaves.
+const DefaultRenewInterval = time.Hour
+
+// RenewerConfig says what a Renewer keeps valid.
+type RenewerConfig struct {
+	// CA returns the CA that issues the leaves; it is called every pass so a
+	// rotated CA is picked up (e.g. a closure over LoadCA). Required.
+	CA func() (*CA, error)
+	// Leaves are the certificates to keep valid.
+	Leaves []Leaf
+	// Interval between passes; 0 = DefaultRenewInterval.
+	Interval time.Duration
+	// OnRenew, if set, is called after a leaf was re-issued and written (to
+	// restart what cannot reload, or to count renewals in tests).
+	OnRenew func(Due)
+}
+
+// Renewer re-issues leaf certificates before they expire:
+//
+//	     ┌───────── every Interval ─────────┐
+//	     ▼                                  │
+//	observe files ─▶ DueLeaves ─▶ issue, write key, write cert, OnRenew
+//
+// A leaf is due when missing, when a third of its lifetime is left, when the
+// CA changed, or when its Request changed (new SANs). Files are written with
+// WriteFile (atomic, 0600): key first, then certificate. Readers that load
+// the pair per handshake (etcd, ClientTLS) use it at their next handshake.
+type Renewer struct {
+	cfg RenewerConfig
+	log *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+}
+
+// NewRenewer returns a Renewer; it starts nothing until Run.
+func NewRenewer(cfg RenewerConfig, log *slog.Logger) (*Renewer, error) {
+	if cfg.CA == nil {
+		return nil, errors.New("pki: renewer: no CA")
+	}
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultRenewInterval
+	}
+	for _, l := range cfg.Leaves {
+		if l.CertFile == "" || l.KeyFile == "" {
+			return nil, fmt.Errorf("%w: leaf %q: certificate and key files are required", ErrBadRequest, l.Name)
+		}
+		if err := l.Request.validate(); err != nil {
+			return nil, fmt.Errorf("leaf %q: %w", l.Name, err)
+		}
+	}
+	return &Renewer{cfg: cfg, log: log.With("component", "pki-renewer"), Now: time.Now}, nil
+}
+
+// Run renews once, then every Interval, until ctx ends. A failed pass is
+// logged and retried at the next tick; Run returns nil when ctx ends.
+func (r *Renewer) Run(ctx context.Context) error {
+	tick := time.NewTicker(r.cfg.Interval)
+	defer tick.Stop()
+	for {
+		if _, err := r.RenewOnce(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("certificate renewal failed; retrying later", "err", err, "in", r.cfg.Interval)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
+
+// RenewOnce runs one pass and returns the leaves it re-issued. A leaf that
+// fails does not stop the others; the errors are joined.
+func (r *Renewer) RenewOnce(ctx context.Context) ([]Due, error) {
+	ca, err := r.cfg.CA()
+	if err != nil {
+		return nil, fmt.Errorf("pki: renewer: CA: %w", err)
+	}
+	now := r.Now()
+	due := DueLeaves(ca.Cert, r.observe(), now)
+	var done []Due
+	var errs []error
+	for _, d := range due {
+		if ctx.Err() != nil {
+			errs = append(errs, ctx.Err())
+			break
+		}
+		serial, err := r.renew(ca, d.Leaf, now)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("pki: renew %q: %w", d.Leaf.Name, err))
+			continue
+		}
+		r.log.Info("certificate renewed", "leaf", d.Leaf.Name, "cn", d.Leaf.Request.CommonName,
+			"reason", string(d.Reason), "serial", serial, "cert", d.Leaf.CertFile)
+		done = append(done, d)
+		if r.cfg.OnRenew != nil {
+			r.cfg.OnRenew(d)
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+func (r *Renewer) observe() []LeafStatus {
+	out := make([]LeafStatus, len(r.cfg.Leaves))
+	for i, l := range r.cfg.Leaves {
+		out[i].Leaf = l
+		pair, err := tls.LoadX509KeyPair(l.CertFile, l.KeyFile) // also checks the key matches
+		if err != nil {
+			continue
+		}
+		if c, err := x509.ParseCertificate(pair.Certificate[0]); err == nil {
+			out[i].Cert = c
+		}
+	}
+	return out
+}
+
+func (r *Renewer) renew(ca *CA, l Leaf, now time.Time) (string, error) {
+	certPEM, keyPEM, err := ca.Issue(l.Request, now)
+	if err != nil {
+		return "", err
+	}
+	if err := WriteFile(l.KeyFile, keyPEM); err != nil {
+		return "", err
+	}
+	if err := WriteFile(l.CertFile, certPEM); err != nil {
+		return "", err
+	}
+	c, err := ParseCert(certPEM)
+	if err != nil {
+		return "", err
+	}
+	return c.SerialNumber.Text(16), nil
+}
