@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -80,9 +81,17 @@ func readPool(r io.Reader) (*api.MachinePool, error) {
 		return nil, fmt.Errorf("apiVersion %q is not accepted; want %s", p.APIVersion, api.Version)
 	case p.Metadata.Name == "":
 		return nil, errors.New("metadata.name is empty; name the pool")
+	case !dnsLabelRE.MatchString(p.Metadata.Name):
+		return nil, fmt.Errorf("metadata.name %q is not accepted; use a DNS label: 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit", p.Metadata.Name)
+	case p.Spec.Count < 0:
+		return nil, fmt.Errorf("spec.count %d is not accepted; want 0 or more", p.Spec.Count)
 	}
 	return p, nil
 }
+
+// dnsLabelRE matches an RFC 1123 label: pool names become machine and
+// domain names.
+var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 func (a *app) applyPool(ctx context.Context, stdin io.Reader, file string) error {
 	var r io.Reader
