@@ -133,6 +133,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.rolloutCmd())
 	root.AddCommand(a.poolCmd())
 	root.AddCommand(a.gossipCmd())
+	root.AddCommand(a.tokenCmd())
 	return root
 }
 
