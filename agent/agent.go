@@ -15,6 +15,7 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +28,6 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // ErrRemoved is returned by Run when this node was removed from the cluster;
@@ -62,6 +62,8 @@ type Config struct {
 	// Hypervisor, on a host with the hypervisor role, runs the libvirt
 	// domains placed on it (agent/hypervisor.go); nil: none.
 	Hypervisor *HypervisorSetup
+	// PKI is where the machine's certificates live (agent/pki.go).
+	PKI PKIConfig
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -79,7 +81,13 @@ type Agent struct {
 	log     *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+	// ObtainCerts, when set, gets the machine's certificates through the
+	// join endpoint when pki.dir lacks them (agent/pki.go).
+	ObtainCerts ObtainCertsFunc
+	// RenewInterval is how often certificates are checked for renewal.
+	RenewInterval time.Duration
 
+	tls     *tls.Config // client identity from pki.dir; nil without one
 	cli     *clientv3.Client
 	st      *store.Store
 	node    *api.Node
@@ -101,7 +109,7 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
-	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now}
+	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now, RenewInterval: time.Hour}
 }
 
 // Healthy tells whether the node is registered and, on a control-plane
@@ -114,6 +122,15 @@ func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.Ro
 func (a *Agent) Run(ctx context.Context) (err error) {
 	defer func() { a.shutdown(err) }()
 	a.status("starting")
+	if err := a.ensurePKI(ctx); err != nil {
+		return err
+	}
+	if a.tls != nil {
+		rctx, stopRenew := context.WithCancel(ctx)
+		renewDone := make(chan struct{})
+		go func() { defer close(renewDone); a.renewCerts(rctx, a.RenewInterval) }()
+		defer func() { stopRenew(); <-renewDone }()
+	}
 	if a.controlPlane() {
 		if err := a.prepareMember(ctx); err != nil {
 			return err
@@ -180,12 +197,7 @@ func (a *Agent) connect(ctx context.Context) error {
 	if len(eps) == 0 {
 		return errors.New("agent: no etcd endpoint: set etcd.endpoints, or bootstrap")
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:        eps,
-		DialTimeout:      a.cfg.DialTimeout,
-		AutoSyncInterval: 5 * time.Second,
-		Logger:           zap.NewNop(),
-	})
+	cli, err := a.etcdClient(eps, 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("agent: connect %v: %w", eps, err)
 	}

@@ -13,8 +13,6 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // prepareMember decides, before anything else, what to do with the local
@@ -79,7 +77,7 @@ func (a *Agent) clusterView(ctx context.Context) (clusterState, error) {
 	if len(eps) == 0 {
 		return clusterState{}, errors.New("no other endpoint configured")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: a.cfg.DialTimeout, Logger: zap.NewNop()})
+	cli, err := a.etcdClient(eps, 0)
 	if err != nil {
 		return clusterState{}, err
 	}
@@ -132,7 +130,7 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 		return fmt.Errorf("agent: start member: %w", err)
 	}
 	a.running = true
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{a.cfg.ClientURL}, DialTimeout: a.cfg.DialTimeout, Logger: zap.NewNop()})
+	cli, err := a.etcdClient([]string{a.cfg.ClientURL}, 0)
 	if err != nil {
 		return fmt.Errorf("agent: local client: %w", err)
 	}

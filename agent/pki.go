@@ -1,0 +1,289 @@
+package agent
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdclient"
+	"github.com/homystack/nico/pkg/pki"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// PKIConfig is where the agent keeps its certificates and keys
+// (docs/security.md, "Files"), and the CA a user gives the bootstrap
+// machine instead of letting it make one.
+type PKIConfig struct {
+	// Dir is <dataDir>/pki. Empty: no TLS at all, which only tests against
+	// a plaintext etcd use; nico-agent always sets it.
+	Dir pki.Dir
+	// CACertFile and CAKeyFile, both set, are a user-given CA that the
+	// bootstrap machine copies into Dir.
+	CACertFile, CAKeyFile string
+}
+
+// ErrNoCertificates is returned by Run when pki.dir holds no certificates
+// and the agent has no way to get them (no ObtainCerts, no bootstrap).
+var ErrNoCertificates = errors.New("agent: no certificates in pki.dir")
+
+// ObtainCertsFunc gets this machine's certificates through the join
+// endpoint (package join): it writes into dir at least ca.crt and
+// node.{crt,key}, and on a control-plane machine ca.key and secrets.key
+// too, after which the agent issues its own etcd certificates.
+type ObtainCertsFunc func(ctx context.Context, dir pki.Dir) error
+
+// secretsKeySize is the size of the store encryption key (AES-256).
+const secretsKeySize = 32
+
+// The certificates of a machine, by pki.Dir name.
+const (
+	certNode        = pki.NodeLeaf
+	certEtcdServer  = pki.EtcdServerLeaf
+	certEtcdPeer    = pki.EtcdPeerLeaf
+	certCoordinator = pki.CoordinatorLeaf
+	certRoot        = pki.RootLeaf
+)
+
+// ensurePKI makes sure pki.dir holds what this machine needs before the
+// agent talks to etcd, and sets a.tls, its client identity:
+//
+//	no ca.crt ──bootstrap──▶ make the CA (or copy the user's) + secrets.key
+//	    │
+//	    └────otherwise────▶ ObtainCerts (join endpoint) ──▶ ca.crt, node cert [, ca.key]
+//	ca.key present ──▶ issue every missing leaf: node; on control-plane
+//	                   machines etcd-server, etcd-peer, coordinator, root
+//	no ca.key, no node cert ──▶ ObtainCerts
+func (a *Agent) ensurePKI(ctx context.Context) error {
+	d := a.cfg.PKI.Dir
+	if d == "" {
+		return nil
+	}
+	if !exists(d.CACert()) {
+		switch {
+		case a.cfg.Bootstrap && a.controlPlane():
+			if err := a.makeCA(); err != nil {
+				return err
+			}
+		default:
+			if err := a.obtain(ctx, "no ca.crt"); err != nil {
+				return err
+			}
+		}
+	}
+	if exists(d.CAKey()) {
+		if err := a.issueMissing(); err != nil {
+			return err
+		}
+	} else if !exists(d.Cert(certNode)) {
+		if err := a.obtain(ctx, "no node certificate"); err != nil {
+			return err
+		}
+	}
+	if a.controlPlane() && !exists(d.Cert(certEtcdPeer)) {
+		return fmt.Errorf("%w: %s has no etcd-peer certificate and no ca.key to issue one; a control-plane machine needs the CA key (join with a control-plane token)", ErrNoCertificates, d)
+	}
+	t, err := pki.ClientTLS(d.CACert(), d.Cert(certNode), d.Key(certNode))
+	if err != nil {
+		return fmt.Errorf("agent: client TLS from %s: %w", d, err)
+	}
+	a.tls = t
+	return nil
+}
+
+// obtain runs ObtainCerts, or says why the machine has no certificates.
+func (a *Agent) obtain(ctx context.Context, why string) error {
+	if a.ObtainCerts == nil {
+		return fmt.Errorf("%w (%s: %s); copy them from a control-plane machine, join with a token, or set bootstrap on the first machine", ErrNoCertificates, a.cfg.PKI.Dir, why)
+	}
+	a.status("obtaining certificates through the join endpoint")
+	if err := a.ObtainCerts(ctx, a.cfg.PKI.Dir); err != nil {
+		return fmt.Errorf("agent: obtain certificates: %w", err)
+	}
+	return nil
+}
+
+// makeCA makes the cluster CA, or copies the user's, and the store's
+// secrets key, on the bootstrap machine.
+func (a *Agent) makeCA() error {
+	d := a.cfg.PKI.Dir
+	var ca *pki.CA
+	var err error
+	if a.cfg.PKI.CACertFile != "" {
+		if ca, err = pki.LoadCA(a.cfg.PKI.CACertFile, a.cfg.PKI.CAKeyFile); err != nil {
+			return fmt.Errorf("agent: pki.caCertFile: %w", err)
+		}
+		a.log.Info("using the given CA", "subject", ca.Cert.Subject.String())
+	} else {
+		if ca, err = pki.NewCA("nico cluster CA", pki.DefaultCAValidity, a.Now()); err != nil {
+			return fmt.Errorf("agent: make CA: %w", err)
+		}
+		a.log.Info("made the cluster CA", "dir", string(d), "notAfter", ca.Cert.NotAfter)
+	}
+	if !exists(d.SecretsKey()) {
+		key := make([]byte, secretsKeySize)
+		if _, err := rand.Read(key); err != nil {
+			return fmt.Errorf("agent: secrets key: %w", err)
+		}
+		if err := pki.WriteFile(d.SecretsKey(), key); err != nil {
+			return fmt.Errorf("agent: secrets key: %w", err)
+		}
+	}
+	if err := ca.Save(d.CACert(), d.CAKey()); err != nil {
+		return fmt.Errorf("agent: save CA: %w", err)
+	}
+	return nil
+}
+
+// leafRequests are the certificates this machine holds, by name.
+func (a *Agent) leafRequests() map[string]pki.Request {
+	reqs := map[string]pki.Request{
+		certNode: {CommonName: pki.NodeIdentity(a.cfg.Name), Usage: pki.UsageClient},
+	}
+	if !a.controlPlane() {
+		return reqs
+	}
+	member := pki.MemberIdentity(a.cfg.Name)
+	server := sans(a.cfg.ClientURL)
+	server.DNSNames = append(server.DNSNames, "localhost")
+	server.IPs = append(server.IPs, net.IPv4(127, 0, 0, 1), net.IPv6loopback)
+	server.CommonName, server.Usage = member, pki.UsageServer|pki.UsageClient
+	peer := sans(a.cfg.PeerURL)
+	peer.CommonName, peer.Usage = member, pki.UsagePeer
+	reqs[certEtcdServer] = server
+	reqs[certEtcdPeer] = peer
+	reqs[certCoordinator] = pki.Request{CommonName: pki.CoordinatorIdentity, Usage: pki.UsageClient}
+	reqs[certRoot] = pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient}
+	return reqs
+}
+
+// issueMissing issues, with ca.key, every certificate of this machine that
+// is missing, and renews every one due (a third of its lifetime left).
+func (a *Agent) issueMissing() error {
+	d := a.cfg.PKI.Dir
+	ca, err := pki.LoadCA(d.CACert(), d.CAKey())
+	if err != nil {
+		return fmt.Errorf("agent: load CA: %w", err)
+	}
+	for name, req := range a.leafRequests() {
+		what, err := ensureLeaf(ca, d, name, req, a.Now())
+		if err != nil {
+			return err
+		}
+		if what != "" {
+			a.log.Info(what+" certificate", "cert", name, "cn", req.CommonName)
+		}
+	}
+	return nil
+}
+
+// ensureLeaf issues leaf name when it is missing or broken ("issued"), or
+// renews it when due ("renewed"); "" when it is fine. Renewal keeps the
+// key, so only the certificate file changes, in one atomic rename: a
+// reader that loads the pair per handshake (etcd, pki.ClientTLS) never sees
+// a certificate with the other's key.
+func ensureLeaf(ca *pki.CA, d pki.Dir, name string, req pki.Request, now time.Time) (string, error) {
+	certPEM, cerr := os.ReadFile(d.Cert(name))
+	keyPEM, kerr := os.ReadFile(d.Key(name))
+	if cerr == nil && kerr == nil {
+		due, err := pki.NeedsRenewal(certPEM, now)
+		if err == nil && !due {
+			return "", nil
+		}
+		if key, err := pki.ParseKey(keyPEM); err == nil && due {
+			if err := renewLeaf(ca, d, name, key, req, now); err != nil {
+				return "", err
+			}
+			return "renewed", nil
+		}
+	}
+	certPEM, keyPEM, err := ca.Issue(req, now)
+	if err != nil {
+		return "", fmt.Errorf("agent: issue %s certificate: %w", name, err)
+	}
+	if err := pki.WriteFile(d.Key(name), keyPEM); err != nil {
+		return "", fmt.Errorf("agent: write %s key: %w", name, err)
+	}
+	if err := pki.WriteFile(d.Cert(name), certPEM); err != nil {
+		return "", fmt.Errorf("agent: write %s certificate: %w", name, err)
+	}
+	return "issued", nil
+}
+
+// renewLeaf signs a new certificate for the key leaf name already has.
+func renewLeaf(ca *pki.CA, d pki.Dir, name string, key crypto.Signer, req pki.Request, now time.Time) error {
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: req.CommonName}}, key)
+	if err != nil {
+		return fmt.Errorf("agent: renew %s certificate: %w", name, err)
+	}
+	certPEM, err := ca.SignCSR(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), req, now)
+	if err != nil {
+		return fmt.Errorf("agent: renew %s certificate: %w", name, err)
+	}
+	if err := pki.WriteFile(d.Cert(name), certPEM); err != nil {
+		return fmt.Errorf("agent: write %s certificate: %w", name, err)
+	}
+	return nil
+}
+
+// renewCerts re-checks the machine's certificates every interval until ctx
+// ends, renewing those due while the machine holds ca.key. A machine
+// without it only warns: its node certificate comes from the join endpoint.
+func (a *Agent) renewCerts(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d := a.cfg.PKI.Dir
+		if exists(d.CAKey()) {
+			if err := a.issueMissing(); err != nil {
+				a.log.Warn("certificate renewal", "err", err)
+			}
+			continue
+		}
+		if b, err := os.ReadFile(d.Cert(certNode)); err == nil {
+			if due, _ := pki.NeedsRenewal(b, a.Now()); due {
+				a.log.Warn("the node certificate is due for renewal and this machine has no ca.key; join again with a token", "cert", d.Cert(certNode))
+			}
+		}
+	}
+}
+
+// sans returns the subject alternative names of a URL's host.
+func sans(rawURL string) pki.Request {
+	var r pki.Request
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return r
+	}
+	if ip := net.ParseIP(u.Hostname()); ip != nil {
+		r.IPs = append(r.IPs, ip)
+	} else if u.Hostname() != "" {
+		r.DNSNames = append(r.DNSNames, u.Hostname())
+	}
+	return r
+}
+
+// exists tells whether path is there.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// etcdClient is a client of the agent's identity for endpoints;
+// autoSync > 0 keeps the endpoints in sync with the member list.
+func (a *Agent) etcdClient(endpoints []string, autoSync time.Duration) (*clientv3.Client, error) {
+	return etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: a.cfg.DialTimeout, AutoSyncInterval: autoSync, TLS: a.tls})
+}
