@@ -34,6 +34,9 @@ type HypervisorConfig struct {
 	Resync time.Duration
 	// StopGrace is how long a guest has to shut down before it is destroyed.
 	StopGrace time.Duration
+	// Retry is the backoff of a machine whose domain action keeps failing;
+	// zero: about 1 s doubling up to 5 minutes.
+	Retry backoff.Backoff
 }
 
 // HypervisorController reconciles the libvirt domains of the machines
@@ -51,6 +54,8 @@ type HypervisorController struct {
 	st  *store.Store
 	hv  hypervisor.Hypervisor
 	log *slog.Logger
+	// retries holds back machines whose actions keep failing.
+	retries *machineRetries
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// OnPass, when set, is called after each pass with its actions and
@@ -66,7 +71,11 @@ func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hyperviso
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 30 * time.Second
 	}
-	return &HypervisorController{cfg: cfg, st: st, hv: hv, log: log.With("component", "hypervisor", "node", cfg.Node), Now: time.Now}
+	if cfg.Retry.Base <= 0 {
+		cfg.Retry = defaultMachineRetry
+	}
+	return &HypervisorController{cfg: cfg, st: st, hv: hv, log: log.With("component", "hypervisor", "node", cfg.Node),
+		retries: newMachineRetries(cfg.Retry), Now: time.Now}
 }
 
 // Run reconciles until ctx ends. A failed pass (the hypervisor or the store
@@ -91,6 +100,10 @@ func (c *HypervisorController) Run(ctx context.Context) error {
 			failures++
 		default:
 			failures = 0
+			if due, ok := c.retries.next(); ok {
+				// A machine held back by its backoff is due then.
+				retry = time.After(max(due.Sub(c.Now()), 0))
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -106,7 +119,8 @@ func (c *HypervisorController) Run(ctx context.Context) error {
 }
 
 // Once runs one pass: report the host, plan and apply domain actions, and
-// write the machines' status. It returns the actions it took.
+// write the machines' status. It returns the actions it took: an action of
+// a machine held back by its backoff (machineRetries) is not taken.
 func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction, err error) {
 	defer func() {
 		if c.OnPass != nil {
@@ -134,17 +148,30 @@ func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction
 	if err != nil {
 		return nil, fmt.Errorf("agent: list domains: %w", err)
 	}
-	actions = planDomains(mine, domains, c.spec)
+	planned := planDomains(mine, domains, c.spec)
 	failed := map[string]error{}
-	for _, a := range actions {
+	now := c.Now()
+	pending := map[string]bool{}
+	for _, a := range planned {
+		pending[a.UUID] = true
+		sig := actionSig(a)
+		if ok, last := c.retries.due(a.UUID, sig, now); !ok {
+			failed[a.UUID] = last // held back by its backoff
+			continue
+		}
+		actions = append(actions, a)
 		if err := c.apply(ctx, a); err != nil {
 			if errors.Is(err, hypervisor.ErrUnavailable) || ctx.Err() != nil {
 				return actions, err
 			}
 			failed[a.UUID] = err
-			c.log.Warn("domain action failed", "action", string(a.Kind), "uuid", a.UUID, "machine", machineName(a), "err", err)
+			delay := c.retries.failed(a.UUID, sig, err, now)
+			c.log.Warn("domain action failed; retrying later", "action", string(a.Kind), "uuid", a.UUID, "machine", machineName(a), "err", err, "retryIn", delay)
+			continue
 		}
+		c.retries.succeeded(a.UUID)
 	}
+	c.retries.keepOnly(pending)
 	if len(actions) > 0 {
 		if domains, err = c.hv.Domains(ctx); err != nil {
 			return actions, fmt.Errorf("agent: list domains: %w", err)
