@@ -128,7 +128,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.tls != nil {
 		rctx, stopRenew := context.WithCancel(ctx)
 		renewDone := make(chan struct{})
-		go func() { defer close(renewDone); a.renewCerts(rctx, a.RenewInterval) }()
+		go func() { defer close(renewDone); a.renewCerts(rctx) }()
 		defer func() { stopRenew(); <-renewDone }()
 	}
 	if a.controlPlane() {

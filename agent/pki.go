@@ -2,16 +2,14 @@ package agent
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdclient"
@@ -80,7 +78,7 @@ func (a *Agent) ensurePKI(ctx context.Context) error {
 		}
 	}
 	if exists(d.CAKey()) {
-		if err := a.issueMissing(); err != nil {
+		if err := a.issueMissing(ctx); err != nil {
 			return err
 		}
 	} else if !exists(d.Cert(certNode)) {
@@ -165,100 +163,54 @@ func (a *Agent) leafRequests() map[string]pki.Request {
 	return reqs
 }
 
-// issueMissing issues, with ca.key, every certificate of this machine that
-// is missing, and renews every one due (a third of its lifetime left).
-func (a *Agent) issueMissing() error {
+// renewer keeps this machine's leaves valid with ca.key (pki.Renewer):
+// it issues those missing and re-issues those expiring, signed by another
+// CA, or whose request changed (new URLs).
+func (a *Agent) renewer() (*pki.Renewer, error) {
 	d := a.cfg.PKI.Dir
-	ca, err := pki.LoadCA(d.CACert(), d.CAKey())
-	if err != nil {
-		return fmt.Errorf("agent: load CA: %w", err)
+	reqs := a.leafRequests()
+	names := slices.Sorted(maps.Keys(reqs))
+	leaves := make([]pki.Leaf, len(names))
+	for i, n := range names {
+		leaves[i] = pki.Leaf{Name: n, CertFile: d.Cert(n), KeyFile: d.Key(n), Request: reqs[n]}
 	}
-	for name, req := range a.leafRequests() {
-		what, err := ensureLeaf(ca, d, name, req, a.Now())
-		if err != nil {
-			return err
-		}
-		if what != "" {
-			a.log.Info(what+" certificate", "cert", name, "cn", req.CommonName)
-		}
+	r, err := pki.NewRenewer(pki.RenewerConfig{
+		CA:       func() (*pki.CA, error) { return pki.LoadCA(d.CACert(), d.CAKey()) },
+		Leaves:   leaves,
+		Interval: a.RenewInterval,
+	}, a.log)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	r.Now = a.Now
+	return r, nil
+}
+
+// issueMissing runs one renewal pass: every leaf missing or due is issued.
+func (a *Agent) issueMissing(ctx context.Context) error {
+	r, err := a.renewer()
+	if err != nil {
+		return err
+	}
+	if _, err := r.RenewOnce(ctx); err != nil {
+		return fmt.Errorf("agent: certificates: %w", err)
 	}
 	return nil
 }
 
-// ensureLeaf issues leaf name when it is missing or broken ("issued"), or
-// renews it when due ("renewed"); "" when it is fine. Renewal keeps the
-// key, so only the certificate file changes, in one atomic rename: a
-// reader that loads the pair per handshake (etcd, pki.ClientTLS) never sees
-// a certificate with the other's key.
-func ensureLeaf(ca *pki.CA, d pki.Dir, name string, req pki.Request, now time.Time) (string, error) {
-	certPEM, cerr := os.ReadFile(d.Cert(name))
-	keyPEM, kerr := os.ReadFile(d.Key(name))
-	if cerr == nil && kerr == nil {
-		due, err := pki.NeedsRenewal(certPEM, now)
-		if err == nil && !due {
-			return "", nil
-		}
-		if key, err := pki.ParseKey(keyPEM); err == nil && due {
-			if err := renewLeaf(ca, d, name, key, req, now); err != nil {
-				return "", err
-			}
-			return "renewed", nil
-		}
+// renewCerts keeps the leaves renewed until ctx ends, on a machine holding
+// ca.key. A machine without it renews nothing: its node certificate comes
+// from the join endpoint, for a year.
+func (a *Agent) renewCerts(ctx context.Context) {
+	if !exists(a.cfg.PKI.Dir.CAKey()) {
+		return
 	}
-	certPEM, keyPEM, err := ca.Issue(req, now)
+	r, err := a.renewer()
 	if err != nil {
-		return "", fmt.Errorf("agent: issue %s certificate: %w", name, err)
+		a.log.Warn("certificate renewal off", "err", err)
+		return
 	}
-	if err := pki.WriteFile(d.Key(name), keyPEM); err != nil {
-		return "", fmt.Errorf("agent: write %s key: %w", name, err)
-	}
-	if err := pki.WriteFile(d.Cert(name), certPEM); err != nil {
-		return "", fmt.Errorf("agent: write %s certificate: %w", name, err)
-	}
-	return "issued", nil
-}
-
-// renewLeaf signs a new certificate for the key leaf name already has.
-func renewLeaf(ca *pki.CA, d pki.Dir, name string, key crypto.Signer, req pki.Request, now time.Time) error {
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: req.CommonName}}, key)
-	if err != nil {
-		return fmt.Errorf("agent: renew %s certificate: %w", name, err)
-	}
-	certPEM, err := ca.SignCSR(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), req, now)
-	if err != nil {
-		return fmt.Errorf("agent: renew %s certificate: %w", name, err)
-	}
-	if err := pki.WriteFile(d.Cert(name), certPEM); err != nil {
-		return fmt.Errorf("agent: write %s certificate: %w", name, err)
-	}
-	return nil
-}
-
-// renewCerts re-checks the machine's certificates every interval until ctx
-// ends, renewing those due while the machine holds ca.key. A machine
-// without it only warns: its node certificate comes from the join endpoint.
-func (a *Agent) renewCerts(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		d := a.cfg.PKI.Dir
-		if exists(d.CAKey()) {
-			if err := a.issueMissing(); err != nil {
-				a.log.Warn("certificate renewal", "err", err)
-			}
-			continue
-		}
-		if b, err := os.ReadFile(d.Cert(certNode)); err == nil {
-			if due, _ := pki.NeedsRenewal(b, a.Now()); due {
-				a.log.Warn("the node certificate is due for renewal and this machine has no ca.key; join again with a token", "cert", d.Cert(certNode))
-			}
-		}
-	}
+	_ = r.Run(ctx)
 }
 
 // sans returns the subject alternative names of a URL's host.
