@@ -171,18 +171,40 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 		return c != nil && c.Status && p.Status.Running == 2
 	})
 
-	// Bad input: nothing is created, the pool says why.
-	bad := api.NewMachinePool("bad")
-	bad.Spec = pool.Spec
-	bad.Spec.Template.Network = "nope"
-	f.putPool(bad)
-	waitObj[api.MachinePool](f, 30*time.Second, store.PoolKey("bad"), "bad pool invalid", func(p *api.MachinePool) bool {
-		c := api.FindCondition(p.Status.Conditions, api.CondValid)
-		return c != nil && !c.Status && strings.Contains(c.Message, `no network "nope"`)
-	})
+	// Bad input: nothing is created, each pool says why.
+	for _, c := range []struct {
+		name string
+		mod  func(*api.MachinePoolSpec)
+		want string
+	}{
+		{"bad-net", func(s *api.MachinePoolSpec) { s.Template.Network = "nope" }, `no network "nope"`},
+		{"bad-image", func(s *api.MachinePoolSpec) { s.Template.BaseImage = "nope.qcow2" }, `no base image "default/nope.qcow2"`},
+		{"bad-mem", func(s *api.MachinePoolSpec) { s.Template.MemoryMiB = 1 << 20 }, "memory 4096 MiB in all < 1048576 MiB"},
+		{"bad-count", func(s *api.MachinePoolSpec) { s.Count = -1 }, "count -1: want 0 or more"},
+	} {
+		bad := api.NewMachinePool(c.name)
+		bad.Spec = pool.Spec
+		c.mod(&bad.Spec)
+		f.putPool(bad)
+		waitObj[api.MachinePool](f, 30*time.Second, store.PoolKey(c.name), c.name+" invalid", func(p *api.MachinePool) bool {
+			c2 := api.FindCondition(p.Status.Conditions, api.CondValid)
+			return c2 != nil && !c2.Status && strings.Contains(c2.Message, c.want)
+		})
+	}
 	for name := range f.machines() {
 		if strings.HasPrefix(name, "bad-") {
 			t.Fatalf("machine %s created for an invalid pool", name)
+		}
+	}
+	for _, h := range hosts {
+		ds, err := h.hv.Domains(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if strings.HasPrefix(d.Spec.Name, "bad-") {
+				t.Fatalf("domain %s (%s) created on %s for an invalid pool", d.Spec.Name, d.State, h.name)
+			}
 		}
 	}
 }
