@@ -8,7 +8,7 @@ ETCD_BINARIES := $(foreach v,$(ETCD_VERSIONS),$(CURDIR)/$(ETCD_CACHE)/$(v)/etcd)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all deps build etcd-binaries test test-short test-netns bench demo vet fmt clean nix-check nix-docs vendor-hash
+.PHONY: all deps build etcd-binaries test test-short test-netns e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash
 
 all: build
 
@@ -40,6 +40,27 @@ test: etcd-binaries vet nix-check
 # so, otherwise. It takes about 10 s, so make test runs it too when root.
 test-netns: deps
 	$(GO) test -count=1 -v -run TestPartition ./tests/netns/
+
+# e2e-vm boots a real VM (libvirtd + qemu, software emulation without
+# /dev/kvm) inside a network namespace and checks that it joins the cluster
+# by itself; it reports the time from pool scale-up to the node registered.
+# Root; installs libvirt, qemu, a Debian kernel and busybox-static
+# (tests/e2evm/deps.sh). Not part of make test: it takes several minutes.
+e2e-vm: deps
+	tests/e2evm/run.sh
+
+# fuzz runs every fuzz target (each func FuzzX in a _test.go) for FUZZTIME;
+# make test already runs their seed corpora (f.Add, testdata/fuzz) as tests.
+# A failure leaves its input in testdata/fuzz/FuzzX/: commit it with the fix.
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz: deps
+	@for f in $$(git ls-files --cached --others --exclude-standard '*_test.go' | xargs grep -l '^func Fuzz'); do \
+		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+			echo "== ./$$(dirname $$f) $$name ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f) || exit 1; \
+		done; \
+	done
 
 # test-short runs only the fast tiers (planners, stores, config).
 test-short: deps

@@ -1,0 +1,329 @@
+// Package e2evm is nico's real-VM tier (make e2e-vm, tests/e2evm/run.sh): a
+// real libvirtd with qemu, in a network namespace, boots a guest made here
+// from Debian's kernel and a busybox initramfs with a static nico-agent; the
+// guest reads its identity from SMBIOS and joins the cluster as a worker.
+// Outside make e2e-vm (NICO_E2EVM_DIR unset) only the unit tests of the
+// guest builder run.
+package e2evm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/placement"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The cluster and the guests live on the isolated libvirt network "nico".
+const (
+	hostIP   = "10.77.0.1"
+	network  = "nico"
+	imageDir = "/var/lib/libvirt/images"
+)
+
+const networkXML = `<network>
+  <name>nico</name>
+  <bridge name='virbr-nico' stp='off' delay='0'/>
+  <ip address='10.77.0.1' netmask='255.255.255.0'>
+    <dhcp><range start='10.77.0.10' end='10.77.0.200'/></dhcp>
+  </ip>
+</network>`
+
+// TestGuestJoins: a MachinePool scaled from 0 to 1 gets a VM on the
+// hypervisor host, the VM boots, reads its name, roles, the mesh's seeds
+// and the token from SMBIOS, learns the etcd endpoints through gossip (so
+// the token is what lets it in) and registers its node; scaled back to 0,
+// the node leaves and the domain goes. Three runs; the time from the
+// scale-up to the node registered is reported with its median.
+func TestGuestJoins(t *testing.T) {
+	w := os.Getenv("NICO_E2EVM_DIR")
+	if w == "" {
+		t.Skip("the real-VM tier runs with make e2e-vm (root, libvirtd, qemu, a network namespace)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 24*time.Minute)
+	defer cancel()
+
+	// libvirt: the network, a storage pool and a base image for overlays.
+	netFile := filepath.Join(w, "network.xml")
+	must(t, os.WriteFile(netFile, []byte(networkXML), 0o644))
+	virsh(t, "net-define", netFile)
+	virsh(t, "net-start", network)
+	virsh(t, "pool-define-as", "default", "dir", "--target", imageDir)
+	virsh(t, "pool-build", "default")
+	virsh(t, "pool-start", "default")
+	run(t, "qemu-img", "create", "-q", "-f", "qcow2", filepath.Join(imageDir, "base.qcow2"), "1G")
+	virsh(t, "pool-refresh", "default")
+
+	guestDir := filepath.Join(w, "guest")
+	must(t, os.MkdirAll(guestDir, 0o755))
+	kernel, initrd := buildGuest(t, guestDir, filepath.Join(w, "guest-agent"))
+	token := filepath.Join(w, "token")
+	must(t, os.WriteFile(token, []byte(fmt.Sprintf("e2evm-%d\n", time.Now().UnixNano())), 0o600))
+
+	// The cluster: one agent bootstraps etcd and is the hypervisor host, a
+	// coordinator places machines.
+	start(t, w, "hv-1", filepath.Join(w, "nico-agent"),
+		"--name", "hv-1", "--roles", "controlPlane,hypervisor", "--bootstrap", "--dataDir", filepath.Join(w, "hv-1"),
+		"--etcd.peerURL", "http://"+hostIP+":2380", "--etcd.clientURL", "http://"+hostIP+":2379",
+		"--tokenFile", token, "--gossip.bind", hostIP,
+		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s")
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + hostIP + ":2379"}, DialTimeout: 5 * time.Second})
+	must(t, err)
+	defer cli.Close()
+	st, err := store.New(cli, store.DefaultPrefix)
+	must(t, err)
+	waitFor(t, ctx, 2*time.Minute, "hv-1 reports network nico and image default/base.qcow2", func() (bool, string) {
+		hv := api.NewHypervisor("hv-1")
+		if err := st.Get(ctx, store.HypervisorKey("hv-1"), hv); err != nil {
+			return false, err.Error()
+		}
+		return slices.Contains(hv.Status.Networks, network) && slices.Contains(hv.Status.Images, "default/base.qcow2"), fmt.Sprintf("%+v", hv.Status)
+	})
+	start(t, w, "c-1", filepath.Join(w, "nico-coordinator"),
+		"--name", "c-1", "--etcd.endpoints", "http://"+hostIP+":2379", "--coordinator.resyncInterval", "500ms")
+
+	runs := 3
+	if n, err := strconv.Atoi(os.Getenv("NICO_E2EVM_RUNS")); err == nil && n > 0 {
+		runs = n
+	}
+	var took []time.Duration
+	for i := 0; i < runs; i++ {
+		name := fmt.Sprintf("vm%d", i)
+		d := scaleUpToNode(t, ctx, st, w, name, kernel, initrd)
+		took = append(took, d)
+		t.Logf("run %d: pool %s scaled 0 -> 1, node %s registered after %v", i+1, name, placement.MachineName(name, 0), d.Round(10*time.Millisecond))
+		scaleDown(t, ctx, st, name)
+	}
+	sorted := slices.Clone(took)
+	slices.Sort(sorted)
+	t.Logf("e2e-vm: pool scale-up (0 -> 1) to the guest's node registered: median %v of %v", sorted[len(sorted)/2].Round(10*time.Millisecond), took)
+	if f := os.Getenv("NICO_E2EVM_RESULT"); f != "" {
+		must(t, os.WriteFile(f, fmt.Appendf(nil, "scale-up to node registered, median of %d: %v (runs %v)\n", runs, sorted[len(sorted)/2].Round(10*time.Millisecond), took), 0o644))
+	}
+}
+
+// scaleUpToNode puts pool with count 0, waits for the leader to find it
+// valid, scales it to 1 and returns the time until the guest's node is
+// registered; it checks the machine's status (running, its address,
+// discoverable) and that the guest was handed no etcd endpoints.
+func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, kernel, initrd string) time.Duration {
+	t.Helper()
+	p := api.NewMachinePool(pool)
+	p.Spec = api.MachinePoolSpec{Count: 0, Template: api.MachineTemplate{
+		VCPUs: 1, MemoryMiB: 512, DiskGiB: 1, BaseImage: "base.qcow2", Network: network,
+		Boot: &api.KernelBoot{Kernel: kernel, Initrd: initrd, Cmdline: "console=ttyS0 panic=-1"},
+	}}
+	must(t, st.Put(ctx, store.PoolKey(pool), p))
+	waitFor(t, ctx, time.Minute, "pool "+pool+" valid", func() (bool, string) {
+		got := api.NewMachinePool(pool)
+		if err := st.Get(ctx, store.PoolKey(pool), got); err != nil {
+			return false, err.Error()
+		}
+		c := api.FindCondition(got.Status.Conditions, api.CondValid)
+		return c != nil && c.Status, fmt.Sprintf("%+v", got.Status.Conditions)
+	})
+	scale(t, ctx, st, pool, 1)
+	t0 := time.Now()
+	name := placement.MachineName(pool, 0)
+	var stopConsole func()
+	waitFor(t, ctx, 10*time.Minute, "node "+name+" registered", func() (bool, string) {
+		if err := st.Get(ctx, store.NodeKey(name), &api.Node{}); err == nil {
+			return true, ""
+		}
+		if stopConsole == nil && slices.Contains(strings.Fields(virshOut(t, "list", "--name")), name) {
+			stopConsole = console(t, w, name) // from the domain's start
+		}
+		m := &api.Machine{}
+		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
+			return false, "machine: " + err.Error()
+		}
+		return false, fmt.Sprintf("machine %s on %q: %s %v", name, m.Spec.Host, m.Status.Phase, m.Status.Conditions)
+	})
+	took := time.Since(t0)
+	if stopConsole != nil {
+		defer stopConsole()
+	}
+	waitFor(t, ctx, 2*time.Minute, name+" running, discoverable, with its address", func() (bool, string) {
+		m := &api.Machine{}
+		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
+			return false, err.Error()
+		}
+		ok := m.Status.Phase == api.MachineRunning && m.Status.Discoverable &&
+			slices.ContainsFunc(m.Status.Addresses, func(a string) bool { return strings.HasPrefix(a, "10.77.0.") })
+		return ok, fmt.Sprintf("%+v", m.Status)
+	})
+	// The guest was handed seeds and the token, not etcd endpoints: it got
+	// in through the mesh.
+	dump := virshOut(t, "dumpxml", name)
+	if !strings.Contains(dump, "io.systemd.credential:nico.seeds="+hostIP+":7946") || strings.Contains(dump, "nico.endpoints") {
+		t.Fatalf("%s's OEM strings: want seeds and no endpoints:\n%s", name, dump)
+	}
+	return took
+}
+
+// scaleDown scales pool to 0 and waits for the node to leave and the
+// domain to go.
+func scaleDown(t *testing.T, ctx context.Context, st *store.Store, pool string) {
+	t.Helper()
+	scale(t, ctx, st, pool, 0)
+	name := placement.MachineName(pool, 0)
+	waitFor(t, ctx, 5*time.Minute, name+" removed and its domain gone", func() (bool, string) {
+		m := &api.Machine{}
+		err := st.Get(ctx, store.MachineKey(name), m)
+		doms := virshOut(t, "list", "--all", "--name")
+		gone := !slices.Contains(strings.Fields(doms), name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return gone, "domains: " + doms
+		case err != nil:
+			return false, err.Error()
+		}
+		return false, fmt.Sprintf("machine %s %v", m.Status.Phase, m.Status.Conditions)
+	})
+}
+
+func scale(t *testing.T, ctx context.Context, st *store.Store, pool string, count int) {
+	t.Helper()
+	for {
+		p := api.NewMachinePool(pool)
+		must(t, st.Get(ctx, store.PoolKey(pool), p))
+		p.Spec.Count = count
+		err := st.Update(ctx, store.PoolKey(pool), p)
+		if !errors.Is(err, store.ErrConflict) {
+			must(t, err)
+			return
+		}
+	}
+}
+
+// console copies the guest's serial console (a pty) into w/NAME.console,
+// logged when the test fails; nil when the domain shows no pty yet.
+func console(t *testing.T, w, name string) func() {
+	// The live definition names the serial port's pty.
+	out, _ := exec.Command("virsh", "-q", "-c", "qemu:///system", "dumpxml", name).Output()
+	m := regexp.MustCompile(`<source path=['"](/dev/pts/[0-9]+)['"]`).FindSubmatch(out)
+	if m == nil {
+		return nil // not yet: the caller tries again
+	}
+	f, err := os.Open(string(m[1]))
+	if err != nil {
+		t.Logf("console of %s: %v", name, err)
+		return func() {}
+	}
+	path := filepath.Join(w, name+".console")
+	log, err := os.Create(path)
+	if err != nil {
+		f.Close()
+		return func() {}
+	}
+	t.Logf("copying %s's console (%s) to %s", name, m[1], path)
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = io.Copy(log, f) }()
+	stop := func() { f.Close(); <-done; log.Close() }
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(path)
+			t.Logf("%s's console:\n%s", name, tail(b, 6000))
+		}
+	})
+	return stop
+}
+
+// start runs a program of the cluster in the background, its output in
+// w/NAME.log (logged when the test fails), stopped with SIGTERM at the end.
+func start(t *testing.T, w, name, bin string, args ...string) {
+	t.Helper()
+	path := filepath.Join(w, name+".log")
+	out, err := os.Create(path)
+	must(t, err)
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	must(t, cmd.Start())
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		out.Close()
+		if t.Failed() {
+			b, _ := os.ReadFile(path)
+			t.Logf("%s's log:\n%s", name, tail(b, 12000))
+		}
+	})
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// waitFor polls cond until it holds, failing after within with what cond
+// said last.
+func waitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	last := ""
+	for {
+		ok, msg := cond()
+		if ok {
+			return
+		}
+		if msg != last {
+			t.Logf("waiting for %s: %s", what, msg)
+			last = msg
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("%s: not within %v: %s", what, within, msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func virsh(t *testing.T, args ...string) {
+	t.Helper()
+	run(t, "virsh", append([]string{"-q", "-c", "qemu:///system"}, args...)...)
+}
+
+func virshOut(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("virsh", append([]string{"-q", "-c", "qemu:///system"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("virsh %v: %v", args, err)
+	}
+	return string(out)
+}
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %v: %v: %s", name, args, err, out)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
