@@ -62,19 +62,6 @@ fuzz: deps
 		done; \
 	done
 
-# fuzz runs every fuzz target (each func FuzzX in a _test.go) for FUZZTIME;
-# make test already runs their seed corpora (f.Add, testdata/fuzz) as tests.
-# A failure leaves its input in testdata/fuzz/FuzzX/: commit it with the fix.
-FUZZTIME ?= 30s
-.PHONY: fuzz
-fuzz: deps
-	@for f in $$(git ls-files --cached --others --exclude-standard '*_test.go' | xargs grep -l '^func Fuzz'); do \
-		for name in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
-			echo "== ./$$(dirname $$f) $$name ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f) || exit 1; \
-		done; \
-	done
-
 # test-short runs only the fast tiers (planners, stores, config).
 test-short: deps
 	$(GO) test -count=1 -short ./pkg/...
