@@ -10,10 +10,10 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // cluster is a connection to the fleet's etcd cluster and its store.
@@ -32,7 +32,11 @@ func (a *app) connect(ctx context.Context) (*cluster, error) {
 	unreachable := func(err error) error {
 		return withCode(ExitUsage, fmt.Errorf("cannot reach etcd at %s: %w", eps, err))
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: a.cfg.Endpoints, DialTimeout: a.cfg.Timeout, Logger: zap.NewNop()})
+	tlsCfg, err := etcdclient.Files{CA: a.cfg.TLS.CAFile, Cert: a.cfg.TLS.CertFile, Key: a.cfg.TLS.KeyFile}.Load(a.cfg.Endpoints)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: a.cfg.Endpoints, DialTimeout: a.cfg.Timeout, TLS: tlsCfg})
 	if err != nil {
 		return nil, unreachable(err)
 	}

@@ -9,9 +9,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/homystack/nico/pkg/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -68,4 +70,25 @@ func TLSOf(cli *clientv3.Client) *tls.Config {
 	}
 	t, _ := cli.Ctx().Value(tlsKey{}).(*tls.Config)
 	return t
+}
+
+// Files are the PEM files of a program's client identity (the tls.caFile,
+// tls.certFile and tls.keyFile keys; pki.Dir for the agent).
+type Files struct {
+	CA, Cert, Key string
+}
+
+// Load returns the tls.Config for f (pki.ClientTLS: the key pair is
+// re-read on every handshake, so a renewed certificate is used at once).
+// It returns nil when no endpoint is https, which only a plaintext test
+// cluster has: the configuration refuses http URLs.
+func (f Files) Load(endpoints []string) (*tls.Config, error) {
+	if !slices.ContainsFunc(endpoints, func(ep string) bool { return strings.HasPrefix(ep, "https://") }) {
+		return nil, nil
+	}
+	t, err := pki.ClientTLS(f.CA, f.Cert, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("etcdclient: TLS identity (tls.caFile %s, tls.certFile %s, tls.keyFile %s): %w", f.CA, f.Cert, f.Key, err)
+	}
+	return t, nil
 }

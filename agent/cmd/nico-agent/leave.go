@@ -11,11 +11,11 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/etcdclient"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/requests"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // leave asks the coordinator to remove this node's member safely and waits
@@ -35,7 +35,13 @@ func leave(args []string, stderr io.Writer) int {
 		return 2
 	}
 	eps := append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: cfg.Etcd.DialTimeout, Logger: zap.NewNop()})
+	d := pki.Dir(cfg.PKI.Dir)
+	tlsCfg, err := etcdclient.Files{CA: d.CACert(), Cert: d.Cert(pki.NodeLeaf), Key: d.Key(pki.NodeLeaf)}.Load(eps)
+	if err != nil {
+		fmt.Fprintf(stderr, "leave: %v\n", err)
+		return 2
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: cfg.Etcd.DialTimeout, TLS: tlsCfg})
 	if err != nil {
 		fmt.Fprintf(stderr, "leave: cannot reach etcd at %v: %v\n", eps, err)
 		return 2

@@ -16,14 +16,13 @@ import (
 
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/pflag"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
@@ -45,11 +44,16 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	cli, err := clientv3.New(clientv3.Config{
+	tlsCfg, err := etcdclient.Files{CA: cfg.TLS.CAFile, Cert: cfg.TLS.CertFile, Key: cfg.TLS.KeyFile}.Load(cfg.Etcd.Endpoints)
+	if err != nil {
+		fmt.Fprintf(stderr, "nico-coordinator: %v\n", err)
+		return 2
+	}
+	cli, err := etcdclient.New(etcdclient.Config{
 		Endpoints:        cfg.Etcd.Endpoints,
 		DialTimeout:      cfg.Etcd.DialTimeout,
 		AutoSyncInterval: 5 * time.Second,
-		Logger:           zap.NewNop(),
+		TLS:              tlsCfg,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "nico-coordinator: etcd client for %v: %v\n", cfg.Etcd.Endpoints, err)
