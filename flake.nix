@@ -64,6 +64,14 @@
             diff -u ${./docs/options.md} ${pkgs.writeText "options.md" moduleEval.optionsDoc}
             touch $out
           '';
-        } // import ./tests/nixos { inherit pkgs self; });
+        } // (import ./tests/nixos { inherit pkgs self; }).checks);
+
+      # Every VM test, the optional ones too: `nix build
+      # .#vmTests.vm-hypervisor` runs test 5 (a hypervisor host provisions a
+      # libvirt VM), which is left out of `checks` because it runs a guest
+      # inside a test VM (tests/nixos/hypervisor.nix).
+      legacyPackages = forAllSystems (pkgs: {
+        vmTests = let t = import ./tests/nixos { inherit pkgs self; }; in t.checks // t.optional;
+      });
     };
 }

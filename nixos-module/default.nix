@@ -14,6 +14,7 @@ let
   inherit (lib) mkOption mkEnableOption mkIf mkMerge mkDefault types literalExpression;
 
   cfg = config.services.nico;
+  st = cfg.settings;
   settingsFormat = pkgs.formats.yaml { };
 
   isControlPlane = lib.elem "controlPlane" cfg.roles;
@@ -23,25 +24,76 @@ let
   # it (EnvironmentFile= takes precedence over the unit's Environment=).
   etcdEnvFile = "/run/nico/etcd.env";
 
-  # The port of an http(s)://host:port URL, as an integer.
+  # The port of an http(s)://host:port URL or a host:port, as an integer.
   portOf = url: lib.toInt (lib.last (lib.splitString ":" url));
+  schemeOf = url: lib.head (lib.splitString ":" url);
+  isHttps = lib.hasPrefix "https://";
 
-  # The agent's gossip.port is a string key; 7946 is its default.
-  gossipPort = lib.toInt (toString (cfg.settings.gossip.port or 7946));
+  gossipPort = st.gossip.port;
+  joinPort = portOf st.join.listen;
 
-  agentConfigFile = settingsFormat.generate "nico-agent.yaml" cfg.settings;
-  coordinatorConfigFile = settingsFormat.generate "nico-coordinator.yaml" cfg.coordinator.settings;
+  # The agent's certificates and keys (docs/security.md, "Files").
+  pkiDir = if st.pki.dir != null then st.pki.dir else "${st.dataDir}/pki";
 
-  # A token must be read from a file at run time: a Nix path or a store
-  # path would put the secret in the world-readable Nix store.
-  tokenInStore = cfg.tokenFile != null
-    && (builtins.isPath cfg.tokenFile || lib.hasPrefix builtins.storeDir (toString cfg.tokenFile));
+  # etcd runs with TLS where its URLs are https. Unless the TLS options name
+  # files, etcd gets the agent's from pkiDir as systemd credentials: the
+  # directory is root's (0700), etcd runs as the etcd user, and systemd
+  # copies credentials into a directory only the unit can read. etcd reads
+  # them at start, so a renewed certificate takes effect when the agent
+  # next restarts etcd.
+  clientTLS = isHttps st.etcd.clientURL;
+  peerTLS = isHttps st.etcd.peerURL;
+  etcdCreds = "/run/credentials/etcd.service";
+  etcdTLS = {
+    certFile = { on = clientTLS; file = "etcd-server.crt"; };
+    keyFile = { on = clientTLS; file = "etcd-server.key"; };
+    trustedCaFile = { on = clientTLS; file = "ca.crt"; };
+    peerCertFile = { on = peerTLS; file = "etcd-peer.crt"; };
+    peerKeyFile = { on = peerTLS; file = "etcd-peer.key"; };
+    peerTrustedCaFile = { on = peerTLS; file = "ca.crt"; };
+  };
+  # The files etcd takes from pkiDir: those TLS needs and no option names.
+  etcdFromPki = lib.filterAttrs (opt: v: v.on && cfg.etcd.${opt} == null) etcdTLS;
+  etcdFile = opt: if cfg.etcd.${opt} != null then cfg.etcd.${opt}
+    else if etcdFromPki ? ${opt} then "${etcdCreds}/${etcdFromPki.${opt}.file}" else null;
+
+  # The coordinator (DynamicUser) gets its client certificate the same way.
+  coordinatorTLS = lib.any isHttps cfg.coordinator.settings.etcd.endpoints;
+  coordinatorCreds = "/run/credentials/nico-coordinator.service";
+
+  # Keys left null (and sections left empty by that) are not rendered: the
+  # program's default applies.
+  dropNulls = v:
+    if lib.isAttrs v then
+      lib.filterAttrs (_: x: x != { }) (lib.mapAttrs (_: dropNulls) (lib.filterAttrs (_: x: x != null) v))
+    else v;
+  agentConfigFile = settingsFormat.generate "nico-agent.yaml" (dropNulls st);
+  coordinatorConfigFile = settingsFormat.generate "nico-coordinator.yaml" (dropNulls (lib.recursiveUpdate
+    (lib.optionalAttrs coordinatorTLS {
+      tls = { caFile = "${coordinatorCreds}/ca.crt"; certFile = "${coordinatorCreds}/coordinator.crt"; keyFile = "${coordinatorCreds}/coordinator.key"; };
+    })
+    cfg.coordinator.settings));
+
+  # A secret must be read from a file at run time: a Nix path or a store
+  # path would put it in the world-readable Nix store.
+  inStore = f: f != null && (builtins.isPath f || lib.hasPrefix builtins.storeDir (toString f));
+
+  # Option types of the agent's keys (pkg/config).
+  duration = types.strMatching "([0-9]+(\\.[0-9]+)?(ns|us|ms|s|m|h))+" // {
+    description = "Go duration (such as \"30s\" or \"2m\")";
+  };
+  absPath = types.strMatching "/.*" // { description = "absolute path"; };
+  hostPort = types.strMatching "[^ ]*:[0-9]+" // { description = "host:port (host may be empty)"; };
 
   tlsOption = what: mkOption {
-    type = types.nullOr types.str;
+    type = types.nullOr absPath;
     default = null;
     example = "/run/keys/etcd/${what}";
-    description = "Passed to services.etcd as the ${what} (a path read at run time, not copied to the store).";
+    description = ''
+      Passed to services.etcd as its ${what} (a path read at run time, not
+      copied to the store; readable by the etcd user). When null and
+      etcd's URLs are https, the agent's file in `pki.dir` is used.
+    '';
   };
 in
 {
@@ -98,7 +150,11 @@ in
     openFirewall = mkOption {
       type = types.bool;
       default = false;
-      description = "Open the gossip port (TCP and UDP) and, on control-plane hosts, etcd's peer and client ports.";
+      description = ''
+        Open the gossip port (`settings.gossip.port`, TCP and UDP) and, on
+        control-plane hosts, etcd's peer and client ports and the join
+        endpoint's port (`settings.join.listen`, TCP).
+      '';
     };
 
     etcd = {
@@ -108,6 +164,30 @@ in
       peerCertFile = tlsOption "peer certificate";
       peerKeyFile = tlsOption "peer key";
       peerTrustedCaFile = tlsOption "peer CA";
+      clientCertAuth = mkOption {
+        type = types.bool;
+        default = clientTLS;
+        defaultText = literalExpression ''hasPrefix "https://" config.services.nico.settings.etcd.clientURL'';
+        description = "Passed to services.etcd.clientCertAuth: clients must present a certificate of the cluster CA (nico maps its Common Name to an etcd user).";
+      };
+      peerClientCertAuth = mkOption {
+        type = types.bool;
+        default = peerTLS;
+        defaultText = literalExpression ''hasPrefix "https://" config.services.nico.settings.etcd.peerURL'';
+        description = "Passed to services.etcd.peerClientCertAuth: peers must present a certificate of the cluster CA.";
+      };
+    };
+
+    hypervisor.storagePools = mkOption {
+      type = types.attrsOf absPath;
+      default = { };
+      example = { default = "/var/lib/libvirt/images"; };
+      description = ''
+        libvirt directory storage pools (name = directory) defined, started
+        and marked autostart before the agent starts, on hosts with the
+        `hypervisor` role. Machine pools name them in
+        `template.storagePool`; their base images are volumes in them.
+      '';
     };
 
     coordinator = {
@@ -188,6 +268,104 @@ in
             default = "info";
             description = "Log level.";
           };
+
+          gossip.port = mkOption {
+            type = types.coercedTo (types.strMatching "[0-9]+") lib.toInt types.port;
+            default = 7946;
+            description = "Gossip port, TCP and UDP (0: any free port; then openFirewall opens none).";
+          };
+          gossip.advertise = mkOption {
+            type = types.nullOr types.str;
+            default = null;
+            example = "10.0.0.1";
+            description = "IP address other machines reach this host's gossip on; null means the bind address.";
+          };
+          gossip.profile = mkOption {
+            type = types.enum [ "lan" "wan" "fast" ];
+            default = "lan";
+            description = "Gossip timings: `lan` (a crash is seen in about 6 s), `wan` (about 30 s), `fast` (about 0.5 s; tests and small quiet networks).";
+          };
+
+          pki.dir = mkOption {
+            type = types.nullOr absPath;
+            default = null;
+            defaultText = literalExpression ''"''${config.services.nico.settings.dataDir}/pki"'';
+            description = "Directory of this host's certificates and keys (0700); null means `<dataDir>/pki`.";
+          };
+          pki.caCertFile = mkOption {
+            type = types.nullOr absPath;
+            default = null;
+            description = "A CA certificate (PEM) for the bootstrap host to use instead of making one; with `pki.caKeyFile`.";
+          };
+          pki.caKeyFile = mkOption {
+            type = types.nullOr absPath;
+            default = null;
+            example = "/run/keys/nico-ca.key";
+            description = "The private key of `pki.caCertFile`: a path outside the Nix store, read at run time.";
+          };
+
+          join.listen = mkOption {
+            type = hostPort;
+            default = ":7950";
+            description = "host:port on which control-plane agents holding the CA key serve the join endpoint (HTTPS).";
+          };
+          join.endpoints = mkOption {
+            type = types.listOf hostPort;
+            default = [ ];
+            example = [ "10.0.0.1:7950" ];
+            description = "Join endpoints tried in order by a host without a certificate; empty means the hosts of the gossip seeds at port 7950.";
+          };
+
+          generations.applier = mkOption {
+            type = types.enum [ "none" "exec" "nixos" ];
+            default = "none";
+            description = ''
+              How the agent applies this host's NixOS generations (rollouts):
+              `nixos` fetches the flake, builds its toplevel and switches to
+              it; `exec` runs `generations.command`; `none` leaves them alone.
+            '';
+          };
+          generations.command = mkOption {
+            type = types.listOf types.str;
+            default = [ ];
+            example = [ "/etc/nico/apply-generation" ];
+            description = "The exec applier's command and arguments; it gets NICO_ACTION (apply or rollback), NICO_GENERATION, NICO_GIT_REPO, NICO_REF, NICO_REVISION, NICO_FLAKE_ATTR, ...";
+          };
+          generations.healthDeadline = mkOption {
+            type = duration;
+            default = "2m";
+            description = "How long the health checks may take to pass after an activation before the agent rolls it back.";
+          };
+          generations.checkCommands = mkOption {
+            type = types.listOf types.str;
+            default = [ ];
+            example = [ "systemctl is-active --quiet nginx.service" ];
+            description = "Health checks: shell commands (`sh -c`) that must exit 0 after an activation.";
+          };
+          generations.httpChecks = mkOption {
+            type = types.listOf (types.strMatching "https?://[^/]+.*");
+            default = [ ];
+            example = [ "http://127.0.0.1:10248/healthz" ];
+            description = "Health checks: URLs that must answer 2xx after an activation.";
+          };
+          generations.allowFailedUnits = mkOption {
+            type = types.listOf types.str;
+            default = [ ];
+            example = [ "user@*.service" ];
+            description = "systemd unit globs that may be failed after an activation (nixos applier).";
+          };
+
+          hypervisor.uri = mkOption {
+            type = types.str;
+            default = "qemu:///system";
+            description = "libvirt connection URI of a host with the `hypervisor` role.";
+          };
+          hypervisor.labels = mkOption {
+            type = types.listOf (types.strMatching "[^=]+=.*");
+            default = [ ];
+            example = [ "rack=a" "gpu=true" ];
+            description = "Labels of this hypervisor host (key=value), matched by machine pools' `hostSelector`.";
+          };
         };
       };
     };
@@ -209,12 +387,33 @@ in
           message = "services.nico.seeds is set but services.nico.tokenFile is not: the gossip mesh is encrypted with keys derived from the fleet's token; give the path of the file that holds it.";
         }
         {
-          assertion = !tokenInStore;
+          assertion = !inStore cfg.tokenFile;
           message = "services.nico.tokenFile (${toString cfg.tokenFile}) is in the Nix store, or a Nix path that would be copied there, readable by every user: give the path of a file outside the store as a string, such as \"/run/keys/nico-token\".";
         }
         {
-          assertion = !(cfg.settings ? token || cfg.settings ? gossip && cfg.settings.gossip ? key);
+          assertion = !(st ? token || st ? gossip && st.gossip ? key);
           message = "services.nico.settings holds a secret (token or gossip.key), which would be written to the Nix store: put it in a file and set services.nico.tokenFile.";
+        }
+        {
+          assertion = !inStore st.pki.caKeyFile;
+          message = "services.nico.settings.pki.caKeyFile (${toString st.pki.caKeyFile}) is in the Nix store, readable by every user: give the path of a file outside the store, such as \"/run/keys/nico-ca.key\".";
+        }
+        {
+          assertion = (st.pki.caCertFile == null) == (st.pki.caKeyFile == null);
+          message = "services.nico.settings.pki.caCertFile and pki.caKeyFile go together: give both (a CA of your own) or neither (the bootstrap host makes one).";
+        }
+        {
+          assertion = (cfg.etcd.certFile == null) == (cfg.etcd.keyFile == null)
+            && (cfg.etcd.peerCertFile == null) == (cfg.etcd.peerKeyFile == null);
+          message = "services.nico.etcd: a certificate file needs its key file (certFile with keyFile, peerCertFile with peerKeyFile): give both or neither.";
+        }
+        {
+          assertion = st.generations.applier == "exec" -> st.generations.command != [ ];
+          message = "services.nico.settings.generations.applier is \"exec\" but generations.command is empty: give the command that applies a generation.";
+        }
+        {
+          assertion = cfg.hypervisor.storagePools != { } -> isHypervisor;
+          message = "services.nico.hypervisor.storagePools is set but services.nico.roles does not include \"hypervisor\" (roles are ${builtins.toJSON cfg.roles}).";
         }
       ];
 
@@ -233,21 +432,24 @@ in
         })
       ];
 
-      # For operators: the configuration the agent runs with.
+      # For operators: nicoctl, and the configuration the agent runs with.
+      environment.systemPackages = [ cfg.package ];
       environment.etc."nico/agent.yaml".source = agentConfigFile;
 
       systemd.services.nico-agent = {
         description = "nico agent: keeps this host in the fleet";
         wantedBy = [ "multi-user.target" ];
         wants = [ "network-online.target" ];
-        after = [ "network-online.target" ] ++ lib.optional isHypervisor "libvirtd.service";
-        requires = lib.optional isHypervisor "libvirtd.service";
+        after = [ "network-online.target" ];
         # The agent applies new generations itself (switch-to-configuration):
         # restarting it from inside that activation would kill the
         # activation in progress. The new agent takes over when the agent
         # restarts itself once the generation is healthy, or at next boot.
         restartIfChanged = false;
-        path = [ config.systemd.package ];
+        # systemctl and systemd-run (etcd.service, activations); sh for
+        # generations.checkCommands; nix and git for the nixos applier.
+        path = [ config.systemd.package pkgs.bash ]
+          ++ lib.optionals (st.generations.applier == "nixos") [ config.nix.package pkgs.git ];
         serviceConfig = {
           Type = "notify";
           NotifyAccess = "main";
@@ -282,18 +484,21 @@ in
     (mkIf isControlPlane {
       services.etcd = {
         enable = true;
-        name = cfg.settings.name;
-        listenPeerUrls = [ cfg.settings.etcd.peerURL ];
-        initialAdvertisePeerUrls = [ cfg.settings.etcd.peerURL ];
-        listenClientUrls = lib.unique [ cfg.settings.etcd.clientURL "http://127.0.0.1:2379" ];
-        advertiseClientUrls = [ cfg.settings.etcd.clientURL ];
-        initialClusterToken = cfg.settings.etcd.clusterToken;
-        certFile = cfg.etcd.certFile;
-        keyFile = cfg.etcd.keyFile;
-        trustedCaFile = cfg.etcd.trustedCaFile;
-        peerCertFile = cfg.etcd.peerCertFile;
-        peerKeyFile = cfg.etcd.peerKeyFile;
-        peerTrustedCaFile = cfg.etcd.peerTrustedCaFile;
+        name = st.name;
+        listenPeerUrls = [ st.etcd.peerURL ];
+        initialAdvertisePeerUrls = [ st.etcd.peerURL ];
+        # nicoctl and the coordinator on this host use the loopback address.
+        listenClientUrls = lib.unique [ st.etcd.clientURL "${schemeOf st.etcd.clientURL}://127.0.0.1:${toString (portOf st.etcd.clientURL)}" ];
+        advertiseClientUrls = [ st.etcd.clientURL ];
+        initialClusterToken = st.etcd.clusterToken;
+        certFile = etcdFile "certFile";
+        keyFile = etcdFile "keyFile";
+        trustedCaFile = etcdFile "trustedCaFile";
+        peerCertFile = etcdFile "peerCertFile";
+        peerKeyFile = etcdFile "peerKeyFile";
+        peerTrustedCaFile = etcdFile "peerTrustedCaFile";
+        clientCertAuth = cfg.etcd.clientCertAuth;
+        peerClientCertAuth = cfg.etcd.peerClientCertAuth;
       };
 
       # Ordered after etcd, so that at shutdown the agent stops first and
@@ -310,11 +515,14 @@ in
           # The agent wipes the data dir of a removed member (keeping a
           # copy); recreate it for the etcd user before each start.
           ExecStartPre = "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}";
+        } // lib.optionalAttrs (etcdFromPki != { }) {
+          LoadCredential = lib.unique (lib.mapAttrsToList (_: v: "${v.file}:${pkiDir}/${v.file}") etcdFromPki);
         };
       };
     })
 
     (mkIf cfg.coordinator.enable {
+      environment.etc."nico/coordinator.yaml".source = coordinatorConfigFile;
       systemd.services.nico-coordinator = {
         description = "nico coordinator candidate";
         wantedBy = [ "multi-user.target" ];
@@ -340,20 +548,51 @@ in
           LockPersonality = true;
           MemoryDenyWriteExecute = true;
           SystemCallArchitectures = "native";
+        } // lib.optionalAttrs coordinatorTLS {
+          # Its client certificate, from the agent's pki.dir (root's): the
+          # unit fails, and is restarted, until the agent has written them.
+          LoadCredential = map (f: "${f}:${pkiDir}/${f}") [ "ca.crt" "coordinator.crt" "coordinator.key" ];
         };
       };
     })
 
     (mkIf isHypervisor {
       virtualisation.libvirtd.enable = true;
-      systemd.services.nico-agent.serviceConfig.SupplementaryGroups = [ "libvirtd" ];
+      systemd.services.nico-agent = {
+        after = [ "libvirtd.service" ] ++ lib.optional (cfg.hypervisor.storagePools != { }) "nico-libvirt-pools.service";
+        requires = [ "libvirtd.service" ];
+        wants = lib.optional (cfg.hypervisor.storagePools != { }) "nico-libvirt-pools.service";
+        serviceConfig.SupplementaryGroups = [ "libvirtd" ];
+      };
+    })
+
+    (mkIf (isHypervisor && cfg.hypervisor.storagePools != { }) {
+      # Directory storage pools for machine pools' base images and overlays.
+      systemd.services.nico-libvirt-pools = {
+        description = "nico: libvirt storage pools of this hypervisor host";
+        after = [ "libvirtd.service" ];
+        requires = [ "libvirtd.service" ];
+        serviceConfig = {
+          Type = "oneshot";
+          RemainAfterExit = true;
+          ExecStart = pkgs.writeShellScript "nico-libvirt-pools" (''
+            set -eu
+            virsh() { ${config.virtualisation.libvirtd.package}/bin/virsh -c ${lib.escapeShellArg st.hypervisor.uri} "$@"; }
+          '' + lib.concatStrings (lib.mapAttrsToList (name: dir: ''
+            mkdir -p ${lib.escapeShellArg dir}
+            virsh pool-info ${lib.escapeShellArg name} >/dev/null 2>&1 || virsh pool-define-as ${lib.escapeShellArg name} dir --target ${lib.escapeShellArg dir}
+            virsh pool-info ${lib.escapeShellArg name} | grep -q '^State: *running' || virsh pool-start ${lib.escapeShellArg name}
+            virsh pool-autostart ${lib.escapeShellArg name}
+          '') cfg.hypervisor.storagePools));
+        };
+      };
     })
 
     (mkIf cfg.openFirewall {
       networking.firewall.allowedTCPPorts =
-        [ gossipPort ]
-        ++ lib.optionals isControlPlane [ (portOf cfg.settings.etcd.peerURL) (portOf cfg.settings.etcd.clientURL) ];
-      networking.firewall.allowedUDPPorts = [ gossipPort ];
+        lib.optional (gossipPort != 0) gossipPort
+        ++ lib.optionals isControlPlane [ (portOf st.etcd.peerURL) (portOf st.etcd.clientURL) joinPort ];
+      networking.firewall.allowedUDPPorts = lib.optional (gossipPort != 0) gossipPort;
     })
   ]);
 }

@@ -1,15 +1,17 @@
-# A control-plane host for the VM tests: nico with its systemd etcd
-# runtime, etcd on the host's test-network address, cp1 the bootstrap
-# host and the seed of the others.
+# Hosts for the VM tests: nico with its systemd etcd runtime, etcd on the
+# host's test-network address, cp1 the bootstrap host and the seed of the
+# others.
 { self, lib }:
 
+let
+  # A test token; on real hosts it is a secret outside the store.
+  token = { environment.etc."nico-token".text = "nico-vm-test-token"; };
+in
 {
   controlPlane = { bootstrap ? false }: { config, nodes, pkgs, ... }: {
-    imports = [ self.nixosModules.default ];
+    imports = [ self.nixosModules.default token ];
     virtualisation.memorySize = 1024;
     environment.systemPackages = [ pkgs.etcd pkgs.jq ];
-    # A test token; on real hosts it is a secret outside the store.
-    environment.etc."nico-token".text = "nico-vm-test-token";
     services.nico = {
       enable = true;
       roles = [ "controlPlane" ];
@@ -22,6 +24,22 @@
         clientURL = "http://${config.networking.primaryIPAddress}:2379";
         endpoints = lib.optional (!bootstrap) "http://${nodes.cp1.networking.primaryIPAddress}:2379";
       };
+      settings.heartbeat.ttl = "5s";
+    };
+  };
+
+  # A worker: no etcd member, joins the mesh through cp1.
+  worker = { nodes, pkgs, ... }: {
+    imports = [ self.nixosModules.default token ];
+    virtualisation.memorySize = 768;
+    environment.systemPackages = [ pkgs.jq pkgs.curl ];
+    services.nico = {
+      enable = true;
+      roles = [ "worker" ];
+      seeds = [ nodes.cp1.networking.primaryIPAddress ];
+      tokenFile = "/etc/nico-token";
+      openFirewall = true;
+      settings.etcd.endpoints = [ "http://${nodes.cp1.networking.primaryIPAddress}:2379" ];
       settings.heartbeat.ttl = "5s";
     };
   };

@@ -14,6 +14,10 @@ let
 
   anyContains = needle: lib.any (lib.hasInfix needle);
 
+  # coordYaml is the coordinator's rendered configuration (the file its
+  # ExecStart names, linked to /etc/nico/coordinator.yaml).
+  coordYaml = cfg: builtins.fromJSON cfg.environment.etc."nico/coordinator.yaml".source.text;
+
   cp1 = host [{
     networking.hostName = "cp-1";
     services.nico = {
@@ -46,6 +50,62 @@ let
   }];
 
   disabled = host [{ services.etcd.enable = false; }];
+
+  # etcd with TLS (https URLs): the agent's certificates from pki.dir.
+  tls = host [{
+    networking.hostName = "cp-t";
+    services.nico = {
+      enable = true;
+      roles = [ "controlPlane" ];
+      bootstrap = true;
+      openFirewall = true;
+      settings = {
+        etcd.peerURL = "https://10.0.0.1:2380";
+        etcd.clientURL = "https://10.0.0.1:2379";
+        pki.dir = "/var/lib/nico-pki";
+        join.listen = "10.0.0.1:7999";
+        gossip = { port = "7000"; advertise = "10.0.0.1"; profile = "wan"; };
+      };
+    };
+  }];
+  tlsEtcd = tls.services.etcd;
+  tlsEnv = tls.systemd.services.etcd.environment;
+
+  # TLS files given by the user are passed through, the rest from pki.dir.
+  ownTLS = host [{
+    services.nico = {
+      enable = true;
+      roles = [ "controlPlane" ];
+      bootstrap = true;
+      settings.etcd.peerURL = "https://10.0.0.1:2380";
+      settings.etcd.clientURL = "https://10.0.0.1:2379";
+      etcd = { certFile = "/run/keys/etcd.crt"; keyFile = "/run/keys/etcd.key"; peerClientCertAuth = false; };
+    };
+  }];
+
+  nixosApplier = host [{
+    services.nico = {
+      enable = true;
+      seeds = [ "10.0.0.1" ];
+      tokenFile = "/run/keys/t";
+      settings.generations = { applier = "nixos"; healthDeadline = "90s"; httpChecks = [ "http://127.0.0.1:80/" ]; };
+    };
+  }];
+
+  hvPools = host [{
+    services.nico = {
+      enable = true;
+      roles = [ "hypervisor" ];
+      seeds = [ "10.0.0.1" ];
+      tokenFile = "/run/keys/t";
+      hypervisor.storagePools = { default = "/var/lib/libvirt/images"; "nico pool" = "/srv/vms"; };
+      settings.hypervisor = { uri = "qemu+ssh://h/system"; labels = [ "rack=a" ]; };
+    };
+  }];
+  hvPoolsScript = hvPools.systemd.services.nico-libvirt-pools.serviceConfig.ExecStart.text;
+
+  # A minimal valid host with extra settings, for assertions and type errors.
+  cpWith = extra: host [{ services.nico = lib.recursiveUpdate { enable = true; bootstrap = true; roles = [ "controlPlane" ]; } extra; }];
 
   checks = {
     "ExecStart runs the package's agent on the rendered YAML" =
@@ -80,6 +140,10 @@ let
           dataDir = "/var/lib/etcd";
         };
         log.level = "info";
+        gossip = { port = 7946; profile = "lan"; };
+        join = { listen = ":7950"; endpoints = [ ]; };
+        generations = { applier = "none"; command = [ ]; healthDeadline = "2m"; checkCommands = [ ]; httpChecks = [ ]; allowFailedUnits = [ ]; };
+        hypervisor = { uri = "qemu:///system"; labels = [ ]; };
       }
       && lib.hasSuffix "nico-agent.yaml" agentYamlFile;
     "etcd reads the agent's environment file and is not started at boot" =
@@ -97,9 +161,10 @@ let
     "coordinator on the control plane, on the local client URL" =
       cp1.systemd.services ? nico-coordinator
       && cp1.services.nico.coordinator.settings.etcd.endpoints == [ "http://10.0.0.1:2379" ]
-      && lib.hasPrefix "${pkgs.nico}/bin/nico-coordinator --config /nix/store/" cp1.systemd.services.nico-coordinator.serviceConfig.ExecStart;
-    "firewall: gossip, etcd peer and client ports" =
-      cp1.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 ] && cp1.networking.firewall.allowedUDPPorts == [ 7946 ];
+      && cp1.systemd.services.nico-coordinator.serviceConfig.ExecStart
+        == "${pkgs.nico}/bin/nico-coordinator --config ${cp1.environment.etc."nico/coordinator.yaml".source}";
+    "firewall: gossip, etcd peer and client ports, join endpoint" =
+      cp1.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 ] && cp1.networking.firewall.allowedUDPPorts == [ 7946 ];
     "firewall: a gossip.port given as a string" =
       (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; openFirewall = true; settings.gossip.port = "7000"; }; }]).networking.firewall.allowedUDPPorts == [ 7000 ];
     "bootstrap host passes its assertions" = failedAssertions cp1 == [ ];
@@ -115,6 +180,81 @@ let
     "hypervisor: libvirtd enabled, agent needs it" =
       hv.virtualisation.libvirtd.enable && lib.elem "libvirtd.service" hv.systemd.services.nico-agent.requires
       && hv.systemd.services.nico-agent.serviceConfig.SupplementaryGroups == [ "libvirtd" ];
+
+    "agent: sh on its PATH (checkCommands), not nix or git without the nixos applier" =
+      lib.elem pkgs.bash cp1.systemd.services.nico-agent.path && !(lib.elem pkgs.git cp1.systemd.services.nico-agent.path);
+    "agent: nix and git on its PATH with the nixos applier" =
+      lib.elem pkgs.nix nixosApplier.systemd.services.nico-agent.path && lib.elem pkgs.git nixosApplier.systemd.services.nico-agent.path;
+    "YAML: generations keys rendered" =
+      nixosApplier.services.nico.settings.generations.applier == "nixos"
+      && nixosApplier.services.nico.settings.generations.healthDeadline == "90s"
+      && (builtins.fromJSON nixosApplier.environment.etc."nico/agent.yaml".source.text).generations.httpChecks == [ "http://127.0.0.1:80/" ];
+    "nicoctl and the agent installed for operators" = lib.elem pkgs.nico cp1.environment.systemPackages;
+
+    "TLS: etcd takes the agent's certificates from pki.dir as credentials" =
+      tlsEtcd.certFile == "/run/credentials/etcd.service/etcd-server.crt"
+      && tlsEtcd.keyFile == "/run/credentials/etcd.service/etcd-server.key"
+      && tlsEtcd.trustedCaFile == "/run/credentials/etcd.service/ca.crt"
+      && tlsEtcd.peerCertFile == "/run/credentials/etcd.service/etcd-peer.crt"
+      && tlsEtcd.peerKeyFile == "/run/credentials/etcd.service/etcd-peer.key"
+      && tlsEtcd.peerTrustedCaFile == "/run/credentials/etcd.service/ca.crt"
+      && tlsEtcd.clientCertAuth && tlsEtcd.peerClientCertAuth
+      && lib.sort (a: b: a < b) tls.systemd.services.etcd.serviceConfig.LoadCredential == [
+        "ca.crt:/var/lib/nico-pki/ca.crt"
+        "etcd-peer.crt:/var/lib/nico-pki/etcd-peer.crt"
+        "etcd-peer.key:/var/lib/nico-pki/etcd-peer.key"
+        "etcd-server.crt:/var/lib/nico-pki/etcd-server.crt"
+        "etcd-server.key:/var/lib/nico-pki/etcd-server.key"
+      ];
+    "TLS: etcd's environment names the files and requires client certificates" =
+      tlsEnv.ETCD_CERT_FILE == "/run/credentials/etcd.service/etcd-server.crt"
+      && tlsEnv.ETCD_PEER_TRUSTED_CA_FILE == "/run/credentials/etcd.service/ca.crt"
+      && tlsEnv.ETCD_CLIENT_CERT_AUTH == "1" && tlsEnv.ETCD_PEER_CLIENT_CERT_AUTH == "1";
+    "TLS: the loopback client URL is https too" =
+      tlsEtcd.listenClientUrls == [ "https://10.0.0.1:2379" "https://127.0.0.1:2379" ];
+    "TLS: the coordinator gets its certificate as credentials" =
+      tls.systemd.services.nico-coordinator.serviceConfig.LoadCredential == [
+        "ca.crt:/var/lib/nico-pki/ca.crt" "coordinator.crt:/var/lib/nico-pki/coordinator.crt" "coordinator.key:/var/lib/nico-pki/coordinator.key"
+      ];
+    "TLS: the coordinator's YAML points tls.* at its credentials" =
+      coordYaml tls == {
+        etcd.endpoints = [ "https://10.0.0.1:2379" ];
+        tls = {
+          caFile = "/run/credentials/nico-coordinator.service/ca.crt";
+          certFile = "/run/credentials/nico-coordinator.service/coordinator.crt";
+          keyFile = "/run/credentials/nico-coordinator.service/coordinator.key";
+        };
+      };
+    "plain http: no TLS files, no credentials, no client cert auth" =
+      cp1.services.etcd.certFile == null && cp1.services.etcd.peerCertFile == null && !cp1.services.etcd.clientCertAuth
+      && !(cp1Etcd.serviceConfig ? LoadCredential) && !(cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential)
+      && !((coordYaml cp1) ? tls);
+    "TLS: files given are passed as they are; the others from pki.dir" =
+      ownTLS.services.etcd.certFile == "/run/keys/etcd.crt" && ownTLS.services.etcd.keyFile == "/run/keys/etcd.key"
+      && ownTLS.services.etcd.trustedCaFile == "/run/credentials/etcd.service/ca.crt"
+      && ownTLS.services.etcd.clientCertAuth && !ownTLS.services.etcd.peerClientCertAuth
+      && !(lib.any (lib.hasPrefix "etcd-server") ownTLS.systemd.services.etcd.serviceConfig.LoadCredential);
+    "gossip: a port given as a string, advertise and profile rendered" =
+      tls.services.nico.settings.gossip == { port = 7000; advertise = "10.0.0.1"; profile = "wan"; };
+    "firewall: the join port from join.listen, the gossip port from settings" =
+      tls.networking.firewall.allowedTCPPorts == [ 7000 2380 2379 7999 ] && tls.networking.firewall.allowedUDPPorts == [ 7000 ];
+    "firewall: no join port on a worker" =
+      (host [{ services.nico = { enable = true; seeds = [ "a" ]; tokenFile = "/t"; openFirewall = true; }; }]).networking.firewall.allowedTCPPorts == [ 7946 ];
+    "YAML: pki.dir and gossip.advertise left out when null" =
+      !(builtins.fromJSON cp1.environment.etc."nico/agent.yaml".source.text ? pki)
+      && !((builtins.fromJSON cp1.environment.etc."nico/agent.yaml".source.text).gossip ? advertise);
+
+    "hypervisor: storage pools defined, started and autostarted before the agent" =
+      lib.elem "nico-libvirt-pools.service" hvPools.systemd.services.nico-agent.after
+      && lib.elem "nico-libvirt-pools.service" hvPools.systemd.services.nico-agent.wants
+      && hvPools.systemd.services.nico-libvirt-pools.serviceConfig.Type == "oneshot"
+      && lib.hasInfix "virsh -c qemu+ssh://h/system" hvPoolsScript
+      && lib.hasInfix "pool-define-as default dir --target /var/lib/libvirt/images" hvPoolsScript
+      && lib.hasInfix "pool-define-as 'nico pool' dir --target /srv/vms" hvPoolsScript
+      && lib.hasInfix "pool-autostart 'nico pool'" hvPoolsScript;
+    "hypervisor: uri and labels rendered" =
+      (builtins.fromJSON hvPools.environment.etc."nico/agent.yaml".source.text).hypervisor == { uri = "qemu+ssh://h/system"; labels = [ "rack=a" ]; };
+    "hypervisor: no pools unit without pools" = !(hv.systemd.services ? nico-libvirt-pools);
 
     "disabled module sets nothing" = !(disabled.systemd.services ? nico-agent) && disabled.assertions == [ ];
 
@@ -137,12 +277,45 @@ let
       anyContains "holds a secret"
         (failedAssertions (host [{ services.nico = { enable = true; seeds = [ "a" ]; settings.token = "s3cret"; }; }]));
 
+    "assertion: CA key file in the Nix store" =
+      anyContains "pki.caKeyFile (/nix/store/x-ca.key) is in the Nix store"
+        (failedAssertions (cpWith { settings.pki = { caCertFile = "/etc/ca.crt"; caKeyFile = "/nix/store/x-ca.key"; }; }));
+    "assertion: CA certificate without its key" =
+      anyContains "pki.caCertFile and pki.caKeyFile go together"
+        (failedAssertions (cpWith { settings.pki.caCertFile = "/etc/ca.crt"; }));
+    "assertion: etcd certificate without its key" =
+      anyContains "a certificate file needs its key file"
+        (failedAssertions (cpWith { etcd.peerCertFile = "/run/keys/peer.crt"; }));
+    "assertion: exec applier without a command" =
+      anyContains "generations.command is empty"
+        (failedAssertions (cpWith { settings.generations.applier = "exec"; }));
+    "assertion: storage pools without the hypervisor role" =
+      anyContains "storagePools is set but services.nico.roles does not include \"hypervisor\""
+        (failedAssertions (cpWith { hypervisor.storagePools.default = "/var/lib/libvirt/images"; }));
+    "every assertion has a check that makes it fire" = lib.length cp1.assertions == 10;
+
     "type error: unknown role" =
       evalFails (_: (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "master" ]; }; }]).services.nico.roles);
     "type error: bad log level" =
       evalFails (_: (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; settings.log.level = "loud"; }; }]).services.nico.settings.log.level);
     "type error: peer URL without a scheme" =
       evalFails (_: (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; settings.etcd.peerURL = "10.0.0.1:2380"; }; }]).services.etcd.listenPeerUrls);
+    "type error: a duration without a unit" =
+      evalFails (_: (cpWith { settings.generations.healthDeadline = "90"; }).services.nico.settings.generations.healthDeadline);
+    "type error: join.listen without a port" =
+      evalFails (_: (cpWith { settings.join.listen = "10.0.0.1"; }).services.nico.settings.join.listen);
+    "type error: unknown gossip profile" =
+      evalFails (_: (cpWith { settings.gossip.profile = "lte"; }).services.nico.settings.gossip.profile);
+    "type error: gossip port out of range" =
+      evalFails (_: (cpWith { settings.gossip.port = 70000; }).services.nico.settings.gossip.port);
+    "type error: a label without =" =
+      evalFails (_: (cpWith { settings.hypervisor.labels = [ "rack" ]; }).services.nico.settings.hypervisor.labels);
+    "type error: a relative pki.dir" =
+      evalFails (_: (cpWith { settings.pki.dir = "pki"; }).services.nico.settings.pki.dir);
+    "type error: unknown applier" =
+      evalFails (_: (cpWith { settings.generations.applier = "ansible"; }).services.nico.settings.generations.applier);
+    "type error: a relative etcd TLS file" =
+      evalFails (_: (cpWith { etcd.certFile = "etcd.crt"; etcd.keyFile = "etcd.key"; }).services.etcd.certFile);
     "type error: a function in the freeform settings" =
       evalFails (_: (host [{ services.nico = { enable = true; seeds = [ "a" ]; settings.foo = x: x; }; }]).services.nico.settings);
   };

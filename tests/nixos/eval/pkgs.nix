@@ -21,6 +21,11 @@ in
   etcd = fakeDrv "etcd-3.6" { };
   coreutils = fakeDrv "coreutils-9" { };
   systemd = fakeDrv "systemd-257" { };
+  bash = fakeDrv "bash-5" { };
+  git = fakeDrv "git-2" { };
+  nix = fakeDrv "nix-2" { };
+  libvirt = fakeDrv "libvirt-11" { };
+  writeShellScript = name: text: fakeDrv name { inherit text; };
   formats.yaml = { }: {
     type = yamlValue;
     generate = name: value: fakeDrv name { inherit value; text = builtins.toJSON value; };

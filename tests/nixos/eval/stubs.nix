@@ -3,7 +3,7 @@
 # have no nixpkgs. Names, types and defaults follow nixpkgs
 # (nixos/modules/services/misc/etcd.nix, system/boot/systemd.nix,
 # misc/assertions.nix, services/networking/firewall.nix,
-# virtualisation/libvirtd.nix); services.etcd also sets its unit as
+# virtualisation/libvirtd.nix, config/system-path.nix, config/nix.nix); services.etcd also sets its unit as
 # nixpkgs' module does, so that the overrides of nico's module are checked.
 { lib, pkgs }:
 { config, ... }:
@@ -41,12 +41,16 @@ in
     networking.firewall.allowedTCPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
     networking.firewall.allowedUDPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
 
+    environment.systemPackages = mkOption { type = types.listOf types.package; default = [ ]; };
     environment.etc = mkOption {
       type = types.attrsOf (types.submodule { options.source = mkOption { type = types.unspecified; }; });
       default = { };
     };
 
     virtualisation.libvirtd.enable = mkOption { type = types.bool; default = false; };
+    virtualisation.libvirtd.package = mkOption { type = types.package; default = pkgs.libvirt; };
+
+    nix.package = mkOption { type = types.package; default = pkgs.nix; };
 
     systemd.package = mkOption { type = types.package; default = pkgs.systemd; };
     systemd.services = mkOption { type = types.attrsOf (types.submodule serviceModule); default = { }; };
@@ -64,9 +68,11 @@ in
       certFile = mkOption { type = types.nullOr types.path; default = null; };
       keyFile = mkOption { type = types.nullOr types.path; default = null; };
       trustedCaFile = mkOption { type = types.nullOr types.path; default = null; };
-      peerCertFile = mkOption { type = types.nullOr types.path; default = null; };
-      peerKeyFile = mkOption { type = types.nullOr types.path; default = null; };
-      peerTrustedCaFile = mkOption { type = types.nullOr types.path; default = null; };
+      peerCertFile = mkOption { type = types.nullOr types.path; default = config.services.etcd.certFile; };
+      peerKeyFile = mkOption { type = types.nullOr types.path; default = config.services.etcd.keyFile; };
+      peerTrustedCaFile = mkOption { type = types.nullOr types.path; default = config.services.etcd.trustedCaFile; };
+      clientCertAuth = mkOption { type = types.bool; default = false; };
+      peerClientCertAuth = mkOption { type = types.bool; default = false; };
       dataDir = mkOption { type = types.path; default = "/var/lib/etcd"; };
     };
   };
@@ -84,6 +90,15 @@ in
         ETCD_INITIAL_CLUSTER = lib.concatStringsSep "," config.services.etcd.initialCluster;
         ETCD_INITIAL_CLUSTER_STATE = config.services.etcd.initialClusterState;
         ETCD_LISTEN_CLIENT_URLS = lib.concatStringsSep "," config.services.etcd.listenClientUrls;
+        ETCD_CLIENT_CERT_AUTH = toString config.services.etcd.clientCertAuth;
+        ETCD_PEER_CLIENT_CERT_AUTH = toString config.services.etcd.peerClientCertAuth;
+      } // lib.filterAttrs (_: v: v != null) {
+        ETCD_CERT_FILE = config.services.etcd.certFile;
+        ETCD_KEY_FILE = config.services.etcd.keyFile;
+        ETCD_TRUSTED_CA_FILE = config.services.etcd.trustedCaFile;
+        ETCD_PEER_CERT_FILE = config.services.etcd.peerCertFile;
+        ETCD_PEER_KEY_FILE = config.services.etcd.peerKeyFile;
+        ETCD_PEER_TRUSTED_CA_FILE = config.services.etcd.peerTrustedCaFile;
       };
       serviceConfig = {
         Type = "notify";
