@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"sync"
 	"time"
@@ -59,8 +60,10 @@ func (l *livenessTracker) update(now time.Time, g Gossip, nodes []*api.Node, ali
 	return out
 }
 
-// publish writes the liveness when it changed since the last write.
-func (l *livenessTracker) publish(ctx context.Context, st *store.Store, leader string, now time.Time, live map[string]membership.Liveness) error {
+// publish writes the liveness when it changed since the last write, in a
+// transaction fenced on the leadership term: a deposed coordinator's write
+// fails with store.ErrNotLeader and leaves the record to the new leader.
+func (l *livenessTracker) publish(ctx context.Context, st *store.Store, fence store.Fence, leader string, now time.Time, live map[string]membership.Liveness) error {
 	l.mu.Lock()
 	same := maps.Equal(l.published, live)
 	l.mu.Unlock()
@@ -72,8 +75,12 @@ func (l *livenessTracker) publish(ctx context.Context, st *store.Store, leader s
 	for name, v := range live {
 		obj.Status.Nodes[name] = api.NodeLiveness{State: string(v.State), Since: v.Since, Reason: v.Reason}
 	}
-	if err := st.Put(ctx, store.LivenessKey, obj); err != nil {
+	op, err := store.PutOp(store.LivenessKey, obj)
+	if err != nil {
 		return err
+	}
+	if _, err := st.FencedTxn(ctx, fence, nil, op); err != nil {
+		return fmt.Errorf("coordinator: writing liveness: %w", err)
 	}
 	l.mu.Lock()
 	l.published = live
