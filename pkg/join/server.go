@@ -52,6 +52,10 @@ type ServerConfig struct {
 	// EnsureIdentity makes the etcd user and role of node name (package
 	// rbac). Nil: nothing to do.
 	EnsureIdentity func(ctx context.Context, name string) error
+	// EnsureIdentityRoles, when set, is called instead of EnsureIdentity
+	// with the roles the node joins with (rbac.IdentityEnsurer): a
+	// hypervisor's role writes machines/, a worker's does not.
+	EnsureIdentityRoles func(ctx context.Context, name string, roles []api.Role) error
 	// Cluster tells the current endpoints and gossip secret.
 	Cluster func(ctx context.Context) (Cluster, error)
 	// ControlPlane returns the bundle for a control-plane machine.
@@ -196,8 +200,12 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, CodeBadRequest, fmt.Sprintf("certificate request: %v", err))
 		return
 	}
-	if s.cfg.EnsureIdentity != nil {
-		if err := s.cfg.EnsureIdentity(ctx, req.Name); err != nil {
+	ensure := s.cfg.EnsureIdentityRoles
+	if ensure == nil && s.cfg.EnsureIdentity != nil {
+		ensure = func(ctx context.Context, name string, _ []api.Role) error { return s.cfg.EnsureIdentity(ctx, name) }
+	}
+	if ensure != nil {
+		if err := ensure(ctx, req.Name, req.Roles); err != nil {
 			s.internal(w, "ensure the node's etcd identity", err)
 			return
 		}
