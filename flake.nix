@@ -53,12 +53,14 @@
       checks = forAllSystems (pkgs:
         let
           moduleEval = import ./tests/nixos/eval { inherit lib; };
+          vmNodesEval = import ./tests/nixos/eval/vm-tests.nix { inherit lib; };
         in
         {
           package = pkgs.nico;
           # The lib-only checks of make nix-check, against nixpkgs' lib.
           module-eval = pkgs.runCommand "nico-module-eval" { } ''
             echo ${lib.escapeShellArg moduleEval.checks} > $out
+            echo ${lib.escapeShellArg vmNodesEval.checks} >> $out
           '';
           options-doc = pkgs.runCommand "nico-options-doc-drift" { } ''
             diff -u ${./docs/options.md} ${pkgs.writeText "options.md" moduleEval.optionsDoc}

@@ -6,8 +6,13 @@
 #   2. when nixpkgs' lib is found (NIXPKGS_LIB=/path/to/lib, or <nixpkgs>
 #      on NIX_PATH): nixos-module/ evaluated with lib.evalModules against
 #      tests/nixos/eval/stubs.nix (tests/nixos/eval/checks.nix), the
-#      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), and
-#      docs/options.md compared with the options it renders;
+#      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), every
+#      VM test's node configurations (eval/vm-tests.nix) and the files the
+#      module renders for them loaded by nico's own config loaders
+#      (tests/nixos/loadconfig), and docs/options.md compared with the
+#      options it renders. Without lib (a fresh machine: the copy in
+#      .cache/nixpkgs-lib is not in the repository) step 2 is skipped and
+#      the check says so; it does not fail;
 #   3. the flake's vendorHash compared with `go mod vendor` + `nix hash
 #      path` of the working tree, when the Go module cache has every module
 #      (a mismatch fails only with NICO_STRICT_VENDOR_HASH=1; otherwise it
@@ -72,11 +77,18 @@ echo "nix-check: $n .nix files parse"
 
 lib=$(find_lib)
 if [ -z "$lib" ]; then
-  echo "nix-check: nixpkgs' lib not found (set NIXPKGS_LIB or put nixpkgs on NIX_PATH): parse checks only; the module was NOT evaluated"
+  echo "nix-check: NOTE nixpkgs' lib not found (set NIXPKGS_LIB=/path/to/nixpkgs/lib or put nixpkgs on NIX_PATH):"
+  echo "nix-check: NOTE ran the parse checks only; the module, the VM tests' nodes and docs/options.md were NOT evaluated"
 else
   echo "nix-check: evaluating nixos-module/ with $lib"
   nix-instantiate --eval --strict tests/nixos/eval -A checks --arg lib "import $lib"
   nix-instantiate --eval --strict tests/nixos/eval/flake-outputs.nix --arg lib "import $lib"
+  nix-instantiate --eval --strict tests/nixos/eval/vm-tests.nix -A checks --arg lib "import $lib"
+  configs=$(mktemp); trap 'rm -f "$configs"' EXIT
+  nix-instantiate --eval --strict --json tests/nixos/eval/vm-tests.nix -A configs --arg lib "import $lib" > "$configs"
+  NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >/dev/null ||
+    { NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >&2 || true; echo "nix-check: tests/nixos/loadconfig failed (above): nico-agent or nico-coordinator refuses a file the module renders, or the test does not build" >&2; exit 1; }
+  echo "nix-check: the agent and coordinator files the module renders for $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$configs") hosts load with pkg/config"
   if ! diff -u docs/options.md <(render_docs "$lib") >/dev/null; then
     diff -u docs/options.md <(render_docs "$lib") | head -40 >&2
     echo "nix-check: docs/options.md is out of date; run make nix-docs" >&2

@@ -26,6 +26,13 @@ in
   nix = fakeDrv "nix-2" { };
   libvirt = fakeDrv "libvirt-11" { };
   writeShellScript = name: text: fakeDrv name { inherit text; };
+  writeText = name: text: fakeDrv name { inherit text; };
+  python3 = fakeDrv "python3-3" { };
+  curl = fakeDrv "curl-8" { };
+  jq = fakeDrv "jq-1" { };
+  libxml2 = fakeDrv "libxml2-2" { };
+  qemu = fakeDrv "qemu-10" { };
+  testers.runNixOSTest = test: { inherit test; };
   formats.yaml = { }: {
     type = yamlValue;
     generate = name: value: fakeDrv name { inherit value; text = builtins.toJSON value; };

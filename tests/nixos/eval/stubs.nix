@@ -43,7 +43,31 @@ in
 
     environment.systemPackages = mkOption { type = types.listOf types.package; default = [ ]; };
     environment.etc = mkOption {
-      type = types.attrsOf (types.submodule { options.source = mkOption { type = types.unspecified; }; });
+      type = types.attrsOf (types.submodule ({ name, config, ... }: {
+        options = {
+          enable = mkOption { type = types.bool; default = true; };
+          text = mkOption { type = types.nullOr types.lines; default = null; };
+          source = mkOption { type = types.unspecified; };
+        };
+        config.source = lib.mkIf (config.text != null) (lib.mkDefault (pkgs.writeText name config.text));
+      }));
+      default = { };
+    };
+
+    # Options the VM tests' nodes set (nixos/modules/virtualisation/qemu-vm.nix,
+    # nixos/lib/testing/network.nix, system/activation/specialisation.nix,
+    # system/activation/switchable-system.nix).
+    networking.primaryIPAddress = mkOption { type = types.str; default = ""; };
+    virtualisation.memorySize = mkOption { type = types.ints.positive; default = 1024; };
+    virtualisation.cores = mkOption { type = types.ints.positive; default = 1; };
+    virtualisation.diskSize = mkOption { type = types.nullOr types.ints.positive; default = 1024; };
+    virtualisation.libvirtd.qemu.package = mkOption { type = types.package; default = pkgs.qemu; };
+    system.switch.enable = mkOption { type = types.bool; default = false; };
+    specialisation = mkOption {
+      type = types.attrsOf (types.submodule {
+        options.inheritParentConfig = mkOption { type = types.bool; default = true; };
+        options.configuration = mkOption { type = types.deferredModule; default = { }; };
+      });
       default = { };
     };
 

@@ -1,0 +1,94 @@
+package loadconfig
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/homystack/nico/pkg/config"
+	"github.com/spf13/pflag"
+)
+
+// rendered is one node's files, as tests/nixos/eval/vm-tests.nix exports
+// them (JSON, which is YAML).
+type rendered struct {
+	Agent       string  `json:"agent"`
+	Coordinator *string `json:"coordinator"`
+}
+
+func TestModuleConfigsLoad(t *testing.T) {
+	path := os.Getenv("NICO_NIX_CONFIGS")
+	if path == "" {
+		t.Skip("NICO_NIX_CONFIGS is not set: make nix-check renders the module's files and runs this test when nixpkgs' lib is found")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all map[string]rendered
+	if err := json.Unmarshal(b, &all); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if len(all) == 0 {
+		t.Fatalf("%s holds no configuration", path)
+	}
+	// The nodes' token file exists only in the VMs; the loader checks that
+	// tokenFile is readable, so a flag points it at a file here.
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(all))
+	for n := range all {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		r := all[name]
+		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
+			dir := t.TempDir()
+			agentFile := filepath.Join(dir, "nico-agent.yaml")
+			if err := os.WriteFile(agentFile, []byte(r.Agent), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fs := pflag.NewFlagSet("nico-agent", pflag.ContinueOnError)
+			config.AgentFlags(fs)
+			args := []string{"--config", agentFile}
+			if strings.Contains(r.Agent, `"tokenFile"`) {
+				args = append(args, "--tokenFile", token)
+			}
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			a, err := config.LoadAgent(fs)
+			if err != nil {
+				t.Fatalf("nico-agent refuses the module's configuration: %v\n%s", err, r.Agent)
+			}
+			want := name[strings.Index(name, "/")+1:]
+			if i := strings.Index(want, "/"); i >= 0 {
+				want = want[:i] // a specialisation runs on its node
+			}
+			if a.Name != want {
+				t.Errorf("name = %q, want the node's host name %q", a.Name, want)
+			}
+			if r.Coordinator == nil {
+				return
+			}
+			coordFile := filepath.Join(dir, "nico-coordinator.yaml")
+			if err := os.WriteFile(coordFile, []byte(*r.Coordinator), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cfs := pflag.NewFlagSet("nico-coordinator", pflag.ContinueOnError)
+			config.CoordinatorFlags(cfs)
+			if err := cfs.Parse([]string{"--config", coordFile}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := config.LoadCoordinator(cfs); err != nil {
+				t.Fatalf("nico-coordinator refuses the module's configuration: %v\n%s", err, *r.Coordinator)
+			}
+		})
+	}
+}
