@@ -4,6 +4,7 @@ package etcdtest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/member"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
@@ -24,7 +26,9 @@ type Member struct {
 	DataDir   string
 	PeerURL   string
 	ClientURL string
-	Etcd      *embed.Etcd
+	// TLS is the member's certificate files (MemberTLS); nil when plaintext.
+	TLS  *member.TLS
+	Etcd *embed.Etcd
 
 	closeOnce sync.Once
 }
@@ -55,9 +59,10 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// URLs returns a fresh peer and client URL pair on loopback.
+// URLs returns a fresh peer and client URL pair on loopback: https when
+// TLSDefault is set, http otherwise.
 func URLs(t testing.TB) (peer, client string) {
-	return fmt.Sprintf("http://127.0.0.1:%d", FreePort(t)), fmt.Sprintf("http://127.0.0.1:%d", FreePort(t))
+	return URLsFor(t, TLSDefault)
 }
 
 // NewConfig returns an embed config for one member with quiet logging and
@@ -88,20 +93,35 @@ func NewConfig(name, dataDir, peerURL, clientURL, initialCluster, state string) 
 	return cfg, nil
 }
 
-// Start starts an n-member cluster and waits until every member serves. The
-// members are closed, in parallel, when the test ends.
+// Options choose what StartWith starts.
+type Options struct {
+	Members int  // how many members; 0 means 1
+	TLS     bool // https URLs, certificates from PKI(t), client and peer cert auth
+}
+
+// Start starts an n-member cluster, with TLS when TLSDefault is set, and
+// waits until every member serves. The members are closed, in parallel,
+// when the test ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return StartWith(t, Options{Members: n, TLS: TLSDefault})
+}
+
+// StartWith starts a cluster as opts say; see Start.
+func StartWith(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	n := max(opts.Members, 1)
 	c := &Cluster{t: t}
 	var parts []string
 	for i := 0; i < n; i++ {
-		peer, client := URLs(t)
+		peer, client := URLsFor(t, opts.TLS)
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
 			DataDir:   filepath.Join(t.TempDir(), "etcd"),
 			PeerURL:   peer,
 			ClientURL: client,
 		}
+		m.TLS = MemberTLS(t, m.Name, peer, client)
 		c.Members = append(c.Members, m)
 		parts = append(parts, m.Name+"="+m.PeerURL)
 	}
@@ -115,6 +135,7 @@ func Start(t testing.TB, n int) *Cluster {
 				errs <- err
 				return
 			}
+			applyTLS(cfg, m.TLS)
 			e, err := embed.StartEtcd(cfg)
 			if err != nil {
 				errs <- fmt.Errorf("start %s: %w", m.Name, err)
@@ -152,12 +173,19 @@ func (c *Cluster) Client(t testing.TB) *clientv3.Client {
 	return NewClient(t, c.Endpoints()...)
 }
 
-// NewClient returns a quiet client for the endpoints, closed when the test ends.
+// NewClient returns a quiet client for the endpoints, closed when the test
+// ends. For https endpoints it presents a root client certificate from
+// PKI(t) (CN "root", etcd's root user).
 func NewClient(t testing.TB, endpoints ...string) *clientv3.Client {
 	t.Helper()
+	var tlsCfg *tls.Config
+	if anyHTTPS(endpoints) {
+		tlsCfg = rootTLS(t)
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   endpoints,
 		DialTimeout: 5 * time.Second,
+		TLS:         tlsCfg,
 		Logger:      zap.NewNop(),
 	})
 	if err != nil {

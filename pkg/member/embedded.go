@@ -203,6 +203,9 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 	if cfg.ClusterToken != "" {
 		ec.InitialClusterToken = cfg.ClusterToken
 	}
+	if cfg.TLS != nil {
+		ec.ClientTLSInfo, ec.PeerTLSInfo = cfg.TLS.tlsInfos()
+	}
 	if opts.tick > 0 {
 		ec.TickMs = uint(opts.tick.Milliseconds())
 	}

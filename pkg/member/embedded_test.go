@@ -7,7 +7,7 @@ import (
 )
 
 func TestEmbeddedContract(t *testing.T) {
-	runtimeContract(t, func() member.Runtime {
+	runtimeContract(t, plain(func() member.Runtime {
 		return member.NewEmbedded(member.WithTimings(testTick, testElection))
-	})
+	}))
 }

@@ -223,6 +223,9 @@ func execArgs(cfg Config, opts options) []string {
 	if cfg.ClusterToken != "" {
 		args = append(args, "--initial-cluster-token="+cfg.ClusterToken)
 	}
+	if cfg.TLS != nil {
+		args = append(args, cfg.TLS.flags()...)
+	}
 	if opts.tick > 0 {
 		args = append(args, "--heartbeat-interval="+strconv.FormatInt(opts.tick.Milliseconds(), 10))
 	}
@@ -235,7 +238,11 @@ func execArgs(cfg Config, opts options) []string {
 // waitServing polls the child's own client URL until it answers, the child
 // exits, Stop is called or ctx ends.
 func (r *execRun) waitServing(ctx context.Context, cfg Config) error {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, Logger: zap.NewNop()})
+	tlsCfg, err := cfg.clientTLS()
+	if err != nil {
+		return err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, TLS: tlsCfg, Logger: zap.NewNop()})
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", cfg.ClientURL, err)
 	}

@@ -20,9 +20,9 @@ import (
 func TestExecContract(t *testing.T) {
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
-			runtimeContract(t, func() member.Runtime {
+			runtimeContract(t, plain(func() member.Runtime {
 				return member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
-			})
+			}))
 		})
 	}
 }

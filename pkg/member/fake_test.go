@@ -10,7 +10,7 @@ import (
 )
 
 func TestFakeContract(t *testing.T) {
-	lifecycleContract(t, func() member.Runtime { return membertest.NewFake() })
+	lifecycleContract(t, plain(func() member.Runtime { return membertest.NewFake() }))
 }
 
 func TestFakeInjectedExits(t *testing.T) {

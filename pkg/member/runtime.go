@@ -53,7 +53,10 @@ type Config struct {
 	InitialCluster string // "name=peerURL,name2=peerURL2"; empty means "Name=PeerURL"
 	ClusterState   string // "new" or "existing"; empty means "new"
 	ClusterToken   string // empty means etcd's default
-	Logger         *slog.Logger
+	// TLS is the member's certificates; with it both URLs are https. nil
+	// runs plaintext http (tests that predate TLS only).
+	TLS    *TLS
+	Logger *slog.Logger
 }
 
 // Runtime runs one local etcd member.
@@ -84,11 +87,24 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.DataDir == "" {
 		return cfg, errors.New("member: Config.DataDir is empty, want a directory path")
 	}
-	if _, err := parseListenURL("PeerURL", cfg.PeerURL); err != nil {
+	pu, err := parseListenURL("PeerURL", cfg.PeerURL)
+	if err != nil {
 		return cfg, err
 	}
-	if _, err := parseListenURL("ClientURL", cfg.ClientURL); err != nil {
+	cu, err := parseListenURL("ClientURL", cfg.ClientURL)
+	if err != nil {
 		return cfg, err
+	}
+	if err := checkScheme("PeerURL", pu, cfg.TLS); err != nil {
+		return cfg, err
+	}
+	if err := checkScheme("ClientURL", cu, cfg.TLS); err != nil {
+		return cfg, err
+	}
+	if cfg.TLS != nil {
+		if err := cfg.TLS.validate(); err != nil {
+			return cfg, err
+		}
 	}
 	switch cfg.ClusterState {
 	case "":

@@ -26,30 +26,56 @@ const (
 )
 
 // lifecycleContract runs the cases every Runtime, fakes included, must pass.
-func lifecycleContract(t *testing.T, newRuntime func() member.Runtime) {
-	t.Run("StopBeforeStart", func(t *testing.T) { testStopBeforeStart(t, newRuntime) })
-	t.Run("StartStopStartAgain", func(t *testing.T) { testLifecycle(t, newRuntime) })
-	t.Run("CanceledContext", func(t *testing.T) { testCanceledContext(t, newRuntime) })
+func lifecycleContract(t *testing.T, rs runtimes) {
+	t.Run("StopBeforeStart", func(t *testing.T) { testStopBeforeStart(t, rs) })
+	t.Run("StartStopStartAgain", func(t *testing.T) { testLifecycle(t, rs) })
+	t.Run("CanceledContext", func(t *testing.T) { testCanceledContext(t, rs) })
 }
 
 // runtimeContract runs the cases every real Runtime must pass, against real
 // etcd members on loopback.
-func runtimeContract(t *testing.T, newRuntime func() member.Runtime) {
-	lifecycleContract(t, newRuntime)
-	t.Run("PutStopRestart", func(t *testing.T) { testPutStopRestart(t, newRuntime) })
-	t.Run("LearnerJoinsAndIsRemoved", func(t *testing.T) { testLearnerRemoved(t, newRuntime) })
-	t.Run("PortInUse", func(t *testing.T) { testPortInUse(t, newRuntime) })
-	t.Run("DataDirIsAFile", func(t *testing.T) { testBadDataDir(t, newRuntime) })
+func runtimeContract(t *testing.T, rs runtimes) {
+	lifecycleContract(t, rs)
+	t.Run("PutStopRestart", func(t *testing.T) { testPutStopRestart(t, rs) })
+	t.Run("LearnerJoinsAndIsRemoved", func(t *testing.T) { testLearnerRemoved(t, rs) })
+	t.Run("PortInUse", func(t *testing.T) { testPortInUse(t, rs) })
+	t.Run("DataDirIsAFile", func(t *testing.T) { testBadDataDir(t, rs) })
+	if rs.tls {
+		t.Run("ClientCertificateRequired", func(t *testing.T) { testClientCertRequired(t, rs) })
+	}
 }
 
 func testLogger(t *testing.T) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelError}))
 }
 
-// newConfig returns a Config for a fresh member on free loopback ports.
+// runtimes makes the Runtimes a contract runs against, plain or with TLS.
+type runtimes struct {
+	new func() member.Runtime
+	tls bool // https URLs, certificates, client and peer cert auth
+}
+
+// plain and withTLS wrap a Runtime constructor for the contracts: plain
+// members use http, withTLS members https with client and peer certificate
+// authentication (etcdtest.MemberTLS).
+func plain(f func() member.Runtime) runtimes   { return runtimes{new: f} }
+func withTLS(f func() member.Runtime) runtimes { return runtimes{new: f, tls: true} }
+
+// config returns a Config for a fresh member on free loopback ports.
+func (rs runtimes) config(t *testing.T, name string) member.Config {
+	return configFor(t, name, rs.tls)
+}
+
+// newConfig returns a Config for a fresh member on free loopback ports,
+// with TLS when etcdtest.TLSDefault is set.
 func newConfig(t *testing.T, name string) member.Config {
-	peer, client := etcdtest.URLs(t)
+	return configFor(t, name, etcdtest.TLSDefault)
+}
+
+func configFor(t *testing.T, name string, useTLS bool) member.Config {
+	peer, client := etcdtest.URLsFor(t, useTLS)
 	return member.Config{
+		TLS:          etcdtest.MemberTLS(t, name, peer, client),
 		Name:         name,
 		DataDir:      filepath.Join(t.TempDir(), name),
 		PeerURL:      peer,
@@ -108,8 +134,8 @@ func assertFree(t *testing.T, raw string) {
 	l.Close()
 }
 
-func testStopBeforeStart(t *testing.T, newRuntime func() member.Runtime) {
-	rt := newRuntime()
+func testStopBeforeStart(t *testing.T, rs runtimes) {
+	rt := rs.new()
 	if err := rt.Stop(caseContext(t)); err != nil {
 		t.Fatalf("Stop before Start = %v, want nil", err)
 	}
@@ -123,11 +149,11 @@ func testStopBeforeStart(t *testing.T, newRuntime func() member.Runtime) {
 	}
 }
 
-func testLifecycle(t *testing.T, newRuntime func() member.Runtime) {
+func testLifecycle(t *testing.T, rs runtimes) {
 	ctx := caseContext(t)
-	rt := newRuntime()
+	rt := rs.new()
 	stopAll(t, rt)
-	cfg := newConfig(t, "life")
+	cfg := rs.config(t, "life")
 	for round := range 2 {
 		if err := rt.Start(ctx, cfg); err != nil {
 			t.Fatalf("Start (round %d): %v", round, err)
@@ -155,11 +181,11 @@ func testLifecycle(t *testing.T, newRuntime func() member.Runtime) {
 	}
 }
 
-func testPutStopRestart(t *testing.T, newRuntime func() member.Runtime) {
+func testPutStopRestart(t *testing.T, rs runtimes) {
 	ctx := caseContext(t)
-	rt := newRuntime()
+	rt := rs.new()
 	stopAll(t, rt)
-	cfg := newConfig(t, "solo")
+	cfg := rs.config(t, "solo")
 	if err := rt.Start(ctx, cfg); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -210,17 +236,17 @@ func testPutStopRestart(t *testing.T, newRuntime func() member.Runtime) {
 	}
 }
 
-func testLearnerRemoved(t *testing.T, newRuntime func() member.Runtime) {
+func testLearnerRemoved(t *testing.T, rs runtimes) {
 	ctx := caseContext(t)
-	a, b := newRuntime(), newRuntime()
+	a, b := rs.new(), rs.new()
 	stopAll(t, a, b)
-	cfgA := newConfig(t, "a")
+	cfgA := rs.config(t, "a")
 	if err := a.Start(ctx, cfgA); err != nil {
 		t.Fatalf("start a: %v", err)
 	}
 	cli := etcdtest.NewClient(t, cfgA.ClientURL)
 
-	cfgB := newConfig(t, "b")
+	cfgB := rs.config(t, "b")
 	added := memberAddAsLearner(ctx, t, cli, cfgB.PeerURL)
 	var parts []string
 	for _, m := range added.Members {
@@ -297,16 +323,16 @@ func memberAddAsLearner(ctx context.Context, t *testing.T, cli *clientv3.Client,
 	}
 }
 
-func testPortInUse(t *testing.T, newRuntime func() member.Runtime) {
+func testPortInUse(t *testing.T, rs runtimes) {
 	ctx := caseContext(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	cfg := newConfig(t, "busy")
-	cfg.ClientURL = "http://" + l.Addr().String()
-	rt := newRuntime()
+	cfg := rs.config(t, "busy")
+	cfg.ClientURL = strings.SplitN(cfg.ClientURL, "://", 2)[0] + "://" + l.Addr().String()
+	rt := rs.new()
 	stopAll(t, rt)
 	err = rt.Start(ctx, cfg)
 	if err == nil {
@@ -318,13 +344,13 @@ func testPortInUse(t *testing.T, newRuntime func() member.Runtime) {
 	assertStartFailedClean(t, rt, cfg)
 }
 
-func testBadDataDir(t *testing.T, newRuntime func() member.Runtime) {
+func testBadDataDir(t *testing.T, rs runtimes) {
 	ctx := caseContext(t)
-	cfg := newConfig(t, "file")
+	cfg := rs.config(t, "file")
 	if err := os.WriteFile(cfg.DataDir, []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt := newRuntime()
+	rt := rs.new()
 	stopAll(t, rt)
 	err := rt.Start(ctx, cfg)
 	if err == nil {
@@ -335,11 +361,11 @@ func testBadDataDir(t *testing.T, newRuntime func() member.Runtime) {
 	assertFree(t, cfg.ClientURL)
 }
 
-func testCanceledContext(t *testing.T, newRuntime func() member.Runtime) {
+func testCanceledContext(t *testing.T, rs runtimes) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	cfg := newConfig(t, "canceled")
-	rt := newRuntime()
+	cfg := rs.config(t, "canceled")
+	rt := rs.new()
 	stopAll(t, rt)
 	if err := rt.Start(ctx, cfg); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Start with canceled ctx = %v, want context.Canceled", err)

@@ -180,8 +180,12 @@ func (s *Systemd) start(ctx context.Context, cfg Config, run *systemdRun) error 
 // waitServing polls Status on the member's client URL until it answers,
 // the unit exits, or ctx ends.
 func (s *Systemd) waitServing(ctx context.Context, cfg Config) error {
+	tlsCfg, err := cfg.clientTLS()
+	if err != nil {
+		return err
+	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints: []string{cfg.ClientURL}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
+		Endpoints: []string{cfg.ClientURL}, DialTimeout: 2 * time.Second, TLS: tlsCfg, Logger: zap.NewNop(),
 	})
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", cfg.ClientURL, err)

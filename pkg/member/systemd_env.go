@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 )
 
 // Environment is the EnvironmentFile the Systemd runtime writes for
-// etcd.service: the member's identity and the initial-cluster values the
-// coordinator returned. Listen URLs, TLS files and tuning stay in the unit
-// (the NixOS module sets them through services.etcd); systemd gives the
-// file precedence over the unit's Environment=.
+// etcd.service: the member's identity, the initial-cluster values the
+// coordinator returned and, with Config.TLS, its certificate files and
+// client/peer certificate authentication (ETCD_CERT_FILE, ...). Listen URLs
+// and tuning stay in the unit (the NixOS module sets them through
+// services.etcd, https when TLS is on); systemd gives the file precedence
+// over the unit's Environment=.
 func Environment(cfg Config) map[string]string {
-	return map[string]string{
+	env := map[string]string{
 		"ETCD_NAME":                        cfg.Name,
 		"ETCD_DATA_DIR":                    cfg.DataDir,
 		"ETCD_INITIAL_CLUSTER":             cfg.InitialCluster,
@@ -23,6 +27,12 @@ func Environment(cfg Config) map[string]string {
 		"ETCD_INITIAL_ADVERTISE_PEER_URLS": cfg.PeerURL,
 		"ETCD_ADVERTISE_CLIENT_URLS":       cfg.ClientURL,
 	}
+	if cfg.TLS != nil {
+		for k, v := range cfg.TLS.env() {
+			env[k] = v
+		}
+	}
+	return env
 }
 
 // envKeys is the order in which the file lists Environment's keys.
@@ -39,7 +49,7 @@ func WriteEnvironmentFile(path string, cfg Config) error {
 	env := Environment(cfg)
 	var b strings.Builder
 	b.WriteString("# Written by nico-agent for etcd.service; do not edit.\n")
-	for _, k := range envKeys {
+	for _, k := range slices.Concat(envKeys, tlsEnvKeys) {
 		v := env[k]
 		if v == "" {
 			continue
@@ -87,4 +97,31 @@ func ReadEnvironmentFile(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("member: environment file: %w", err)
 	}
 	return env, nil
+}
+
+// TLSFromEnvironment reads back the TLS settings Environment wrote, as etcd
+// would from its environment: nil when ETCD_CERT_FILE is unset. The
+// readiness client's files are not in the environment.
+func TLSFromEnvironment(env map[string]string) (*TLS, error) {
+	if env["ETCD_CERT_FILE"] == "" {
+		return nil, nil
+	}
+	if ca, peerCA := env["ETCD_TRUSTED_CA_FILE"], env["ETCD_PEER_TRUSTED_CA_FILE"]; ca != peerCA {
+		return nil, fmt.Errorf("member: environment: ETCD_TRUSTED_CA_FILE %q and ETCD_PEER_TRUSTED_CA_FILE %q differ, want one CA", ca, peerCA)
+	}
+	t := &TLS{
+		TrustedCAFile:  env["ETCD_TRUSTED_CA_FILE"],
+		ServerCertFile: env["ETCD_CERT_FILE"],
+		ServerKeyFile:  env["ETCD_KEY_FILE"],
+		PeerCertFile:   env["ETCD_PEER_CERT_FILE"],
+		PeerKeyFile:    env["ETCD_PEER_KEY_FILE"],
+	}
+	for key, dst := range map[string]*bool{"ETCD_CLIENT_CERT_AUTH": &t.ClientCertAuth, "ETCD_PEER_CLIENT_CERT_AUTH": &t.PeerClientCertAuth} {
+		v, err := strconv.ParseBool(env[key])
+		if err != nil {
+			return nil, fmt.Errorf("member: environment: %s=%q, want true or false", key, env[key])
+		}
+		*dst = v
+	}
+	return t, t.validate()
 }

@@ -36,7 +36,7 @@ func TestSystemdContract(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd members")
 	}
-	runtimeContract(t, func() member.Runtime { return newSystemdFixture(t).rt })
+	runtimeContract(t, plain(func() member.Runtime { return newSystemdFixture(t).rt }))
 }
 
 func TestSystemdWritesEnvironmentAndDrivesTheUnit(t *testing.T) {

@@ -85,7 +85,12 @@ func (e *Etcd) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tlsFiles, err := member.TLSFromEnvironment(env)
+	if err != nil {
+		return err
+	}
 	cfg := member.Config{
+		TLS:            tlsFiles,
 		Name:           env["ETCD_NAME"],
 		DataDir:        env["ETCD_DATA_DIR"],
 		PeerURL:        env["ETCD_INITIAL_ADVERTISE_PEER_URLS"],

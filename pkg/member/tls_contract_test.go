@@ -1,0 +1,194 @@
+package member_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/pki"
+)
+
+// testClientCertRequired: a member with TLS serves https only, to clients
+// whose certificate chains to its CA.
+func testClientCertRequired(t *testing.T, rs runtimes) {
+	ctx := caseContext(t)
+	rt := rs.new()
+	stopAll(t, rt)
+	cfg := rs.config(t, "mtls")
+	if !strings.HasPrefix(cfg.ClientURL, "https://") || !strings.HasPrefix(cfg.PeerURL, "https://") {
+		t.Fatalf("URLs %s, %s: want https", cfg.ClientURL, cfg.PeerURL)
+	}
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	// The root client of the test CA is served.
+	if _, err := etcdtest.NewClient(t, cfg.ClientURL).Put(ctx, "k", "v"); err != nil {
+		t.Fatalf("Put with a client certificate: %v", err)
+	}
+
+	otherCA, err := pki.NewCA("other-ca", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := otherCA.Issue(pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := etcdtest.PKI(t).Pool()
+	refused := map[string]*tls.Config{
+		"no certificate": {RootCAs: trust, MinVersion: tls.VersionTLS12},
+		"a certificate from another CA": {
+			RootCAs: trust, MinVersion: tls.VersionTLS12,
+			// Sent whatever CAs the server says it accepts.
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &forged, nil },
+		},
+	}
+	host := strings.TrimPrefix(cfg.ClientURL, "https://")
+	for name, tc := range refused {
+		if err := handshake(host, tc); err == nil {
+			t.Errorf("client with %s completed a TLS handshake", name)
+		} else {
+			t.Logf("client with %s: %v", name, err)
+		}
+	}
+	// A plaintext client is not served either.
+	hc := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := hc.Get("http://" + host + "/health"); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("a plaintext client was served /health")
+		}
+	}
+}
+
+// handshake dials addr and completes a TLS handshake, including the
+// server's verdict on the client's certificate (which TLS 1.3 delivers with
+// the first read).
+func handshake(addr string, cfg *tls.Config) error {
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// Say something HTTP/2-ish is not needed: a read that times out means
+	// the server kept the connection, i.e. accepted the certificate.
+	conn.SetReadDeadline(time.Now().Add(time.Second))
+	_, err = conn.Read(make([]byte, 1))
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return nil
+	}
+	return err
+}
+
+func TestEmbeddedContractTLS(t *testing.T) {
+	runtimeContract(t, withTLS(func() member.Runtime {
+		return member.NewEmbedded(member.WithTimings(testTick, testElection))
+	}))
+}
+
+func TestExecContractTLS(t *testing.T) {
+	for _, bin := range etcdtest.Binaries(t) {
+		t.Run("etcd-"+bin.Version, func(t *testing.T) {
+			runtimeContract(t, withTLS(func() member.Runtime {
+				return member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
+			}))
+		})
+	}
+}
+
+func TestSystemdContractTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd members")
+	}
+	runtimeContract(t, withTLS(func() member.Runtime { return newSystemdFixture(t).rt }))
+}
+
+// TestConfigTLSValidation: the URLs' scheme must agree with Config.TLS, and
+// TLS names every file it needs.
+func TestConfigTLSValidation(t *testing.T) {
+	dir := t.TempDir()
+	files := &member.TLS{
+		TrustedCAFile: filepath.Join(dir, "ca.crt"), ServerCertFile: "s.crt", ServerKeyFile: "s.key",
+		PeerCertFile: "p.crt", PeerKeyFile: "p.key",
+	}
+	noCA := *files
+	noCA.TrustedCAFile = ""
+	halfClient := *files
+	halfClient.ClientCertFile = "c.crt"
+	cases := []struct {
+		name, peer, client string
+		tls                *member.TLS
+		want               string
+	}{
+		{"https without TLS", "https://127.0.0.1:1", "https://127.0.0.1:2", nil, "Config.TLS is nil"},
+		{"http with TLS", "http://127.0.0.1:1", "http://127.0.0.1:2", files, "want an https URL"},
+		{"mixed", "https://127.0.0.1:1", "http://127.0.0.1:2", files, "Config.ClientURL"},
+		{"no CA", "https://127.0.0.1:1", "https://127.0.0.1:2", &noCA, "TrustedCAFile is empty"},
+		{"half a client pair", "https://127.0.0.1:1", "https://127.0.0.1:2", &halfClient, "want both or neither"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := member.Config{Name: "x", DataDir: dir, PeerURL: tc.peer, ClientURL: tc.client, TLS: tc.tls}
+			err := member.NewEmbedded().Start(context.Background(), cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Start = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestEnvironmentTLS: the systemd environment file carries the TLS flags
+// etcd reads from ETCD_* variables, and reads back the same.
+func TestEnvironmentTLS(t *testing.T) {
+	cfg := newConfig(t, "envtls")
+	peer, client := etcdtest.URLsFor(t, true)
+	cfg.PeerURL, cfg.ClientURL = peer, client
+	cfg.TLS = etcdtest.MemberTLS(t, cfg.Name, peer, client)
+	path := filepath.Join(t.TempDir(), "etcd.env")
+	if err := member.WriteEnvironmentFile(path, cfg); err != nil {
+		t.Fatal(err)
+	}
+	env, err := member.ReadEnvironmentFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"ETCD_CERT_FILE":             cfg.TLS.ServerCertFile,
+		"ETCD_KEY_FILE":              cfg.TLS.ServerKeyFile,
+		"ETCD_TRUSTED_CA_FILE":       cfg.TLS.TrustedCAFile,
+		"ETCD_CLIENT_CERT_AUTH":      "true",
+		"ETCD_PEER_CERT_FILE":        cfg.TLS.PeerCertFile,
+		"ETCD_PEER_KEY_FILE":         cfg.TLS.PeerKeyFile,
+		"ETCD_PEER_TRUSTED_CA_FILE":  cfg.TLS.TrustedCAFile,
+		"ETCD_PEER_CLIENT_CERT_AUTH": "true",
+	}
+	for k, v := range want {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	back, err := member.TLSFromEnvironment(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *back != *cfg.TLS {
+		t.Errorf("read back %+v, want %+v", back, cfg.TLS)
+	}
+	plainEnv := member.Environment(newConfig(t, "plain"))
+	if _, ok := plainEnv["ETCD_CERT_FILE"]; ok {
+		t.Error("a plaintext member's environment names a certificate")
+	}
+}
