@@ -20,9 +20,14 @@
   subPackages = [ "agent/cmd/nico-agent" "coordinator/cmd/nico-coordinator" "coordinator/cmd/nicoctl" ];
   ldflags = [ "-s" "-w" "-X main.Version=${version}" ];
 
-  # The libvirt binding of hypervisor hosts is cgo.
+  # pkg/libvirt, the binding of hypervisor hosts, is cgo (libvirt.org/go/libvirt):
+  # it compiles against libvirt's headers found through pkg-config and links
+  # libvirt.so. Without cgo the agent builds, but its hypervisor role
+  # answers "unavailable" (pkg/libvirt/nocgo.go). nixpkgs >= 25.11 takes
+  # CGO_ENABLED in env only.
   nativeBuildInputs = [ pkg-config ];
   buildInputs = [ libvirt ];
+  env.CGO_ENABLED = "1";
 
   # The tests need etcd binaries and loopback networking: `make test`.
   doCheck = false;

@@ -16,7 +16,25 @@ let
     { services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; package = lib.mkForce e.pkgs.nico; }; }
   ]).config;
 
+  # package.nix called with a buildGoModule that returns its arguments.
+  pkgArgs = import ../../../nixos-module/package.nix {
+    inherit lib;
+    buildGoModule = args: args // { override = _: buildGoModule; };
+    pkg-config = "pkg-config";
+    libvirt = "libvirt";
+    vendorHash = called.nico.args.vendorHash;
+  };
+  buildGoModule = args: args;
+
   checks = {
+    "package: cgo on, pkg-config and libvirt for pkg/libvirt" =
+      pkgArgs.env.CGO_ENABLED == "1" && pkgArgs.nativeBuildInputs == [ "pkg-config" ] && pkgArgs.buildInputs == [ "libvirt" ];
+    "package: the three programs, the flake's vendorHash" =
+      pkgArgs.subPackages == [ "agent/cmd/nico-agent" "coordinator/cmd/nico-coordinator" "coordinator/cmd/nicoctl" ]
+      && pkgArgs.vendorHash == called.nico.args.vendorHash && pkgArgs.pname == "nico";
+    "package: the source leaves out the cache, build outputs and git" =
+      lib.all (n: !(pkgArgs.src.filter (toString ../../.. + "/" + n) "directory")) [ ".cache" "bin" ".git" ]
+      && pkgArgs.src.filter (toString ../../../go.mod) "regular";
     "flake: inputs.nixpkgs follows nixos-unstable" = flake.inputs.nixpkgs.url == "github:NixOS/nixpkgs/nixos-unstable";
     "flake: overlay builds nixos-module/package.nix" = baseNameOf (toString called.nico.path) == "package.nix";
     "flake: vendorHash is an SRI sha256" = builtins.match "sha256-[A-Za-z0-9+/]{43}=" called.nico.args.vendorHash != null;
