@@ -7,7 +7,9 @@
 # learner, writes the initial-cluster values it returns to an
 # EnvironmentFile and starts etcd.service through systemd's D-Bus API
 # (the agent's `systemd` runtime). This module only configures nixpkgs'
-# services.etcd; it never starts etcd by itself.
+# services.etcd; it never starts etcd by itself. With https etcd URLs etcd
+# runs with mutual TLS on the certificates the agent keeps in pki.dir
+# (docs/security.md); see etcdTLS below for how etcd reads them.
 { config, lib, pkgs, ... }:
 
 let
@@ -35,27 +37,19 @@ let
   # The agent's certificates and keys (docs/security.md, "Files").
   pkiDir = if st.pki.dir != null then st.pki.dir else "${st.dataDir}/pki";
 
-  # etcd runs with TLS where its URLs are https. Unless the TLS options name
-  # files, etcd gets the agent's from pkiDir as systemd credentials: the
-  # directory is root's (0700), etcd runs as the etcd user, and systemd
-  # copies credentials into a directory only the unit can read. etcd reads
-  # them at start, so a renewed certificate takes effect when the agent
-  # next restarts etcd.
-  clientTLS = isHttps st.etcd.clientURL;
-  peerTLS = isHttps st.etcd.peerURL;
+  # etcd runs with mutual TLS when its URLs are https (docs/security.md). The
+  # agent's systemd runtime (pkg/member) writes the paths of its files in
+  # pkiDir into etcd's EnvironmentFile, and the module sets the same paths
+  # in services.etcd. pkiDir is root's (0700, files 0600) and etcd runs as
+  # the etcd user, so etcd.service loads the five files it needs as systemd
+  # credentials (copies only the unit can read) and sees that directory
+  # bind-mounted over pkiDir: the CA key, the secrets key and the node's
+  # key never enter its namespace. The copies are made when etcd starts: a
+  # renewed server or peer certificate reaches etcd at its next restart.
+  etcdTLS = isHttps st.etcd.clientURL || isHttps st.etcd.peerURL;
   etcdCreds = "/run/credentials/etcd.service";
-  etcdTLS = {
-    certFile = { on = clientTLS; file = "etcd-server.crt"; };
-    keyFile = { on = clientTLS; file = "etcd-server.key"; };
-    trustedCaFile = { on = clientTLS; file = "ca.crt"; };
-    peerCertFile = { on = peerTLS; file = "etcd-peer.crt"; };
-    peerKeyFile = { on = peerTLS; file = "etcd-peer.key"; };
-    peerTrustedCaFile = { on = peerTLS; file = "ca.crt"; };
-  };
-  # The files etcd takes from pkiDir: those TLS needs and no option names.
-  etcdFromPki = lib.filterAttrs (opt: v: v.on && cfg.etcd.${opt} == null) etcdTLS;
-  etcdFile = opt: if cfg.etcd.${opt} != null then cfg.etcd.${opt}
-    else if etcdFromPki ? ${opt} then "${etcdCreds}/${etcdFromPki.${opt}.file}" else null;
+  etcdPkiFiles = [ "ca.crt" "etcd-server.crt" "etcd-server.key" "etcd-peer.crt" "etcd-peer.key" ];
+  inPki = f: "${pkiDir}/${f}";
 
   # The coordinator (DynamicUser) gets its client certificate the same way.
   coordinatorTLS = lib.any isHttps cfg.coordinator.settings.etcd.endpoints;
@@ -85,16 +79,6 @@ let
   absPath = types.strMatching "/.*" // { description = "absolute path"; };
   hostPort = types.strMatching "[^ ]*:[0-9]+" // { description = "host:port (host may be empty)"; };
 
-  tlsOption = what: mkOption {
-    type = types.nullOr absPath;
-    default = null;
-    example = "/run/keys/etcd/${what}";
-    description = ''
-      Passed to services.etcd as its ${what} (a path read at run time, not
-      copied to the store; readable by the etcd user). When null and
-      etcd's URLs are https, the agent's file in `pki.dir` is used.
-    '';
-  };
 in
 {
   options.services.nico = {
@@ -155,27 +139,6 @@ in
         control-plane hosts, etcd's peer and client ports and the join
         endpoint's port (`settings.join.listen`, TCP).
       '';
-    };
-
-    etcd = {
-      certFile = tlsOption "client certificate";
-      keyFile = tlsOption "client key";
-      trustedCaFile = tlsOption "client CA";
-      peerCertFile = tlsOption "peer certificate";
-      peerKeyFile = tlsOption "peer key";
-      peerTrustedCaFile = tlsOption "peer CA";
-      clientCertAuth = mkOption {
-        type = types.bool;
-        default = clientTLS;
-        defaultText = literalExpression ''hasPrefix "https://" config.services.nico.settings.etcd.clientURL'';
-        description = "Passed to services.etcd.clientCertAuth: clients must present a certificate of the cluster CA (nico maps its Common Name to an etcd user).";
-      };
-      peerClientCertAuth = mkOption {
-        type = types.bool;
-        default = peerTLS;
-        defaultText = literalExpression ''hasPrefix "https://" config.services.nico.settings.etcd.peerURL'';
-        description = "Passed to services.etcd.peerClientCertAuth: peers must present a certificate of the cluster CA.";
-      };
     };
 
     hypervisor.storagePools = mkOption {
@@ -403,9 +366,8 @@ in
           message = "services.nico.settings.pki.caCertFile and pki.caKeyFile go together: give both (a CA of your own) or neither (the bootstrap host makes one).";
         }
         {
-          assertion = (cfg.etcd.certFile == null) == (cfg.etcd.keyFile == null)
-            && (cfg.etcd.peerCertFile == null) == (cfg.etcd.peerKeyFile == null);
-          message = "services.nico.etcd: a certificate file needs its key file (certFile with keyFile, peerCertFile with peerKeyFile): give both or neither.";
+          assertion = isControlPlane -> isHttps st.etcd.clientURL == isHttps st.etcd.peerURL;
+          message = "services.nico.settings.etcd.clientURL (${st.etcd.clientURL}) and etcd.peerURL (${st.etcd.peerURL}) must both be https (etcd with mutual TLS) or both http: the agent gives etcd its client and peer certificates together.";
         }
         {
           assertion = st.generations.applier == "exec" -> st.generations.command != [ ];
@@ -491,14 +453,6 @@ in
         listenClientUrls = lib.unique [ st.etcd.clientURL "${schemeOf st.etcd.clientURL}://127.0.0.1:${toString (portOf st.etcd.clientURL)}" ];
         advertiseClientUrls = [ st.etcd.clientURL ];
         initialClusterToken = st.etcd.clusterToken;
-        certFile = etcdFile "certFile";
-        keyFile = etcdFile "keyFile";
-        trustedCaFile = etcdFile "trustedCaFile";
-        peerCertFile = etcdFile "peerCertFile";
-        peerKeyFile = etcdFile "peerKeyFile";
-        peerTrustedCaFile = etcdFile "peerTrustedCaFile";
-        clientCertAuth = cfg.etcd.clientCertAuth;
-        peerClientCertAuth = cfg.etcd.peerClientCertAuth;
       };
 
       # Ordered after etcd, so that at shutdown the agent stops first and
@@ -515,9 +469,24 @@ in
           # The agent wipes the data dir of a removed member (keeping a
           # copy); recreate it for the etcd user before each start.
           ExecStartPre = "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}";
-        } // lib.optionalAttrs (etcdFromPki != { }) {
-          LoadCredential = lib.unique (lib.mapAttrsToList (_: v: "${v.file}:${pkiDir}/${v.file}") etcdFromPki);
         };
+      };
+    })
+
+    (mkIf (isControlPlane && etcdTLS) {
+      services.etcd = {
+        certFile = inPki "etcd-server.crt";
+        keyFile = inPki "etcd-server.key";
+        trustedCaFile = inPki "ca.crt";
+        peerCertFile = inPki "etcd-peer.crt";
+        peerKeyFile = inPki "etcd-peer.key";
+        peerTrustedCaFile = inPki "ca.crt";
+        clientCertAuth = true;
+        peerClientCertAuth = true;
+      };
+      systemd.services.etcd.serviceConfig = {
+        LoadCredential = map (f: "${f}:${inPki f}") etcdPkiFiles;
+        BindReadOnlyPaths = [ "${etcdCreds}:${pkiDir}" ];
       };
     })
 

@@ -71,18 +71,6 @@ let
   tlsEtcd = tls.services.etcd;
   tlsEnv = tls.systemd.services.etcd.environment;
 
-  # TLS files given by the user are passed through, the rest from pki.dir.
-  ownTLS = host [{
-    services.nico = {
-      enable = true;
-      roles = [ "controlPlane" ];
-      bootstrap = true;
-      settings.etcd.peerURL = "https://10.0.0.1:2380";
-      settings.etcd.clientURL = "https://10.0.0.1:2379";
-      etcd = { certFile = "/run/keys/etcd.crt"; keyFile = "/run/keys/etcd.key"; peerClientCertAuth = false; };
-    };
-  }];
-
   nixosApplier = host [{
     services.nico = {
       enable = true;
@@ -191,25 +179,30 @@ let
       && (builtins.fromJSON nixosApplier.environment.etc."nico/agent.yaml".source.text).generations.httpChecks == [ "http://127.0.0.1:80/" ];
     "nicoctl and the agent installed for operators" = lib.elem pkgs.nico cp1.environment.systemPackages;
 
-    "TLS: etcd takes the agent's certificates from pki.dir as credentials" =
-      tlsEtcd.certFile == "/run/credentials/etcd.service/etcd-server.crt"
-      && tlsEtcd.keyFile == "/run/credentials/etcd.service/etcd-server.key"
-      && tlsEtcd.trustedCaFile == "/run/credentials/etcd.service/ca.crt"
-      && tlsEtcd.peerCertFile == "/run/credentials/etcd.service/etcd-peer.crt"
-      && tlsEtcd.peerKeyFile == "/run/credentials/etcd.service/etcd-peer.key"
-      && tlsEtcd.peerTrustedCaFile == "/run/credentials/etcd.service/ca.crt"
-      && tlsEtcd.clientCertAuth && tlsEtcd.peerClientCertAuth
-      && lib.sort (a: b: a < b) tls.systemd.services.etcd.serviceConfig.LoadCredential == [
+    "TLS: services.etcd names the agent's files in pki.dir, with client and peer cert auth" =
+      tlsEtcd.certFile == "/var/lib/nico-pki/etcd-server.crt"
+      && tlsEtcd.keyFile == "/var/lib/nico-pki/etcd-server.key"
+      && tlsEtcd.trustedCaFile == "/var/lib/nico-pki/ca.crt"
+      && tlsEtcd.peerCertFile == "/var/lib/nico-pki/etcd-peer.crt"
+      && tlsEtcd.peerKeyFile == "/var/lib/nico-pki/etcd-peer.key"
+      && tlsEtcd.peerTrustedCaFile == "/var/lib/nico-pki/ca.crt"
+      && tlsEtcd.clientCertAuth && tlsEtcd.peerClientCertAuth;
+    "TLS: etcd reads those five files as credentials mounted over pki.dir, nothing else of it" =
+      tls.systemd.services.etcd.serviceConfig.LoadCredential == [
         "ca.crt:/var/lib/nico-pki/ca.crt"
-        "etcd-peer.crt:/var/lib/nico-pki/etcd-peer.crt"
-        "etcd-peer.key:/var/lib/nico-pki/etcd-peer.key"
         "etcd-server.crt:/var/lib/nico-pki/etcd-server.crt"
         "etcd-server.key:/var/lib/nico-pki/etcd-server.key"
-      ];
+        "etcd-peer.crt:/var/lib/nico-pki/etcd-peer.crt"
+        "etcd-peer.key:/var/lib/nico-pki/etcd-peer.key"
+      ]
+      && tls.systemd.services.etcd.serviceConfig.BindReadOnlyPaths == [ "/run/credentials/etcd.service:/var/lib/nico-pki" ];
     "TLS: etcd's environment names the files and requires client certificates" =
-      tlsEnv.ETCD_CERT_FILE == "/run/credentials/etcd.service/etcd-server.crt"
-      && tlsEnv.ETCD_PEER_TRUSTED_CA_FILE == "/run/credentials/etcd.service/ca.crt"
+      tlsEnv.ETCD_CERT_FILE == "/var/lib/nico-pki/etcd-server.crt"
+      && tlsEnv.ETCD_PEER_TRUSTED_CA_FILE == "/var/lib/nico-pki/ca.crt"
       && tlsEnv.ETCD_CLIENT_CERT_AUTH == "1" && tlsEnv.ETCD_PEER_CLIENT_CERT_AUTH == "1";
+    "TLS: pki.dir defaults to <dataDir>/pki" =
+      (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "https://10.0.0.1:2379"; }; }).services.etcd.certFile
+        == "/var/lib/nico/pki/etcd-server.crt";
     "TLS: the loopback client URL is https too" =
       tlsEtcd.listenClientUrls == [ "https://10.0.0.1:2379" "https://127.0.0.1:2379" ];
     "TLS: the coordinator gets its certificate as credentials" =
@@ -227,13 +220,9 @@ let
       };
     "plain http: no TLS files, no credentials, no client cert auth" =
       cp1.services.etcd.certFile == null && cp1.services.etcd.peerCertFile == null && !cp1.services.etcd.clientCertAuth
-      && !(cp1Etcd.serviceConfig ? LoadCredential) && !(cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential)
+      && !(cp1Etcd.serviceConfig ? LoadCredential) && !(cp1Etcd.serviceConfig ? BindReadOnlyPaths)
+      && !(cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential)
       && !((coordYaml cp1) ? tls);
-    "TLS: files given are passed as they are; the others from pki.dir" =
-      ownTLS.services.etcd.certFile == "/run/keys/etcd.crt" && ownTLS.services.etcd.keyFile == "/run/keys/etcd.key"
-      && ownTLS.services.etcd.trustedCaFile == "/run/credentials/etcd.service/ca.crt"
-      && ownTLS.services.etcd.clientCertAuth && !ownTLS.services.etcd.peerClientCertAuth
-      && !(lib.any (lib.hasPrefix "etcd-server") ownTLS.systemd.services.etcd.serviceConfig.LoadCredential);
     "gossip: a port given as a string, advertise and profile rendered" =
       tls.services.nico.settings.gossip == { port = 7000; advertise = "10.0.0.1"; profile = "wan"; };
     "firewall: the join port from join.listen, the gossip port from settings" =
@@ -283,9 +272,9 @@ let
     "assertion: CA certificate without its key" =
       anyContains "pki.caCertFile and pki.caKeyFile go together"
         (failedAssertions (cpWith { settings.pki.caCertFile = "/etc/ca.crt"; }));
-    "assertion: etcd certificate without its key" =
-      anyContains "a certificate file needs its key file"
-        (failedAssertions (cpWith { etcd.peerCertFile = "/run/keys/peer.crt"; }));
+    "assertion: one etcd URL https, the other http" =
+      anyContains "must both be https (etcd with mutual TLS) or both http"
+        (failedAssertions (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "http://10.0.0.1:2379"; }; }));
     "assertion: exec applier without a command" =
       anyContains "generations.command is empty"
         (failedAssertions (cpWith { settings.generations.applier = "exec"; }));
@@ -314,8 +303,6 @@ let
       evalFails (_: (cpWith { settings.pki.dir = "pki"; }).services.nico.settings.pki.dir);
     "type error: unknown applier" =
       evalFails (_: (cpWith { settings.generations.applier = "ansible"; }).services.nico.settings.generations.applier);
-    "type error: a relative etcd TLS file" =
-      evalFails (_: (cpWith { etcd.certFile = "etcd.crt"; etcd.keyFile = "etcd.key"; }).services.etcd.certFile);
     "type error: a function in the freeform settings" =
       evalFails (_: (host [{ services.nico = { enable = true; seeds = [ "a" ]; settings.foo = x: x; }; }]).services.nico.settings);
   };
