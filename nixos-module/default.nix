@@ -41,13 +41,13 @@ let
   # agent's systemd runtime (pkg/member) writes the paths of its files in
   # pkiDir into etcd's EnvironmentFile, and the module sets the same paths
   # in services.etcd. pkiDir is root's (0700, files 0600) and etcd runs as
-  # the etcd user, so etcd.service loads the five files it needs as systemd
-  # credentials (copies only the unit can read) and sees that directory
-  # bind-mounted over pkiDir: the CA key, the secrets key and the node's
-  # key never enter its namespace. The copies are made when etcd starts: a
+  # the etcd user, so before etcd starts, root copies the five files it
+  # needs into etcd's runtime directory (owned by etcd), which etcd sees
+  # bind-mounted over pkiDir: the CA key, the secrets key and the node's key
+  # never enter its namespace. The copies are made when etcd starts: a
   # renewed server or peer certificate reaches etcd at its next restart.
   etcdTLS = isHttps st.etcd.clientURL || isHttps st.etcd.peerURL;
-  etcdCreds = "/run/credentials/etcd.service";
+  etcdPkiCopy = "/run/etcd-pki";
   etcdPkiFiles = [ "ca.crt" "etcd-server.crt" "etcd-server.key" "etcd-peer.crt" "etcd-peer.key" ];
   inPki = f: "${pkiDir}/${f}";
 
@@ -468,7 +468,7 @@ in
           Restart = lib.mkForce "no";
           # The agent wipes the data dir of a removed member (keeping a
           # copy); recreate it for the etcd user before each start.
-          ExecStartPre = "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}";
+          ExecStartPre = [ "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}" ];
         };
       };
     })
@@ -485,8 +485,10 @@ in
         peerClientCertAuth = true;
       };
       systemd.services.etcd.serviceConfig = {
-        LoadCredential = map (f: "${f}:${inPki f}") etcdPkiFiles;
-        BindReadOnlyPaths = [ "${etcdCreds}:${pkiDir}" ];
+        RuntimeDirectory = baseNameOf etcdPkiCopy;
+        RuntimeDirectoryMode = "0700";
+        ExecStartPre = [ "+${pkgs.coreutils}/bin/install -m 0400 -o etcd -g etcd ${lib.concatMapStringsSep " " inPki etcdPkiFiles} ${etcdPkiCopy}/" ];
+        BindReadOnlyPaths = [ "${etcdPkiCopy}:${pkiDir}" ];
       };
     })
 

@@ -145,7 +145,7 @@ let
       && cp1.services.etcd.advertiseClientUrls == [ "http://10.0.0.1:2379" ]
       && cp1.services.etcd.name == "cp-1" && cp1.services.etcd.initialClusterToken == "nico";
     "etcd data dir recreated for the etcd user before start" =
-      lib.hasInfix "install -d -m 0700 -o etcd -g etcd /var/lib/etcd" cp1Etcd.serviceConfig.ExecStartPre;
+      cp1Etcd.serviceConfig.ExecStartPre == [ "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd /var/lib/etcd" ];
     "coordinator on the control plane, on the local client URL" =
       cp1.systemd.services ? nico-coordinator
       && cp1.services.nico.coordinator.settings.etcd.endpoints == [ "http://10.0.0.1:2379" ]
@@ -187,15 +187,13 @@ let
       && tlsEtcd.peerKeyFile == "/var/lib/nico-pki/etcd-peer.key"
       && tlsEtcd.peerTrustedCaFile == "/var/lib/nico-pki/ca.crt"
       && tlsEtcd.clientCertAuth && tlsEtcd.peerClientCertAuth;
-    "TLS: etcd reads those five files as credentials mounted over pki.dir, nothing else of it" =
-      tls.systemd.services.etcd.serviceConfig.LoadCredential == [
-        "ca.crt:/var/lib/nico-pki/ca.crt"
-        "etcd-server.crt:/var/lib/nico-pki/etcd-server.crt"
-        "etcd-server.key:/var/lib/nico-pki/etcd-server.key"
-        "etcd-peer.crt:/var/lib/nico-pki/etcd-peer.crt"
-        "etcd-peer.key:/var/lib/nico-pki/etcd-peer.key"
+    "TLS: etcd sees copies of those five files (its own) mounted over pki.dir, nothing else of it" =
+      lib.sort (a: b: a < b) tls.systemd.services.etcd.serviceConfig.ExecStartPre == [
+        "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd /var/lib/etcd"
+        "+${pkgs.coreutils}/bin/install -m 0400 -o etcd -g etcd /var/lib/nico-pki/ca.crt /var/lib/nico-pki/etcd-server.crt /var/lib/nico-pki/etcd-server.key /var/lib/nico-pki/etcd-peer.crt /var/lib/nico-pki/etcd-peer.key /run/etcd-pki/"
       ]
-      && tls.systemd.services.etcd.serviceConfig.BindReadOnlyPaths == [ "/run/credentials/etcd.service:/var/lib/nico-pki" ];
+      && tls.systemd.services.etcd.serviceConfig.RuntimeDirectory == "etcd-pki"
+      && tls.systemd.services.etcd.serviceConfig.BindReadOnlyPaths == [ "/run/etcd-pki:/var/lib/nico-pki" ];
     "TLS: etcd's environment names the files and requires client certificates" =
       tlsEnv.ETCD_CERT_FILE == "/var/lib/nico-pki/etcd-server.crt"
       && tlsEnv.ETCD_PEER_TRUSTED_CA_FILE == "/var/lib/nico-pki/ca.crt"
@@ -220,7 +218,7 @@ let
       };
     "plain http: no TLS files, no credentials, no client cert auth" =
       cp1.services.etcd.certFile == null && cp1.services.etcd.peerCertFile == null && !cp1.services.etcd.clientCertAuth
-      && !(cp1Etcd.serviceConfig ? LoadCredential) && !(cp1Etcd.serviceConfig ? BindReadOnlyPaths)
+      && !(cp1Etcd.serviceConfig ? RuntimeDirectory) && !(cp1Etcd.serviceConfig ? BindReadOnlyPaths)
       && !(cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential)
       && !((coordYaml cp1) ? tls);
     "gossip: a port given as a string, advertise and profile rendered" =
