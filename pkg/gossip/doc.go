@@ -26,8 +26,11 @@
 //	graceful Leave --------------> left -------------------+
 //
 // memberlist reports join, leave (dead or left) and update through its
-// EventDelegate; it has no event for suspect, so the mesh also reads the
-// member list every poll interval and records suspect and its refutation.
+// EventDelegate; it has no event for suspect and does not keep
+// Node.State current, so a member whose probe fails records the peer
+// suspect and gossips that as a user message, which every member records
+// too (suspicion.go); a suspect that answers a ping, or that memberlist
+// still lists after its longest suspicion timeout, is alive again.
 // Every state carries the local time it changed.
 //
 // # Profiles

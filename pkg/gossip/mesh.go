@@ -27,6 +27,7 @@ type Mesh struct {
 	log     *slog.Logger
 	tracker *tracker
 	logs    *logBridge
+	bcast   *broadcasts
 
 	metaMu   sync.Mutex
 	meta     []byte
@@ -34,6 +35,7 @@ type Mesh struct {
 
 	mu       sync.Mutex
 	ml       *memberlist.Memberlist
+	addr     string // this member's host:port, read once at Start
 	keyring  *memberlist.Keyring
 	gen      uint64
 	left     bool
@@ -54,7 +56,9 @@ func New(cfg Config) (*Mesh, error) {
 		}
 	}
 	m.logs = newLogBridge(m.log, cfg.Now)
-	m.logs.onSuspect = m.tracker.suspect
+	c, _ := profileConfig(cfg.Profile)
+	m.bcast = newBroadcasts(c.RetransmitMult)
+	m.logs.onSuspect = m.localSuspect
 	return m, nil
 }
 
@@ -88,8 +92,8 @@ func (m *Mesh) Start() error {
 		return fmt.Errorf("%w: gossip.bind %s, gossip.port %d: %w", ErrStart, m.cfg.BindAddr, m.cfg.BindPort, err)
 	}
 	m.ml, m.keyring = ml, kr
-	n := ml.LocalNode()
-	m.log.Info("gossip started", "node", m.cfg.Name, "addr", n.Address(), "profile", m.cfg.Profile, "key_generation", m.gen)
+	m.addr = ml.LocalNode().Address() // nothing else writes it yet
+	m.log.Info("gossip started", "node", m.cfg.Name, "addr", m.addr, "profile", m.cfg.Profile, "key_generation", m.gen)
 	return nil
 }
 
@@ -128,11 +132,12 @@ func (m *Mesh) memberlist() (*memberlist.Memberlist, error) {
 
 // Addr is the host:port others reach this member on.
 func (m *Mesh) Addr() string {
-	ml, err := m.memberlist()
-	if err != nil {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ml == nil || m.shutdown {
 		return ""
 	}
-	return ml.LocalNode().Address()
+	return m.addr
 }
 
 // Join contacts seeds (host or host:port, DefaultPort when none) and
@@ -223,10 +228,19 @@ func (m *Mesh) Node(name string) (NodeState, bool) {
 // Changed is signalled (coalesced) when a peer's state or metadata changes.
 func (m *Mesh) Changed() <-chan struct{} { return m.tracker.changed }
 
-// poll records members no event announced.
+// poll records suspects that refuted. memberlist's Members returns
+// pointers into its own state, which it keeps writing without telling, so
+// only the names (never written after creation) are read from them; the
+// rest comes from its events (delivered under its lock).
 func (m *Mesh) poll() {
 	if ml, err := m.memberlist(); err == nil {
-		m.tracker.observe(ml.Members())
+		members := ml.Members()
+		names := make([]string, len(members))
+		for i, n := range members {
+			names[i] = n.Name
+		}
+		m.bcast.members.Store(int64(len(names)))
+		m.expireSuspects(names)
 	}
 }
 
@@ -330,10 +344,12 @@ func (d delegate) NodeMeta(limit int) []byte {
 	defer d.m.metaMu.Unlock()
 	return d.m.meta // Encode kept it within MaxMetaSize
 }
-func (delegate) NotifyMsg([]byte)                           {}
-func (delegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
-func (delegate) LocalState(join bool) []byte                { return nil }
-func (delegate) MergeRemoteState(buf []byte, join bool)     {}
+func (d delegate) NotifyMsg(b []byte) { d.m.receive(b) }
+func (d delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	return d.m.bcast.q.GetBroadcasts(overhead, limit)
+}
+func (delegate) LocalState(join bool) []byte            { return nil }
+func (delegate) MergeRemoteState(buf []byte, join bool) {}
 
 // conflicts logs two members claiming one name.
 type conflicts struct{ m *Mesh }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +47,8 @@ func (m *member) kill() {
 	<-m.done
 }
 
-func startMember(t *testing.T, cfg Config) *member {
+// startMember starts a member; each before runs between New and Start.
+func startMember(t *testing.T, cfg Config, before ...func(*Mesh)) *member {
 	t.Helper()
 	if cfg.Profile == "" {
 		cfg.Profile = ProfileFast
@@ -60,6 +62,9 @@ func startMember(t *testing.T, cfg Config) *member {
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range before {
+		f(m)
 	}
 	if err := m.Start(); err != nil {
 		t.Fatal(err)
@@ -313,5 +318,108 @@ func TestLifecycleIsIdempotent(t *testing.T) {
 	}
 	if _, err := m.Join([]string{"127.0.0.1"}); !errors.Is(err, ErrNotStarted) {
 		t.Fatalf("join after shutdown: %v", err)
+	}
+}
+
+// history records every state change a mesh sees of one peer.
+type history struct {
+	peer string
+	mu   sync.Mutex
+	seq  []NodeState
+	on   bool
+}
+
+// hook wraps m's tracker so every change of h.peer is recorded (while on).
+func (h *history) hook(m *Mesh) {
+	prev := m.tracker.onEvent
+	m.tracker.onEvent = func(n NodeState, was State) {
+		if n.Name == h.peer {
+			h.mu.Lock()
+			if h.on {
+				h.seq = append(h.seq, n)
+			}
+			h.mu.Unlock()
+		}
+		prev(n, was)
+	}
+}
+
+// start records from now on, beginning with m's current view of the peer.
+func (h *history) start(m *Mesh) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.on = true
+	if s, ok := m.tracker.get(h.peer); ok {
+		h.seq = append(h.seq, s)
+	}
+}
+func (h *history) states() ([]State, []NodeState) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []State
+	for _, s := range h.seq {
+		out = append(out, s.State)
+	}
+	return out, slices.Clone(h.seq)
+}
+
+// TestCutOffPeerSeenSuspectBeforeDead: a member that stops answering
+// (killed: no leave) is seen suspect, then dead, by every other member,
+// not only by the one whose probe failed first, each state with the time
+// it changed.
+func TestCutOffPeerSeenSuspectBeforeDead(t *testing.T) {
+	const n = 4
+	var ms []*member
+	hs := make([]*history, n-1)
+	for i := range n {
+		cfg := Config{Name: fmt.Sprintf("s%d", i), BindAddr: fmt.Sprintf("127.0.0.%d", 30+i)}
+		if i > 0 {
+			cfg.Seeds = []string{ms[0].Addr()}
+		}
+		var before []func(*Mesh)
+		if i < n-1 {
+			hs[i] = &history{peer: fmt.Sprintf("s%d", n-1)}
+			before = append(before, hs[i].hook)
+		}
+		ms = append(ms, startMember(t, cfg, before...))
+	}
+	observers := ms[:n-1]
+	for i, m := range ms {
+		waitFor(t, fmt.Sprintf("s%d to see all alive", i), 30*time.Second, func() bool {
+			alive := 0
+			for _, s := range m.Nodes() {
+				if s.State == Alive {
+					alive++
+				}
+			}
+			return alive == n
+		})
+	}
+	for i, h := range hs {
+		h.start(ms[i].Mesh)
+	}
+	killed := time.Now()
+	ms[n-1].kill()
+	waitFor(t, "every member to see s3 dead", 30*time.Second, func() bool {
+		for _, m := range observers {
+			if stateOfPeer(m.Mesh, "s3") != Dead {
+				return false
+			}
+		}
+		return true
+	})
+	for i, h := range hs {
+		states, seq := h.states()
+		// A false suspicion (the fast profile on a busy machine) may be
+		// under way at the kill; what matters is that dead came right
+		// after suspect.
+		if len(states) < 2 || states[len(states)-1] != Dead || states[len(states)-2] != Suspect {
+			t.Fatalf("s%d saw s3 go through %v after the kill, want ... suspect, dead", i, states)
+		}
+		sus, dead := seq[len(seq)-2], seq[len(seq)-1]
+		if dead.Since.Before(sus.Since) || sus.Since.IsZero() {
+			t.Fatalf("s%d: suspect at %s, dead at %s", i, sus.Since, dead.Since)
+		}
+		t.Logf("s%d: s3 suspect %s after the kill, dead %s later", i, sus.Since.Sub(killed).Round(time.Millisecond), dead.Since.Sub(sus.Since).Round(time.Millisecond))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"slices"
 	"time"
 
@@ -72,9 +73,11 @@ func (m *Mesh) needsJoin() bool {
 		return true
 	}
 	alive := map[string]bool{}
-	for _, n := range ml.Members() {
-		alive[n.Address()] = true
-		alive[n.Addr.String()] = true
+	for _, n := range m.tracker.inState(Alive) {
+		alive[n.Addr] = true
+		if h, _, err := net.SplitHostPort(n.Addr); err == nil {
+			alive[h] = true
+		}
 	}
 	return slices.ContainsFunc(m.cfg.Seeds, func(s string) bool { return !alive[s] })
 }

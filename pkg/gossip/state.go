@@ -107,23 +107,11 @@ func (t *tracker) NotifyLeave(n *memberlist.Node) {
 // the peer is alive.
 func (t *tracker) NotifyUpdate(n *memberlist.Node) { t.set(n, Alive, true) }
 
-// observe records members memberlist lists that no event announced.
-func (t *tracker) observe(members []*memberlist.Node) {
-	for _, n := range members {
-		t.mu.Lock()
-		_, ok := t.nodes[n.Name]
-		t.mu.Unlock()
-		if !ok {
-			t.set(n, Alive, true)
-		}
-	}
-}
-
 // suspect records that this member's probe of name failed and memberlist
 // started suspecting it (memberlist has no event for suspicion; the mesh
 // learns it from memberlist's log line).
-func (t *tracker) suspect(name string) {
-	t.setState(name, Alive, Suspect)
+func (t *tracker) suspect(name string) bool {
+	return t.setState(name, Alive, Suspect)
 }
 
 // refuted records that a suspect answered again.
@@ -131,13 +119,14 @@ func (t *tracker) refuted(name string) {
 	t.setState(name, Suspect, Alive)
 }
 
-// setState moves name from state from to state to, if it is in from.
-func (t *tracker) setState(name string, from, to State) {
+// setState moves name from state from to state to, if it is in from,
+// and tells whether it did.
+func (t *tracker) setState(name string, from, to State) bool {
 	t.mu.Lock()
 	cur, ok := t.nodes[name]
 	if !ok || cur.State != from {
 		t.mu.Unlock()
-		return
+		return false
 	}
 	cur.State, cur.Since = to, t.now()
 	snap := *cur
@@ -146,6 +135,7 @@ func (t *tracker) setState(name string, from, to State) {
 	if t.onEvent != nil {
 		t.onEvent(snap, from)
 	}
+	return true
 }
 
 // inState lists the peers in state s.
