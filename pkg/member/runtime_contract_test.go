@@ -42,6 +42,7 @@ func runtimeContract(t *testing.T, rs runtimes) {
 	t.Run("DataDirIsAFile", func(t *testing.T) { testBadDataDir(t, rs) })
 	if rs.tls {
 		t.Run("ClientCertificateRequired", func(t *testing.T) { testClientCertRequired(t, rs) })
+		t.Run("RestartWithAuthEnabled", func(t *testing.T) { testRestartWithAuth(t, rs) })
 	}
 }
 

@@ -40,6 +40,7 @@ type Systemd struct {
 	journal Journal
 	unit    string
 	envFile string
+	tlsEnv  bool          // SystemdConfig.TLSInEnvironment
 	every   time.Duration // readiness poll
 
 	mu  sync.Mutex
@@ -55,6 +56,13 @@ type SystemdConfig struct {
 	Unit            string        // empty: DefaultUnit
 	EnvironmentFile string        // required: the unit's EnvironmentFile=
 	PollInterval    time.Duration // readiness polls; zero: 200ms
+	// TLSInEnvironment writes Config.TLS's certificate files and cert-auth
+	// switches into the environment file (ETCD_CERT_FILE, ...), where they
+	// override the unit's. Leave it false when the unit names its own TLS
+	// files, as nico's NixOS module does: it hands pki.dir's files to etcd
+	// as systemd credentials, since the etcd user cannot read pki.dir. The
+	// readiness client uses Config.TLS either way.
+	TLSInEnvironment bool
 }
 
 // NewSystemd returns an idle Systemd runtime; it starts nothing.
@@ -65,7 +73,7 @@ func NewSystemd(c SystemdConfig) (*Systemd, error) {
 	if c.EnvironmentFile == "" || c.EnvironmentFile[0] != '/' {
 		return nil, fmt.Errorf("member: SystemdConfig.EnvironmentFile is %q, want an absolute path", c.EnvironmentFile)
 	}
-	s := &Systemd{units: c.Units, journal: c.Journal, unit: c.Unit, envFile: c.EnvironmentFile, every: c.PollInterval}
+	s := &Systemd{units: c.Units, journal: c.Journal, unit: c.Unit, envFile: c.EnvironmentFile, tlsEnv: c.TLSInEnvironment, every: c.PollInterval}
 	if s.journal == nil {
 		s.journal = Journalctl{}
 	}
@@ -155,7 +163,11 @@ func (s *Systemd) start(ctx context.Context, cfg Config, run *systemdRun) error 
 			return err
 		}
 	}
-	if err := WriteEnvironmentFile(s.envFile, cfg); err != nil {
+	envCfg := cfg
+	if !s.tlsEnv {
+		envCfg.TLS = nil // the unit names its own files
+	}
+	if err := WriteEnvironmentFile(s.envFile, envCfg); err != nil {
 		return err
 	}
 	cfg.Logger.Info("starting etcd unit", "unit", s.unit, "state", cfg.ClusterState, "was", st.String())

@@ -23,7 +23,7 @@ func newSystemdFixture(t *testing.T) systemdFixture {
 	envFile := filepath.Join(t.TempDir(), "run", "etcd.env")
 	units := systemdtest.NewUnits()
 	units.Add(member.DefaultUnit, systemdtest.NewEtcd(envFile, testLogger(t), member.WithTimings(testTick, testElection)))
-	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: envFile})
+	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: envFile, TLSInEnvironment: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestSystemdExitThatIsNotARemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	units.Add(member.DefaultUnit, systemdtest.NewSleeper())
-	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: envFile})
+	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: envFile, TLSInEnvironment: true})
 	if err != nil {
 		t.Fatal(err)
 	}

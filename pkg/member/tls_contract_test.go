@@ -13,7 +13,10 @@ import (
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/member/systemdtest"
 	"github.com/homystack/nico/pkg/pki"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // testClientCertRequired: a member with TLS serves https only, to clients
@@ -190,5 +193,80 @@ func TestEnvironmentTLS(t *testing.T) {
 	plainEnv := member.Environment(newConfig(t, "plain"))
 	if _, ok := plainEnv["ETCD_CERT_FILE"]; ok {
 		t.Error("a plaintext member's environment names a certificate")
+	}
+}
+
+// TestSystemdLeavesTLSToTheUnit: without TLSInEnvironment the environment
+// file names no certificate (the unit's own TLS settings stay in force).
+func TestSystemdLeavesTLSToTheUnit(t *testing.T) {
+	envFile := filepath.Join(t.TempDir(), "etcd.env")
+	units := systemdtest.NewUnits()
+	units.Add(member.DefaultUnit, systemdtest.NewEtcd(envFile, testLogger(t)))
+	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: envFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopAll(t, rt)
+	cfg := configFor(t, "unit-tls", true)
+	ctx, cancel := context.WithTimeout(caseContext(t), 5*time.Second)
+	defer cancel()
+	_ = rt.Start(ctx, cfg) // the fake unit has no TLS of its own: it cannot serve https
+	env, err := member.ReadEnvironmentFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["ETCD_NAME"] != "unit-tls" {
+		t.Fatalf("environment file not written: %v", env)
+	}
+	for k := range env {
+		if strings.Contains(k, "CERT") || strings.Contains(k, "KEY") || strings.Contains(k, "TRUSTED") {
+			t.Errorf("environment file names %s", k)
+		}
+	}
+}
+
+// testRestartWithAuth: once etcd's auth is on (pkg/rbac), a member still
+// restarts: its readiness client's certificate (the peer pair, CN
+// etcd:<name>, no etcd user) is enough for Status, and root's certificate
+// still writes.
+func testRestartWithAuth(t *testing.T, rs runtimes) {
+	ctx := caseContext(t)
+	rt := rs.new()
+	stopAll(t, rt)
+	cfg := rs.config(t, "auth")
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	cli := etcdtest.NewClient(t, cfg.ClientURL)
+	if _, err := cli.RoleAdd(ctx, "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserAddWithOptions(ctx, pki.RootIdentity, "", &clientv3.UserAddOptions{NoPassword: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.UserGrantRole(ctx, pki.RootIdentity, "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatalf("restart with auth enabled: %v", err)
+	}
+	cli2 := etcdtest.NewClient(t, cfg.ClientURL)
+	if _, err := cli2.Put(ctx, "k", "v"); err != nil {
+		t.Fatalf("Put as root with auth enabled: %v", err)
+	}
+	// A certificate whose CN is no etcd user may not write.
+	node, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, TLS: etcdtest.ClientTLS(t, pki.NodeIdentity("stranger")), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer node.Close()
+	if _, err := node.Put(ctx, "k", "stranger"); err == nil {
+		t.Error("a client whose CN is no etcd user could write with auth enabled")
 	}
 }
