@@ -15,6 +15,8 @@ need curl curl
 # Nix 2.x (no daemon) for make nix-check: parse and evaluate the NixOS module, hash the Go vendor dir
 need nix-instantiate nix-bin
 need python3 python3
+# pyflakes lints the NixOS VM tests' Python scripts as the test driver does (make nix-check)
+need pyflakes3 python3-pyflakes
 # libvirt's C library and headers for pkg/libvirt (cgo), found through pkg-config
 need pkg-config pkg-config
 pkg-config --exists libvirt 2>/dev/null || pkgs+=(libvirt-dev)

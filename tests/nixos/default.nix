@@ -5,7 +5,8 @@
 # `checks` are wired into the flake's checks. `optional` holds the tests
 # that need more than a plain KVM host (nested virtualisation); they are
 # not in `nix flake check` and are run on purpose:
-# `nix build .#vmTests.x86_64-linux.vm-hypervisor` (see hypervisor.nix).
+# `nix build .#vmTests.vm-hypervisor` (the flake's legacyPackages; see
+# hypervisor.nix).
 { pkgs, self }:
 
 let

@@ -9,7 +9,9 @@
 #      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), every
 #      VM test's node configurations (eval/vm-tests.nix) and the files the
 #      module renders for them loaded by nico's own config loaders
-#      (tests/nixos/loadconfig), and docs/options.md compared with the
+#      (tests/nixos/loadconfig), the VM tests' Python scripts parsed and
+#      linted as the test driver does (lint-scripts.py, pyflakes when
+#      installed), and docs/options.md compared with the
 #      options it renders. Without lib (a fresh machine: the copy in
 #      .cache/nixpkgs-lib is not in the repository) step 2 is skipped and
 #      the check says so; it does not fail;
@@ -89,6 +91,8 @@ else
   NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >/dev/null ||
     { NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >&2 || true; echo "nix-check: tests/nixos/loadconfig failed (above): nico-agent or nico-coordinator refuses a file the module renders, or the test does not build" >&2; exit 1; }
   echo "nix-check: the agent and coordinator files the module renders for $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$configs") hosts load with pkg/config"
+  nix-instantiate --eval --strict --json tests/nixos/eval/vm-tests.nix -A scripts --arg lib "import $lib" > "$configs"
+  python3 tests/nixos/lint-scripts.py "$configs"
   if ! diff -u docs/options.md <(render_docs "$lib") >/dev/null; then
     diff -u docs/options.md <(render_docs "$lib") | head -40 >&2
     echo "nix-check: docs/options.md is out of date; run make nix-docs" >&2

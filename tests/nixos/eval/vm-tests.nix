@@ -90,6 +90,9 @@ in
     if failed == [ ] then "${toString (lib.length (lib.attrNames checks))} VM test node checks passed (${toString (lib.length (lib.attrNames all))} configurations)"
     else throw "VM test node checks failed:\n  ${lib.concatStringsSep "\n  " failed}";
 
+  # Each test's Python script and node names, for tests/nixos/lint-scripts.py.
+  scripts = lib.mapAttrs (_: t: { script = t.testScript; nodes = lib.attrNames t.nodes; }) tests;
+
   # Besides the VM tests' nodes, hosts that use the keys the tests do not:
   # etcd with TLS and a pki.dir, gossip and join settings, a hypervisor with
   # labels, the nixos applier with health checks.
