@@ -51,7 +51,8 @@ let
   etcdPkiFiles = [ "ca.crt" "etcd-server.crt" "etcd-server.key" "etcd-peer.crt" "etcd-peer.key" ];
   inPki = f: "${pkiDir}/${f}";
 
-  # The coordinator (DynamicUser) gets its client certificate the same way.
+  # The coordinator (DynamicUser, no access to pkiDir) gets its client
+  # certificate as systemd credentials, named in its configuration.
   coordinatorTLS = lib.any isHttps cfg.coordinator.settings.etcd.endpoints;
   coordinatorCreds = "/run/credentials/nico-coordinator.service";
 
