@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,8 +36,8 @@ func (a *app) tokenCreateCmd() *cobra.Command {
 				return withCode(ExitUsage, fmt.Errorf("--ttl %s is not accepted; use a positive duration such as 24h, or 0 for a token that never expires", ttl))
 			}
 			for _, r := range roles {
-				if r != string(api.RoleControlPlane) && r != string(api.RoleWorker) {
-					return withCode(ExitUsage, fmt.Errorf("--roles %q is not accepted; use worker, controlPlane or both", r))
+				if !slices.Contains(token.AllRoles, api.Role(r)) {
+					return withCode(ExitUsage, fmt.Errorf("--roles %q is not accepted; use worker, controlPlane, hypervisor or several", r))
 				}
 				spec.Roles = append(spec.Roles, api.Role(r))
 			}
@@ -59,7 +60,7 @@ func (a *app) tokenCreateCmd() *cobra.Command {
 		}),
 	}
 	c.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "how long the token works; 0: until revoked")
-	c.Flags().StringSliceVar(&roles, "roles", []string{string(api.RoleWorker)}, "roles a machine may take with the token: worker, controlPlane")
+	c.Flags().StringSliceVar(&roles, "roles", []string{string(api.RoleWorker)}, "roles a machine may take with the token: worker, controlPlane, hypervisor")
 	c.Flags().StringVar(&desc, "description", "", "what the token is for (shown by token list)")
 	return c
 }

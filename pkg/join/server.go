@@ -3,7 +3,6 @@ package join
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -302,11 +301,11 @@ func DecodeRequest(body []byte) (Request, error) {
 		return Request{}, fmt.Errorf("name %q: a DNS label is accepted (1 to 63 of [a-z0-9-])", truncated(req.Name))
 	}
 	if len(req.Roles) == 0 {
-		return Request{}, errors.New("roles: at least one of controlPlane, worker")
+		return Request{}, fmt.Errorf("roles: at least one of %v", token.AllRoles)
 	}
 	for _, r := range req.Roles {
-		if r != api.RoleControlPlane && r != api.RoleWorker {
-			return Request{}, fmt.Errorf("roles: %q is not accepted; use controlPlane or worker", truncated(string(r)))
+		if !slices.Contains(token.AllRoles, r) {
+			return Request{}, fmt.Errorf("roles: %q is not accepted; use %v", truncated(string(r)), token.AllRoles)
 		}
 	}
 	if len(req.Nonce) < 16 || len(req.Nonce) > 128 {
@@ -314,7 +313,8 @@ func DecodeRequest(body []byte) (Request, error) {
 	}
 	if block, _ := pem.Decode([]byte(req.CSRPEM)); block == nil || block.Type != "CERTIFICATE REQUEST" {
 		return Request{}, errors.New("csrPEM: a PEM CERTIFICATE REQUEST is accepted")
-	} else if _, err := x509.ParseCertificateRequest(block.Bytes); err != nil {
+	}
+	if _, err := pki.ParseCSR([]byte(req.CSRPEM)); err != nil { // its signature too
 		return Request{}, fmt.Errorf("csrPEM: %v", err)
 	}
 	return req, nil

@@ -11,8 +11,9 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// AllRoles are the roles the bootstrap token allows.
-var AllRoles = []api.Role{api.RoleControlPlane, api.RoleWorker}
+// AllRoles are the roles a token may allow; the bootstrap token allows
+// them all.
+var AllRoles = []api.Role{api.RoleControlPlane, api.RoleWorker, api.RoleHypervisor}
 
 // Registry keeps the cluster's tokens, sealed, under store.TokensDir.
 type Registry struct {

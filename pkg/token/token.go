@@ -73,7 +73,11 @@ func Parse(s string) (Token, error) {
 		return Token{}, fmt.Errorf("%w: the id (%d characters before \".\", secret redacted) must be %d characters of [a-z0-9]", ErrMalformed, len(id), IDLen)
 	}
 	if !valid(secret, SecretLen) {
-		return Token{}, fmt.Errorf("%w: token %s: the secret (%d characters, redacted) must be %d characters of [a-z0-9]", ErrMalformed, id, len(secret), SecretLen)
+		name := "token " + id
+		if secret != "" && strings.Contains(id, secret) {
+			name = "token" // the bad secret is part of the id: show neither
+		}
+		return Token{}, fmt.Errorf("%w: %s: the secret (%d characters, redacted) must be %d characters of [a-z0-9]", ErrMalformed, name, len(secret), SecretLen)
 	}
 	return Token{ID: id, Secret: secret}, nil
 }
