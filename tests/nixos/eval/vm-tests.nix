@@ -128,6 +128,11 @@ in
         settings.join.endpoints = [ "10.0.0.1:7950" ];
       };
     };
+    # Nothing but what a worker must set: every typed key at its default,
+    # which must be the agent's own (tests/nixos/loadconfig compares them).
+    "defaults/w1" = {
+      services.nico = { enable = true; seeds = [ "10.0.0.1" ]; tokenFile = "/run/keys/nico-token"; };
+    };
     "module/nixos-applier" = {
       services.nico = {
         enable = true;

@@ -2,6 +2,7 @@ package loadconfig
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -74,6 +75,9 @@ func TestModuleConfigsLoad(t *testing.T) {
 			if a.Name != want {
 				t.Errorf("name = %q, want the node's host name %q", a.Name, want)
 			}
+			if strings.HasPrefix(name, "defaults/") {
+				checkDefaults(t, a, token, dir)
+			}
 			if r.Coordinator == nil {
 				return
 			}
@@ -91,4 +95,35 @@ func TestModuleConfigsLoad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// checkDefaults compares the configuration the module renders for a host
+// that sets only what it must (every typed option at its default) with the
+// agent's own defaults for the same host: a default that differs between
+// the module and pkg/config fails here. Nil and empty lists compare equal.
+func checkDefaults(t *testing.T, fromModule config.Agent, token, dir string) {
+	t.Helper()
+	minimal := filepath.Join(dir, "minimal.yaml")
+	doc := fmt.Sprintf("name: %s\nroles: %s\ngossip:\n  seeds: %s\n", fromModule.Name, yamlList(fromModule.Roles), yamlList(fromModule.Gossip.Seeds))
+	if err := os.WriteFile(minimal, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fs := pflag.NewFlagSet("nico-agent", pflag.ContinueOnError)
+	config.AgentFlags(fs)
+	if err := fs.Parse([]string{"--config", minimal, "--tokenFile", token}); err != nil {
+		t.Fatal(err)
+	}
+	own, err := config.LoadAgent(fs)
+	if err != nil {
+		t.Fatalf("minimal configuration: %v\n%s", err, doc)
+	}
+	got, want := fmt.Sprintf("%+v", fromModule), fmt.Sprintf("%+v", own)
+	if got != want {
+		t.Errorf("the module's defaults differ from the agent's:\nmodule: %s\nagent:  %s", got, want)
+	}
+}
+
+func yamlList(v []string) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
