@@ -44,6 +44,9 @@ func domainXML(spec hypervisor.DomainSpec, domType string) (string, error) {
 			BootDevices: []libvirtxml.DomainBootDevice{{Dev: "hd"}},
 			SMBios:      &libvirtxml.DomainSMBios{Mode: "sysinfo"},
 		},
+		// ACPI: a graceful shutdown is an ACPI power button press, and a
+		// guest can only power itself off through ACPI.
+		Features:   &libvirtxml.DomainFeatureList{ACPI: &libvirtxml.DomainFeature{}, APIC: &libvirtxml.DomainFeatureAPIC{}},
 		OnPoweroff: "destroy",
 		OnReboot:   "restart",
 		OnCrash:    "destroy",
@@ -60,6 +63,9 @@ func domainXML(spec hypervisor.DomainSpec, domType string) (string, error) {
 				Model:  &libvirtxml.DomainInterfaceModel{Type: "virtio"},
 			}},
 			Serials: []libvirtxml.DomainSerial{{Source: &libvirtxml.DomainChardevSource{Pty: &libvirtxml.DomainChardevSourcePty{}}}},
+			// A virtio RNG seeds the guest's entropy at boot (without it,
+			// and without RDRAND under emulation, getrandom blocks).
+			RNGs: []libvirtxml.DomainRNG{{Model: "virtio", Backend: &libvirtxml.DomainRNGBackend{Random: &libvirtxml.DomainRNGBackendRandom{Device: "/dev/urandom"}}}},
 			Channels: []libvirtxml.DomainChannel{{
 				Source: &libvirtxml.DomainChardevSource{UNIX: &libvirtxml.DomainChardevSourceUNIX{Mode: "bind"}},
 				Target: &libvirtxml.DomainChannelTarget{VirtIO: &libvirtxml.DomainChannelTargetVirtIO{Name: "org.qemu.guest_agent.0"}},
@@ -74,6 +80,7 @@ func domainXML(spec hypervisor.DomainSpec, domType string) (string, error) {
 	}
 	if domType == "test" {
 		d.Devices.Channels = nil // the test driver has no guest agent channel
+		d.Devices.RNGs = nil     // nor RNG devices
 	}
 	return d.Marshal()
 }

@@ -21,7 +21,7 @@ func TestDomainXML(t *testing.T) {
 	if err := d.Unmarshal(doc); err != nil {
 		t.Fatal(err)
 	}
-	if d.Type != "kvm" || d.OS.SMBios.Mode != "sysinfo" || len(d.SysInfo) != 1 {
+	if d.Type != "kvm" || d.OS.SMBios.Mode != "sysinfo" || len(d.SysInfo) != 1 || d.Features == nil || d.Features.ACPI == nil || len(d.Devices.RNGs) != 1 {
 		t.Fatalf("domain %s", doc)
 	}
 	oem := d.SysInfo[0].SMBIOS.OEMStrings.Entry

@@ -155,7 +155,7 @@ func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, 
 	})
 	took := time.Since(t0)
 	if stopConsole != nil {
-		defer stopConsole()
+		t.Cleanup(stopConsole) // through the scale-down too
 	}
 	waitFor(t, ctx, 2*time.Minute, name+" running, discoverable, with its address", func() (bool, string) {
 		m := &api.Machine{}

@@ -11,16 +11,16 @@ import (
 	"testing"
 )
 
-// guestModules are the kernel modules the guest loads for its virtio NIC
-// (Debian builds them as modules); their dependencies come along.
-var guestModules = []string{"virtio_pci", "virtio_net"}
+// guestModules are the kernel modules the guest loads for its virtio NIC and
+// RNG (Debian builds them as modules); their dependencies come along.
+var guestModules = []string{"virtio_pci", "virtio_net", "virtio_rng"}
 
 // guestInit is the initramfs's /init: mount the pseudo file systems, load
 // the NIC's modules, get an address by DHCP, and run nico-agent, which takes
 // its name, roles, gossip seeds and token from the SMBIOS OEM strings
 // (/sys/firmware/dmi/entries/11-*/raw: there is no systemd to import them
-// as credentials). When the agent ends (removed: exit 3) the guest powers
-// off, as a machine whose node left should.
+// as credentials). The agent is restarted when it fails, as systemd would;
+// when it was removed from the cluster (exit 3) the guest powers off.
 const guestInit = `#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin
@@ -33,10 +33,15 @@ for m in %s; do insmod /lib/modules/$m.ko || echo "init: insmod $m failed"; done
 ip link set lo up
 for i in $(seq 100); do [ -e /sys/class/net/eth0 ] && break; sleep 0.1; done
 ip link set eth0 up
-udhcpc -i eth0 -s /etc/udhcpc.sh -t 30 -T 1 -n -q || echo "init: no DHCP lease"
-echo "init: starting nico-agent"
-/bin/nico-agent --dataDir /var/lib/nico
-echo "init: nico-agent exited with $?"
+until udhcpc -i eth0 -s /etc/udhcpc.sh -t 10 -T 2 -n -q; do echo "init: no DHCP lease yet"; done
+while :; do
+  echo "init: starting nico-agent"
+  /bin/nico-agent --dataDir /var/lib/nico
+  rc=$?
+  echo "init: nico-agent exited with $rc"
+  [ "$rc" = 3 ] && break
+  sleep 2
+done
 poweroff -f
 `
 
@@ -127,7 +132,7 @@ func moduleOrder(depFile string, want []string) ([]string, error) {
 			continue
 		}
 		deps[mod] = strings.Fields(rest)
-		byName[strings.TrimSuffix(filepath.Base(mod), ".ko")] = mod
+		byName[modName(mod)] = mod
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -146,7 +151,7 @@ func moduleOrder(depFile string, want []string) ([]string, error) {
 		out = append(out, mod)
 	}
 	for _, w := range want {
-		mod, ok := byName[w]
+		mod, ok := byName[modName(w)]
 		if !ok {
 			return nil, fmt.Errorf("module %s is not in %s", w, depFile)
 		}
@@ -155,13 +160,19 @@ func moduleOrder(depFile string, want []string) ([]string, error) {
 	return out, nil
 }
 
+// modName is a module's name from its file: '-' and '_' are the same to
+// the kernel (virtio-rng.ko is virtio_rng).
+func modName(path string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(filepath.Base(path), ".ko"), "-", "_")
+}
+
 func TestModuleOrder(t *testing.T) {
 	dep := filepath.Join(t.TempDir(), "modules.dep")
-	if err := os.WriteFile(dep, []byte("kernel/a/net.ko: kernel/b/fo.ko kernel/c/ring.ko\nkernel/b/fo.ko:\nkernel/c/ring.ko:\nkernel/a/pci.ko: kernel/c/ring.ko\n"), 0o644); err != nil {
+	if err := os.WriteFile(dep, []byte("kernel/a/net.ko: kernel/b/fo.ko kernel/c/ring.ko\nkernel/b/fo.ko:\nkernel/c/ring.ko:\nkernel/a/pci.ko: kernel/c/ring.ko\nkernel/d/hw-rng.ko: kernel/c/ring.ko\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := moduleOrder(dep, []string{"pci", "net"})
-	if want := []string{"kernel/c/ring.ko", "kernel/a/pci.ko", "kernel/b/fo.ko", "kernel/a/net.ko"}; err != nil || !slices.Equal(got, want) {
+	got, err := moduleOrder(dep, []string{"pci", "net", "hw_rng"})
+	if want := []string{"kernel/c/ring.ko", "kernel/a/pci.ko", "kernel/b/fo.ko", "kernel/a/net.ko", "kernel/d/hw-rng.ko"}; err != nil || !slices.Equal(got, want) {
 		t.Fatalf("order %v %v, want %v", got, err, want)
 	}
 	if _, err := moduleOrder(dep, []string{"nope"}); err == nil {
