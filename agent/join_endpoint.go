@@ -1,0 +1,347 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/etcdclient"
+	"github.com/homystack/nico/pkg/gossipkey"
+	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/secretbox"
+	"github.com/homystack/nico/pkg/secrets"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/token"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// JoinEndpointConfig is the join endpoint a control-plane machine serves
+// (package join, docs/security.md).
+type JoinEndpointConfig struct {
+	Name string
+	// Dir is the machine's pki.dir: the endpoint starts once it holds the
+	// CA key, the secrets key and the coordinator identity (the agent's
+	// ensurePKI issues them on a control-plane machine).
+	Dir pki.Dir
+	// Listen is host:port (join.listen).
+	Listen string
+	// Endpoints are etcd client URLs, the local member's first.
+	Endpoints []string
+	Prefix    string
+	// TokenFile is the machine's token. On the bootstrap machine it is
+	// registered as the first join token (all roles, no expiry); it is the
+	// gossip secret until the machine holds one from its own join.
+	TokenFile string
+	Bootstrap bool
+	RateLimit join.RateLimit
+	// EnsureIdentity makes a joining node's etcd user and role (package
+	// rbac); nil: nothing to do.
+	EnsureIdentity func(ctx context.Context, name string) error
+	// Poll is how often Run looks for the keys it needs; zero: 1s.
+	Poll time.Duration
+}
+
+// JoinEndpoint serves the join endpoint as the coordinator's identity (it
+// reads tokens, which node identities may not). New starts nothing; Run
+// blocks until ctx ends.
+//
+//	wait for ca.key, secrets.key, coordinator cert ──▶ dial etcd as nico-coordinator
+//	  ──▶ [bootstrap] register tokenFile as the first token ──▶ serve HTTPS on Listen
+type JoinEndpoint struct {
+	cfg JoinEndpointConfig
+	log *slog.Logger
+	// Now is the clock; tests replace it.
+	Now func() time.Time
+	// Ready, when set, is closed once the endpoint listens.
+	Ready chan struct{}
+}
+
+// NewJoinEndpoint returns the endpoint for cfg.
+func NewJoinEndpoint(cfg JoinEndpointConfig, log *slog.Logger) *JoinEndpoint {
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = store.DefaultPrefix
+	}
+	return &JoinEndpoint{cfg: cfg, log: log.With("component", "join-endpoint", "node", cfg.Name), Now: time.Now}
+}
+
+// Run serves until ctx ends.
+func (j *JoinEndpoint) Run(ctx context.Context) error {
+	d := j.cfg.Dir
+	need := []string{d.CACert(), d.CAKey(), d.SecretsKey(), d.Cert(pki.CoordinatorLeaf), d.Key(pki.CoordinatorLeaf)}
+	if err := j.waitFor(ctx, need); err != nil {
+		return nil // ctx ended
+	}
+	ca, err := pki.LoadCA(d.CACert(), d.CAKey())
+	if err != nil {
+		return fmt.Errorf("join endpoint: %w", err)
+	}
+	box, err := secretbox.Load(d.SecretsKey())
+	if err != nil {
+		return fmt.Errorf("join endpoint: %w", err)
+	}
+	tlsCfg, err := pki.ClientTLS(d.CACert(), d.Cert(pki.CoordinatorLeaf), d.Key(pki.CoordinatorLeaf))
+	if err != nil {
+		return fmt.Errorf("join endpoint: %w", err)
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: j.cfg.Endpoints, DialTimeout: 5 * time.Second, AutoSyncInterval: 30 * time.Second, TLS: tlsCfg})
+	if err != nil {
+		return fmt.Errorf("join endpoint: %w", err)
+	}
+	defer cli.Close()
+	st, err := store.New(cli, j.cfg.Prefix)
+	if err != nil {
+		return fmt.Errorf("join endpoint: %w", err)
+	}
+	reg := token.NewRegistry(secrets.New(st, box))
+	if j.cfg.Bootstrap && j.cfg.TokenFile != "" {
+		if err := j.registerBootstrapToken(ctx, reg); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+	}
+	caPEM, err := os.ReadFile(d.CACert())
+	if err != nil {
+		return fmt.Errorf("join endpoint: %w", err)
+	}
+	srv, err := join.NewServer(join.ServerConfig{
+		Tokens:         reg,
+		Signer:         ca,
+		CAPEM:          caPEM,
+		EnsureIdentity: j.cfg.EnsureIdentity,
+		Cluster:        func(ctx context.Context) (join.Cluster, error) { return j.cluster(ctx, cli, st) },
+		ControlPlane:   j.bundle,
+		RateLimit:      j.cfg.RateLimit,
+		Now:            j.Now,
+		Log:            j.log,
+	})
+	if err != nil {
+		return err
+	}
+	cert, err := join.ServerCert(ca, j.cfg.Name, j.hosts(), j.Now())
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", j.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("join endpoint: join.listen %s: %w", j.cfg.Listen, err)
+	}
+	j.log.Info("serving the join endpoint", "listen", ln.Addr().String())
+	if j.Ready != nil {
+		close(j.Ready)
+	}
+	return srv.Serve(ctx, ln, cert)
+}
+
+// waitFor polls until every path exists or ctx ends.
+func (j *JoinEndpoint) waitFor(ctx context.Context, paths []string) error {
+	t := time.NewTicker(j.cfg.Poll)
+	defer t.Stop()
+	logged := false
+	for {
+		missing := ""
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				missing = p
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		if !logged {
+			j.log.Debug("join endpoint waits for its keys", "missing", missing)
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// registerBootstrapToken stores the bootstrap machine's token as the first
+// join token: every role, no expiry. A token already there (a restart, or
+// revoked since) is left as it is.
+func (j *JoinEndpoint) registerBootstrapToken(ctx context.Context, reg *token.Registry) error {
+	raw, err := os.ReadFile(j.cfg.TokenFile)
+	if err != nil {
+		return fmt.Errorf("join endpoint: tokenFile: %w", err)
+	}
+	tok, err := token.Parse(string(raw))
+	if err != nil {
+		j.log.Warn("tokenFile holds no join token; machines can join only with tokens from nicoctl token create", "err", err)
+		return nil
+	}
+	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
+	return backoff.Retry(ctx, b, func(err error) bool { return !errors.Is(err, store.ErrExists) }, func(ctx context.Context) error {
+		_, err := reg.Register(ctx, tok, token.Spec{Roles: token.AllRoles, Description: "bootstrap token (tokenFile of " + j.cfg.Name + ")"}, j.Now())
+		switch {
+		case err == nil:
+			j.log.Info("registered the bootstrap token", "token", tok.ID)
+		case errors.Is(err, store.ErrExists):
+			return nil
+		default:
+			j.log.Debug("registering the bootstrap token", "token", tok.ID, "err", err)
+		}
+		return err
+	})
+}
+
+// cluster tells a joining machine the voters' client URLs and the gossip
+// secret and generation.
+func (j *JoinEndpoint) cluster(ctx context.Context, cli *clientv3.Client, st *store.Store) (join.Cluster, error) {
+	var c join.Cluster
+	ml, err := cli.MemberList(ctx)
+	if err != nil {
+		return c, fmt.Errorf("member list: %w", err)
+	}
+	for _, m := range ml.Members {
+		if !m.IsLearner {
+			c.Endpoints = append(c.Endpoints, m.ClientURLs...)
+		}
+	}
+	if c.GossipSecret, err = GossipSecret(j.cfg.Dir, j.cfg.TokenFile); err != nil {
+		return c, err
+	}
+	k, err := gossipkey.Current(ctx, st)
+	if err != nil {
+		return c, err
+	}
+	c.GossipGeneration = k.Spec.Generation
+	return c, nil
+}
+
+// bundle reads what a control-plane machine gets besides its node
+// certificate.
+func (j *JoinEndpoint) bundle(context.Context) (*join.Bundle, error) {
+	d := j.cfg.Dir
+	files := map[string]*[]byte{}
+	var b join.Bundle
+	var caKey, coordCert, coordKey, rootCert, rootKey []byte
+	files[d.CAKey()] = &caKey
+	files[d.SecretsKey()] = &b.SecretsKey
+	files[d.Cert(pki.CoordinatorLeaf)] = &coordCert
+	files[d.Key(pki.CoordinatorLeaf)] = &coordKey
+	files[d.Cert(pki.RootLeaf)] = &rootCert
+	files[d.Key(pki.RootLeaf)] = &rootKey
+	for path, dst := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("control-plane bundle: %w", err)
+		}
+		*dst = data
+	}
+	b.CAKeyPEM = string(caKey)
+	b.CoordinatorCertPEM, b.CoordinatorKeyPEM = string(coordCert), string(coordKey)
+	b.RootCertPEM, b.RootKeyPEM = string(rootCert), string(rootKey)
+	return &b, nil
+}
+
+// hosts are the names the endpoint's certificate is issued for: the hosts
+// of Listen and of the local member's client URL. (Clients check the chain
+// to the CA they pinned, not the name.)
+func (j *JoinEndpoint) hosts() []string {
+	var hs []string
+	if h, _, err := net.SplitHostPort(j.cfg.Listen); err == nil && h != "" {
+		hs = append(hs, h)
+	}
+	for _, ep := range j.cfg.Endpoints[:min(1, len(j.cfg.Endpoints))] {
+		if u, err := url.Parse(ep); err == nil && u.Hostname() != "" {
+			hs = append(hs, u.Hostname())
+		}
+	}
+	return append(hs, "localhost", "127.0.0.1")
+}
+
+// GossipSecret is what this machine's gossip keys derive from: the secret
+// its join gave it (join.GossipSecretFile), or else its tokenFile (the
+// bootstrap machine's token is the cluster's first gossip secret).
+func GossipSecret(d pki.Dir, tokenFile string) ([]byte, error) {
+	if d != "" {
+		if b, err := os.ReadFile(join.GossipSecretFile(d)); err == nil && len(b) > 0 {
+			return b, nil
+		}
+	}
+	if tokenFile == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(tokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("tokenFile: %w", err)
+	}
+	return []byte(strings.TrimSpace(string(b))), nil
+}
+
+// JoinClientConfig is how a machine with no certificate joins.
+type JoinClientConfig struct {
+	Name  string
+	Roles []api.Role
+	// Endpoints are join endpoints (host:port), tried in order.
+	Endpoints []string
+	// TokenFile holds the join token <id>.<secret>.
+	TokenFile string
+	// Retry paces attempts while no endpoint answers; zero: 500ms to 30s.
+	Retry backoff.Backoff
+}
+
+// ObtainThroughJoin returns the agent's ObtainCerts: it joins with the
+// token in TokenFile, retrying while no endpoint answers (the control
+// plane may still be starting) or one asks to wait, and stops at once on
+// a refusal: unknown, expired or revoked token, role not allowed, CA proof
+// mismatch. The error then says which, and never shows the secret.
+func ObtainThroughJoin(cfg JoinClientConfig, log *slog.Logger) func(ctx context.Context, dir pki.Dir) error {
+	if cfg.Retry.Base <= 0 {
+		cfg.Retry = backoff.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.5}
+	}
+	log = log.With("component", "join", "node", cfg.Name)
+	return func(ctx context.Context, dir pki.Dir) error {
+		raw, err := os.ReadFile(cfg.TokenFile)
+		if err != nil {
+			return fmt.Errorf("join: tokenFile: %w", err)
+		}
+		tok, err := token.Parse(string(raw))
+		if err != nil {
+			return fmt.Errorf("join: tokenFile %s: %w", cfg.TokenFile, err)
+		}
+		if len(cfg.Endpoints) == 0 {
+			return errors.New("join: no join endpoints: set join.endpoints or gossip.seeds")
+		}
+		cc := join.ClientConfig{Endpoints: cfg.Endpoints, Token: tok, Name: cfg.Name, Roles: cfg.Roles, Log: log}
+		retryable := func(err error) bool {
+			return errors.Is(err, join.ErrUnreachable) || errors.Is(err, join.ErrServer) || errors.Is(err, join.ErrRateLimited)
+		}
+		return backoff.Retry(ctx, cfg.Retry, retryable, func(ctx context.Context) error {
+			resp, err := join.Obtain(ctx, cc, dir)
+			var rl *join.RateLimitedError
+			switch {
+			case err == nil:
+				log.Info("joined: got this machine's certificate", "token", tok.ID, "controlPlane", resp.ControlPlane != nil)
+				return nil
+			case errors.As(err, &rl):
+				log.Warn("join endpoint asks to wait", "retryAfter", rl.RetryAfter)
+				select {
+				case <-ctx.Done():
+				case <-time.After(rl.RetryAfter):
+				}
+			case retryable(err):
+				log.Warn("no join endpoint answered; retrying", "err", err)
+			}
+			return err
+		})
+	}
+}

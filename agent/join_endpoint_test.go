@@ -1,0 +1,170 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/secretbox"
+	"github.com/homystack/nico/pkg/secrets"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/token"
+)
+
+// controlPlaneDir writes what a control-plane machine's pki.dir holds
+// after ensurePKI: the cluster CA (etcdtest's, which the members trust),
+// the secrets key and the coordinator and root identities.
+func controlPlaneDir(t *testing.T) pki.Dir {
+	t.Helper()
+	d := pki.Dir(filepath.Join(t.TempDir(), "pki"))
+	ca := etcdtest.PKI(t)
+	if err := ca.Save(d.CACert(), d.CAKey()); err != nil {
+		t.Fatal(err)
+	}
+	k, _ := secretbox.NewKey()
+	if err := pki.WriteFile(d.SecretsKey(), k); err != nil {
+		t.Fatal(err)
+	}
+	for leaf, cn := range map[string]string{pki.CoordinatorLeaf: pki.CoordinatorIdentity, pki.RootLeaf: pki.RootIdentity} {
+		c, key, err := ca.Issue(pki.Request{CommonName: cn, Usage: pki.UsageClient}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pki.WriteFile(d.Key(leaf), key); err != nil {
+			t.Fatal(err)
+		}
+		if err := pki.WriteFile(d.Cert(leaf), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d
+}
+
+func writeToken(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte(text+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestJoinEndpoint: the bootstrap machine's endpoint registers its token;
+// a worker with only that token file (started before the endpoint, so it
+// retries) gets its certificate and the gossip secret; a revoked token is
+// refused at once with the reason.
+func TestJoinEndpoint(t *testing.T) {
+	cl := etcdtest.StartWith(t, etcdtest.Options{TLS: true})
+	cpDir := controlPlaneDir(t)
+	boot, _ := token.Generate()
+	bootFile := writeToken(t, boot.Reveal())
+	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	log := logging.Test(t)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	workerDir := pki.Dir(filepath.Join(t.TempDir(), "pki"))
+	obtain := ObtainThroughJoin(JoinClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)
+	obtained := make(chan error, 1)
+	go func() { obtained <- obtain(ctx, workerDir) }()
+
+	var mu sync.Mutex
+	var ensured []string
+	je := NewJoinEndpoint(JoinEndpointConfig{
+		Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), TokenFile: bootFile, Bootstrap: true, Poll: 50 * time.Millisecond,
+		EnsureIdentity: func(_ context.Context, name string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			ensured = append(ensured, name)
+			return nil
+		},
+	}, log)
+	served := make(chan error, 1)
+	go func() { served <- je.Run(ctx) }()
+
+	select {
+	case err := <-obtained:
+		if err != nil {
+			t.Fatalf("worker join: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("worker did not join within 60s")
+	}
+	b, _ := os.ReadFile(workerDir.Cert(pki.NodeLeaf))
+	cert, err := pki.ParseCert(b)
+	if err != nil || cert.Subject.CommonName != "node:w-1" {
+		t.Fatalf("worker certificate: %v %v", cert, err)
+	}
+	// The worker's certificate opens etcd (node identity).
+	if _, err := pki.ClientTLS(workerDir.CACert(), workerDir.Cert(pki.NodeLeaf), workerDir.Key(pki.NodeLeaf)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := GossipSecret(workerDir, ""); err != nil || string(s) != boot.Reveal() {
+		t.Fatalf("gossip secret: %v", err)
+	}
+	mu.Lock()
+	got := append([]string(nil), ensured...)
+	mu.Unlock()
+	if len(got) != 1 || got[0] != "w-1" {
+		t.Fatalf("EnsureIdentity: %v", got)
+	}
+
+	// The bootstrap token is registered: all roles, no expiry, one use.
+	st, err := store.New(cl.Client(t), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := secretbox.Load(cpDir.SecretsKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := token.NewRegistry(secrets.New(st, box))
+	bt, err := reg.Get(ctx, boot.ID)
+	if err != nil || !bt.Spec.ExpiresAt.IsZero() || len(bt.Spec.Roles) != 3 || bt.Status.Uses != 1 {
+		t.Fatalf("bootstrap token: %+v %v", bt, err)
+	}
+
+	// A control-plane machine with the bootstrap token gets the bundle.
+	cp2 := pki.Dir(filepath.Join(t.TempDir(), "pki"))
+	if err := ObtainThroughJoin(JoinClientConfig{Name: "cp-2", Roles: []api.Role{api.RoleControlPlane}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, cp2); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{cp2.CAKey(), cp2.SecretsKey(), cp2.Cert(pki.CoordinatorLeaf), cp2.Key(pki.RootLeaf), cp2.Cert(pki.NodeLeaf)} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v", f, err)
+		}
+	}
+
+	// A revoked token: refused at once, saying so, with no secret shown.
+	tok, _, err := reg.Create(ctx, token.Spec{Roles: []api.Role{api.RoleWorker}, TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Revoke(ctx, tok.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	err = ObtainThroughJoin(JoinClientConfig{Name: "w-2", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: writeToken(t, tok.Reveal())}, log)(ctx, pki.Dir(t.TempDir()))
+	if !errors.Is(err, token.ErrRevoked) || !strings.Contains(err.Error(), "token "+tok.ID+" was revoked") || strings.Contains(err.Error(), tok.Secret) {
+		t.Fatalf("revoked token: %v", err)
+	}
+	// A token file that holds no token.
+	err = ObtainThroughJoin(JoinClientConfig{Name: "w-3", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: writeToken(t, "not-a-token")}, log)(ctx, pki.Dir(t.TempDir()))
+	if !errors.Is(err, token.ErrMalformed) {
+		t.Fatalf("bad token file: %v", err)
+	}
+
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatalf("endpoint: %v", err)
+	}
+}
