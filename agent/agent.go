@@ -92,7 +92,8 @@ type Agent struct {
 	st      *store.Store
 	node    *api.Node
 	healthy atomic.Bool
-	running bool // the local member was started by this agent
+	running bool        // the local member was started by this agent
+	gossip  gossipState // what it publishes in the mesh (agent/gossip.go)
 }
 
 // New returns an agent; it starts nothing until Run.
@@ -166,6 +167,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		a.setPhase(ctx, api.NodeRegistered, "")
 	}
 	a.publishGossip()
+	defer a.refreshGossip(ctx)()
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())

@@ -51,6 +51,7 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 		}
 		return err
 	}
+	a.gossipApplied(c.Status.AppliedGeneration)
 	if c.Settled() != api.GenerationPending {
 		return nil
 	}
@@ -77,7 +78,13 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 		}
 		log.Info("generation applied", "toplevel", res.Toplevel, "skipped", res.Skipped, "rebootNeeded", res.RebootNeeded)
 	}
-	return a.reportGeneration(ctx, gen, attempt, res, rec)
+	if err := a.reportGeneration(ctx, gen, attempt, res, rec); err != nil {
+		return err
+	}
+	if rec.Phase == api.GenerationApplied {
+		a.gossipApplied(gen)
+	}
+	return nil
 }
 
 // reportGeneration writes the outcome, re-reading on conflicting writes

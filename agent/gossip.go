@@ -3,7 +3,11 @@ package agent
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -43,25 +47,93 @@ func (a *Agent) discover(ctx context.Context) ([]string, error) {
 	}
 }
 
-// publishGossip tells the mesh what this node is and, on a control-plane
-// node whose member is a voter, where it serves etcd clients.
-func (a *Agent) publishGossip() {
-	if a.cfg.Gossip == nil {
-		return
-	}
-	m := gossip.Meta{Name: a.cfg.Name, Version: a.cfg.Version, Health: gossip.HealthOK}
+// GossipRefreshInterval is how often a ready agent compares its gossip
+// metadata (health digest, applied generation) with what it published,
+// and publishes it again when it changed: well within the lan profile's
+// one-second probe interval. A generation applied is published at once.
+const GossipRefreshInterval = 250 * time.Millisecond
+
+// gossipState is what the agent publishes in the mesh beyond its
+// configuration, and what it last published.
+type gossipState struct {
+	applied atomic.Int64 // the NixOS generation applied; 0: none yet
+
+	mu   sync.Mutex
+	last *gossip.Meta
+}
+
+// gossipMeta is the node's metadata now: on a healthy control-plane node
+// whose member is a voter, where it serves etcd clients; the health digest;
+// the generation it applied.
+func (a *Agent) gossipMeta() gossip.Meta {
+	m := gossip.Meta{Name: a.cfg.Name, Version: a.cfg.Version}
 	for _, r := range a.cfg.Roles {
 		if slices.Contains([]api.Role{api.RoleControlPlane, api.RoleWorker}, r) {
 			m.Roles = append(m.Roles, string(r))
 		}
 	}
-	if a.controlPlane() {
-		m.ClientURL = a.cfg.ClientURL
-		m.Health |= gossip.HealthEtcd | gossip.HealthVoter
+	if a.healthy.Load() {
+		m.Health |= gossip.HealthOK
+		if a.controlPlane() {
+			m.ClientURL = a.cfg.ClientURL
+			m.Health |= gossip.HealthEtcd | gossip.HealthVoter
+		}
+	}
+	if g := a.gossip.applied.Load(); g > 0 {
+		m.Generation = strconv.FormatInt(g, 10)
+	}
+	return m
+}
+
+// publishGossip publishes the node's metadata when it differs from what
+// was last published.
+func (a *Agent) publishGossip() {
+	if a.cfg.Gossip == nil {
+		return
+	}
+	m := a.gossipMeta()
+	a.gossip.mu.Lock()
+	defer a.gossip.mu.Unlock()
+	if a.gossip.last != nil && reflect.DeepEqual(*a.gossip.last, m) {
+		return
 	}
 	if err := a.cfg.Gossip.SetMeta(m); err != nil {
 		a.log.Warn("publishing gossip metadata failed", "err", err)
+		return
 	}
+	a.gossip.last = &m
+}
+
+// gossipApplied records the generation the node applied and publishes it.
+func (a *Agent) gossipApplied(gen int64) {
+	if gen <= 0 || a.gossip.applied.Swap(gen) == gen {
+		return
+	}
+	a.publishGossip()
+}
+
+// refreshGossip publishes changed metadata every GossipRefreshInterval
+// until ctx ends or stop is called.
+func (a *Agent) refreshGossip(ctx context.Context) (stop func()) {
+	if a.cfg.Gossip == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(GossipRefreshInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				a.publishGossip()
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // followKeys keeps the mesh's key generation in step with the stored one

@@ -1,0 +1,57 @@
+package integration
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestGossipMetadataFollowsGenerations: once ready, a worker publishes the
+// generation it applied in its gossip metadata, and another member of the
+// mesh sees each new one; its health digest is published with it.
+func TestGossipMetadataFollowsGenerations(t *testing.T) {
+	f := newFleet(t)
+	rf := &rollFleet{fleet: f, dir: f.tempDir()}
+	m1 := f.startMesh("cp-1", 71)
+	cfg := rf.agentConfig("cp-1", true)
+	cfg.Gossip = m1
+	rf.start(cfg)
+	rf.waitVoters(30*time.Second, "cp-1")
+	rf.startCoordinator("c-1")
+
+	mw := f.startMesh("w-1", 72, m1.Addr())
+	wcfg := rf.agentConfig("w-1", false)
+	wcfg.Roles = []api.Role{api.RoleWorker}
+	wcfg.Applier = rf.applier("w-1")
+	wcfg.Gossip = mw
+	n := rf.start(wcfg)
+	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+
+	seen := func(what string, cond func(gossip.Meta) bool) {
+		t.Helper()
+		eventually(t, 30*time.Second, what, func() (bool, string) {
+			s, ok := m1.Node("w-1")
+			return ok && s.State == gossip.Alive && cond(s.Meta), fmt.Sprintf("cp-1 sees w-1 %s %+v", s.State, s.Meta)
+		})
+	}
+	seen("w-1 healthy in cp-1's view", func(m gossip.Meta) bool { return m.Health.Has(gossip.HealthOK) && m.Generation == "" })
+
+	for i, rev := range []string{"v1", "v2"} {
+		name := fmt.Sprintf("r%d", i+1)
+		rf.startRollout(name, rev, func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
+		rf.waitRollout(name, 60*time.Second, name+" succeeded", phaseIs(api.RolloutSucceeded))
+		c := &api.NixosConfiguration{}
+		if err := rf.store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil {
+			t.Fatal(err)
+		}
+		want := strconv.FormatInt(c.Status.AppliedGeneration, 10)
+		seen("generation "+want+" ("+rev+") in cp-1's view of w-1", func(m gossip.Meta) bool {
+			return m.Generation == want && m.Health.Has(gossip.HealthOK)
+		})
+	}
+}
