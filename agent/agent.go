@@ -140,6 +140,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.connect(ctx); err != nil {
 		return err
 	}
+	if err := a.ensureIdentity(ctx); err != nil {
+		return err
+	}
 	if err := a.register(ctx); err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/secretbox"
 	"github.com/homystack/nico/pkg/secrets"
 	"github.com/homystack/nico/pkg/store"
@@ -43,9 +44,10 @@ type JoinEndpointConfig struct {
 	TokenFile string
 	Bootstrap bool
 	RateLimit join.RateLimit
-	// EnsureIdentity makes a joining node's etcd user and role (package
-	// rbac); nil: nothing to do.
-	EnsureIdentity func(ctx context.Context, name string) error
+	// EnsureIdentity makes a joining node's etcd user and role with the
+	// roles it joins with; nil: rbac.IdentityEnsurer through the endpoint's
+	// own (coordinator) client.
+	EnsureIdentity func(ctx context.Context, name string, roles []api.Role) error
 	// Poll is how often Run looks for the keys it needs; zero: 1s.
 	Poll time.Duration
 }
@@ -113,20 +115,24 @@ func (j *JoinEndpoint) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	ensure := j.cfg.EnsureIdentity
+	if ensure == nil {
+		ensure = rbac.IdentityEnsurer(cli.Auth, j.cfg.Prefix)
+	}
 	caPEM, err := os.ReadFile(d.CACert())
 	if err != nil {
 		return fmt.Errorf("join endpoint: %w", err)
 	}
 	srv, err := join.NewServer(join.ServerConfig{
-		Tokens:         reg,
-		Signer:         ca,
-		CAPEM:          caPEM,
-		EnsureIdentity: j.cfg.EnsureIdentity,
-		Cluster:        func(ctx context.Context) (join.Cluster, error) { return j.cluster(ctx, cli, st) },
-		ControlPlane:   j.bundle,
-		RateLimit:      j.cfg.RateLimit,
-		Now:            j.Now,
-		Log:            j.log,
+		Tokens:              reg,
+		Signer:              ca,
+		CAPEM:               caPEM,
+		EnsureIdentityRoles: ensure,
+		Cluster:             func(ctx context.Context) (join.Cluster, error) { return j.cluster(ctx, cli, st) },
+		ControlPlane:        j.bundle,
+		RateLimit:           j.cfg.RateLimit,
+		Now:                 j.Now,
+		Log:                 j.log,
 	})
 	if err != nil {
 		return err

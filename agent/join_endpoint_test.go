@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,16 +77,8 @@ func TestJoinEndpoint(t *testing.T) {
 	obtained := make(chan error, 1)
 	go func() { obtained <- obtain(ctx, workerDir) }()
 
-	var mu sync.Mutex
-	var ensured []string
 	je := NewJoinEndpoint(JoinEndpointConfig{
 		Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), TokenFile: bootFile, Bootstrap: true, Poll: 50 * time.Millisecond,
-		EnsureIdentity: func(_ context.Context, name string) error {
-			mu.Lock()
-			defer mu.Unlock()
-			ensured = append(ensured, name)
-			return nil
-		},
 	}, log)
 	served := make(chan error, 1)
 	go func() { served <- je.Run(ctx) }()
@@ -112,11 +103,9 @@ func TestJoinEndpoint(t *testing.T) {
 	if s, err := GossipSecret(workerDir, ""); err != nil || string(s) != boot.Reveal() {
 		t.Fatalf("gossip secret: %v", err)
 	}
-	mu.Lock()
-	got := append([]string(nil), ensured...)
-	mu.Unlock()
-	if len(got) != 1 || got[0] != "w-1" {
-		t.Fatalf("EnsureIdentity: %v", got)
+	// The endpoint made the node's etcd user and role (package rbac).
+	if u, err := cl.Client(t).UserGet(ctx, pki.NodeIdentity("w-1")); err != nil || len(u.Roles) != 1 || u.Roles[0] != pki.NodeIdentity("w-1") {
+		t.Fatalf("etcd user of w-1: %+v %v", u, err)
 	}
 
 	// The bootstrap token is registered: all roles, no expiry, one use.
