@@ -124,6 +124,7 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 		InitialCluster: initialCluster,
 		ClusterState:   state,
 		ClusterToken:   a.cfg.ClusterToken,
+		TLS:            a.memberTLS(),
 		Logger:         a.log,
 	})
 	if err != nil {

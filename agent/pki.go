@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdclient"
+	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -238,4 +239,21 @@ func exists(path string) bool {
 // autoSync > 0 keeps the endpoints in sync with the member list.
 func (a *Agent) etcdClient(endpoints []string, autoSync time.Duration) (*clientv3.Client, error) {
 	return etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: a.cfg.DialTimeout, AutoSyncInterval: autoSync, TLS: a.tls})
+}
+
+// memberTLS is the local member's certificates, with client and peer
+// certificate authentication; its runtime's readiness client presents the
+// node certificate. nil without pki.dir (plaintext test clusters).
+func (a *Agent) memberTLS() *member.TLS {
+	d := a.cfg.PKI.Dir
+	if d == "" {
+		return nil
+	}
+	return &member.TLS{
+		TrustedCAFile:  d.CACert(),
+		ServerCertFile: d.Cert(certEtcdServer), ServerKeyFile: d.Key(certEtcdServer),
+		PeerCertFile: d.Cert(certEtcdPeer), PeerKeyFile: d.Key(certEtcdPeer),
+		ClientCertAuth: true, PeerClientCertAuth: true,
+		ClientCertFile: d.Cert(certNode), ClientKeyFile: d.Key(certNode),
+	}
 }

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,13 +20,14 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // fleet is a set of agents and coordinator candidates under test.
@@ -104,15 +106,70 @@ func (f *fleet) endpoints() []string {
 	return eps
 }
 
-// agentConfig makes a control-plane agent's config on fresh loopback ports.
+// agentConfig makes a control-plane agent's config on fresh loopback ports;
+// on https URLs (etcdtest.TLSDefault) it has a pki.dir, provisioned when
+// the agent starts.
 func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
+	dir := f.tempDir()
 	peer, client := etcdtest.URLs(f.t)
-	return agent.Config{
+	cfg := agent.Config{
 		Name: name, Roles: []api.Role{api.RoleControlPlane}, Bootstrap: bootstrap,
-		DataDir: filepath.Join(f.tempDir(), "etcd"), PeerURL: peer, ClientURL: client,
+		DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
 		ClusterToken: "nico-test", Endpoints: f.endpoints(), DialTimeout: 3 * time.Second,
 		Prefix: store.DefaultPrefix, HeartbeatTTL: 3 * time.Second, RetryInterval: 500 * time.Millisecond, Version: "test",
 	}
+	if strings.HasPrefix(client, "https://") {
+		cfg.PKI.Dir = pki.Dir(filepath.Join(dir, "pki"))
+	}
+	return cfg
+}
+
+// provision fills an agent's empty pki.dir from the test binary's CA
+// (etcdtest.PKI), as a join would: a control-plane machine gets ca.crt and
+// ca.key and issues its own certificates; any other gets ca.crt and its
+// node certificate. The agents never need the join endpoint.
+func (f *fleet) provision(cfg agent.Config) {
+	f.t.Helper()
+	d := cfg.PKI.Dir
+	if d == "" {
+		return
+	}
+	if _, err := os.Stat(d.CACert()); err == nil {
+		return
+	}
+	ca := etcdtest.PKI(f.t)
+	if slices.Contains(cfg.Roles, api.RoleControlPlane) {
+		if err := ca.Save(d.CACert(), d.CAKey()); err != nil {
+			f.t.Fatal(err)
+		}
+		return
+	}
+	cert, key, err := ca.Issue(pki.Request{CommonName: pki.NodeIdentity(cfg.Name), Usage: pki.UsageClient}, time.Now())
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	for path, data := range map[string][]byte{d.Key(pki.NodeLeaf): key, d.Cert(pki.NodeLeaf): cert, d.CACert(): ca.CertPEM} {
+		if err := pki.WriteFile(path, data); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	f.ensureIdentity(cfg)
+}
+
+// etcdClient is a client of the fleet's endpoints presenting identity (a
+// certificate CN, e.g. pki.CoordinatorIdentity) when they are https.
+func (f *fleet) etcdClient(identity string, autoSync time.Duration) *clientv3.Client {
+	f.t.Helper()
+	eps := f.endpoints()
+	var tlsCfg *tls.Config
+	if len(eps) > 0 && strings.HasPrefix(eps[0], "https://") {
+		tlsCfg = etcdtest.ClientTLS(f.t, identity)
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 3 * time.Second, AutoSyncInterval: autoSync, TLS: tlsCfg})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return cli
 }
 
 // start runs an agent with cfg and a fresh runtime.
@@ -120,6 +177,7 @@ func (f *fleet) start(cfg agent.Config) *node { return f.startWith(cfg, f.newRun
 
 // startWith runs an agent with cfg and runtime rt.
 func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
+	f.provision(cfg)
 	n := &node{name: cfg.Name, cfg: cfg, runtime: rt, done: make(chan error, 1), notify: &notifier{}}
 	n.agent = agent.New(cfg, rt, n.notify, f.log.With("test-node", cfg.Name))
 	if cfg.Roles[0] == api.RoleControlPlane {
@@ -149,10 +207,7 @@ func (n *node) stop() error {
 // startCoordinator runs a candidate with its own client; opts adjust the
 // coordinator before it runs.
 func (f *fleet) startCoordinator(name string, opts ...func(*coord)) *coord {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: f.endpoints(), DialTimeout: 3 * time.Second, AutoSyncInterval: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	cli := f.etcdClient(pki.CoordinatorIdentity, time.Second)
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		f.t.Fatal(err)
