@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,7 +24,18 @@ import (
 // and client and peer certificate authentication, and MemberTLS gives a
 // member.Config the files it needs. NewClient follows the endpoints' scheme
 // whatever TLSDefault says. StartWith and URLsFor choose explicitly.
-var TLSDefault = false
+// NICO_ETCDTEST_TLS=1 (or 0) overrides it for a trial run.
+var TLSDefault = tlsDefault(false)
+
+// EnvTLS overrides TLSDefault: "1" or "true" turns TLS on, "0" or "false" off.
+const EnvTLS = "NICO_ETCDTEST_TLS"
+
+func tlsDefault(def bool) bool {
+	if v, err := strconv.ParseBool(os.Getenv(EnvTLS)); err == nil {
+		return v
+	}
+	return def
+}
 
 // The per-test-binary CA: made once, kept in memory; files are written
 // into each test's own directories by IssueFiles.

@@ -190,7 +190,7 @@ func TestEnvironmentTLS(t *testing.T) {
 	if *back != *cfg.TLS {
 		t.Errorf("read back %+v, want %+v", back, cfg.TLS)
 	}
-	plainEnv := member.Environment(newConfig(t, "plain"))
+	plainEnv := member.Environment(configFor(t, "plain", false))
 	if _, ok := plainEnv["ETCD_CERT_FILE"]; ok {
 		t.Error("a plaintext member's environment names a certificate")
 	}
