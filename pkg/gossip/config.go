@@ -48,6 +48,9 @@ type Config struct {
 	Logger        *slog.Logger
 	// Now is the clock of state changes; time.Now when nil.
 	Now func() time.Time
+	// Tune, when set, adjusts the profile's memberlist timings before
+	// Start (benchmarks of large meshes; nil in the programs).
+	Tune func(*memberlist.Config)
 }
 
 // validate checks c and fills defaults.

@@ -56,8 +56,7 @@ func New(cfg Config) (*Mesh, error) {
 		}
 	}
 	m.logs = newLogBridge(m.log, cfg.Now)
-	c, _ := profileConfig(cfg.Profile)
-	m.bcast = newBroadcasts(c.RetransmitMult)
+	m.bcast = newBroadcasts(m.memberlistConfig().RetransmitMult)
 	m.logs.onSuspect = m.localSuspect
 	return m, nil
 }
@@ -72,7 +71,7 @@ func (m *Mesh) Start() error {
 	if m.ml != nil {
 		return nil
 	}
-	c, _ := profileConfig(m.cfg.Profile)
+	c := m.memberlistConfig()
 	c.Name = m.cfg.Name
 	c.BindAddr = m.cfg.BindAddr
 	c.BindPort = m.cfg.BindPort
@@ -213,6 +212,23 @@ func (m *Mesh) Shutdown() error {
 	return nil
 }
 
+// memberlistConfig is the profile's memberlist configuration, tuned.
+func (m *Mesh) memberlistConfig() *memberlist.Config {
+	c, _ := profileConfig(m.cfg.Profile)
+	if m.cfg.Tune != nil {
+		m.cfg.Tune(c)
+	}
+	return c
+}
+
+// StateCounts counts the peers this member knows of (itself included) by
+// state, without copying them: cheap enough to call on every member of a
+// large mesh.
+func (m *Mesh) StateCounts() map[State]int {
+	m.poll()
+	return m.tracker.counts()
+}
+
 // Nodes returns every peer this member knows of, itself included, by name.
 func (m *Mesh) Nodes() []NodeState {
 	m.poll()
@@ -244,6 +260,9 @@ func (m *Mesh) poll() {
 	}
 }
 
+// maxSuspectPings bounds the suspects pinged per poll.
+const maxSuspectPings = 3
+
 // probeSuspects pings each suspect once and records those that answer
 // alive again (memberlist has no event for a refuted suspicion).
 func (m *Mesh) probeSuspects() {
@@ -251,7 +270,10 @@ func (m *Mesh) probeSuspects() {
 	if err != nil {
 		return
 	}
-	for _, n := range m.tracker.inState(Suspect) {
+	for i, n := range m.tracker.inState(Suspect) {
+		if i == maxSuspectPings {
+			break // the rest on the next polls (each ping may wait a probe timeout)
+		}
 		addr, err := net.ResolveUDPAddr("udp", n.Addr)
 		if err != nil {
 			continue
@@ -279,8 +301,7 @@ func (m *Mesh) SetMeta(meta Meta) error {
 	if err != nil {
 		return nil // published at Start
 	}
-	c, _ := profileConfig(m.cfg.Profile)
-	if err := ml.UpdateNode(c.TCPTimeout); err != nil {
+	if err := ml.UpdateNode(m.memberlistConfig().TCPTimeout); err != nil {
 		return fmt.Errorf("gossip: publishing metadata: %w", err)
 	}
 	return nil

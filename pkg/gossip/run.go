@@ -28,9 +28,9 @@ func (m *Mesh) Run(ctx context.Context) error {
 		}
 		_ = m.Shutdown()
 	}()
-	c, _ := profileConfig(m.cfg.Profile)
+	c := m.memberlistConfig()
 	bo := backoff.Backoff{Base: c.ProbeInterval, Max: 30 * c.ProbeInterval, Jitter: 0.5}
-	poll := time.NewTicker(m.cfg.Profile.PollInterval())
+	poll := time.NewTicker(c.ProbeInterval / 2)
 	defer poll.Stop()
 	attempt, lastErr := 0, ""
 	next := time.Now()

@@ -138,6 +138,17 @@ func (t *tracker) setState(name string, from, to State) bool {
 	return true
 }
 
+// counts counts the peers by state.
+func (t *tracker) counts() map[State]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[State]int{}
+	for _, n := range t.nodes {
+		out[n.State]++
+	}
+	return out
+}
+
 // inState lists the peers in state s.
 func (t *tracker) inState(s State) []NodeState {
 	t.mu.Lock()

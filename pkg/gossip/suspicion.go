@@ -87,14 +87,18 @@ func maxSuspicion(c *memberlist.Config, n int) time.Duration {
 // members after the longest suspicion timeout: memberlist would have
 // declared them dead by then unless they refuted the suspicion.
 func (m *Mesh) expireSuspects(members []string) {
-	c, _ := profileConfig(m.cfg.Profile)
+	suspects := m.tracker.inState(Suspect)
+	if len(suspects) == 0 {
+		return
+	}
+	c := m.memberlistConfig()
 	limit := maxSuspicion(c, len(members))
 	listed := map[string]bool{}
 	for _, n := range members {
 		listed[n] = true
 	}
 	now := m.cfg.Now()
-	for _, s := range m.tracker.inState(Suspect) {
+	for _, s := range suspects {
 		if listed[s.Name] && now.Sub(s.Since) > limit {
 			m.tracker.refuted(s.Name)
 		}

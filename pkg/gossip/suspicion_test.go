@@ -52,3 +52,22 @@ func TestSuspicionMessagesAndExpiry(t *testing.T) {
 		t.Fatalf("after the longest timeout: a %s (want alive: refuted), b %s (want suspect)", state("a"), state("b"))
 	}
 }
+
+func TestStateCountsAndTune(t *testing.T) {
+	tuned := false
+	m, err := New(Config{Name: "self", Token: []byte("t"), Tune: func(c *memberlist.Config) { tuned = true; c.RetransmitMult = 7 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tuned || m.bcast.q.RetransmitMult != 7 {
+		t.Fatal("Tune not applied to the memberlist configuration")
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		m.tracker.NotifyJoin(&memberlist.Node{Name: name, Addr: net.ParseIP("127.0.0.1"), Port: 1})
+	}
+	m.tracker.suspect("b")
+	m.tracker.NotifyLeave(&memberlist.Node{Name: "c", Addr: net.ParseIP("127.0.0.1"), Port: 1})
+	if got := m.StateCounts(); got[Alive] != 1 || got[Suspect] != 1 || got[Dead] != 1 {
+		t.Fatalf("counts %v", got)
+	}
+}
