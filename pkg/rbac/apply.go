@@ -151,3 +151,20 @@ func EnableAuth(ctx context.Context, auth clientv3.Auth, prefix string, nodes []
 	log.Info("etcd authentication enabled", "changes", len(changes), "nodes", len(nodes))
 	return nil
 }
+
+// RemoveNode deletes node name's etcd user and role, so that its
+// certificate, still valid, no longer reaches anything in etcd: the
+// revocation of a removed machine. Absent ones are not an error.
+func RemoveNode(ctx context.Context, auth clientv3.Auth, name string) error {
+	if name == "" {
+		return ErrNoName
+	}
+	r := NodeRole(name)
+	if _, err := auth.UserDelete(ctx, r); err != nil && !errors.Is(err, rpctypes.ErrUserNotFound) {
+		return fmt.Errorf("rbac: delete user %s: %w", r, err)
+	}
+	if _, err := auth.RoleDelete(ctx, r); err != nil && !errors.Is(err, rpctypes.ErrRoleNotFound) {
+		return fmt.Errorf("rbac: delete role %s: %w", r, err)
+	}
+	return nil
+}

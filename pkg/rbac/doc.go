@@ -21,6 +21,8 @@
 // clientv3's Auth API, treating "already exists" as done, so that every
 // entry point is idempotent: EnableAuth at bootstrap (users, roles, then
 // auth enable) and EnsureNode when the join endpoint admits a node.
+// RemoveNode deletes a removed node's user and role: its certificate,
+// valid for a year, then reaches nothing.
 //
 // What etcd v3.7 allows whom, with auth enabled (read from
 // server/etcdserver: api/v3rpc/maintenance.go, server.go, v3_server.go):

@@ -62,6 +62,16 @@ func TestApplyOnEtcd(t *testing.T) {
 		t.Fatalf("writes its node: %v", err)
 	}
 
+	// A removed node's certificate reaches nothing any more.
+	for range 2 {
+		if err := rbac.RemoveNode(ctx, root.Auth, "hv"); err != nil {
+			t.Fatalf("remove node: %v", err)
+		}
+	}
+	if _, err := hv.Get(ctx, p+store.NodeKey("hv")); err == nil {
+		t.Fatal("a removed node still reads")
+	}
+
 	// A control-plane node's user is root: it may move etcd's leader.
 	cp := client(t, c.Endpoints(), pki.NodeIdentity("cp-1"))
 	if _, err := cp.MemberList(ctx); err != nil {
