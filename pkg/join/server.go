@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -252,22 +253,23 @@ func (s *Server) token(w http.ResponseWriter, ctx context.Context, id, source st
 
 // refuseToken answers a token.Check (or Tokens.Get) error.
 func (s *Server) refuseToken(w http.ResponseWriter, err error, id, source string) {
-	code := ""
+	code, sentinel := "", error(nil)
 	switch {
 	case errors.Is(err, token.ErrUnknown):
-		code = CodeUnknown
+		code, sentinel = CodeUnknown, token.ErrUnknown
 	case errors.Is(err, token.ErrExpired):
-		code = CodeExpired
+		code, sentinel = CodeExpired, token.ErrExpired
 	case errors.Is(err, token.ErrRevoked):
-		code = CodeRevoked
+		code, sentinel = CodeRevoked, token.ErrRevoked
 	case errors.Is(err, token.ErrRoleNotAllowed):
-		code = CodeRoleNotAllowed
+		code, sentinel = CodeRoleNotAllowed, token.ErrRoleNotAllowed
 	default:
 		s.internal(w, "read the token", err)
 		return
 	}
 	s.log.Info("join refused", "token", id, "reason", code, "source", source)
-	msg := err.Error()
+	// The client names the reason itself (codeErr): send the details only.
+	msg := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
 	if code == CodeUnknown {
 		msg = fmt.Sprintf("no token %s in this cluster", id)
 	}

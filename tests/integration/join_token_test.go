@@ -1,0 +1,156 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/secretbox"
+	"github.com/homystack/nico/pkg/secrets"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/token"
+)
+
+// TestJoinWithToken: on a cluster with mutual TLS and etcd authentication,
+// a worker that holds nothing but a token file gets its certificate from
+// the bootstrap machine's join endpoint, registers as node:<name> and
+// becomes ready; a worker with a revoked token is refused, and its agent
+// stops with an error that says the token was revoked and never shows its
+// secret.
+func TestJoinWithToken(t *testing.T) {
+	f := newFleet(t)
+	boot, _ := token.Generate()
+	bootFile := tokenFile(t, f, boot)
+
+	cp := tlsAgentConfig(f, "cp-1", true)
+	// The bootstrap machine's pki.dir: the harness gives it the CA; the
+	// secrets key is what its bootstrap (makeCA) would have made.
+	key, _ := secretbox.NewKey()
+	if err := pki.WriteFile(cp.PKI.Dir.SecretsKey(), key); err != nil {
+		t.Fatal(err)
+	}
+	f.start(cp)
+	f.waitVoters(60*time.Second, "cp-1")
+	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	je := agent.NewJoinEndpoint(agent.JoinEndpointConfig{
+		Name: "cp-1", Dir: cp.PKI.Dir, Listen: listen, Endpoints: []string{cp.ClientURL},
+		Prefix: cp.Prefix, TokenFile: bootFile, Bootstrap: true, Poll: 100 * time.Millisecond,
+	}, f.log.With("test-node", "cp-1"))
+	served := make(chan error, 1)
+	go func() { served <- je.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("join endpoint: %v", err)
+		}
+	})
+
+	// An operator's tokens (nicoctl token create / revoke), as root.
+	st, err := store.New(etcdtest.NewClient(t, cp.ClientURL), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, _ := secretbox.New(key)
+	reg := token.NewRegistry(secrets.New(st, box))
+	worker, _, err := reg.Create(ctx, token.Spec{Roles: []api.Role{api.RoleWorker}, TTL: time.Hour, Description: "w-1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked, _, err := reg.Create(ctx, token.Spec{Roles: []api.Role{api.RoleWorker}, TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Revoke(ctx, revoked.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	w := startJoiner(f, "w-1", tokenFile(t, f, worker), listen)
+	eventually(t, 60*time.Second, "w-1 ready", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
+	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "w-1 registered", func(n *api.Node) bool { return n.Status.Phase == api.NodeRegistered })
+	b, err := os.ReadFile(w.cfg.PKI.Dir.Cert(pki.NodeLeaf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := pki.ParseCert(b); err != nil || c.Subject.CommonName != "node:w-1" {
+		t.Fatalf("w-1's certificate: %v %v", c, err)
+	}
+	if tok, err := reg.Get(ctx, worker.ID); err != nil || tok.Status.Uses != 1 || tok.Status.LastUsedBy != "w-1" {
+		t.Fatalf("token after the join: %+v %v", tok, err)
+	}
+
+	r := startJoiner(f, "w-2", tokenFile(t, f, revoked), listen)
+	select {
+	case err := <-r.done:
+		r.done <- err
+		if !errors.Is(err, token.ErrRevoked) || !strings.Contains(err.Error(), "token "+revoked.ID+" was revoked") || strings.Contains(err.Error(), revoked.Secret) {
+			t.Fatalf("w-2 with a revoked token: %v", err)
+		}
+		t.Logf("w-2 refused: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("w-2 with a revoked token did not stop")
+	}
+	if _, err := os.Stat(r.cfg.PKI.Dir.CACert()); err == nil {
+		t.Fatal("w-2 got a CA certificate")
+	}
+	if resp, err := f.client().Get(ctx, store.DefaultPrefix+store.NodeKey("w-2")); err != nil || len(resp.Kvs) != 0 {
+		t.Fatalf("w-2 registered: %v %v", resp, err)
+	}
+}
+
+// tlsAgentConfig is f.agentConfig on https URLs with a pki.dir, whatever
+// etcdtest.TLSDefault says.
+func tlsAgentConfig(f *fleet, name string, bootstrap bool) agent.Config {
+	cfg := f.agentConfig(name, bootstrap)
+	cfg.PeerURL, cfg.ClientURL = etcdtest.URLsFor(f.t, true)
+	cfg.Endpoints = slicesWithout(f.endpoints(), "http://")
+	cfg.PKI.Dir = pki.Dir(filepath.Join(f.tempDir(), "pki"))
+	return cfg
+}
+
+func slicesWithout(eps []string, prefix string) []string {
+	var out []string
+	for _, e := range eps {
+		if !strings.HasPrefix(e, prefix) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// tokenFile writes tok into a 0600 file.
+func tokenFile(t *testing.T, f *fleet, tok token.Token) string {
+	t.Helper()
+	p := filepath.Join(f.tempDir(), "token")
+	if err := os.WriteFile(p, []byte(tok.Reveal()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startJoiner runs a worker agent whose pki.dir is empty, as on a new
+// machine: it has only its token file and the join endpoint's address
+// (the harness's provisioning is skipped).
+func startJoiner(f *fleet, name, tokenFile, endpoint string) *node {
+	cfg := tlsAgentConfig(f, name, false)
+	cfg.Roles = []api.Role{api.RoleWorker}
+	n := &node{name: name, cfg: cfg, runtime: f.newRuntime(), done: make(chan error, 1), notify: &notifier{}}
+	n.agent = agent.New(cfg, n.runtime, n.notify, f.log.With("test-node", name))
+	n.agent.ObtainCerts = agent.ObtainThroughJoin(agent.JoinClientConfig{Name: name, Roles: cfg.Roles, Endpoints: []string{endpoint}, TokenFile: tokenFile}, f.log.With("test-node", name))
+	ctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	go func() { n.done <- n.agent.Run(ctx) }()
+	f.mu.Lock()
+	f.nodes[name] = n
+	f.mu.Unlock()
+	return n
+}
