@@ -1,6 +1,7 @@
 # 1. One control-plane host bootstraps, two more join by themselves: three
 # voters. About 3 minutes on a machine with KVM (three VMs boot, two
-# learners catch up and are promoted one after the other).
+# learners catch up and are promoted one after the other); an estimate,
+# not measured: the machine this was written on has no KVM and no nixpkgs.
 { self, lib }:
 
 let t = import ./lib.nix { inherit self lib; }; in

@@ -1,7 +1,8 @@
 # 4. Removal of a node while the coordinator leader's host crashes
 # (crash()): another coordinator is elected and finishes the removal in
 # flight. Four voters, so that one crashed host and one removal keep a
-# healthy quorum. About 5 minutes on a machine with KVM.
+# healthy quorum. About 5 minutes on a machine with KVM (an estimate, not
+# measured: the machine this was written on has no KVM and no nixpkgs).
 { self, lib }:
 
 let t = import ./lib.nix { inherit self lib; }; in

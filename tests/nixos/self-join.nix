@@ -1,7 +1,8 @@
 # 2. Self-join by switching: cp2 boots without nico; the test switches it
 # to a specialisation that enables services.nico (built with the VM, so
 # nothing is built inside it), and it becomes a voter. About 2 minutes on
-# a machine with KVM.
+# a machine with KVM (an estimate, not measured: the machine this was
+# written on has no KVM and no nixpkgs).
 { self, lib }:
 
 let t = import ./lib.nix { inherit self lib; }; in
