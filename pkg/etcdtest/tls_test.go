@@ -76,3 +76,17 @@ func TestIssueFiles(t *testing.T) {
 		t.Error("MemberTLS for http URLs is not nil")
 	}
 }
+
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	seen := map[int]bool{}
+	for range 50 {
+		p := FreePort(t)
+		if seen[p] {
+			t.Fatalf("port %d handed out twice", p)
+		}
+		seen[p] = true
+		if lo := ephemeralLow(); lo-lowestPort > 1000 && (p < lowestPort || p >= lo) {
+			t.Errorf("port %d outside [%d, %d)", p, lowestPort, lo)
+		}
+	}
+}

@@ -114,7 +114,7 @@ func ParseCA(certPEM, keyPEM []byte) (*CA, error) {
 	return nil, fmt.Errorf("pki: CA: %w", ErrKeyMismatch)
 }
 
-// Save writes the CA's key, then its certificate, with WriteFile.
+// Save writes the CA's key, then its certificate, with WritePair.
 func (ca *CA) Save(certFile, keyFile string) error {
 	k, ok := ca.Key.(*ecdsa.PrivateKey)
 	if !ok {
@@ -124,10 +124,7 @@ func (ca *CA) Save(certFile, keyFile string) error {
 	if err != nil {
 		return err
 	}
-	if err := WriteFile(keyFile, keyPEM); err != nil {
-		return err
-	}
-	return WriteFile(certFile, ca.CertPEM)
+	return WritePair(certFile, ca.CertPEM, keyFile, keyPEM)
 }
 
 // Pool is a cert pool holding the CA alone.

@@ -11,37 +11,78 @@ import (
 // loading its key pair on a handshake) sees the old file or the new one,
 // never half of one. Missing parent directories are created 0700.
 func WriteFile(path string, data []byte) error {
+	return WritePair(path, data, "", nil)
+}
+
+// WritePair writes a key pair as WriteFile would, both files staged and
+// synced first, then renamed key first, certificate second, back to back:
+// a reader loading the pair between the two renames (which it then sees
+// as mismatched, and retries) has microseconds to do so, not the time of
+// a write and an fsync. keyPath "" writes certPath alone.
+func WritePair(certPath string, certPEM []byte, keyPath string, keyPEM []byte) error {
+	var staged []staging
+	defer func() {
+		for _, s := range staged {
+			os.Remove(s.tmp) // no-op after the rename
+		}
+	}()
+	for _, f := range []struct {
+		path string
+		data []byte
+	}{{keyPath, keyPEM}, {certPath, certPEM}} {
+		if f.path == "" {
+			continue
+		}
+		tmp, err := stage(f.path, f.data)
+		if err != nil {
+			return fmt.Errorf("pki: write %s: %w", f.path, err)
+		}
+		staged = append(staged, staging{tmp: tmp, path: f.path})
+	}
+	for _, s := range staged {
+		if err := os.Rename(s.tmp, s.path); err != nil {
+			return fmt.Errorf("pki: write %s: %w", s.path, err)
+		}
+		syncDir(filepath.Dir(s.path))
+	}
+	return nil
+}
+
+type staging struct{ tmp, path string }
+
+// stage writes data into a synced 0600 temporary file next to path (its
+// directory created 0700) and returns the temporary file's name.
+func stage(path string, data []byte) (string, error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("pki: write %s: %w", path, err)
+		return "", err
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("pki: write %s: %w", path, err)
+		return "", err
 	}
 	name := tmp.Name()
-	defer os.Remove(name) // no-op after the rename
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("pki: write %s: %w", path, err)
+	err = tmp.Chmod(0o600)
+	if err == nil {
+		_, err = tmp.Write(data)
 	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("pki: write %s: %w", path, err)
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("pki: write %s: %w", path, err)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("pki: write %s: %w", path, err)
+	if err != nil {
+		os.Remove(name)
+		return "", err
 	}
-	if err := os.Rename(name, path); err != nil {
-		return fmt.Errorf("pki: write %s: %w", path, err)
-	}
+	return name, nil
+}
+
+// syncDir makes a rename in dir durable; best effort.
+func syncDir(dir string) {
 	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // make the rename durable; best effort
+		_ = d.Sync()
 		d.Close()
 	}
-	return nil
 }

@@ -78,3 +78,34 @@ func TestDir(t *testing.T) {
 		t.Error("identities changed: they are etcd user names (docs/security.md)")
 	}
 }
+
+func TestWritePair(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pki")
+	d := Dir(dir)
+	if err := WritePair(d.Cert("x"), []byte("cert"), d.Key("x"), []byte("key")); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{d.Cert("x"): "cert", d.Key("x"): "key"} {
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != want {
+			t.Errorf("%s: %q, %v; want %q", path, got, err, want)
+		}
+		assertMode(t, path, 0o600)
+	}
+	assertMode(t, dir, 0o700)
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("directory holds %d entries, want 2 (no temporary files left)", len(entries))
+	}
+	// A failing certificate path leaves the old key in place.
+	if err := WritePair(filepath.Join(d.Cert("x"), "under-a-file"), []byte("c2"), d.Key("x"), []byte("k2")); err == nil {
+		t.Fatal("writing under a regular file succeeded")
+	}
+	if got, _ := os.ReadFile(d.Key("x")); string(got) != "key" {
+		t.Errorf("key replaced although its certificate could not be staged: %q", got)
+	}
+	entries, _ = os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("a failed write left %d entries, want 2", len(entries))
+	}
+}

@@ -35,7 +35,7 @@ type RenewerConfig struct {
 //
 // A leaf is due when missing, when a third of its lifetime is left, when the
 // CA changed, or when its Request changed (new SANs). Files are written with
-// WriteFile (atomic, 0600): key first, then certificate. Readers that load
+// WritePair (atomic, 0600; key first, then certificate). Readers that load
 // the pair per handshake (etcd, ClientTLS) use it at their next handshake.
 type Renewer struct {
 	cfg RenewerConfig
@@ -131,10 +131,7 @@ func (r *Renewer) renew(ca *CA, l Leaf, now time.Time) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := WriteFile(l.KeyFile, keyPEM); err != nil {
-		return "", err
-	}
-	if err := WriteFile(l.CertFile, certPEM); err != nil {
+	if err := WritePair(l.CertFile, certPEM, l.KeyFile, keyPEM); err != nil {
 		return "", err
 	}
 	c, err := ParseCert(certPEM)
