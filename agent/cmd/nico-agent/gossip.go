@@ -3,8 +3,10 @@ package main
 import (
 	"log/slog"
 
+	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/pki"
 )
 
 // newMesh builds the gossip member from the configuration, or returns nil
@@ -16,6 +18,11 @@ func newMesh(cfg config.Agent, log *slog.Logger) (*gossip.Mesh, error) {
 	token, err := config.ReadToken(cfg.TokenFile)
 	if err != nil {
 		return nil, err
+	}
+	// A joined machine derives its keys from the cluster's gossip secret
+	// (join.go), not from its own token.
+	if secret, err := agent.GossipSecret(pki.Dir(cfg.PKI.Dir), cfg.TokenFile); err == nil && len(secret) > 0 {
+		token = secret
 	}
 	return gossip.New(gossip.Config{
 		Name:          cfg.Name,

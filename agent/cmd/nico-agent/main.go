@@ -78,13 +78,19 @@ func run(args []string, stderr io.Writer) int {
 	var closeHV func()
 	ac.Hypervisor, closeHV = newHypervisor(cfg, log)
 	defer closeHV()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// A new machine joins first (join.go): the mesh needs the gossip
+	// secret its join brings.
+	if err := joinFirst(ctx, cfg, log); err != nil {
+		log.Error("join", "err", err)
+		return 1
+	}
 	mesh, err := newMesh(cfg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if mesh != nil {
 		// SIGTERM ends ctx: the mesh leaves gracefully, so the others see
 		// this node left at once rather than dead after suspicion.
@@ -97,6 +103,8 @@ func run(args []string, stderr io.Writer) int {
 		ac.Gossip = mesh
 	}
 	a := agent.New(ac, rt, notify, log)
+	a.ObtainCerts = obtainCerts(cfg, log)
+	defer serveJoin(ctx, cfg, log)()
 	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
 	switch err := a.Run(ctx); {
 	case err == nil:
