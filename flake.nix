@@ -7,10 +7,7 @@
     let
       inherit (nixpkgs) lib;
       systems = [ "x86_64-linux" "aarch64-linux" ];
-      forAllSystems = f: lib.genAttrs systems (system: f (import nixpkgs {
-        inherit system;
-        overlays = [ self.overlays.default ];
-      }));
+      forAllSystems = f: lib.genAttrs systems (system: f (nixpkgs.legacyPackages.${system}.extend self.overlays.default));
       version = self.shortRev or self.dirtyShortRev or "dev";
     in
     {

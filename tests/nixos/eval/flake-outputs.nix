@@ -1,13 +1,36 @@
-# Evaluates the parts of flake.nix that need no nixpkgs, with nixpkgs'
-# lib standing in for the nixpkgs input (make nix-check): the overlay
-# calls nixos-module/package.nix with a vendorHash, and
-# nixosModules.default evaluates against the stubs.
+# Evaluates flake.nix with nixpkgs' lib and stand-in packages for the
+# nixpkgs input (make nix-check): the overlay calls
+# nixos-module/package.nix with a vendorHash, nixosModules.default
+# evaluates against the stubs, and every output has the attributes `nix
+# flake check` and users look for. Nothing is built.
 { lib }:
 
 let
   flake = import ../../../flake.nix;
-  self = flake.outputs { inherit self; nixpkgs = { inherit lib; }; } // { outPath = toString ../../..; };
+  self = flake.outputs { inherit self nixpkgs; } // { outPath = toString ../../..; };
   e = import ./. { inherit lib; };
+
+  # nixpkgs.legacyPackages.<system>, with `extend` applying an overlay.
+  nixpkgs = {
+    inherit lib;
+    legacyPackages = lib.genAttrs [ "x86_64-linux" "aarch64-linux" ] (system:
+      let
+        base = e.pkgs // {
+          inherit lib;
+          stdenv.hostPlatform.system = system;
+          callPackage = path: args: { type = "derivation"; name = "nico"; outPath = "/nix/store/00000000000000000000000000000000-nico"; inherit path args; };
+          mkShell = args: { type = "derivation"; name = "shell"; inherit args; };
+          runCommand = name: _env: script: { type = "derivation"; inherit name script; };
+          go = "go";
+          gopls = "gopls";
+          gnumake = "gnumake";
+          pkg-config = "pkg-config";
+          nixfmt = "nixfmt";
+        };
+      in
+      base // { extend = overlay: base // overlay base base; });
+  };
+  pkgsX = nixpkgs.legacyPackages.x86_64-linux;
 
   called = self.overlays.default { callPackage = path: args: { inherit path args; }; } { };
 
@@ -26,7 +49,21 @@ let
   };
   buildGoModule = args: args;
 
+  names = lib.attrNames;
   checks = {
+    "flake: checks are the package, the module eval, the docs drift check and VM tests 1 to 4" =
+      names self.checks.x86_64-linux == [ "module-eval" "options-doc" "package" "vm-bootstrap" "vm-removal-and-leader-crash" "vm-rollout-halts" "vm-self-join" ]
+      && names self.checks.aarch64-linux == names self.checks.x86_64-linux;
+    "flake: vmTests hold every VM test, the hypervisor one too" =
+      names self.legacyPackages.x86_64-linux.vmTests == [ "vm-bootstrap" "vm-hypervisor" "vm-removal-and-leader-crash" "vm-rollout-halts" "vm-self-join" ]
+      && self.legacyPackages.x86_64-linux.vmTests.vm-hypervisor.test.name == "nico-hypervisor";
+    "flake: packages default and nico are the overlay's nico; options-doc" =
+      names self.packages.x86_64-linux == [ "default" "nico" "options-doc" ]
+      && self.packages.x86_64-linux.default.args.vendorHash == called.nico.args.vendorHash
+      && self.checks.x86_64-linux.package.path == self.packages.x86_64-linux.nico.path;
+    "flake: devShell has Go, etcd, pkg-config and libvirt; formatter" =
+      lib.all (p: lib.elem p self.devShells.x86_64-linux.default.args.packages) [ "go" "pkg-config" pkgsX.libvirt pkgsX.etcd ]
+      && self.formatter.x86_64-linux == "nixfmt";
     "package: cgo on, pkg-config and libvirt for pkg/libvirt" =
       pkgArgs.env.CGO_ENABLED == "1" && pkgArgs.nativeBuildInputs == [ "pkg-config" ] && pkgArgs.buildInputs == [ "libvirt" ];
     "package: the three programs, the flake's vendorHash" =
