@@ -48,7 +48,8 @@ const networkXML = `<network>
 // and the token from SMBIOS, learns the etcd endpoints through gossip (so
 // the token is what lets it in) and registers its node; scaled back to 0,
 // the node leaves and the domain goes. Three runs; the time from the
-// scale-up to the node registered is reported with its median.
+// scale-up to the node registered is reported with its median. Then
+// libvirtd is restarted while a guest boots (lostConnection).
 func TestGuestJoins(t *testing.T) {
 	w := os.Getenv("NICO_E2EVM_DIR")
 	if w == "" {
@@ -114,13 +115,67 @@ func TestGuestJoins(t *testing.T) {
 	if f := os.Getenv("NICO_E2EVM_RESULT"); f != "" {
 		must(t, os.WriteFile(f, fmt.Appendf(nil, "scale-up to node registered, median of %d: %v (runs %v)\n", runs, sorted[len(sorted)/2].Round(10*time.Millisecond), took), 0o644))
 	}
+
+	lostConnection(t, ctx, st, w, kernel, initrd)
 }
 
-// scaleUpToNode puts pool with count 0, waits for the leader to find it
-// valid, scales it to 1 and returns the time until the guest's node is
-// registered; it checks the machine's status (running, its address,
-// discoverable) and that the guest was handed no etcd endpoints.
-func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, kernel, initrd string) time.Duration {
+// lostConnection restarts libvirtd while a new machine's domain boots: the
+// host's agent sees the connection gone (hypervisor unavailable), backs off
+// and reconnects; the guest still joins, and its domain exists once.
+func lostConnection(t *testing.T, ctx context.Context, st *store.Store, w, kernel, initrd string) {
+	t.Helper()
+	const pool = "vmr"
+	name := placement.MachineName(pool, 0)
+	putPool(t, ctx, st, pool, kernel, initrd)
+	scale(t, ctx, st, pool, 1)
+	waitFor(t, ctx, 2*time.Minute, name+"'s domain running", func() (bool, string) {
+		return slices.Contains(strings.Fields(virshOut(t, "list", "--name")), name), ""
+	})
+	logPath := filepath.Join(w, "hv-1.log")
+	before, err := os.ReadFile(logPath)
+	must(t, err)
+
+	pidFile := filepath.Join(w, "libvirtd.pid")
+	b, err := os.ReadFile(pidFile)
+	must(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	must(t, err)
+	must(t, syscall.Kill(pid, syscall.SIGTERM))
+	waitFor(t, ctx, time.Minute, "libvirtd stopped", func() (bool, string) {
+		return syscall.Kill(pid, 0) != nil, ""
+	})
+	waitFor(t, ctx, time.Minute, "hv-1 to see libvirt unavailable", func() (bool, string) {
+		after, _ := os.ReadFile(logPath)
+		return len(after) > len(before) && strings.Contains(string(after[len(before):]), "hypervisor: unavailable"), ""
+	})
+	run(t, "libvirtd", "-d", "-p", pidFile)
+	t.Log("libvirtd restarted")
+
+	waitFor(t, ctx, 10*time.Minute, "node "+name+" registered after libvirtd restarted", func() (bool, string) {
+		return st.Get(ctx, store.NodeKey(name), &api.Node{}) == nil, ""
+	})
+	n := 0
+	for _, d := range strings.Fields(virshOut(t, "list", "--all", "--name")) {
+		if d == name {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d domains named %s after libvirtd restarted", n, name)
+	}
+	waitFor(t, ctx, 2*time.Minute, name+" running again in its status", func() (bool, string) {
+		m := &api.Machine{}
+		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
+			return false, err.Error()
+		}
+		return m.Status.Phase == api.MachineRunning, string(m.Status.Phase)
+	})
+	scaleDown(t, ctx, st, pool)
+}
+
+// putPool writes pool with count 0 and the guest's template, and waits for
+// the leader to find it valid.
+func putPool(t *testing.T, ctx context.Context, st *store.Store, pool, kernel, initrd string) {
 	t.Helper()
 	p := api.NewMachinePool(pool)
 	p.Spec = api.MachinePoolSpec{Count: 0, Template: api.MachineTemplate{
@@ -136,6 +191,15 @@ func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, 
 		c := api.FindCondition(got.Status.Conditions, api.CondValid)
 		return c != nil && c.Status, fmt.Sprintf("%+v", got.Status.Conditions)
 	})
+}
+
+// scaleUpToNode puts pool with count 0, waits for the leader to find it
+// valid, scales it to 1 and returns the time until the guest's node is
+// registered; it checks the machine's status (running, its address,
+// discoverable) and that the guest was handed no etcd endpoints.
+func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, kernel, initrd string) time.Duration {
+	t.Helper()
+	putPool(t, ctx, st, pool, kernel, initrd)
 	scale(t, ctx, st, pool, 1)
 	t0 := time.Now()
 	name := placement.MachineName(pool, 0)
