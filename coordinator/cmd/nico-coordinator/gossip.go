@@ -2,9 +2,13 @@ package main
 
 import (
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/pki"
 )
 
 // Version is set at build time (make build: -X main.Version).
@@ -20,6 +24,11 @@ func newMesh(cfg config.Coordinator, log *slog.Logger) (*gossip.Mesh, error) {
 	token, err := config.ReadToken(cfg.TokenFile)
 	if err != nil {
 		return nil, err
+	}
+	// On a machine that joined, the cluster's gossip secret is beside its
+	// CA certificate (package join), and its token is not that secret.
+	if secret, err := os.ReadFile(join.GossipSecretFile(pki.Dir(filepath.Dir(cfg.TLS.CAFile)))); err == nil && len(secret) > 0 {
+		token = secret
 	}
 	return gossip.New(gossip.Config{
 		Name:          cfg.Name + "/coordinator",
