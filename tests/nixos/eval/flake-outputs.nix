@@ -50,7 +50,13 @@ let
   buildGoModule = args: args;
 
   names = lib.attrNames;
+  lock = builtins.fromJSON (builtins.readFile ../../../flake.lock);
   checks = {
+    "flake.lock pins the nixpkgs input flake.nix names (a commit and its NAR hash)" =
+      lock.nodes.root.inputs == { nixpkgs = "nixpkgs"; }
+      && lock.nodes.nixpkgs.original == { owner = "NixOS"; repo = "nixpkgs"; ref = "nixos-unstable"; type = "github"; }
+      && builtins.match "[0-9a-f]{40}" lock.nodes.nixpkgs.locked.rev != null
+      && builtins.match "sha256-[A-Za-z0-9+/]{43}=" lock.nodes.nixpkgs.locked.narHash != null;
     "flake: checks are the package, the module eval, the docs drift check and VM tests 1 to 4" =
       names self.checks.x86_64-linux == [ "module-eval" "options-doc" "package" "vm-bootstrap" "vm-removal-and-leader-crash" "vm-rollout-halts" "vm-self-join" ]
       && names self.checks.aarch64-linux == names self.checks.x86_64-linux;
