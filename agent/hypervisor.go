@@ -95,9 +95,17 @@ func (c *HypervisorController) Run(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		case err != nil:
-			c.log.Warn("reconcile failed; retrying", "err", err, "attempt", failures)
-			retry = time.After(b.Delay(failures))
+			delay := b.Delay(failures)
+			c.log.Warn("reconcile failed; retrying", "err", err, "attempt", failures, "retryIn", delay)
 			failures++
+			// A failed pass waits out its delay: neither watch events nor
+			// the resync tick hurry it (they are re-read on the retry).
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(delay):
+			}
+			continue
 		default:
 			failures = 0
 			if due, ok := c.retries.next(); ok {
