@@ -404,10 +404,14 @@ in
         wantedBy = [ "multi-user.target" ];
         wants = [ "network-online.target" ];
         after = [ "network-online.target" ];
-        # The agent applies new generations itself (switch-to-configuration):
-        # restarting it from inside that activation would kill the
-        # activation in progress. The new agent takes over when the agent
-        # restarts itself once the generation is healthy, or at next boot.
+        # The agent applies new generations itself: it runs
+        # switch-to-configuration in a transient unit and then waits on its
+        # health checks. A switch restarting the agent would cut those
+        # checks short (and a restarted agent finds the generation already
+        # current and skips them), so a switch never restarts it. A
+        # generation that changes nico-agent therefore takes effect at the
+        # next boot or `systemctl restart nico-agent`: the agent does not
+        # yet restart itself after a healthy generation.
         restartIfChanged = false;
         # systemctl and systemd-run (etcd.service, activations); sh for
         # generations.checkCommands; nix and git for the nixos applier.
