@@ -170,6 +170,14 @@ func TestTrustedCAReadAtStart(t *testing.T) {
 	}
 	host := strings.TrimPrefix(cfg.ClientURL, "https://")
 
+	// etcd builds its client TLS configuration, reading the CA file, once it
+	// is ready, a moment after ReadyNotify: wait until it serves root.
+	if err := handshake(host, etcdtest.ClientTLS(t, pki.RootIdentity)); err != nil {
+		t.Fatalf("root client refused: %v", err)
+	}
+	if err := handshake(host, fromNewCA); err == nil {
+		t.Fatal("a client of a CA the member does not trust was accepted")
+	}
 	// The bundle: old CA and new CA in the trusted file.
 	oldPEM, err := os.ReadFile(cfg.TLS.TrustedCAFile)
 	if err != nil {
