@@ -44,6 +44,10 @@ type Config struct {
 	Token         []byte
 	Key           []byte
 	KeyGeneration uint64
+	// DataDir, when set, keeps the key generation in use in KeyStateFile
+	// there (0600): a restarted member starts at the generation it last
+	// used, if higher than KeyGeneration ("dataDir").
+	DataDir string
 	Meta          Meta
 	Logger        *slog.Logger
 	// Now is the clock of state changes; time.Now when nil.

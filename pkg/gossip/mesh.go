@@ -38,6 +38,7 @@ type Mesh struct {
 	addr     string // this member's host:port, read once at Start
 	keyring  *memberlist.Keyring
 	gen      uint64
+	rejoin   chan struct{} // a new key generation: join again at once
 	left     bool
 	shutdown bool
 }
@@ -48,7 +49,16 @@ func New(cfg Config) (*Mesh, error) {
 		return nil, err
 	}
 	meta, _ := cfg.Meta.Encode() // validate encoded it
-	m := &Mesh{cfg: cfg, log: cfg.Logger.With("component", "gossip"), meta: meta, metaSpec: cfg.Meta, gen: cfg.KeyGeneration}
+	m := &Mesh{cfg: cfg, log: cfg.Logger.With("component", "gossip"), meta: meta, metaSpec: cfg.Meta, gen: cfg.KeyGeneration, rejoin: make(chan struct{}, 1)}
+	if cfg.DataDir != "" && cfg.Key == nil {
+		switch g, ok, err := loadKeyGeneration(cfg.DataDir, cfg.Token); {
+		case err != nil:
+			m.log.Warn("the persisted gossip key generation is not usable", "dir", cfg.DataDir, "err", err)
+		case ok && g > m.gen:
+			m.log.Info("gossip key generation from the last run", "generation", g, "file", KeyStateFile)
+			m.gen = g
+		}
+	}
 	m.tracker = newTracker(cfg.Now)
 	m.tracker.onEvent = func(n NodeState, prev State) {
 		if n.Name != cfg.Name {
@@ -92,6 +102,7 @@ func (m *Mesh) Start() error {
 	}
 	m.ml, m.keyring = ml, kr
 	m.addr = ml.LocalNode().Address() // nothing else writes it yet
+	m.persistKeyGeneration(m.gen)
 	m.log.Info("gossip started", "node", m.cfg.Name, "addr", m.addr, "profile", m.cfg.Profile, "key_generation", m.gen)
 	return nil
 }
@@ -352,9 +363,24 @@ func (m *Mesh) SetKeyGeneration(gen uint64) error {
 	}
 	if gen != m.gen {
 		m.log.Info("gossip key generation changed", "from", m.gen, "to", gen)
+		m.persistKeyGeneration(gen)
+		select {
+		case m.rejoin <- struct{}{}:
+		default:
+		}
 	}
 	m.gen = gen
 	return nil
+}
+
+// persistKeyGeneration writes gen to DataDir, if set; a failure is logged.
+func (m *Mesh) persistKeyGeneration(gen uint64) {
+	if m.cfg.DataDir == "" || m.cfg.Key != nil {
+		return
+	}
+	if err := saveKeyGeneration(m.cfg.DataDir, m.cfg.Token, gen); err != nil {
+		m.log.Warn("persisting the gossip key generation failed", "dir", m.cfg.DataDir, "err", err)
+	}
 }
 
 // delegate hands memberlist this member's metadata.

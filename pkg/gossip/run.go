@@ -59,6 +59,10 @@ func (m *Mesh) Run(ctx context.Context) error {
 		case <-poll.C:
 			m.poll()
 			m.probeSuspects()
+		case <-m.rejoin:
+			// The key generation changed (re-read from etcd): a join that
+			// failed on keys may succeed now.
+			next, attempt = time.Now(), 0
 		}
 	}
 }

@@ -32,6 +32,7 @@ func newMesh(cfg config.Agent, log *slog.Logger) (*gossip.Mesh, error) {
 		Seeds:         cfg.Gossip.Seeds,
 		Profile:       gossip.Profile(cfg.Gossip.Profile),
 		Token:         token,
+		DataDir:       cfg.DataDir, // the key generation in use survives restarts
 		Meta:          gossip.Meta{Name: cfg.Name, Version: Version},
 		Logger:        log,
 	})
