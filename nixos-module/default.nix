@@ -50,6 +50,7 @@ let
   etcdPkiCopy = "/run/etcd-pki";
   etcdPkiFiles = [ "ca.crt" "etcd-server.crt" "etcd-server.key" "etcd-peer.crt" "etcd-peer.key" ];
   inPki = f: "${pkiDir}/${f}";
+  loopbackClientURL = "${schemeOf st.etcd.clientURL}://127.0.0.1:${toString (portOf st.etcd.clientURL)}";
 
   # The coordinator (DynamicUser, no access to pkiDir) gets its client
   # certificate as systemd credentials, named in its configuration.
@@ -455,9 +456,20 @@ in
         listenPeerUrls = [ st.etcd.peerURL ];
         initialAdvertisePeerUrls = [ st.etcd.peerURL ];
         # nicoctl and the coordinator on this host use the loopback address.
-        listenClientUrls = lib.unique [ st.etcd.clientURL "${schemeOf st.etcd.clientURL}://127.0.0.1:${toString (portOf st.etcd.clientURL)}" ];
+        listenClientUrls = lib.unique [ st.etcd.clientURL loopbackClientURL ];
         advertiseClientUrls = [ st.etcd.clientURL ];
         initialClusterToken = st.etcd.clusterToken;
+      };
+
+      # nicoctl in a root shell on this host: the local member, and with
+      # TLS root's certificate from pkiDir (its keys, as NICO_* variables).
+      environment.variables = {
+        NICO_ENDPOINTS = loopbackClientURL;
+      } // lib.optionalAttrs etcdTLS {
+        NICO_TLS_CAFILE = inPki "ca.crt";
+        NICO_TLS_CERTFILE = inPki "root.crt";
+        NICO_TLS_KEYFILE = inPki "root.key";
+        NICO_SECRETS_KEYFILE = inPki "secrets.key";
       };
 
       # Ordered after etcd, so that at shutdown the agent stops first and

@@ -201,6 +201,16 @@ let
     "TLS: pki.dir defaults to <dataDir>/pki" =
       (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "https://10.0.0.1:2379"; }; }).services.etcd.certFile
         == "/var/lib/nico/pki/etcd-server.crt";
+    "nicoctl in a shell: the local member; with TLS root's certificate from pki.dir" =
+      cp1.environment.variables == { NICO_ENDPOINTS = "http://127.0.0.1:2379"; }
+      && tls.environment.variables == {
+        NICO_ENDPOINTS = "https://127.0.0.1:2379";
+        NICO_TLS_CAFILE = "/var/lib/nico-pki/ca.crt";
+        NICO_TLS_CERTFILE = "/var/lib/nico-pki/root.crt";
+        NICO_TLS_KEYFILE = "/var/lib/nico-pki/root.key";
+        NICO_SECRETS_KEYFILE = "/var/lib/nico-pki/secrets.key";
+      }
+      && worker.environment.variables == { };
     "TLS: the loopback client URL is https too" =
       tlsEtcd.listenClientUrls == [ "https://10.0.0.1:2379" "https://127.0.0.1:2379" ];
     "TLS: the coordinator gets its certificate as credentials" =

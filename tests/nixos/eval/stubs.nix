@@ -41,6 +41,7 @@ in
     networking.firewall.allowedTCPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
     networking.firewall.allowedUDPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
 
+    environment.variables = mkOption { type = types.attrsOf (types.either types.str (types.listOf types.str)); default = { }; };
     environment.systemPackages = mkOption { type = types.listOf types.package; default = [ ]; };
     environment.etc = mkOption {
       type = types.attrsOf (types.submodule ({ name, config, ... }: {

@@ -99,6 +99,8 @@ in
   configs = lib.mapAttrs (_: cfg: {
     agent = cfg.environment.etc."nico/agent.yaml".source.text;
     coordinator = if cfg.environment.etc ? "nico/coordinator.yaml" then cfg.environment.etc."nico/coordinator.yaml".source.text else null;
+    # nicoctl's settings in a shell on the host.
+    nicoctlEnv = cfg.environment.variables;
   }) (withNico // lib.mapAttrs (n: m: (e.eval [ { networking.hostName = lib.last (lib.splitString "/" n); } m ]).config) {
     "module/tls" = {
       services.nico = {
@@ -108,7 +110,7 @@ in
         settings = {
           etcd.peerURL = "https://10.0.0.1:2380";
           etcd.clientURL = "https://10.0.0.1:2379";
-          pki.dir = "/var/lib/nico/pki";
+          pki.dir = "/srv/nico-pki";
           pki.caCertFile = "/run/keys/ca.crt";
           pki.caKeyFile = "/run/keys/ca.key";
           join.listen = "10.0.0.1:7950";

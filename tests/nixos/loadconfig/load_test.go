@@ -16,8 +16,9 @@ import (
 // rendered is one node's files, as tests/nixos/eval/vm-tests.nix exports
 // them (JSON, which is YAML).
 type rendered struct {
-	Agent       string  `json:"agent"`
-	Coordinator *string `json:"coordinator"`
+	Agent       string            `json:"agent"`
+	Coordinator *string           `json:"coordinator"`
+	NicoctlEnv  map[string]string `json:"nicoctlEnv"`
 }
 
 func TestModuleConfigsLoad(t *testing.T) {
@@ -78,6 +79,7 @@ func TestModuleConfigsLoad(t *testing.T) {
 			if strings.HasPrefix(name, "defaults/") {
 				checkDefaults(t, a, token, dir)
 			}
+			checkNicoctlEnv(t, r.NicoctlEnv)
 			if r.Coordinator == nil {
 				return
 			}
@@ -126,4 +128,41 @@ func checkDefaults(t *testing.T, fromModule config.Agent, token, dir string) {
 func yamlList(v []string) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// checkNicoctlEnv loads nicoctl's configuration with the NICO_* variables
+// the module sets for shells on the host: each must name a key of nicoctl
+// and hold a value it accepts, and the endpoint must be what was set.
+func checkNicoctlEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	if len(env) == 0 {
+		return
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	fs := pflag.NewFlagSet("nicoctl", pflag.ContinueOnError)
+	config.CtlFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.LoadCtl(fs)
+	if err != nil {
+		t.Fatalf("nicoctl refuses the module's environment %v: %v", env, err)
+	}
+	got := map[string]string{
+		"NICO_ENDPOINTS":       strings.Join(c.Endpoints, ","),
+		"NICO_TLS_CAFILE":      c.TLS.CAFile,
+		"NICO_TLS_CERTFILE":    c.TLS.CertFile,
+		"NICO_TLS_KEYFILE":     c.TLS.KeyFile,
+		"NICO_SECRETS_KEYFILE": c.Secrets.KeyFile,
+	}
+	for k, v := range env {
+		g, known := got[k]
+		if !known {
+			t.Errorf("the module sets %s, which this test does not know; add it here", k)
+		} else if g != v {
+			t.Errorf("%s=%s: nicoctl took %q", k, v, g)
+		}
+	}
 }
