@@ -461,15 +461,20 @@ in
         initialClusterToken = st.etcd.clusterToken;
       };
 
-      # nicoctl in a root shell on this host: the local member, and with
-      # TLS root's certificate from pkiDir (its keys, as NICO_* variables).
+      # nicoctl and etcdctl in a root shell on this host: the local member,
+      # and with TLS root's certificate from pkiDir (their keys, as NICO_*
+      # and ETCDCTL_* variables).
       environment.variables = {
         NICO_ENDPOINTS = loopbackClientURL;
+        ETCDCTL_ENDPOINTS = loopbackClientURL;
       } // lib.optionalAttrs etcdTLS {
         NICO_TLS_CAFILE = inPki "ca.crt";
         NICO_TLS_CERTFILE = inPki "root.crt";
         NICO_TLS_KEYFILE = inPki "root.key";
         NICO_SECRETS_KEYFILE = inPki "secrets.key";
+        ETCDCTL_CACERT = inPki "ca.crt";
+        ETCDCTL_CERT = inPki "root.crt";
+        ETCDCTL_KEY = inPki "root.key";
       };
 
       # Ordered after etcd, so that at shutdown the agent stops first and

@@ -6,6 +6,11 @@
 let
   # A test token; on real hosts it is a secret outside the store.
   token = { environment.etc."nico-token".text = "nico-vm-test-token"; };
+
+  # etcd's URLs. The scripts reach etcd through etcdctl and nicoctl with
+  # the ETCDCTL_* and NICO_* variables the module sets, so they need no
+  # change when etcd runs with TLS (https, the agent's certificates).
+  scheme = "http";
 in
 {
   controlPlane = { bootstrap ? false }: { config, nodes, pkgs, ... }: {
@@ -20,9 +25,9 @@ in
       tokenFile = "/etc/nico-token";
       openFirewall = true;
       settings.etcd = {
-        peerURL = "http://${config.networking.primaryIPAddress}:2380";
-        clientURL = "http://${config.networking.primaryIPAddress}:2379";
-        endpoints = lib.optional (!bootstrap) "http://${nodes.cp1.networking.primaryIPAddress}:2379";
+        peerURL = "${scheme}://${config.networking.primaryIPAddress}:2380";
+        clientURL = "${scheme}://${config.networking.primaryIPAddress}:2379";
+        endpoints = lib.optional (!bootstrap) "${scheme}://${nodes.cp1.networking.primaryIPAddress}:2379";
       };
       settings.heartbeat.ttl = "5s";
     };
@@ -39,7 +44,7 @@ in
       seeds = [ nodes.cp1.networking.primaryIPAddress ];
       tokenFile = "/etc/nico-token";
       openFirewall = true;
-      settings.etcd.endpoints = [ "http://${nodes.cp1.networking.primaryIPAddress}:2379" ];
+      settings.etcd.endpoints = [ "${scheme}://${nodes.cp1.networking.primaryIPAddress}:2379" ];
       settings.heartbeat.ttl = "5s";
     };
   };
@@ -50,7 +55,7 @@ in
 
     def voters(machine):
         """Names of the voting etcd members, as the local member sees them."""
-        out = machine.succeed("etcdctl --endpoints http://127.0.0.1:2379 member list")
+        out = machine.succeed("etcdctl member list")
         # id, status, name, peer URLs, client URLs, is learner
         return sorted(l.split(", ")[2] for l in out.strip().splitlines() if l.endswith(", false"))
 

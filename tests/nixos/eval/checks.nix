@@ -201,14 +201,18 @@ let
     "TLS: pki.dir defaults to <dataDir>/pki" =
       (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "https://10.0.0.1:2379"; }; }).services.etcd.certFile
         == "/var/lib/nico/pki/etcd-server.crt";
-    "nicoctl in a shell: the local member; with TLS root's certificate from pki.dir" =
-      cp1.environment.variables == { NICO_ENDPOINTS = "http://127.0.0.1:2379"; }
+    "nicoctl and etcdctl in a shell: the local member; with TLS root's certificate from pki.dir" =
+      cp1.environment.variables == { NICO_ENDPOINTS = "http://127.0.0.1:2379"; ETCDCTL_ENDPOINTS = "http://127.0.0.1:2379"; }
       && tls.environment.variables == {
         NICO_ENDPOINTS = "https://127.0.0.1:2379";
         NICO_TLS_CAFILE = "/var/lib/nico-pki/ca.crt";
         NICO_TLS_CERTFILE = "/var/lib/nico-pki/root.crt";
         NICO_TLS_KEYFILE = "/var/lib/nico-pki/root.key";
         NICO_SECRETS_KEYFILE = "/var/lib/nico-pki/secrets.key";
+        ETCDCTL_ENDPOINTS = "https://127.0.0.1:2379";
+        ETCDCTL_CACERT = "/var/lib/nico-pki/ca.crt";
+        ETCDCTL_CERT = "/var/lib/nico-pki/root.crt";
+        ETCDCTL_KEY = "/var/lib/nico-pki/root.key";
       }
       && worker.environment.variables == { };
     "TLS: the loopback client URL is https too" =
