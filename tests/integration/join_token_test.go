@@ -28,40 +28,9 @@ import (
 // secret.
 func TestJoinWithToken(t *testing.T) {
 	f := newFleet(t)
-	boot, _ := token.Generate()
-	bootFile := tokenFile(t, f, boot)
-
-	cp := tlsAgentConfig(f, "cp-1", true)
-	// The bootstrap machine's pki.dir: the harness gives it the CA; the
-	// secrets key is what its bootstrap (makeCA) would have made.
-	key, _ := secretbox.NewKey()
-	if err := pki.WriteFile(cp.PKI.Dir.SecretsKey(), key); err != nil {
-		t.Fatal(err)
-	}
-	f.start(cp)
-	f.waitVoters(60*time.Second, "cp-1")
-	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	je := agent.NewJoinEndpoint(agent.JoinEndpointConfig{
-		Name: "cp-1", Dir: cp.PKI.Dir, Listen: listen, Endpoints: []string{cp.ClientURL},
-		Prefix: cp.Prefix, TokenFile: bootFile, Bootstrap: true, Poll: 100 * time.Millisecond,
-	}, f.log.With("test-node", "cp-1"))
-	served := make(chan error, 1)
-	go func() { served <- je.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("join endpoint: %v", err)
-		}
-	})
-
-	// An operator's tokens (nicoctl token create / revoke), as root.
-	st, err := store.New(etcdtest.NewClient(t, cp.ClientURL), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	box, _ := secretbox.New(key)
-	reg := token.NewRegistry(secrets.New(st, box))
+	listen, reg := bootstrapWithJoinEndpoint(t, f)
+	ctx := t.Context()
+	// An operator's tokens (nicoctl token create / revoke).
 	worker, _, err := reg.Create(ctx, token.Spec{Roles: []api.Role{api.RoleWorker}, TTL: time.Hour, Description: "w-1"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +43,7 @@ func TestJoinWithToken(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w := startJoiner(f, "w-1", tokenFile(t, f, worker), listen)
+	w := startJoiner(f, "w-1", api.RoleWorker, tokenFile(t, f, worker), listen)
 	eventually(t, 60*time.Second, "w-1 ready", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
 	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "w-1 registered", func(n *api.Node) bool { return n.Status.Phase == api.NodeRegistered })
 	b, err := os.ReadFile(w.cfg.PKI.Dir.Cert(pki.NodeLeaf))
@@ -88,7 +57,7 @@ func TestJoinWithToken(t *testing.T) {
 		t.Fatalf("token after the join: %+v %v", tok, err)
 	}
 
-	r := startJoiner(f, "w-2", tokenFile(t, f, revoked), listen)
+	r := startJoiner(f, "w-2", api.RoleWorker, tokenFile(t, f, revoked), listen)
 	select {
 	case err := <-r.done:
 		r.done <- err
@@ -105,6 +74,85 @@ func TestJoinWithToken(t *testing.T) {
 	if resp, err := f.client().Get(ctx, store.DefaultPrefix+store.NodeKey("w-2")); err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("w-2 registered: %v %v", resp, err)
 	}
+}
+
+// TestJoinControlPlaneWithToken: a control-plane machine holding only a
+// token that allows the role gets the control-plane bundle through the join
+// endpoint (CA key, secrets key, coordinator and root identities), issues
+// its own etcd certificates with it and becomes a voter; it then serves a
+// join endpoint of its own.
+func TestJoinControlPlaneWithToken(t *testing.T) {
+	f := newFleet(t)
+	listen, reg := bootstrapWithJoinEndpoint(t, f)
+	f.startCoordinator("c-1")
+	tok, _, err := reg.Create(t.Context(), token.Spec{Roles: []api.Role{api.RoleControlPlane}, TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp2 := startJoiner(f, "cp-2", api.RoleControlPlane, tokenFile(t, f, tok), listen)
+	f.waitVoters(90*time.Second, "cp-1", "cp-2")
+	eventually(t, 30*time.Second, "cp-2 ready", func() (bool, string) { return cp2.agent.Healthy(), "not healthy" })
+	d := cp2.cfg.PKI.Dir
+	for _, file := range []string{d.CAKey(), d.SecretsKey(), d.Cert(pki.CoordinatorLeaf), d.Cert(pki.RootLeaf), d.Cert(pki.EtcdPeerLeaf), d.Cert(pki.EtcdServerLeaf)} {
+		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("cp-2 %s: %v", file, err)
+		}
+	}
+	// cp-2 serves the join endpoint too, with the keys it received.
+	listen2 := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	je := agent.NewJoinEndpoint(agent.JoinEndpointConfig{
+		Name: "cp-2", Dir: d, Listen: listen2, Endpoints: []string{cp2.cfg.ClientURL}, Prefix: cp2.cfg.Prefix, Poll: 100 * time.Millisecond,
+	}, f.log.With("test-node", "cp-2"))
+	runEndpoint(t, je)
+	wt, _, err := reg.Create(t.Context(), token.Spec{Roles: []api.Role{api.RoleWorker}, TTL: time.Hour}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startJoiner(f, "w-1", api.RoleWorker, tokenFile(t, f, wt), listen2)
+	eventually(t, 60*time.Second, "w-1 ready through cp-2", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
+}
+
+// bootstrapWithJoinEndpoint starts the bootstrap machine cp-1 on TLS with
+// its join endpoint, its tokenFile holding a join token, and returns the
+// endpoint's address and a token registry as nicoctl would use it (root,
+// cp-1's secrets key).
+func bootstrapWithJoinEndpoint(t *testing.T, f *fleet) (string, *token.Registry) {
+	t.Helper()
+	boot, _ := token.Generate()
+	bootFile := tokenFile(t, f, boot)
+	cp := tlsAgentConfig(f, "cp-1", true)
+	// The bootstrap machine's pki.dir: the harness gives it the CA; the
+	// secrets key is what its bootstrap (makeCA) would have made.
+	key, _ := secretbox.NewKey()
+	if err := pki.WriteFile(cp.PKI.Dir.SecretsKey(), key); err != nil {
+		t.Fatal(err)
+	}
+	f.start(cp)
+	f.waitVoters(60*time.Second, "cp-1")
+	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
+	runEndpoint(t, agent.NewJoinEndpoint(agent.JoinEndpointConfig{
+		Name: "cp-1", Dir: cp.PKI.Dir, Listen: listen, Endpoints: []string{cp.ClientURL},
+		Prefix: cp.Prefix, TokenFile: bootFile, Bootstrap: true, Poll: 100 * time.Millisecond,
+	}, f.log.With("test-node", "cp-1")))
+	st, err := store.New(etcdtest.NewClient(t, cp.ClientURL), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, _ := secretbox.New(key)
+	return listen, token.NewRegistry(secrets.New(st, box))
+}
+
+// runEndpoint runs je until the test ends.
+func runEndpoint(t *testing.T, je *agent.JoinEndpoint) {
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- je.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("join endpoint: %v", err)
+		}
+	})
 }
 
 // tlsAgentConfig is f.agentConfig on https URLs with a pki.dir, whatever
@@ -137,13 +185,16 @@ func tokenFile(t *testing.T, f *fleet, tok token.Token) string {
 	return p
 }
 
-// startJoiner runs a worker agent whose pki.dir is empty, as on a new
-// machine: it has only its token file and the join endpoint's address
-// (the harness's provisioning is skipped).
-func startJoiner(f *fleet, name, tokenFile, endpoint string) *node {
+// startJoiner runs an agent whose pki.dir is empty, as on a new machine:
+// it has only its token file and the join endpoint's address (the
+// harness's provisioning is skipped).
+func startJoiner(f *fleet, name string, role api.Role, tokenFile, endpoint string) *node {
 	cfg := tlsAgentConfig(f, name, false)
-	cfg.Roles = []api.Role{api.RoleWorker}
+	cfg.Roles = []api.Role{role}
 	n := &node{name: name, cfg: cfg, runtime: f.newRuntime(), done: make(chan error, 1), notify: &notifier{}}
+	if role == api.RoleControlPlane {
+		n.notify.onReady = func() error { return f.checkVoter(cfg.PeerURL) }
+	}
 	n.agent = agent.New(cfg, n.runtime, n.notify, f.log.With("test-node", name))
 	n.agent.ObtainCerts = agent.ObtainThroughJoin(agent.JoinClientConfig{Name: name, Roles: cfg.Roles, Endpoints: []string{endpoint}, TokenFile: tokenFile}, f.log.With("test-node", name))
 	ctx, cancel := context.WithCancel(context.Background())
