@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
-	"go.uber.org/zap"
 )
 
 type candidate struct {
@@ -23,10 +23,7 @@ type candidate struct {
 
 func startCandidate(t *testing.T, cl *etcdtest.Cluster, name string, ttl time.Duration) *candidate {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: cl.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli := etcdtest.Dial(t, pki.CoordinatorIdentity, 0, cl.Endpoints()...)
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"gopkg.in/yaml.v3"
 )
@@ -22,13 +23,16 @@ type result struct {
 	stdout, stderr string
 }
 
-// run runs nicoctl against endpoints with args.
+// run runs nicoctl against endpoints with args, as root (a certificate
+// from etcdtest's CA).
 func run(t *testing.T, endpoints []string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if endpoints != nil {
 		args = append([]string{"--endpoints", strings.Join(endpoints, ",")}, args...)
 	}
+	root := etcdtest.IssueFiles(t, t.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+	args = append([]string{"--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key}, args...)
 	code := Main(args, &out, &errb)
 	t.Logf("nicoctl %s -> %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return result{code, out.String(), errb.String()}

@@ -88,7 +88,7 @@ func TestLearnerLifecycle(t *testing.T) {
 	}
 
 	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
-	if err := rt.Start(ctx(t), member.Config{Name: "m9", DataDir: t.TempDir() + "/etcd", PeerURL: peer, ClientURL: client, InitialCluster: initial, ClusterState: "existing", ClusterToken: "etcdtest"}); err != nil {
+	if err := rt.Start(ctx(t), member.Config{Name: "m9", DataDir: t.TempDir() + "/etcd", PeerURL: peer, ClientURL: client, InitialCluster: initial, ClusterState: "existing", ClusterToken: "etcdtest", TLS: etcdtest.MemberTLS(t, "m9", peer, client)}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rt.Stop(context.Background()) })

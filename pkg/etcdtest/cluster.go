@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/member"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -170,12 +171,9 @@ func NewClient(t testing.TB, endpoints ...string) *clientv3.Client {
 	if anyHTTPS(endpoints) {
 		tlsCfg = rootTLS(t)
 	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   endpoints,
-		DialTimeout: 5 * time.Second,
-		TLS:         tlsCfg,
-		Logger:      zap.NewNop(),
-	})
+	// Through etcdclient, so that clients dialled from it (etcdadmin) carry
+	// the same identity.
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: tlsCfg})
 	if err != nil {
 		t.Fatalf("etcdtest client: %v", err)
 	}

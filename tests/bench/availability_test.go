@@ -8,8 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // Writer settings: a small key every writeEvery, each Put bounded by
@@ -41,10 +42,7 @@ type phase struct {
 // At the end every acknowledged write must be readable.
 func BenchmarkAvailability(b *testing.B) {
 	f := newFleet(b, "cp-1")
-	cli, err := clientv3.New(clientv3.Config{Endpoints: f.endpoints(), DialTimeout: 2 * time.Second, AutoSyncInterval: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cli := etcdtest.Dial(b, pki.RootIdentity, time.Second, f.endpoints()...)
 	defer cli.Close()
 	wctx, stopWriter := context.WithCancel(b.Context())
 	writes := make(chan []write, 1)
@@ -95,7 +93,7 @@ func BenchmarkAvailability(b *testing.B) {
 	stopWriter()
 	ws := <-writes
 
-	acked, lost, extra, err := verify(ctx, f.endpoints(), ws)
+	acked, lost, extra, err := verify(ctx, etcdtest.Dial(b, pki.RootIdentity, 0, f.endpoints()...), ws)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -189,14 +187,11 @@ func stats(ws []write, from, to time.Time) phaseStats {
 	return p
 }
 
-// verify reads the writer's keys back from the surviving members: lost
+// verify reads the writer's keys back through cli (a client of the
+// surviving members, closed here): lost
 // counts acknowledged writes missing or wrong, extra failed writes that
 // were applied all the same (allowed: a timeout does not say it failed).
-func verify(ctx context.Context, endpoints []string, ws []write) (acked, lost, extra int, err error) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return 0, 0, 0, err
-	}
+func verify(ctx context.Context, cli *clientv3.Client, ws []write) (acked, lost, extra int, err error) {
 	defer cli.Close()
 	resp, err := cli.Get(ctx, writePrefix, clientv3.WithPrefix())
 	if err != nil {

@@ -27,10 +27,10 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 var (
@@ -107,11 +107,9 @@ func newFleet(tb testing.TB, boot string) *fleet {
 	if _, err := watchJoin(ctx, f.cli, n.cfg.PeerURL, time.Now())(); err != nil {
 		tb.Fatalf("bootstrap %s: %v", boot, err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{n.cfg.ClientURL}, DialTimeout: 3 * time.Second, AutoSyncInterval: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	cli := etcdtest.Dial(tb, pki.CoordinatorIdentity, time.Second, n.cfg.ClientURL)
 	tb.Cleanup(func() { cli.Close() })
+	var err error
 	if f.st, err = store.New(cli, store.DefaultPrefix); err != nil {
 		tb.Fatal(err)
 	}
@@ -132,14 +130,28 @@ func newFleet(tb testing.TB, boot string) *fleet {
 }
 
 // agentConfig is a control-plane agent on fresh loopback ports and a fresh
-// data dir, pointed at every running agent's member.
+// data dir, pointed at every running agent's member; on https URLs
+// (etcdtest.TLSDefault) with a pki.dir that start provisions.
 func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
+	dir := f.tb.TempDir()
 	peer, client := etcdtest.URLs(f.tb)
-	return agent.Config{
+	cfg := agent.Config{
 		Name: name, Roles: []api.Role{api.RoleControlPlane}, Bootstrap: bootstrap,
-		DataDir: filepath.Join(f.tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
+		DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
 		ClusterToken: "nico-bench", Endpoints: f.endpoints(), DialTimeout: 3 * time.Second,
 		Prefix: store.DefaultPrefix, HeartbeatTTL: 3 * time.Second, RetryInterval: agentRetry, Version: "bench",
+	}
+	if strings.HasPrefix(client, "https://") {
+		cfg.PKI.Dir = pki.Dir(filepath.Join(dir, "pki"))
+	}
+	return cfg
+}
+
+// provision fills a new agent's pki.dir as a join would
+// (etcdtest.ProvisionPKI).
+func (f *fleet) provision(cfg agent.Config) {
+	if cfg.PKI.Dir != "" {
+		etcdtest.ProvisionPKI(f.tb, cfg.PKI.Dir, cfg.Name, slices.Contains(cfg.Roles, api.RoleControlPlane))
 	}
 }
 
@@ -168,6 +180,7 @@ func (f *fleet) nodeList() []*node {
 
 // start runs an agent with cfg until it is removed or the fleet stops.
 func (f *fleet) start(cfg agent.Config) *node {
+	f.provision(cfg)
 	n := &node{cfg: cfg, dir: filepath.Dir(cfg.DataDir), done: make(chan error, 1)}
 	a := agent.New(cfg, newRuntime(), nopNotifier{}, f.log)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -43,7 +43,7 @@ func newKubeadm(tb testing.TB) *kubeadm {
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
 	log := benchLogger(tb).With("arm", "kubeadm")
-	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench", Logger: log})
+	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench", TLS: etcdtest.MemberTLS(tb, "k-0", peer, client), Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -57,6 +57,7 @@ func newKubeadm(tb testing.TB) *kubeadm {
 func (k *kubeadm) join(ctx context.Context, name string) (j kubeadmJoin, err error) {
 	peer, client := etcdtest.URLs(k.tb)
 	dir := k.tb.TempDir()
+	tlsFiles := etcdtest.MemberTLS(k.tb, name, peer, client) // untimed, as an agent's certificates are ready before it joins
 	t0 := time.Now()
 	wait := watchJoin(ctx, k.cli, peer, t0)
 
@@ -84,7 +85,7 @@ func (k *kubeadm) join(ctx context.Context, name string) (j kubeadmJoin, err err
 	}()
 	err = rt.Start(ctx, member.Config{
 		Name: name, DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
-		InitialCluster: etcdadmin.InitialCluster(added.Members, id, name), ClusterState: member.StateExisting, ClusterToken: "kubeadm-bench", Logger: k.log,
+		InitialCluster: etcdadmin.InitialCluster(added.Members, id, name), ClusterState: member.StateExisting, ClusterToken: "kubeadm-bench", TLS: tlsFiles, Logger: k.log,
 	})
 	if err != nil {
 		return j, fmt.Errorf("start learner: %w", err)

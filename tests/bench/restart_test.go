@@ -104,6 +104,7 @@ func (a restartApplier) Current(ctx context.Context) (string, error) { return a.
 // startWith runs an agent with cfg and runtime rt (the harness's start
 // makes its own runtime).
 func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
+	f.provision(cfg)
 	n := &node{cfg: cfg, dir: filepath.Dir(cfg.DataDir), done: make(chan error, 1)}
 	a := agent.New(cfg, rt, nopNotifier{}, f.log)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -13,9 +13,10 @@ import (
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 var (
@@ -37,10 +38,7 @@ var (
 func BenchmarkRollout(b *testing.B) {
 	cps, dps := *flagRollCP, *flagRollDP
 	f := newRollBenchFleet(b, cps, dps)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: f.endpoints(), DialTimeout: 2 * time.Second, AutoSyncInterval: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cli := etcdtest.Dial(b, pki.RootIdentity, time.Second, f.endpoints()...)
 	defer cli.Close()
 	wctx, stopWriter := context.WithCancel(b.Context())
 	writes := make(chan []write, 1)
@@ -168,19 +166,14 @@ func newRollBenchFleet(b *testing.B, cps, dps int) *fleet {
 	boot := startCP(f.agentConfig("cp-01", true))
 	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
-	bootCli, err := clientv3.New(clientv3.Config{Endpoints: []string{boot.cfg.ClientURL}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	bootCli := etcdtest.Dial(b, pki.RootIdentity, 0, boot.cfg.ClientURL)
 	b.Cleanup(func() { bootCli.Close() })
 	if _, err := watchJoin(ctx, bootCli, boot.cfg.PeerURL, time.Now())(); err != nil {
 		b.Fatalf("bootstrap: %v", err)
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{boot.cfg.ClientURL}, DialTimeout: 3 * time.Second, AutoSyncInterval: time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	cli := etcdtest.Dial(b, pki.CoordinatorIdentity, time.Second, boot.cfg.ClientURL)
 	b.Cleanup(func() { cli.Close() })
+	var err error
 	if f.st, err = store.New(cli, store.DefaultPrefix); err != nil {
 		b.Fatal(err)
 	}

@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,7 +19,6 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
@@ -124,52 +122,14 @@ func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
 	return cfg
 }
 
-// provision fills an agent's empty pki.dir from the test binary's CA
-// (etcdtest.PKI), as a join would: a control-plane machine gets ca.crt and
-// ca.key and issues its own certificates; any other gets ca.crt and its
-// node certificate. The agents never need the join endpoint.
+// provision fills an agent's empty pki.dir from the test binary's CA, as
+// a join would (etcdtest.ProvisionPKI): control-plane agents get ca.key and
+// issue their own certificates; the agents never need the join endpoint.
 func (f *fleet) provision(cfg agent.Config) {
 	f.t.Helper()
-	d := cfg.PKI.Dir
-	if d == "" {
-		return
+	if cfg.PKI.Dir != "" {
+		etcdtest.ProvisionPKI(f.t, cfg.PKI.Dir, cfg.Name, slices.Contains(cfg.Roles, api.RoleControlPlane))
 	}
-	if _, err := os.Stat(d.CACert()); err == nil {
-		return
-	}
-	ca := etcdtest.PKI(f.t)
-	if slices.Contains(cfg.Roles, api.RoleControlPlane) {
-		if err := ca.Save(d.CACert(), d.CAKey()); err != nil {
-			f.t.Fatal(err)
-		}
-		return
-	}
-	cert, key, err := ca.Issue(pki.Request{CommonName: pki.NodeIdentity(cfg.Name), Usage: pki.UsageClient}, time.Now())
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	for path, data := range map[string][]byte{d.Key(pki.NodeLeaf): key, d.Cert(pki.NodeLeaf): cert, d.CACert(): ca.CertPEM} {
-		if err := pki.WriteFile(path, data); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	f.ensureIdentity(cfg)
-}
-
-// etcdClient is a client of the fleet's endpoints presenting identity (a
-// certificate CN, e.g. pki.CoordinatorIdentity) when they are https.
-func (f *fleet) etcdClient(identity string, autoSync time.Duration) *clientv3.Client {
-	f.t.Helper()
-	eps := f.endpoints()
-	var tlsCfg *tls.Config
-	if len(eps) > 0 && strings.HasPrefix(eps[0], "https://") {
-		tlsCfg = etcdtest.ClientTLS(f.t, identity)
-	}
-	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 3 * time.Second, AutoSyncInterval: autoSync, TLS: tlsCfg})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return cli
 }
 
 // start runs an agent with cfg and a fresh runtime.
@@ -207,7 +167,7 @@ func (n *node) stop() error {
 // startCoordinator runs a candidate with its own client; opts adjust the
 // coordinator before it runs.
 func (f *fleet) startCoordinator(name string, opts ...func(*coord)) *coord {
-	cli := f.etcdClient(pki.CoordinatorIdentity, time.Second)
+	cli := etcdtest.Dial(f.t, pki.CoordinatorIdentity, time.Second, f.endpoints()...)
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		f.t.Fatal(err)
