@@ -464,18 +464,21 @@ in
       # nicoctl and etcdctl in a root shell on this host: the local member,
       # and with TLS root's certificate from pkiDir (their keys, as NICO_*
       # and ETCDCTL_* variables).
-      environment.variables = {
-        NICO_ENDPOINTS = loopbackClientURL;
-        ETCDCTL_ENDPOINTS = loopbackClientURL;
-      } // lib.optionalAttrs etcdTLS {
-        NICO_TLS_CAFILE = inPki "ca.crt";
-        NICO_TLS_CERTFILE = inPki "root.crt";
-        NICO_TLS_KEYFILE = inPki "root.key";
-        NICO_SECRETS_KEYFILE = inPki "secrets.key";
-        ETCDCTL_CACERT = inPki "ca.crt";
-        ETCDCTL_CERT = inPki "root.crt";
-        ETCDCTL_KEY = inPki "root.key";
-      };
+      environment.variables = mkMerge [
+        {
+          NICO_ENDPOINTS = loopbackClientURL;
+          ETCDCTL_ENDPOINTS = loopbackClientURL;
+        }
+        (mkIf etcdTLS {
+          NICO_TLS_CAFILE = inPki "ca.crt";
+          NICO_TLS_CERTFILE = inPki "root.crt";
+          NICO_TLS_KEYFILE = inPki "root.key";
+          NICO_SECRETS_KEYFILE = inPki "secrets.key";
+          ETCDCTL_CACERT = inPki "ca.crt";
+          ETCDCTL_CERT = inPki "root.crt";
+          ETCDCTL_KEY = inPki "root.key";
+        })
+      ];
 
       # Ordered after etcd, so that at shutdown the agent stops first and
       # hands etcd leadership to a healthy peer before etcd stops.
@@ -541,10 +544,10 @@ in
           LockPersonality = true;
           MemoryDenyWriteExecute = true;
           SystemCallArchitectures = "native";
-        } // lib.optionalAttrs coordinatorTLS {
-          # Its client certificate, from the agent's pki.dir (root's): the
-          # unit fails, and is restarted, until the agent has written them.
-          LoadCredential = map (f: "${f}:${pkiDir}/${f}") [ "ca.crt" "coordinator.crt" "coordinator.key" ];
+          # With TLS, its client certificate from the agent's pki.dir
+          # (root's): the unit fails, and is restarted, until the agent has
+          # written them.
+          LoadCredential = mkIf coordinatorTLS (map (f: "${f}:${inPki f}") [ "ca.crt" "coordinator.crt" "coordinator.key" ]);
         };
       };
     })
