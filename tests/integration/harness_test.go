@@ -129,6 +129,9 @@ func (f *fleet) provision(cfg agent.Config) {
 	f.t.Helper()
 	if cfg.PKI.Dir != "" {
 		etcdtest.ProvisionPKI(f.t, cfg.PKI.Dir, cfg.Name, slices.Contains(cfg.Roles, api.RoleControlPlane))
+		if !slices.Contains(cfg.Roles, api.RoleControlPlane) {
+			f.ensureIdentity(cfg) // its etcd user, as the join endpoint would make it (rbac_test.go)
+		}
 	}
 }
 
