@@ -15,6 +15,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -41,8 +42,9 @@ func (s *syncBuffer) String() string {
 // role, leads, and on SIGTERM leaves the mesh (seen left, not dead) and
 // exits 0.
 func TestJoinsTheMeshFromASeed(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
+	cl := etcdtest.StartWith(t, etcdtest.Options{Members: 1, TLS: true})
 	dir := t.TempDir()
+	id := etcdtest.IssueFiles(t, filepath.Join(dir, "pki"), pki.Request{CommonName: pki.CoordinatorIdentity, Usage: pki.UsageClient})
 	tokenFile := filepath.Join(dir, "token")
 	if err := os.WriteFile(tokenFile, []byte("coordinator-test-token\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -62,6 +64,7 @@ func TestJoinsTheMeshFromASeed(t *testing.T) {
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{"--name", "c-1", "--etcd.endpoints", cl.Endpoints()[0], "--tokenFile", tokenFile,
+			"--tls.caFile", id.CA, "--tls.certFile", id.Cert, "--tls.keyFile", id.Key,
 			"--gossip.seeds", seed.Addr(), "--gossip.bind", "127.0.0.96", "--gossip.port", "0", "--gossip.profile", "fast",
 			"--coordinator.resyncInterval", "200ms"}, &out)
 	}()
