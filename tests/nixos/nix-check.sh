@@ -80,7 +80,7 @@ echo "nix-check: $n .nix files parse"
 lib=$(find_lib)
 if [ -z "$lib" ]; then
   echo "nix-check: NOTE nixpkgs' lib not found (set NIXPKGS_LIB=/path/to/nixpkgs/lib or put nixpkgs on NIX_PATH):"
-  echo "nix-check: NOTE ran the parse checks only; the module, the VM tests' nodes and docs/options.md were NOT evaluated"
+  echo "nix-check: NOTE ran the parse checks only; the module, the VM tests' nodes and scripts, the rendered configs and docs/options.md were NOT checked"
 else
   echo "nix-check: evaluating nixos-module/ with $lib"
   nix-instantiate --eval --strict tests/nixos/eval -A checks --arg lib "import $lib"
