@@ -16,6 +16,11 @@ type Hypervisor struct {
 	Labels    []string      // "hypervisor.labels": key=value pairs that pools' hostSelector matches
 	StopGrace time.Duration // "hypervisor.stopGrace": guest shutdown before destroy
 	Resync    time.Duration // "hypervisor.resync": re-read everything this often
+	// GuestTokenFile ("hypervisor.guestTokenFile") holds the token handed to
+	// this host's VMs at first boot; empty: tokenFile's. A join token that
+	// allows only the roles VMs get (nicoctl token create) keeps the host's
+	// own token on the host.
+	GuestTokenFile string
 }
 
 // LabelMap returns the labels as a map.
@@ -34,6 +39,7 @@ func hypervisorKeys(h *Hypervisor) []key {
 		stringKey("hypervisor.uri", &h.URI, "qemu:///system", "libvirt connection URI of a host with the hypervisor role", notEmpty),
 		listKey("hypervisor.labels", &h.Labels, nil, "labels of this hypervisor host, key=value, matched by machine pools' hostSelector", each(label), noDuplicates),
 		durationKey("hypervisor.stopGrace", &h.StopGrace, 30*time.Second, "how long a guest may take to shut down before its domain is destroyed", between(0, 10*time.Minute, false)),
+		stringKey("hypervisor.guestTokenFile", &h.GuestTokenFile, "", "file holding the token handed to this host's VMs at first boot (SMBIOS), e.g. a join token for role worker only; empty means tokenFile's", readableFile(true)),
 		durationKey("hypervisor.resync", &h.Resync, 5*time.Second, "how often the hypervisor host re-reads its domains besides watch events", between(100*time.Millisecond, 10*time.Minute, false)),
 	}
 }

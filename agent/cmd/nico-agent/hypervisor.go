@@ -28,13 +28,17 @@ func newHypervisor(cfg config.Agent, log *slog.Logger) (*agent.HypervisorSetup, 
 
 // guestMesh is what a new VM is handed to join the gossip mesh: this host's
 // advertised gossip address (guests are on its networks) and its seeds, and
-// the cluster token. Without a mesh it is nothing, and VMs get etcd
-// endpoints instead.
+// the token (hypervisor.guestTokenFile's, else tokenFile's). Without a mesh
+// it is nothing, and VMs get etcd endpoints instead.
 func guestMesh(cfg config.Agent) (seeds []string, token string) {
 	if !cfg.Gossip.Enabled(cfg.TokenFile) || cfg.TokenFile == "" {
 		return nil, ""
 	}
-	b, err := config.ReadToken(cfg.TokenFile)
+	file := cfg.TokenFile
+	if cfg.Hypervisor.GuestTokenFile != "" {
+		file = cfg.Hypervisor.GuestTokenFile
+	}
+	b, err := config.ReadToken(file)
 	if err != nil {
 		return nil, ""
 	}

@@ -27,6 +27,14 @@ func TestGuestMesh(t *testing.T) {
 	if seeds, _ := guestMesh(cfg); !slices.Equal(seeds, []string{"cp-1:7946"}) {
 		t.Fatalf("seeds %v with bind 0.0.0.0 and no advertise", seeds)
 	}
+	guest := filepath.Join(t.TempDir(), "guest-token")
+	if err := os.WriteFile(guest, []byte("abc123.worker-only\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Hypervisor.GuestTokenFile = guest
+	if _, token := guestMesh(cfg); token != "abc123.worker-only" {
+		t.Fatalf("guest token %q, want hypervisor.guestTokenFile's", token)
+	}
 	if seeds, token := guestMesh(config.Agent{}); seeds != nil || token != "" {
 		t.Fatalf("no mesh: seeds %v token %q", seeds, token)
 	}
