@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 )
 
 // DefaultJoinPort is the join endpoint's port (package join).
@@ -17,6 +18,17 @@ type JoinEndpoint struct {
 	// Endpoints are join endpoints (host:port) tried in order; empty: the
 	// hosts of gossip.seeds at DefaultJoinPort.
 	Endpoints []string // "join.endpoints"
+	// RateBurst and RateInterval are the endpoint's per-source-IP token
+	// bucket: RateBurst requests at once, then one per RateInterval.
+	// Empty and 0: the default, 20 then one a second.
+	RateBurst    string        // "join.rateBurst"
+	RateInterval time.Duration // "join.rateInterval"
+}
+
+// Rate is the token bucket as (burst, interval); zeros mean the default.
+func (j JoinEndpoint) Rate() (int, time.Duration) {
+	b, _ := strconv.Atoi(j.RateBurst)
+	return b, j.RateInterval
 }
 
 // joinEndpointKeys are the agent's join endpoint keys.
@@ -25,6 +37,8 @@ func joinEndpointKeys(j *JoinEndpoint) []key {
 		stringKey("join.listen", &j.Listen, fmt.Sprintf(":%d", DefaultJoinPort), "host:port on which control-plane agents holding the CA key serve the join endpoint (HTTPS)", hostPort),
 		listKey("join.endpoints", &j.Endpoints, nil, fmt.Sprintf("join endpoints (host:port) a machine without a certificate gets one from with its token; empty means the hosts of gossip.seeds at port %d", DefaultJoinPort),
 			each(hostPort), noDuplicates),
+		stringKey("join.rateBurst", &j.RateBurst, "", "join requests one source IP may send at once; empty means 20", positiveIntOrEmpty),
+		durationKey("join.rateInterval", &j.RateInterval, 0, "after the burst, one join request per source IP per this interval; 0 means 1s", atLeastZero),
 	}
 }
 
@@ -52,4 +66,20 @@ func hostPort(v string) error {
 		}
 	}
 	return fmt.Errorf("%q is not accepted; use host:port, e.g. 10.0.0.1:%d or :%d", v, DefaultJoinPort, DefaultJoinPort)
+}
+
+// positiveIntOrEmpty accepts "" or a whole number above 0.
+func positiveIntOrEmpty(v string) error {
+	if n, err := strconv.Atoi(v); v == "" || err == nil && n > 0 {
+		return nil
+	}
+	return fmt.Errorf("%q is not accepted; use a whole number above 0, or leave it empty for the default", v)
+}
+
+// atLeastZero accepts a duration of 0 (the default) or more.
+func atLeastZero(d time.Duration) error {
+	if d >= 0 {
+		return nil
+	}
+	return fmt.Errorf("%s is not accepted; use 0 (the default) or a positive duration such as 2s", d)
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestJoinEndpointKeys(t *testing.T) {
@@ -20,16 +21,16 @@ func TestJoinEndpointKeys(t *testing.T) {
 	if want := []string{"10.0.0.1:7950", "10.0.0.2:7950", "[fd00::1]:7950"}; !slices.Equal(a.JoinEndpoint.Endpoints, want) || a.JoinEndpoint.Listen != ":7950" {
 		t.Fatalf("join = %+v, want endpoints %v", a.JoinEndpoint, want)
 	}
-	a, err = loadAgent(t, input{env: map[string]string{"NICO_JOIN_ENDPOINTS": "cp-1:8000"}, args: []string{"--name=w-1", "--join.listen=127.0.0.1:9000", "--etcd.endpoints=http://10.0.0.1:2379"}})
+	a, err = loadAgent(t, input{env: map[string]string{"NICO_JOIN_ENDPOINTS": "cp-1:8000"}, args: []string{"--name=w-1", "--join.listen=127.0.0.1:9000", "--etcd.endpoints=https://10.0.0.1:2379"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(a.JoinEndpoint.Endpoints, []string{"cp-1:8000"}) || a.JoinEndpoint.Listen != "127.0.0.1:9000" {
 		t.Fatalf("join = %+v", a.JoinEndpoint)
 	}
-	_, err = loadAgent(t, input{args: []string{"--name=w-1", "--join.listen=7950", "--etcd.endpoints=http://10.0.0.1:2379"}})
+	_, err = loadAgent(t, input{args: []string{"--name=w-1", "--join.listen=7950", "--etcd.endpoints=https://10.0.0.1:2379"}})
 	wantErr(t, err, "join.listen", `"7950" is not accepted`, ":7950")
-	_, err = loadAgent(t, input{args: []string{"--name=w-1", "--join.endpoints=cp-1", "--etcd.endpoints=http://10.0.0.1:2379"}})
+	_, err = loadAgent(t, input{args: []string{"--name=w-1", "--join.endpoints=cp-1", "--etcd.endpoints=https://10.0.0.1:2379"}})
 	wantErr(t, err, "join.endpoints", `"cp-1" is not accepted`)
 }
 
@@ -40,4 +41,20 @@ func TestSecretsKeyFile(t *testing.T) {
 	}
 	_, err = loadCtl(t, input{args: []string{"--secrets.keyFile=relative.key"}})
 	wantErr(t, err, "secrets.keyFile", "relative.key")
+}
+
+func TestJoinRateKeys(t *testing.T) {
+	args := []string{"--name=w-1", "--etcd.endpoints=https://10.0.0.1:2379"}
+	a, err := loadAgent(t, input{args: args})
+	if b, every := a.JoinEndpoint.Rate(); err != nil || b != 0 || every != 0 {
+		t.Fatalf("defaults: %d %s %v", b, every, err)
+	}
+	a, err = loadAgent(t, input{args: append(args, "--join.rateBurst=5", "--join.rateInterval=3s")})
+	if b, every := a.JoinEndpoint.Rate(); err != nil || b != 5 || every != 3*time.Second {
+		t.Fatalf("set: %d %s %v", b, every, err)
+	}
+	_, err = loadAgent(t, input{args: append(args, "--join.rateBurst=0")})
+	wantErr(t, err, "join.rateBurst", `"0" is not accepted`)
+	_, err = loadAgent(t, input{args: append(args, "--join.rateInterval=-1s")})
+	wantErr(t, err, "join.rateInterval", "-1s is not accepted")
 }

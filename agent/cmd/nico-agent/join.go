@@ -5,10 +5,12 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/token"
 )
@@ -61,10 +63,12 @@ func serveJoin(ctx context.Context, cfg config.Agent, log *slog.Logger) (wait fu
 	if !cfg.HasRole(config.RoleControlPlane) || cfg.PKI.Dir == "" || cfg.JoinEndpoint.Listen == "" {
 		return func() {}
 	}
+	burst, every := cfg.JoinEndpoint.Rate()
 	je := agent.NewJoinEndpoint(agent.JoinEndpointConfig{
 		Name: cfg.Name, Dir: pki.Dir(cfg.PKI.Dir), Listen: cfg.JoinEndpoint.Listen,
 		Endpoints: append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...),
 		Prefix:    cfg.Store.Prefix, TokenFile: cfg.TokenFile, Bootstrap: cfg.Bootstrap,
+		RateLimit: rateLimit(burst, every),
 	}, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -86,4 +90,17 @@ func roles(cfg config.Agent) []api.Role {
 		}
 	}
 	return out
+}
+
+// rateLimit is the endpoint's token bucket; zeros take the default's
+// value (join.DefaultRateLimit).
+func rateLimit(burst int, every time.Duration) join.RateLimit {
+	r := join.DefaultRateLimit
+	if burst > 0 {
+		r.Burst = burst
+	}
+	if every > 0 {
+		r.Every = every
+	}
+	return r
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 )
@@ -64,4 +65,16 @@ func TestJoinFirst(t *testing.T) {
 	}
 	// A worker serves no join endpoint.
 	serveJoin(context.Background(), c, log)()
+}
+
+func TestRateLimit(t *testing.T) {
+	if r := rateLimit(0, 0); r != join.DefaultRateLimit {
+		t.Fatalf("zeros: %+v", r)
+	}
+	if r := rateLimit(5, 0); r.Burst != 5 || r.Every != join.DefaultRateLimit.Every {
+		t.Fatalf("burst only: %+v", r)
+	}
+	if r := rateLimit(0, 3*time.Second); r.Burst != join.DefaultRateLimit.Burst || r.Every != 3*time.Second {
+		t.Fatalf("interval only: %+v", r)
+	}
 }
