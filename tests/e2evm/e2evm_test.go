@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -77,11 +78,11 @@ func TestGuestJoins(t *testing.T) {
 
 	// The cluster: one agent bootstraps etcd and is the hypervisor host, a
 	// coordinator places machines.
-	start(t, w, "hv-1", filepath.Join(w, "nico-agent"),
-		"--name", "hv-1", "--roles", "controlPlane,hypervisor", "--bootstrap", "--dataDir", filepath.Join(w, "hv-1"),
-		"--etcd.peerURL", "http://"+hostIP+":2380", "--etcd.clientURL", "http://"+hostIP+":2379",
+	hvArgs := []string{"--name", "hv-1", "--roles", "controlPlane,hypervisor", "--bootstrap", "--dataDir", filepath.Join(w, "hv-1"),
+		"--etcd.peerURL", "http://" + hostIP + ":2380", "--etcd.clientURL", "http://" + hostIP + ":2379",
 		"--tokenFile", token, "--gossip.bind", hostIP,
-		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s")
+		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s"}
+	stopHV := start(t, w, "hv-1", filepath.Join(w, "nico-agent"), hvArgs...)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + hostIP + ":2379"}, DialTimeout: 5 * time.Second})
 	must(t, err)
 	defer cli.Close()
@@ -117,6 +118,41 @@ func TestGuestJoins(t *testing.T) {
 	}
 
 	lostConnection(t, ctx, st, w, kernel, initrd)
+
+	// The host restarted, handing its VMs a token that is not the cluster's.
+	stopHV()
+	bad := filepath.Join(w, "wrong-token")
+	must(t, os.WriteFile(bad, []byte("not-this-cluster\n"), 0o600))
+	start(t, w, "hv-1-wrong-token", filepath.Join(w, "nico-agent"), append(hvArgs, "--hypervisor.guestTokenFile", bad)...)
+	wrongToken(t, ctx, st, w, kernel, initrd)
+}
+
+// wrongToken: a guest handed a token that is not the cluster's is refused
+// by the mesh (the host logs the rejected key) and never registers.
+func wrongToken(t *testing.T, ctx context.Context, st *store.Store, w, kernel, initrd string) {
+	t.Helper()
+	const pool = "vmbad"
+	name := placement.MachineName(pool, 0)
+	putPool(t, ctx, st, pool, kernel, initrd)
+	scale(t, ctx, st, pool, 1)
+	logPath := filepath.Join(w, "hv-1-wrong-token.log")
+	waitFor(t, ctx, 10*time.Minute, "the mesh to reject "+name+"'s key", func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "different key rejected") && strings.Contains(l, "from=10.77.0.") {
+				return true, ""
+			}
+		}
+		m := &api.Machine{}
+		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
+			return false, err.Error()
+		}
+		return false, fmt.Sprintf("machine %s %v", m.Status.Phase, m.Status.Addresses)
+	})
+	if err := st.Get(ctx, store.NodeKey(name), &api.Node{}); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("%s with a wrong token: node lookup %v, want not found", name, err)
+	}
+	t.Logf("%s with a wrong token was refused by the mesh and did not register", name)
 }
 
 // lostConnection restarts libvirtd while a new machine's domain boots: the
@@ -309,7 +345,7 @@ func console(t *testing.T, w, name string) func() {
 
 // start runs a program of the cluster in the background, its output in
 // w/NAME.log (logged when the test fails), stopped with SIGTERM at the end.
-func start(t *testing.T, w, name, bin string, args ...string) {
+func start(t *testing.T, w, name, bin string, args ...string) (stop func()) {
 	t.Helper()
 	path := filepath.Join(w, name+".log")
 	out, err := os.Create(path)
@@ -319,20 +355,27 @@ func start(t *testing.T, w, name, bin string, args ...string) {
 	must(t, cmd.Start())
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+			}
+			out.Close()
+		})
+	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		out.Close()
+		stop()
 		if t.Failed() {
 			b, _ := os.ReadFile(path)
 			t.Logf("%s's log:\n%s", name, tail(b, 12000))
 		}
 	})
+	return stop
 }
 
 func tail(b []byte, n int) []byte {
