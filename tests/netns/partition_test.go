@@ -195,14 +195,25 @@ func TestPartition(t *testing.T) {
 	suspect := obs.state("n3")
 	t.Logf("n3 suspect %s after the cut", suspect.Since.Sub(cut).Round(time.Millisecond))
 
-	// While n3 is suspect, a pending join does not start.
-	world := plannerWorld(map[string]membership.Liveness{"n3": {State: membership.LiveSuspect, Since: suspect.Since, Reason: "gossip"}})
+	// While n3 is suspect, a pending join does not start: the observed
+	// state goes through the coordinator's combination with a live lease.
+	live := func(e event) map[string]membership.Liveness {
+		return map[string]membership.Liveness{"n3": membership.CombineLiveness(e.State, e.Since, true, cut)}
+	}
+	world := plannerWorld(live(suspect))
 	if s := membership.Plan(world, membership.DefaultPolicy, time.Now()); s.Action != membership.Wait || !strings.Contains(s.Reason, "n3 is suspect") {
 		t.Fatalf("planner while n3 is suspect: %s, want Wait", s)
 	}
 
 	waitFor(t, "n0 to see n3 dead", 60*time.Second, func() bool { return obs.state("n3").State == "dead" })
 	t.Logf("n3 dead %s after the cut", obs.state("n3").Since.Sub(cut).Round(time.Millisecond))
+	if !obs.state("n3").Since.After(suspect.Since) {
+		t.Fatalf("n3 dead at %s, not after suspect at %s", obs.state("n3").Since, suspect.Since)
+	}
+	// Dead, n3 no longer blocks as a suspect (it counts against quorum).
+	if s := membership.Plan(plannerWorld(live(obs.state("n3"))), membership.DefaultPolicy, time.Now()); strings.Contains(s.Reason, "suspect") {
+		t.Fatalf("planner once n3 is dead: %s", s)
+	}
 
 	sh(t, "ip", "netns", "exec", w.ns[3], "iptables", "-F")
 	healed := time.Now()
