@@ -150,12 +150,13 @@ func (a *Agent) leafRequests() map[string]pki.Request {
 	if !a.controlPlane() {
 		return reqs
 	}
+	// Both also name loopback: local clients dial the server by it, and
+	// etcd checks a peer's client certificate against the connection's
+	// source address, which is 127.0.0.1 between members on one host.
 	member := pki.MemberIdentity(a.cfg.Name)
-	server := sans(a.cfg.ClientURL)
-	server.DNSNames = append(server.DNSNames, "localhost")
-	server.IPs = append(server.IPs, net.IPv4(127, 0, 0, 1), net.IPv6loopback)
+	server := withLoopback(sans(a.cfg.ClientURL))
 	server.CommonName, server.Usage = member, pki.UsageServer|pki.UsageClient
-	peer := sans(a.cfg.PeerURL)
+	peer := withLoopback(sans(a.cfg.PeerURL))
 	peer.CommonName, peer.Usage = member, pki.UsagePeer
 	reqs[certEtcdServer] = server
 	reqs[certEtcdPeer] = peer
@@ -225,6 +226,19 @@ func sans(rawURL string) pki.Request {
 		r.IPs = append(r.IPs, ip)
 	} else if u.Hostname() != "" {
 		r.DNSNames = append(r.DNSNames, u.Hostname())
+	}
+	return r
+}
+
+// withLoopback adds localhost, 127.0.0.1 and ::1 to r's names.
+func withLoopback(r pki.Request) pki.Request {
+	if !slices.Contains(r.DNSNames, "localhost") {
+		r.DNSNames = append(r.DNSNames, "localhost")
+	}
+	for _, ip := range []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback} {
+		if !slices.ContainsFunc(r.IPs, ip.Equal) {
+			r.IPs = append(r.IPs, ip)
+		}
 	}
 	return r
 }

@@ -103,8 +103,8 @@ func TestBootstrapMakesCAAndEveryCertificate(t *testing.T) {
 		}
 	}
 	peer := readCert(t, d.Cert(certEtcdPeer))
-	if len(peer.IPAddresses) != 1 || !peer.IPAddresses[0].Equal(net.ParseIP("10.1.2.3")) {
-		t.Errorf("etcd-peer IP SANs %v, want the peer URL's 10.1.2.3", peer.IPAddresses)
+	if len(peer.IPAddresses) != 3 || !peer.IPAddresses[0].Equal(net.ParseIP("10.1.2.3")) || !peer.IPAddresses[1].Equal(net.ParseIP("127.0.0.1")) {
+		t.Errorf("etcd-peer IP SANs %v, want the peer URL's 10.1.2.3 and loopback", peer.IPAddresses)
 	}
 	server := readCert(t, d.Cert(certEtcdServer))
 	if !slices.Contains(server.DNSNames, "cp-1.lan") || !slices.Contains(server.DNSNames, "localhost") {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-const endpoint = "http://10.0.0.1:2379"
+const endpoint = "https://10.0.0.1:2379"
 
 func TestAgentDefaults(t *testing.T) {
 	a, err := loadAgent(t, input{args: []string{"--name=cp-1", "--etcd.endpoints=" + endpoint}})
@@ -27,8 +27,8 @@ func TestAgentDefaults(t *testing.T) {
 			Unit:         "etcd.service",
 			EnvFile:      "/run/nico/etcd.env",
 			DataDir:      "/var/lib/nico/etcd",
-			PeerURL:      "http://127.0.0.1:2380",
-			ClientURL:    "http://127.0.0.1:2379",
+			PeerURL:      "https://127.0.0.1:2380",
+			ClientURL:    "https://127.0.0.1:2379",
 			Endpoints:    []string{endpoint},
 			ClusterToken: "nico",
 			DialTimeout:  5 * time.Second,
@@ -219,12 +219,12 @@ func TestAgentInvalidValues(t *testing.T) {
 		{"NICO_GENERATIONS_HTTPCHECKS", "localhost:80", []string{"generations.httpChecks:", `"localhost:80"`}},
 		{"NICO_ETCD_ENVIRONMENTFILE", "etcd.env", []string{"etcd.environmentFile:", `"etcd.env"`, "absolute path"}},
 		{"NICO_ETCD_DATADIR", "etcd", []string{"etcd.dataDir:", `"etcd"`, "absolute path"}},
-		{"NICO_ETCD_PEERURL", "10.0.0.1:2380", []string{"etcd.peerURL:", `"10.0.0.1:2380"`, "http or https URL"}},
-		{"NICO_ETCD_PEERURL", "http://10.0.0.1", []string{"etcd.peerURL:", "no port", "http or https URL with a host and a port"}},
-		{"NICO_ETCD_PEERURL", "http://10.0.0.1:2380/x", []string{"etcd.peerURL:", "has a path"}},
-		{"NICO_ETCD_PEERURL", "unix:///run/etcd.sock", []string{"etcd.peerURL:", "not http or https"}},
+		{"NICO_ETCD_PEERURL", "10.0.0.1:2380", []string{"etcd.peerURL:", `"10.0.0.1:2380"`, "https URL"}},
+		{"NICO_ETCD_PEERURL", "https://10.0.0.1", []string{"etcd.peerURL:", "no port", "https URL with a host and a port"}},
+		{"NICO_ETCD_PEERURL", "https://10.0.0.1:2380/x", []string{"etcd.peerURL:", "has a path"}},
+		{"NICO_ETCD_PEERURL", "unix:///run/etcd.sock", []string{"etcd.peerURL:", "not https"}},
 		{"NICO_ETCD_CLIENTURL", "http://10.0.0.1:99999", []string{"etcd.clientURL:", `"http://10.0.0.1:99999"`, "1 to 65535"}},
-		{"NICO_ETCD_ENDPOINTS", endpoint + ",ftp://x:1", []string{"etcd.endpoints:", `"ftp://x:1"`, "http or https URL"}},
+		{"NICO_ETCD_ENDPOINTS", endpoint + ",ftp://x:1", []string{"etcd.endpoints:", `"ftp://x:1"`, "https URL"}},
 		{"NICO_ETCD_ENDPOINTS", endpoint + "," + endpoint, []string{"etcd.endpoints:", "listed twice"}},
 		{"NICO_ETCD_BINARY", " ", nil}, // a blank name is a name; exec will report it
 		{"NICO_ETCD_CLUSTERTOKEN", " ", nil},
@@ -287,7 +287,7 @@ func TestAgentFileTypes(t *testing.T) {
 }
 
 func TestAgentUnknownKeys(t *testing.T) {
-	_, err := loadAgent(t, input{args: valid, file: "etcd:\n  peerURLs: http://10.0.0.1:2380\nnmae: cp-1\ncolour: blue\n"})
+	_, err := loadAgent(t, input{args: valid, file: "etcd:\n  peerURLs: https://10.0.0.1:2380\nnmae: cp-1\ncolour: blue\n"})
 	wantErr(t, err,
 		"config: etcd.peerurls: unknown key in ", "did you mean etcd.peerURL?",
 		"config: nmae: unknown key", "did you mean name?",
@@ -298,11 +298,11 @@ func TestAgentUnknownKeys(t *testing.T) {
 }
 
 func TestAgentKeysIgnoreCase(t *testing.T) {
-	a, err := loadAgent(t, input{args: valid, file: "ETCD:\n  PeerUrl: http://10.0.0.9:2380\n"})
+	a, err := loadAgent(t, input{args: valid, file: "ETCD:\n  PeerUrl: https://10.0.0.9:2380\n"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Etcd.PeerURL != "http://10.0.0.9:2380" {
+	if a.Etcd.PeerURL != "https://10.0.0.9:2380" {
 		t.Errorf("PeerURL = %q", a.Etcd.PeerURL)
 	}
 }

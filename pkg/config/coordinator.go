@@ -68,7 +68,7 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 	keys := []key{
 		stringKey("name", &c.Name, hostname(), "this candidate's identity in the leader election, a DNS label; defaults to the short host name", dnsLabel),
 		listKey("etcd.endpoints", &c.Etcd.Endpoints, nil, "client URLs of the etcd cluster (required)",
-			nonEmptyList("list the client URLs of the etcd cluster, e.g. http://10.0.0.1:2379"), each(httpURL("http://10.0.0.1:2379")), noDuplicates),
+			nonEmptyList("list the client URLs of the etcd cluster, e.g. https://10.0.0.1:2379"), each(httpsURL("https://10.0.0.1:2379")), noDuplicates),
 		durationKey("etcd.dialTimeout", &c.Etcd.DialTimeout, 5*time.Second, "how long to wait for an etcd connection", between(0, time.Minute, false)),
 		stringKey("store.prefix", &c.Store.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("coordinator.sessionTTL", &c.SessionTTL, 10*time.Second, "TTL of the leader's election session, in whole seconds", between(2*time.Second, 5*time.Minute, true)),

@@ -38,7 +38,7 @@ func TestCoordinatorFileEnvFlag(t *testing.T) {
 	c, err := loadCoordinator(t, input{
 		file: `
 name: cp-2
-etcd: {endpoints: [http://10.0.0.1:2379, http://10.0.0.2:2379], dialTimeout: 1s}
+etcd: {endpoints: [https://10.0.0.1:2379, https://10.0.0.2:2379], dialTimeout: 1s}
 coordinator:
   sessionTTL: 15s
   learnerStartTimeout: 5m
@@ -68,7 +68,7 @@ func TestCoordinatorInvalidValues(t *testing.T) {
 		wants      []string
 	}{
 		{"NICO_NAME", "CP1", []string{"config: name:", `"CP1"`, "DNS label"}},
-		{"NICO_ETCD_ENDPOINTS", "10.0.0.1:2379", []string{"etcd.endpoints:", `"10.0.0.1:2379"`, "http or https URL"}},
+		{"NICO_ETCD_ENDPOINTS", "10.0.0.1:2379", []string{"etcd.endpoints:", `"10.0.0.1:2379"`, "https URL"}},
 		{"NICO_ETCD_DIALTIMEOUT", "90s", []string{"etcd.dialTimeout:", "1m30s", "at most 1m"}},
 		{"NICO_STORE_PREFIX", "nico", []string{"store.prefix:", `"nico"`, "starts and ends with /"}},
 		{"NICO_COORDINATOR_SESSIONTTL", "1500ms", []string{"coordinator.sessionTTL:", "1.5s", "whole seconds from 2s to 5m"}},

@@ -43,8 +43,8 @@ func ctlKeys(c *Ctl) ([]key, []rule) {
 	output := stringKey("output", &c.Output, "table", "output format: table, json, yaml", oneOf(ctlOutputs...))
 	output.shorthand = "o"
 	return append([]key{
-		listKey("endpoints", &c.Endpoints, []string{"http://127.0.0.1:2379"}, "client URLs of the etcd cluster",
-			nonEmptyList("list the client URLs of the etcd cluster, e.g. http://10.0.0.1:2379"), each(httpURL("http://10.0.0.1:2379")), noDuplicates),
+		listKey("endpoints", &c.Endpoints, []string{"https://127.0.0.1:2379"}, "https client URLs of the etcd cluster",
+			nonEmptyList("list the client URLs of the etcd cluster, e.g. https://10.0.0.1:2379"), each(httpsURL("https://10.0.0.1:2379")), noDuplicates),
 		stringKey("store.prefix", &c.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("timeout", &c.Timeout, 5*time.Second, "how long to wait for the cluster to answer", positive),
 		output,

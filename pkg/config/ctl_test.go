@@ -17,13 +17,13 @@ func TestCtl(t *testing.T) {
 		in   input
 		want Ctl
 	}{
-		{"defaults", input{}, Ctl{Endpoints: []string{"http://127.0.0.1:2379"}, Prefix: "/nico/v1/", Timeout: 5 * time.Second, Output: "table"}},
+		{"defaults", input{}, Ctl{Endpoints: []string{"https://127.0.0.1:2379"}, Prefix: "/nico/v1/", Timeout: 5 * time.Second, Output: "table"}},
 		{"file", input{file: "endpoints: [https://a:2379, https://b:2379]\nstore: {prefix: /x/}\ntimeout: 1m\noutput: yaml\n"},
 			Ctl{Endpoints: []string{"https://a:2379", "https://b:2379"}, Prefix: "/x/", Timeout: time.Minute, Output: "yaml"}},
-		{"env", input{env: map[string]string{"NICO_ENDPOINTS": "http://a:2379,http://b:2379", "NICO_OUTPUT": "json", "NICO_TIMEOUT": "2s"}},
-			Ctl{Endpoints: []string{"http://a:2379", "http://b:2379"}, Prefix: "/nico/v1/", Timeout: 2 * time.Second, Output: "json"}},
-		{"shorthand", input{args: []string{"-o", "json", "--endpoints=http://c:2379"}, env: map[string]string{"NICO_OUTPUT": "yaml"}},
-			Ctl{Endpoints: []string{"http://c:2379"}, Prefix: "/nico/v1/", Timeout: 5 * time.Second, Output: "json"}},
+		{"env", input{env: map[string]string{"NICO_ENDPOINTS": "https://a:2379,https://b:2379", "NICO_OUTPUT": "json", "NICO_TIMEOUT": "2s"}},
+			Ctl{Endpoints: []string{"https://a:2379", "https://b:2379"}, Prefix: "/nico/v1/", Timeout: 2 * time.Second, Output: "json"}},
+		{"shorthand", input{args: []string{"-o", "json", "--endpoints=https://c:2379"}, env: map[string]string{"NICO_OUTPUT": "yaml"}},
+			Ctl{Endpoints: []string{"https://c:2379"}, Prefix: "/nico/v1/", Timeout: 5 * time.Second, Output: "json"}},
 	}
 	for _, tt := range tests {
 		tt.want.TLS = rootTLS
@@ -46,7 +46,7 @@ func TestCtlInvalidValues(t *testing.T) {
 		wants      []string
 	}{
 		{"NICO_ENDPOINTS", ",", []string{"config: endpoints: [] is not accepted"}},
-		{"NICO_ENDPOINTS", "localhost:2379", []string{"endpoints:", `"localhost:2379"`, "http or https URL"}},
+		{"NICO_ENDPOINTS", "localhost:2379", []string{"endpoints:", `"localhost:2379"`, "https URL"}},
 		{"NICO_STORE_PREFIX", "x", []string{"store.prefix:", `"x"`, "starts and ends with /"}},
 		{"NICO_TIMEOUT", "0s", []string{"timeout:", "0s", "above 0"}},
 		{"NICO_OUTPUT", "wide", []string{"output:", `"wide"`, "table, json, yaml"}},

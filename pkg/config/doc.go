@@ -5,9 +5,9 @@
 // Each program has one table of keys (agent.go, coordinator.go, ctl.go).
 // Every key, say "etcd.peerURL", is at once
 //
-//	a flag             --etcd.peerURL=http://10.0.0.1:2380
-//	an env variable    NICO_ETCD_PEERURL=http://10.0.0.1:2380
-//	a YAML path        etcd: {peerURL: http://10.0.0.1:2380}
+//	a flag             --etcd.peerURL=https://10.0.0.1:2380
+//	an env variable    NICO_ETCD_PEERURL=https://10.0.0.1:2380
+//	a YAML path        etcd: {peerURL: https://10.0.0.1:2380}
 //
 // and a value set by a flag wins over the environment, which wins over the
 // file, which wins over the default. The file is named by --config or

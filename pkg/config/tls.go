@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 // DefaultPKIDir is where a machine keeps its certificates and keys
@@ -75,7 +76,10 @@ var errPlainHTTP = errors.New("etcd runs with mutual TLS only")
 func httpsURL(example string) func(string) error {
 	return func(v string) error {
 		reason := urlProblem(v)
-		if reason == "" && len(v) >= 7 && v[:7] == "http://" {
+		switch {
+		case reason == "the scheme is not http or https":
+			reason = "the scheme is not https"
+		case reason == "" && strings.HasPrefix(v, "http://"):
 			reason = "the scheme is http, and " + errPlainHTTP.Error()
 		}
 		if reason != "" {

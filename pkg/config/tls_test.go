@@ -59,6 +59,18 @@ func coordinatorErr(t *testing.T, in input) error {
 	return err
 }
 
+func bootstrapAgentErr(t *testing.T, in input) error {
+	in.args = append(in.args, "--name=cp-1", "--bootstrap")
+	_, err := loadAgent(t, in)
+	return err
+}
+
+func namedCoordinatorErr(t *testing.T, in input) error {
+	in.args = append(in.args, "--name=cp-1")
+	_, err := loadCoordinator(t, in)
+	return err
+}
+
 func ctlErr(t *testing.T, in input) error {
 	_, err := loadCtl(t, in)
 	return err
@@ -75,12 +87,47 @@ func TestHTTPSURL(t *testing.T) {
 	}
 	tests := []struct{ v, reason string }{
 		{"http://10.0.0.1:2379", "the scheme is http, and etcd runs with mutual TLS only"},
-		{"ftp://10.0.0.1:2379", "not http or https"},
+		{"ftp://10.0.0.1:2379", "not https"},
 		{"https://10.0.0.1", "no port"},
 		{"10.0.0.1:2379", "does not parse"},
 	}
 	for _, tt := range tests {
 		err := check(tt.v)
 		wantErr(t, err, `"`+tt.v+`" is not accepted`, tt.reason, "use an https URL", "https://10.0.0.1:2379")
+	}
+}
+
+// TestPlainHTTPRefused: every etcd URL key refuses http, naming the key,
+// the value and that an https URL is accepted.
+func TestPlainHTTPRefused(t *testing.T) {
+	const why = "the scheme is http, and etcd runs with mutual TLS only; use an https URL"
+	tests := []struct {
+		key  string
+		load func(*testing.T, input) error
+		env  map[string]string
+	}{
+		{"etcd.peerURL", agentErr, map[string]string{"NICO_ETCD_PEERURL": "http://10.0.0.1:2380"}},
+		{"etcd.clientURL", agentErr, map[string]string{"NICO_ETCD_CLIENTURL": "http://10.0.0.1:2379"}},
+		{"etcd.endpoints", bootstrapAgentErr, map[string]string{"NICO_ETCD_ENDPOINTS": "https://10.0.0.2:2379,http://10.0.0.1:2379"}},
+		{"etcd.endpoints", namedCoordinatorErr, map[string]string{"NICO_ETCD_ENDPOINTS": "http://10.0.0.1:2379"}},
+		{"endpoints", ctlErr, map[string]string{"NICO_ENDPOINTS": "http://10.0.0.1:2379"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key, func(t *testing.T) {
+			err := tt.load(t, input{env: tt.env})
+			wantErr(t, err, "config: "+tt.key+": ", `"http://10.0.0.1:23`, why)
+			if keys := keyErrors(err); len(keys) != 1 || keys[0] != tt.key {
+				t.Errorf("errors on keys %q, want exactly %s", keys, tt.key)
+			}
+		})
+	}
+	// The defaults are https.
+	a, err := loadAgent(t, input{args: valid})
+	if err != nil || a.Etcd.PeerURL != "https://127.0.0.1:2380" || a.Etcd.ClientURL != "https://127.0.0.1:2379" {
+		t.Errorf("agent defaults %q %q, %v", a.Etcd.PeerURL, a.Etcd.ClientURL, err)
+	}
+	c, err := loadCtl(t, input{})
+	if err != nil || c.Endpoints[0] != "https://127.0.0.1:2379" {
+		t.Errorf("nicoctl default endpoints %q, %v", c.Endpoints, err)
 	}
 }

@@ -260,12 +260,12 @@ func rowsByName(out string) map[string][]string {
 }
 
 func TestUnreachable(t *testing.T) {
-	eps := []string{"http://127.0.0.1:1"}
+	eps := []string{"https://127.0.0.1:1"}
 	for _, args := range [][]string{
 		{"get", "members"}, {"get", "nodes"}, {"get", "ops"}, {"get", "ops", "x"}, {"status"}, {"remove", "node", "cp-1"},
 	} {
 		r := run(t, eps, append(args, "--timeout", "500ms")...)
-		r.want(t, ExitUsage, nil, []string{"cannot reach etcd at http://127.0.0.1:1"})
+		r.want(t, ExitUsage, nil, []string{"cannot reach etcd at https://127.0.0.1:1"})
 	}
 }
 

@@ -19,7 +19,7 @@ func TestRemoveRefusedLocally(t *testing.T) {
 		c := etcdtest.Start(t, 1)
 		st := newStore(t, c)
 		registerNode(t, st, "cp-1", c.Members[0])
-		registerNode(t, st, "cp-2", &etcdtest.Member{PeerURL: "http://127.0.0.1:9", ClientURL: "http://127.0.0.1:9"})
+		registerNode(t, st, "cp-2", &etcdtest.Member{PeerURL: "https://127.0.0.1:9", ClientURL: "https://127.0.0.1:9"})
 		run(t, c.Endpoints(), "remove", "node", "cp-7").want(t, ExitNotFound, nil, []string{"no node named cp-7; known nodes: cp-1, cp-2"})
 		// The last voting member is refused, with or without --force, and
 		// nothing is filed.

@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homystack/nico/pkg/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // proc is one process the demo started.
@@ -31,6 +31,7 @@ type demo struct {
 	keep  bool
 	procs []*proc
 	nodes []string // node name -> index+11 is its loopback address
+	token string   // the join token file (tls.go)
 }
 
 func newDemo(bin string, keep bool) (*demo, error) {
@@ -48,8 +49,8 @@ func newDemo(bin string, keep bool) (*demo, error) {
 
 // Node i listens on its own loopback address, 127.0.0.(10+i).
 func host(i int) string           { return fmt.Sprintf("127.0.0.%d", 10+i) }
-func clientURL(i int) string      { return "http://" + host(i) + ":2379" }
-func peerURL(i int) string        { return "http://" + host(i) + ":2380" }
+func clientURL(i int) string      { return "https://" + host(i) + ":2379" }
+func peerURL(i int) string        { return "https://" + host(i) + ":2380" }
 func nodeName(i int) string       { return fmt.Sprintf("cp-%d", i) }
 func (d *demo) endpoints() string { return strings.Join(d.allClientURLs(), ",") }
 
@@ -62,13 +63,16 @@ func (d *demo) allClientURLs() []string {
 }
 
 func (d *demo) run(ctx context.Context) error {
-	say("nico demo: five control-plane agents on loopback, working dir %s", d.dir)
+	say("nico demo: five control-plane agents on loopback, mutual TLS everywhere, working dir %s", d.dir)
+	if err := d.writeToken(); err != nil {
+		return err
+	}
 
-	step("1. bootstrap cp-1 and start a coordinator candidate on it")
+	step("1. bootstrap cp-1 (it makes the cluster CA) and start a coordinator candidate on it")
 	if err := d.agent(1, true); err != nil {
 		return err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: d.allClientURLs(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := d.client(ctx)
 	if err != nil {
 		return err
 	}
@@ -81,7 +85,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 	d.ctl(ctx, "get", "members")
 
-	step("2. start cp-2 .. cp-5 at once; the coordinator adds them one learner at a time")
+	step("2. start cp-2 .. cp-5 at once, holding only the join token; each gets its certificates from cp-1's join endpoint, then the coordinator adds them one learner at a time")
 	for i := 2; i <= 5; i++ {
 		if err := d.agent(i, false); err != nil {
 			return err
@@ -91,6 +95,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	for i := 2; i <= 3; i++ {
+		if err := waitCert(ctx, d.pkiDir(i), pki.CoordinatorLeaf); err != nil {
+			return err
+		}
 		if err := d.coordinator(i); err != nil {
 			return err
 		}
@@ -172,23 +179,27 @@ func (d *demo) agent(i int, bootstrap bool) error {
 		"--etcd.clientURL", clientURL(i),
 		"--heartbeat.ttl", "5s",
 		"--join.retryInterval", "500ms",
+		"--tokenFile", d.token,
+		"--join.listen", host(i) + ":7950",
+		"--gossip.bind", host(i),
 	}
 	args = append(args, d.applierArgs()...)
 	if bootstrap {
 		args = append(args, "--bootstrap")
 	} else {
-		args = append(args, "--etcd.endpoints", clientURL(1))
+		args = append(args, "--etcd.endpoints", clientURL(1), "--join.endpoints", host(1)+":7950", "--gossip.seeds", host(1))
 	}
 	return d.spawn("agent-"+name, filepath.Join(d.bin, "nico-agent"), args...)
 }
 
 func (d *demo) coordinator(i int) error {
-	return d.spawn("coordinator-"+nodeName(i), filepath.Join(d.bin, "nico-coordinator"),
+	args := append([]string{
 		"--name", nodeName(i),
 		"--etcd.endpoints", d.endpoints(),
 		"--coordinator.sessionTTL", "5s",
 		"--coordinator.resyncInterval", "250ms",
-	)
+	}, d.tlsArgs(i, pki.CoordinatorLeaf)...)
+	return d.spawn("coordinator-"+nodeName(i), filepath.Join(d.bin, "nico-coordinator"), args...)
 }
 
 func (d *demo) spawn(name, path string, args ...string) error {
@@ -244,6 +255,7 @@ func (d *demo) ctl(ctx context.Context, args ...string) {
 
 func (d *demo) ctlMust(ctx context.Context, args ...string) error {
 	full := append(slices.Clone(args), "--endpoints", d.endpoints())
+	full = append(full, d.tlsArgs(1, pki.RootLeaf)...)
 	fmt.Printf("\n$ nicoctl %s\n", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, filepath.Join(d.bin, "nicoctl"), full...)
 	var out bytes.Buffer

@@ -19,6 +19,7 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/sdnotify"
 	"github.com/spf13/pflag"
 )
@@ -138,6 +139,7 @@ func agentConfig(cfg config.Agent) agent.Config {
 		HeartbeatTTL:  cfg.Heartbeat.TTL,
 		RetryInterval: cfg.Join.RetryInterval,
 		Version:       Version,
+		PKI:           agent.PKIConfig{Dir: pki.Dir(cfg.PKI.Dir), CACertFile: cfg.PKI.CACertFile, CAKeyFile: cfg.PKI.CAKeyFile},
 	}
 }
 

@@ -12,8 +12,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 		want []string
 	}{
 		{[]string{}, []string{"etcd.endpoints"}},
-		{[]string{"--etcd.endpoints", "http://127.0.0.1:2379", "--coordinator.sessionTTL", "1500ms"}, []string{"coordinator.sessionTTL", "1.5s"}},
-		{[]string{"--etcd.endpoints", "http://127.0.0.1:2379", "--coordinator.healthTimeout", "1m"}, []string{"coordinator.healthTimeout", "1m"}},
+		{[]string{"--etcd.endpoints", "https://127.0.0.1:2379", "--coordinator.sessionTTL", "1500ms"}, []string{"coordinator.sessionTTL", "1.5s"}},
+		{[]string{"--etcd.endpoints", "https://127.0.0.1:2379", "--coordinator.healthTimeout", "1m"}, []string{"coordinator.healthTimeout", "1m"}},
 		{[]string{"--etcd.endpoints", "ftp://x:1"}, []string{"etcd.endpoints", "ftp://x:1"}},
 	}
 	for _, tt := range tests {
