@@ -63,8 +63,7 @@ func TestRenewalWithoutRestart(t *testing.T) {
 	runtimes := map[string]func() member.Runtime{
 		"embedded": func() member.Runtime { return member.NewEmbedded(member.WithTimings(testTick, testElection)) },
 	}
-	if bins := etcdtest.Binaries(t); len(bins) > 0 {
-		bin := bins[len(bins)-1]
+	for _, bin := range etcdtest.Binaries(t) {
 		runtimes["exec-etcd-"+bin.Version] = func() member.Runtime {
 			return member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
 		}

@@ -10,7 +10,8 @@ import (
 // ClientTLS is the tls.Config of a client that trusts the CAs in caFile and
 // presents the key pair in certFile/keyFile. The pair is read from disk on
 // every handshake, so a renewed certificate is used without a restart; it is
-// read once here too, so a missing or broken pair fails now.
+// read once here too, so a missing or broken pair fails now. caFile is read
+// once, here: a changed trust bundle needs a new Config (docs/security.md).
 func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	pool, err := LoadPool(caFile)
 	if err != nil {
