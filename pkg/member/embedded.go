@@ -7,10 +7,12 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
 )
 
 // Embedded runs the member inside this process with server/v3/embed. etcd's
@@ -32,6 +34,21 @@ type embeddedRun struct {
 	err      error
 	removed  atomic.Bool // etcd logged that this member was removed
 	quiet    atomic.Bool // shutting down: etcd's log goes to debug
+
+	grpcMu sync.Mutex
+	grpcs  []*grpc.Server // etcd's client gRPC servers (ServiceRegister)
+}
+
+// stopGRPC stops etcd's client gRPC servers at once, cancelling every
+// stream: embed.Etcd.Close first waits for the HTTP server of a shared TLS
+// port to drain, which long-lived streams keep busy while the stopping
+// etcd server closes its backend under them.
+func (r *embeddedRun) stopGRPC() {
+	r.grpcMu.Lock()
+	defer r.grpcMu.Unlock()
+	for _, gs := range r.grpcs {
+		gs.Stop()
+	}
 }
 
 // NewEmbedded returns an idle embedded runtime; it starts no goroutines.
@@ -144,15 +161,36 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 // records why it exited.
 func (r *embeddedRun) watch(e *embed.Etcd, cfg Config) {
 	var cause error
-	select {
-	case <-r.stopc:
-	case <-e.Server.StopNotify():
-		cause = errors.New("etcd server stopped")
-	case lerr := <-e.Err():
-		cause = fmt.Errorf("listener failed: %w", lerr)
+	// etcd stops itself when removed (at once when a peer says so, 1 s
+	// after it applies its own removal otherwise), closing its backend
+	// while its gRPC server still runs; with auth on, a lease keep-alive
+	// then reads the closed backend and panics the process (etcd v3.7.3,
+	// checkLeaseRenew). Closing as soon as the server starts stopping, or
+	// the member is out of its own membership, stops gRPC first.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case <-r.stopc:
+			break wait
+		case <-e.Server.StoppingNotify():
+			cause = errors.New("etcd server stopped")
+			break wait
+		case lerr := <-e.Err():
+			cause = fmt.Errorf("listener failed: %w", lerr)
+			break wait
+		case <-tick.C:
+			if !e.Server.IsMemberExist(e.Server.MemberID()) {
+				r.removed.Store(true)
+				cause = errors.New("removed from the cluster")
+				break wait
+			}
+		}
 	}
 	removed := r.wasRemoved(e)
 	r.quiet.Store(true)
+	r.stopGRPC()
 	e.Close()
 	switch {
 	case removed:
@@ -192,6 +230,11 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 		return nil, fmt.Errorf("parse Config.ClientURL: %w", err)
 	}
 	ec := embed.NewConfig()
+	ec.ServiceRegister = func(gs *grpc.Server) {
+		r.grpcMu.Lock()
+		defer r.grpcMu.Unlock()
+		r.grpcs = append(r.grpcs, gs)
+	}
 	ec.Name = cfg.Name
 	ec.Dir = cfg.DataDir
 	ec.ListenPeerUrls = []url.URL{*pu}
