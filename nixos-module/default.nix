@@ -186,9 +186,9 @@ in
       default = { };
       example = literalExpression ''
         {
-          etcd.peerURL = "http://10.0.0.1:2380";
-          etcd.clientURL = "http://10.0.0.1:2379";
-          etcd.endpoints = [ "http://10.0.0.2:2379" ];
+          etcd.peerURL = "https://10.0.0.1:2380";
+          etcd.clientURL = "https://10.0.0.1:2379";
+          etcd.endpoints = [ "https://10.0.0.2:2379" ];
           log.level = "debug";
         }
       '';
@@ -208,14 +208,14 @@ in
           };
           etcd.peerURL = mkOption {
             type = types.strMatching "https?://[^/]+:[0-9]+";
-            default = "http://127.0.0.1:2380";
-            example = "http://10.0.0.1:2380";
+            default = "https://127.0.0.1:2380";
+            example = "https://10.0.0.1:2380";
             description = "URL on which this host's etcd member talks to its peers (listened on and advertised).";
           };
           etcd.clientURL = mkOption {
             type = types.strMatching "https?://[^/]+:[0-9]+";
-            default = "http://127.0.0.1:2379";
-            example = "http://10.0.0.1:2379";
+            default = "https://127.0.0.1:2379";
+            example = "https://10.0.0.1:2379";
             description = "URL on which this host's etcd member serves clients (advertised; etcd also listens on 127.0.0.1:2379).";
           };
           etcd.endpoints = mkOption {
@@ -368,8 +368,12 @@ in
           message = "services.nico.settings.pki.caCertFile and pki.caKeyFile go together: give both (a CA of your own) or neither (the bootstrap host makes one).";
         }
         {
-          assertion = isControlPlane -> isHttps st.etcd.clientURL == isHttps st.etcd.peerURL;
-          message = "services.nico.settings.etcd.clientURL (${st.etcd.clientURL}) and etcd.peerURL (${st.etcd.peerURL}) must both be https (etcd with mutual TLS) or both http: the agent gives etcd its client and peer certificates together.";
+          assertion = isControlPlane -> isHttps st.etcd.clientURL && isHttps st.etcd.peerURL;
+          message = "services.nico.settings.etcd.clientURL (${st.etcd.clientURL}) and etcd.peerURL (${st.etcd.peerURL}) must both be https: etcd runs with mutual TLS only, and nico-agent refuses an http URL.";
+        }
+        {
+          assertion = lib.all isHttps st.etcd.endpoints;
+          message = "services.nico.settings.etcd.endpoints (${lib.concatStringsSep ", " st.etcd.endpoints}) must all be https: etcd runs with mutual TLS only, and nico-agent refuses an http URL.";
         }
         {
           assertion = st.generations.applier == "exec" -> st.generations.command != [ ];

@@ -5,12 +5,12 @@
 
 let
   # A test token; on real hosts it is a secret outside the store.
-  token = { environment.etc."nico-token".text = "nico-vm-test-token"; };
+  token = { environment.etc."nico-token".text = "vmtest.0123456789abcdef"; };
 
   # etcd's URLs. The scripts reach etcd through etcdctl and nicoctl with
   # the ETCDCTL_* and NICO_* variables the module sets, so they need no
   # change when etcd runs with TLS (https, the agent's certificates).
-  scheme = "http";
+  scheme = "https";
 in
 {
   controlPlane = { bootstrap ? false }: { config, nodes, pkgs, ... }: {

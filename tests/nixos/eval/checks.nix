@@ -25,8 +25,8 @@ let
       roles = [ "controlPlane" ];
       bootstrap = true;
       openFirewall = true;
-      settings.etcd.peerURL = "http://10.0.0.1:2380";
-      settings.etcd.clientURL = "http://10.0.0.1:2379";
+      settings.etcd.peerURL = "https://10.0.0.1:2380";
+      settings.etcd.clientURL = "https://10.0.0.1:2379";
     };
   }];
   cp1Agent = cp1.systemd.services.nico-agent.serviceConfig;
@@ -40,7 +40,7 @@ let
       enable = true;
       seeds = [ "10.0.0.1" "10.0.0.2:7946" ];
       tokenFile = "/run/keys/nico-token";
-      settings.etcd.endpoints = [ "http://10.0.0.1:2379" ];
+      settings.etcd.endpoints = [ "https://10.0.0.1:2379" ];
     };
   }];
 
@@ -118,8 +118,8 @@ let
         bootstrap = true;
         dataDir = "/var/lib/nico";
         etcd = {
-          peerURL = "http://10.0.0.1:2380";
-          clientURL = "http://10.0.0.1:2379";
+          peerURL = "https://10.0.0.1:2380";
+          clientURL = "https://10.0.0.1:2379";
           endpoints = [ ];
           clusterToken = "nico";
           runtime = "systemd";
@@ -140,15 +140,15 @@ let
     "etcd keeps nixpkgs' unit (notify, etcd user)" =
       cp1Etcd.serviceConfig.Type == "notify" && cp1Etcd.serviceConfig.User == "etcd";
     "etcd URLs from the settings, loopback client URL kept" =
-      cp1.services.etcd.listenPeerUrls == [ "http://10.0.0.1:2380" ]
-      && cp1.services.etcd.listenClientUrls == [ "http://10.0.0.1:2379" "http://127.0.0.1:2379" ]
-      && cp1.services.etcd.advertiseClientUrls == [ "http://10.0.0.1:2379" ]
+      cp1.services.etcd.listenPeerUrls == [ "https://10.0.0.1:2380" ]
+      && cp1.services.etcd.listenClientUrls == [ "https://10.0.0.1:2379" "https://127.0.0.1:2379" ]
+      && cp1.services.etcd.advertiseClientUrls == [ "https://10.0.0.1:2379" ]
       && cp1.services.etcd.name == "cp-1" && cp1.services.etcd.initialClusterToken == "nico";
     "etcd data dir recreated for the etcd user before start" =
-      cp1Etcd.serviceConfig.ExecStartPre == [ "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd /var/lib/etcd" ];
+      lib.elem "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd /var/lib/etcd" cp1Etcd.serviceConfig.ExecStartPre;
     "coordinator on the control plane, on the local client URL" =
       cp1.systemd.services ? nico-coordinator
-      && cp1.services.nico.coordinator.settings.etcd.endpoints == [ "http://10.0.0.1:2379" ]
+      && cp1.services.nico.coordinator.settings.etcd.endpoints == [ "https://10.0.0.1:2379" ]
       && cp1.systemd.services.nico-coordinator.serviceConfig.ExecStart
         == "${pkgs.nico}/bin/nico-coordinator --config ${cp1.environment.etc."nico/coordinator.yaml".source}";
     "firewall: gossip, etcd peer and client ports, join endpoint" =
@@ -202,7 +202,8 @@ let
       (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "https://10.0.0.1:2379"; }; }).services.etcd.certFile
         == "/var/lib/nico/pki/etcd-server.crt";
     "nicoctl and etcdctl in a shell: the local member; with TLS root's certificate from pki.dir" =
-      cp1.environment.variables == { NICO_ENDPOINTS = "http://127.0.0.1:2379"; ETCDCTL_ENDPOINTS = "http://127.0.0.1:2379"; }
+      cp1.environment.variables.NICO_ENDPOINTS == "https://127.0.0.1:2379"
+      && cp1.environment.variables.ETCDCTL_CERT == "/var/lib/nico/pki/root.crt"
       && tls.environment.variables == {
         NICO_ENDPOINTS = "https://127.0.0.1:2379";
         NICO_TLS_CAFILE = "/var/lib/nico-pki/ca.crt";
@@ -230,11 +231,11 @@ let
           keyFile = "/run/credentials/nico-coordinator.service/coordinator.key";
         };
       };
-    "plain http: no TLS files, no credentials, no client cert auth" =
-      cp1.services.etcd.certFile == null && cp1.services.etcd.peerCertFile == null && !cp1.services.etcd.clientCertAuth
-      && !(cp1Etcd.serviceConfig ? RuntimeDirectory) && !(cp1Etcd.serviceConfig ? BindReadOnlyPaths)
-      && !(cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential)
-      && !((coordYaml cp1) ? tls);
+    "TLS by default: the default pki.dir's files, client cert auth, coordinator credentials" =
+      cp1.services.etcd.certFile == "/var/lib/nico/pki/etcd-server.crt" && cp1.services.etcd.clientCertAuth
+      && cp1Etcd.serviceConfig.BindReadOnlyPaths == [ "/run/etcd-pki:/var/lib/nico/pki" ]
+      && cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential
+      && (coordYaml cp1) ? tls;
     "gossip: a port given as a string, advertise and profile rendered" =
       tls.services.nico.settings.gossip == { port = 7000; advertise = "10.0.0.1"; profile = "wan"; };
     "firewall: the join port from join.listen, the gossip port from settings" =
@@ -284,8 +285,8 @@ let
     "assertion: CA certificate without its key" =
       anyContains "pki.caCertFile and pki.caKeyFile go together"
         (failedAssertions (cpWith { settings.pki.caCertFile = "/etc/ca.crt"; }));
-    "assertion: one etcd URL https, the other http" =
-      anyContains "must both be https (etcd with mutual TLS) or both http"
+    "assertion: an http etcd URL" =
+      anyContains "must both be https: etcd runs with mutual TLS only"
         (failedAssertions (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "http://10.0.0.1:2379"; }; }));
     "assertion: exec applier without a command" =
       anyContains "generations.command is empty"
@@ -293,7 +294,10 @@ let
     "assertion: storage pools without the hypervisor role" =
       anyContains "storagePools is set but services.nico.roles does not include \"hypervisor\""
         (failedAssertions (cpWith { hypervisor.storagePools.default = "/var/lib/libvirt/images"; }));
-    "every assertion has a check that makes it fire" = lib.length cp1.assertions == 10;
+    "assertion: an http etcd endpoint" =
+      anyContains "endpoints (http://10.0.0.2:2379) must all be https"
+        (failedAssertions (cpWith { settings.etcd.endpoints = [ "http://10.0.0.2:2379" ]; }));
+    "every assertion has a check that makes it fire" = lib.length cp1.assertions == 11;
 
     "type error: unknown role" =
       evalFails (_: (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "master" ]; }; }]).services.nico.roles);

@@ -83,10 +83,10 @@ in
     services.etcd = {
       enable = mkOption { type = types.bool; default = false; };
       name = mkOption { type = types.str; default = "nixos"; };
-      advertiseClientUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2379" ]; };
-      listenClientUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2379" ]; };
-      listenPeerUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2380" ]; };
-      initialAdvertisePeerUrls = mkOption { type = types.listOf types.str; default = [ "http://127.0.0.1:2380" ]; };
+      advertiseClientUrls = mkOption { type = types.listOf types.str; default = [ "https://127.0.0.1:2379" ]; };
+      listenClientUrls = mkOption { type = types.listOf types.str; default = [ "https://127.0.0.1:2379" ]; };
+      listenPeerUrls = mkOption { type = types.listOf types.str; default = [ "https://127.0.0.1:2380" ]; };
+      initialAdvertisePeerUrls = mkOption { type = types.listOf types.str; default = [ "https://127.0.0.1:2380" ]; };
       initialCluster = mkOption { type = types.listOf types.str; default = [ ]; };
       initialClusterState = mkOption { type = types.enum [ "new" "existing" ]; default = "new"; };
       initialClusterToken = mkOption { type = types.str; default = "etcd-cluster"; };

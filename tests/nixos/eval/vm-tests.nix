@@ -80,7 +80,7 @@ let
       hv.services.nico.roles == [ "controlPlane" "hypervisor" ] && hv.virtualisation.libvirtd.enable
       && hv.systemd.services ? nico-libvirt-pools && hv.virtualisation.memorySize == 2048;
     "control-plane nodes give the scripts' etcdctl and nicoctl the local member" =
-      lib.all (cfg: cfg.environment.variables.ETCDCTL_ENDPOINTS == "http://127.0.0.1:2379" && cfg.environment.variables.NICO_ENDPOINTS == "http://127.0.0.1:2379")
+      lib.all (cfg: cfg.environment.variables.ETCDCTL_ENDPOINTS == "https://127.0.0.1:2379" && cfg.environment.variables.NICO_ENDPOINTS == "https://127.0.0.1:2379")
         (lib.filter (cfg: lib.elem "controlPlane" cfg.services.nico.roles) (lib.attrValues withNico));
     "control-plane nodes open etcd and the join port" =
       lib.all (cfg: lib.all (p: lib.elem p cfg.networking.firewall.allowedTCPPorts) [ 2379 2380 7950 7946 ])
