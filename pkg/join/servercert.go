@@ -12,7 +12,7 @@ import (
 // ServerCert issues, with the cluster CA, the join endpoint's TLS
 // certificate for hosts (addresses or names), kept in memory only.
 func ServerCert(ca *pki.CA, name string, hosts []string, now time.Time) (tls.Certificate, error) {
-	req := pki.Request{CommonName: "join:" + name, Usage: pki.UsageServer, Validity: 30 * 24 * time.Hour}
+	req := pki.Request{CommonName: "join:" + name, Usage: pki.UsageServer} // 1 year (pki.DefaultValidity), issued anew at each start
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
 			req.IPs = append(req.IPs, ip)
