@@ -24,9 +24,11 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdclient"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/placement"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/homystack/nico/pkg/token"
 )
 
 // The cluster and the guests live on the isolated libvirt network "nico".
@@ -44,10 +46,11 @@ const networkXML = `<network>
   </ip>
 </network>`
 
-// TestGuestJoins: a MachinePool scaled from 0 to 1 gets a VM on the
-// hypervisor host, the VM boots, reads its name, roles, the mesh's seeds
-// and the token from SMBIOS, learns the etcd endpoints through gossip (so
-// the token is what lets it in) and registers its node; scaled back to 0,
+// TestGuestJoins: on a cluster with mutual TLS, a MachinePool scaled from 0
+// to 1 gets a VM on the hypervisor host, the VM boots, reads its name,
+// roles, the mesh's seeds and the join token from SMBIOS, gets its
+// certificate from the join endpoint on the seed's host with the token
+// alone, learns the etcd endpoints through gossip and registers its node; scaled back to 0,
 // the node leaves and the domain goes. Three runs; the time from the
 // scale-up to the node registered is reported with its median. Then
 // libvirtd is restarted while a guest boots (lostConnection).
@@ -73,17 +76,31 @@ func TestGuestJoins(t *testing.T) {
 	guestDir := filepath.Join(w, "guest")
 	must(t, os.MkdirAll(guestDir, 0o755))
 	kernel, initrd := buildGuest(t, guestDir, filepath.Join(w, "guest-agent"))
-	token := filepath.Join(w, "token")
-	must(t, os.WriteFile(token, []byte(fmt.Sprintf("e2evm-%d\n", time.Now().UnixNano())), 0o600))
+	// The cluster's first join token: the bootstrap machine serves the join
+	// endpoint with it, and hands it to its VMs.
+	tok, err := token.Generate()
+	must(t, err)
+	tokenPath := filepath.Join(w, "token")
+	must(t, os.WriteFile(tokenPath, []byte(tok.Reveal()+"\n"), 0o600))
 
 	// The cluster: one agent bootstraps etcd and is the hypervisor host, a
 	// coordinator places machines.
 	hvArgs := []string{"--name", "hv-1", "--roles", "controlPlane,hypervisor", "--bootstrap", "--dataDir", filepath.Join(w, "hv-1"),
-		"--etcd.peerURL", "http://" + hostIP + ":2380", "--etcd.clientURL", "http://" + hostIP + ":2379",
-		"--tokenFile", token, "--gossip.bind", hostIP,
+		"--etcd.peerURL", "https://" + hostIP + ":2380", "--etcd.clientURL", "https://" + hostIP + ":2379",
+		"--tokenFile", tokenPath, "--gossip.bind", hostIP, "--join.listen", hostIP + ":7950",
 		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s"}
 	stopHV := start(t, w, "hv-1", filepath.Join(w, "nico-agent"), hvArgs...)
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + hostIP + ":2379"}, DialTimeout: 5 * time.Second})
+	// The test reads the store as root, from hv-1's pki.dir.
+	pkiDir := pki.Dir(filepath.Join(w, "hv-1", "pki"))
+	eps := []string{"https://" + hostIP + ":2379"}
+	waitFor(t, ctx, 2*time.Minute, "hv-1's root and coordinator certificates", func() (bool, string) {
+		_, err1 := os.Stat(pkiDir.Cert(pki.RootLeaf))
+		_, err2 := os.Stat(pkiDir.Cert(pki.CoordinatorLeaf))
+		return err1 == nil && err2 == nil, fmt.Sprint(err1, err2)
+	})
+	tlsCfg, err := etcdclient.Files{CA: pkiDir.CACert(), Cert: pkiDir.Cert(pki.RootLeaf), Key: pkiDir.Key(pki.RootLeaf)}.Load(eps)
+	must(t, err)
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg})
 	must(t, err)
 	defer cli.Close()
 	st, err := store.New(cli, store.DefaultPrefix)
@@ -96,7 +113,8 @@ func TestGuestJoins(t *testing.T) {
 		return slices.Contains(hv.Status.Networks, network) && slices.Contains(hv.Status.Images, "default/base.qcow2"), fmt.Sprintf("%+v", hv.Status)
 	})
 	start(t, w, "c-1", filepath.Join(w, "nico-coordinator"),
-		"--name", "c-1", "--etcd.endpoints", "http://"+hostIP+":2379", "--coordinator.resyncInterval", "500ms")
+		"--name", "c-1", "--etcd.endpoints", eps[0], "--coordinator.resyncInterval", "500ms",
+		"--tls.caFile", pkiDir.CACert(), "--tls.certFile", pkiDir.Cert(pki.CoordinatorLeaf), "--tls.keyFile", pkiDir.Key(pki.CoordinatorLeaf))
 
 	runs := 3
 	if n, err := strconv.Atoi(os.Getenv("NICO_E2EVM_RUNS")); err == nil && n > 0 {
@@ -121,14 +139,16 @@ func TestGuestJoins(t *testing.T) {
 
 	// The host restarted, handing its VMs a token that is not the cluster's.
 	stopHV()
+	wrong, err := token.Generate() // well formed, but no token of this cluster
+	must(t, err)
 	bad := filepath.Join(w, "wrong-token")
-	must(t, os.WriteFile(bad, []byte("not-this-cluster\n"), 0o600))
+	must(t, os.WriteFile(bad, []byte(wrong.Reveal()+"\n"), 0o600))
 	start(t, w, "hv-1-wrong-token", filepath.Join(w, "nico-agent"), append(hvArgs, "--hypervisor.guestTokenFile", bad)...)
 	wrongToken(t, ctx, st, w, kernel, initrd)
 }
 
 // wrongToken: a guest handed a token that is not the cluster's is refused
-// by the mesh (the host logs the rejected key) and never registers.
+// by the join endpoint (the host logs the refusal) and never registers.
 func wrongToken(t *testing.T, ctx context.Context, st *store.Store, w, kernel, initrd string) {
 	t.Helper()
 	const pool = "vmbad"
@@ -136,10 +156,10 @@ func wrongToken(t *testing.T, ctx context.Context, st *store.Store, w, kernel, i
 	putPool(t, ctx, st, pool, kernel, initrd)
 	scale(t, ctx, st, pool, 1)
 	logPath := filepath.Join(w, "hv-1-wrong-token.log")
-	waitFor(t, ctx, 10*time.Minute, "the mesh to reject "+name+"'s key", func() (bool, string) {
+	waitFor(t, ctx, 10*time.Minute, "the join endpoint to refuse "+name+"'s token", func() (bool, string) {
 		b, _ := os.ReadFile(logPath)
 		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, "different key rejected") && strings.Contains(l, "from=10.77.0.") {
+			if strings.Contains(l, "join refused") && strings.Contains(l, "source=10.77.0.") {
 				return true, ""
 			}
 		}
@@ -152,7 +172,7 @@ func wrongToken(t *testing.T, ctx context.Context, st *store.Store, w, kernel, i
 	if err := st.Get(ctx, store.NodeKey(name), &api.Node{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("%s with a wrong token: node lookup %v, want not found", name, err)
 	}
-	t.Logf("%s with a wrong token was refused by the mesh and did not register", name)
+	t.Logf("%s with a wrong token was refused by the join endpoint and did not register", name)
 }
 
 // lostConnection restarts libvirtd while a new machine's domain boots: the
@@ -266,8 +286,15 @@ func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, 
 			slices.ContainsFunc(m.Status.Addresses, func(a string) bool { return strings.HasPrefix(a, "10.77.0.") })
 		return ok, fmt.Sprintf("%+v", m.Status)
 	})
+	// It got its certificate from the join endpoint with the token.
+	b, _ := os.ReadFile(filepath.Join(w, "hv-1.log"))
+	if !slices.ContainsFunc(strings.Split(string(b), "\n"), func(l string) bool {
+		return strings.Contains(l, `msg="machine joined"`) && strings.Contains(l, " node="+name+" ")
+	}) {
+		t.Fatalf("hv-1's join endpoint logged no join of %s", name)
+	}
 	// The guest was handed seeds and the token, not etcd endpoints: it got
-	// in through the mesh.
+	// in through the join endpoint and the mesh.
 	dump := virshOut(t, "dumpxml", name)
 	if !strings.Contains(dump, "io.systemd.credential:nico.seeds="+hostIP+":7946") || strings.Contains(dump, "nico.endpoints") {
 		t.Fatalf("%s's OEM strings: want seeds and no endpoints:\n%s", name, dump)
