@@ -25,7 +25,7 @@ import (
 // member.Config the files it needs. NewClient follows the endpoints' scheme
 // whatever TLSDefault says. StartWith and URLsFor choose explicitly.
 // NICO_ETCDTEST_TLS=1 (or 0) overrides it for a trial run.
-var TLSDefault = tlsDefault(false)
+var TLSDefault = tlsDefault(true)
 
 // EnvTLS overrides TLSDefault: "1" or "true" turns TLS on, "0" or "false" off.
 const EnvTLS = "NICO_ETCDTEST_TLS"

@@ -291,8 +291,32 @@ func (f *fleet) waitVoters(within time.Duration, names ...string) {
 		if err != nil || len(active.Kvs) > 0 {
 			return false, fmt.Sprintf("members %v, an operation is still active", ms)
 		}
+		// And every member answers, so that the next step's quorum check
+		// (which refuses a change while one is unhealthy) sees them all.
+		if sick := unhealthyMembers(ctx, cli); len(sick) > 0 {
+			return false, fmt.Sprintf("members %v, not answering: %v", ms, sick)
+		}
 		return true, ""
 	})
+}
+
+// unhealthyMembers names the members whose Status call fails.
+func unhealthyMembers(ctx context.Context, cli *clientv3.Client) []string {
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var sick []string
+	for _, m := range resp.Members {
+		if len(m.ClientURLs) == 0 {
+			sick = append(sick, m.Name+" (no client URL)")
+			continue
+		}
+		if _, err := cli.Status(ctx, m.ClientURLs[0]); err != nil {
+			sick = append(sick, m.Name)
+		}
+	}
+	return sick
 }
 
 // leaderName is the coordinator leader's candidate name.
