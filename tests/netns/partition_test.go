@@ -219,8 +219,10 @@ func TestPartition(t *testing.T) {
 	healed := time.Now()
 	waitFor(t, "n0 to see n3 alive again", 90*time.Second, func() bool { return obs.state("n3").State == "alive" })
 	t.Logf("n3 alive %s after healing", time.Since(healed).Round(time.Millisecond))
-	if s := obs.state("n1"); s.State != "alive" {
-		t.Fatalf("n1 is %s; only n3 was cut off", s.State)
+	// Only n3 was cut off: n1 and n2 are alive (on a loaded machine the
+	// fast profile may flap one for a moment, so this waits, not peeks).
+	for _, n := range []string{"n1", "n2"} {
+		waitFor(t, "n0 to see "+n+" alive (only n3 was cut off)", 30*time.Second, func() bool { return obs.state(n).State == "alive" })
 	}
 }
 
