@@ -135,10 +135,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 			return false, fmt.Errorf("agent: join refused: %s", j.Status.Message)
 		}
 		a.log.Warn("join failed; wiping data dir and trying again", "reason", j.Status.Message, "attempt", j.Spec.Attempt)
-		if err := a.stopMember(ctx); err != nil {
-			a.log.Warn("stop member", "err", err)
-		}
-		if _, err := member.Wipe(a.cfg.DataDir, a.Now()); err != nil {
+		if _, err := a.stopAndWipe(ctx); err != nil {
 			return false, fmt.Errorf("agent: wipe data dir: %w", err)
 		}
 		next, err := a.fileJoin(ctx, j.Spec.Attempt+1)

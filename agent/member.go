@@ -163,6 +163,22 @@ func (a *Agent) stopMember(ctx context.Context) error {
 	return a.runtime.Stop(sctx)
 }
 
+// stopAndWipe stops the member and moves its data dir aside. It never wipes
+// under a member that is still running: when the stop times out it waits
+// for the member to exit (etcd's close cannot be cut short), since etcd ends
+// the process when its data dir vanishes beneath it.
+func (a *Agent) stopAndWipe(ctx context.Context) (string, error) {
+	if err := a.stopMember(ctx); err != nil {
+		a.log.Warn("member slow to stop; waiting for it before wiping its data", "err", err)
+		select {
+		case <-a.runtime.Done():
+		case <-ctx.Done():
+			return "", fmt.Errorf("agent: wipe: member still running: %w", ctx.Err())
+		}
+	}
+	return member.Wipe(a.cfg.DataDir, a.Now())
+}
+
 // handOffLeadership moves etcd leadership away from the local member, if it
 // leads, to the most caught-up healthy voter. etcd would otherwise pick a
 // peer by itself on a graceful stop; this picks one known to be healthy.

@@ -72,11 +72,12 @@ func (a *Agent) removalDone(ctx context.Context) (bool, error) {
 func (a *Agent) removed(ctx context.Context, why string) error {
 	a.healthy.Store(false)
 	a.log.Warn("node removed from the cluster; wiping member data", "why", why)
-	if err := a.stopMember(ctx); err != nil {
-		a.log.Warn("stop member", "err", err)
-	}
-	if a.controlPlane() {
-		backup, err := member.Wipe(a.cfg.DataDir, a.Now())
+	if !a.controlPlane() {
+		if err := a.stopMember(ctx); err != nil {
+			a.log.Warn("stop member", "err", err)
+		}
+	} else {
+		backup, err := a.stopAndWipe(ctx)
 		if err != nil {
 			return fmt.Errorf("agent: wipe after removal: %w", err)
 		}

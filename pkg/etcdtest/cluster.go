@@ -76,7 +76,7 @@ func NewConfig(name, dataDir, peerURL, clientURL, initialCluster, state string) 
 	cfg.ClusterState = state
 	cfg.InitialClusterToken = "etcdtest"
 	cfg.LogLevel = "error"
-	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop())
+	cfg.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.NewNop().WithOptions(zap.WithFatalHook(member.FatalToStderr)))
 	cfg.TickMs = 50
 	cfg.ElectionMs = 500
 	return cfg, nil

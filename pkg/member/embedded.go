@@ -257,7 +257,7 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 	}
 	ec.LogLevel = "warn"
 	core := newSlogCore(cfg.Logger, zapcore.WarnLevel, &r.removed, &r.quiet)
-	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(core))
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(core, zap.WithFatalHook(FatalToStderr)))
 	return ec, nil
 }
 

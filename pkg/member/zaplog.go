@@ -2,7 +2,9 @@ package member
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync/atomic"
 
@@ -85,4 +87,23 @@ func slogLevel(l zapcore.Level) slog.Level {
 	default:
 		return slog.LevelError
 	}
+}
+
+// FatalToStderr is the fatal hook of every embedded etcd's zap logger. etcd
+// ends the process on a fatal error (zap's default hook calls os.Exit(1)
+// even on a no-op logger), and the entry went to a logger nobody might
+// read: a test's log is lost when the process exits, leaving a bare
+// "exit status 1". This writes the entry to stderr first, then exits as
+// etcd expects.
+var FatalToStderr zapcore.CheckWriteHook = fatalToStderr{}
+
+type fatalToStderr struct{}
+
+func (fatalToStderr) OnWrite(ce *zapcore.CheckedEntry, fields []zapcore.Field) {
+	enc := zapcore.NewMapObjectEncoder()
+	for _, f := range fields {
+		f.AddTo(enc)
+	}
+	fmt.Fprintf(os.Stderr, "etcd fatal error, exiting: %s %v\n%s\n", ce.Message, enc.Fields, ce.Stack)
+	os.Exit(1)
 }

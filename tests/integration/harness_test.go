@@ -158,13 +158,23 @@ func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
 // stop ends an agent gracefully and returns what Run returned.
 func (n *node) stop() error {
 	n.cancel()
+	var err error
 	select {
-	case err := <-n.done:
+	case err = <-n.done:
 		n.done <- err
-		return err
 	case <-time.After(30 * time.Second):
 		return errors.New("agent did not stop within 30s")
 	}
+	// The agent gives its member 10 s to stop; etcd's close cannot be cut
+	// short and may take longer on a loaded machine. Wait for it, or the
+	// fleet's cleanup removes the data dir of a running etcd, which then
+	// ends the whole test process (a fatal "failed to purge snap file").
+	select {
+	case <-n.runtime.Done():
+	case <-time.After(60 * time.Second):
+		return errors.New("member did not exit within 60s of its agent")
+	}
+	return err
 }
 
 // startCoordinator runs a candidate with its own client; opts adjust the
