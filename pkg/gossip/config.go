@@ -48,8 +48,8 @@ type Config struct {
 	// there (0600): a restarted member starts at the generation it last
 	// used, if higher than KeyGeneration ("dataDir").
 	DataDir string
-	Meta          Meta
-	Logger        *slog.Logger
+	Meta    Meta
+	Logger  *slog.Logger
 	// Now is the clock of state changes; time.Now when nil.
 	Now func() time.Time
 	// Tune, when set, adjusts the profile's memberlist timings before
