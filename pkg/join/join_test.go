@@ -19,30 +19,13 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/secretbox"
 	"github.com/homystack/nico/pkg/secrets"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/token"
 )
-
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // world is a cluster with a token registry on real etcd and a join
 // endpoint on real HTTPS on 127.0.0.1.
@@ -51,7 +34,7 @@ type world struct {
 	reg      *token.Registry
 	ca       *pki.CA
 	ep       string
-	logs     *syncBuffer
+	logs     *logging.Buffer
 	log      *slog.Logger
 	secrets  []string // every secret the test made: none may be logged
 	mu       sync.Mutex
@@ -70,7 +53,7 @@ func newWorld(t *testing.T, rate RateLimit) *world {
 	}
 	key, _ := secretbox.NewKey()
 	box, _ := secretbox.New(key)
-	w := &world{t: t, reg: token.NewRegistry(secrets.New(st, box)), logs: &syncBuffer{}, now: time.Now(), gossip: []byte("gossip-secret-xyzzy")}
+	w := &world{t: t, reg: token.NewRegistry(secrets.New(st, box)), logs: &logging.Buffer{}, now: time.Now(), gossip: []byte("gossip-secret-xyzzy")}
 	w.log = slog.New(slog.NewTextHandler(io.MultiWriter(w.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w.secrets = append(w.secrets, string(w.gossip), string(key))
 	if w.ca, err = pki.NewCA("test CA", time.Hour*24, w.now); err != nil {

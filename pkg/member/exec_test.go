@@ -1,19 +1,18 @@
 package member_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
 )
 
@@ -27,30 +26,12 @@ func TestExecContract(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a slog handler and a reader.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestExecChild checks what only a child process has: its own process group,
 // its output in the logger at debug level, and a crash reported by Err.
 func TestExecChild(t *testing.T) {
 	bin := etcdtest.Binaries(t)[0]
 	ctx := caseContext(t)
-	var logs syncBuffer
+	var logs logging.Buffer
 	cfg := newConfig(t, "child")
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rt := member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
@@ -130,7 +111,7 @@ func TestExecHidesNotifySocket(t *testing.T) {
 
 	rt := member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
 	stopAll(t, rt)
-	var logs syncBuffer
+	var logs logging.Buffer
 	cfg := newConfig(t, "notify")
 	cfg.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	if err := rt.Start(ctx, cfg); err != nil {

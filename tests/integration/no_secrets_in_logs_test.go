@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -31,24 +30,6 @@ import (
 	"github.com/homystack/nico/pkg/token"
 )
 
-// lockedBuffer collects the log lines of every component of a run.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestNoSecretsInLogs runs a cluster's life with every secret nico makes:
 // a bootstrap agent makes the CA, the secrets key and its certificates and
 // turns etcd's auth on; a join token is created; a machine with a wrong
@@ -58,7 +39,7 @@ func (l *lockedBuffer) String() string {
 // secret, every private key (PEM and its base64 body), the secrets key and
 // the gossip secret (raw, hex, base64).
 func TestNoSecretsInLogs(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &logging.Buffer{}
 	text, err := logging.New(logs, "debug", "text")
 	if err != nil {
 		t.Fatal(err)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,24 +16,6 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 )
-
-// syncBuffer is the program's stderr, written by its goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestJoinsTheMeshFromASeed: nico-coordinator, given one seed and the
 // token file, joins the mesh as "<name>/coordinator" with the coordinator
@@ -60,7 +40,7 @@ func TestJoinsTheMeshFromASeed(t *testing.T) {
 	}
 	defer stopSeed()
 
-	var out syncBuffer
+	var out logging.Buffer
 	code := make(chan int, 1)
 	go func() {
 		code <- run([]string{"--name", "c-1", "--etcd.endpoints", cl.Endpoints()[0], "--tokenFile", tokenFile,
