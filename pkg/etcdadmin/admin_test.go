@@ -73,19 +73,22 @@ func TestLearnerLifecycle(t *testing.T) {
 	if !strings.Contains(initial, "m9="+peer) || !strings.Contains(initial, "m0=") || !strings.Contains(initial, "m1=") {
 		t.Fatalf("initial cluster %q", initial)
 	}
-	ms, _ = a.Observe(ctx(t))
-	var learner *api.MemberID
-	for _, m := range ms {
-		if m.ID == id {
-			if !m.Learner || m.Healthy || m.Started() {
-				t.Fatalf("fresh learner %+v: want unstarted, unhealthy", m)
-			}
-			learner = &m.ID
+	// The member list is read serializably: a follower may show the new
+	// learner a moment later than the leader that added it.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		ms, err := a.Observe(ctx(t))
+		if err != nil {
+			return false, err.Error()
 		}
-	}
-	if learner == nil {
-		t.Fatal("learner not observed")
-	}
+		m := find(ms, id)
+		if m == nil {
+			return false, "learner not observed"
+		}
+		if !m.Learner || m.Healthy || m.Started() {
+			t.Fatalf("fresh learner %+v: want unstarted, unhealthy", *m)
+		}
+		return true, ""
+	})
 
 	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
 	if err := rt.Start(ctx(t), member.Config{Name: "m9", DataDir: t.TempDir() + "/etcd", PeerURL: peer, ClientURL: client, InitialCluster: initial, ClusterState: "existing", ClusterToken: "etcdtest", TLS: etcdtest.MemberTLS(t, "m9", peer, client)}); err != nil {
@@ -104,9 +107,21 @@ func TestLearnerLifecycle(t *testing.T) {
 	if len(progress) == 0 {
 		t.Fatal("the learner's progress was not reported")
 	}
-	if ms, _ := a.Observe(ctx(t)); find(ms, id) == nil || find(ms, id).Learner {
-		t.Fatalf("member %s is not a voter after Promote", id)
-	}
+	// Observe reads the member list serializably, from whichever member the
+	// client talks to: a follower may apply the promotion a moment after
+	// the leader acknowledged it. It must show a voter soon, and never
+	// lose the member.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		ms, err := a.Observe(ctx(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		m := find(ms, id)
+		if m == nil {
+			t.Fatalf("member %s vanished after Promote: %+v", id, ms)
+		}
+		return !m.Learner, fmt.Sprintf("member %s is still a learner after Promote", id)
+	})
 
 	// Move leadership to the new voter, through the current leader.
 	ms, _ = a.Observe(ctx(t))
@@ -138,6 +153,22 @@ func TestLearnerLifecycle(t *testing.T) {
 	}
 	if err := a.Remove(ctx(t), id); err != nil {
 		t.Fatalf("removing an absent member: %v", err)
+	}
+}
+
+// waitFor polls cond until it holds, failing with its last reason after d.
+func waitFor(t *testing.T, d time.Duration, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(why)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
