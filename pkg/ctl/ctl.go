@@ -134,6 +134,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.poolCmd())
 	root.AddCommand(a.gossipCmd())
 	root.AddCommand(a.tokenCmd())
+	root.AddCommand(a.caCmd())
 	return root
 }
 
