@@ -233,6 +233,16 @@ func codeErr(code string) error {
 		return ErrClockSkew
 	case CodeBadRequest:
 		return ErrBadRequest
+	case CodeNoClientCert:
+		return ErrNoClientCert
+	case CodeCertExpired:
+		return ErrCertExpired
+	case CodeCertNotYetValid:
+		return ErrClockSkew
+	case CodeBadClientCert:
+		return ErrBadClientCert
+	case CodeNotNode:
+		return ErrNotNode
 	default:
 		return ErrServer
 	}

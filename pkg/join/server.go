@@ -97,11 +97,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return &Server{cfg: cfg, caDER: block.Bytes, limit: newLimiter(cfg.RateLimit), nonces: newNonces(), log: cfg.Log}, nil
 }
 
-// Handler serves the two paths.
+// Handler serves the paths: discovery, join and renew (renew.go).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+PathDiscovery, s.limited(s.discovery))
 	mux.HandleFunc("POST "+PathJoin, s.limited(s.join))
+	mux.HandleFunc("POST "+PathRenew, s.limited(s.renew))
 	return mux
 }
 
@@ -109,7 +110,7 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) Serve(ctx context.Context, ln net.Listener, cert tls.Certificate) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, ClientAuth: tls.RequestClientCert}, // checked by /v1/renew (clientNode)
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
