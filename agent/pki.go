@@ -165,6 +165,10 @@ func (a *Agent) leafRequests() map[string]pki.Request {
 	return reqs
 }
 
+// caCheckInterval is how often the renewer looks whether another CA signs
+// (nicoctl ca activate): its leaves follow within it, not within an hour.
+const caCheckInterval = 5 * time.Second
+
 // renewer keeps this machine's leaves valid with ca.key (pki.Renewer):
 // it issues those missing and re-issues those expiring, signed by another
 // CA, or whose request changed (new URLs).
@@ -180,6 +184,7 @@ func (a *Agent) renewer() (*pki.Renewer, error) {
 		CA:       func() (*pki.CA, error) { return pki.LoadCA(d.CACert(), d.CAKey()) },
 		Leaves:   leaves,
 		Interval: a.RenewInterval,
+		CACheck:  caCheckInterval,
 	}, a.log)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)

@@ -22,6 +22,11 @@ type RenewerConfig struct {
 	Leaves []Leaf
 	// Interval between passes; 0 = DefaultRenewInterval.
 	Interval time.Duration
+	// CACheck, when > 0, is how often Run also looks at the CA alone: when
+	// it is not the CA of the last pass (a rotation made another CA sign,
+	// nicoctl ca activate), Run renews at once rather than at the next
+	// Interval.
+	CACheck time.Duration
 	// OnRenew, if set, is called after a leaf was re-issued and written (to
 	// restart what cannot reload, or to count renewals in tests).
 	OnRenew func(Due)
@@ -63,19 +68,36 @@ func NewRenewer(cfg RenewerConfig, log *slog.Logger) (*Renewer, error) {
 	return &Renewer{cfg: cfg, log: log.With("component", "pki-renewer"), Now: time.Now}, nil
 }
 
-// Run renews once, then every Interval, until ctx ends. A failed pass is
-// logged and retried at the next tick; Run returns nil when ctx ends.
+// Run renews once, then every Interval (and when CACheck sees another CA),
+// until ctx ends. A failed pass is logged and retried at the next tick; Run
+// returns nil when ctx ends.
 func (r *Renewer) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.cfg.Interval)
 	defer tick.Stop()
+	var check <-chan time.Time
+	if r.cfg.CACheck > 0 {
+		t := time.NewTicker(r.cfg.CACheck)
+		defer t.Stop()
+		check = t.C
+	}
 	for {
-		if _, err := r.RenewOnce(ctx); err != nil && ctx.Err() == nil {
+		_, last, err := r.renewOnce(ctx)
+		if err != nil && ctx.Err() == nil {
 			r.log.Warn("certificate renewal failed; retrying later", "err", err, "in", r.cfg.Interval)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
+	wait:
+		for {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-tick.C:
+				break wait
+			case <-check:
+				if ca, err := r.cfg.CA(); err == nil && (last == nil || !ca.Cert.Equal(last)) {
+					r.log.Info("another CA signs now; renewing", "ca", ca.Cert.Subject.CommonName)
+					break wait
+				}
+			}
 		}
 	}
 }
@@ -83,9 +105,15 @@ func (r *Renewer) Run(ctx context.Context) error {
 // RenewOnce runs one pass and returns the leaves it re-issued. A leaf that
 // fails does not stop the others; the errors are joined.
 func (r *Renewer) RenewOnce(ctx context.Context) ([]Due, error) {
+	done, _, err := r.renewOnce(ctx)
+	return done, err
+}
+
+// renewOnce is RenewOnce, also returning the CA certificate of the pass.
+func (r *Renewer) renewOnce(ctx context.Context) ([]Due, *x509.Certificate, error) {
 	ca, err := r.cfg.CA()
 	if err != nil {
-		return nil, fmt.Errorf("pki: renewer: CA: %w", err)
+		return nil, nil, fmt.Errorf("pki: renewer: CA: %w", err)
 	}
 	now := r.Now()
 	due := DueLeaves(ca.Cert, r.observe(), now)
@@ -108,7 +136,7 @@ func (r *Renewer) RenewOnce(ctx context.Context) ([]Due, error) {
 			r.cfg.OnRenew(d)
 		}
 	}
-	return done, errors.Join(errs...)
+	return done, ca.Cert, errors.Join(errs...)
 }
 
 func (r *Renewer) observe() []LeafStatus {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -146,5 +147,52 @@ func TestNewRenewerRefusesBadConfig(t *testing.T) {
 		if _, err := NewRenewer(cfg, slog.New(slog.DiscardHandler)); err == nil {
 			t.Errorf("%s: NewRenewer succeeded", name)
 		}
+	}
+}
+
+// TestRenewerCACheck: with CACheck, Run re-issues every leaf soon after
+// another CA starts signing (nicoctl ca activate), not at the next Interval
+// (an hour here).
+func TestRenewerCACheck(t *testing.T) {
+	old, next := newTestCA(t, "old"), newTestCA(t, "next")
+	var cur atomic.Pointer[CA]
+	cur.Store(old)
+	dir := Dir(t.TempDir())
+	renewed := make(chan Due, 4)
+	r, err := NewRenewer(RenewerConfig{
+		CA:       func() (*CA, error) { return cur.Load(), nil },
+		Leaves:   []Leaf{{Name: "root", CertFile: dir.Cert("root"), KeyFile: dir.Key("root"), Request: Request{CommonName: RootIdentity, Usage: UsageClient}}},
+		Interval: time.Hour,
+		CACheck:  10 * time.Millisecond,
+		OnRenew:  func(d Due) { renewed <- d },
+	}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wait := func(want Reason) {
+		t.Helper()
+		select {
+		case d := <-renewed:
+			if d.Reason != want {
+				t.Fatalf("renewed for %q, want %q", d.Reason, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no renewal for %q", want)
+		}
+	}
+	wait(ReasonMissing)
+	cur.Store(next)
+	wait(ReasonIssuer)
+	b, err := os.ReadFile(dir.Cert("root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ParseCert(b)
+	if err != nil || c.CheckSignatureFrom(next.Cert) != nil {
+		t.Fatalf("root after the CA changed: %v", err)
 	}
 }
