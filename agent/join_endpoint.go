@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -64,7 +65,8 @@ type JoinEndpoint struct {
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// Ready, when set, is closed once the endpoint listens.
-	Ready chan struct{}
+	Ready     chan struct{}
+	readyOnce sync.Once
 }
 
 // NewJoinEndpoint returns the endpoint for cfg.
@@ -78,13 +80,60 @@ func NewJoinEndpoint(cfg JoinEndpointConfig, log *slog.Logger) *JoinEndpoint {
 	return &JoinEndpoint{cfg: cfg, log: log.With("component", "join-endpoint", "node", cfg.Name), Now: time.Now}
 }
 
-// Run serves until ctx ends.
+// Run serves until ctx ends. When ca.crt or ca.key change (a CA rotation:
+// nicoctl ca trust, activate, untrust), it serves again with them: joining
+// machines get certificates of the CA that signs now and the bundle
+// trusted now, from a server certificate of that CA.
 func (j *JoinEndpoint) Run(ctx context.Context) error {
 	d := j.cfg.Dir
 	need := []string{d.CACert(), d.CAKey(), d.SecretsKey(), d.Cert(pki.CoordinatorLeaf), d.Key(pki.CoordinatorLeaf)}
 	if err := j.waitFor(ctx, need); err != nil {
 		return nil // ctx ended
 	}
+	for {
+		sum := j.caSum()
+		sctx, cancel := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); j.watchCA(sctx, sum); cancel() }()
+		err := j.serve(sctx)
+		cancel()
+		<-watched
+		if err != nil || ctx.Err() != nil {
+			return err
+		}
+		j.log.Info("the CA files changed; serving again with them", "caCert", d.CACert(), "caKey", d.CAKey())
+	}
+}
+
+// caSum is the contents of ca.crt and ca.key ("" when unreadable).
+func (j *JoinEndpoint) caSum() string {
+	crt, err1 := os.ReadFile(j.cfg.Dir.CACert())
+	key, err2 := os.ReadFile(j.cfg.Dir.CAKey())
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	return string(crt) + string(key)
+}
+
+// watchCA returns when ctx ends or the CA files differ from sum.
+func (j *JoinEndpoint) watchCA(ctx context.Context, sum string) {
+	t := time.NewTicker(j.cfg.Poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s := j.caSum(); s != "" && s != sum {
+				return
+			}
+		}
+	}
+}
+
+// serve serves with the CA files as they are until ctx ends.
+func (j *JoinEndpoint) serve(ctx context.Context) error {
+	d := j.cfg.Dir
 	ca, err := pki.LoadCA(d.CACert(), d.CAKey())
 	if err != nil {
 		return fmt.Errorf("join endpoint: %w", err)
@@ -131,6 +180,8 @@ func (j *JoinEndpoint) Run(ctx context.Context) error {
 		Cluster:             func(ctx context.Context) (join.Cluster, error) { return j.cluster(ctx, cli, st) },
 		ControlPlane:        j.bundle,
 		RateLimit:           j.cfg.RateLimit,
+		Nonces:              join.NewEtcdNonces(st.Client()),
+		NodeAlive:           join.HeartbeatOf(st.Client()),
 		Now:                 j.Now,
 		Log:                 j.log,
 	})
@@ -145,9 +196,9 @@ func (j *JoinEndpoint) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("join endpoint: join.listen %s: %w", j.cfg.Listen, err)
 	}
-	j.log.Info("serving the join endpoint", "listen", ln.Addr().String())
+	j.log.Info("serving the join endpoint", "listen", ln.Addr().String(), "ca", ca.Cert.Subject.CommonName)
 	if j.Ready != nil {
-		close(j.Ready)
+		j.readyOnce.Do(func() { close(j.Ready) })
 	}
 	return srv.Serve(ctx, ln, cert)
 }
