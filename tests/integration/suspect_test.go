@@ -1,0 +1,408 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestNoMembershipChangeWhileAVoterIsSuspect: a voter's mesh member is cut
+// off (its packets dropped) and stays suspect; a join filed meanwhile waits,
+// the leader saying which node is suspect, and no operation is journaled
+// nor learner added over the whole suspect window. Once the voter answers
+// again the join proceeds and completes.
+func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
+	// Memberlist keeps a peer suspect this long before declaring it dead:
+	// longer than the window the test holds it suspect.
+	f, c, cut := newSuspectFleet(t, 3*time.Minute)
+	cli := f.client()
+	w := watchJournal(t, cli)
+	cut.setCut(true)
+	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 suspect in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-2"].State == "suspect"
+	})
+	members := pollMembers(t, cli)
+	f.start(f.agentConfig("cp-3", false))
+
+	// The join is pending, and the leader re-plans it again and again
+	// (at least every resync, 200 ms), each time waiting on cp-2: 25
+	// passes hold cp-2 suspect for seconds.
+	s := waitSteps(t, c, 90*time.Second, "the leader waiting on suspect cp-2 for cp-3's join", 25, func(s membership.Step) bool {
+		return s.Action == membership.Wait && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is suspect")
+	})
+	t.Logf("the leader waits: %s", s.Reason)
+	j := api.NewJoinRequest("cp-3")
+	if err := f.store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinPending {
+		t.Fatalf("cp-3's join request: phase %q, err %v; want it pending", j.Status.Phase, err)
+	}
+	members.stop(t, "while cp-2 was suspect")
+	cut.setCut(false)
+	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-2"].State == "alive"
+	})
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+
+	ev := w.stop(t)
+	win := ev.window(t, "cp-2", "suspect", "alive")
+	t.Logf("cp-2 suspect from rev %d to rev %d; journal and liveness changes: %v", win.start, win.end, ev)
+	ev.noOpsBefore(t, win.end, "cp-2 was suspect")
+	ev.noOpStartedWhileSuspect(t)
+	if !ev.opStartedAfter(win.end) {
+		t.Fatalf("no operation was started after cp-2 was alive again (rev %d); events: %v", win.end, ev)
+	}
+}
+
+// TestSuspectVoterThatDiesCountsAsUnhealthy: a voter's mesh member is cut
+// off until memberlist declares it dead. Its etcd member still answers, yet
+// the leader's quorum projection counts it unhealthy: with two voters, the
+// pending join waits with the reason naming it, and nothing is journaled.
+// Once it is back in the mesh the join completes.
+func TestSuspectVoterThatDiesCountsAsUnhealthy(t *testing.T) {
+	f, c, cut := newSuspectFleet(t, 5*time.Second)
+	cli := f.client()
+	w := watchJournal(t, cli)
+	cut.setCut(true)
+	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 suspect or dead in the liveness record", func(l *api.Liveness) bool {
+		st := l.Status.Nodes["cp-2"].State
+		return st == "suspect" || st == "dead"
+	})
+	members := pollMembers(t, cli)
+	f.start(f.agentConfig("cp-3", false))
+	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 dead in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-2"].State == "dead"
+	})
+
+	unhealthy := func(s membership.Step) bool {
+		return s.Action == membership.Wait && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is unhealthy")
+	}
+	s := waitSteps(t, c, 90*time.Second, "the leader counting dead cp-2 unhealthy for cp-3's join", 10, unhealthy)
+	t.Logf("the leader waits: %s", s.Reason)
+	if !strings.Contains(s.Reason, "cluster is not healthy") || !strings.Contains(s.Reason, "1 healthy voter(s) of 2") {
+		t.Fatalf("reason %q: want the quorum projection to count 1 healthy voter of 2", s.Reason)
+	}
+	// It is the liveness that made it unhealthy: cp-2's etcd member answers.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if sick := unhealthyMembers(ctx, cli); len(sick) > 0 {
+		t.Fatalf("etcd members not answering: %v; the test wants cp-2's member healthy in etcd", sick)
+	}
+	members.stop(t, "while cp-2 was suspect or dead")
+	cut.setCut(false)
+	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-2"].State == "alive"
+	})
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+
+	ev := w.stop(t)
+	win := ev.window(t, "cp-2", "dead", "alive")
+	t.Logf("cp-2 dead from rev %d to rev %d; journal and liveness changes: %v", win.start, win.end, ev)
+	ev.noOpsBefore(t, win.end, "cp-2 was suspect or dead")
+	ev.noOpStartedWhileSuspect(t)
+	if !ev.opStartedAfter(win.end) {
+		t.Fatalf("no operation was started after cp-2 was alive again (rev %d); events: %v", win.end, ev)
+	}
+}
+
+// newSuspectFleet runs voters cp-1 (bootstrap) and cp-2, each with its mesh
+// member, and a coordinator with its own, all in a mesh whose members keep a
+// peer suspect for suspicion before declaring it dead. cp-2's mesh member
+// goes through the returned transport, not cut yet.
+func newSuspectFleet(t *testing.T, suspicion time.Duration) (*fleet, *coord, *cuttable) {
+	f := newFleet(t)
+	tune := func(c *memberlist.Config) {
+		// Below 10 members memberlist's suspicion timeout is
+		// SuspicionMult probe intervals (no confirmations are expected).
+		c.SuspicionMult = int(suspicion / c.ProbeInterval)
+	}
+	m1 := f.startTunedMesh("cp-1", 71, tune)
+	seed := m1.Addr()
+	cfg := f.agentConfig("cp-1", true)
+	cfg.Gossip = m1
+	f.start(cfg)
+	f.waitVoters(30*time.Second, "cp-1")
+	f.gossip = f.startTunedMesh("coord-1", 70, tune, seed)
+	c := f.startCoordinator("coord-1")
+
+	cut := newCuttable(t, "127.0.0.72")
+	m2 := f.startTunedMesh("cp-2", 72, func(c *memberlist.Config) { tune(c); c.Transport = cut }, seed)
+	cfg2 := f.agentConfig("cp-2", false)
+	cfg2.Gossip = m2
+	f.start(cfg2)
+	f.waitVoters(90*time.Second, "cp-1", "cp-2")
+	waitObj(f, 30*time.Second, store.LivenessKey, "cp-1 and cp-2 alive through gossip", func(l *api.Liveness) bool {
+		a, b := l.Status.Nodes["cp-1"], l.Status.Nodes["cp-2"]
+		return a.State == "alive" && a.Reason == "gossip" && b.State == "alive" && b.Reason == "gossip"
+	})
+	return f, c, cut
+}
+
+// startTunedMesh runs a mesh member on 127.0.0.<ip> with the fast profile
+// adjusted by tune.
+func (f *fleet) startTunedMesh(name string, ip int, tune func(*memberlist.Config), seeds ...string) *gossip.Mesh {
+	f.t.Helper()
+	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), Profile: gossip.ProfileFast,
+		Token: []byte("integration-token"), Seeds: seeds, Logger: f.log.With("mesh", name), Tune: tune})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := m.Start(); err != nil {
+		f.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = m.Run(ctx) }()
+	f.t.Cleanup(func() { cancel(); <-done })
+	return m
+}
+
+// waitSteps reads the steps c's leader applies until n match, and returns
+// the last that did.
+func waitSteps(t *testing.T, c *coord, within time.Duration, what string, n int, match func(membership.Step) bool) membership.Step {
+	t.Helper()
+	deadline := time.After(within)
+	var last, seen membership.Step
+	for got := 0; got < n; {
+		select {
+		case s := <-c.steps:
+			seen = s
+			if match(s) {
+				last = s
+				got++
+			}
+		case <-deadline:
+			t.Fatalf("%s: not %d times within %s; last step: %s", what, n, within, seen)
+		}
+	}
+	return last
+}
+
+// journalEvent is one change, seen by a watch, of the operation journal
+// (store.OpsDir, store.ActiveOpKey) or of the liveness record.
+type journalEvent struct {
+	rev int64
+	key string // under store.DefaultPrefix
+	put bool
+	// states is the liveness record's node states (liveness puts only).
+	states map[string]string
+}
+
+func (e journalEvent) String() string {
+	if e.key == store.LivenessKey {
+		return fmt.Sprintf("%d liveness %v", e.rev, e.states)
+	}
+	verb := "put"
+	if !e.put {
+		verb = "delete"
+	}
+	return fmt.Sprintf("%d %s %s", e.rev, verb, e.key)
+}
+
+func (e journalEvent) isOp() bool {
+	return e.key == store.ActiveOpKey || strings.HasPrefix(e.key, store.OpsDir)
+}
+
+// journalEvents are in revision order.
+type journalEvents []journalEvent
+
+// journalWatch records every journalEvent from its start, with no gap: an
+// etcd watch from a revision delivers each change after it.
+type journalWatch struct {
+	mu     sync.Mutex
+	events journalEvents
+	err    error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// watchJournal starts recording the journal and liveness changes after the
+// current revision.
+func watchJournal(t *testing.T, cli *clientv3.Client) *journalWatch {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, store.DefaultPrefix+store.LivenessKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(context.Background())
+	w := &journalWatch{cancel: wcancel, done: make(chan struct{})}
+	ch := cli.Watch(wctx, store.DefaultPrefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	go func() {
+		defer close(w.done)
+		for r := range ch {
+			if err := r.Err(); err != nil {
+				w.mu.Lock()
+				w.err = err
+				w.mu.Unlock()
+				return
+			}
+			for _, ev := range r.Events {
+				e := journalEvent{rev: ev.Kv.ModRevision, key: strings.TrimPrefix(string(ev.Kv.Key), store.DefaultPrefix), put: ev.Type == mvccpb.PUT}
+				switch {
+				case e.key == store.LivenessKey && e.put:
+					var l api.Liveness
+					if err := json.Unmarshal(ev.Kv.Value, &l); err != nil {
+						w.mu.Lock()
+						w.err = fmt.Errorf("liveness record at rev %d: %w", e.rev, err)
+						w.mu.Unlock()
+						return
+					}
+					e.states = map[string]string{}
+					for n, s := range l.Status.Nodes {
+						e.states[n] = s.State
+					}
+				case e.isOp():
+				default:
+					continue
+				}
+				w.mu.Lock()
+				w.events = append(w.events, e)
+				w.mu.Unlock()
+			}
+		}
+		if wctx.Err() == nil {
+			w.mu.Lock()
+			w.err = fmt.Errorf("the watch ended early")
+			w.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { wcancel(); <-w.done })
+	return w
+}
+
+// stop ends the watch and returns what it saw; a watch that failed fails
+// the test (it would have missed changes).
+func (w *journalWatch) stop(t *testing.T) journalEvents {
+	t.Helper()
+	w.cancel()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		t.Fatalf("journal watch: %v", w.err)
+	}
+	return slices.Clone(w.events)
+}
+
+// revWindow is the revisions from the liveness record's first entry with
+// a node in one state to its first later entry with it in another.
+type revWindow struct{ start, end int64 }
+
+// window finds the first liveness record with node in from, and the first
+// after it with node in to.
+func (ev journalEvents) window(t *testing.T, node, from, to string) revWindow {
+	t.Helper()
+	var w revWindow
+	for _, e := range ev {
+		if e.key != store.LivenessKey {
+			continue
+		}
+		switch {
+		case w.start == 0 && e.states[node] == from:
+			w.start = e.rev
+		case w.start != 0 && e.states[node] == to:
+			w.end = e.rev
+			return w
+		}
+	}
+	t.Fatalf("the liveness record never had %s %s then %s: %v", node, from, to, ev)
+	return w
+}
+
+// noOpsBefore fails on any change to the operation journal before rev:
+// nothing was pending but the join the test holds up.
+func (ev journalEvents) noOpsBefore(t *testing.T, rev int64, while string) {
+	t.Helper()
+	for _, e := range ev {
+		if e.isOp() && e.rev < rev {
+			t.Errorf("the operation journal changed while %s (before rev %d): %s; events: %v", while, rev, e, ev)
+		}
+	}
+}
+
+// noOpStartedWhileSuspect fails when an operation was started (the active
+// operation key written) while the liveness record last written before it
+// had some node suspect: the leader publishes the liveness it plans with
+// before it plans, so that record is what the step was planned on.
+func (ev journalEvents) noOpStartedWhileSuspect(t *testing.T) {
+	t.Helper()
+	var live map[string]string
+	for _, e := range ev {
+		switch {
+		case e.key == store.LivenessKey:
+			live = e.states
+		case e.key == store.ActiveOpKey && e.put:
+			for n, s := range live {
+				if s == "suspect" {
+					t.Errorf("an operation was started at rev %d while the liveness record had %s suspect (%v)", e.rev, n, live)
+				}
+			}
+		}
+	}
+}
+
+// opStartedAfter tells whether an operation was started after rev.
+func (ev journalEvents) opStartedAfter(rev int64) bool {
+	return slices.ContainsFunc(ev, func(e journalEvent) bool { return e.key == store.ActiveOpKey && e.put && e.rev > rev })
+}
+
+// memberPoller reads etcd's member list over a window and remembers any
+// list that is not the two voters it started with.
+type memberPoller struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	bad    []string
+	polls  int
+}
+
+// pollMembers polls the member list every 100 ms until stop.
+func pollMembers(t *testing.T, cli *clientv3.Client) *memberPoller {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &memberPoller{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for ctx.Err() == nil {
+			cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
+			ms, err := members(cctx, cli)
+			ccancel()
+			if err == nil {
+				p.polls++
+				l1, ok1 := ms["cp-1"]
+				l2, ok2 := ms["cp-2"]
+				if len(ms) != 2 || !ok1 || !ok2 || l1 || l2 {
+					p.bad = append(p.bad, fmt.Sprint(ms))
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-p.done })
+	return p
+}
+
+// stop ends the polling and fails on any change of the members seen.
+func (p *memberPoller) stop(t *testing.T, while string) {
+	t.Helper()
+	p.cancel()
+	<-p.done
+	if len(p.bad) > 0 {
+		t.Errorf("etcd's members changed %s: %v", while, p.bad)
+	}
+	t.Logf("member list read %d times %s, unchanged", p.polls, while)
+}
