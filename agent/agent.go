@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,10 @@ type Config struct {
 	Hypervisor *HypervisorSetup
 	// PKI is where the machine's certificates live (agent/pki.go).
 	PKI PKIConfig
+	// AgentPathFile names a file that holds the path of the nico-agent
+	// the running generation installed; after applying a generation that
+	// changes it, Run returns ErrUpgraded (agent/upgrade.go). Empty: never.
+	AgentPathFile string
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -86,14 +91,18 @@ type Agent struct {
 	ObtainCerts ObtainCertsFunc
 	// RenewInterval is how often certificates are checked for renewal.
 	RenewInterval time.Duration
+	// Executable is the running agent's binary (os.Executable); tests
+	// replace it.
+	Executable func() (string, error)
 
 	tls     *tls.Config // client identity from pki.dir; nil without one
 	cli     *clientv3.Client
 	st      *store.Store
 	node    *api.Node
 	healthy atomic.Bool
-	running bool        // the local member was started by this agent
-	gossip  gossipState // what it publishes in the mesh (agent/gossip.go)
+	running bool          // the local member was started by this agent
+	gossip  gossipState   // what it publishes in the mesh (agent/gossip.go)
+	upgrade chan struct{} // a generation brought a new agent (agent/upgrade.go)
 }
 
 // New returns an agent; it starts nothing until Run.
@@ -110,7 +119,7 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
 	}
-	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now, RenewInterval: time.Hour}
+	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
 }
 
 // Healthy tells whether the node is registered and, on a control-plane

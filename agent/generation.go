@@ -15,8 +15,9 @@ import (
 // generation (or attempt) differs from the one the agent last finished, and
 // reports the outcome in the configuration's status. A generation that
 // failed is not tried again until spec.attempt changes; a generation left
-// Applying by an agent that stopped mid-way is applied again (the applier
-// skips it when the system already runs it).
+// Applying by an agent that stopped mid-way, or that restarted into the
+// nico-agent the generation installed (agent/upgrade.go), is applied again
+// (the applier skips it when the system already runs it).
 //
 //	watch/tick --> read config --(settled)--> wait
 //	                   |
@@ -66,6 +67,9 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 	res, err := a.cfg.Applier.Apply(ctx, apply.Generation{Machine: a.cfg.Name, Number: gen, Attempt: attempt, Spec: c.Spec, Checks: a.generationChecks()})
 	if ctx.Err() != nil {
 		return nil // stopped mid-way: the next start applies it again
+	}
+	if err == nil && a.upgraded(log, res.Skipped) {
+		return nil // left Applying: the new agent reports it (agent/upgrade.go)
 	}
 	rec := api.GenerationRecord{Generation: gen, Toplevel: res.Toplevel, Revision: c.Spec.Revision, Started: started, Finished: a.Now()}
 	if err != nil {

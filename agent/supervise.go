@@ -14,7 +14,8 @@ import (
 )
 
 // supervise keeps the node in the fleet: it restarts a member that crashed,
-// and leaves when the node was removed.
+// leaves when the node was removed, and stops when a generation brought a
+// new agent (agent/upgrade.go).
 func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -34,6 +35,8 @@ func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
 			return nil
 		case err := <-hbDone:
 			return fmt.Errorf("agent: heartbeat stopped: %w", err)
+		case <-a.upgrade:
+			return ErrUpgraded
 		case <-removals:
 		case <-memberDone:
 			err := a.runtime.Err()

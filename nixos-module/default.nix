@@ -313,6 +313,18 @@ in
             example = [ "http://127.0.0.1:10248/healthz" ];
             description = "Health checks: URLs that must answer 2xx after an activation.";
           };
+          generations.agentPathFile = mkOption {
+            type = types.str;
+            default = "/etc/nico/agent-path";
+            description = ''
+              A file naming the nico-agent the running system installed; the
+              module writes it. After applying a generation that changes it,
+              the agent exits 4 and systemd starts the new agent, which
+              reports the generation (a switch itself never restarts the
+              agent, as the agent runs it). Empty: the agent never restarts
+              itself. The agent's own default is the same path.
+            '';
+          };
           generations.allowFailedUnits = mkOption {
             type = types.listOf types.str;
             default = [ ];
@@ -403,6 +415,8 @@ in
       # For operators: nicoctl, and the configuration the agent runs with.
       environment.systemPackages = [ cfg.package ];
       environment.etc."nico/agent.yaml".source = agentConfigFile;
+      # Which nico-agent this generation installs (generations.agentPathFile).
+      environment.etc."nico/agent-path".text = "${cfg.package}/bin/nico-agent\n";
 
       systemd.services.nico-agent = {
         description = "nico agent: keeps this host in the fleet";
@@ -414,9 +428,10 @@ in
         # health checks. A switch restarting the agent would cut those
         # checks short (and a restarted agent finds the generation already
         # current and skips them), so a switch never restarts it. A
-        # generation that changes nico-agent therefore takes effect at the
-        # next boot or `systemctl restart nico-agent`: the agent does not
-        # yet restart itself after a healthy generation.
+        # generation that changes nico-agent is picked up by the agent
+        # itself: once the activation passed its health checks it exits 4
+        # (RestartForceExitStatus) and the new agent reports the
+        # generation (/etc/nico/agent-path, generations.agentPathFile).
         restartIfChanged = false;
         # systemctl and systemd-run (etcd.service, activations); sh for
         # generations.checkCommands; nix and git for the nixos applier.
@@ -432,6 +447,9 @@ in
           # 3: this node was removed from the cluster; starting again
           # would rejoin it at once.
           RestartPreventExitStatus = "3";
+          # 4: the applied generation installs another nico-agent; start it.
+          RestartForceExitStatus = "4";
+          SuccessExitStatus = "4";
           StateDirectory = "nico";
           StateDirectoryMode = "0700";
           RuntimeDirectory = "nico";

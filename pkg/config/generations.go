@@ -24,6 +24,7 @@ type Generations struct {
 	AllowFailedUnits []string      // "generations.allowFailedUnits": unit globs that may be failed
 	CheckCommands    []string      // "generations.checkCommands": shell commands that must exit 0
 	HTTPChecks       []string      // "generations.httpChecks": URLs that must answer 2xx
+	AgentPathFile    string        // "generations.agentPathFile": names the nico-agent the running system installed
 }
 
 // generationKeys are the agent's generations.* keys, bound to g.
@@ -37,6 +38,7 @@ func generationKeys(g *Generations) []key {
 		listKey("generations.allowFailedUnits", &g.AllowFailedUnits, nil, "systemd unit globs that may be failed after an activation"),
 		listKey("generations.checkCommands", &g.CheckCommands, nil, "health checks: shell commands that must exit 0 after an activation"),
 		listKey("generations.httpChecks", &g.HTTPChecks, nil, "health checks: URLs that must answer 2xx after an activation", each(probeURL)),
+		stringKey("generations.agentPathFile", &g.AgentPathFile, "/etc/nico/agent-path", "a file naming the nico-agent binary the running system installed (the NixOS module writes it); after applying a generation that changes it the agent exits 4 so that its service manager starts the new one; a missing file or an empty value: never", absPath(true)),
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command nico-agent runs nico's agent on one machine.
 //
 // Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage,
-// 3 this node was removed from the cluster (systemd: RestartPreventExitStatus=3).
+// 3 this node was removed from the cluster (systemd: RestartPreventExitStatus=3),
+// 4 a generation it applied installs another nico-agent: start that one
+// (systemd: RestartForceExitStatus=4).
 package main
 
 import (
@@ -113,6 +115,9 @@ func run(args []string, stderr io.Writer) int {
 	case errors.Is(err, agent.ErrRemoved):
 		log.Info("this node was removed from the cluster; start the agent again to rejoin")
 		return 3
+	case errors.Is(err, agent.ErrUpgraded):
+		log.Info("exiting so that the service manager starts the nico-agent of the new generation")
+		return 4
 	default:
 		log.Error("agent failed", "err", err)
 		return 1
@@ -140,6 +145,7 @@ func agentConfig(cfg config.Agent) agent.Config {
 		RetryInterval: cfg.Join.RetryInterval,
 		Version:       Version,
 		PKI:           agent.PKIConfig{Dir: pki.Dir(cfg.PKI.Dir), CACertFile: cfg.PKI.CACertFile, CAKeyFile: cfg.PKI.CAKeyFile},
+		AgentPathFile: cfg.Generations.AgentPathFile,
 	}
 }
 

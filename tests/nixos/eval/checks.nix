@@ -106,6 +106,10 @@ let
     "agent is not restarted by a switch (it runs the switch)" =
       !cp1.systemd.services.nico-agent.restartIfChanged;
     "removed node is not restarted (exit 3)" = cp1Agent.RestartPreventExitStatus == "3";
+    "an agent a generation replaced restarts into the new one (exit 4, /etc/nico/agent-path)" =
+      cp1Agent.RestartForceExitStatus == "4" && cp1Agent.SuccessExitStatus == "4"
+      && cp1.environment.etc."nico/agent-path".text == "${pkgs.nico}/bin/nico-agent\n"
+      && cp1Yaml.generations.agentPathFile == "/etc/nico/agent-path";
     "YAML: roles, bootstrap, name from the host name" =
       cp1Yaml.roles == [ "controlPlane" ] && cp1Yaml.bootstrap && cp1Yaml.name == "cp-1";
     "YAML: systemd runtime on etcd.service with the environment file" =
@@ -130,7 +134,7 @@ let
         log.level = "info";
         gossip = { port = 7946; profile = "lan"; };
         join = { listen = ":7950"; endpoints = [ ]; };
-        generations = { applier = "none"; command = [ ]; healthDeadline = "2m"; checkCommands = [ ]; httpChecks = [ ]; allowFailedUnits = [ ]; };
+        generations = { applier = "none"; command = [ ]; healthDeadline = "2m"; checkCommands = [ ]; httpChecks = [ ]; allowFailedUnits = [ ]; agentPathFile = "/etc/nico/agent-path"; };
         hypervisor = { uri = "qemu:///system"; labels = [ ]; };
       }
       && lib.hasSuffix "nico-agent.yaml" agentYamlFile;
