@@ -12,6 +12,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/secretbox"
@@ -150,6 +151,14 @@ func TestJoinEndpoint(t *testing.T) {
 	err = ObtainThroughJoin(JoinClientConfig{Name: "w-3", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: writeToken(t, "not-a-token")}, log)(ctx, pki.Dir(t.TempDir()))
 	if !errors.Is(err, token.ErrMalformed) {
 		t.Fatalf("bad token file: %v", err)
+	}
+	// A live node's name is not given to a second machine.
+	if _, err := st.Client().Put(ctx, store.HeartbeatKey("w-1"), time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
+		t.Fatal(err)
+	}
+	err = ObtainThroughJoin(JoinClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, pki.Dir(t.TempDir()))
+	if !errors.Is(err, join.ErrNameInUse) || !strings.Contains(err.Error(), "node w-1 is alive") {
+		t.Fatalf("join as a live node: %v", err)
 	}
 
 	cancel()

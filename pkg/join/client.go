@@ -233,6 +233,8 @@ func codeErr(code string) error {
 		return ErrClockSkew
 	case CodeBadRequest:
 		return ErrBadRequest
+	case CodeNameInUse:
+		return ErrNameInUse
 	case CodeNoClientCert:
 		return ErrNoClientCert
 	case CodeCertExpired:

@@ -42,6 +42,7 @@ type world struct {
 	now      time.Time
 	gossip   []byte
 	caKeyPEM []byte
+	etcd     *etcdtest.Cluster
 }
 
 func newWorld(t *testing.T, rate RateLimit) *world {
@@ -53,7 +54,7 @@ func newWorld(t *testing.T, rate RateLimit) *world {
 	}
 	key, _ := secretbox.NewKey()
 	box, _ := secretbox.New(key)
-	w := &world{t: t, reg: token.NewRegistry(secrets.New(st, box)), logs: &logging.Buffer{}, now: time.Now(), gossip: []byte("gossip-secret-xyzzy")}
+	w := &world{t: t, reg: token.NewRegistry(secrets.New(st, box)), logs: &logging.Buffer{}, now: time.Now(), gossip: []byte("gossip-secret-xyzzy"), etcd: cl}
 	w.log = slog.New(slog.NewTextHandler(io.MultiWriter(w.logs, testWriter{t}), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w.secrets = append(w.secrets, string(w.gossip), string(key))
 	if w.ca, err = pki.NewCA("test CA", time.Hour*24, w.now); err != nil {

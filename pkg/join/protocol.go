@@ -111,6 +111,7 @@ const (
 	CodeReplayed       = "replayed"
 	CodeClockSkew      = "clock-skew"
 	CodeBadRequest     = "bad-request"
+	CodeNameInUse      = "name-in-use"
 	CodeInternal       = "internal"
 )
 
@@ -125,6 +126,7 @@ var (
 	ErrReplayed        = errors.New("join: request replayed")
 	ErrClockSkew       = errors.New("join: clock skew")
 	ErrBadRequest      = errors.New("join: bad request")
+	ErrNameInUse       = errors.New("join: node name in use (a live node has it)")
 	ErrServer          = errors.New("join: the join endpoint failed")
 	ErrUnreachable     = errors.New("join: no join endpoint reachable")
 )

@@ -62,6 +62,14 @@ type ServerConfig struct {
 	ControlPlane func(ctx context.Context) (*Bundle, error)
 	// RateLimit per source IP; zero: DefaultRateLimit.
 	RateLimit RateLimit
+	// Nonces, when set, records every accepted request's nonce for all the
+	// cluster's endpoints (EtcdNonces), after this endpoint's own memory.
+	// Nil: this endpoint's memory alone.
+	Nonces NonceStore
+	// NodeAlive, when set, tells whether node name has a live heartbeat
+	// (HeartbeatOf); a join for that name is then refused with
+	// CodeNameInUse. Nil: no check.
+	NodeAlive func(ctx context.Context, name string) (alive bool, heartbeat time.Time, err error)
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	Log *slog.Logger
@@ -187,13 +195,14 @@ func (s *Server) join(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, CodeClockSkew, fmt.Sprintf("request time %s is %s from the endpoint's clock; at most %s is accepted: fix the clock", req.Time.UTC().Format(time.RFC3339), d.Round(time.Second), MaxSkew))
 		return
 	}
-	if !s.nonces.first(req.Nonce, now) {
-		s.log.Warn("join refused: replayed request", "token", req.TokenID, "node", req.Name, "source", source)
-		problem(w, http.StatusConflict, CodeReplayed, "this request was already used (replay)")
+	if s.replayed(ctx, w, req, source, now) {
 		return
 	}
 	if err := token.Check(tok, now, req.Roles); err != nil {
 		s.refuseToken(w, err, req.TokenID, source)
+		return
+	}
+	if s.nameTaken(ctx, w, req, source) {
 		return
 	}
 	certPEM, err := s.cfg.Signer.SignCSR([]byte(req.CSRPEM), pki.Request{CommonName: pki.NodeIdentity(req.Name), Usage: pki.UsageClient}, now)

@@ -1,0 +1,125 @@
+package join
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// NonceStore remembers the nonces of accepted join requests for every join
+// endpoint of the cluster (ServerConfig.Nonces): a request captured on its
+// way to one endpoint and replayed to another is refused there too.
+type NonceStore interface {
+	// First records nonce for ttl and tells whether no endpoint recorded
+	// it before within its ttl.
+	First(ctx context.Context, nonce string, ttl time.Duration) (bool, error)
+}
+
+// ReplayWindow is how long a nonce is remembered: a request older than
+// MaxSkew is refused for its time anyway, and clocks may differ by as much
+// again.
+const ReplayWindow = 2 * MaxSkew
+
+// EtcdNonces is the NonceStore of a cluster: one key per nonce under
+// store.JoinNoncesDir, created only if absent and bound to a lease of the
+// window, so etcd forgets it by itself.
+type EtcdNonces struct {
+	kv    clientv3.KV
+	lease clientv3.Lease
+}
+
+// NewEtcdNonces returns the store over a client whose keyspace is the
+// store prefix (store.New's client).
+func NewEtcdNonces(cli *clientv3.Client) *EtcdNonces {
+	return &EtcdNonces{kv: cli.KV, lease: cli.Lease}
+}
+
+// First implements NonceStore with one lease grant and a put-if-absent
+// transaction. The key is the nonce's SHA-256, so any nonce makes a
+// well-formed key.
+func (e *EtcdNonces) First(ctx context.Context, nonce string, ttl time.Duration) (bool, error) {
+	sum := sha256.Sum256([]byte(nonce))
+	key := store.JoinNonceKey(hex.EncodeToString(sum[:]))
+	secs := int64((ttl + time.Second - 1) / time.Second)
+	l, err := e.lease.Grant(ctx, max(secs, 1))
+	if err != nil {
+		return false, fmt.Errorf("join: nonce lease: %w", err)
+	}
+	resp, err := e.kv.Txn(ctx).If(store.Absent(key)).Then(clientv3.OpPut(key, "", clientv3.WithLease(l.ID))).Commit()
+	if err != nil || !resp.Succeeded {
+		// The unused lease would expire anyway; revoking it is tidier.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		_, _ = e.lease.Revoke(rctx, l.ID)
+		cancel()
+	}
+	if err != nil {
+		return false, fmt.Errorf("join: record nonce: %w", err)
+	}
+	return resp.Succeeded, nil
+}
+
+// HeartbeatOf returns the ServerConfig.NodeAlive check of a cluster: node
+// name is alive while its lease-bound heartbeat key (store.HeartbeatKey)
+// exists; its value is the time the agent wrote it. kv's keyspace is the
+// store prefix (store.New's client).
+func HeartbeatOf(kv clientv3.KV) func(ctx context.Context, name string) (bool, time.Time, error) {
+	return func(ctx context.Context, name string) (bool, time.Time, error) {
+		resp, err := kv.Get(ctx, store.HeartbeatKey(name))
+		if err != nil {
+			return false, time.Time{}, fmt.Errorf("join: heartbeat of %s: %w", name, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return false, time.Time{}, nil
+		}
+		at, _ := time.Parse(time.RFC3339Nano, string(resp.Kvs[0].Value)) // zero when unreadable: still alive
+		return true, at, nil
+	}
+}
+
+// replayed answers a request whose nonce was seen, by this endpoint (its
+// memory, checked first) or by any endpoint sharing cfg.Nonces.
+func (s *Server) replayed(ctx context.Context, w http.ResponseWriter, req Request, source string, now time.Time) bool {
+	fresh := s.nonces.first(req.Nonce, now)
+	if fresh && s.cfg.Nonces != nil {
+		var err error
+		if fresh, err = s.cfg.Nonces.First(ctx, req.Nonce, ReplayWindow); err != nil {
+			s.internal(w, "record the request's nonce", err)
+			return true
+		}
+	}
+	if fresh {
+		return false
+	}
+	s.log.Warn("join refused: replayed request", "token", req.TokenID, "node", req.Name, "source", source)
+	problem(w, http.StatusConflict, CodeReplayed, "this request was already used (replay)")
+	return true
+}
+
+// nameTaken answers a request for the name of a node that is alive: its
+// certificate would let a second machine act as that node.
+func (s *Server) nameTaken(ctx context.Context, w http.ResponseWriter, req Request, source string) bool {
+	if s.cfg.NodeAlive == nil {
+		return false
+	}
+	alive, at, err := s.cfg.NodeAlive(ctx, req.Name)
+	if err != nil {
+		s.internal(w, "read the node's heartbeat", err)
+		return true
+	}
+	if !alive {
+		return false
+	}
+	when := "unknown time"
+	if !at.IsZero() {
+		when = at.UTC().Format(time.RFC3339)
+	}
+	s.log.Warn("join refused: the node's name is in use", "token", req.TokenID, "node", req.Name, "heartbeat", when, "source", source)
+	problem(w, http.StatusConflict, CodeNameInUse, fmt.Sprintf("node %s is alive (heartbeat at %s); a second machine cannot take its name; remove it first with nicoctl remove node %s or wait for its heartbeat to expire", req.Name, when, req.Name))
+	return true
+}
