@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/spf13/cobra"
 )
@@ -21,11 +22,11 @@ import (
 // machine's files, not through etcd: run them on each machine in turn.
 //
 //	ca new ──▶ ca trust (every machine) ──▶ restart one at a time
-//	  ──▶ ca activate (control plane; agents re-issue their leaves) ──▶ workers re-join
+//	  ──▶ ca activate (control plane; agents re-issue their leaves) ──▶ ca renew-node (other machines)
 //	  ──▶ ca untrust old (every machine) ──▶ restart one at a time
 func (a *app) caCmd() *cobra.Command {
-	return group("ca", "Rotate the cluster CA, one machine's pki.dir at a time", "ca: new, trust, activate, untrust or status",
-		a.caNewCmd(), a.caTrustCmd(), a.caActivateCmd(), a.caUntrustCmd(), a.caStatusCmd())
+	return group("ca", "Rotate the cluster CA, one machine's pki.dir at a time", "ca: new, trust, activate, renew-node, untrust or status",
+		a.caNewCmd(), a.caTrustCmd(), a.caActivateCmd(), a.caRenewNodeCmd(), a.caUntrustCmd(), a.caStatusCmd())
 }
 
 // pkiDirFlag adds --pki-dir to c.
@@ -162,6 +163,42 @@ func (a *app) caActivateCmd() *cobra.Command {
 		}),
 	}
 	pkiDirFlag(c, &dir)
+	return c
+}
+
+func (a *app) caRenewNodeCmd() *cobra.Command {
+	var dir string
+	var endpoints []string
+	c := &cobra.Command{
+		Use:   "renew-node --join-endpoint <host:port>",
+		Short: "On a machine without ca.key (worker, hypervisor), get a node certificate of the CA that signs now through a join endpoint (POST /v1/renew); the agent uses it from its next connection",
+		Args:  cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			d := pki.Dir(dir)
+			if len(endpoints) == 0 {
+				return withCode(ExitUsage, errors.New("--join-endpoint is required: the host:port of a control-plane machine's join endpoint (join.listen), e.g. 10.0.0.1:9443"))
+			}
+			if _, err := os.Stat(d.CAKey()); err == nil {
+				return withCode(ExitRefused, fmt.Errorf("%s holds ca.key: its agent re-issues %s itself (nicoctl ca status shows which CA signed it)", string(d), d.Cert(pki.NodeLeaf)))
+			}
+			_, cas, err := readBundle(d)
+			if err != nil {
+				return err
+			}
+			c, err := join.Renew(cmd.Context(), join.RenewConfig{Endpoints: endpoints, Now: a.now}, d)
+			if err != nil {
+				return err
+			}
+			by := "a CA this machine does not trust"
+			if ca := issuerOf(c, cas); ca != nil {
+				by = fmt.Sprintf("%q %s", ca.Subject.CommonName, fingerprint(ca))
+			}
+			fmt.Fprintf(a.stdout, "%s renewed: %q serial %s, signed by %s, valid until %s\n", d.Cert(pki.NodeLeaf), c.Subject.CommonName, c.SerialNumber.Text(16), by, c.NotAfter.UTC().Format(time.RFC3339))
+			return nil
+		}),
+	}
+	pkiDirFlag(c, &dir)
+	c.Flags().StringSliceVar(&endpoints, "join-endpoint", nil, "join endpoints (host:port) to renew through, tried in order")
 	return c
 }
 

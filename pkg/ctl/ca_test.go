@@ -1,14 +1,19 @@
 package ctl
 
 import (
+	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/token"
 )
 
 // caMachine makes a control-plane pki.dir signed by a fresh CA: ca.crt,
@@ -151,7 +156,7 @@ func TestCACommandErrors(t *testing.T) {
 	run(t, nil, "ca", "status", "--pki-dir", missing).want(t, 1, nil, []string{filepath.Join(missing, "ca.crt"), "is --pki-dir"})
 	run(t, nil, "ca", "new").want(t, 2, nil, []string{`--out ""`})
 	run(t, nil, "ca", "new", "--out", t.TempDir(), "--validity", "-1h").want(t, 2, nil, []string{"--validity -1h0m0s"})
-	run(t, nil, "ca").want(t, 2, nil, []string{"new, trust, activate, untrust or status"})
+	run(t, nil, "ca").want(t, 2, nil, []string{"new, trust, activate, renew-node, untrust or status"})
 
 	// A worker holds no ca.key: activating there is refused.
 	nd := pki.Dir(filepath.Join(t.TempDir(), "next"))
@@ -176,4 +181,72 @@ func TestCACommandErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, nil, "ca", "activate", ed.CACert(), ed.CAKey(), "--pki-dir", string(d)).want(t, 2, nil, []string{ed.CACert() + " is valid from", "not now"})
+}
+
+// noTokens is a join.Tokens that knows none: renew-node needs no token.
+type noTokens struct{}
+
+func (noTokens) Get(context.Context, string) (*api.Token, error) { return nil, token.ErrUnknown }
+func (noTokens) Used(context.Context, string, string, time.Time) error {
+	return nil
+}
+
+// TestCARenewNode: a worker whose node certificate is of the old CA gets
+// one of the new CA through a join endpoint that signs with it.
+func TestCARenewNode(t *testing.T) {
+	old, err := pki.NewCA("old CA", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, err := pki.NewCA("next CA", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bundle, err := pki.AppendCA(old.CertPEM, next.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := join.NewServer(join.ServerConfig{Tokens: noTokens{}, Signer: next, CAPEM: bundle,
+		Cluster: func(context.Context) (join.Cluster, error) { return join.Cluster{}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := join.ServerCert(next, "cp-1", []string{"127.0.0.1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, cert) }()
+	t.Cleanup(func() { cancel(); <-served })
+
+	w := pki.Dir(filepath.Join(t.TempDir(), "pki"))
+	c, k, err := old.Issue(pki.Request{CommonName: pki.NodeIdentity("w-1"), Usage: pki.UsageClient}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WritePair(w.Cert(pki.NodeLeaf), c, w.Key(pki.NodeLeaf), k); err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteFile(w.CACert(), bundle); err != nil {
+		t.Fatal(err)
+	}
+	if st := caStatusJSON(t, w); st.Phase != "rotating" || !st.Leaves[0].ByOtherCA {
+		t.Fatalf("worker before: %+v", st)
+	}
+	run(t, nil, "ca", "renew-node", "--pki-dir", string(w)).want(t, 2, nil, []string{"--join-endpoint is required"})
+	run(t, nil, "ca", "renew-node", "--pki-dir", string(w), "--join-endpoint", ln.Addr().String()).
+		want(t, 0, []string{w.Cert(pki.NodeLeaf) + " renewed", `"node:w-1"`, `signed by "next CA" ` + fingerprint(next.Cert)}, nil)
+	assertPerm(t, w.Cert(pki.NodeLeaf))
+	assertPerm(t, w.Key(pki.NodeLeaf))
+	if st := caStatusJSON(t, w); st.Phase != "rotated" || st.Leaves[0].Issuer != fingerprint(next.Cert) {
+		t.Fatalf("worker after: %+v", st)
+	}
+	// A control-plane machine re-issues its own.
+	cp, _ := caMachine(t)
+	run(t, nil, "ca", "renew-node", "--pki-dir", string(cp), "--join-endpoint", ln.Addr().String()).want(t, 3, nil, []string{"holds ca.key"})
 }
