@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +70,12 @@ type Config struct {
 	// the running generation installed; after applying a generation that
 	// changes it, Run returns ErrUpgraded (agent/upgrade.go). Empty: never.
 	AgentPathFile string
+	// EndpointsCache is a file in which the agent keeps the etcd client
+	// URLs it last reached (agent/endpoints_cache.go); empty: none.
+	EndpointsCache string
+	// DiscoverGrace is how long discovery waits for the mesh before it
+	// uses the cached endpoints; 0: DefaultDiscoverGrace.
+	DiscoverGrace time.Duration
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -91,6 +98,9 @@ type Agent struct {
 	ObtainCerts ObtainCertsFunc
 	// RenewInterval is how often certificates are checked for renewal.
 	RenewInterval time.Duration
+	// RenewNodeCert, when set, renews the node certificate of a machine
+	// without ca.key through the join endpoint (agent/renew_node.go).
+	RenewNodeCert RenewNodeCertFunc
 	// Executable is the running agent's binary (os.Executable); tests
 	// replace it.
 	Executable func() (string, error)
@@ -103,6 +113,9 @@ type Agent struct {
 	running bool          // the local member was started by this agent
 	gossip  gossipState   // what it publishes in the mesh (agent/gossip.go)
 	upgrade chan struct{} // a generation brought a new agent (agent/upgrade.go)
+
+	cacheMu sync.Mutex
+	cached  []string // the endpoints last written to cfg.EndpointsCache
 }
 
 // New returns an agent; it starts nothing until Run.
@@ -118,6 +131,9 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 5 * time.Second
+	}
+	if cfg.DiscoverGrace <= 0 {
+		cfg.DiscoverGrace = DefaultDiscoverGrace
 	}
 	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
 }
@@ -221,6 +237,7 @@ func (a *Agent) connect(ctx context.Context) error {
 		return err
 	}
 	a.cli, a.st = cli, st
+	a.cacheEndpoints(eps)
 	return nil
 }
 

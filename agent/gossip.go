@@ -26,9 +26,13 @@ type Gossip interface {
 
 // discover waits until the mesh names the etcd client URLs of voters and
 // returns them: an agent configured with only gossip.seeds needs no
-// etcd.endpoints.
+// etcd.endpoints. When the mesh names none within DiscoverGrace and the
+// agent cached endpoints on an earlier run, it uses those (a machine the
+// mesh no longer understands after key rotations gets back this way).
 func (a *Agent) discover(ctx context.Context) ([]string, error) {
 	logged := false
+	grace := time.NewTimer(a.cfg.DiscoverGrace)
+	defer grace.Stop()
 	for {
 		if eps := gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()); len(eps) > 0 {
 			a.log.Info("etcd endpoints learned from gossip", "endpoints", eps)
@@ -43,6 +47,15 @@ func (a *Agent) discover(ctx context.Context) ([]string, error) {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("agent: discovering etcd through gossip: %w", ctx.Err())
 		case <-a.cfg.Gossip.Changed():
+		case <-grace.C:
+			eps, err := a.cachedEndpoints()
+			if err != nil {
+				a.log.Warn("no usable endpoints cache", "err", err)
+			}
+			if len(eps) > 0 {
+				a.log.Warn("the gossip mesh names no etcd voters; using the endpoints cached on an earlier run", "after", a.cfg.DiscoverGrace, "endpoints", eps)
+				return eps, nil
+			}
 		}
 	}
 }
@@ -130,6 +143,7 @@ func (a *Agent) refreshGossip(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 				a.publishGossip()
+				a.cacheEndpoints(gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()))
 			}
 		}
 	}()

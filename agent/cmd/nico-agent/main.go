@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/homystack/nico/agent"
@@ -107,6 +108,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	a := agent.New(ac, rt, notify, log)
 	a.ObtainCerts = obtainCerts(cfg, log)
+	a.RenewNodeCert = renewNodeCert(cfg, log)
 	defer serveJoin(ctx, cfg, log)()
 	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
 	switch err := a.Run(ctx); {
@@ -146,6 +148,9 @@ func agentConfig(cfg config.Agent) agent.Config {
 		Version:       Version,
 		PKI:           agent.PKIConfig{Dir: pki.Dir(cfg.PKI.Dir), CACertFile: cfg.PKI.CACertFile, CAKeyFile: cfg.PKI.CAKeyFile},
 		AgentPathFile: cfg.Generations.AgentPathFile,
+		// The etcd endpoints last reached, for when the mesh no longer
+		// understands this machine (agent/endpoints_cache.go).
+		EndpointsCache: filepath.Join(cfg.DataDir, "etcd-endpoints.json"),
 	}
 }
 
