@@ -51,6 +51,11 @@ type JoinEndpointConfig struct {
 	EnsureIdentity func(ctx context.Context, name string, roles []api.Role) error
 	// Poll is how often Run looks for the keys it needs; zero: 1s.
 	Poll time.Duration
+	// TokenPruneAfter is how long an expired or revoked token is kept
+	// (join.tokenPruneAfter); zero: token.DefaultPruneAfter.
+	// TokenPruneInterval paces the pruning; zero: an hour.
+	TokenPruneAfter    time.Duration
+	TokenPruneInterval time.Duration
 }
 
 // JoinEndpoint serves the join endpoint as the coordinator's identity (it
@@ -164,6 +169,10 @@ func (j *JoinEndpoint) serve(ctx context.Context) error {
 			return err
 		}
 	}
+	pruned := make(chan struct{})
+	pctx, stopPrune := context.WithCancel(ctx)
+	go func() { defer close(pruned); j.pruneTokens(pctx, reg) }()
+	defer func() { stopPrune(); <-pruned }()
 	ensure := j.cfg.EnsureIdentity
 	if ensure == nil {
 		ensure = rbac.IdentityEnsurer(cli.Auth, j.cfg.Prefix)

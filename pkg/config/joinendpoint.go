@@ -23,6 +23,10 @@ type JoinEndpoint struct {
 	// Empty and 0: the default, 20 then one a second.
 	RateBurst    string        // "join.rateBurst"
 	RateInterval time.Duration // "join.rateInterval"
+	// TokenPruneAfter is how long a join token that expired or was revoked
+	// is kept (nicoctl token list shows it so) before the endpoint deletes
+	// it; 0: 24h (token.DefaultPruneAfter).
+	TokenPruneAfter time.Duration // "join.tokenPruneAfter"
 }
 
 // Rate is the token bucket as (burst, interval); zeros mean the default.
@@ -39,6 +43,7 @@ func joinEndpointKeys(j *JoinEndpoint) []key {
 			each(hostPort), noDuplicates),
 		stringKey("join.rateBurst", &j.RateBurst, "", "join requests one source IP may send at once; empty means 20", positiveIntOrEmpty),
 		durationKey("join.rateInterval", &j.RateInterval, 0, "after the burst, one join request per source IP per this interval; 0 means 1s", atLeastZero),
+		durationKey("join.tokenPruneAfter", &j.TokenPruneAfter, 0, "how long a join token that expired or was revoked is kept (and listed as such) before the join endpoint deletes it; 0 means 24h", atLeastZero),
 	}
 }
 

@@ -81,6 +81,29 @@ func (s *Store) Create(ctx context.Context, key string, obj api.Object) error {
 	return s.write(ctx, "create", key, obj, []clientv3.Cmp{store.Absent(key)})
 }
 
+// CreateIf writes obj at key only if nothing is there and every cmp holds
+// (store.ErrExists otherwise).
+func (s *Store) CreateIf(ctx context.Context, key string, obj api.Object, cmps ...clientv3.Cmp) error {
+	return s.write(ctx, "create", key, obj, append([]clientv3.Cmp{store.Absent(key)}, cmps...))
+}
+
+// DeleteUnchanged removes key only if it is still at revision rev, and
+// applies also (plain operations) in the same transaction;
+// store.ErrConflict when key changed or is gone.
+func (s *Store) DeleteUnchanged(ctx context.Context, key string, rev int64, also ...clientv3.Op) error {
+	if err := secretKey(key); err != nil {
+		return err
+	}
+	resp, err := s.st.Client().Txn(ctx).If(store.Unchanged(key, rev)).Then(append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...).Commit()
+	if err != nil {
+		return fmt.Errorf("secrets: delete %s: %w", key, err)
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: %s", store.ErrConflict, key)
+	}
+	return nil
+}
+
 // Update writes obj at key only if the key is still at the revision obj
 // was read at (store.ErrConflict).
 func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {

@@ -47,7 +47,9 @@ func (r *Registry) Create(ctx context.Context, spec Spec, now time.Time) (Token,
 }
 
 // Register stores tok as given (the bootstrap machine's token file);
-// store.ErrExists when its id is taken.
+// store.ErrExists when its id is taken, or was taken by a token since
+// pruned (Prune): an id is never reused, so a revoked bootstrap token
+// cannot come back when its machine registers it again.
 func (r *Registry) Register(ctx context.Context, tok Token, spec Spec, now time.Time) (*api.Token, error) {
 	if len(spec.Roles) == 0 {
 		return nil, fmt.Errorf("token: %s: no roles; a token allows at least one of %v", tok.ID, AllRoles)
@@ -58,7 +60,7 @@ func (r *Registry) Register(ctx context.Context, tok Token, spec Spec, now time.
 	if spec.TTL > 0 {
 		obj.Spec.ExpiresAt = now.UTC().Add(spec.TTL)
 	}
-	if err := r.s.Create(ctx, store.TokenKey(tok.ID), obj); err != nil {
+	if err := r.s.CreateIf(ctx, store.TokenKey(tok.ID), obj, store.Absent(store.TokenTombstoneKey(tok.ID))); err != nil {
 		return nil, fmt.Errorf("token: register %s: %w", tok.ID, err)
 	}
 	return obj, nil

@@ -68,7 +68,7 @@ func serveJoin(ctx context.Context, cfg config.Agent, log *slog.Logger) (wait fu
 		Name: cfg.Name, Dir: pki.Dir(cfg.PKI.Dir), Listen: cfg.JoinEndpoint.Listen,
 		Endpoints: append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...),
 		Prefix:    cfg.Store.Prefix, TokenFile: cfg.TokenFile, Bootstrap: cfg.Bootstrap,
-		RateLimit: rateLimit(burst, every),
+		RateLimit: rateLimit(burst, every), TokenPruneAfter: cfg.JoinEndpoint.TokenPruneAfter,
 	}, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
