@@ -205,11 +205,12 @@ func (a *Agent) issueMissing(ctx context.Context) error {
 	return nil
 }
 
-// renewCerts keeps the leaves renewed until ctx ends, on a machine holding
-// ca.key. A machine without it renews nothing: its node certificate comes
-// from the join endpoint, for a year.
+// renewCerts keeps the leaves renewed until ctx ends: with ca.key on a
+// machine holding it, through the join endpoint (renewNodeCert) on the
+// others, which hold the node certificate alone.
 func (a *Agent) renewCerts(ctx context.Context) {
 	if !exists(a.cfg.PKI.Dir.CAKey()) {
+		a.renewNodeCert(ctx)
 		return
 	}
 	r, err := a.renewer()

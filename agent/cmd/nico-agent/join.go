@@ -41,6 +41,12 @@ func obtainCerts(cfg config.Agent, log *slog.Logger) agent.ObtainCertsFunc {
 	}, log)
 }
 
+// renewNodeCert is the agent's RenewNodeCert: on a machine without ca.key,
+// renewing the node certificate through join.endpoints (POST /v1/renew).
+func renewNodeCert(cfg config.Agent, log *slog.Logger) agent.RenewNodeCertFunc {
+	return agent.RenewThroughJoin(cfg.JoinEndpoint.Endpoints, log)
+}
+
 // joinFirst gets the machine's certificates through the join endpoint
 // before anything else starts, on a machine that is not the bootstrap one
 // and has no ca.crt yet: the gossip mesh needs the secret the join brings.
