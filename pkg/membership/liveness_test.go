@@ -39,6 +39,8 @@ func TestPlanLiveness(t *testing.T) {
 			obs: world("VVV").newcomer("n9", newPeer).active(api.OpJoin, "n9", newPeer, api.StepAddLearner, 0, t0).live2("n3", LiveSuspect, t0)},
 		{name: "promotion waits while a voter is suspect", action: Wait, reason: "n1 is suspect",
 			obs: world("VVVL").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0).live2("n1", LiveSuspect, t0)},
+		{name: "a learner catching up while its promotion waits on a suspect is not aborted", action: Wait, reason: "n1 is suspect", pol: replace, now: t0.Add(time.Hour),
+			obs: world("VVVL").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0).live2("n1", LiveSuspect, t0).with(func(o *Observed) { o.Members[3].RaftIndex = 9 })},
 		{name: "removal request waits while another voter is suspect", action: Wait, reason: "n2 is suspect",
 			obs: world("VVVVV").remove("n5", false, t0).live2("n2", LiveSuspect, t0)},
 		{name: "the suspect node itself may be removed", action: StartRemove,

@@ -84,7 +84,13 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		if op.Status.ProgressAt.After(last) {
 			last = op.Status.ProgressAt
 		}
-		if stalled := now.Sub(last); stalled >= pol.LearnerProgressTimeout {
+		// The journal records the learner's progress only when the leader
+		// tries to promote it. A learner past the journaled index has made
+		// progress since, unrecorded because the promotion was held (a
+		// suspect node, an unsafe projection): not stalled. The next
+		// promotion attempt records its index, and the timeout runs again
+		// from there.
+		if stalled := now.Sub(last); stalled >= pol.LearnerProgressTimeout && m.RaftIndex <= op.Status.LearnerIndex {
 			s := with(base, AbortJoin, fmt.Sprintf("learner made no progress for %s (raft index %d)", stalled.Round(time.Second), op.Status.LearnerIndex))
 			s.Retry = true
 			return s

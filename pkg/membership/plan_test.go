@@ -168,8 +168,17 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name: "learner that stalls is aborted", now: t0.Add(5 * min), action: AbortJoin,
-			obs:   learnerWorld(true, t0).with(func(o *Observed) { o.Active.Status.ProgressAt = t0.Add(2 * min) }),
+			obs: learnerWorld(true, t0).with(func(o *Observed) {
+				o.Active.Status.ProgressAt, o.Active.Status.LearnerIndex = t0.Add(2*min), o.Members[3].RaftIndex
+			}),
 			check: reason("no progress for 3m0s"),
+		},
+		{
+			name: "learner past the journaled index while its promotion was held is not aborted", now: t0.Add(5 * min), action: Promote,
+			obs: learnerWorld(true, t0).with(func(o *Observed) {
+				o.Active.Status.ProgressAt, o.Active.Status.LearnerIndex = t0.Add(2*min), 40
+				o.Members[3].RaftIndex = 41
+			}),
 		},
 		{
 			name: "promotion that would lose quorum waits", now: t0, action: Wait,
