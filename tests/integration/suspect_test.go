@@ -34,15 +34,15 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 suspect in the liveness record", func(l *api.Liveness) bool {
 		return l.Status.Nodes["cp-2"].State == "suspect"
 	})
-	members := pollMembers(t, cli)
+	members := pollMembers(t, cli, votersOnly)
 	f.start(f.agentConfig("cp-3", false))
 
 	// The join is pending, and the leader re-plans it again and again
 	// (at least every resync, 200 ms), each time waiting on cp-2: 25
 	// passes hold cp-2 suspect for seconds.
 	s := waitSteps(t, c, 90*time.Second, "the leader waiting on suspect cp-2 for cp-3's join", 25, func(s membership.Step) bool {
-		return s.Action == membership.Wait && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is suspect")
-	})
+		return s.Action == membership.Wait && s.Op == nil && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is suspect")
+	}, nil)
 	t.Logf("the leader waits: %s", s.Reason)
 	j := api.NewJoinRequest("cp-3")
 	if err := f.store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinPending {
@@ -79,16 +79,16 @@ func TestSuspectVoterThatDiesCountsAsUnhealthy(t *testing.T) {
 		st := l.Status.Nodes["cp-2"].State
 		return st == "suspect" || st == "dead"
 	})
-	members := pollMembers(t, cli)
+	members := pollMembers(t, cli, votersOnly)
 	f.start(f.agentConfig("cp-3", false))
 	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 dead in the liveness record", func(l *api.Liveness) bool {
 		return l.Status.Nodes["cp-2"].State == "dead"
 	})
 
 	unhealthy := func(s membership.Step) bool {
-		return s.Action == membership.Wait && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is unhealthy")
+		return s.Action == membership.Wait && s.Op == nil && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is unhealthy")
 	}
-	s := waitSteps(t, c, 90*time.Second, "the leader counting dead cp-2 unhealthy for cp-3's join", 10, unhealthy)
+	s := waitSteps(t, c, 90*time.Second, "the leader counting dead cp-2 unhealthy for cp-3's join", 10, unhealthy, nil)
 	t.Logf("the leader waits: %s", s.Reason)
 	if !strings.Contains(s.Reason, "cluster is not healthy") || !strings.Contains(s.Reason, "1 healthy voter(s) of 2") {
 		t.Fatalf("reason %q: want the quorum projection to count 1 healthy voter of 2", s.Reason)
@@ -116,12 +116,75 @@ func TestSuspectVoterThatDiesCountsAsUnhealthy(t *testing.T) {
 	}
 }
 
+// TestNoPromotionWhileAVoterIsSuspect: a learner is added, then a voter's
+// mesh member is cut off before the learner starts. The learner starts and
+// catches up, but the leader does not promote it while the voter is suspect,
+// nor gives up on it when the wait outlasts the learner progress timeout
+// (the learner is not stalled: the leader is holding it). Once the voter
+// answers again the learner is promoted.
+func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
+	const progressTimeout = 8 * time.Second
+	f, c, cut := newSuspectFleet(t, 3*time.Minute, func(f *fleet) { f.policy.LearnerProgressTimeout = progressTimeout })
+	cli := f.client()
+	gate := make(chan struct{})
+	f.startWith(f.agentConfig("cp-3", false), &gated{Runtime: f.newRuntime(), open: gate})
+	waitObj(f, 60*time.Second, store.JoinKey("cp-3"), "cp-3 added as a learner", func(j *api.JoinRequest) bool {
+		return j.Status.Phase == api.JoinLearnerAdded
+	})
+	w := watchJournal(t, cli)
+	cut.setCut(true)
+	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 suspect in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-2"].State == "suspect"
+	})
+	members := pollMembers(t, cli, func(ms map[string]bool) bool {
+		// cp-3's learner, named once it has started.
+		learners := 0
+		for _, l := range ms {
+			if l {
+				learners++
+			}
+		}
+		return len(ms) == 3 && learners == 1 && votersIn(ms, "cp-1", "cp-2")
+	})
+	drainSteps(c) // those that got cp-3 added
+	close(gate)
+
+	// The learner has started (the leader's checks reach the suspect one
+	// only then) and is held past the progress timeout.
+	held := func(s membership.Step) bool {
+		return s.Action == membership.Wait && s.Op != nil && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is suspect") &&
+			time.Since(s.Op.Status.StepSince) > progressTimeout+2*time.Second
+	}
+	changed := func(s membership.Step) bool { return s.Action != membership.Wait }
+	s := waitSteps(t, c, 90*time.Second, "the leader holding learner cp-3 past the progress timeout while cp-2 is suspect", 5, held, changed)
+	t.Logf("the leader waits: %s", s.Reason)
+	members.stop(t, "while cp-2 was suspect")
+	cut.setCut(false)
+	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-2"].State == "alive"
+	})
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+
+	ev := w.stop(t)
+	win := ev.window(t, "cp-2", "suspect", "alive")
+	t.Logf("cp-2 suspect from rev %d to rev %d; journal and liveness changes: %v", win.start, win.end, ev)
+	ev.noOpsBefore(t, win.end, "cp-2 was suspect")
+	j := api.NewJoinRequest("cp-3")
+	if err := f.store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinJoined || j.Spec.Attempt > 1 {
+		t.Fatalf("cp-3's join request: attempt %d, %+v, err %v; want it joined at the first attempt", j.Spec.Attempt, j.Status, err)
+	}
+}
+
 // newSuspectFleet runs voters cp-1 (bootstrap) and cp-2, each with its mesh
 // member, and a coordinator with its own, all in a mesh whose members keep a
 // peer suspect for suspicion before declaring it dead. cp-2's mesh member
-// goes through the returned transport, not cut yet.
-func newSuspectFleet(t *testing.T, suspicion time.Duration) (*fleet, *coord, *cuttable) {
+// goes through the returned transport, not cut yet. opts adjust the fleet
+// before anything starts.
+func newSuspectFleet(t *testing.T, suspicion time.Duration, opts ...func(*fleet)) (*fleet, *coord, *cuttable) {
 	f := newFleet(t)
+	for _, o := range opts {
+		o(f)
+	}
 	tune := func(c *memberlist.Config) {
 		// Below 10 members memberlist's suspicion timeout is
 		// SuspicionMult probe intervals (no confirmations are expected).
@@ -169,8 +232,8 @@ func (f *fleet) startTunedMesh(name string, ip int, tune func(*memberlist.Config
 }
 
 // waitSteps reads the steps c's leader applies until n match, and returns
-// the last that did.
-func waitSteps(t *testing.T, c *coord, within time.Duration, what string, n int, match func(membership.Step) bool) membership.Step {
+// the last that did; a step that forbid (if not nil) matches fails the test.
+func waitSteps(t *testing.T, c *coord, within time.Duration, what string, n int, match, forbid func(membership.Step) bool) membership.Step {
 	t.Helper()
 	deadline := time.After(within)
 	var last, seen membership.Step
@@ -178,6 +241,9 @@ func waitSteps(t *testing.T, c *coord, within time.Duration, what string, n int,
 		select {
 		case s := <-c.steps:
 			seen = s
+			if forbid != nil && forbid(s) {
+				t.Fatalf("%s: the leader took step %s", what, s)
+			}
 			if match(s) {
 				last = s
 				got++
@@ -187,6 +253,17 @@ func waitSteps(t *testing.T, c *coord, within time.Duration, what string, n int,
 		}
 	}
 	return last
+}
+
+// drainSteps drops the steps c's leader applied so far.
+func drainSteps(c *coord) {
+	for {
+		select {
+		case <-c.steps:
+		default:
+			return
+		}
+	}
 }
 
 // journalEvent is one change, seen by a watch, of the operation journal
@@ -359,8 +436,21 @@ func (ev journalEvents) opStartedAfter(rev int64) bool {
 	return slices.ContainsFunc(ev, func(e journalEvent) bool { return e.key == store.ActiveOpKey && e.put && e.rev > rev })
 }
 
+// votersOnly accepts a member list of voters cp-1 and cp-2 alone.
+func votersOnly(ms map[string]bool) bool { return len(ms) == 2 && votersIn(ms, "cp-1", "cp-2") }
+
+// votersIn tells whether the named members are in ms as voters.
+func votersIn(ms map[string]bool, names ...string) bool {
+	for _, n := range names {
+		if learner, ok := ms[n]; !ok || learner {
+			return false
+		}
+	}
+	return true
+}
+
 // memberPoller reads etcd's member list over a window and remembers any
-// list that is not the two voters it started with.
+// list that is not as it wants.
 type memberPoller struct {
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -368,8 +458,9 @@ type memberPoller struct {
 	polls  int
 }
 
-// pollMembers polls the member list every 100 ms until stop.
-func pollMembers(t *testing.T, cli *clientv3.Client) *memberPoller {
+// pollMembers polls the member list (name -> learner) every 100 ms until
+// stop; a list that want refuses is remembered.
+func pollMembers(t *testing.T, cli *clientv3.Client, want func(map[string]bool) bool) *memberPoller {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &memberPoller{cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -380,9 +471,7 @@ func pollMembers(t *testing.T, cli *clientv3.Client) *memberPoller {
 			ccancel()
 			if err == nil {
 				p.polls++
-				l1, ok1 := ms["cp-1"]
-				l2, ok2 := ms["cp-2"]
-				if len(ms) != 2 || !ok1 || !ok2 || l1 || l2 {
+				if !want(ms) {
 					p.bad = append(p.bad, fmt.Sprint(ms))
 				}
 			}
