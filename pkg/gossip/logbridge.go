@@ -34,28 +34,51 @@ var (
 	suspectRE = regexp.MustCompile(`^Suspect (\S+) has failed`)
 )
 
+// logLevels maps memberlist's line prefixes to levels.
+var logLevels = []struct {
+	prefix string
+	level  slog.Level
+}{{"[DEBUG] ", slog.LevelDebug}, {"[INFO] ", slog.LevelInfo}, {"[WARN] ", slog.LevelWarn}, {"[ERR] ", slog.LevelError}}
+
 // Write implements io.Writer for log.Logger; each call is one line.
+// memberlist writes a line for every stream connection and push-pull, so
+// Write allocates only the line and leaves out what the logger discards.
 func (b *logBridge) Write(p []byte) (int, error) {
 	line := strings.TrimSpace(string(p))
 	level, msg := slog.LevelDebug, line
-	for prefix, l := range map[string]slog.Level{"[DEBUG] ": slog.LevelDebug, "[INFO] ": slog.LevelInfo, "[WARN] ": slog.LevelWarn, "[ERR] ": slog.LevelError} {
-		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			level, msg = l, strings.TrimPrefix(rest, "memberlist: ")
+	for _, l := range logLevels {
+		if rest, ok := strings.CutPrefix(line, l.prefix); ok {
+			level, msg = l.level, strings.TrimPrefix(rest, "memberlist: ")
 			break
 		}
 	}
-	if m := suspectRE.FindStringSubmatch(msg); m != nil && b.onSuspect != nil {
-		b.onSuspect(m[1])
+	if b.onSuspect != nil && strings.HasPrefix(msg, "Suspect ") {
+		if m := suspectRE.FindStringSubmatch(msg); m != nil {
+			b.onSuspect(m[1])
+		}
 	}
-	if strings.Contains(strings.ToLower(msg), "decrypt") {
+	if containsFold(msg, "decrypt") {
 		b.rejectedFrom(msg)
 		return len(p), nil
 	}
 	if level == slog.LevelInfo {
 		level = slog.LevelDebug // memberlist's info lines are chatty
 	}
-	b.log.Log(context.Background(), level, msg, "component", "memberlist")
+	if b.log.Enabled(context.Background(), level) {
+		b.log.Log(context.Background(), level, msg, "component", "memberlist")
+	}
 	return len(p), nil
+}
+
+// containsFold tells whether s contains the lower-case ASCII word sub in
+// any case, without allocating.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i]|0x20 == sub[0] && strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *logBridge) rejectedFrom(msg string) {

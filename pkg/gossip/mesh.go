@@ -28,6 +28,7 @@ type Mesh struct {
 	tracker *tracker
 	logs    *logBridge
 	bcast   *broadcasts
+	base    memberlist.Config // the profile's configuration, tuned (memberlistConfig)
 
 	metaMu   sync.Mutex
 	meta     []byte
@@ -59,6 +60,11 @@ func New(cfg Config) (*Mesh, error) {
 			m.gen = g
 		}
 	}
+	base, _ := profileConfig(cfg.Profile) // validate checked the profile
+	if cfg.Tune != nil {
+		cfg.Tune(base)
+	}
+	m.base = *base
 	m.tracker = newTracker(cfg.Now)
 	m.tracker.onEvent = func(n NodeState, prev State) {
 		if n.Name != cfg.Name {
@@ -223,13 +229,12 @@ func (m *Mesh) Shutdown() error {
 	return nil
 }
 
-// memberlistConfig is the profile's memberlist configuration, tuned.
+// memberlistConfig is the profile's memberlist configuration, tuned: a
+// copy of the one New built (building it anew reads the hostname and
+// allocates the whole configuration, on every poll of every member).
 func (m *Mesh) memberlistConfig() *memberlist.Config {
-	c, _ := profileConfig(m.cfg.Profile)
-	if m.cfg.Tune != nil {
-		m.cfg.Tune(c)
-	}
-	return c
+	c := m.base
+	return &c
 }
 
 // StateCounts counts the peers this member knows of (itself included) by

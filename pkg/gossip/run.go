@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net"
-	"slices"
 	"time"
 
 	"github.com/homystack/nico/pkg/backoff"
@@ -76,14 +74,7 @@ func (m *Mesh) needsJoin() bool {
 	if ml.NumMembers() <= 1 {
 		return true
 	}
-	alive := map[string]bool{}
-	for _, n := range m.tracker.inState(Alive) {
-		alive[n.Addr] = true
-		if h, _, err := net.SplitHostPort(n.Addr); err == nil {
-			alive[h] = true
-		}
-	}
-	return slices.ContainsFunc(m.cfg.Seeds, func(s string) bool { return !alive[s] })
+	return !m.tracker.seedsAlive(m.cfg.Seeds)
 }
 
 // IsJoinError tells whether err is a failure to join.

@@ -1,6 +1,7 @@
 package gossip
 
 import (
+	"net"
 	"sort"
 	"sync"
 	"time"
@@ -160,6 +161,32 @@ func (t *tracker) inState(s State) []NodeState {
 		}
 	}
 	return out
+}
+
+// seedsAlive tells whether each seed (host or host:port) is the address
+// of an alive peer. Run asks on every poll: it copies nothing and stops
+// at the first peer that completes the set.
+func (t *tracker) seedsAlive(seeds []string) bool {
+	found := make([]bool, len(seeds))
+	left := len(seeds)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, n := range t.nodes {
+		if left == 0 {
+			break
+		}
+		if n.State != Alive {
+			continue
+		}
+		host, _, err := net.SplitHostPort(n.Addr)
+		for i, s := range seeds {
+			if !found[i] && (s == n.Addr || err == nil && s == host) {
+				found[i] = true
+				left--
+			}
+		}
+	}
+	return left == 0
 }
 
 // snapshot returns every known peer, by name.
