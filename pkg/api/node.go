@@ -65,7 +65,11 @@ type NodeStatus struct {
 	Lease        int64       `json:"lease,omitempty"`
 	AgentVersion string      `json:"agentVersion,omitempty"`
 	Message      string      `json:"message,omitempty"`
-	UpdatedAt    time.Time   `json:"updatedAt"`
+	// Certificate is the node certificate (PEM) the agent holds, kept
+	// current on renewal: public, and what nicoctl gossip rotate-key
+	// --new-secret seals the new gossip secret to.
+	Certificate string    `json:"certificate,omitempty"`
+	UpdatedAt   time.Time `json:"updatedAt"`
 }
 
 // NewNode returns a Node with its type filled in.

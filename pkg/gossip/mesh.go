@@ -39,6 +39,7 @@ type Mesh struct {
 	addr     string // this member's host:port, read once at Start
 	keyring  *memberlist.Keyring
 	gen      uint64
+	sec      secrets       // what the keys derive from (secret.go)
 	rejoin   chan struct{} // a new key generation: join again at once
 	left     bool
 	shutdown bool
@@ -50,7 +51,7 @@ func New(cfg Config) (*Mesh, error) {
 		return nil, err
 	}
 	meta, _ := cfg.Meta.Encode() // validate encoded it
-	m := &Mesh{cfg: cfg, log: cfg.Logger.With("component", "gossip"), meta: meta, metaSpec: cfg.Meta, gen: cfg.KeyGeneration, rejoin: make(chan struct{}, 1)}
+	m := &Mesh{cfg: cfg, log: cfg.Logger.With("component", "gossip"), meta: meta, metaSpec: cfg.Meta, gen: cfg.KeyGeneration, sec: secrets{cur: cfg.Token}, rejoin: make(chan struct{}, 1)}
 	if cfg.DataDir != "" && cfg.Key == nil {
 		switch g, ok, err := loadKeyGeneration(cfg.DataDir, cfg.Token); {
 		case err != nil:
@@ -108,7 +109,7 @@ func (m *Mesh) Start() error {
 	}
 	m.ml, m.keyring = ml, kr
 	m.addr = ml.LocalNode().Address() // nothing else writes it yet
-	m.persistKeyGeneration(m.gen)
+	m.persistKeyGeneration(m.gen, m.sec)
 	m.log.Info("gossip started", "node", m.cfg.Name, "addr", m.addr, "profile", m.cfg.Profile, "key_generation", m.gen)
 	return nil
 }
@@ -117,18 +118,19 @@ func (m *Mesh) newKeyring() (*memberlist.Keyring, error) {
 	if m.cfg.Key != nil {
 		return memberlist.NewKeyring(nil, m.cfg.Key)
 	}
-	keys, err := m.windowKeys(m.gen)
+	keys, err := windowKeys(m.sec, m.gen)
 	if err != nil {
 		return nil, err
 	}
 	return memberlist.NewKeyring(keys[1:], keys[0])
 }
 
-// windowKeys derives the keys a member of generation gen holds, primary first.
-func (m *Mesh) windowKeys(gen uint64) ([][]byte, error) {
+// windowKeys derives the keys a member of generation gen holds, primary
+// first, each from the secret of its generation.
+func windowKeys(sec secrets, gen uint64) ([][]byte, error) {
 	var keys [][]byte
 	for _, g := range window(gen) {
-		k, err := DeriveKey(m.cfg.Token, g)
+		k, err := DeriveKey(sec.of(g), g)
 		if err != nil {
 			return nil, err
 		}
@@ -337,14 +339,20 @@ func (m *Mesh) SetKeyGeneration(gen uint64) error {
 	if m.cfg.Key != nil {
 		return ErrStaticKey
 	}
-	keys, err := m.windowKeys(gen)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.installLocked(gen, m.sec)
+}
+
+// installLocked installs the keys of generation gen derived from sec (see
+// SetKeyGeneration); m.mu is held.
+func (m *Mesh) installLocked(gen uint64, sec secrets) error {
+	keys, err := windowKeys(sec, gen)
 	if err != nil {
 		return err
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.keyring == nil {
-		m.gen = gen // installed at Start
+		m.gen, m.sec = gen, sec // installed at Start
 		return nil
 	}
 	for _, k := range keys {
@@ -366,24 +374,24 @@ func (m *Mesh) SetKeyGeneration(gen uint64) error {
 			}
 		}
 	}
-	if gen != m.gen {
+	if gen != m.gen || !sec.same(m.sec) {
 		m.log.Info("gossip key generation changed", "from", m.gen, "to", gen)
-		m.persistKeyGeneration(gen)
+		m.persistKeyGeneration(gen, sec)
 		select {
 		case m.rejoin <- struct{}{}:
 		default:
 		}
 	}
-	m.gen = gen
+	m.gen, m.sec = gen, sec
 	return nil
 }
 
 // persistKeyGeneration writes gen to DataDir, if set; a failure is logged.
-func (m *Mesh) persistKeyGeneration(gen uint64) {
+func (m *Mesh) persistKeyGeneration(gen uint64, sec secrets) {
 	if m.cfg.DataDir == "" || m.cfg.Key != nil {
 		return
 	}
-	if err := saveKeyGeneration(m.cfg.DataDir, m.cfg.Token, gen); err != nil {
+	if err := saveKeyGeneration(m.cfg.DataDir, sec.of(gen), gen); err != nil {
 		m.log.Warn("persisting the gossip key generation failed", "dir", m.cfg.DataDir, "err", err)
 	}
 }

@@ -109,7 +109,7 @@ func NodePerms(prefix, name string, roles []api.Role) []Perm {
 
 // NodeSecretsDir is where node name's own secrets live (full key).
 func NodeSecretsDir(prefix, name string) string {
-	return prefix + store.SecretsDir + "nodes/" + name + "/"
+	return prefix + store.NodeSecretsDir(name)
 }
 
 func prefixPerm(t PermType, key string) Perm {

@@ -5,3 +5,11 @@ const TokensDir = SecretsDir + "tokens/"
 
 // TokenKey is where join token id is kept.
 func TokenKey(id string) string { return TokensDir + id }
+
+// NodeSecretsDir holds node name's own secrets (readable by that node and
+// root only, package rbac).
+func NodeSecretsDir(name string) string { return SecretsDir + "nodes/" + name + "/" }
+
+// NodeGossipSecretKey holds the gossip secret sealed to node name
+// (api.GossipSecret).
+func NodeGossipSecretKey(name string) string { return NodeSecretsDir(name) + "gossip-secret" }
