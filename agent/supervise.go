@@ -90,8 +90,10 @@ func (a *Agent) removed(ctx context.Context, why string) error {
 	if err := a.connectOthers(); err == nil {
 		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
 		a.setPhase(ctx, api.NodeRemoved, why)
-		_ = a.st.Delete(ctx, store.HeartbeatKey(a.cfg.Name))
 		a.release(ctx) // onRemoveFlake, agent/generation.go
+		// Last: with the heartbeat gone the leader deletes this node's etcd
+		// identity (coordinator/revoke.go), and nothing above could write.
+		_ = a.st.Delete(ctx, store.HeartbeatKey(a.cfg.Name))
 	} else {
 		a.log.Warn("cannot record the removal", "err", err)
 	}

@@ -41,6 +41,10 @@ type Config struct {
 	// liveness comes from gossip and the heartbeat lease together
 	// (coordinator/liveness.go). nil: from the lease alone.
 	Gossip Gossip
+	// RevokeRemovedAfter is how long after its removal a node whose
+	// heartbeat is still alive keeps its etcd identity
+	// (coordinator/revoke.go); zero: DefaultRevokeRemovedAfter.
+	RevokeRemovedAfter time.Duration
 }
 
 // Coordinator is one candidate.
@@ -77,6 +81,9 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 	}
 	if cfg.HealthTimeout <= 0 {
 		cfg.HealthTimeout = 2 * time.Second
+	}
+	if cfg.RevokeRemovedAfter <= 0 {
+		cfg.RevokeRemovedAfter = DefaultRevokeRemovedAfter
 	}
 	if cfg.Policy == (membership.Policy{}) {
 		cfg.Policy = membership.DefaultPolicy
@@ -152,6 +159,9 @@ func (c *Coordinator) term(ctx context.Context) error {
 	// Machine pools too: placement and scale-down (coordinator/pools.go).
 	poolsDone := make(chan error, 1)
 	go func() { poolsDone <- c.runPools(rolloutCtx, fence) }()
+	// And removed nodes' etcd identities (coordinator/revoke.go).
+	revokeDone := make(chan error, 1)
+	go func() { revokeDone <- c.runRevocations(rolloutCtx, fence) }()
 	err = newReconciler(c, fence).run(tctx)
 	stopRollouts()
 	if rerr := <-rolloutsDone; rerr != nil {
@@ -159,6 +169,9 @@ func (c *Coordinator) term(ctx context.Context) error {
 	}
 	if perr := <-poolsDone; perr != nil {
 		c.log.Warn("machine pool loop ended", "err", perr)
+	}
+	if verr := <-revokeDone; verr != nil {
+		c.log.Warn("identity revocation loop ended", "err", verr)
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer rcancel()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/requests"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -229,6 +230,17 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 	objs := []api.Object{op}
 	if r := x.obs.removals[s.Request]; r != nil {
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveDone, Operation: op.Metadata.Name, Message: "member removed; the node wipes its data", UpdatedAt: x.now}
+		if !x.obs.Alive[op.Spec.Node] {
+			// No agent is there to record its leaving: take its etcd
+			// identity now, before Done shows, so that a machine
+			// restarting on Done never races the revocation
+			// (coordinator/revoke.go does it for a live agent).
+			if err := rbac.RemoveNode(ctx, x.c.store.Client().Auth, op.Spec.Node); err != nil {
+				return err
+			}
+			r.Status.IdentityRevokedAt = x.now
+			x.c.log.Info("removed node's etcd identity deleted; its certificate reaches nothing now", "node", op.Spec.Node, "user", rbac.NodeRole(op.Spec.Node), "heartbeat", false)
+		}
 		objs = append(objs, r)
 	}
 	err := x.commit(ctx, op, objs...)

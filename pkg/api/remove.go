@@ -47,6 +47,9 @@ type RemoveRequestStatus struct {
 	Operation string      `json:"operation,omitempty"`
 	Message   string      `json:"message,omitempty"`
 	UpdatedAt time.Time   `json:"updatedAt,omitempty"`
+	// IdentityRevokedAt is when the leader deleted the removed node's etcd
+	// user and role (its certificate then reaches nothing); zero: not yet.
+	IdentityRevokedAt time.Time `json:"identityRevokedAt,omitzero"`
 }
 
 // NewRemoveRequest returns a RemoveRequest for node.

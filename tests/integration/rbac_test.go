@@ -204,3 +204,77 @@ func (f *fleet) ensureIdentity(cfg agent.Config) {
 		f.t.Fatalf("etcd identity of %s: %v", cfg.Name, err)
 	}
 }
+
+// TestRemovedNodeLosesItsEtcdAccess: once a worker's removal is done and
+// its agent has left (node marked removed, heartbeat dropped), the leader
+// deletes its etcd user and role; the worker's certificate, still valid,
+// can then neither read nor write its own keys.
+func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
+	f := newFleet(t)
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	cfg := f.agentConfig("w-1", false)
+	cfg.Roles = []api.Role{api.RoleWorker}
+	if cfg.PKI.Dir == "" {
+		t.Skip("plaintext etcd (NICO_ETCDTEST_TLS=0): no identities to revoke")
+	}
+	n := f.start(cfg)
+	eventually(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+
+	d := cfg.PKI.Dir
+	tlsCfg, err := pki.ClientTLS(d.CACert(), d.Cert(pki.NodeLeaf), d.Key(pki.NodeLeaf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w1 := clientAs(t, f.endpoints(), tlsCfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	p := store.DefaultPrefix
+	if _, err := w1.Get(ctx, p+store.NodeKey("w-1")); err != nil {
+		t.Fatalf("before removal, w-1 reads its node: %v", err)
+	}
+
+	f.requestRemoval("w-1", false)
+	select {
+	case err := <-n.done:
+		n.done <- err
+		if !errors.Is(err, agent.ErrRemoved) {
+			t.Fatalf("worker returned %v, want ErrRemoved", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("removed worker did not stop")
+	}
+	// The agent could still record its removal with its identity.
+	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker marked removed", func(n *api.Node) bool { return n.Status.Phase == api.NodeRemoved })
+	r := waitObj[api.RemoveRequest](f, 30*time.Second, store.RemovalKey("w-1"), "identity revoked", func(r *api.RemoveRequest) bool {
+		return r.Status.Phase == api.RemoveDone && !r.Status.IdentityRevokedAt.IsZero()
+	})
+	t.Logf("identity revoked at %s", r.Status.IdentityRevokedAt)
+
+	root := f.client()
+	if _, err := root.UserGet(ctx, pki.NodeIdentity("w-1")); !errors.Is(err, rpctypes.ErrUserNotFound) {
+		t.Fatalf("etcd user of removed w-1: %v, want not found", err)
+	}
+	if _, err := root.RoleGet(ctx, rbac.NodeRole("w-1")); !errors.Is(err, rpctypes.ErrRoleNotFound) {
+		t.Fatalf("etcd role of removed w-1: %v, want not found", err)
+	}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, rpctypes.ErrPermissionDenied) && !errors.Is(err, rpctypes.ErrUserNotFound) {
+			t.Errorf("%s with the removed node's certificate: err = %v, want permission denied or user not found", what, err)
+		}
+	}
+	_, err = w1.Get(ctx, p+store.NodeKey("w-1"))
+	refused("read nodes/w-1", err)
+	_, err = w1.Put(ctx, p+store.NodeKey("w-1"), "{}")
+	refused("write nodes/w-1", err)
+	_, err = w1.Put(ctx, p+store.HeartbeatKey("w-1"), "now")
+	refused("write heartbeats/w-1", err)
+	_, err = w1.Get(ctx, p+store.NodesDir, clientv3.WithPrefix())
+	refused("list nodes/", err)
+	// cp-1 keeps its identity.
+	if _, err := root.UserGet(ctx, pki.NodeIdentity("cp-1")); err != nil {
+		t.Fatalf("etcd user of cp-1: %v", err)
+	}
+}

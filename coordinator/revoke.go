@@ -1,0 +1,99 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/rbac"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// DefaultRevokeRemovedAfter bounds how long a removed node whose agent
+// still holds its heartbeat keeps its etcd identity.
+const DefaultRevokeRemovedAfter = 10 * time.Minute
+
+// runRevocations is the leader's loop that takes a removed node's etcd
+// identity away (rbac.RemoveNode), so that its certificate, still valid
+// for months, reaches nothing. It waits for the node's agent to finish
+// leaving first: the agent records the removal and its release
+// (onRemoveFlake) with that identity and then drops its heartbeat.
+//
+//	removal Done ──▶ heartbeat gone, or Done for RevokeRemovedAfter
+//	  ──▶ delete user and role node:<name> ──▶ record identityRevokedAt (fenced, CAS)
+//
+// A node whose heartbeat is already gone when its removal finishes has
+// its identity taken then, before Done is written (executor.finishRemove).
+func (c *Coordinator) runRevocations(ctx context.Context, fence store.Fence) error {
+	return c.loop(ctx, "revoke removed identities", func(ctx context.Context) (bool, error) {
+		return false, c.revokePass(ctx, fence)
+	})
+}
+
+// revokePass observes, plans and revokes once.
+func (c *Coordinator) revokePass(ctx context.Context, fence store.Fence) error {
+	removals, _, err := store.List[api.RemoveRequest](ctx, c.store, store.RemovalsDir)
+	if err != nil {
+		return err
+	}
+	nodes, _, err := store.List[api.Node](ctx, c.store, store.NodesDir)
+	if err != nil {
+		return err
+	}
+	hb, err := c.store.Client().Get(ctx, store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return fmt.Errorf("coordinator: heartbeats: %w", err)
+	}
+	alive := map[string]bool{}
+	for _, kv := range hb.Kvs {
+		alive[store.Name(string(kv.Key))] = true
+	}
+	now := c.Now()
+	for _, r := range IdentitiesToRevoke(removals, nodes, alive, now, c.cfg.RevokeRemovedAfter) {
+		node := r.Spec.Node
+		if err := rbac.RemoveNode(ctx, c.store.Client().Auth, node); err != nil {
+			return err
+		}
+		r.Status.IdentityRevokedAt = now
+		put, err := store.PutOp(store.RemovalKey(r.Metadata.Name), r)
+		if err != nil {
+			return err
+		}
+		guard := store.Guard{Cmp: store.Unchanged(store.RemovalKey(r.Metadata.Name), r.Metadata.Revision), Err: fmt.Errorf("coordinator: removal of %s changed meanwhile", node)}
+		if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, put); err != nil {
+			return err
+		}
+		c.log.Info("removed node's etcd identity deleted; its certificate reaches nothing now", "node", node, "user", rbac.NodeRole(node), "heartbeat", alive[node])
+	}
+	return nil
+}
+
+// IdentitiesToRevoke returns the finished removals whose node's etcd
+// identity is still to be deleted at now: the node has no heartbeat (its
+// agent finished leaving, or is dead), or the removal has been done for
+// after (an agent that never lets go). A node registered again since its
+// removal (a control-plane machine restarting makes its identity anew
+// with its root certificate) is left alone. It is pure.
+func IdentitiesToRevoke(removals []*api.RemoveRequest, nodes []*api.Node, alive map[string]bool, now time.Time, after time.Duration) []*api.RemoveRequest {
+	back := map[string]time.Time{}
+	for _, n := range nodes {
+		if n.Status.Phase != api.NodeRemoved {
+			back[n.Metadata.Name] = n.Status.UpdatedAt
+		}
+	}
+	var out []*api.RemoveRequest
+	for _, r := range removals {
+		if r.Status.Phase != api.RemoveDone || !r.Status.IdentityRevokedAt.IsZero() || r.Spec.Node == "" {
+			continue
+		}
+		if at, ok := back[r.Spec.Node]; ok && at.After(r.Status.UpdatedAt) {
+			continue
+		}
+		if !alive[r.Spec.Node] || !now.Before(r.Status.UpdatedAt.Add(after)) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
