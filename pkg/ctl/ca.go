@@ -158,7 +158,7 @@ func (a *app) caActivateCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "%q %s signs on this machine now (%s); %s still trusts %d CAs\n", cert.Subject.CommonName, fingerprint(cert), d.CAKey(), d.CACert(), len(have))
-			fmt.Fprintln(a.stdout, "next: the agent re-issues every leaf at its next renewal pass, without a restart (nicoctl ca status shows which CA signed each); workers join again")
+			fmt.Fprintln(a.stdout, "next: the agent re-issues every leaf at its next renewal pass, without a restart (nicoctl ca status shows which CA signed each); machines without ca.key: nicoctl ca renew-node")
 			return nil
 		}),
 	}
