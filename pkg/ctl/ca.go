@@ -236,7 +236,7 @@ func (a *app) caUntrustCmd() *cobra.Command {
 				}
 			}
 			if len(stale) > 0 {
-				return withCode(ExitRefused, fmt.Errorf("%s still signed by %q %s: wait for the agent to re-issue them (control plane) or join this machine again (worker) before untrusting it", strings.Join(stale, ", "), drop.Subject.CommonName, fingerprint(drop)))
+				return withCode(ExitRefused, fmt.Errorf("%s still signed by %q %s: wait for the agent to re-issue them (control plane) or run nicoctl ca renew-node (other machines) before untrusting it", strings.Join(stale, ", "), drop.Subject.CommonName, fingerprint(drop)))
 			}
 			next, err := pki.RemoveCA(bundle, pemOf(drop))
 			if err != nil {

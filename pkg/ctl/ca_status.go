@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/homystack/nico/pkg/pki"
@@ -64,8 +65,11 @@ func caStatus(d pki.Dir) (caStatusOut, error) {
 	}
 	st := caStatusOut{Dir: string(d)}
 	var signer *x509.Certificate
+	var keyErr error
 	if ca, err := pki.LoadCA(d.CACert(), d.CAKey()); err == nil {
 		signer = ca.Cert
+	} else if _, statErr := os.Stat(d.CAKey()); statErr == nil {
+		keyErr = err // a ca.key of no CA this machine trusts
 	}
 	for _, c := range cas {
 		st.CAs = append(st.CAs, caOut{CommonName: c.Subject.CommonName, Fingerprint: fingerprint(c), NotAfter: c.NotAfter.UTC(), Signs: signer != nil && signer.Equal(c)})
@@ -100,12 +104,15 @@ func caStatus(d pki.Dir) (caStatusOut, error) {
 		st.Leaves = append(st.Leaves, o)
 	}
 	switch {
+	case keyErr != nil:
+		st.Phase = "broken"
+		st.Notes = append(st.Notes, fmt.Sprintf("%s: %v: the agent can issue no certificate; nicoctl ca trust the CA of this key, or activate a trusted CA", d.CAKey(), keyErr))
 	case untrusted > 0:
 		st.Phase = "broken"
 		st.Notes = append(st.Notes, fmt.Sprintf("%d leaf(s) unreadable or signed by no trusted CA: this machine's TLS fails with them", untrusted))
 	case len(cas) > 1 && other > 0:
 		st.Phase = "rotating"
-		st.Notes = append(st.Notes, fmt.Sprintf("%d leaf(s) signed by another CA than the signing one: wait for the agent's renewal (control plane) or join again (worker)", other))
+		st.Notes = append(st.Notes, fmt.Sprintf("%d leaf(s) signed by another CA than the signing one: wait for the agent's renewal (control plane) or run nicoctl ca renew-node (other machines)", other))
 	case len(cas) > 1:
 		st.Phase = "rotated"
 		st.Notes = append(st.Notes, "every leaf is signed by the signing CA: the others can be untrusted once every machine is here")

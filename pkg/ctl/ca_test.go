@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,4 +250,29 @@ func TestCARenewNode(t *testing.T) {
 	// A control-plane machine re-issues its own.
 	cp, _ := caMachine(t)
 	run(t, nil, "ca", "renew-node", "--pki-dir", string(cp), "--join-endpoint", ln.Addr().String()).want(t, 3, nil, []string{"holds ca.key"})
+}
+
+// TestCAStatusKeyOfNoTrustedCA: a ca.key whose CA the bundle lacks is
+// reported as broken, naming the file.
+func TestCAStatusKeyOfNoTrustedCA(t *testing.T) {
+	d, _ := caMachine(t)
+	other, err := pki.NewCA("other", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	od := pki.Dir(t.TempDir())
+	if err := other.Save(od.CACert(), od.CAKey()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(od.CAKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteFile(d.CAKey(), b); err != nil {
+		t.Fatal(err)
+	}
+	st := caStatusJSON(t, d)
+	if st.Phase != "broken" || len(st.Notes) != 1 || !strings.Contains(st.Notes[0], d.CAKey()) {
+		t.Fatalf("status: %+v", st)
+	}
 }
