@@ -156,9 +156,14 @@ func InitialCluster(members []*etcdserverpb.Member, id uint64, name string) stri
 	return membership.InitialCluster(ms, api.MemberID(id), name)
 }
 
-// Promote promotes learner id as soon as etcd accepts it. It asks only the
-// voters' client URLs (a learner cannot serve the call), with a fail-fast
-// timeout per call. The first try is immediate; while etcd answers "not in
+// Promote promotes learner id as soon as etcd accepts it. It asks the
+// leader at leaderURL, or the voters' client URLs when the leader is not
+// known (a learner cannot serve the call), with a fail-fast timeout per
+// call. Not a follower when the leader is known: with authentication on and
+// client certificates as identities, a follower forwards the call to the
+// leader without the caller's identity, the leader refuses it ("auth: user
+// name is empty"; etcd-io/etcd#20757 was fixed for tokens only) and the
+// follower retries in a tight loop until the call times out. The first try is immediate; while etcd answers "not in
 // sync" (or another passing error) it watches the learner's raft index,
 // reporting each increase to progress, and tries again on jittered backoff
 // (50 ms doubling to 1 s), at once when the learner is within 10% of the
@@ -168,7 +173,11 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	if len(voters) == 0 {
 		return fmt.Errorf("etcdadmin: promote %s: no healthy voter to ask", id)
 	}
-	cli, err := a.dial(voters)
+	ask := voters
+	if leaderURL != "" {
+		ask = []string{leaderURL}
+	}
+	cli, err := a.dial(ask)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/rbac"
+	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -179,4 +182,53 @@ func find(ms []membership.Member, id api.MemberID) *membership.Member {
 		}
 	}
 	return nil
+}
+
+// TestPromoteWithAuthAsksTheLeader: with etcd authentication on and client
+// certificates as identities, a follower forwards MemberPromote to the
+// leader without the caller's identity and the leader refuses it ("auth:
+// user name is empty"), so Promote asks the leader, even when the voters it
+// is given are followers only.
+func TestPromoteWithAuthAsksTheLeader(t *testing.T) {
+	cl := etcdtest.Start(t, 2)
+	if !strings.HasPrefix(cl.Members[0].ClientURL, "https://") {
+		t.Skip("identities are client certificates: needs TLS (NICO_ETCDTEST_TLS)")
+	}
+	cli := cl.Client(t)
+	if err := rbac.EnableAuth(ctx(t), cli, store.DefaultPrefix, nil, slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	a := New(cli, time.Second)
+	var leaderURL, followerURL string
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		ms, err := a.Observe(ctx(t))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range ms {
+			if m.Leader {
+				leaderURL = m.ClientURLs[0]
+			} else {
+				followerURL = m.ClientURLs[0]
+			}
+		}
+		return leaderURL != "" && followerURL != "", fmt.Sprintf("members %+v", ms)
+	})
+
+	peer, client := etcdtest.URLs(t)
+	id, initial, err := a.AddLearner(ctx(t), "m9", peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+	if err := rt.Start(ctx(t), member.Config{Name: "m9", DataDir: t.TempDir() + "/etcd", PeerURL: peer, ClientURL: client, InitialCluster: initial, ClusterState: "existing", ClusterToken: "etcdtest", TLS: etcdtest.MemberTLS(t, "m9", peer, client)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
+
+	pctx, cancel := context.WithTimeout(ctx(t), 20*time.Second)
+	defer cancel()
+	if err := a.Promote(pctx, []string{followerURL}, id, client, leaderURL, nil); err != nil {
+		t.Fatalf("promote (voters: follower %s; leader %s): %v", followerURL, leaderURL, err)
+	}
 }
