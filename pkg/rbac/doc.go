@@ -22,7 +22,8 @@
 // entry point is idempotent: EnableAuth at bootstrap (users, roles, then
 // auth enable) and EnsureNode when the join endpoint admits a node.
 // RemoveNode deletes a removed node's user and role: its certificate,
-// valid for a year, then reaches nothing.
+// valid for a year, then reaches nothing (the coordinator's leader calls it
+// once the node's removal is done, coordinator/revoke.go).
 //
 // What etcd v3.7 allows whom, with auth enabled (read from
 // server/etcdserver: api/v3rpc/maintenance.go, server.go, v3_server.go):
