@@ -258,6 +258,7 @@ func (a *Agent) register(ctx context.Context) error {
 		n.Spec.PeerURL, n.Spec.ClientURL = a.cfg.PeerURL, a.cfg.ClientURL
 	}
 	n.Status.AgentVersion = a.cfg.Version
+	n.Status.Certificate = a.nodeCertPEM()
 	n.Status.Phase = api.NodeRegistered
 	if a.controlPlane() && !a.running {
 		n.Status.Phase = api.NodeJoining
@@ -280,6 +281,9 @@ func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
 	a.node.Status.Phase = phase
 	a.node.Status.Message = msg
 	a.node.Status.UpdatedAt = a.Now()
+	if c := a.nodeCertPEM(); c != "" {
+		a.node.Status.Certificate = c
+	}
 	if a.controlPlane() && a.running {
 		if id, cid, learner, err := a.selfMember(ctx); err == nil {
 			a.node.Status.MemberID, a.node.Status.ClusterID = id, cid

@@ -151,7 +151,9 @@ func (a *Agent) refreshGossip(ctx context.Context) (stop func()) {
 }
 
 // followKeys keeps the mesh's key generation in step with the stored one
-// (nicoctl gossip rotate-key) until ctx ends or stop is called.
+// (nicoctl gossip rotate-key) until ctx ends or stop is called; with a
+// pki.dir, also its secret (rotate-key --new-secret): it opens the secret
+// sealed to this node with node.key and keeps it in gossip.secret.
 func (a *Agent) followKeys(ctx context.Context) (stop func()) {
 	kr, ok := a.cfg.Gossip.(gossipkey.Keyring)
 	if !ok || a.st == nil {
@@ -159,6 +161,14 @@ func (a *Agent) followKeys(ctx context.Context) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); gossipkey.Follow(ctx, a.st, kr, 2*time.Second, a.log) }()
+	skr, withSecret := kr.(gossipkey.SecretKeyring)
+	go func() {
+		defer close(done)
+		if withSecret && a.cfg.PKI.Dir != "" {
+			gossipkey.FollowSecret(ctx, a.st, skr, gossipkey.Member{Name: a.cfg.Name, Dir: a.cfg.PKI.Dir, Persist: true}, 2*time.Second, a.log)
+			return
+		}
+		gossipkey.Follow(ctx, a.st, kr, 2*time.Second, a.log)
+	}()
 	return func() { cancel(); <-done }
 }

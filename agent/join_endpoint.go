@@ -281,14 +281,19 @@ func (j *JoinEndpoint) cluster(ctx context.Context, cli *clientv3.Client, st *st
 			c.Endpoints = append(c.Endpoints, m.ClientURLs...)
 		}
 	}
-	if c.GossipSecret, err = GossipSecret(j.cfg.Dir, j.cfg.TokenFile); err != nil {
-		return c, err
-	}
-	k, err := gossipkey.Current(ctx, st)
+	// The current secret: after nicoctl gossip rotate-key --new-secret,
+	// the one sealed to this machine (a machine joining now had no node
+	// certificate to seal it to); before, its gossip.secret or token.
+	secret, gen, err := gossipkey.CurrentSecret(ctx, st, gossipkey.Member{Name: j.cfg.Name, Dir: j.cfg.Dir})
 	if err != nil {
 		return c, err
 	}
-	c.GossipGeneration = k.Spec.Generation
+	if secret == nil {
+		if secret, err = GossipSecret(j.cfg.Dir, j.cfg.TokenFile); err != nil {
+			return c, err
+		}
+	}
+	c.GossipSecret, c.GossipGeneration = secret, gen
 	return c, nil
 }
 

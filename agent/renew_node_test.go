@@ -19,6 +19,7 @@ import (
 	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/store"
 )
 
 func TestPlanNodeCert(t *testing.T) {
@@ -133,6 +134,25 @@ func TestWorkerRenewsNodeCert(t *testing.T) {
 	}
 	wantPrivate(t, d.Cert(certNode))
 	wantPrivate(t, d.Key(certNode))
+	// The node status publishes the renewed certificate (what nicoctl
+	// gossip rotate-key --new-secret seals the new gossip secret to).
+	st, err := store.New(cl.Client(t), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		n := &api.Node{}
+		err := st.Get(ctx, store.NodeKey("w-1"), n)
+		if err == nil && n.Status.Certificate != "" {
+			if pub, perr := pki.ParseCert([]byte(n.Status.Certificate)); perr == nil && pub.SerialNumber.Cmp(cur.SerialNumber) == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node status does not publish the renewed certificate within 30s (%v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 
 	// Wait until the old certificate has expired.
 	for !time.Now().After(old.NotAfter.Add(time.Second)) {

@@ -22,6 +22,8 @@ func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
 	removals := a.cli.Watch(wctx, store.RemovalKey(a.cfg.Name))
 	b := backoff.Backoff{Base: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: 0.3}
 	crashes := 0
+	certs := time.NewTicker(nodeCertCheckInterval)
+	defer certs.Stop()
 	for {
 		if done, err := a.removalDone(ctx); err == nil && done {
 			return a.removed(ctx, "removal request done")
@@ -38,6 +40,8 @@ func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
 		case <-a.upgrade:
 			return ErrUpgraded
 		case <-removals:
+		case <-certs.C:
+			a.publishNodeCert(ctx)
 		case <-memberDone:
 			err := a.runtime.Err()
 			if errors.Is(err, member.ErrRemoved) {

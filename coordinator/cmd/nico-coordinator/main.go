@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/pflag"
 )
@@ -81,7 +83,14 @@ func run(args []string, stderr io.Writer) int {
 		}
 		defer leave()
 		g = mesh
-		go gossipkey.Follow(ctx, st, mesh, 2*time.Second, log)
+		// The machine's agent keeps gossip.secret; this member opens the
+		// secret sealed to the machine too, so it never lags behind it.
+		if cfg.TLS.CAFile != "" {
+			who := gossipkey.Member{Name: cfg.Name, Dir: pki.Dir(filepath.Dir(cfg.TLS.CAFile))}
+			go gossipkey.FollowSecret(ctx, st, mesh, who, 2*time.Second, log)
+		} else {
+			go gossipkey.Follow(ctx, st, mesh, 2*time.Second, log)
+		}
 	}
 	c := coordinator.New(coordinator.Config{
 		Name:       cfg.Name,

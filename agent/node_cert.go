@@ -1,0 +1,40 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/homystack/nico/pkg/pki"
+)
+
+// nodeCertCheckInterval is how often a ready agent compares node.crt with
+// the certificate its node status publishes (api.NodeStatus.Certificate),
+// so that a renewed certificate is published within it.
+const nodeCertCheckInterval = 5 * time.Second
+
+// nodeCertPEM is the node certificate in pki.dir; "" without one. It is
+// public: nicoctl gossip rotate-key --new-secret seals the new gossip
+// secret to its key.
+func (a *Agent) nodeCertPEM() string {
+	if a.cfg.PKI.Dir == "" {
+		return ""
+	}
+	b, err := os.ReadFile(a.cfg.PKI.Dir.Cert(pki.NodeLeaf))
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// publishNodeCert writes the node status again when node.crt changed
+// since it was published (a renewal).
+func (a *Agent) publishNodeCert(ctx context.Context) {
+	if a.node == nil {
+		return
+	}
+	if c := a.nodeCertPEM(); c != "" && c != a.node.Status.Certificate {
+		a.setPhase(ctx, a.node.Status.Phase, a.node.Status.Message)
+		a.log.Info("published the node certificate", "reason", "node.crt changed")
+	}
+}
