@@ -277,4 +277,22 @@ func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 	if _, err := root.UserGet(ctx, pki.NodeIdentity("cp-1")); err != nil {
 		t.Fatalf("etcd user of cp-1: %v", err)
 	}
+
+	// A worker that is down when it is removed loses its identity as the
+	// removal finishes (no agent is there to record it).
+	cfg2 := f.agentConfig("w-2", false)
+	cfg2.Roles = []api.Role{api.RoleWorker}
+	n2 := f.start(cfg2)
+	eventually(t, 30*time.Second, "w-2 ready", func() (bool, string) { return n2.agent.Healthy(), "not healthy" })
+	if err := n2.stop(); err != nil {
+		t.Fatal(err)
+	}
+	f.requestRemoval("w-2", false)
+	r = waitObj[api.RemoveRequest](f, 30*time.Second, store.RemovalKey("w-2"), "w-2 removed", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
+	if r.Status.IdentityRevokedAt.IsZero() {
+		t.Fatalf("w-2 removed without its identity revoked: %+v", r.Status)
+	}
+	if _, err := root.UserGet(ctx, pki.NodeIdentity("w-2")); !errors.Is(err, rpctypes.ErrUserNotFound) {
+		t.Fatalf("etcd user of removed w-2: %v, want not found", err)
+	}
 }
