@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/secretbox"
 	"github.com/homystack/nico/pkg/secrets"
 	"github.com/homystack/nico/pkg/token"
@@ -117,7 +118,7 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 			if t, err := token.Parse(id); err == nil {
 				id = t.ID // a whole token was given: use its id, never echo it
 			}
-			return a.withTokens(cmd.Context(), func(ctx context.Context, reg *token.Registry) error {
+			return a.withTokensOn(cmd.Context(), func(ctx context.Context, reg *token.Registry, c *cluster) error {
 				t, err := reg.Revoke(ctx, id, a.now())
 				if errors.Is(err, token.ErrUnknown) {
 					return withCode(ExitNotFound, err)
@@ -126,6 +127,7 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "token %s revoked at %s\n", t.Metadata.Name, t.Status.RevokedAt.Format(time.RFC3339))
+				a.warnGossipSecret(ctx, c, t)
 				return nil
 			})
 		}),
@@ -135,12 +137,17 @@ func (a *app) tokenRevokeCmd() *cobra.Command {
 // withTokens runs fn with the token registry, which needs the store's
 // secrets key.
 func (a *app) withTokens(ctx context.Context, fn func(ctx context.Context, reg *token.Registry) error) error {
+	return a.withTokensOn(ctx, func(ctx context.Context, reg *token.Registry, _ *cluster) error { return fn(ctx, reg) })
+}
+
+// withTokensOn is withTokens handing fn the cluster connection too.
+func (a *app) withTokensOn(ctx context.Context, fn func(ctx context.Context, reg *token.Registry, c *cluster) error) error {
 	box, err := secretbox.Load(a.cfg.Secrets.KeyFile)
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("nicoctl token needs the store's secrets key (secrets.keyFile): %w; run it on a control-plane machine or give --secrets.keyFile", err))
 	}
 	return a.withCluster(ctx, func(ctx context.Context, c *cluster) error {
-		return fn(ctx, token.NewRegistry(secrets.New(c.st, box)))
+		return fn(ctx, token.NewRegistry(secrets.New(c.st, box)), c)
 	})
 }
 
@@ -186,3 +193,22 @@ func rolesText(roles []api.Role) string {
 	}
 	return strings.Join(s, ",")
 }
+
+// warnGossipSecret warns, after t was revoked, when the gossip keys still
+// derive from it: until the first rotate-key --new-secret the cluster's
+// gossip secret is the bootstrap machine's token, and revoking a token
+// stops joins with it, not its holder's reading of the mesh.
+func (a *app) warnGossipSecret(ctx context.Context, c *cluster, t *api.Token) {
+	if !strings.HasPrefix(t.Spec.Description, bootstrapTokenDescription) {
+		return
+	}
+	k, err := gossipkey.Current(ctx, c.st)
+	if err != nil || k.Spec.SecretGeneration > 0 {
+		return
+	}
+	fmt.Fprintf(a.stderr, "warning: the gossip mesh's keys still derive from token %s (the bootstrap token): whoever holds it can still read and join the mesh; run nicoctl gossip rotate-key --new-secret to replace the secret\n", t.Metadata.Name)
+}
+
+// bootstrapTokenDescription starts the description of the bootstrap
+// machine's token as its join endpoint registers it.
+const bootstrapTokenDescription = "bootstrap token"

@@ -35,14 +35,16 @@ func Current(ctx context.Context, st *store.Store) (*api.GossipKey, error) {
 	return k, nil
 }
 
-// Rotate increments the stored generation and returns the new one.
+// Rotate increments the stored generation and returns the new one; keys
+// keep deriving from the current secret (RotateSecret replaces it).
 func Rotate(ctx context.Context, st *store.Store, by string, now time.Time) (uint64, error) {
 	for {
 		k, err := Current(ctx, st)
 		if err != nil {
 			return 0, err
 		}
-		k.Spec = api.GossipKeySpec{Generation: k.Spec.Generation + 1, RotatedBy: by, RotatedAt: now}
+		// The secret stays: its generation and check are kept.
+		k.Spec.Generation, k.Spec.RotatedBy, k.Spec.RotatedAt = k.Spec.Generation+1, by, now
 		if k.Metadata.Revision == 0 {
 			err = st.Create(ctx, store.GossipKeyKey, k)
 		} else {
