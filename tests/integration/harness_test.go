@@ -163,7 +163,8 @@ func (n *node) stop() error {
 	case err = <-n.done:
 		n.done <- err
 	case <-time.After(30 * time.Second):
-		return errors.New("agent did not stop within 30s")
+		// Still wait for its member below: the agent may yet stop it.
+		err = errors.New("agent did not stop within 30s")
 	}
 	// The agent gives its member 10 s to stop; etcd's close cannot be cut
 	// short and may take longer on a loaded machine. Wait for it, or the
@@ -229,7 +230,12 @@ func (f *fleet) stopAll() {
 	wg.Wait()
 	for _, n := range f.nodes {
 		wg.Add(1)
-		go func(n *node) { defer wg.Done(); _ = n.stop() }(n)
+		go func(n *node) {
+			defer wg.Done()
+			if err := n.stop(); err != nil && !errors.Is(err, context.Canceled) {
+				f.t.Logf("stopping %s: %v", n.name, err)
+			}
+		}(n)
 	}
 	wg.Wait()
 }
