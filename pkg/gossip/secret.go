@@ -76,3 +76,31 @@ func (m *Mesh) SetKey(gen uint64, secret []byte) error {
 	}
 	return m.installLocked(gen, sec)
 }
+
+// HoldsPreviousSecret tells whether the member still holds the secret the
+// last SetKey replaced (for generation-1, while others switch).
+func (m *Mesh) HoldsPreviousSecret() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sec.prev != nil
+}
+
+// DropPreviousSecret forgets the secret the last SetKey replaced: the key
+// it derived for generation-1 leaves the keyring, so that a holder of the
+// old secret alone (a leaked token) can no longer send anything this
+// member accepts. The follower calls it once the others had time to
+// switch; it is a no-op when no previous secret is held.
+func (m *Mesh) DropPreviousSecret() error {
+	if m.cfg.Key != nil {
+		return ErrStaticKey
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.sec.prev == nil {
+		return nil
+	}
+	sec := m.sec
+	sec.prev = nil
+	m.log.Info("previous gossip secret dropped", "generation", m.gen)
+	return m.installLocked(m.gen, sec)
+}

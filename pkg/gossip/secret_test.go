@@ -64,6 +64,35 @@ func TestSecretSwitchWithoutRestart(t *testing.T) {
 	}
 	waitFor(t, "a, b, c alive on the new secret", 20*time.Second, allAlive)
 
+	// Once the others switched, the old secret's key goes: a member with
+	// the old secret alone is not even heard.
+	for _, m := range []*member{a, b, c} {
+		if !m.HoldsPreviousSecret() {
+			t.Fatalf("%s dropped the previous secret by itself", m.cfg.Name)
+		}
+		if err := m.DropPreviousSecret(); err != nil {
+			t.Fatal(err)
+		}
+		if m.HoldsPreviousSecret() || holdsKey(t, m.Mesh, old, 0) || !holdsKey(t, m.Mesh, next, 1) || m.KeyGeneration() != 1 {
+			t.Fatalf("%s: after DropPreviousSecret, keyring still holds the old key or lost the new one", m.cfg.Name)
+		}
+	}
+	if err := a.DropPreviousSecret(); err != nil {
+		t.Fatalf("a second DropPreviousSecret: %v", err)
+	}
+	old0, _ := New(Config{Name: "old0", BindAddr: "127.0.0.63", Profile: ProfileFast, Token: old, Logger: logging.Test(t)})
+	if err := old0.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old0.Join([]string{a.Addr()}); !errors.Is(err, ErrJoin) {
+		t.Fatalf("a member with the old secret at generation 0 joined: %v", err)
+	}
+	_ = old0.Shutdown()
+	if _, seen := a.Node("old0"); seen {
+		t.Fatal("a heard a member holding the old secret alone after dropping it")
+	}
+	waitFor(t, "a, b, c alive after dropping the old secret", 20*time.Second, allAlive)
+
 	// A generation rotation on the new secret keeps the usual overlap.
 	if err := a.SetKeyGeneration(2); err != nil {
 		t.Fatal(err)

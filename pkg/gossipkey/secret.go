@@ -49,7 +49,14 @@ type SecretKeyring interface {
 	Keyring
 	SecretGeneration() uint64
 	SetKey(gen uint64, secret []byte) error
+	DropPreviousSecret() error
 }
+
+// SecretOverlap is how many follow intervals a member keeps the secret a
+// rotation replaced (for members that have not switched yet) before it
+// drops it, and with it the last key a holder of the old secret could
+// still be heard with.
+const SecretOverlap = 5
 
 // Recipient is a node a new secret is sealed to.
 type Recipient struct {
@@ -229,15 +236,27 @@ func CurrentSecret(ctx context.Context, st *store.Store, who Member) ([]byte, ui
 
 // FollowSecret is Follow for a member that also follows the secret: when
 // the stored secret generation is newer than the member's, it gets the
-// secret (Secret) and installs it (SetKey) before the generation. Each
-// distinct failure is logged once; the secret never is.
+// secret (Secret) and installs it (SetKey) before the generation, and
+// drops the replaced secret SecretOverlap intervals later. Each distinct
+// failure is logged once; the secret never is.
 func FollowSecret(ctx context.Context, st *store.Store, m SecretKeyring, who Member, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	var last string
+	var dropAt time.Time // when to drop the replaced secret; zero: none held
 	for {
+		if !dropAt.IsZero() && !time.Now().Before(dropAt) {
+			if err := m.DropPreviousSecret(); err != nil {
+				log.Warn("dropping the previous gossip secret failed", "err", err)
+			}
+			dropAt = time.Time{}
+		}
 		if k, err := Current(ctx, st); err == nil {
-			if err := followSecret(ctx, st, m, who, k.Spec); err != nil {
+			switched, err := followSecret(ctx, st, m, who, k.Spec)
+			if switched {
+				dropAt = time.Now().Add(SecretOverlap * interval)
+			}
+			if err != nil {
 				if err.Error() != last {
 					log.Warn("cannot install the current gossip secret; run nicoctl gossip rotate-key --new-secret again, or join this machine again", "node", who.Name, "secret_generation", k.Spec.SecretGeneration, "err", err)
 					last = err.Error()
@@ -259,15 +278,17 @@ func FollowSecret(ctx context.Context, st *store.Store, m SecretKeyring, who Mem
 	}
 }
 
-func followSecret(ctx context.Context, st *store.Store, m SecretKeyring, who Member, spec api.GossipKeySpec) error {
+// followSecret installs spec's secret on m when m holds an older one, and
+// tells whether it did.
+func followSecret(ctx context.Context, st *store.Store, m SecretKeyring, who Member, spec api.GossipKeySpec) (bool, error) {
 	if spec.SecretGeneration == 0 || m.SecretGeneration() >= spec.SecretGeneration {
-		return nil
+		return false, nil
 	}
 	secret, err := Secret(ctx, st, who, spec)
 	if err != nil {
-		return err
+		return false, err
 	}
 	err = m.SetKey(spec.SecretGeneration, secret) // SetKey keeps a copy
 	clear(secret)
-	return err
+	return err == nil, err
 }

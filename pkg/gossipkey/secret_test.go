@@ -136,6 +136,9 @@ func TestRotateSecretAndFollow(t *testing.T) {
 		return a.SecretGeneration() == 2 && b.SecretGeneration() == 2 && a.KeyGeneration() == 2 && b.KeyGeneration() == 2,
 			fmt.Sprintf("a %d/%d, b %d/%d", a.SecretGeneration(), a.KeyGeneration(), b.SecretGeneration(), b.KeyGeneration())
 	})
+	waitFor(t, "a and b to drop the replaced secret", 20*time.Second, func() (bool, string) {
+		return !a.HoldsPreviousSecret() && !b.HoldsPreviousSecret(), ""
+	})
 	var secret []byte
 	for _, f := range []follower{a, b} {
 		fi, err := os.Stat(join.GossipSecretFile(f.dir))
