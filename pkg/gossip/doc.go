@@ -59,7 +59,10 @@
 // rotating the generation (nicoctl gossip rotate-key) is one store write:
 // members that have not yet seen the new generation still hold its key, and
 // those that have still hold the old one. Rotating the generation protects
-// against the leak of one derived key; a leaked token needs a new token.
+// against the leak of one derived key; a leaked token needs a new secret:
+// SetKey makes a new secret that of generation g and later, keeping the
+// replaced one for g-1 until DropPreviousSecret (package gossipkey seals
+// the new secret to each node and follows it).
 // A message no key decrypts is dropped and logged once per sender and
 // interval, never in a loop.
 package gossip

@@ -3,6 +3,11 @@
 // the stored generation; Follow installs it on the member. Members hold the
 // keys of generations g-1, g and g+1 (package gossip), so members that
 // follow a rotation at different moments keep understanding each other.
+//
+// RotateSecret replaces the secret the keys derive from: a new random
+// secret, sealed to each node's certificate key (Seal, Open) under the
+// node's own secrets dir, bound to the next generation; FollowSecret opens
+// it on the node and installs it without a restart.
 package gossipkey
 
 import (
