@@ -47,7 +47,33 @@ func (r *embeddedRun) stopGRPC() {
 	r.grpcMu.Lock()
 	defer r.grpcMu.Unlock()
 	for _, gs := range r.grpcs {
-		gs.Stop()
+		stopServer(gs)
+	}
+}
+
+// restopEvery is how often stopServer closes the streams that arrived
+// since grpc.Server.Stop closed the others.
+const restopEvery = 100 * time.Millisecond
+
+// stopServer stops gs even while clients keep opening streams. On a TLS
+// port etcd serves gRPC behind its HTTP server (grpc.Server.ServeHTTP),
+// which takes new streams while Stop, having closed the streams it had,
+// waits for them to end; a clientv3 watch re-opens at once on the same
+// connection, and Stop would wait for that stream for as long as its
+// client lives. Each further Stop closes every stream there is then, until
+// none is left and every Stop returns.
+func stopServer(gs *grpc.Server) {
+	done := make(chan struct{})
+	go func() { gs.Stop(); close(done) }()
+	tick := time.NewTicker(restopEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+			go gs.Stop()
+		}
 	}
 }
 
