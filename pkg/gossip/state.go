@@ -40,10 +40,13 @@ type tracker struct {
 	mu      sync.Mutex
 	nodes   map[string]*NodeState
 	changed chan struct{}
+	// refutedAt is when each peer last answered this member as a suspect
+	// (see suspectHearsay).
+	refutedAt map[string]time.Time
 }
 
 func newTracker(now func() time.Time) *tracker {
-	return &tracker{now: now, nodes: map[string]*NodeState{}, changed: make(chan struct{}, 1)}
+	return &tracker{now: now, nodes: map[string]*NodeState{}, changed: make(chan struct{}, 1), refutedAt: map[string]time.Time{}}
 }
 
 // set records n in state s, returning the previous state ("" if new).
@@ -115,9 +118,26 @@ func (t *tracker) suspect(name string) bool {
 	return t.setState(name, Alive, Suspect)
 }
 
+// suspectHearsay records name suspect because another member said so,
+// unless name answered this member as a suspect less than grace ago: that
+// message is older news, still echoing between members.
+func (t *tracker) suspectHearsay(name string, grace time.Duration) bool {
+	t.mu.Lock()
+	at, ok := t.refutedAt[name]
+	t.mu.Unlock()
+	if ok && t.now().Sub(at) < grace {
+		return false
+	}
+	return t.suspect(name)
+}
+
 // refuted records that a suspect answered again.
 func (t *tracker) refuted(name string) {
-	t.setState(name, Suspect, Alive)
+	if t.setState(name, Suspect, Alive) {
+		t.mu.Lock()
+		t.refutedAt[name] = t.now()
+		t.mu.Unlock()
+	}
 }
 
 // setState moves name from state from to state to, if it is in from,

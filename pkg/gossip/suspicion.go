@@ -17,7 +17,8 @@ import (
 // the peer suspect too. Memberlist's dead or alive verdict follows:
 //
 //	local probe fails --> suspect + broadcast "s<name>"
-//	"s<name>" received --> suspect (only if alive), and passed on once
+//	"s<name>" received --> suspect (only if alive, and not just refuted
+//	                       here: hearsayGrace), and passed on once
 //	suspect --> dead           memberlist's NotifyLeave
 //	suspect --> alive          the peer answers a ping (probeSuspects), or
 //	                           memberlist still lists it after its longest
@@ -68,10 +69,23 @@ func (m *Mesh) receive(msg []byte) {
 	}
 	// Passed on when news here, as memberlist does with its own suspect
 	// messages, so a member the first sender's few transmissions missed
-	// hears it too.
-	if name := string(msg[1:]); name != m.cfg.Name && m.tracker.suspect(name) {
+	// hears it too. Not news when the peer answered this member's ping
+	// a moment ago (hearsayGrace).
+	if name := string(msg[1:]); name != m.cfg.Name && m.tracker.suspectHearsay(name, hearsayGrace(m.memberlistConfig())) {
 		m.bcast.q.QueueBroadcast(suspectBroadcast{name: name})
 	}
+}
+
+// hearsayGrace is how long after a suspect answered this member's ping a
+// suspect message about it is taken as old news: two probe intervals plus
+// twice the time a message is retransmitted (RetransmitMult gossip rounds
+// per log10 of the member count, here taken as 1). The messages carry no
+// incarnation, so without it a healed partition's suspicions echo: each
+// member that pinged the peer alive records it suspect again from a copy
+// still in flight, and passes that on as news (seen for seconds in a
+// three-member fast mesh, healthy members flapping 20 times a second).
+func hearsayGrace(c *memberlist.Config) time.Duration {
+	return 2*c.ProbeInterval + 2*time.Duration(c.RetransmitMult)*c.GossipInterval
 }
 
 // maxSuspicion is the longest memberlist keeps a peer suspect in a mesh

@@ -71,3 +71,40 @@ func TestStateCountsAndTune(t *testing.T) {
 		t.Fatalf("counts %v", got)
 	}
 }
+
+// TestSuspicionEchoIsOldNews: a suspect message about a peer that has just
+// answered this member's ping is not taken up again (nor passed on) for
+// hearsayGrace; after that it is news again.
+func TestSuspicionEchoIsOldNews(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	m, err := New(Config{Name: "self", Token: []byte("t"), Profile: ProfileFast, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.tracker.NotifyJoin(&memberlist.Node{Name: "a", Addr: net.ParseIP("127.0.0.1"), Port: 1})
+	state := func() State { s, _ := m.tracker.get("a"); return s.State }
+
+	m.receive(suspectBroadcast{name: "a"}.Message())
+	if state() != Suspect || m.bcast.q.NumQueued() != 1 {
+		t.Fatalf("first suspect message: a %s, %d queued", state(), m.bcast.q.NumQueued())
+	}
+	m.bcast.q.Reset()
+	m.tracker.refuted("a") // it answered a ping (probeSuspects)
+	c, _ := profileConfig(ProfileFast)
+	grace := hearsayGrace(c)
+	now = now.Add(grace - time.Millisecond)
+	m.receive(suspectBroadcast{name: "a"}.Message())
+	if state() != Alive || m.bcast.q.NumQueued() != 0 {
+		t.Fatalf("an echo %s after it answered: a %s, %d queued (want alive, nothing passed on)", grace-time.Millisecond, state(), m.bcast.q.NumQueued())
+	}
+	m.localSuspect("a") // this member's own probe failing is never old news
+	if state() != Suspect {
+		t.Fatalf("a %s after a local probe failed", state())
+	}
+	m.tracker.refuted("a")
+	now = now.Add(grace)
+	m.receive(suspectBroadcast{name: "a"}.Message())
+	if state() != Suspect {
+		t.Fatalf("a suspect message %s after it answered: a %s, want suspect", grace, state())
+	}
+}
