@@ -39,6 +39,7 @@ type tracker struct {
 
 	mu      sync.Mutex
 	nodes   map[string]*NodeState
+	count   map[State]int // peers by state, kept with nodes (counts is O(1))
 	changed chan struct{}
 	// refutedAt is when each peer last answered this member as a suspect
 	// (see suspectHearsay).
@@ -46,7 +47,7 @@ type tracker struct {
 }
 
 func newTracker(now func() time.Time) *tracker {
-	return &tracker{now: now, nodes: map[string]*NodeState{}, changed: make(chan struct{}, 1), refutedAt: map[string]time.Time{}}
+	return &tracker{now: now, nodes: map[string]*NodeState{}, count: map[State]int{}, changed: make(chan struct{}, 1), refutedAt: map[string]time.Time{}}
 }
 
 // set records n in state s, returning the previous state ("" if new).
@@ -60,7 +61,7 @@ func (t *tracker) set(n *memberlist.Node, s State, metaToo bool) {
 	prev := cur.State
 	changed := false
 	if prev != s {
-		cur.State, cur.Since = s, t.now()
+		t.move(cur, s)
 		changed = true
 	}
 	cur.Addr = n.Address()
@@ -80,6 +81,15 @@ func (t *tracker) set(n *memberlist.Node, s State, metaToo bool) {
 	if prev != s && t.onEvent != nil {
 		t.onEvent(snap, prev)
 	}
+}
+
+// move puts n in state s, now, keeping the counts; t.mu is held.
+func (t *tracker) move(n *NodeState, s State) {
+	if n.State != "" {
+		t.count[n.State]--
+	}
+	t.count[s]++
+	n.State, n.Since = s, t.now()
 }
 
 func (t *tracker) notify() {
@@ -149,7 +159,7 @@ func (t *tracker) setState(name string, from, to State) bool {
 		t.mu.Unlock()
 		return false
 	}
-	cur.State, cur.Since = to, t.now()
+	t.move(cur, to)
 	snap := *cur
 	t.mu.Unlock()
 	t.notify()
@@ -159,13 +169,17 @@ func (t *tracker) setState(name string, from, to State) bool {
 	return true
 }
 
-// counts counts the peers by state.
+// counts counts the peers by state, from the counts kept as they change
+// (a benchmark reads all 500 members' twice a second: counting the map
+// each time was 8% of its CPU).
 func (t *tracker) counts() map[State]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := map[State]int{}
-	for _, n := range t.nodes {
-		out[n.State]++
+	out := make(map[State]int, len(t.count))
+	for s, n := range t.count {
+		if n > 0 {
+			out[s] = n
+		}
 	}
 	return out
 }

@@ -23,6 +23,9 @@ func TestTrackerTransitions(t *testing.T) {
 		if s.State != want {
 			t.Fatalf("state %s, want %s", s.State, want)
 		}
+		if c := tr.counts(); len(c) != 1 || c[want] != 1 {
+			t.Fatalf("counts %v, want the one peer %s", c, want)
+		}
 	}
 	step(func() { tr.NotifyJoin(n) }, Alive)
 	if s, _ := tr.get("a"); s.Meta.ClientURL != "http://a:2379" || s.Addr != "127.0.0.1:7946" {
