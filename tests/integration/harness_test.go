@@ -436,6 +436,10 @@ func (n *notifier) readyState() (int, error) {
 // checkVoter fails unless the member at peer is a voter.
 func (f *fleet) checkVoter(peer string) error {
 	cli := f.client()
+	// Closed now, not when the test ends: an agent that gets ready during
+	// the fleet's teardown would otherwise hold a connection to its member
+	// open while the member stops, until every member has stopped.
+	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	resp, err := cli.MemberList(ctx)
