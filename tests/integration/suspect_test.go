@@ -30,7 +30,7 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 		return l.Status.Nodes["cp-2"].State == "suspect"
 	})
 	members := pollMembers(t, cli, votersOnly)
-	f.start(f.agentConfig("cp-3", false))
+	cp3 := f.start(f.agentConfig("cp-3", false))
 
 	// The join is pending, and the leader re-plans it again and again
 	// (at least every resync, 200 ms), each time waiting on cp-2: 25
@@ -49,6 +49,7 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 		return l.Status.Nodes["cp-2"].State == "alive"
 	})
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	waitReady(t, cp3)
 
 	ev := w.stop(t)
 	win := ev.window(t, "cp-2", "suspect", "alive")
@@ -75,7 +76,7 @@ func TestSuspectVoterThatDiesCountsAsUnhealthy(t *testing.T) {
 		return st == "suspect" || st == "dead"
 	})
 	members := pollMembers(t, cli, votersOnly)
-	f.start(f.agentConfig("cp-3", false))
+	cp3 := f.start(f.agentConfig("cp-3", false))
 	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 dead in the liveness record", func(l *api.Liveness) bool {
 		return l.Status.Nodes["cp-2"].State == "dead"
 	})
@@ -100,6 +101,7 @@ func TestSuspectVoterThatDiesCountsAsUnhealthy(t *testing.T) {
 		return l.Status.Nodes["cp-2"].State == "alive"
 	})
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	waitReady(t, cp3)
 
 	ev := w.stop(t)
 	win := ev.window(t, "cp-2", "dead", "alive")
@@ -122,7 +124,7 @@ func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
 	f, c, cut := newSuspectFleet(t, 3*time.Minute, func(f *fleet) { f.policy.LearnerProgressTimeout = progressTimeout })
 	cli := f.client()
 	gate := make(chan struct{})
-	f.startWith(f.agentConfig("cp-3", false), &gated{Runtime: f.newRuntime(), open: gate})
+	cp3 := f.startWith(f.agentConfig("cp-3", false), &gated{Runtime: f.newRuntime(), open: gate})
 	waitObj(f, 60*time.Second, store.JoinKey("cp-3"), "cp-3 added as a learner", func(j *api.JoinRequest) bool {
 		return j.Status.Phase == api.JoinLearnerAdded
 	})
@@ -159,6 +161,7 @@ func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
 		return l.Status.Nodes["cp-2"].State == "alive"
 	})
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	waitReady(t, cp3)
 
 	ev := w.stop(t)
 	win := ev.window(t, "cp-2", "suspect", "alive")
@@ -259,4 +262,19 @@ func drainSteps(c *coord) {
 			return
 		}
 	}
+}
+
+// waitReady waits until n's agent has told the service manager it is
+// ready, and fails if it did so before its member was a voter. (A node
+// still coming up when the test ends would do it during the fleet's
+// teardown, while the other members are stopping.)
+func waitReady(t *testing.T, n *node) {
+	t.Helper()
+	eventually(t, 30*time.Second, n.name+" ready", func() (bool, string) {
+		ready, err := n.notify.readyState()
+		if err != nil {
+			t.Fatalf("%s: %v", n.name, err)
+		}
+		return ready > 0, "no READY yet"
+	})
 }
