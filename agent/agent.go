@@ -109,6 +109,7 @@ type Agent struct {
 	cli     *clientv3.Client
 	st      *store.Store
 	node    *api.Node
+	nodeMu  sync.Mutex // guards node: the heartbeat sets its lease, setPhase the rest
 	healthy atomic.Bool
 	running bool          // the local member was started by this agent
 	gossip  gossipState   // what it publishes in the mesh (agent/gossip.go)
@@ -267,7 +268,9 @@ func (a *Agent) register(ctx context.Context) error {
 	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), n); err != nil {
 		return fmt.Errorf("agent: register: %w", err)
 	}
+	a.nodeMu.Lock()
 	a.node = n
+	a.nodeMu.Unlock()
 	a.log.Info("registered", "roles", a.cfg.Roles)
 	return nil
 }
@@ -275,25 +278,40 @@ func (a *Agent) register(ctx context.Context) error {
 // setPhase records the node's phase and member state; errors are logged,
 // since status is advisory and rewritten on the next change.
 func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
-	if a.node == nil {
+	a.nodeMu.Lock()
+	registered := a.node != nil
+	a.nodeMu.Unlock()
+	if !registered {
 		return
 	}
-	a.node.Status.Phase = phase
-	a.node.Status.Message = msg
-	a.node.Status.UpdatedAt = a.Now()
-	if c := a.nodeCertPEM(); c != "" {
-		a.node.Status.Certificate = c
-	}
+	cert := a.nodeCertPEM()
+	var setMember func(*api.NodeStatus)
 	if a.controlPlane() && a.running {
 		if id, cid, learner, err := a.selfMember(ctx); err == nil {
-			a.node.Status.MemberID, a.node.Status.ClusterID = id, cid
-			a.node.Status.MemberState = api.MemberVoter
-			if learner {
-				a.node.Status.MemberState = api.MemberLearner
+			setMember = func(s *api.NodeStatus) {
+				s.MemberID, s.ClusterID = id, cid
+				s.MemberState = api.MemberVoter
+				if learner {
+					s.MemberState = api.MemberLearner
+				}
 			}
 		}
 	}
-	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), a.node); err != nil && ctx.Err() == nil {
+	// Changed and copied under nodeMu, written outside it: the heartbeat
+	// sets the lease meanwhile and must not wait for etcd here.
+	a.nodeMu.Lock()
+	a.node.Status.Phase = phase
+	a.node.Status.Message = msg
+	a.node.Status.UpdatedAt = a.Now()
+	if cert != "" {
+		a.node.Status.Certificate = cert
+	}
+	if setMember != nil {
+		setMember(&a.node.Status)
+	}
+	node := *a.node
+	a.nodeMu.Unlock()
+	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil && ctx.Err() == nil {
 		a.log.Warn("status not written", "err", err)
 	}
 }

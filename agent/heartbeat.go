@@ -43,9 +43,11 @@ func (a *Agent) holdLease(ctx context.Context) error {
 	if _, err := a.cli.Put(ctx, store.HeartbeatKey(a.cfg.Name), a.Now().UTC().Format(time.RFC3339Nano), clientv3.WithLease(lease.ID)); err != nil {
 		return fmt.Errorf("put heartbeat: %w", err)
 	}
+	a.nodeMu.Lock()
 	if a.node != nil {
 		a.node.Status.Lease = int64(lease.ID)
 	}
+	a.nodeMu.Unlock()
 	ch, err := a.cli.KeepAlive(ctx, lease.ID)
 	if err != nil {
 		return fmt.Errorf("keepalive: %w", err)

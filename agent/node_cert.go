@@ -30,11 +30,15 @@ func (a *Agent) nodeCertPEM() string {
 // publishNodeCert writes the node status again when node.crt changed
 // since it was published (a renewal).
 func (a *Agent) publishNodeCert(ctx context.Context) {
+	a.nodeMu.Lock()
 	if a.node == nil {
+		a.nodeMu.Unlock()
 		return
 	}
-	if c := a.nodeCertPEM(); c != "" && c != a.node.Status.Certificate {
-		a.setPhase(ctx, a.node.Status.Phase, a.node.Status.Message)
+	phase, msg, published := a.node.Status.Phase, a.node.Status.Message, a.node.Status.Certificate
+	a.nodeMu.Unlock()
+	if c := a.nodeCertPEM(); c != "" && c != published {
+		a.setPhase(ctx, phase, msg)
 		a.log.Info("published the node certificate", "reason", "node.crt changed")
 	}
 }

@@ -92,7 +92,9 @@ func (a *Agent) removed(ctx context.Context, why string) error {
 	}
 	// The local member is gone; reach the cluster through the others.
 	if err := a.connectOthers(); err == nil {
+		a.nodeMu.Lock()
 		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
+		a.nodeMu.Unlock()
 		a.setPhase(ctx, api.NodeRemoved, why)
 		a.release(ctx) // onRemoveFlake, agent/generation.go
 		// Last: with the heartbeat gone the leader deletes this node's etcd
