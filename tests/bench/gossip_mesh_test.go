@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,9 +18,10 @@ import (
 )
 
 // BenchmarkGossipConvergence starts meshes of 100 and 500 members in one
-// process (loopback, each joining through one seed) and measures how long
-// until every member sees every other alive, and the heap and goroutines
-// each member costs.
+// process (loopback; like an agent, each member joins through seeds: up to
+// three earlier members, and the next starts once it has joined) and
+// measures how long until every member sees every other alive, and the
+// heap and goroutines each member costs.
 //
 // Why the plain lan profile does not converge at 500 in one process on 2
 // cores: every member probes once a second with a 500 ms timeout, and
@@ -37,14 +37,40 @@ import (
 // clusters suggest (tuneLarge), for both sizes of one run; =lan keeps the
 // plain profile.
 //
-// Measured 2026-11-30 on the shared 2-core machine (load ~10 from other
-// suites), large tuning: 100 members 99% alive in 31 s, all in 51 s, 159
-// KiB heap and 10 goroutines per member; 500 members did not converge in
-// 5 min (68.7% of views alive; member 0 saw 338 alive, 110 suspect, 51
-// dead), 1.8 MiB heap and 14 goroutines per member: the process still
-// cannot answer 500 members' probes within 3 s, so false suspicions keep
-// cycling. A 500-member figure needs more cores, or members spread over
-// several processes.
+// WAN probe timings alone were not enough: 500 members stayed at 50-70% of
+// views alive for 3-5 min. The CPU profile of such a run (354 s, 2 cores
+// busy): the garbage collector took about 45% of the CPU, fed by
+// allocation: memberlist's LZW compression (25% of the CPU; a 16 KiB table
+// per packet, 39% of the 118 GB allocated, 9% more decompressing) and
+// NetTransport's fresh 64 KiB buffer per UDP packet (29% of allocation,
+// 59% once compression was off); memberlist's gossip rounds another 24%
+// (15% picking broadcasts from its btree queues, long with suspicions);
+// nico's member loop 6% (pinging suspects, copying peer lists to check the
+// seeds, the log bridge) and, once the rest was fixed, counting states 8%:
+// those are cheap now (pkg/gossip). tuneLarge therefore also turns
+// compression off, gossips every 500 ms and retransmits half as often.
+// What mattered, one 500-member run each (3 min wait, light load): the
+// 2026-11-30 tuning, one seed each, all started at once: 51.5% of views
+// alive at the end; with the three memberlist settings and three seeds:
+// all alive in 61 s, using under half a core; instead of the settings, a
+// transport reading into one buffer per member rather than per packet, GC
+// at 400% and paced joins: all alive in 84 s on a saturated core (28% of
+// it compressing); everything: 64 s. So the lean transport and the GC
+// setting were left out (GC at 400% also inflated the heap figure by half,
+// in fragmented spans); the paced start, like a fleet coming up, stays.
+//
+// Measured 2026-12-01 on the shared 2-core machine (other suites running,
+// load 1-3), large tuning, -nico.meshSizes=100,500 -nico.convergeWait=5m:
+// 100 members started in 0.7 s, 99% of views alive in 3.2 s, all in 38 s;
+// 500 members started in 27 s (paced), 99% alive in 28 s, all in 80 s (the
+// tail waits for push-pull, every 50 s at 500). The run took 70 s of CPU in
+// 148 s, a third of it still the collector (NetTransport's 64 KiB per
+// packet). Heap per member (HeapInuse after a forced GC once converged,
+// minus before the first start, over the members: memberlist's node table
+// and queues, packets in flight, the mesh's tracker; goroutine stacks not
+// included): 177 KiB at 100 members, 539 KiB at 500, so about 0.9 KiB per
+// peer known (each member keeps all the others) plus ~90 KiB; 10
+// goroutines per member.
 func BenchmarkGossipConvergence(b *testing.B) {
 	for range b.N {
 		tab := &table{}
@@ -91,11 +117,12 @@ func tuneLarge(c *memberlist.Config) {
 	// into; 1024 of them per member, 500 members, is gigabytes of heap the
 	// collector has to mark on 2 busy cores. A busy member drops instead.
 	c.HandoffQueueDepth = 64
-	// LZW costs a 16 KiB table per compressed packet: a fifth of the CPU
-	// and half of the allocations of a 500-member run.
+	// LZW costs a 16 KiB table per compressed packet: a quarter of the CPU
+	// and nearly half of the allocations of a 500-member run.
 	c.EnableCompression = false
-	// Gossip every 500 ms (the WAN value) rather than 200: a third of the
-	// CPU went to memberlist picking broadcasts from its queues.
+	// Gossip every 500 ms (the WAN value) rather than 200: a quarter of
+	// the CPU went to memberlist's gossip rounds, mostly picking
+	// broadcasts from its queues.
 	c.GossipInterval = w.GossipInterval
 	// Each message is sent 2*ceil(log10(n+1)) times rather than 4x: at
 	// 500 members every suspicion (memberlist's, nico's and the refuting
@@ -137,11 +164,6 @@ func converge(b *testing.B, n int) convergence {
 	b.Helper()
 	log := slog.New(slog.DiscardHandler)
 	tune := meshTune(b)
-	if tune != nil {
-		// n members' heaps share one collector: collect at 5x the live
-		// heap rather than 2x (each real member has its own).
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-	}
 	heap0, g0 := heapInUse(), runtime.NumGoroutine()
 	meshes := make([]*gossip.Mesh, 0, n)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -160,13 +182,6 @@ func converge(b *testing.B, n int) convergence {
 		}
 		cfg := gossip.Config{Name: fmt.Sprintf("m%03d", i), BindAddr: "127.0.0.1", Token: []byte("bench"), Logger: log, Seeds: seeds, Tune: tune,
 			Meta: gossip.Meta{Roles: []string{"worker"}, Version: "bench", Health: gossip.HealthOK}}
-		if tune != nil { // large: also the lean transport (one 64 KiB buffer per member, not per packet)
-			tr, err := newLeanTransport(cfg.BindAddr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cfg.Tune = func(c *memberlist.Config) { tune(c); c.Transport = tr }
-		}
 		m, err := gossip.New(cfg)
 		if err != nil {
 			b.Fatal(err)
