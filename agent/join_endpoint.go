@@ -191,6 +191,7 @@ func (j *JoinEndpoint) serve(ctx context.Context) error {
 		RateLimit:           j.cfg.RateLimit,
 		Nonces:              join.NewEtcdNonces(st.Client()),
 		NodeAlive:           join.HeartbeatOf(st.Client()),
+		NodeRemoved:         func(ctx context.Context, name string) (bool, error) { return nodeRemoved(ctx, st, name) },
 		Now:                 j.Now,
 		Log:                 j.log,
 	})
@@ -415,4 +416,17 @@ func ObtainThroughJoin(cfg JoinClientConfig, log *slog.Logger) func(ctx context.
 			return err
 		})
 	}
+}
+
+// nodeRemoved tells whether node name was removed from the cluster (its
+// node object says so): such a node's certificate is not renewed.
+func nodeRemoved(ctx context.Context, st *store.Store, name string) (bool, error) {
+	n := &api.Node{}
+	switch err := st.Get(ctx, store.NodeKey(name), n); {
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil // not registered yet: its own certificate is all it has
+	case err != nil:
+		return false, err
+	}
+	return n.Status.Phase == api.NodeRemoved, nil
 }

@@ -184,6 +184,18 @@ func TestWorkerRenewsNodeCert(t *testing.T) {
 	if !strings.Contains(logs.String(), "node certificate renewed through the join endpoint") || !strings.Contains(logs.String(), "node=w-1 oldSerial="+old.SerialNumber.Text(16)) {
 		t.Errorf("the renewal is not logged by the agent and the endpoint")
 	}
+	// Once the node is recorded removed, the endpoint renews it no more.
+	n := &api.Node{}
+	if err := st.Get(ctx, store.NodeKey("w-1"), n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Phase = api.NodeRemoved
+	if err := st.Put(ctx, store.NodeKey("w-1"), n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := join.Renew(ctx, join.RenewConfig{Endpoints: []string{listen}, Log: log}, d); !errors.Is(err, join.ErrNodeRemoved) {
+		t.Fatalf("renewal of a removed node: %v, want ErrNodeRemoved", err)
+	}
 	cancel()
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Errorf("Run: %v", err)

@@ -245,6 +245,8 @@ func codeErr(code string) error {
 		return ErrBadClientCert
 	case CodeNotNode:
 		return ErrNotNode
+	case CodeNodeRemoved:
+		return ErrNodeRemoved
 	default:
 		return ErrServer
 	}

@@ -48,6 +48,7 @@ const (
 	CodeCertNotYetValid = "client-certificate-not-yet-valid"
 	CodeBadClientCert   = "bad-client-certificate"
 	CodeNotNode         = "not-a-node-certificate"
+	CodeNodeRemoved     = "node-removed"
 )
 
 // Errors a renewing node gets.
@@ -62,6 +63,9 @@ var (
 	ErrBadClientCert = errors.New("join: renew: client certificate not from the cluster CA")
 	// ErrNotNode: the client certificate is not a node's (CN node:<name>).
 	ErrNotNode = errors.New("join: renew: not a node certificate")
+	// ErrNodeRemoved: the node was removed from the cluster; its
+	// certificate is not renewed (a machine joins again with a token).
+	ErrNodeRemoved = errors.New("join: renew: node removed from the cluster")
 )
 
 // RenewRequest is the body of POST /v1/renew.
@@ -106,6 +110,18 @@ func (s *Server) renew(w http.ResponseWriter, r *http.Request) {
 	leaf, name, ok := s.clientNode(w, r, now)
 	if !ok {
 		return
+	}
+	if s.cfg.NodeRemoved != nil {
+		removed, err := s.cfg.NodeRemoved(r.Context(), name)
+		if err != nil {
+			s.internal(w, "read the node's state", err)
+			return
+		}
+		if removed {
+			s.log.Warn("renewal refused", "node", name, "reason", CodeNodeRemoved, "source", source)
+			problem(w, http.StatusForbidden, CodeNodeRemoved, fmt.Sprintf("node %s was removed from the cluster; its certificate is not renewed: delete its node.crt and node.key and join again with a join token", name))
+			return
+		}
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	if err != nil || len(body) > maxBody {

@@ -49,7 +49,14 @@ func newRenewWorld(t *testing.T, rate RateLimit) *renewWorld {
 		CAPEM:     w.ca.CertPEM,
 		Cluster:   func(context.Context) (Cluster, error) { return Cluster{}, nil },
 		RateLimit: rate,
-		Log:       w.log,
+		// gone-1 was removed from the cluster; broken-1's state cannot be read.
+		NodeRemoved: func(_ context.Context, name string) (bool, error) {
+			if name == "broken-1" {
+				return false, errors.New("etcdserver: request timed out")
+			}
+			return name == "gone-1", nil
+		},
+		Log: w.log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -222,8 +229,10 @@ func TestRenewRefusals(t *testing.T) {
 		{"CSR signature", rawErr(w, valid, badSignatureCSR(t)), ErrBadRequest, "csrPEM:"},
 		{"unknown field", rawErr(w, valid, []byte(`{"csrPEM":"x","name":"root"}`)), ErrBadRequest, "unknown field"},
 		{"the current key", rawErr(w, valid, sameKeyCSR(t, valid)), ErrBadRequest, "renew with a new key"},
+		{"removed node", renewErr(w, w.dir(nil, pki.Request{CommonName: pki.NodeIdentity("gone-1")}, now)), ErrNodeRemoved, "node gone-1 was removed from the cluster; its certificate is not renewed"},
+		{"node state unreadable", renewErr(w, w.dir(nil, pki.Request{CommonName: pki.NodeIdentity("broken-1")}, now)), errAny, "read the node's state"},
 	} {
-		if !errors.Is(c.err, c.want) || !strings.Contains(c.err.Error(), c.says) {
+		if (c.want != errAny && !errors.Is(c.err, c.want)) || !strings.Contains(c.err.Error(), c.says) {
 			t.Errorf("%s: %v, want %v saying %q", c.name, c.err, c.want, c.says)
 		}
 	}
@@ -232,6 +241,9 @@ func TestRenewRefusals(t *testing.T) {
 		t.Error("an expired certificate was replaced")
 	}
 }
+
+// errAny matches any error (errors.Is is then not what a case checks).
+var errAny = errors.New("any error")
 
 func renewErr(w *renewWorld, d pki.Dir) error {
 	_, err := Renew(context.Background(), w.cfg(), d)

@@ -70,6 +70,9 @@ type ServerConfig struct {
 	// (HeartbeatOf); a join for that name is then refused with
 	// CodeNameInUse. Nil: no check.
 	NodeAlive func(ctx context.Context, name string) (alive bool, heartbeat time.Time, err error)
+	// NodeRemoved, when set, tells whether node name was removed from the
+	// cluster; /v1/renew then refuses it with CodeNodeRemoved. Nil: no check.
+	NodeRemoved func(ctx context.Context, name string) (bool, error)
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	Log *slog.Logger
