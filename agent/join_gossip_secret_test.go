@@ -54,16 +54,7 @@ func TestJoinEndpointGivesTheCurrentGossipSecret(t *testing.T) {
 	je := NewJoinEndpoint(JoinEndpointConfig{
 		Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), TokenFile: bootFile, Bootstrap: true, Poll: 50 * time.Millisecond,
 	}, log)
-	je.Ready = make(chan struct{})
-	served := make(chan error, 1)
-	go func() { served <- je.Run(ctx) }()
-	select {
-	case <-je.Ready:
-	case err := <-served:
-		t.Fatalf("join endpoint: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("join endpoint not serving within 60s")
-	}
+	served := serveJoinEndpoint(t, ctx, je)
 
 	workerDir := pki.Dir(t.TempDir())
 	if err := ObtainThroughJoin(JoinClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, workerDir); err != nil {

@@ -70,16 +70,7 @@ func TestWorkerRenewsNodeCert(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	je := NewJoinEndpoint(JoinEndpointConfig{Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), Poll: 50 * time.Millisecond}, log)
-	je.Ready = make(chan struct{})
-	served := make(chan error, 1)
-	go func() { served <- je.Run(ctx) }()
-	select {
-	case <-je.Ready:
-	case err := <-served:
-		t.Fatalf("join endpoint: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("join endpoint not serving within 60s")
-	}
+	served := serveJoinEndpoint(t, ctx, je)
 
 	// The worker's pki.dir: ca.crt and a node certificate valid for 10s
 	// (plus the 1 minute backdate: due at once).

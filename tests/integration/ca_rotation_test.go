@@ -152,7 +152,7 @@ func TestCARotation(t *testing.T) {
 	}
 	// Every member, agent and coordinator works with the new CA alone.
 	cli := r.newClient(cps, r.newRoot(cp1))
-	r.waitSettled(cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
+	waitVotersThrough(r.t, cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
 	for _, m := range all {
 		if !m.n.agent.Healthy() {
 			t.Errorf("%s is not healthy at the end", m.name)
@@ -376,7 +376,7 @@ func (r *rotation) restart(m *machine) {
 	if m.controlPlane() {
 		r.startServices(m)
 		cli := r.newClient(nil, r.rootOf(m))
-		r.waitSettled(cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
+		waitVotersThrough(r.t, cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
 	}
 	r.t.Logf("CA rotation: restarted %s in %s", m.name, time.Since(t0).Round(time.Millisecond))
 }
@@ -393,33 +393,6 @@ func (r *rotation) waitHealthy(m *machine) {
 		default:
 		}
 		return n.agent.Healthy(), "not healthy"
-	})
-}
-
-// waitSettled is fleet.waitVoters through cli.
-func (r *rotation) waitSettled(cli *clientv3.Client, within time.Duration, names ...string) {
-	r.t.Helper()
-	eventually(r.t, within, "voters "+strings.Join(names, ","), func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		ms, err := members(ctx, cli)
-		if err != nil {
-			return false, err.Error()
-		}
-		var voters []string
-		for n, learner := range ms {
-			if !learner {
-				voters = append(voters, n)
-			}
-		}
-		slices.Sort(voters)
-		if !slices.Equal(voters, names) || len(ms) != len(names) {
-			return false, fmt.Sprint(ms)
-		}
-		if sick := unhealthyMembers(ctx, cli); len(sick) > 0 {
-			return false, fmt.Sprintf("not answering: %v", sick)
-		}
-		return true, ""
 	})
 }
 

@@ -155,6 +155,21 @@ func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
 	return n
 }
 
+// waitRemoved waits until n's agent returned ErrRemoved; failing says
+// what (what did not happen within).
+func (n *node) waitRemoved(t *testing.T, within time.Duration, what string) {
+	t.Helper()
+	select {
+	case err := <-n.done:
+		n.done <- err
+		if !errors.Is(err, agent.ErrRemoved) {
+			t.Fatalf("%s returned %v, want ErrRemoved", n.name, err)
+		}
+	case <-time.After(within):
+		t.Fatal(what)
+	}
+}
+
 // stop ends an agent gracefully and returns what Run returned.
 func (n *node) stop() error {
 	n.cancel()
@@ -282,10 +297,15 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() (bo
 // learner is left.
 func (f *fleet) waitVoters(within time.Duration, names ...string) {
 	f.t.Helper()
-	cli := f.client()
+	waitVotersThrough(f.t, f.client(), within, names...)
+}
+
+// waitVotersThrough is waitVoters with the client cli.
+func waitVotersThrough(t *testing.T, cli *clientv3.Client, within time.Duration, names ...string) {
+	t.Helper()
 	want := slices.Clone(names)
 	slices.Sort(want)
-	eventually(f.t, within, "voters "+strings.Join(want, ","), func() (bool, string) {
+	eventually(t, within, "voters "+strings.Join(want, ","), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		ms, err := members(ctx, cli)

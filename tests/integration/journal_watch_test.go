@@ -186,6 +186,28 @@ func (ev journalEvents) opStartedAfter(rev int64) bool {
 	return slices.ContainsFunc(ev, func(e journalEvent) bool { return e.key == store.ActiveOpKey && e.put && e.rev > rev })
 }
 
+// noOpsWhile checks that no operation was journaled before cp-2 went from
+// state from back to alive (the window's end), and returns that revision.
+func (ev journalEvents) noOpsWhile(t *testing.T, from, while string) int64 {
+	t.Helper()
+	win := ev.window(t, "cp-2", from, "alive")
+	t.Logf("cp-2 %s from rev %d to rev %d; journal and liveness changes: %v", from, win.start, win.end, ev)
+	ev.noOpsBefore(t, win.end, while)
+	return win.end
+}
+
+// opsOnlyAfter is noOpsWhile, checks that no operation started while the
+// liveness record had a node suspect, and that one started once cp-2 was
+// alive again.
+func (ev journalEvents) opsOnlyAfter(t *testing.T, from, while string) {
+	t.Helper()
+	end := ev.noOpsWhile(t, from, while)
+	ev.noOpStartedWhileSuspect(t)
+	if !ev.opStartedAfter(end) {
+		t.Fatalf("no operation was started after cp-2 was alive again (rev %d); events: %v", end, ev)
+	}
+}
+
 // votersOnly accepts a member list of voters cp-1 and cp-2 alone.
 func votersOnly(ms map[string]bool) bool { return len(ms) == 2 && votersIn(ms, "cp-1", "cp-2") }
 

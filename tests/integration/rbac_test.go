@@ -236,15 +236,7 @@ func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 	}
 
 	f.requestRemoval("w-1", false)
-	select {
-	case err := <-n.done:
-		n.done <- err
-		if !errors.Is(err, agent.ErrRemoved) {
-			t.Fatalf("worker returned %v, want ErrRemoved", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("removed worker did not stop")
-	}
+	n.waitRemoved(t, 30*time.Second, "removed worker did not stop")
 	// The agent could still record its removal with its identity.
 	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker marked removed", func(n *api.Node) bool { return n.Status.Phase == api.NodeRemoved })
 	r := waitObj[api.RemoveRequest](f, 30*time.Second, store.RemovalKey("w-1"), "identity revoked", func(r *api.RemoveRequest) bool {

@@ -1,12 +1,10 @@
 package integration
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
@@ -46,27 +44,9 @@ func TestNoRemovalWhileAVoterIsSuspect(t *testing.T) {
 		t.Fatalf("cp-3's removal request: phase %q, err %v; want it pending", r.Status.Phase, err)
 	}
 	members.stop(t, "while cp-2 was suspect")
-	cut.setCut(false)
-	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
-		return l.Status.Nodes["cp-2"].State == "alive"
-	})
-	select {
-	case err := <-cp3.done:
-		cp3.done <- err
-		if !errors.Is(err, agent.ErrRemoved) {
-			t.Fatalf("cp-3 returned %v, want ErrRemoved", err)
-		}
-	case <-time.After(90 * time.Second):
-		t.Fatal("cp-3 was not removed after cp-2 was alive again")
-	}
+	heal(f, cut)
+	cp3.waitRemoved(t, 90*time.Second, "cp-3 was not removed after cp-2 was alive again")
 	f.waitVoters(60*time.Second, "cp-1", "cp-2")
 
-	ev := w.stop(t)
-	win := ev.window(t, "cp-2", "suspect", "alive")
-	t.Logf("cp-2 suspect from rev %d to rev %d; journal and liveness changes: %v", win.start, win.end, ev)
-	ev.noOpsBefore(t, win.end, "cp-2 was suspect")
-	ev.noOpStartedWhileSuspect(t)
-	if !ev.opStartedAfter(win.end) {
-		t.Fatalf("no operation was started after cp-2 was alive again (rev %d); events: %v", win.end, ev)
-	}
+	w.stop(t).opsOnlyAfter(t, "suspect", "cp-2 was suspect")
 }

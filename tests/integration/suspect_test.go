@@ -44,21 +44,11 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 		t.Fatalf("cp-3's join request: phase %q, err %v; want it pending", j.Status.Phase, err)
 	}
 	members.stop(t, "while cp-2 was suspect")
-	cut.setCut(false)
-	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
-		return l.Status.Nodes["cp-2"].State == "alive"
-	})
+	heal(f, cut)
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
 
-	ev := w.stop(t)
-	win := ev.window(t, "cp-2", "suspect", "alive")
-	t.Logf("cp-2 suspect from rev %d to rev %d; journal and liveness changes: %v", win.start, win.end, ev)
-	ev.noOpsBefore(t, win.end, "cp-2 was suspect")
-	ev.noOpStartedWhileSuspect(t)
-	if !ev.opStartedAfter(win.end) {
-		t.Fatalf("no operation was started after cp-2 was alive again (rev %d); events: %v", win.end, ev)
-	}
+	w.stop(t).opsOnlyAfter(t, "suspect", "cp-2 was suspect")
 }
 
 // TestSuspectVoterThatDiesCountsAsUnhealthy: a voter's mesh member is cut
@@ -96,21 +86,11 @@ func TestSuspectVoterThatDiesCountsAsUnhealthy(t *testing.T) {
 		t.Fatalf("etcd members not answering: %v; the test wants cp-2's member healthy in etcd", sick)
 	}
 	members.stop(t, "while cp-2 was suspect or dead")
-	cut.setCut(false)
-	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
-		return l.Status.Nodes["cp-2"].State == "alive"
-	})
+	heal(f, cut)
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
 
-	ev := w.stop(t)
-	win := ev.window(t, "cp-2", "dead", "alive")
-	t.Logf("cp-2 dead from rev %d to rev %d; journal and liveness changes: %v", win.start, win.end, ev)
-	ev.noOpsBefore(t, win.end, "cp-2 was suspect or dead")
-	ev.noOpStartedWhileSuspect(t)
-	if !ev.opStartedAfter(win.end) {
-		t.Fatalf("no operation was started after cp-2 was alive again (rev %d); events: %v", win.end, ev)
-	}
+	w.stop(t).opsOnlyAfter(t, "dead", "cp-2 was suspect or dead")
 }
 
 // TestNoPromotionWhileAVoterIsSuspect: a learner is added, then a voter's
@@ -156,17 +136,11 @@ func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
 	s := waitSteps(t, c, 90*time.Second, "the leader holding learner cp-3 past the progress timeout while cp-2 is suspect", 5, held, changed)
 	t.Logf("the leader waits: %s", s.Reason)
 	members.stop(t, "while cp-2 was suspect")
-	cut.setCut(false)
-	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
-		return l.Status.Nodes["cp-2"].State == "alive"
-	})
+	heal(f, cut)
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
 
-	ev := w.stop(t)
-	win := ev.window(t, "cp-2", "suspect", "alive")
-	t.Logf("cp-2 suspect from rev %d to rev %d; journal and liveness changes: %v", win.start, win.end, ev)
-	ev.noOpsBefore(t, win.end, "cp-2 was suspect")
+	w.stop(t).noOpsWhile(t, "suspect", "cp-2 was suspect")
 	j := api.NewJoinRequest("cp-3")
 	if err := f.store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinJoined || j.Spec.Attempt > 1 {
 		t.Fatalf("cp-3's join request: attempt %d, %+v, err %v; want it joined at the first attempt", j.Spec.Attempt, j.Status, err)
@@ -227,6 +201,16 @@ func (f *fleet) startTunedMesh(name string, ip int, tune func(*memberlist.Config
 	go func() { defer close(done); _ = m.Run(ctx) }()
 	f.t.Cleanup(func() { cancel(); <-done })
 	return m
+}
+
+// heal lets cp-2's mesh member through again and waits until the
+// liveness record has it alive.
+func heal(f *fleet, cut *cuttable) {
+	f.t.Helper()
+	cut.setCut(false)
+	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 alive again in the liveness record", func(l *api.Liveness) bool {
+		return l.Status.Nodes["cp-2"].State == "alive"
+	})
 }
 
 // waitSteps reads the steps c's leader applies until n match, and returns

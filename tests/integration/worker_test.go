@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -31,15 +29,7 @@ func TestWorkerRegistersAndLeaves(t *testing.T) {
 	f.waitVoters(5*time.Second, "cp-1") // no member was added for it
 
 	f.requestRemoval("w-1", false)
-	select {
-	case err := <-n.done:
-		n.done <- err
-		if !errors.Is(err, agent.ErrRemoved) {
-			t.Fatalf("worker returned %v, want ErrRemoved", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("removed worker did not stop")
-	}
+	n.waitRemoved(t, 30*time.Second, "removed worker did not stop")
 	resp, err := f.client().Get(t.Context(), store.DefaultPrefix+store.HeartbeatKey("w-1"))
 	if err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("heartbeat of removed worker: %v %v", resp, err)
