@@ -66,15 +66,23 @@ func Rotate(ctx context.Context, st *store.Store, by string, now time.Time) (uin
 	}
 }
 
+// installGeneration moves m to generation gen when it is elsewhere.
+func installGeneration(m Keyring, gen uint64, log *slog.Logger) {
+	if gen == m.KeyGeneration() {
+		return
+	}
+	if err := m.SetKeyGeneration(gen); err != nil {
+		log.Warn("installing the gossip key generation failed", "generation", gen, "err", err)
+	}
+}
+
 // Follow installs the stored generation on m every interval until ctx ends.
 func Follow(ctx context.Context, st *store.Store, m Keyring, interval time.Duration, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if k, err := Current(ctx, st); err == nil && k.Spec.Generation != m.KeyGeneration() {
-			if err := m.SetKeyGeneration(k.Spec.Generation); err != nil {
-				log.Warn("installing the gossip key generation failed", "generation", k.Spec.Generation, "err", err)
-			}
+		if k, err := Current(ctx, st); err == nil {
+			installGeneration(m, k.Spec.Generation, log)
 		}
 		select {
 		case <-ctx.Done():

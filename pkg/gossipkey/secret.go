@@ -264,11 +264,7 @@ func FollowSecret(ctx context.Context, st *store.Store, m SecretKeyring, who Mem
 			} else {
 				last = ""
 			}
-			if k.Spec.Generation != m.KeyGeneration() {
-				if err := m.SetKeyGeneration(k.Spec.Generation); err != nil {
-					log.Warn("installing the gossip key generation failed", "generation", k.Spec.Generation, "err", err)
-				}
-			}
+			installGeneration(m, k.Spec.Generation, log)
 		}
 		select {
 		case <-ctx.Done():
