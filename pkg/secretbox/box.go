@@ -4,16 +4,22 @@
 //
 // A sealed value is
 //
-//	version (1) | key id (1) | nonce (12) | ciphertext+tag
+//	version (1) = 2 | key id (8) | nonce (12) | ciphertext+tag
 //
 // and the name it is stored under (its store key) is the additional data,
 // so a value moved to another key does not open. The key id is the first
-// byte of SHA-256(key): a box holding several keys (rotation) picks the one
-// a value was sealed with, and a value sealed under another key is told
-// apart from a damaged one.
+// eight bytes of SHA-256(key): a box holding several keys (rotation) picks
+// the one a value was sealed with, and a value sealed under another key is
+// told apart from a damaged one. An id only selects candidates: Open tries
+// every key of the box whose id matches, so two keys that share an id
+// never hide each other's values.
+//
+// Values of layout version 1 (a one-byte key id, written before) still
+// open; they are no longer written.
 package secretbox
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -26,15 +32,20 @@ import (
 // KeySize is the size of a secrets key (AES-256).
 const KeySize = 32
 
-// version is the layout of sealed values this package writes.
-const version = 1
+// version is the layout of sealed values this package writes; versionV1
+// is the older layout it still opens.
+const (
+	version   = 2
+	versionV1 = 1
+)
 
-const headerSize = 2 // version, key id
+// IDSize is the size of a key id in the current layout.
+const IDSize = 8
 
 // Sentinel errors.
 var (
 	// ErrOpen means a value did not open: damaged, or sealed under another
-	// name (moved), or under another key with the same id.
+	// name (moved).
 	ErrOpen = errors.New("secretbox: cannot open")
 	// ErrUnknownKey means the value was sealed under a key this box lacks.
 	ErrUnknownKey = errors.New("secretbox: sealed under another key")
@@ -42,10 +53,20 @@ var (
 	ErrKeyFile = errors.New("secretbox: bad key file")
 )
 
+// keyID is the id of a key; tests replace it to force collisions.
+var keyID = func(key []byte) [IDSize]byte {
+	sum := sha256.Sum256(key)
+	return [IDSize]byte(sum[:IDSize])
+}
+
+type boxKey struct {
+	id   [IDSize]byte
+	aead cipher.AEAD
+}
+
 // Box seals with its first key and opens with any of its keys.
 type Box struct {
-	seal  byte
-	aeads map[byte]cipher.AEAD
+	keys []boxKey // keys[0] seals
 }
 
 // NewKey returns a fresh random secrets key.
@@ -58,21 +79,21 @@ func NewKey() ([]byte, error) {
 }
 
 // KeyID is the id a key's values carry.
-func KeyID(key []byte) byte {
-	sum := sha256.Sum256(key)
-	return sum[0]
-}
+func KeyID(key []byte) [IDSize]byte { return keyID(key) }
 
 // New returns a box that seals with keys[0] and opens with any of keys
-// (older keys, during a rotation).
+// (older keys, during a rotation). A key given twice is kept once.
 func New(keys ...[]byte) (*Box, error) {
 	if len(keys) == 0 {
 		return nil, fmt.Errorf("%w: no key", ErrKeyFile)
 	}
-	b := &Box{seal: KeyID(keys[0]), aeads: map[byte]cipher.AEAD{}}
+	b := &Box{}
 	for i, k := range keys {
 		if len(k) != KeySize {
 			return nil, fmt.Errorf("%w: key %d is %d bytes, want %d", ErrKeyFile, i, len(k), KeySize)
+		}
+		if slicesContainsKey(keys[:i], k) {
+			continue
 		}
 		block, err := aes.NewCipher(k)
 		if err != nil {
@@ -82,11 +103,18 @@ func New(keys ...[]byte) (*Box, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secretbox: %w", err)
 		}
-		if _, dup := b.aeads[KeyID(k)]; !dup {
-			b.aeads[KeyID(k)] = aead
-		}
+		b.keys = append(b.keys, boxKey{id: keyID(k), aead: aead})
 	}
 	return b, nil
+}
+
+func slicesContainsKey(keys [][]byte, k []byte) bool {
+	for _, o := range keys {
+		if bytes.Equal(o, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // Load reads the key file at path (pki.Dir.SecretsKey()): exactly KeySize
@@ -112,35 +140,51 @@ func Load(path string) (*Box, error) {
 
 // Seal encrypts plaintext to be stored under name.
 func (b *Box) Seal(name string, plaintext []byte) ([]byte, error) {
-	aead := b.aeads[b.seal]
-	out := make([]byte, headerSize+aead.NonceSize(), headerSize+aead.NonceSize()+len(plaintext)+aead.Overhead())
-	out[0], out[1] = version, b.seal
-	if _, err := rand.Read(out[headerSize:]); err != nil {
+	k := b.keys[0]
+	header := 1 + IDSize
+	out := make([]byte, header+k.aead.NonceSize(), header+k.aead.NonceSize()+len(plaintext)+k.aead.Overhead())
+	out[0] = version
+	copy(out[1:], k.id[:])
+	if _, err := rand.Read(out[header:]); err != nil {
 		return nil, fmt.Errorf("secretbox: nonce: %w", err)
 	}
-	return aead.Seal(out, out[headerSize:], plaintext, []byte(name)), nil
+	return k.aead.Seal(out, out[header:], plaintext, []byte(name)), nil
 }
 
 // Open decrypts a value read from name. Its errors say what is wrong
 // without showing any of the value.
 func (b *Box) Open(name string, sealed []byte) ([]byte, error) {
-	if len(sealed) < headerSize {
+	if len(sealed) < 1 {
+		return nil, fmt.Errorf("%w: %s: empty, not a sealed value", ErrOpen, name)
+	}
+	var idLen int
+	switch sealed[0] {
+	case version:
+		idLen = IDSize
+	case versionV1:
+		idLen = 1
+	default:
+		return nil, fmt.Errorf("%w: %s: layout version %d, this build reads %d and %d", ErrOpen, name, sealed[0], versionV1, version)
+	}
+	if len(sealed) < 1+idLen {
 		return nil, fmt.Errorf("%w: %s: %d bytes is too short to be sealed", ErrOpen, name, len(sealed))
 	}
-	if sealed[0] != version {
-		return nil, fmt.Errorf("%w: %s: layout version %d, this build reads %d", ErrOpen, name, sealed[0], version)
+	id, rest := sealed[1:1+idLen], sealed[1+idLen:]
+	candidates := 0
+	for _, k := range b.keys {
+		if !bytes.Equal(k.id[:idLen], id) {
+			continue
+		}
+		candidates++
+		if len(rest) < k.aead.NonceSize()+k.aead.Overhead() {
+			return nil, fmt.Errorf("%w: %s: truncated", ErrOpen, name)
+		}
+		if pt, err := k.aead.Open(nil, rest[:k.aead.NonceSize()], rest[k.aead.NonceSize():], []byte(name)); err == nil {
+			return pt, nil
+		}
 	}
-	aead, ok := b.aeads[sealed[1]]
-	if !ok {
-		return nil, fmt.Errorf("%w: %s was sealed under key id %02x; this secrets key has id %02x", ErrUnknownKey, name, sealed[1], b.seal)
+	if candidates == 0 {
+		return nil, fmt.Errorf("%w: %s was sealed under key id %x; this secrets key has id %x", ErrUnknownKey, name, id, b.keys[0].id[:idLen])
 	}
-	rest := sealed[headerSize:]
-	if len(rest) < aead.NonceSize()+aead.Overhead() {
-		return nil, fmt.Errorf("%w: %s: truncated", ErrOpen, name)
-	}
-	pt, err := aead.Open(nil, rest[:aead.NonceSize()], rest[aead.NonceSize():], []byte(name))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: damaged, or sealed for another key name", ErrOpen, name)
-	}
-	return pt, nil
+	return nil, fmt.Errorf("%w: %s: damaged, or sealed for another key name", ErrOpen, name)
 }
