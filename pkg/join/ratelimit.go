@@ -3,6 +3,8 @@ package join
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // RateLimit is the per-source-IP token bucket of the join endpoint.
@@ -20,20 +22,16 @@ var DefaultRateLimit = RateLimit{Burst: 20, Every: time.Second}
 // forgotten (a forgotten bucket is a full one).
 const maxBuckets = 4096
 
-// limiter is a token bucket per key. It reads no clock: now is given.
+// limiter is a token bucket (golang.org/x/time/rate) per key. It reads no
+// clock: now is given.
 type limiter struct {
 	rate    RateLimit
 	mu      sync.Mutex
-	buckets map[string]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
+	buckets map[string]*rate.Limiter
 }
 
 func newLimiter(r RateLimit) *limiter {
-	return &limiter{rate: r, buckets: map[string]*bucket{}}
+	return &limiter{rate: r, buckets: map[string]*rate.Limiter{}}
 }
 
 // allow takes a token from key's bucket; when it is empty it returns false
@@ -46,33 +44,20 @@ func (l *limiter) allow(key string, now time.Time) (bool, time.Duration) {
 		if len(l.buckets) >= maxBuckets {
 			l.prune(now)
 		}
-		b = &bucket{tokens: float64(l.rate.Burst), last: now}
+		b = rate.NewLimiter(rate.Every(l.rate.Every), l.rate.Burst)
 		l.buckets[key] = b
 	}
-	l.refill(b, now)
-	if b.tokens >= 1 {
-		b.tokens--
+	if b.AllowN(now, 1) {
 		return true, 0
 	}
-	wait := time.Duration((1 - b.tokens) * float64(l.rate.Every))
+	wait := time.Duration((1 - b.TokensAt(now)) * float64(l.rate.Every))
 	return false, wait
-}
-
-func (l *limiter) refill(b *bucket, now time.Time) {
-	if now.After(b.last) {
-		b.tokens += float64(now.Sub(b.last)) / float64(l.rate.Every)
-		b.last = now
-	}
-	if b.tokens > float64(l.rate.Burst) {
-		b.tokens = float64(l.rate.Burst)
-	}
 }
 
 // prune forgets every bucket that has refilled.
 func (l *limiter) prune(now time.Time) {
 	for k, b := range l.buckets {
-		l.refill(b, now)
-		if b.tokens >= float64(l.rate.Burst) {
+		if b.TokensAt(now) >= float64(l.rate.Burst) {
 			delete(l.buckets, k)
 		}
 	}
