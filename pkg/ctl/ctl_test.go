@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,13 +28,21 @@ type result struct {
 // from etcdtest's CA).
 func run(t *testing.T, endpoints []string, args ...string) result {
 	t.Helper()
+	var out bytes.Buffer
+	return runTo(t, &out, endpoints, args...)
+}
+
+// runTo runs nicoctl with its standard output written to stdout.
+func runTo(t *testing.T, stdout io.Writer, endpoints []string, args ...string) result {
+	t.Helper()
 	var out, errb bytes.Buffer
+	stdout = io.MultiWriter(stdout, &out)
 	if endpoints != nil {
 		args = append([]string{"--endpoints", strings.Join(endpoints, ",")}, args...)
 	}
 	root := etcdtest.IssueFiles(t, t.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
 	args = append([]string{"--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key}, args...)
-	code := Main(args, &out, &errb)
+	code := Main(args, stdout, &errb)
 	t.Logf("nicoctl %s -> %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return result{code, out.String(), errb.String()}
 }

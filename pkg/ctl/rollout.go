@@ -14,6 +14,8 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"golang.org/x/term"
 	"gopkg.in/yaml.v3"
 )
 
@@ -223,46 +225,69 @@ func (a *app) rolloutStatus(ctx context.Context, name string, watch bool) error 
 			})
 		})
 	}
+	return a.watchRollout(ctx, name)
+}
+
+// watchRollout follows a rollout until it ends: it reads the rollout, then
+// re-reads it on every change a watch on its key reports (from the revision
+// it read, so no change is missed), drawing a progress bar on a terminal
+// (redrawn each second for the elapsed time) and a line per change
+// otherwise.
+func (a *app) watchRollout(ctx context.Context, name string) error {
 	c, err := a.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	tty := isTerminal(a.stdout)
-	last := ""
-	for {
+	read := func() (*api.Rollout, error) {
 		rctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
-		r, err := findRollout(rctx, c, name)
-		cancel()
-		if err != nil {
-			return err
-		}
-		name = r.Metadata.Name
-		line := rolloutLine(r, a.now())
-		if tty {
-			fmt.Fprintf(a.stdout, "\r\033[K%s %s", bar(r, 30), line)
-		} else if line != last {
-			fmt.Fprintln(a.stdout, line)
-		}
-		last = line
+		defer cancel()
+		return findRollout(rctx, c, name)
+	}
+	r, err := read()
+	if err != nil {
+		return err
+	}
+	name = r.Metadata.Name
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := c.st.Client().Watch(wctx, store.RolloutKey(name), clientv3.WithRev(r.Metadata.Revision+1))
+	p := newRolloutProgress(a.stdout, isTerminal(a.stdout))
+	defer p.close()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		p.show(r, a.now())
 		switch r.Status.Phase {
 		case api.RolloutSucceeded, api.RolloutUndone:
-			if tty {
-				fmt.Fprintln(a.stdout)
-			}
 			return nil
 		case api.RolloutHalted:
-			if tty {
-				fmt.Fprintln(a.stdout)
-			}
 			if !r.Spec.Undo {
+				p.close()
 				return withCode(ExitFailed, fmt.Errorf("rollout %s halted at %s: %s", name, r.Status.HaltedNode, r.Status.HaltedReason))
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return withCode(ExitFailed, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
+		case <-tick.C:
+			continue // redraw the elapsed time; nothing is read
+		case resp, ok := <-events:
+			if !ok || resp.Err() != nil {
+				// A closed or failed watch (compaction, a lost member):
+				// read again and watch from what was read.
+				if err := ctx.Err(); err != nil {
+					return withCode(ExitFailed, err)
+				}
+				if r, err = read(); err != nil {
+					return err
+				}
+				events = c.st.Client().Watch(wctx, store.RolloutKey(name), clientv3.WithRev(r.Metadata.Revision+1))
+				continue
+			}
+		}
+		if r, err = read(); err != nil {
+			return err
 		}
 	}
 }
@@ -298,7 +323,7 @@ func rolloutLine(r *api.Rollout, now time.Time) string {
 	return b.String()
 }
 
-// bar draws done/total as a bar of width cells.
+// bar draws done/total as a bar of width cells (plain output).
 func bar(r *api.Rollout, width int) string {
 	done, total := r.Counts()
 	fill := 0
@@ -308,12 +333,8 @@ func bar(r *api.Rollout, width int) string {
 	return "[" + strings.Repeat("#", fill) + strings.Repeat(".", width-fill) + "]"
 }
 
-// isTerminal tells whether w is a character device.
+// isTerminal tells whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }

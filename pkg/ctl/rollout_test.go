@@ -1,9 +1,11 @@
 package ctl
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,4 +81,78 @@ func TestRolloutCommands(t *testing.T) {
 	}
 	// The newest rollout is the default.
 	run(t, eps, "rollout", "status", "-w").want(t, ExitFailed, []string{"halted at dp-2: boom"}, []string{"halted"})
+}
+
+// lines hands each line written to it to a channel.
+type lines struct {
+	mu  sync.Mutex
+	buf []byte
+	ch  chan string
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.ch <- string(l.buf[:i])
+		l.buf = l.buf[i+1:]
+	}
+}
+
+// TestRolloutStatusWatchFollowsChanges: status -w prints a line for each
+// change as the rollout's key changes, and ends with its outcome.
+func TestRolloutStatusWatchFollowsChanges(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	eps := c.Endpoints()
+	st := newStore(t, c)
+	r := api.NewRollout("r1")
+	r.Spec.Template.GitRepo = "x"
+	r.Status = api.RolloutStatus{Phase: api.RolloutRunning, Nodes: []api.NodeProgress{{Name: "dp-1"}, {Name: "dp-2"}}}
+	if err := st.Create(t.Context(), store.RolloutKey("r1"), r); err != nil {
+		t.Fatal(err)
+	}
+	out := &lines{ch: make(chan string, 16)}
+	done := make(chan result, 1)
+	go func() { done <- runTo(t, out, eps, "rollout", "status", "-w", "r1") }()
+	expect := func(want string) {
+		t.Helper()
+		select {
+		case got := <-out.ch:
+			if !strings.HasPrefix(got, want) {
+				t.Fatalf("line %q, want %q", got, want)
+			}
+		case res := <-done:
+			t.Fatalf("status -w ended (%d) before printing %q", res.code, want)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no line %q within 30s", want)
+		}
+	}
+	update := func(fn func(*api.RolloutStatus)) {
+		t.Helper()
+		cur := &api.Rollout{}
+		if err := st.Get(t.Context(), store.RolloutKey("r1"), cur); err != nil {
+			t.Fatal(err)
+		}
+		fn(&cur.Status)
+		if err := st.Update(t.Context(), store.RolloutKey("r1"), cur); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expect("r1 Running 0/2 nodes")
+	update(func(s *api.RolloutStatus) { s.Nodes[0].Phase = api.NodeDone; s.Current = []string{"dp-2"} })
+	expect("r1 Running 1/2 nodes, current dp-2")
+	update(func(s *api.RolloutStatus) {
+		s.Nodes[1].Phase = api.NodeDone
+		s.Current = nil
+		s.Phase = api.RolloutSucceeded
+	})
+	expect("r1 Succeeded 2/2 nodes")
+	if res := <-done; res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
 }
