@@ -86,15 +86,11 @@ func (c *cluster) nodes(ctx context.Context) ([]*api.Node, error) {
 
 // alive tells which nodes have a live heartbeat key.
 func (c *cluster) alive(ctx context.Context) (map[string]bool, error) {
-	resp, err := c.st.Client().Get(ctx, store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	alive, _, err := c.st.Alive(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading heartbeats: %w", err)
 	}
-	out := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		out[store.Name(string(kv.Key))] = true
-	}
-	return out, nil
+	return alive, nil
 }
 
 // members observes the members, their health and the leader, and maps each
