@@ -187,6 +187,7 @@ func (a *Agent) handOffLeadership(ctx context.Context) {
 		return
 	}
 	adm := etcdadmin.New(a.cli, time.Second)
+	defer adm.Close()
 	ms, err := adm.Observe(ctx)
 	if err != nil {
 		return

@@ -101,6 +101,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 // Run campaigns and, while leader, reconciles. It returns nil when ctx ends,
 // after resigning.
 func (c *Coordinator) Run(ctx context.Context) error {
+	defer c.admin.Close()
 	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 5 * time.Second, Factor: 2, Jitter: 0.5}
 	for attempt := 0; ; attempt++ {
 		err := c.term(ctx)

@@ -20,10 +20,20 @@ var errOpBusy = errors.New("coordinator: another operation is active")
 // executor applies one step: side effects on etcd's membership, and the
 // journal and request updates, each in a transaction fenced on leadership.
 type executor struct {
-	c     *Coordinator
+	c *Coordinator
+	// admin changes the membership; nil: the coordinator's etcdadmin.
+	admin MemberAdmin
 	fence store.Fence
 	obs   *observation
 	now   time.Time
+}
+
+// members is the MemberAdmin the executor calls.
+func (x *executor) members() MemberAdmin {
+	if x.admin != nil {
+		return x.admin
+	}
+	return x.c.admin
 }
 
 func (x *executor) apply(ctx context.Context, s membership.Step) error {
@@ -46,7 +56,7 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		return x.finishJoin(ctx, s)
 	case membership.AbortJoin:
 		if s.Member != 0 {
-			if err := x.c.admin.Remove(ctx, s.Member); err != nil {
+			if err := x.members().Remove(ctx, s.Member); err != nil {
 				return err
 			}
 		}
@@ -66,7 +76,7 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: s.Reason, UpdatedAt: x.now}
 		return x.commit(ctx, nil, r)
 	case membership.TransferLeader:
-		if err := x.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
+		if err := x.members().MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}
 		x.sideEffectDone(s)
@@ -80,7 +90,7 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		if err := x.commit(ctx, nil, s.Op); err != nil {
 			return err
 		}
-		if err := x.c.admin.Remove(ctx, s.Member); err != nil {
+		if err := x.members().Remove(ctx, s.Member); err != nil {
 			return err
 		}
 		x.sideEffectDone(s)
@@ -118,7 +128,7 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 }
 
 func (x *executor) addLearner(ctx context.Context, s membership.Step) error {
-	id, initial, err := x.c.admin.AddLearner(ctx, s.Request, s.Op.Spec.PeerURL)
+	id, initial, err := x.members().AddLearner(ctx, s.Request, s.Op.Spec.PeerURL)
 	if err != nil {
 		return err
 	}
@@ -149,7 +159,7 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 	before := op.Status.LearnerIndex
 	pctx, cancel := context.WithTimeout(ctx, x.stepBound())
 	defer cancel()
-	err := x.c.admin.Promote(pctx, s.Voters, s.Member, s.LearnerURL, s.LeaderURL, func(idx uint64) {
+	err := x.members().Promote(pctx, s.Voters, s.Member, s.LearnerURL, s.LeaderURL, func(idx uint64) {
 		if idx > op.Status.LearnerIndex {
 			op.Status.LearnerIndex = idx
 			op.Status.ProgressAt = x.c.Now()

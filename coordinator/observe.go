@@ -2,12 +2,12 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -17,66 +17,84 @@ type observation struct {
 	membership.Observed
 	joins    map[string]*api.JoinRequest
 	removals map[string]*api.RemoveRequest
+	// rev is the store revision every object was read at.
+	rev int64
 }
 
-// observe re-reads every input: members from etcd, objects from the store.
+// observe re-reads every input: members from etcd, objects from the store,
+// these at one revision (readInputs).
 func observe(ctx context.Context, st *store.Store, members func(context.Context) ([]membership.Member, error)) (*observation, error) {
 	ms, err := members(ctx)
 	if err != nil {
 		return nil, err
 	}
-	nodes, _, err := store.List[api.Node](ctx, st, store.NodesDir)
+	o, err := readInputs(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	joins, _, err := store.List[api.JoinRequest](ctx, st, store.JoinsDir)
-	if err != nil {
-		return nil, err
-	}
-	removals, _, err := store.List[api.RemoveRequest](ctx, st, store.RemovalsDir)
-	if err != nil {
-		return nil, err
-	}
-	hb, err := st.Client().Get(ctx, store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: heartbeats: %w", err)
-	}
-	o := &observation{joins: map[string]*api.JoinRequest{}, removals: map[string]*api.RemoveRequest{}}
-	o.Alive = map[string]bool{}
-	for _, kv := range hb.Kvs {
-		o.Alive[store.Name(string(kv.Key))] = true
-	}
-	membership.MatchNodes(ms, nodes)
-	o.Members, o.Nodes, o.Joins, o.Removals = ms, nodes, joins, removals
-	for _, j := range joins {
-		o.joins[j.Metadata.Name] = j
-	}
-	for _, r := range removals {
-		o.removals[r.Metadata.Name] = r
-	}
-	active, err := activeOp(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	o.Active = active
+	membership.MatchNodes(ms, o.Nodes)
+	o.Members = ms
 	return o, nil
 }
 
-// activeOp reads the operation in flight, or nil.
-func activeOp(ctx context.Context, st *store.Store) (*api.Operation, error) {
-	resp, err := st.Client().Get(ctx, store.ActiveOpKey)
+// readInputs reads the nodes, the requests, the heartbeats and the active
+// operation in one read-only transaction, so at one revision: a pass never
+// sees, say, a join request whose node it read before the node existed.
+// The active operation's journal entry is read at that same revision.
+func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
+	resp, err := st.Client().Txn(ctx).Then(
+		clientv3.OpGet(store.NodesDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.JoinsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.RemovalsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		clientv3.OpGet(store.ActiveOpKey),
+	).Commit()
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: active op: %w", err)
+		return nil, fmt.Errorf("coordinator: observe: %w", err)
+	}
+	kvs := func(i int) []*mvccpb.KeyValue { return resp.Responses[i].GetResponseRange().GetKvs() }
+	o := &observation{joins: map[string]*api.JoinRequest{}, removals: map[string]*api.RemoveRequest{}, rev: resp.Header.Revision}
+	if o.Nodes, err = store.Objects[api.Node](kvs(0)); err != nil {
+		return nil, err
+	}
+	if o.Joins, err = store.Objects[api.JoinRequest](kvs(1)); err != nil {
+		return nil, err
+	}
+	if o.Removals, err = store.Objects[api.RemoveRequest](kvs(2)); err != nil {
+		return nil, err
+	}
+	o.Alive = map[string]bool{}
+	for _, kv := range kvs(3) {
+		o.Alive[store.Name(string(kv.Key))] = true
+	}
+	for _, j := range o.Joins {
+		o.joins[j.Metadata.Name] = j
+	}
+	for _, r := range o.Removals {
+		o.removals[r.Metadata.Name] = r
+	}
+	if active := kvs(4); len(active) > 0 {
+		if o.Active, err = opAt(ctx, st, string(active[0].Value), o.rev); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// opAt reads operation name's journal entry at revision rev.
+func opAt(ctx context.Context, st *store.Store, name string, rev int64) (*api.Operation, error) {
+	resp, err := st.Client().Get(ctx, store.OpKey(name), clientv3.WithRev(rev))
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: active op %s at revision %d: %w", name, rev, err)
 	}
 	if len(resp.Kvs) == 0 {
-		return nil, nil
+		return nil, fmt.Errorf("coordinator: active op %s has no journal entry", name)
 	}
 	op := &api.Operation{}
-	err = st.Get(ctx, store.OpKey(string(resp.Kvs[0].Value)), op)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("coordinator: active op %s has no journal entry", resp.Kvs[0].Value)
+	if err := store.Decode(resp.Kvs[0], op); err != nil {
+		return nil, err
 	}
-	return op, err
+	return op, nil
 }
 
 func firstCreated() []clientv3.OpOption { return clientv3.WithFirstCreate() }

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,15 +17,25 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/status"
 )
 
+// ErrClosed is returned by calls to one member after Close.
+var ErrClosed = errors.New("etcdadmin: closed")
+
 // Admin performs membership calls. Calls to a single member are bounded by
-// the health timeout so one dead member never stalls the caller.
+// the health timeout so one dead member never stalls the caller; they go
+// through one long-lived client per member (memberClients), made on first
+// use with the TLS identity of the cluster-wide client and closed when the
+// member leaves the member list or the Admin closes. Close it when done;
+// closing the cluster-wide client closes it too.
 type Admin struct {
 	cli           *clientv3.Client
 	healthTimeout time.Duration
 	retry         backoff.Backoff
 	dialTimeout   time.Duration
+	members       *memberClients
+	stopAfter     func() bool
 }
 
 // Option configures an Admin.
@@ -46,12 +55,23 @@ func New(cli *clientv3.Client, healthTimeout time.Duration, opts ...Option) *Adm
 	for _, o := range opts {
 		o(a)
 	}
+	a.members = newMemberClients(etcdclient.TLSOf(cli), a.dialTimeout)
+	a.stopAfter = context.AfterFunc(cli.Ctx(), a.members.close)
 	return a
+}
+
+// Close closes the per-member clients; calls to one member fail with
+// ErrClosed afterwards. It is idempotent.
+func (a *Admin) Close() {
+	a.stopAfter()
+	a.members.close()
 }
 
 // Retryable reports the membership errors that pass by themselves: a
 // cluster that just changed ("unhealthy cluster"), a learner slot still
-// taken, a learner not yet in sync, or a lost leader.
+// taken, a learner not yet in sync, or a lost leader. It matches etcd's
+// typed errors (rpctypes), as the client returns them or as gRPC status
+// errors it did not convert.
 func Retryable(err error) bool {
 	if err == nil {
 		return false
@@ -59,13 +79,26 @@ func Retryable(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true
 	}
-	msg := err.Error()
 	for _, target := range retryableErrors {
-		if strings.Contains(msg, rpctypes.ErrorDesc(target)) {
+		if isEtcdError(err, target) {
 			return true
 		}
 	}
 	return false
+}
+
+// isEtcdError reports whether err is etcd's error target: the typed
+// rpctypes.EtcdError the client returns, anywhere in err's chain, or a
+// gRPC status error that rpctypes.Error converts to it.
+func isEtcdError(err, target error) bool {
+	if errors.Is(err, target) {
+		return true
+	}
+	var st interface {
+		error
+		GRPCStatus() *status.Status
+	}
+	return errors.As(err, &st) && errors.Is(rpctypes.Error(st), target)
 }
 
 var retryableErrors = []error{
@@ -84,6 +117,14 @@ func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
 	}
 	out := make([]membership.Member, len(resp.Members))
 	leaders := make([]uint64, len(resp.Members))
+	present := map[string]bool{}
+	for _, m := range resp.Members {
+		for _, u := range m.ClientURLs {
+			present[u] = true
+		}
+	}
+	// The clients of members that left are closed.
+	a.members.retain(present)
 	var wg sync.WaitGroup
 	for i, m := range resp.Members {
 		out[i] = membership.Member{ID: api.MemberID(m.ID), Name: m.Name, PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, Learner: m.IsLearner}
@@ -126,7 +167,20 @@ func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
 func (a *Admin) status(ctx context.Context, url string) (*clientv3.StatusResponse, error) {
 	sctx, cancel := context.WithTimeout(ctx, a.healthTimeout)
 	defer cancel()
-	return a.cli.Status(sctx, url)
+	return a.statusWithin(sctx, url)
+}
+
+// statusWithin calls Status on one member, over its own client.
+func (a *Admin) statusWithin(ctx context.Context, url string) (*clientv3.StatusResponse, error) {
+	cli, err := a.members.get(url)
+	if err != nil {
+		return nil, err
+	}
+	st, err := cli.Status(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("etcdadmin: status of %s: %w", url, err)
+	}
+	return st, nil
 }
 
 // AddLearner adds a learner with peerURL, retrying the errors that pass, and
@@ -173,15 +227,13 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	if len(voters) == 0 {
 		return fmt.Errorf("etcdadmin: promote %s: no healthy voter to ask", id)
 	}
-	ask := voters
-	if leaderURL != "" {
-		ask = []string{leaderURL}
-	}
-	cli, err := a.dial(ask)
+	cli, err := a.promoteClient(voters, leaderURL)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
+	if leaderURL == "" {
+		defer cli.Close()
+	}
 	b := backoff.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Factor: 2, Jitter: 0.5}
 	var last uint64
 	for attempt := 0; ; attempt++ {
@@ -216,6 +268,15 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	}
 }
 
+// promoteClient is the leader's member client, or, when the leader is not
+// known, a short-lived client of the voters that the caller closes.
+func (a *Admin) promoteClient(voters []string, leaderURL string) (*clientv3.Client, error) {
+	if leaderURL != "" {
+		return a.members.get(leaderURL)
+	}
+	return a.dial(voters)
+}
+
 type raftIndexes struct{ learner, leader uint64 }
 
 // learnerProgress reads the learner's and the leader's raft index; ok is
@@ -227,11 +288,11 @@ func (a *Admin) learnerProgress(ctx context.Context, learnerURL, leaderURL strin
 	probe := min(a.healthTimeout, 250*time.Millisecond)
 	sctx, cancel := context.WithTimeout(ctx, probe)
 	defer cancel()
-	ls, err := a.cli.Status(sctx, learnerURL)
+	ls, err := a.statusWithin(sctx, learnerURL)
 	if err != nil {
 		return raftIndexes{}, false
 	}
-	ld, err := a.cli.Status(sctx, leaderURL)
+	ld, err := a.statusWithin(sctx, leaderURL)
 	if err != nil {
 		return raftIndexes{}, false
 	}
@@ -246,19 +307,19 @@ func (a *Admin) Remove(ctx context.Context, id api.MemberID) error {
 		_, err := a.cli.MemberRemove(clientv3.WithRequireLeader(cctx), uint64(id))
 		return err
 	})
-	if err != nil && !errors.Is(err, rpctypes.ErrMemberNotFound) && !strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrMemberNotFound)) {
+	if err != nil && !isEtcdError(err, rpctypes.ErrMemberNotFound) {
 		return fmt.Errorf("etcdadmin: remove %s: %w", id, err)
 	}
 	return nil
 }
 
-// MoveLeader asks the leader at leaderURL to hand leadership to member to.
+// MoveLeader asks the leader at leaderURL to hand leadership to member to,
+// over the leader's member client.
 func (a *Admin) MoveLeader(ctx context.Context, leaderURL string, to api.MemberID) error {
-	cli, err := a.dial([]string{leaderURL})
+	cli, err := a.members.get(leaderURL)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
 	err = backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 5*a.healthTimeout)
 		defer cancel()
@@ -272,7 +333,7 @@ func (a *Admin) MoveLeader(ctx context.Context, leaderURL string, to api.MemberI
 }
 
 // dial makes a short-lived client bound to exactly these endpoints, with
-// the TLS identity of a.cli.
+// the TLS identity of a.cli (Promote when the leader is not known).
 func (a *Admin) dial(endpoints []string) (*clientv3.Client, error) {
 	cli, err := etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: a.dialTimeout, TLS: etcdclient.TLSOf(a.cli)})
 	if err != nil {

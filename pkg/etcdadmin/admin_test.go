@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,13 +26,38 @@ func TestRetryable(t *testing.T) {
 		rpctypes.ErrTooManyLearners:       true,
 		rpctypes.ErrMemberLearnerNotReady: true,
 		rpctypes.ErrGRPCLearnerNotReady:   true,
-		fmt.Errorf("x: %w", context.DeadlineExceeded): true,
-		rpctypes.ErrMemberNotFound:                    false,
-		rpctypes.ErrPeerURLExist:                      false,
-		errors.New("permission denied"):               false,
+		fmt.Errorf("x: %w", context.DeadlineExceeded):            true,
+		fmt.Errorf("promote: %w", rpctypes.ErrTooManyLearners):   true,
+		fmt.Errorf("grpc: %w", rpctypes.ErrGRPCUnhealthy):        true,
+		errors.New(rpctypes.ErrorDesc(rpctypes.ErrUnhealthy)):    false,
+		fmt.Errorf("remove: %w", rpctypes.ErrGRPCMemberNotFound): false,
+		rpctypes.ErrMemberNotFound:                               false,
+		rpctypes.ErrPeerURLExist:                                 false,
+		errors.New("permission denied"):                          false,
 	} {
 		if got := Retryable(err); got != want {
 			t.Errorf("Retryable(%v) = %v, want %v", err, got, want)
+		}
+	}
+}
+
+// TestIsEtcdError: etcd's errors are matched by type, converted by the
+// client or as gRPC status errors, wrapped or not; an error that only reads
+// like one is not etcd's.
+func TestIsEtcdError(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{rpctypes.ErrMemberNotFound, true},
+		{rpctypes.ErrGRPCMemberNotFound, true},
+		{fmt.Errorf("backoff: gave up: %w: %w", context.DeadlineExceeded, rpctypes.ErrMemberNotFound), true},
+		{fmt.Errorf("x: %w", rpctypes.ErrGRPCMemberNotFound), true},
+		{errors.New(rpctypes.ErrorDesc(rpctypes.ErrMemberNotFound)), false},
+		{rpctypes.ErrPeerURLExist, false},
+	} {
+		if got := isEtcdError(tc.err, rpctypes.ErrMemberNotFound); got != tc.want {
+			t.Errorf("isEtcdError(%v, ErrMemberNotFound) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
 }
@@ -50,6 +76,7 @@ func TestLearnerLifecycle(t *testing.T) {
 	cl := etcdtest.Start(t, 2)
 	cli := cl.Client(t)
 	a := New(cli, time.Second)
+	t.Cleanup(a.Close)
 
 	ms, err := a.Observe(ctx(t))
 	if err != nil {
@@ -157,6 +184,15 @@ func TestLearnerLifecycle(t *testing.T) {
 	if err := a.Remove(ctx(t), id); err != nil {
 		t.Fatalf("removing an absent member: %v", err)
 	}
+	// The removed member's client is closed at the next Observe that no
+	// longer lists it.
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		if _, err := a.Observe(ctx(t)); err != nil {
+			return false, err.Error()
+		}
+		urls := a.members.urls()
+		return !slices.Contains(urls, client) && len(urls) == 2, fmt.Sprintf("member clients %v after removing %s", urls, client)
+	})
 }
 
 // waitFor polls cond until it holds, failing with its last reason after d.

@@ -1,0 +1,179 @@
+package coordinator
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// fileJoin registers node name and files its join request.
+func (h *execHarness) fileJoin(name string) {
+	h.register(name)
+	j := api.NewJoinRequest(name)
+	j.Spec = api.JoinRequestSpec{Node: name, PeerURL: memPeerURL(name), ClientURL: memClientURL(name), Attempt: 1}
+	h.put(store.JoinKey(name), j)
+}
+
+// checkJoined: the join went through once, whatever failed on the way.
+func (h *execHarness) checkJoined(name string) {
+	h.t.Helper()
+	j := api.NewJoinRequest(name)
+	if err := h.st.Get(h.t.Context(), store.JoinKey(name), j); err != nil {
+		h.t.Fatal(err)
+	}
+	if j.Status.Phase != api.JoinJoined {
+		h.t.Fatalf("join %s: phase %q (%s), want Joined", name, j.Status.Phase, j.Status.Message)
+	}
+	h.checkOpDone(j.Status.Operation)
+	if got, want := h.voters(), []string{"cp-0", "cp-1", "cp-2", name}; !slices.Equal(got, want) {
+		h.t.Fatalf("voters %v, want %v", got, want)
+	}
+	if n := h.mem.changed("add"); n != 1 {
+		h.t.Fatalf("%d learners added, want 1", n)
+	}
+	if n := h.mem.changed("promote"); n != 1 {
+		h.t.Fatalf("%d promotions, want 1", n)
+	}
+}
+
+// fileRemoval asks for node name's removal.
+func (h *execHarness) fileRemoval(name string) {
+	r := api.NewRemoveRequest(name)
+	r.Spec.Node = name
+	h.put(store.RemovalKey(name), r)
+}
+
+// checkRemoved: cp-0, the etcd leader, was removed once, after leadership
+// moved away from it once.
+func (h *execHarness) checkRemoved() {
+	h.t.Helper()
+	r := api.NewRemoveRequest("cp-0")
+	if err := h.st.Get(h.t.Context(), store.RemovalKey("cp-0"), r); err != nil {
+		h.t.Fatal(err)
+	}
+	if r.Status.Phase != api.RemoveDone {
+		h.t.Fatalf("removal of cp-0: phase %q (%s), want Done", r.Status.Phase, r.Status.Message)
+	}
+	h.checkOpDone(r.Status.Operation)
+	if got, want := h.voters(), []string{"cp-1", "cp-2"}; !slices.Equal(got, want) {
+		h.t.Fatalf("voters %v, want %v", got, want)
+	}
+	if m, r := h.mem.changed("move"), h.mem.changed("remove"); m != 1 || r != 1 {
+		h.t.Fatalf("%d leader moves and %d removals, want 1 and 1", m, r)
+	}
+}
+
+func (h *execHarness) checkFired(want []string) {
+	h.t.Helper()
+	if got := h.faults.firedFaults(); !slices.Equal(got, want) {
+		h.t.Fatalf("faults fired %v, want %v", got, want)
+	}
+}
+
+// TestExecutorSurvivesErrorsAtEachCall: a join and the removal of the etcd
+// leader each complete exactly once when any one call to the membership
+// fails, before its change or after it (the change made, the answer lost):
+// the failed pass returns the error and a later pass picks up from what
+// the journal and the membership say.
+func TestExecutorSurvivesErrorsAtEachCall(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	for _, tc := range []struct {
+		scenario string
+		method   string
+		after    bool
+	}{
+		{"join", "", false},
+		{"join", callObserve, false},
+		{"join", callAddLearner, false},
+		{"join", callAddLearner, true},
+		{"join", callPromote, false},
+		{"join", callPromote, true},
+		{"remove", "", false},
+		{"remove", callObserve, false},
+		{"remove", callMoveLeader, false},
+		{"remove", callMoveLeader, true},
+		{"remove", callRemove, false},
+		{"remove", callRemove, true},
+	} {
+		f := fault{method: tc.method, after: tc.after}
+		name := tc.scenario + "/no fault"
+		if tc.method != "" {
+			name = tc.scenario + "/" + f.String()
+		}
+		t.Run(name, func(t *testing.T) {
+			h := newExecHarness(t, cl)
+			var want []string
+			if tc.method != "" {
+				h.faults.arm(tc.method, tc.after)
+				want = []string{f.String()}
+			}
+			joining := ""
+			if tc.scenario == "join" {
+				joining = "cp-3"
+				h.fileJoin(joining)
+			} else {
+				h.fileRemoval("cp-0")
+			}
+			errs := h.converge(joining)
+			if tc.method != "" && (len(errs) != 1 || !errors.Is(errs[0], errInjected)) {
+				t.Fatalf("pass errors %v, want the one injected", errs)
+			}
+			if tc.method == "" && len(errs) != 0 {
+				t.Fatalf("pass errors %v with nothing injected", errs)
+			}
+			h.checkFired(want)
+			if tc.scenario == "join" {
+				h.checkJoined(joining)
+			} else {
+				h.checkRemoved()
+			}
+		})
+	}
+}
+
+// TestExecutorResumesFromTheJournal: the leader crashes right after each
+// membership change and before its journal records it; the next leader,
+// reading only the journal and the membership, finishes the operation
+// without repeating the change, and the crashed leader's term can write
+// nothing more.
+func TestExecutorResumesFromTheJournal(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	for _, tc := range []struct {
+		scenario string
+		at       membership.Action
+	}{
+		{"join", membership.AddLearner},
+		{"join", membership.Promote},
+		{"remove", membership.TransferLeader},
+		{"remove", membership.RemoveMember},
+	} {
+		t.Run(tc.scenario+"/"+string(tc.at), func(t *testing.T) {
+			h := newExecHarness(t, cl)
+			h.crashAt = tc.at
+			joining := ""
+			if tc.scenario == "join" {
+				joining = "cp-3"
+				h.fileJoin(joining)
+			} else {
+				h.fileRemoval("cp-0")
+			}
+			errs := h.converge(joining)
+			if !h.crashed || len(errs) != 1 || !errors.Is(errs[0], errCrash) {
+				t.Fatalf("crashed %v, pass errors %v: want one crash at %s", h.crashed, errs, tc.at)
+			}
+			if h.c.cfg.Name == "leader-1" {
+				t.Fatal("no new leader after the crash")
+			}
+			if tc.scenario == "join" {
+				h.checkJoined(joining)
+			} else {
+				h.checkRemoved()
+			}
+		})
+	}
+}

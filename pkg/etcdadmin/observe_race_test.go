@@ -1,0 +1,56 @@
+package etcdadmin
+
+import (
+	"errors"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestObserveWhileAutoSync: Observe asks every member for its status at
+// once while the client's auto-sync rewrites its endpoints. etcd 3.7's
+// Status dialled a connection per call from the shared client, reading its
+// endpoints unlocked: a data race under -race. Status goes through
+// per-member clients now, which never sync.
+func TestObserveWhileAutoSync(t *testing.T) {
+	cl := etcdtest.Start(t, 3)
+	cli := etcdtest.Dial(t, pki.RootIdentity, 5*time.Millisecond, cl.Endpoints()...)
+	t.Cleanup(func() { cli.Close() })
+	a := New(cli, time.Second)
+	t.Cleanup(a.Close)
+
+	var first map[string]*clientv3.Client
+	for range 40 {
+		ms, err := a.Observe(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ms) != 3 {
+			t.Fatalf("observed %d members, want 3", len(ms))
+		}
+		for _, m := range ms {
+			if !m.Healthy {
+				t.Fatalf("member %s unhealthy", m.Name)
+			}
+		}
+		// One client per member, kept from one Observe to the next.
+		now := map[string]*clientv3.Client{}
+		for _, u := range a.members.urls() {
+			now[u], _ = a.members.get(u)
+		}
+		if first == nil {
+			first = now
+		}
+		if !maps.Equal(now, first) || len(now) != 3 {
+			t.Fatalf("member clients %v, then %v: want the same 3", first, now)
+		}
+	}
+	a.Close()
+	if _, err := a.members.get(cl.Members[0].ClientURL); !errors.Is(err, ErrClosed) {
+		t.Fatalf("member client after Close: %v, want ErrClosed", err)
+	}
+}
