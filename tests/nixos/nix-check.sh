@@ -2,17 +2,19 @@
 # Checks of the Nix code that run without nixpkgs and without network
 # (make nix-check, part of make test), with Debian's nix-bin (Nix >= 2.8):
 #
-#   1. nix-instantiate --parse on every .nix file of the repository;
+#   1. nix-instantiate --parse on every .nix file of the repository, and
+#      the cases of the VM scripts' driver-usage rules (script_rules_test.py);
 #   2. when nixpkgs' lib is found (NIXPKGS_LIB=/path/to/lib, or <nixpkgs>
 #      on NIX_PATH): nixos-module/ evaluated with lib.evalModules against
 #      tests/nixos/eval/stubs.nix (tests/nixos/eval/checks.nix), the
 #      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), every
 #      VM test's node configurations (eval/vm-tests.nix) and the files the
 #      module renders for them loaded by nico's own config loaders
-#      (tests/nixos/loadconfig), the VM tests' Python scripts parsed and
-#      linted as the test driver does (lint-scripts.py, pyflakes when
-#      installed), and docs/options.md compared with the
-#      options it renders. Without lib (a fresh machine: the copy in
+#      (tests/nixos/loadconfig), the VM tests' Python scripts checked as
+#      the test driver does and a little more (lint-scripts.py: parse,
+#      mypy against tests/nixos/driver-stub, pyflakes, and the
+#      driver-usage rules of script_rules.py), and docs/options.md
+#      compared with the options it renders. Without lib (a fresh machine: the copy in
 #      .cache/nixpkgs-lib is not in the repository) step 2 is skipped and
 #      the check says so; it does not fail;
 #   3. the flake's vendorHash compared with `go mod vendor` + `nix hash
@@ -76,6 +78,8 @@ while IFS= read -r f; do
   n=$((n + 1))
 done < <(git ls-files --cached --others --exclude-standard '*.nix' | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 echo "nix-check: $n .nix files parse"
+python3 tests/nixos/script_rules_test.py >/dev/null 2>&1 || { python3 tests/nixos/script_rules_test.py >&2 || true; echo "nix-check: tests/nixos/script_rules_test.py failed (above)" >&2; exit 1; }
+echo "nix-check: the VM scripts' driver-usage rules pass their own cases (script_rules_test.py)"
 
 lib=$(find_lib)
 if [ -z "$lib" ]; then

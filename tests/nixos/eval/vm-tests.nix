@@ -82,6 +82,9 @@ let
     "control-plane nodes give the scripts' etcdctl and nicoctl the local member" =
       lib.all (cfg: cfg.environment.variables.ETCDCTL_ENDPOINTS == "https://127.0.0.1:2379" && cfg.environment.variables.NICO_ENDPOINTS == "https://127.0.0.1:2379")
         (lib.filter (cfg: lib.elem "controlPlane" cfg.services.nico.roles) (lib.attrValues withNico));
+    "every node advertises its test-network address on gossip, not QEMU's shared 10.0.2.15" =
+      lib.all (cfg: cfg.services.nico.settings.gossip.advertise == cfg.networking.primaryIPAddress
+        && cfg.services.nico.settings.gossip.advertise != "10.0.2.15") (lib.attrValues withNico);
     "control-plane nodes open etcd and the join port" =
       lib.all (cfg: lib.all (p: lib.elem p cfg.networking.firewall.allowedTCPPorts) [ 2379 2380 7950 7946 ])
         (lib.filter (cfg: lib.elem "controlPlane" cfg.services.nico.roles) (lib.attrValues withNico));
