@@ -89,6 +89,12 @@ else
   echo "nix-check: evaluating nixos-module/ with $lib"
   nix-instantiate --eval --strict tests/nixos/eval -A checks --arg lib "import $lib"
   nix-instantiate --eval --strict tests/nixos/eval/flake-outputs.nix --arg lib "import $lib"
+  if err=$(nix-instantiate --eval --strict tests/nixos/eval -A badHostName --arg lib "import $lib" 2>&1); then
+    echo "nix-check: a host named Cp_1 evaluated ($err); want an error asking for services.nico.settings.name" >&2; exit 1
+  elif ! grep -q 'set services.nico.settings.name, for instance to "cp-1"' <<<"$err"; then
+    echo "$err" >&2; echo "nix-check: a host named Cp_1 fails without saying to set services.nico.settings.name (above)" >&2; exit 1
+  fi
+  echo "nix-check: a host name that is no DNS label fails, asking for services.nico.settings.name"
   nix-instantiate --eval --strict tests/nixos/eval/vm-tests.nix -A checks --arg lib "import $lib"
   configs=$(mktemp); trap 'rm -f "$configs"' EXIT
   nix-instantiate --eval --strict --json tests/nixos/eval/vm-tests.nix -A configs --arg lib "import $lib" > "$configs"

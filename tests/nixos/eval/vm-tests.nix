@@ -28,11 +28,16 @@ let
         test.nodes.${n}
         {
           networking.hostName = n;
+          # As nixos/lib/testing/network.nix: eth1 on the test network
+          # (eth0 is QEMU's user-mode NIC, with DHCP).
           networking.primaryIPAddress = "192.168.1.${toString (index n + 1)}";
+          networking.interfaces.eth1.ipv4.addresses = [{ address = "192.168.1.${toString (index n + 1)}"; prefixLength = 24; }];
           _module.args.nodes = nodes;
-          # The flake's module defaults the package to its own build.
-          services.nico.package = lib.mkForce e.pkgs.nico;
         }
+        # The flake's module defaults the package to its own build.
+        ({ config, ... }: {
+          services.nico.package = lib.mkForce (if lib.elem "hypervisor" config.services.nico.roles then e.pkgs.nico-hypervisor else e.pkgs.nico);
+        })
       ];
       nodes = lib.mapAttrs (n: _: (e.eval (modulesOf n)).config) test.nodes;
       specialisations = lib.mapAttrs (n: cfg:
@@ -78,7 +83,8 @@ let
       rollout.nodes.w1.services.nico.seeds == [ "192.168.1.1" ] && !rollout.nodes.w1.services.etcd.enable;
     "hypervisor: hv is control plane and hypervisor with its storage pool" =
       hv.services.nico.roles == [ "controlPlane" "hypervisor" ] && hv.virtualisation.libvirtd.enable
-      && hv.systemd.services ? nico-libvirt-pools && hv.virtualisation.memorySize == 2048;
+      && hv.systemd.services ? nico-libvirt-pools && hv.virtualisation.memorySize == 2048
+      && hv.services.nico.package.withLibvirt;
     "control-plane nodes give the scripts' etcdctl and nicoctl the local member" =
       lib.all (cfg: cfg.environment.variables.ETCDCTL_ENDPOINTS == "https://127.0.0.1:2379" && cfg.environment.variables.NICO_ENDPOINTS == "https://127.0.0.1:2379")
         (lib.filter (cfg: lib.elem "controlPlane" cfg.services.nico.roles) (lib.attrValues withNico));
