@@ -20,7 +20,7 @@ mypy and pyflakes come from Debian (mypy, python3-pyflakes; .ci/deps.sh).
 Without one of them that step is skipped and this says so, and fails with
 NICO_REQUIRE_SCRIPT_CHECKS=1.
 
-Usage: lint-scripts.py SCRIPTS.json   (tests/nixos/eval/vm-tests.nix -A scripts)
+Usage: lint-scripts.py SCRIPTS.json   (nix-instantiate --eval --strict --json tests/nixos/eval/scripts.nix)
 """
 import ast
 import json

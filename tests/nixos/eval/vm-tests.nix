@@ -59,6 +59,8 @@ let
   hv = evaluated.vm-hypervisor.nodes.hv;
 
   checks = {
+    "the scripts make nix-check lints without lib are the tests' own" =
+      import ./scripts.nix == lib.mapAttrs (_: t: { script = t.testScript; nodes = lib.attrNames t.nodes; }) tests;
     "runNixOSTest gets name, nodes and a script from every test" =
       lib.all (t: lib.isString t.name && t.nodes != { } && lib.isString t.testScript) (lib.attrValues tests);
     "checks hold tests 1 to 4; the hypervisor test is optional" =
@@ -101,9 +103,6 @@ in
   checks =
     if failed == [ ] then "${toString (lib.length (lib.attrNames checks))} VM test node checks passed (${toString (lib.length (lib.attrNames all))} configurations)"
     else throw "VM test node checks failed:\n  ${lib.concatStringsSep "\n  " failed}";
-
-  # Each test's Python script and node names, for tests/nixos/lint-scripts.py.
-  scripts = lib.mapAttrs (_: t: { script = t.testScript; nodes = lib.attrNames t.nodes; }) tests;
 
   # Besides the VM tests' nodes, hosts that use the keys the tests do not:
   # etcd with TLS and a pki.dir, gossip and join settings, a hypervisor with
