@@ -9,18 +9,32 @@
       systems = [ "x86_64-linux" "aarch64-linux" ];
       forAllSystems = f: lib.genAttrs systems (system: f (nixpkgs.legacyPackages.${system}.extend self.overlays.default));
       version = self.shortRev or self.dirtyShortRev or "dev";
+      # Go >= 1.26, as go.mod asks: go_1_26 where nixpkgs has it by that
+      # name, else its default go (once nixpkgs drops go_1_26 or turns it
+      # into an alias that throws, which tryEval catches).
+      goFor = pkgs: let t = builtins.tryEval (pkgs.go_1_26 or null); in
+        if t.success && t.value != null then t.value else pkgs.go;
     in
     {
-      overlays.default = final: _prev: {
-        nico = final.callPackage ./nixos-module/package.nix {
-          inherit version;
-          # make vendor-hash rewrites this line; make nix-check compares it.
-          vendorHash = "sha256-HszNuKQCvLuO0j4FadE0dwDzB4/Aa1hQla2XUDtvZ44=";
+      # nico (without libvirt) for every host, nico-hypervisor (cgo and
+      # libvirt) for hosts with the hypervisor role; services.nico picks.
+      overlays.default = final: _prev:
+        let
+          args = {
+            inherit version;
+            go = goFor final;
+            # make vendor-hash rewrites this line; make nix-check compares it.
+            vendorHash = "sha256-HszNuKQCvLuO0j4FadE0dwDzB4/Aa1hQla2XUDtvZ44=";
+          };
+        in
+        {
+          nico = final.callPackage ./nixos-module/package.nix args;
+          nico-hypervisor = final.callPackage ./nixos-module/package.nix (args // { withLibvirt = true; });
         };
-      };
 
       packages = forAllSystems (pkgs: {
         nico = pkgs.nico;
+        nico-hypervisor = pkgs.nico-hypervisor;
         default = pkgs.nico;
         # The option reference rendered by nixpkgs' nixosOptionsDoc (the
         # repository keeps docs/options.md, rendered with lib alone).
@@ -32,16 +46,22 @@
         }).optionsCommonMark;
       });
 
-      # The module, with services.nico.package defaulting to this flake's.
-      nixosModules.default = { lib, pkgs, ... }: {
+      # The module, with services.nico.package defaulting to this flake's
+      # (nico-hypervisor on hypervisor hosts). Its key is the same for
+      # every import of it (nixosModules.default, nixosModules.nico, or one
+      # imported twice): the module system imports a key once, so the
+      # package is defined once.
+      nixosModules.default = { config, lib, pkgs, ... }: {
+        key = "github:homystack/nico#nixosModules.default";
         imports = [ ./nixos-module ];
-        services.nico.package = lib.mkDefault self.packages.${pkgs.stdenv.hostPlatform.system}.default;
+        services.nico.package = lib.mkDefault
+          self.packages.${pkgs.stdenv.hostPlatform.system}.${if lib.elem "hypervisor" config.services.nico.roles then "nico-hypervisor" else "nico"};
       };
       nixosModules.nico = self.nixosModules.default;
 
       devShells = forAllSystems (pkgs: {
         default = pkgs.mkShell {
-          packages = [ (pkgs.go_1_26 or pkgs.go) pkgs.gopls pkgs.etcd pkgs.gnumake pkgs.git pkgs.pkg-config pkgs.libvirt ];
+          packages = [ (goFor pkgs) pkgs.gopls pkgs.etcd pkgs.gnumake pkgs.git pkgs.pkg-config pkgs.libvirt ];
         };
       });
 
@@ -54,6 +74,7 @@
         in
         {
           package = pkgs.nico;
+          package-hypervisor = pkgs.nico-hypervisor;
           # The lib-only checks of make nix-check, against nixpkgs' lib.
           module-eval = pkgs.runCommand "nico-module-eval" { } ''
             echo ${lib.escapeShellArg moduleEval.checks} > $out

@@ -17,6 +17,8 @@ need nix-instantiate nix-bin
 need python3 python3
 # pyflakes lints the NixOS VM tests' Python scripts as the test driver does (make nix-check)
 need pyflakes3 python3-pyflakes
+# mypy type-checks them against a stub of the test driver, as runNixOSTest does (make nix-check)
+need mypy mypy
 # libvirt's C library and headers for pkg/libvirt (cgo), found through pkg-config
 need pkg-config pkg-config
 pkg-config --exists libvirt 2>/dev/null || pkgs+=(libvirt-dev)

@@ -13,7 +13,7 @@
 { config, lib, pkgs, ... }:
 
 let
-  inherit (lib) mkOption mkEnableOption mkIf mkMerge mkDefault types literalExpression;
+  inherit (lib) mkOption mkEnableOption mkIf mkMerge mkDefault types literalExpression literalMD;
 
   cfg = config.services.nico;
   st = cfg.settings;
@@ -37,19 +37,23 @@ let
   # The agent's certificates and keys (docs/security.md, "Files").
   pkiDir = if st.pki.dir != null then st.pki.dir else "${st.dataDir}/pki";
 
-  # etcd runs with mutual TLS when its URLs are https (docs/security.md). The
-  # agent's systemd runtime (pkg/member) writes the paths of its files in
-  # pkiDir into etcd's EnvironmentFile, and the module sets the same paths
-  # in services.etcd. pkiDir is root's (0700, files 0600) and etcd runs as
-  # the etcd user, so before etcd starts, root copies the five files it
-  # needs into etcd's runtime directory (owned by etcd), which etcd sees
-  # bind-mounted over pkiDir: the CA key, the secrets key and the node's key
-  # never enter its namespace. The copies are made when etcd starts: a
-  # renewed server or peer certificate reaches etcd at its next restart.
+  # etcd runs with mutual TLS when its URLs are https (docs/security.md).
+  # The agent keeps etcd's certificates in pkiDir, which is root's (0700
+  # below the 0700 state directory, files 0600), and etcd runs as the etcd
+  # user, which can reach nothing there. So before etcd starts, root (the
+  # `+` ExecStartPre, outside the unit's sandbox) copies the five files
+  # etcd needs into etcd's own runtime directory, /run/etcd-pki (0700,
+  # owned by etcd, removed when etcd stops), and services.etcd names those
+  # copies: the CA key, the secrets key and the node's key are never
+  # copied. The agent's systemd runtime leaves the TLS settings to the
+  # unit (pkg/member SystemdConfig.TLSInEnvironment is false). The copies
+  # are made when etcd starts: a renewed server or peer certificate
+  # reaches etcd at its next restart.
   etcdTLS = isHttps st.etcd.clientURL || isHttps st.etcd.peerURL;
   etcdPkiCopy = "/run/etcd-pki";
   etcdPkiFiles = [ "ca.crt" "etcd-server.crt" "etcd-server.key" "etcd-peer.crt" "etcd-peer.key" ];
   inPki = f: "${pkiDir}/${f}";
+  inPkiCopy = f: "${etcdPkiCopy}/${f}";
   loopbackClientURL = "${schemeOf st.etcd.clientURL}://127.0.0.1:${toString (portOf st.etcd.clientURL)}";
 
   # The coordinator (DynamicUser, no access to pkiDir) gets its client
@@ -81,6 +85,34 @@ let
   absPath = types.strMatching "/.*" // { description = "absolute path"; };
   hostPort = types.strMatching "[^ ]*:[0-9]+" // { description = "host:port (host may be empty)"; };
 
+  # A machine name: a DNS label, as pkg/config accepts it.
+  dnsLabel = "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
+  isDnsLabel = n: builtins.match dnsLabel n != null;
+  hostName = config.networking.hostName;
+  suggestedName = lib.toLower (lib.replaceStrings [ "_" "." ] [ "-" "-" ] hostName);
+
+  # The host's static IPv4 addresses (networking.interfaces.*.ipv4.addresses,
+  # interfaces in name order), private ones (RFC 1918) first: the default
+  # gossip.advertise. DHCP addresses are not known at evaluation.
+  staticIPv4 = lib.concatMap (i: map (a: a.address) (i.ipv4.addresses or [ ]))
+    (lib.attrValues (config.networking.interfaces or { }));
+  isPrivateIPv4 = a: builtins.match "(10\\..*|192\\.168\\..*|172\\.(1[6-9]|2[0-9]|3[01])\\..*)" a != null;
+  defaultAdvertise =
+    let candidates = lib.filter isPrivateIPv4 staticIPv4 ++ lib.filter (a: !isPrivateIPv4 a) staticIPv4;
+    in if candidates == [ ] then null else lib.head candidates;
+  # The address QEMU's and VirtualBox's user-mode NAT give every guest:
+  # advertised, every machine would claim the same one.
+  sharedNATAddress = "10.0.2.15";
+
+  # The agent's cache (the nixos applier's `nix build`: $XDG_CACHE_HOME/nix),
+  # writable under ProtectHome=read-only.
+  agentCacheDir = "/var/cache/nico";
+
+  # The agent runs with the configuration /etc/nico/agent.yaml links to (the
+  # file of the current generation), so that an agent started after a
+  # switch reads that generation's settings; see restartIfChanged below.
+  agentConfigLink = "/etc/nico/agent.yaml";
+
 in
 {
   options.services.nico = {
@@ -88,9 +120,15 @@ in
 
     package = mkOption {
       type = types.package;
-      default = pkgs.nico;
-      defaultText = literalExpression "pkgs.nico";
-      description = "The nico package (nico-agent, nico-coordinator, nicoctl).";
+      default = if isHypervisor then pkgs.nico-hypervisor else pkgs.nico;
+      defaultText = literalExpression ''if elem "hypervisor" config.services.nico.roles then pkgs.nico-hypervisor else pkgs.nico'';
+      description = ''
+        The nico package (nico-agent, nico-coordinator, nicoctl). `nico` is
+        built without libvirt, so that it stays out of every host's closure;
+        hosts with the `hypervisor` role need `nico-hypervisor`, the same
+        programs built with cgo and libvirt (the flake's packages and
+        overlay have both).
+      '';
     };
 
     roles = mkOption {
@@ -196,10 +234,18 @@ in
         freeformType = settingsFormat.type;
         options = {
           name = mkOption {
-            type = types.strMatching "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?";
-            default = config.networking.hostName;
+            type = types.strMatching dnsLabel // {
+              description = "DNS label (lowercase letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)";
+            };
+            default =
+              if isDnsLabel hostName then hostName
+              else throw "services.nico.settings.name defaults to networking.hostName (\"${hostName}\"), which is not a DNS label (lowercase letters, digits and '-', at most 63 characters), as nico's machine names must be: set services.nico.settings.name, for instance to \"${suggestedName}\"";
             defaultText = literalExpression "config.networking.hostName";
-            description = "This machine's name in nico, a DNS label.";
+            description = ''
+              This machine's name in nico, a DNS label. The host name by
+              default; a host name with capitals or `_` is not a DNS label,
+              so such a host must set this.
+            '';
           };
           dataDir = mkOption {
             type = types.str;
@@ -216,12 +262,19 @@ in
             type = types.strMatching "https?://[^/]+:[0-9]+";
             default = "https://127.0.0.1:2379";
             example = "https://10.0.0.1:2379";
-            description = "URL on which this host's etcd member serves clients (advertised; etcd also listens on 127.0.0.1:2379).";
+            description = ''
+              URL on which this host's etcd member serves clients (listened on
+              and advertised). With the `systemd` runtime (the module's
+              default on control-plane hosts) etcd.service also listens on
+              127.0.0.1 at the same port, for nicoctl, etcdctl and the
+              coordinator on this host; the `embedded` and `exec` runtimes
+              listen on this URL only.
+            '';
           };
           etcd.endpoints = mkOption {
             type = types.listOf types.str;
             default = [ ];
-            description = "Client URLs of the running etcd cluster; required on hosts that do not bootstrap.";
+            description = "Client URLs of the running etcd cluster. May stay empty on a host with `seeds` (the agent learns them from the gossip mesh) and on the bootstrap host.";
           };
           etcd.clusterToken = mkOption {
             type = types.str;
@@ -241,9 +294,18 @@ in
           };
           gossip.advertise = mkOption {
             type = types.nullOr types.str;
-            default = null;
+            default = defaultAdvertise;
+            defaultText = literalMD "the first static IPv4 address of `networking.interfaces` (private ones first), else null";
             example = "10.0.0.1";
-            description = "IP address other machines reach this host's gossip on; null means the bind address.";
+            description = ''
+              IP address other machines reach this host's gossip on. null
+              leaves it to the agent: the bind address, or with the default
+              bind (0.0.0.0) a private address of the host's, and the agent
+              fails to start on a host with none. Set it on a host whose
+              address is public or assigned by DHCP; the module warns when
+              it is ${sharedNATAddress}, the user-mode NAT address every QEMU
+              (and VirtualBox) guest has.
+            '';
           };
           gossip.profile = mkOption {
             type = types.enum [ "lan" "wan" "fast" ];
@@ -392,10 +454,17 @@ in
           message = "services.nico.settings.generations.applier is \"exec\" but generations.command is empty: give the command that applies a generation.";
         }
         {
+          assertion = isHypervisor -> cfg.package.withLibvirt or true;
+          message = "services.nico.roles includes \"hypervisor\" but services.nico.package (${cfg.package.name or "?"}) is built without libvirt, so its agent cannot define VMs: use the nico-hypervisor package.";
+        }
+        {
           assertion = cfg.hypervisor.storagePools != { } -> isHypervisor;
           message = "services.nico.hypervisor.storagePools is set but services.nico.roles does not include \"hypervisor\" (roles are ${builtins.toJSON cfg.roles}).";
         }
       ];
+
+      warnings = lib.optional (st.gossip.advertise == sharedNATAddress)
+        "services.nico.settings.gossip.advertise is ${sharedNATAddress}, the address QEMU's (and VirtualBox's) user-mode NAT gives every guest: other machines cannot reach this one there, and every such machine would advertise the same address. Set it to this host's address on the network the fleet shares (in NixOS VM tests, config.networking.primaryIPAddress).";
 
       services.nico.settings = mkMerge [
         {
@@ -427,31 +496,61 @@ in
         # switch-to-configuration in a transient unit and then waits on its
         # health checks. A switch restarting the agent would cut those
         # checks short (and a restarted agent finds the generation already
-        # current and skips them), so a switch never restarts it. A
-        # generation that changes nico-agent is picked up by the agent
-        # itself: once the activation passed its health checks it exits 4
-        # (RestartForceExitStatus) and the new agent reports the
-        # generation (/etc/nico/agent-path, generations.agentPathFile).
+        # current and skips them), so a switch never restarts it
+        # (switch-to-configuration lists it as "NOT restarting").
+        #
+        # How a new configuration or package reaches the running agent
+        # instead (the contract between this module and nico-agent):
+        #   - the agent is started with --config /etc/nico/agent.yaml, a
+        #     link to the current generation's file, and
+        #     /etc/nico/agent-path (generations.agentPathFile) names the
+        #     current generation's nico-agent;
+        #   - the agent remembers the contents of its --config file and its
+        #     own executable when it starts, and compares them with what
+        #     those two files hold now: after applying a generation itself
+        #     (once the health checks passed), and every few seconds
+        #     otherwise, which catches a `nixos-rebuild switch` it did not
+        #     start;
+        #   - when either differs, it waits for a safe point (no
+        #     activation, health gate, rollback, join or removal step in
+        #     flight), logs what changed and exits 4; RestartForceExitStatus
+        #     makes systemd start it again from the unit as the switch left
+        #     it (switch-to-configuration reloads systemd's units even
+        #     when it does not restart one), so the new nico-agent runs
+        #     with the new settings, PATH and environment;
+        #   - nothing else: no reload, no signal from the switch.
         restartIfChanged = false;
         # systemctl and systemd-run (etcd.service, activations); sh for
         # generations.checkCommands; nix and git for the nixos applier.
         path = [ config.systemd.package pkgs.bash ]
           ++ lib.optionals (st.generations.applier == "nixos") [ config.nix.package pkgs.git ];
+        # The nixos applier's `nix build` caches in $XDG_CACHE_HOME/nix:
+        # root's home is read-only here (ProtectHome).
+        environment.XDG_CACHE_HOME = agentCacheDir;
         serviceConfig = {
           Type = "notify";
           NotifyAccess = "main";
           WatchdogSec = "30s";
-          ExecStart = "${cfg.package}/bin/nico-agent --config ${agentConfigFile}";
+          # READY comes once this host is a voter (control plane) or
+          # registered: a join with a large store takes longer than
+          # systemd's default 90 s. The agent also extends the timeout
+          # (EXTEND_TIMEOUT_USEC) while its join makes progress; this is
+          # the limit for a start that makes none.
+          TimeoutStartSec = "15min";
+          ExecStart = "${cfg.package}/bin/nico-agent --config ${agentConfigLink}";
           Restart = "on-failure";
           RestartSec = "5s";
           # 3: this node was removed from the cluster; starting again
           # would rejoin it at once.
           RestartPreventExitStatus = "3";
-          # 4: the applied generation installs another nico-agent; start it.
+          # 4: the applied generation installs another nico-agent or other
+          # settings; start the unit again.
           RestartForceExitStatus = "4";
           SuccessExitStatus = "4";
           StateDirectory = "nico";
           StateDirectoryMode = "0700";
+          CacheDirectory = "nico";
+          CacheDirectoryMode = "0700";
           RuntimeDirectory = "nico";
           # etcd.service reads its environment file from here, also while
           # the agent restarts.
@@ -513,6 +612,12 @@ in
         serviceConfig = {
           EnvironmentFile = "-${etcdEnvFile}";
           Restart = lib.mkForce "no";
+          # etcd sends READY once it serves; a learner first receives the
+          # store (a snapshot) from the leader, which takes longer than
+          # systemd's default 90 s for a large one. The agent, which
+          # started it, watches its progress and stops it on its own
+          # deadline.
+          TimeoutStartSec = "30min";
           # The agent wipes the data dir of a removed member (keeping a
           # copy); recreate it for the etcd user before each start.
           ExecStartPre = [ "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}" ];
@@ -522,20 +627,21 @@ in
 
     (mkIf (isControlPlane && etcdTLS) {
       services.etcd = {
-        certFile = inPki "etcd-server.crt";
-        keyFile = inPki "etcd-server.key";
-        trustedCaFile = inPki "ca.crt";
-        peerCertFile = inPki "etcd-peer.crt";
-        peerKeyFile = inPki "etcd-peer.key";
-        peerTrustedCaFile = inPki "ca.crt";
+        certFile = inPkiCopy "etcd-server.crt";
+        keyFile = inPkiCopy "etcd-server.key";
+        trustedCaFile = inPkiCopy "ca.crt";
+        peerCertFile = inPkiCopy "etcd-peer.crt";
+        peerKeyFile = inPkiCopy "etcd-peer.key";
+        peerTrustedCaFile = inPkiCopy "ca.crt";
         clientCertAuth = true;
         peerClientCertAuth = true;
       };
       systemd.services.etcd.serviceConfig = {
         RuntimeDirectory = baseNameOf etcdPkiCopy;
         RuntimeDirectoryMode = "0700";
+        # No BindReadOnlyPaths= of the copies over pkiDir: a bind applies to
+        # `+` commands too, so this copy would read the empty bind.
         ExecStartPre = [ "+${pkgs.coreutils}/bin/install -m 0400 -o etcd -g etcd ${lib.concatMapStringsSep " " inPki etcdPkiFiles} ${etcdPkiCopy}/" ];
-        BindReadOnlyPaths = [ "${etcdPkiCopy}:${pkiDir}" ];
       };
     })
 

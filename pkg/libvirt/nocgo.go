@@ -12,9 +12,10 @@ import (
 )
 
 // errNoCgo is what every call answers in a build without cgo.
-var errNoCgo = fmt.Errorf("%w: this nico-agent was built without cgo, so without libvirt; build it with CGO_ENABLED=1 and libvirt-dev", hypervisor.ErrUnavailable)
+var errNoCgo = fmt.Errorf("%w: this nico-agent was built without cgo, so without libvirt; a hypervisor host needs one built with CGO_ENABLED=1 and libvirt (libvirt-dev; with Nix, the nico-hypervisor package, which services.nico uses on hosts with the hypervisor role)", hypervisor.ErrUnavailable)
 
-// Hypervisor, in a build without cgo (a static nico-agent for guests), has
+// Hypervisor, in a build without cgo (a static nico-agent for guests, and
+// the Nix package nico that every host without the hypervisor role runs), has
 // no libvirt: every call fails with hypervisor.ErrUnavailable.
 type Hypervisor struct {
 	// DomainType is kept for the same API as the cgo build.

@@ -1,7 +1,13 @@
 # 1. One control-plane host bootstraps, two more join by themselves: three
-# voters. About 3 minutes on a machine with KVM (three VMs boot, two
-# learners catch up and are promoted one after the other); an estimate,
-# not measured: the machine this was written on has no KVM and no nixpkgs.
+# voters.
+#
+# Proves: a bootstrap host's agent starts etcd (ETCD_INITIAL_CLUSTER_STATE
+# new) and becomes its first voter; hosts with only seeds and a token join
+# as learners, are promoted, and the agent (not multi-user.target) started
+# their etcd.service; a coordinator is elected.
+# Expected time under KVM: about 3 minutes (three VMs boot, two learners
+# catch up and are promoted one after the other). An estimate, not
+# measured: the machines this was written on have no KVM.
 { self, lib }:
 
 let t = import ./lib.nix { inherit self lib; }; in

@@ -11,15 +11,9 @@
 
 let
   run = test: pkgs.testers.runNixOSTest (import test { inherit self; inherit (pkgs) lib; });
+  tests = import ./tests.nix;
 in
 {
-  checks = {
-    vm-bootstrap = run ./bootstrap.nix;
-    vm-self-join = run ./self-join.nix;
-    vm-rollout-halts = run ./rollout.nix;
-    vm-removal-and-leader-crash = run ./removal.nix;
-  };
-  optional = {
-    vm-hypervisor = run ./hypervisor.nix;
-  };
+  checks = builtins.mapAttrs (_: run) tests.checks;
+  optional = builtins.mapAttrs (_: run) tests.optional;
 }

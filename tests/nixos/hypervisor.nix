@@ -21,10 +21,12 @@
 # that joins the fleet is covered by tests/integration/machinepool_test.go
 # on libvirt's test driver, not here.
 #
-# About 3 minutes on a machine with KVM and nested virtualisation (an
-# estimate: one VM boots, bootstraps etcd, and libvirt starts a guest);
-# not measured, as the machine this was written on has no KVM and no
-# nixpkgs.
+# Proves: the module's hypervisor role (libvirtd, the storage pool unit,
+# the agent built with libvirt) lets the agent define and start a pool's
+# machine as a libvirt domain.
+# Expected time under KVM with nested virtualisation: about 3 minutes (one
+# VM boots, bootstraps etcd, and libvirt starts a guest). An estimate, not
+# measured: the machines this was written on have no KVM.
 { self, lib }:
 
 let t = import ./lib.nix { inherit self lib; }; in
@@ -70,7 +72,8 @@ let t = import ./lib.nix { inherit self lib; }; in
   };
 
   testScript = t.helpers + ''
-    def machines():
+    # Not `machines`: the driver declares that name (a list of every machine).
+    def pool_machines() -> list:
         return json.loads(hv.succeed("nicoctl pool machines web -o json"))
 
     start_all()
@@ -87,7 +90,7 @@ let t = import ./lib.nix { inherit self lib; }; in
         # The agent reports them in its hypervisors/ record (read every
         # hypervisor.resync, 5 s).
         hv.wait_until_succeeds(
-            "etcdctl get --print-value-only /nico/v1/hypervisors/hv"
+            f"{ETCDCTL} get --print-value-only /nico/v1/hypervisors/hv"
             " | jq -e '(.status.images | index(\"default/base.qcow2\")) and (.status.networks | index(\"nico\"))'",
             timeout=120)
 
@@ -95,7 +98,7 @@ let t = import ./lib.nix { inherit self lib; }; in
         hv.succeed("nicoctl pool apply -f /etc/nico-test/pool.json")
         hv.wait_until_succeeds(
             "nicoctl pool machines web -o json | jq -e 'length == 1 and .[0].status.phase == \"Running\"'", timeout=300)
-        m = machines()[0]
+        m = pool_machines()[0]
         name = m["metadata"]["name"]
         assert m["spec"]["host"] == "hv", m
         hv.succeed(f"virsh domstate {name} | grep -qx running")

@@ -30,11 +30,15 @@ in
         endpoints = lib.optional (!bootstrap) "${scheme}://${nodes.cp1.networking.primaryIPAddress}:2379";
       };
       settings.heartbeat.ttl = "5s";
+      # Every test VM also has QEMU's user-mode NIC (eth0, 10.0.2.15, the
+      # default route) with the same address on every VM: gossip must
+      # advertise the test network's address (eth1).
+      settings.gossip.advertise = config.networking.primaryIPAddress;
     };
   };
 
   # A worker: no etcd member, joins the mesh through cp1.
-  worker = { nodes, pkgs, ... }: {
+  worker = { config, nodes, pkgs, ... }: {
     imports = [ self.nixosModules.default token ];
     virtualisation.memorySize = 768;
     environment.systemPackages = [ pkgs.jq pkgs.curl ];
@@ -46,28 +50,45 @@ in
       openFirewall = true;
       settings.etcd.endpoints = [ "${scheme}://${nodes.cp1.networking.primaryIPAddress}:2379" ];
       settings.heartbeat.ttl = "5s";
+      settings.gossip.advertise = config.networking.primaryIPAddress;
     };
   };
 
-  # Python helpers shared by the test scripts.
+  # Python helpers shared by the test scripts. etcdctl names the local
+  # member and root's certificate itself: the driver's shell has the
+  # environment of the configuration the machine booted, which lacks the
+  # module's ETCDCTL_* on a machine switched to nico later (self-join.nix).
   helpers = ''
     import json
 
-    def voters(machine):
-        """Names of the voting etcd members, as the local member sees them."""
-        out = machine.succeed("etcdctl member list")
+    PKI = "/var/lib/nico/pki"
+    ETCDCTL = (
+        "etcdctl --endpoints https://127.0.0.1:2379"
+        f" --cacert {PKI}/ca.crt --cert {PKI}/root.crt --key {PKI}/root.key"
+    )
+
+    def voters(machine) -> list[str] | None:
+        """Names of the voting etcd members as the local member sees them,
+        or None while it cannot answer (etcd not up yet)."""
+        status, out = machine.execute(f"{ETCDCTL} member list")
+        if status != 0:
+            return None
         # id, status, name, peer URLs, client URLs, is learner
         return sorted(l.split(", ")[2] for l in out.strip().splitlines() if l.endswith(", false"))
 
-    def wait_voters(machine, names, timeout=600):
+    def wait_voters(machine, names: list[str], timeout: int = 600) -> None:
+        """Waits until the voters are exactly names (retry: a check returns
+        False while it fails; it must not raise)."""
         want = sorted(names)
-        def ok(_):
+        def ok(_last_try: bool) -> bool:
             got = voters(machine)
             print(f"{machine.name}: voters {got}, want {want}")
             return got == want
-        retry(ok, timeout_seconds=timeout)
+        # Positional: the keyword is timeout or timeout_seconds depending on
+        # the driver's version.
+        retry(ok, timeout)
 
-    def coordinator_leader(machine):
+    def coordinator_leader(machine) -> str:
         return json.loads(machine.succeed("nicoctl status -o json"))["coordinator"]
   '';
 }

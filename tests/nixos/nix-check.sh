@@ -2,16 +2,19 @@
 # Checks of the Nix code that run without nixpkgs and without network
 # (make nix-check, part of make test), with Debian's nix-bin (Nix >= 2.8):
 #
-#   1. nix-instantiate --parse on every .nix file of the repository;
+#   1. nix-instantiate --parse on every .nix file of the repository; the
+#      VM tests' Python scripts (tests/nixos/eval/scripts.nix, which needs
+#      no nixpkgs) checked as the test driver does and a little more
+#      (lint-scripts.py: parse, mypy against tests/nixos/driver-stub,
+#      pyflakes, and the driver-usage rules of script_rules.py, whose own
+#      cases script_rules_test.py runs first);
 #   2. when nixpkgs' lib is found (NIXPKGS_LIB=/path/to/lib, or <nixpkgs>
 #      on NIX_PATH): nixos-module/ evaluated with lib.evalModules against
 #      tests/nixos/eval/stubs.nix (tests/nixos/eval/checks.nix), the
 #      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), every
 #      VM test's node configurations (eval/vm-tests.nix) and the files the
 #      module renders for them loaded by nico's own config loaders
-#      (tests/nixos/loadconfig), the VM tests' Python scripts parsed and
-#      linted as the test driver does (lint-scripts.py, pyflakes when
-#      installed), and docs/options.md compared with the
+#      (tests/nixos/loadconfig), and docs/options.md compared with the
 #      options it renders. Without lib (a fresh machine: the copy in
 #      .cache/nixpkgs-lib is not in the repository) step 2 is skipped and
 #      the check says so; it does not fail;
@@ -76,23 +79,34 @@ while IFS= read -r f; do
   n=$((n + 1))
 done < <(git ls-files --cached --others --exclude-standard '*.nix' | while read -r f; do [ -f "$f" ] && echo "$f"; done)
 echo "nix-check: $n .nix files parse"
+python3 tests/nixos/script_rules_test.py >/dev/null 2>&1 || { python3 tests/nixos/script_rules_test.py >&2 || true; echo "nix-check: tests/nixos/script_rules_test.py failed (above)" >&2; exit 1; }
+echo "nix-check: the VM scripts' driver-usage rules pass their own cases (script_rules_test.py)"
+# The VM tests' scripts need no nixpkgs: checked everywhere.
+scripts=$(mktemp)
+nix-instantiate --eval --strict --json tests/nixos/eval/scripts.nix > "$scripts"
+python3 tests/nixos/lint-scripts.py "$scripts" || { rm -f "$scripts"; exit 1; }
+rm -f "$scripts"
 
 lib=$(find_lib)
 if [ -z "$lib" ]; then
   echo "nix-check: NOTE nixpkgs' lib not found (set NIXPKGS_LIB=/path/to/nixpkgs/lib or put nixpkgs on NIX_PATH):"
-  echo "nix-check: NOTE ran the parse checks only; the module, the VM tests' nodes and scripts, the rendered configs and docs/options.md were NOT checked"
+  echo "nix-check: NOTE ran the parse and script checks only; the module, the VM tests' nodes, the rendered configs and docs/options.md were NOT checked"
 else
   echo "nix-check: evaluating nixos-module/ with $lib"
   nix-instantiate --eval --strict tests/nixos/eval -A checks --arg lib "import $lib"
   nix-instantiate --eval --strict tests/nixos/eval/flake-outputs.nix --arg lib "import $lib"
+  if err=$(nix-instantiate --eval --strict tests/nixos/eval -A badHostName --arg lib "import $lib" 2>&1); then
+    echo "nix-check: a host named Cp_1 evaluated ($err); want an error asking for services.nico.settings.name" >&2; exit 1
+  elif ! grep -q 'set services.nico.settings.name, for instance to "cp-1"' <<<"$err"; then
+    echo "$err" >&2; echo "nix-check: a host named Cp_1 fails without saying to set services.nico.settings.name (above)" >&2; exit 1
+  fi
+  echo "nix-check: a host name that is no DNS label fails, asking for services.nico.settings.name"
   nix-instantiate --eval --strict tests/nixos/eval/vm-tests.nix -A checks --arg lib "import $lib"
   configs=$(mktemp); trap 'rm -f "$configs"' EXIT
   nix-instantiate --eval --strict --json tests/nixos/eval/vm-tests.nix -A configs --arg lib "import $lib" > "$configs"
   NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >/dev/null ||
     { NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >&2 || true; echo "nix-check: tests/nixos/loadconfig failed (above): nico-agent or nico-coordinator refuses a file the module renders, or the test does not build" >&2; exit 1; }
   echo "nix-check: the agent and coordinator files the module renders for $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$configs") hosts load with pkg/config"
-  nix-instantiate --eval --strict --json tests/nixos/eval/vm-tests.nix -A scripts --arg lib "import $lib" > "$configs"
-  python3 tests/nixos/lint-scripts.py "$configs"
   if ! diff -u docs/options.md <(render_docs "$lib") >/dev/null; then
     diff -u docs/options.md <(render_docs "$lib") | head -40 >&2
     echo "nix-check: docs/options.md is out of date; run make nix-docs" >&2

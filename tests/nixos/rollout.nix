@@ -23,10 +23,13 @@
 # system, reports the generation Failed, and the coordinator halts the
 # rollout at w2 before cp1 is touched.
 #
-# About 3 minutes on a machine with KVM (an estimate: three VMs boot in
-# parallel, cp1 bootstraps, then one good switch, one 20 s health deadline
-# and a rollback); not measured, as the machine this was written on has no
-# KVM and no nixpkgs.
+# Proves: a rollout goes one node at a time; a generation failing its
+# health gate is rolled back by that node's agent and halts the rollout
+# before the nodes after it.
+# Expected time under KVM: about 3 minutes (three VMs boot in parallel,
+# cp1 bootstraps, then one good switch, one 20 s health deadline and a
+# rollback). An estimate, not measured: the machines this was written on
+# have no KVM.
 { self, lib }:
 
 let

@@ -1,8 +1,14 @@
 # 2. Self-join by switching: cp2 boots without nico; the test switches it
 # to a specialisation that enables services.nico (built with the VM, so
-# nothing is built inside it), and it becomes a voter. About 2 minutes on
-# a machine with KVM (an estimate, not measured: the machine this was
-# written on has no KVM and no nixpkgs).
+# nothing is built inside it), and it becomes a voter.
+#
+# Proves: `switch-to-configuration` of a configuration that enables nico
+# on a running host starts the agent, which joins the cluster by itself
+# (the path of `nixos-rebuild switch`). etcdctl on cp2 afterwards names
+# its endpoints and certificates (lib.nix's ETCDCTL): the driver's shell
+# keeps the environment cp2 booted with, without ETCDCTL_*.
+# Expected time under KVM: about 2 minutes (an estimate, not measured:
+# the machines this was written on have no KVM).
 { self, lib }:
 
 let t = import ./lib.nix { inherit self lib; }; in

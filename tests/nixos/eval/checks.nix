@@ -32,7 +32,7 @@ let
   cp1Agent = cp1.systemd.services.nico-agent.serviceConfig;
   cp1Yaml = cp1.services.nico.settings;
   cp1Etcd = cp1.systemd.services.etcd;
-  agentYamlFile = lib.last (lib.splitString " " cp1Agent.ExecStart);
+  agentYamlFile = cp1.environment.etc."nico/agent.yaml".source.name;
 
   worker = host [{
     networking.hostName = "w-1";
@@ -96,8 +96,9 @@ let
   cpWith = extra: host [{ services.nico = lib.recursiveUpdate { enable = true; bootstrap = true; roles = [ "controlPlane" ]; } extra; }];
 
   checks = {
-    "ExecStart runs the package's agent on the rendered YAML" =
-      cp1Agent.ExecStart == "${pkgs.nico}/bin/nico-agent --config /nix/store/00000000000000000000000000000000-nico-agent.yaml";
+    "ExecStart runs the package's agent on /etc/nico/agent.yaml, the current generation's file" =
+      cp1Agent.ExecStart == "${pkgs.nico}/bin/nico-agent --config /etc/nico/agent.yaml"
+      && cp1.environment.etc."nico/agent.yaml".source.outPath == "/nix/store/00000000000000000000000000000000-nico-agent.yaml";
     "agent unit is Type=notify with a watchdog, after network-online" =
       cp1Agent.Type == "notify" && cp1Agent.WatchdogSec == "30s"
       && lib.elem "network-online.target" cp1.systemd.services.nico-agent.after
@@ -183,28 +184,32 @@ let
       && (builtins.fromJSON nixosApplier.environment.etc."nico/agent.yaml".source.text).generations.httpChecks == [ "http://127.0.0.1:80/" ];
     "nicoctl and the agent installed for operators" = lib.elem pkgs.nico cp1.environment.systemPackages;
 
-    "TLS: services.etcd names the agent's files in pki.dir, with client and peer cert auth" =
-      tlsEtcd.certFile == "/var/lib/nico-pki/etcd-server.crt"
-      && tlsEtcd.keyFile == "/var/lib/nico-pki/etcd-server.key"
-      && tlsEtcd.trustedCaFile == "/var/lib/nico-pki/ca.crt"
-      && tlsEtcd.peerCertFile == "/var/lib/nico-pki/etcd-peer.crt"
-      && tlsEtcd.peerKeyFile == "/var/lib/nico-pki/etcd-peer.key"
-      && tlsEtcd.peerTrustedCaFile == "/var/lib/nico-pki/ca.crt"
+    "TLS (defect 2): services.etcd names etcd's own copies in /run/etcd-pki, with client and peer cert auth" =
+      tlsEtcd.certFile == "/run/etcd-pki/etcd-server.crt"
+      && tlsEtcd.keyFile == "/run/etcd-pki/etcd-server.key"
+      && tlsEtcd.trustedCaFile == "/run/etcd-pki/ca.crt"
+      && tlsEtcd.peerCertFile == "/run/etcd-pki/etcd-peer.crt"
+      && tlsEtcd.peerKeyFile == "/run/etcd-pki/etcd-peer.key"
+      && tlsEtcd.peerTrustedCaFile == "/run/etcd-pki/ca.crt"
       && tlsEtcd.clientCertAuth && tlsEtcd.peerClientCertAuth;
-    "TLS: etcd sees copies of those five files (its own) mounted over pki.dir, nothing else of it" =
+    "TLS (defect 1): root copies those five files from pki.dir into etcd's runtime directory, with no bind over pki.dir" =
       lib.sort (a: b: a < b) tls.systemd.services.etcd.serviceConfig.ExecStartPre == [
         "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd /var/lib/etcd"
         "+${pkgs.coreutils}/bin/install -m 0400 -o etcd -g etcd /var/lib/nico-pki/ca.crt /var/lib/nico-pki/etcd-server.crt /var/lib/nico-pki/etcd-server.key /var/lib/nico-pki/etcd-peer.crt /var/lib/nico-pki/etcd-peer.key /run/etcd-pki/"
       ]
       && tls.systemd.services.etcd.serviceConfig.RuntimeDirectory == "etcd-pki"
-      && tls.systemd.services.etcd.serviceConfig.BindReadOnlyPaths == [ "/run/etcd-pki:/var/lib/nico-pki" ];
+      && tls.systemd.services.etcd.serviceConfig.RuntimeDirectoryMode or null == "0700"
+      && !(tls.systemd.services.etcd.serviceConfig ? BindReadOnlyPaths)
+      && !(cp1Etcd.serviceConfig ? BindReadOnlyPaths);
+    "the agent's state directory (pki.dir's parent) stays 0700" =
+      cp1Agent.StateDirectory == "nico" && cp1Agent.StateDirectoryMode == "0700";
     "TLS: etcd's environment names the files and requires client certificates" =
-      tlsEnv.ETCD_CERT_FILE == "/var/lib/nico-pki/etcd-server.crt"
-      && tlsEnv.ETCD_PEER_TRUSTED_CA_FILE == "/var/lib/nico-pki/ca.crt"
+      tlsEnv.ETCD_CERT_FILE == "/run/etcd-pki/etcd-server.crt"
+      && tlsEnv.ETCD_PEER_TRUSTED_CA_FILE == "/run/etcd-pki/ca.crt"
       && tlsEnv.ETCD_CLIENT_CERT_AUTH == "1" && tlsEnv.ETCD_PEER_CLIENT_CERT_AUTH == "1";
     "TLS: pki.dir defaults to <dataDir>/pki" =
-      (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "https://10.0.0.1:2379"; }; }).services.etcd.certFile
-        == "/var/lib/nico/pki/etcd-server.crt";
+      lib.any (lib.hasInfix "/var/lib/nico/pki/etcd-server.crt /var/lib/nico/pki/etcd-server.key")
+        (cpWith { settings.etcd = { peerURL = "https://10.0.0.1:2380"; clientURL = "https://10.0.0.1:2379"; }; }).systemd.services.etcd.serviceConfig.ExecStartPre;
     "nicoctl and etcdctl in a shell: the local member; with TLS root's certificate from pki.dir" =
       cp1.environment.variables.NICO_ENDPOINTS == "https://127.0.0.1:2379"
       && cp1.environment.variables.ETCDCTL_CERT == "/var/lib/nico/pki/root.crt"
@@ -236,8 +241,8 @@ let
         };
       };
     "TLS by default: the default pki.dir's files, client cert auth, coordinator credentials" =
-      cp1.services.etcd.certFile == "/var/lib/nico/pki/etcd-server.crt" && cp1.services.etcd.clientCertAuth
-      && cp1Etcd.serviceConfig.BindReadOnlyPaths == [ "/run/etcd-pki:/var/lib/nico/pki" ]
+      cp1.services.etcd.certFile == "/run/etcd-pki/etcd-server.crt" && cp1.services.etcd.clientCertAuth
+      && lib.any (lib.hasInfix "/var/lib/nico/pki/ca.crt") cp1Etcd.serviceConfig.ExecStartPre
       && cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential
       && (coordYaml cp1) ? tls;
     "gossip: a port given as a string, advertise and profile rendered" =
@@ -301,7 +306,10 @@ let
     "assertion: an http etcd endpoint" =
       anyContains "endpoints (http://10.0.0.2:2379) must all be https"
         (failedAssertions (cpWith { settings.etcd.endpoints = [ "http://10.0.0.2:2379" ]; }));
-    "every assertion has a check that makes it fire" = lib.length cp1.assertions == 11;
+    "assertion: the hypervisor role with a package built without libvirt" =
+      anyContains "is built without libvirt"
+        (failedAssertions (host [{ services.nico = { enable = true; roles = [ "hypervisor" ]; seeds = [ "a" ]; tokenFile = "/t"; package = pkgs.nico; }; }]));
+    "every assertion has a check that makes it fire" = lib.length cp1.assertions == 12;
 
     "type error: unknown role" =
       evalFails (_: (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "master" ]; }; }]).services.nico.roles);
@@ -323,11 +331,35 @@ let
       evalFails (_: (cpWith { settings.pki.dir = "pki"; }).services.nico.settings.pki.dir);
     "type error: unknown applier" =
       evalFails (_: (cpWith { settings.generations.applier = "ansible"; }).services.nico.settings.generations.applier);
+    "nix build cache (defect 9): CacheDirectory and XDG_CACHE_HOME, home read-only" =
+      cp1Agent.CacheDirectory or null == "nico" && cp1Agent.CacheDirectoryMode or null == "0700"
+      && cp1.systemd.services.nico-agent.environment.XDG_CACHE_HOME or null == "/var/cache/nico"
+      && cp1Agent.ProtectHome == "read-only";
+    "start timeouts (defect 10): the agent's and etcd's beyond systemd's 90 s" =
+      cp1Agent.TimeoutStartSec or null == "15min" && cp1Etcd.serviceConfig.TimeoutStartSec or null == "30min";
+    "advertise (defect 8): default from the host's static private IPv4 address" =
+      (host [{ networking.hostName = "a"; networking.interfaces = { eth0.ipv4.addresses = [{ address = "203.0.113.5"; prefixLength = 24; }]; eth1.ipv4.addresses = [{ address = "192.168.1.2"; prefixLength = 24; }]; }; services.nico = { enable = true; seeds = [ "x" ]; tokenFile = "/t"; }; }]).services.nico.settings.gossip.advertise == "192.168.1.2"
+      && (host [{ networking.hostName = "a"; networking.interfaces.eth0.ipv4.addresses = [{ address = "203.0.113.5"; prefixLength = 24; }]; services.nico = { enable = true; seeds = [ "x" ]; tokenFile = "/t"; }; }]).services.nico.settings.gossip.advertise == "203.0.113.5"
+      && cp1.services.nico.settings.gossip.advertise == null;
+    "advertise (defect 8): a warning for QEMU's shared 10.0.2.15, none otherwise" =
+      anyContains "user-mode NAT gives every guest"
+        (host [{ networking.hostName = "a"; services.nico = { enable = true; seeds = [ "x" ]; tokenFile = "/t"; settings.gossip.advertise = "10.0.2.15"; }; }]).warnings
+      && cp1.warnings == [ ] && tls.warnings == [ ];
+    "name (defect 12): a host name that is no DNS label fails to evaluate; an explicit name is used" =
+      evalFails (_: (host [{ networking.hostName = "Cp_1"; services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; }; }]).services.nico.settings.name)
+      && (host [{ networking.hostName = "Cp_1"; services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; settings.name = "cp-1"; }; }]).services.etcd.name == "cp-1";
+    "libvirt (defect 12): only hypervisor hosts get the package built with libvirt" =
+      cp1.services.nico.package == pkgs.nico && worker.services.nico.package == pkgs.nico
+      && hv.services.nico.package == pkgs.nico-hypervisor && !(anyContains "built without libvirt" (failedAssertions hv));
+    "config changes (defect 11): the agent reads /etc/nico/agent.yaml, is not restarted by a switch, and restarts itself with exit 4" =
+      lib.hasSuffix "--config /etc/nico/agent.yaml" cp1Agent.ExecStart && !cp1.systemd.services.nico-agent.restartIfChanged
+      && cp1Agent.RestartForceExitStatus == "4" && !(cp1Agent ? ExecReload);
     "type error: a function in the freeform settings" =
       evalFails (_: (host [{ services.nico = { enable = true; seeds = [ "a" ]; settings.foo = x: x; }; }]).services.nico.settings);
   };
 
-  failed = lib.attrNames (lib.filterAttrs (_: ok: !ok) checks);
+  # A check that throws (an evaluation error it provokes) counts as failed.
+  failed = lib.attrNames (lib.filterAttrs (_: ok: let r = builtins.tryEval ok; in !(r.success && r.value)) checks);
 in
 if failed == [ ] then "${toString (lib.length (lib.attrNames checks))} module checks passed"
 else throw "nixos-module checks failed:\n  ${lib.concatStringsSep "\n  " failed}"

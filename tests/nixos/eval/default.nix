@@ -20,6 +20,12 @@ in
 {
   inherit eval pkgs;
   checks = import ./checks.nix { inherit lib pkgs eval; };
+  # Must fail to evaluate, with a message that says what to set
+  # (tests/nixos/nix-check.sh reads it).
+  badHostName = (eval [{
+    networking.hostName = "Cp_1";
+    services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; };
+  }]).config.systemd.services.etcd.environment.ETCD_NAME;
   optionsDoc = import ../../../nixos-module/options-doc.nix {
     inherit lib;
     options = (eval [ ]).options.services.nico;

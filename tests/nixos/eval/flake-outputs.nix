@@ -39,15 +39,32 @@ let
     { services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; package = lib.mkForce e.pkgs.nico; }; }
   ]).config;
 
+  # The module imported three times (twice by one name, once by the other),
+  # as a configuration that imports it and a module that imports it too
+  # would; its package is the flake's.
+  imported = roles: (e.eval [
+    self.nixosModules.default
+    self.nixosModules.nico
+    { imports = [ self.nixosModules.default ]; }
+    { services.nico = { enable = true; bootstrap = true; inherit roles; }; }
+  ]).config.services.nico.package;
+
   # package.nix called with a buildGoModule that returns its arguments.
-  pkgArgs = import ../../../nixos-module/package.nix {
+  pkgArgsWith = extra: import ../../../nixos-module/package.nix ({
     inherit lib;
-    buildGoModule = args: args // { override = _: buildGoModule; };
+    # buildGoModule.override { go } returns a builder that returns its arguments.
+    buildGoModule.override = o: args: args // o;
+    go = "go";
     pkg-config = "pkg-config";
     libvirt = "libvirt";
     vendorHash = called.nico.args.vendorHash;
-  };
-  buildGoModule = args: args;
+  } // extra);
+  pkgArgs = pkgArgsWith { };
+  pkgArgsLibvirt = pkgArgsWith { withLibvirt = true; };
+
+  # The overlay's Go, from package sets where go_1_26 is a package, missing,
+  # or an alias that throws.
+  goOf = pkgs: (self.overlays.default (pkgs // { callPackage = _: args: args; }) { }).nico.go;
 
   names = lib.attrNames;
   lock = builtins.fromJSON (builtins.readFile ../../../flake.lock);
@@ -57,24 +74,36 @@ let
       && lock.nodes.nixpkgs.original == { owner = "NixOS"; repo = "nixpkgs"; ref = "nixos-unstable"; type = "github"; }
       && builtins.match "[0-9a-f]{40}" lock.nodes.nixpkgs.locked.rev != null
       && builtins.match "sha256-[A-Za-z0-9+/]{43}=" lock.nodes.nixpkgs.locked.narHash != null;
-    "flake: checks are the package, the module eval, the docs drift check and VM tests 1 to 4" =
-      names self.checks.x86_64-linux == [ "module-eval" "options-doc" "package" "vm-bootstrap" "vm-removal-and-leader-crash" "vm-rollout-halts" "vm-self-join" ]
+    "flake: checks are both packages, the module eval, the docs drift check and VM tests 1 to 4" =
+      names self.checks.x86_64-linux == [ "module-eval" "options-doc" "package" "package-hypervisor" "vm-bootstrap" "vm-removal-and-leader-crash" "vm-rollout-halts" "vm-self-join" ]
       && names self.checks.aarch64-linux == names self.checks.x86_64-linux;
     "flake: vmTests hold every VM test, the hypervisor one too" =
       names self.legacyPackages.x86_64-linux.vmTests == [ "vm-bootstrap" "vm-hypervisor" "vm-removal-and-leader-crash" "vm-rollout-halts" "vm-self-join" ]
       && self.legacyPackages.x86_64-linux.vmTests.vm-hypervisor.test.name == "nico-hypervisor";
     "flake: packages default and nico are the overlay's nico; options-doc" =
-      names self.packages.x86_64-linux == [ "default" "nico" "options-doc" ]
+      names self.packages.x86_64-linux == [ "default" "nico" "nico-hypervisor" "options-doc" ]
+      && self.packages.x86_64-linux.nico-hypervisor.args.withLibvirt
       && self.packages.x86_64-linux.default.args.vendorHash == called.nico.args.vendorHash
       && self.checks.x86_64-linux.package.path == self.packages.x86_64-linux.nico.path;
     "flake: devShell has Go, etcd, pkg-config and libvirt; formatter" =
       lib.all (p: lib.elem p self.devShells.x86_64-linux.default.args.packages) [ "go" "pkg-config" pkgsX.libvirt pkgsX.etcd ]
       && self.formatter.x86_64-linux == "nixfmt";
-    "package: cgo on, pkg-config and libvirt for pkg/libvirt" =
-      pkgArgs.env.CGO_ENABLED == "1" && pkgArgs.nativeBuildInputs == [ "pkg-config" ] && pkgArgs.buildInputs == [ "libvirt" ];
+    "package (defect 12): nico without cgo and libvirt; nico-hypervisor with cgo, pkg-config and libvirt" =
+      pkgArgs.env.CGO_ENABLED == "0" && pkgArgs.buildInputs == [ ] && pkgArgs.nativeBuildInputs == [ ]
+      && !pkgArgs.passthru.withLibvirt && pkgArgs.pname == "nico"
+      && pkgArgsLibvirt.env.CGO_ENABLED == "1" && pkgArgsLibvirt.nativeBuildInputs == [ "pkg-config" ]
+      && pkgArgsLibvirt.buildInputs == [ "libvirt" ] && pkgArgsLibvirt.passthru.withLibvirt
+      && pkgArgsLibvirt.pname == "nico-hypervisor" && pkgArgs.go == "go";
+    "overlay (defect 12): go_1_26 when nixpkgs has it, else go, also when go_1_26 is an alias that throws" =
+      goOf { go = "go"; go_1_26 = "go_1_26"; } == "go_1_26"
+      && goOf { go = "go"; } == "go"
+      && goOf { go = "go"; go_1_26 = throw "go_1_26 has been removed"; } == "go";
+    "module (defect 12): imported three times, the package is defined once, the flake's (nico-hypervisor on a hypervisor)" =
+      (imported [ "controlPlane" ]).args == self.packages.x86_64-linux.nico.args
+      && (imported [ "controlPlane" "hypervisor" ]).args.withLibvirt or false;
     "package: the three programs, the flake's vendorHash" =
       pkgArgs.subPackages == [ "agent/cmd/nico-agent" "coordinator/cmd/nico-coordinator" "coordinator/cmd/nicoctl" ]
-      && pkgArgs.vendorHash == called.nico.args.vendorHash && pkgArgs.pname == "nico";
+      && pkgArgs.vendorHash == called.nico.args.vendorHash;
     "package: the source leaves out the cache, build outputs and git" =
       lib.all (n: !(pkgArgs.src.filter (toString ../../.. + "/" + n) "directory")) [ ".cache" "bin" ".git" ]
       && pkgArgs.src.filter (toString ../../../go.mod) "regular";

@@ -17,7 +17,8 @@ let
   };
 in
 {
-  nico = fakeDrv "nico-dev" { };
+  nico = fakeDrv "nico-dev" { withLibvirt = false; };
+  nico-hypervisor = fakeDrv "nico-hypervisor-dev" { withLibvirt = true; };
   etcd = fakeDrv "etcd-3.6" { };
   coreutils = fakeDrv "coreutils-9" { };
   systemd = fakeDrv "systemd-257" { };
@@ -32,6 +33,7 @@ in
   jq = fakeDrv "jq-1" { };
   libxml2 = fakeDrv "libxml2-2" { };
   qemu = fakeDrv "qemu-10" { };
+  stdenv.hostPlatform.system = "x86_64-linux";
   testers.runNixOSTest = test: { inherit test; };
   formats.yaml = { }: {
     type = yamlValue;

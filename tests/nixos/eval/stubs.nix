@@ -38,6 +38,18 @@ in
     warnings = mkOption { type = types.listOf types.str; default = [ ]; internal = true; };
 
     networking.hostName = mkOption { type = types.strMatching "^$|^[[:alnum:]]([[:alnum:]_-]{0,61}[[:alnum:]])?$"; default = "nixos"; };
+    networking.interfaces = mkOption {
+      type = types.attrsOf (types.submodule {
+        options.ipv4.addresses = mkOption {
+          type = types.listOf (types.submodule {
+            options.address = mkOption { type = types.str; };
+            options.prefixLength = mkOption { type = types.ints.between 0 32; };
+          });
+          default = [ ];
+        };
+      });
+      default = { };
+    };
     networking.firewall.allowedTCPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
     networking.firewall.allowedUDPPorts = mkOption { type = types.listOf types.port; default = [ ]; };
 

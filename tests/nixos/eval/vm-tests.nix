@@ -28,11 +28,16 @@ let
         test.nodes.${n}
         {
           networking.hostName = n;
+          # As nixos/lib/testing/network.nix: eth1 on the test network
+          # (eth0 is QEMU's user-mode NIC, with DHCP).
           networking.primaryIPAddress = "192.168.1.${toString (index n + 1)}";
+          networking.interfaces.eth1.ipv4.addresses = [{ address = "192.168.1.${toString (index n + 1)}"; prefixLength = 24; }];
           _module.args.nodes = nodes;
-          # The flake's module defaults the package to its own build.
-          services.nico.package = lib.mkForce e.pkgs.nico;
         }
+        # The flake's module defaults the package to its own build.
+        ({ config, ... }: {
+          services.nico.package = lib.mkForce (if lib.elem "hypervisor" config.services.nico.roles then e.pkgs.nico-hypervisor else e.pkgs.nico);
+        })
       ];
       nodes = lib.mapAttrs (n: _: (e.eval (modulesOf n)).config) test.nodes;
       specialisations = lib.mapAttrs (n: cfg:
@@ -54,6 +59,8 @@ let
   hv = evaluated.vm-hypervisor.nodes.hv;
 
   checks = {
+    "the scripts make nix-check lints without lib are the tests' own" =
+      import ./scripts.nix == lib.mapAttrs (_: t: { script = t.testScript; nodes = lib.attrNames t.nodes; }) tests;
     "runNixOSTest gets name, nodes and a script from every test" =
       lib.all (t: lib.isString t.name && t.nodes != { } && lib.isString t.testScript) (lib.attrValues tests);
     "checks hold tests 1 to 4; the hypervisor test is optional" =
@@ -78,10 +85,14 @@ let
       rollout.nodes.w1.services.nico.seeds == [ "192.168.1.1" ] && !rollout.nodes.w1.services.etcd.enable;
     "hypervisor: hv is control plane and hypervisor with its storage pool" =
       hv.services.nico.roles == [ "controlPlane" "hypervisor" ] && hv.virtualisation.libvirtd.enable
-      && hv.systemd.services ? nico-libvirt-pools && hv.virtualisation.memorySize == 2048;
+      && hv.systemd.services ? nico-libvirt-pools && hv.virtualisation.memorySize == 2048
+      && hv.services.nico.package.withLibvirt;
     "control-plane nodes give the scripts' etcdctl and nicoctl the local member" =
       lib.all (cfg: cfg.environment.variables.ETCDCTL_ENDPOINTS == "https://127.0.0.1:2379" && cfg.environment.variables.NICO_ENDPOINTS == "https://127.0.0.1:2379")
         (lib.filter (cfg: lib.elem "controlPlane" cfg.services.nico.roles) (lib.attrValues withNico));
+    "every node advertises its test-network address on gossip, not QEMU's shared 10.0.2.15" =
+      lib.all (cfg: cfg.services.nico.settings.gossip.advertise == cfg.networking.primaryIPAddress
+        && cfg.services.nico.settings.gossip.advertise != "10.0.2.15") (lib.attrValues withNico);
     "control-plane nodes open etcd and the join port" =
       lib.all (cfg: lib.all (p: lib.elem p cfg.networking.firewall.allowedTCPPorts) [ 2379 2380 7950 7946 ])
         (lib.filter (cfg: lib.elem "controlPlane" cfg.services.nico.roles) (lib.attrValues withNico));
@@ -92,9 +103,6 @@ in
   checks =
     if failed == [ ] then "${toString (lib.length (lib.attrNames checks))} VM test node checks passed (${toString (lib.length (lib.attrNames all))} configurations)"
     else throw "VM test node checks failed:\n  ${lib.concatStringsSep "\n  " failed}";
-
-  # Each test's Python script and node names, for tests/nixos/lint-scripts.py.
-  scripts = lib.mapAttrs (_: t: { script = t.testScript; nodes = lib.attrNames t.nodes; }) tests;
 
   # Besides the VM tests' nodes, hosts that use the keys the tests do not:
   # etcd with TLS and a pki.dir, gossip and join settings, a hypervisor with
