@@ -30,6 +30,12 @@ const (
 	reasonNotBooting = "NotBooting"
 )
 
+// consoleBootBytes is how much console output shows a guest booted: more
+// than the firmware's and the kernel's real-mode lines ("Booting from
+// ROM...", "Probing EDD", under 100 bytes), which a guest that hangs next
+// still writes; a kernel with console=ttyS0 writes kilobytes at once.
+const consoleBootBytes = 1024
+
 // chooseDomainType is the type of the domains defined from now on, and
 // why, for the setting, the types the host offers and, in auto, the kvm
 // guest that did not boot (empty: none did).
@@ -62,7 +68,8 @@ type bootWatch struct {
 	since time.Time // started, or first seen running
 	// sign is the first sign that the guest booted ("" none yet).
 	sign string
-	// consoleKnown: the console could be read (and was empty).
+	// consoleKnown: the console could be read (and held less than
+	// consoleBootBytes).
 	consoleKnown bool
 	// stuck: no sign within the boot timeout.
 	stuck bool
@@ -101,8 +108,8 @@ func (c *HypervisorController) observeBoots(ctx context.Context, domains []hyper
 			switch {
 			case errors.Is(err, hypervisor.ErrUnavailable):
 				return nil, fmt.Errorf("agent: console of %s: %w", d.Spec.Name, err)
-			case err == nil && n > 0:
-				w.sign = "console output"
+			case err == nil && n >= consoleBootBytes:
+				w.sign = fmt.Sprintf("console output (%d bytes)", n)
 			case err != nil && !errors.Is(err, hypervisor.ErrUnsupported):
 				c.log.Debug("console unreadable", "machine", d.Spec.Name, "err", err)
 			}
@@ -150,7 +157,7 @@ func bootCondition(w *bootWatch, typ string, timeout time.Duration, now time.Tim
 	case w.sign != "":
 		c.Status, c.Reason, c.Message = true, reasonBooted, "the guest showed "+w.sign
 	case w.stuck:
-		seen := "no console output, no address and no node registered"
+		seen := fmt.Sprintf("under %d bytes of console output, no address and no node registered", consoleBootBytes)
 		if !w.consoleKnown {
 			seen = "no address and no node registered (its console cannot be read here)"
 		}

@@ -91,8 +91,10 @@ func TestBootCondition(t *testing.T) {
 			t.Fatalf("%s just started: %+v", n, b)
 		}
 	}
-	// web-0 writes to its console, web-1 registers, web-2 shows nothing.
-	fake.WriteConsole(placedMachine("web-0", "", 0).Spec.UUID, 100)
+	// web-0 writes to its console, web-1 registers, web-2 shows only its
+	// firmware's few lines.
+	fake.WriteConsole(placedMachine("web-0", "", 0).Spec.UUID, 4000)
+	fake.WriteConsole(placedMachine("web-2", "", 2).Spec.UUID, 40)
 	n := api.NewNode("web-1")
 	n.Status.Phase = api.NodeRegistered
 	if err := st.Put(tctx(t), store.NodeKey("web-1"), n); err != nil {
@@ -114,7 +116,7 @@ func TestBootCondition(t *testing.T) {
 		t.Fatalf("under an explicit kvm a stuck domain is acted on: %v", got)
 	}
 	b := booted(t, st, "web-2")
-	if b == nil || b.Status || b.Reason != reasonNotBooting || !strings.Contains(b.Message, "no console output, no address and no node registered") ||
+	if b == nil || b.Status || b.Reason != reasonNotBooting || !strings.Contains(b.Message, "under 1024 bytes of console output, no address and no node registered") ||
 		!strings.Contains(b.Message, "hypervisor.domainType") || !strings.Contains(b.Message, "type kvm") {
 		t.Fatalf("web-2 after the timeout: %+v", b)
 	}
@@ -165,7 +167,7 @@ func TestAutoFallsBackToQEMU(t *testing.T) {
 	if err := st.Get(tctx(t), store.HypervisorKey("hv-1"), hv); err != nil || hv.Status.DomainType != "kvm" || !strings.Contains(hv.Status.DomainTypeReason, "offers kvm") {
 		t.Fatalf("report %+v %v", hv.Status, err)
 	}
-	fake.WriteConsole(good.Spec.UUID, 1)
+	fake.WriteConsole(good.Spec.UUID, consoleBootBytes)
 	clk.advance(time.Minute)
 	if got := once(t, c); !slices.Equal(got, []string{"restart web-1"}) {
 		t.Fatalf("actions %v, want the stuck domain restarted", got)
@@ -186,7 +188,7 @@ func TestAutoFallsBackToQEMU(t *testing.T) {
 		t.Fatalf("a new domain after the fallback: %+v", d.Spec)
 	}
 	// Under qemu web-1 boots.
-	fake.WriteConsole(stuck.Spec.UUID, 1)
+	fake.WriteConsole(stuck.Spec.UUID, consoleBootBytes)
 	clk.advance(time.Second)
 	once(t, c)
 	if b := booted(t, st, "web-1"); b == nil || !b.Status {

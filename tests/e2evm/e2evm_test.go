@@ -76,6 +76,8 @@ func TestGuestJoins(t *testing.T) {
 	guestDir := filepath.Join(w, "guest")
 	must(t, os.MkdirAll(guestDir, 0o755))
 	kernel, initrd := buildGuest(t, guestDir, filepath.Join(w, "guest-agent"))
+	domainType, why := chooseAccel(t, w, kernel)
+	t.Logf("e2e-vm: guests run as domain type %s: %s", domainType, why)
 	// The cluster's first join token: the bootstrap machine serves the join
 	// endpoint with it, and hands it to its VMs.
 	tok, err := token.Generate()
@@ -88,7 +90,8 @@ func TestGuestJoins(t *testing.T) {
 	hvArgs := []string{"--name", "hv-1", "--roles", "controlPlane,hypervisor", "--bootstrap", "--dataDir", filepath.Join(w, "hv-1"),
 		"--etcd.peerURL", "https://" + hostIP + ":2380", "--etcd.clientURL", "https://" + hostIP + ":2379",
 		"--tokenFile", tokenPath, "--gossip.bind", hostIP, "--join.listen", hostIP + ":7950",
-		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s"}
+		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s",
+		"--hypervisor.domainType", domainType, "--hypervisor.bootTimeout", bootTimeout.String()}
 	stopHV := start(t, w, "hv-1", filepath.Join(w, "nico-agent"), hvArgs...)
 	// The test reads the store as root, from hv-1's pki.dir.
 	pkiDir := pki.Dir(filepath.Join(w, "hv-1", "pki"))
@@ -130,9 +133,9 @@ func TestGuestJoins(t *testing.T) {
 	}
 	sorted := slices.Clone(took)
 	slices.Sort(sorted)
-	t.Logf("e2e-vm: pool scale-up (0 -> 1) to the guest's node registered: median %v of %v", sorted[len(sorted)/2].Round(10*time.Millisecond), took)
+	t.Logf("e2e-vm: pool scale-up (0 -> 1) to the guest's node registered: median %v of %v (domain type %s)", sorted[len(sorted)/2].Round(10*time.Millisecond), took, domainType)
 	if f := os.Getenv("NICO_E2EVM_RESULT"); f != "" {
-		must(t, os.WriteFile(f, fmt.Appendf(nil, "scale-up to node registered, median of %d: %v (runs %v)\n", runs, sorted[len(sorted)/2].Round(10*time.Millisecond), took), 0o644))
+		must(t, os.WriteFile(f, fmt.Appendf(nil, "scale-up to node registered, median of %d: %v (runs %v), domain type %s: %s\n", runs, sorted[len(sorted)/2].Round(10*time.Millisecond), took, domainType, why), 0o644))
 	}
 
 	lostConnection(t, ctx, st, w, kernel, initrd)
@@ -167,6 +170,7 @@ func wrongToken(t *testing.T, ctx context.Context, st *store.Store, w, kernel, i
 		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
 			return false, err.Error()
 		}
+		notBooting(t, m)
 		return false, fmt.Sprintf("machine %s %v", m.Status.Phase, m.Status.Addresses)
 	})
 	if err := st.Get(ctx, store.NodeKey(name), &api.Node{}); !errors.Is(err, store.ErrNotFound) {
@@ -208,7 +212,15 @@ func lostConnection(t *testing.T, ctx context.Context, st *store.Store, w, kerne
 	t.Log("libvirtd restarted")
 
 	waitFor(t, ctx, 10*time.Minute, "node "+name+" registered after libvirtd restarted", func() (bool, string) {
-		return st.Get(ctx, store.NodeKey(name), &api.Node{}) == nil, ""
+		if st.Get(ctx, store.NodeKey(name), &api.Node{}) == nil {
+			return true, ""
+		}
+		m := &api.Machine{}
+		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
+			return false, err.Error()
+		}
+		notBooting(t, m)
+		return false, fmt.Sprintf("machine %s %v", m.Status.Phase, m.Status.Conditions)
 	})
 	n := 0
 	for _, d := range strings.Fields(virshOut(t, "list", "--all", "--name")) {
@@ -227,6 +239,40 @@ func lostConnection(t *testing.T, ctx context.Context, st *store.Store, w, kerne
 		return m.Status.Phase == api.MachineRunning, string(m.Status.Phase)
 	})
 	scaleDown(t, ctx, st, pool)
+}
+
+// bootTimeout is the host's hypervisor.bootTimeout, and consoleSilence how
+// long the test waits for a guest's console: a kernel with console=ttyS0
+// writes kilobytes within seconds, even under software emulation.
+const (
+	bootTimeout    = 2 * time.Minute
+	consoleSilence = 2 * time.Minute
+)
+
+// notBooting fails the test at once when the host reports that m's guest
+// does not boot (Booted false, NotBooting), with the host's message.
+func notBooting(t *testing.T, m *api.Machine) {
+	t.Helper()
+	if c := api.FindCondition(m.Status.Conditions, api.CondBooted); c != nil && !c.Status && c.Reason == "NotBooting" {
+		t.Fatalf("%s does not boot, says its host: %s", m.Metadata.Name, c.Message)
+	}
+}
+
+// silentConsole fails the test at once when the console copied to path
+// since since holds under 1 KiB after consoleSilence: the guest did not get
+// as far as its kernel.
+func silentConsole(t *testing.T, path, name string, since time.Time) {
+	t.Helper()
+	if time.Since(since) < consoleSilence {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return // the console could not be copied: the host's NotBooting tells
+	}
+	if len(b) < 1024 {
+		t.Fatalf("%s's console is silent: %d bytes in %v (%q); its guest does not boot (see the domain type chosen above)", name, len(b), consoleSilence, lastLine(b))
+	}
 }
 
 // putPool writes pool with count 0 and the guest's template, and waits for
@@ -260,17 +306,24 @@ func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, 
 	t0 := time.Now()
 	name := placement.MachineName(pool, 0)
 	var stopConsole func()
+	var consoleSince time.Time
 	waitFor(t, ctx, 10*time.Minute, "node "+name+" registered", func() (bool, string) {
 		if err := st.Get(ctx, store.NodeKey(name), &api.Node{}); err == nil {
 			return true, ""
 		}
 		if stopConsole == nil && slices.Contains(strings.Fields(virshOut(t, "list", "--name")), name) {
-			stopConsole = console(t, w, name) // from the domain's start
+			if stopConsole = console(t, w, name); stopConsole != nil { // from the domain's start
+				consoleSince = time.Now()
+			}
+		}
+		if stopConsole != nil {
+			silentConsole(t, filepath.Join(w, name+".console"), name, consoleSince)
 		}
 		m := &api.Machine{}
 		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
 			return false, "machine: " + err.Error()
 		}
+		notBooting(t, m)
 		return false, fmt.Sprintf("machine %s on %q: %s %v", name, m.Spec.Host, m.Status.Phase, m.Status.Conditions)
 	})
 	took := time.Since(t0)
