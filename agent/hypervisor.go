@@ -178,7 +178,11 @@ func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction
 		return nil, err
 	}
 	now := c.Now()
-	stuck, err := c.observeBoots(ctx, domains, registered, now)
+	declared := map[string]bool{}
+	for _, m := range mine {
+		declared[m.Spec.UUID] = !m.Spec.Deleting
+	}
+	stuck, err := c.observeBoots(ctx, domains, declared, registered, now)
 	if err != nil {
 		return nil, err
 	}

@@ -79,9 +79,10 @@ type bootWatch struct {
 
 // observeBoots looks for a sign of boot in each running domain that showed
 // none yet: its node registered, an address, console output. It returns
-// the domains without one after the boot timeout. In auto, a kvm domain
-// without one makes the host fall back to qemu (kvmFailure).
-func (c *HypervisorController) observeBoots(ctx context.Context, domains []hypervisor.Domain, registered map[string]bool, now time.Time) (map[string]bool, error) {
+// the domains without one after the boot timeout. In auto, a kvm domain of
+// a machine placed here (declared: not deleting) without one makes the host
+// fall back to qemu (kvmFailure).
+func (c *HypervisorController) observeBoots(ctx context.Context, domains []hypervisor.Domain, declared, registered map[string]bool, now time.Time) (map[string]bool, error) {
 	stuck := map[string]bool{}
 	live := map[string]bool{}
 	for _, d := range domains {
@@ -124,7 +125,7 @@ func (c *HypervisorController) observeBoots(ctx context.Context, domains []hyper
 			c.log.Warn("domain runs but its guest shows no sign of booting", "machine", d.Spec.Name, "uuid", u, "domainType", d.Spec.Type,
 				"for", c.cfg.BootTimeout, "consoleRead", w.consoleKnown)
 		}
-		if c.cfg.DomainType == DomainTypeAuto && d.Spec.Type == hypervisor.TypeKVM && c.kvmFailure == "" {
+		if c.cfg.DomainType == DomainTypeAuto && d.Spec.Type == hypervisor.TypeKVM && c.kvmFailure == "" && declared[u] {
 			c.kvmFailure = fmt.Sprintf("machine %s showed no sign of booting under kvm within %v", d.Spec.Name, c.cfg.BootTimeout)
 			c.log.Warn("kvm guests do not boot on this host; its domains use software emulation (qemu) from now on", "machine", d.Spec.Name)
 		}
