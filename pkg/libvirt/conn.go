@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -40,20 +39,6 @@ type Hypervisor struct {
 // New returns a Hypervisor for uri. It connects on first use.
 func New(uri string, log *slog.Logger) *Hypervisor {
 	return &Hypervisor{uri: uri, log: log.With("component", "libvirt", "uri", uri), ConsoleDir: consoleDirFor(uri)}
-}
-
-// consoleDirFor is where the console logs of uri's domains go when the
-// agent can read them: on this host, written by the system daemon's
-// virtlogd. A remote host's or a session daemon's logs are not kept.
-func consoleDirFor(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil || u.Host != "" {
-		return ""
-	}
-	if (u.Scheme == "qemu" || u.Scheme == "qemu+unix") && u.Path == "/system" {
-		return "/var/log/libvirt/qemu"
-	}
-	return ""
 }
 
 // defaultType is the domain type of a spec that names none.

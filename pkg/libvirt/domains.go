@@ -4,11 +4,7 @@ package libvirt
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -367,49 +363,6 @@ func (h *Hypervisor) Undefine(ctx context.Context, uuid string) error {
 	}
 	defer v.Free()
 	return h.check(v.Delete(0), "delete volume %s", p.meta.Volume)
-}
-
-// consoleLog is the file domain uuid's console is logged to; "" without
-// ConsoleDir.
-func (h *Hypervisor) consoleLog(uuid string) string {
-	if h.ConsoleDir == "" {
-		return ""
-	}
-	return filepath.Join(h.ConsoleDir, "nico-"+uuid+"-console.log")
-}
-
-// ConsoleBytes implements hypervisor.Hypervisor: the size of the domain's
-// console log, which libvirt empties at each start.
-func (h *Hypervisor) ConsoleBytes(ctx context.Context, uuid string) (int64, error) {
-	c, err := h.connect()
-	if err != nil {
-		return 0, err
-	}
-	d, p, err := h.lookup(c, uuid)
-	if err != nil {
-		return 0, err
-	}
-	defer d.Free()
-	active, err := d.IsActive()
-	if err != nil {
-		return 0, h.check(err, "state of %s", uuid)
-	}
-	switch {
-	case !active:
-		return 0, nil
-	case p.consoleLog == "" && isTestDriver(c):
-		return 0, nil // the test driver runs no guest: nothing is ever written
-	case p.consoleLog == "" || h.ConsoleDir == "":
-		return 0, fmt.Errorf("%w: domain %s keeps no console log this agent can read (it gets one when it is next defined, on a local qemu:///system)", hypervisor.ErrUnsupported, uuid)
-	}
-	fi, err := os.Stat(p.consoleLog)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return 0, nil // nothing written yet
-	case err != nil:
-		return 0, fmt.Errorf("%w: console log of %s: %v", hypervisor.ErrUnsupported, uuid, err)
-	}
-	return fi.Size(), nil
 }
 
 func freeAll(ds []libvirt.Domain) {

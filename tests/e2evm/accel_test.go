@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/pkg/api"
 )
 
 // accelProbeWithin is how long a probe guest under KVM has to print its
@@ -68,6 +70,40 @@ func chooseAccel(t *testing.T, w, kernel string) (domainType, why string) {
 			return "qemu", fmt.Sprintf("/dev/kvm exists, but a probe guest under KVM printed no kernel banner within %v (its console: %q): this KVM cannot run guests (a nested kvm_pvm?); software emulation (TCG)", accelProbeWithin, lastLine(b))
 		case <-tick.C:
 		}
+	}
+}
+
+// bootTimeout is the host's hypervisor.bootTimeout, and consoleSilence how
+// long the test waits for a guest's console: a kernel with console=ttyS0
+// writes kilobytes within seconds, even under software emulation.
+const (
+	bootTimeout    = 2 * time.Minute
+	consoleSilence = 2 * time.Minute
+)
+
+// notBooting fails the test at once when the host reports that m's guest
+// does not boot (Booted false, NotBooting), with the host's message.
+func notBooting(t *testing.T, m *api.Machine) {
+	t.Helper()
+	if c := api.FindCondition(m.Status.Conditions, api.CondBooted); c != nil && !c.Status && c.Reason == "NotBooting" {
+		t.Fatalf("%s does not boot, says its host: %s", m.Metadata.Name, c.Message)
+	}
+}
+
+// silentConsole fails the test at once when the console copied to path
+// since since holds under 1 KiB after consoleSilence: the guest did not get
+// as far as its kernel.
+func silentConsole(t *testing.T, path, name string, since time.Time) {
+	t.Helper()
+	if time.Since(since) < consoleSilence {
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return // the console could not be copied: the host's NotBooting tells
+	}
+	if len(b) < 1024 {
+		t.Fatalf("%s's console is silent: %d bytes in %v (%q); its guest does not boot (see the domain type chosen above)", name, len(b), consoleSilence, lastLine(b))
 	}
 }
 
