@@ -53,6 +53,9 @@ type HypervisorConfig struct {
 //
 //	[watch machines/ or resync] --> read machines placed here, nodes, domains
 //	        ^                               |
+//	        |                     observeBoots: a sign of boot per running domain;
+//	        |                     chooseDomainType (auto: kvm until a kvm guest does not boot)
+//	        |                               |
 //	        |                     planDomains: create, start, restart, delete
 //	        |                               |
 //	        +---- write status (CAS) <------+  (hypervisor unavailable: back off, retry)
