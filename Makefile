@@ -41,9 +41,10 @@ test: etcd-binaries vet nix-check
 test-netns: deps
 	$(GO) test -count=1 -v -run TestPartition ./tests/netns/
 
-# e2e-vm boots a real VM (libvirtd + qemu, software emulation without
-# /dev/kvm) inside a network namespace and checks that it joins the cluster
-# by itself; it reports the time from pool scale-up to the node registered.
+# e2e-vm boots a real VM (libvirtd + qemu; software emulation unless a probe
+# guest boots under /dev/kvm) inside a network namespace and checks that it
+# joins the cluster by itself; it reports the time from pool scale-up to the
+# node registered and the domain type it chose.
 # Root; installs libvirt, qemu, a Debian kernel and busybox-static
 # (tests/e2evm/deps.sh). Not part of make test: it takes several minutes.
 e2e-vm: deps

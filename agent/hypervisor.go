@@ -37,6 +37,13 @@ type HypervisorConfig struct {
 	// Retry is the backoff of a machine whose domain action keeps failing;
 	// zero: about 1 s doubling up to 5 minutes.
 	Retry backoff.Backoff
+	// DomainType is the type of the domains defined: DomainTypeAuto (also
+	// when empty), DomainTypeKVM or DomainTypeQEMU.
+	DomainType string
+	// BootTimeout is how long a running domain may show no sign of booting
+	// (console output, an address, its node registered) before its machine
+	// reports Booted false, NotBooting; zero: 5 minutes.
+	BootTimeout time.Duration
 }
 
 // HypervisorController reconciles the libvirt domains of the machines
@@ -46,6 +53,9 @@ type HypervisorConfig struct {
 //
 //	[watch machines/ or resync] --> read machines placed here, nodes, domains
 //	        ^                               |
+//	        |                     observeBoots: a sign of boot per running domain;
+//	        |                     chooseDomainType (auto: kvm until a kvm guest does not boot)
+//	        |                               |
 //	        |                     planDomains: create, start, restart, delete
 //	        |                               |
 //	        +---- write status (CAS) <------+  (hypervisor unavailable: back off, retry)
@@ -56,6 +66,13 @@ type HypervisorController struct {
 	log *slog.Logger
 	// retries holds back machines whose actions keep failing.
 	retries *machineRetries
+	// boots is what each running domain showed of its boot, by UUID.
+	boots map[string]*bootWatch
+	// kvmFailure, in auto, says which kvm guest did not boot: this host's
+	// domains are qemu from then on.
+	kvmFailure string
+	// domainType is the type new domains get, and domainTypeWhy why.
+	domainType, domainTypeWhy string
 	// Now is the clock; tests replace it.
 	Now func() time.Time
 	// OnPass, when set, is called after each pass with its actions and
@@ -74,8 +91,14 @@ func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hyperviso
 	if cfg.Retry.Base <= 0 {
 		cfg.Retry = defaultMachineRetry
 	}
+	if cfg.DomainType == "" {
+		cfg.DomainType = DomainTypeAuto
+	}
+	if cfg.BootTimeout <= 0 {
+		cfg.BootTimeout = 5 * time.Minute
+	}
 	return &HypervisorController{cfg: cfg, st: st, hv: hv, log: log.With("component", "hypervisor", "node", cfg.Node),
-		retries: newMachineRetries(cfg.Retry), Now: time.Now}
+		retries: newMachineRetries(cfg.Retry), boots: map[string]*bootWatch{}, Now: time.Now}
 }
 
 // Run reconciles until ctx ends. A failed pass (the hypervisor or the store
@@ -139,9 +162,6 @@ func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction
 	if err != nil {
 		return nil, fmt.Errorf("agent: hypervisor host: %w", err)
 	}
-	if err := c.report(ctx, host); err != nil {
-		return nil, err
-	}
 	all, _, err := store.List[api.Machine](ctx, c.st, store.MachinesDir)
 	if err != nil {
 		return nil, err
@@ -156,9 +176,30 @@ func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction
 	if err != nil {
 		return nil, fmt.Errorf("agent: list domains: %w", err)
 	}
-	planned := planDomains(mine, domains, c.spec)
-	failed := map[string]error{}
+	registered, err := c.registeredNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
 	now := c.Now()
+	declared := map[string]bool{}
+	for _, m := range mine {
+		declared[m.Spec.UUID] = !m.Spec.Deleting
+	}
+	stuck, err := c.observeBoots(ctx, domains, declared, registered, now)
+	if err != nil {
+		return nil, err
+	}
+	// The type is chosen after the boots were seen: in auto, a kvm guest
+	// that did not boot makes it qemu, for its own redefinition too.
+	if typ, why := chooseDomainType(c.cfg.DomainType, host.DomainTypes, c.kvmFailure); typ != c.domainType || why != c.domainTypeWhy {
+		c.domainType, c.domainTypeWhy = typ, why
+		c.log.Info("domain type chosen", "domainType", typ, "setting", c.cfg.DomainType, "offered", host.DomainTypes, "why", why)
+	}
+	if err := c.report(ctx, host); err != nil {
+		return nil, err
+	}
+	planned := planDomains(mine, domains, c.spec, stuck)
+	failed := map[string]error{}
 	pending := map[string]bool{}
 	for _, a := range planned {
 		pending[a.UUID] = true
@@ -178,6 +219,9 @@ func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction
 			continue
 		}
 		c.retries.succeeded(a.UUID)
+		if a.Kind != actDelete {
+			c.bootStarted(a, now)
+		}
 	}
 	c.retries.keepOnly(pending)
 	if len(actions) > 0 {
@@ -185,7 +229,20 @@ func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction
 			return actions, fmt.Errorf("agent: list domains: %w", err)
 		}
 	}
-	return actions, c.writeStatus(ctx, mine, domains, failed)
+	return actions, c.writeStatus(ctx, mine, domains, failed, registered)
+}
+
+// registeredNodes tells which nodes are registered (not removed), by name.
+func (c *HypervisorController) registeredNodes(ctx context.Context) (map[string]bool, error) {
+	nodes, _, err := store.List[api.Node](ctx, c.st, store.NodesDir)
+	if err != nil {
+		return nil, err
+	}
+	registered := map[string]bool{}
+	for _, n := range nodes {
+		registered[n.Metadata.Name] = n.Status.Phase != api.NodeRemoved
+	}
+	return registered, nil
 }
 
 func machineName(a domainAction) string {
@@ -254,7 +311,7 @@ func (c *HypervisorController) spec(m *api.Machine) hypervisor.DomainSpec {
 		UUID: m.Spec.UUID, Name: m.Metadata.Name, Pool: m.Spec.Pool,
 		VCPUs: t.VCPUs, MemoryMiB: t.MemoryMiB, DiskGiB: t.DiskGiB,
 		StoragePool: t.StoragePoolName(), BaseImage: t.BaseImage, Network: t.Network,
-		MAC: hypervisor.MAC(m.Metadata.Name), Identity: id,
+		MAC: hypervisor.MAC(m.Metadata.Name), Identity: id, Type: c.domainType,
 	}
 	if b := t.Boot; b != nil {
 		s.Kernel, s.Initrd, s.Cmdline = b.Kernel, b.Initrd, b.Cmdline
@@ -276,7 +333,8 @@ func (c *HypervisorController) report(ctx context.Context, h hypervisor.Host) er
 		hv.Metadata = old.Metadata
 	}
 	hv.Spec.Labels = c.cfg.Labels
-	hv.Status = api.HypervisorStatus{VCPUs: h.VCPUs, MemoryMiB: h.MemoryMiB, DiskGiB: h.DiskGiB, Networks: h.Networks, Images: h.Images, UpdatedAt: c.Now()}
+	hv.Status = api.HypervisorStatus{VCPUs: h.VCPUs, MemoryMiB: h.MemoryMiB, DiskGiB: h.DiskGiB, Networks: h.Networks, Images: h.Images,
+		DomainType: c.domainType, DomainTypeReason: c.domainTypeWhy, UpdatedAt: c.Now()}
 	if err == nil && maps.Equal(old.Spec.Labels, hv.Spec.Labels) && sameReport(old.Status, hv.Status) {
 		return nil
 	}
@@ -288,109 +346,8 @@ func (c *HypervisorController) report(ctx context.Context, h hypervisor.Host) er
 
 func sameReport(a, b api.HypervisorStatus) bool {
 	return a.VCPUs == b.VCPUs && a.MemoryMiB == b.MemoryMiB && maps.Equal(a.DiskGiB, b.DiskGiB) &&
-		slices.Equal(a.Networks, b.Networks) && slices.Equal(a.Images, b.Images) && a.Message == b.Message
-}
-
-// writeStatus records each machine's domain state, whether its node is
-// registered (discoverable) and whether it has a desired NixOS configuration;
-// a machine changed by someone else since it was read is left to the next
-// pass.
-func (c *HypervisorController) writeStatus(ctx context.Context, machines []*api.Machine, domains []hypervisor.Domain, failed map[string]error) error {
-	byUUID := map[string]hypervisor.Domain{}
-	for _, d := range domains {
-		byUUID[d.Spec.UUID] = d
-	}
-	nodes, _, err := store.List[api.Node](ctx, c.st, store.NodesDir)
-	if err != nil {
-		return err
-	}
-	registered := map[string]bool{}
-	for _, n := range nodes {
-		registered[n.Metadata.Name] = n.Status.Phase != api.NodeRemoved
-	}
-	cfgs, err := c.st.Client().Get(ctx, store.NixosConfigsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return fmt.Errorf("agent: configurations: %w", err)
-	}
-	configured := map[string]bool{}
-	for _, kv := range cfgs.Kvs {
-		configured[store.Name(string(kv.Key))] = true
-	}
-	var errs []error
-	for _, m := range machines {
-		st := observedStatus(m, byUUID, failed[m.Spec.UUID], registered[m.Metadata.Name], c.Now())
-		st.HasConfiguration = configured[m.Metadata.Name]
-		if sameMachineStatus(st, m.Status) {
-			continue
-		}
-		nm := *m
-		nm.Status = st
-		if err := c.st.Update(ctx, store.MachineKey(m.Metadata.Name), &nm); err != nil && !errors.Is(err, store.ErrConflict) {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// observedStatus is a machine's status from its domain.
-func observedStatus(m *api.Machine, domains map[string]hypervisor.Domain, failure error, registered bool, now time.Time) api.MachineStatus {
-	st := m.Status
-	st.Conditions = slices.Clone(m.Status.Conditions)
-	st.Discoverable = registered
-	d, exists := domains[m.Spec.UUID]
-	switch {
-	case m.Spec.Deleting && !exists:
-		st.Phase, st.DomainState, st.Addresses = api.MachineDeleted, "", nil
-	case m.Spec.Deleting:
-		st.Phase, st.DomainState = api.MachineDeleting, string(d.State)
-	case !exists:
-		st.Phase, st.DomainState, st.Addresses = api.MachineProvisioning, "", nil
-	case d.State == hypervisor.Running:
-		st.Phase, st.DomainState, st.Addresses = api.MachineRunning, string(d.State), d.Addresses
-	default:
-		st.Phase, st.DomainState, st.Addresses = api.MachineStopped, string(d.State), nil
-	}
-	c := api.Condition{Type: api.CondProvisioned, Status: exists && failure == nil, Since: now}
-	switch {
-	case failure != nil:
-		c.Reason, c.Message = failureReason(failure), failure.Error()
-		if !exists {
-			st.Phase = api.MachineFailed
-		}
-	case exists:
-		c.Reason = "DomainDefined"
-	default:
-		c.Reason = "NotDefined"
-	}
-	st.Conditions, _ = api.SetCondition(st.Conditions, c)
-	st.UpdatedAt = m.Status.UpdatedAt
-	if !sameMachineStatus(st, m.Status) {
-		st.UpdatedAt = now
-	}
-	return st
-}
-
-func failureReason(err error) string {
-	for _, s := range []struct {
-		err    error
-		reason string
-	}{
-		{hypervisor.ErrNoNetwork, "UnknownNetwork"}, {hypervisor.ErrNoImage, "UnknownImage"}, {hypervisor.ErrNoStoragePool, "UnknownStoragePool"},
-		{hypervisor.ErrNameTaken, "NameTaken"}, {hypervisor.ErrUnsupported, "Unsupported"},
-	} {
-		if errors.Is(err, s.err) {
-			return s.reason
-		}
-	}
-	return "Failed"
-}
-
-func sameMachineStatus(a, b api.MachineStatus) bool {
-	return a.Phase == b.Phase && a.Discoverable == b.Discoverable && a.HasConfiguration == b.HasConfiguration &&
-		a.DomainState == b.DomainState && slices.Equal(a.Addresses, b.Addresses) &&
-		slices.EqualFunc(a.Conditions, b.Conditions, func(x, y api.Condition) bool {
-			return x.Type == y.Type && x.Status == y.Status && x.Reason == y.Reason && x.Message == y.Message
-		})
+		slices.Equal(a.Networks, b.Networks) && slices.Equal(a.Images, b.Images) && a.Message == b.Message &&
+		a.DomainType == b.DomainType && a.DomainTypeReason == b.DomainTypeReason
 }
 
 // HasHypervisorRole tells whether roles hold the hypervisor role.

@@ -13,6 +13,8 @@ import (
 //	machine, no domain ------------------> Create  (define, start)
 //	domain differs in what nico owns ----> Restart (stop, define, start) or, stopped, Create
 //	domain stopped ----------------------> Start
+//	running, no sign of boot, of another
+//	type than the host now defines ------> Restart (redefined as that type)
 //	machine Deleting, domain exists -----> Delete  (stop gracefully, undefine with volumes)
 //	nico domain, no machine on this host > Delete
 //	otherwise ---------------------------> nothing (a running domain is never touched)
@@ -21,9 +23,15 @@ type domainAction struct {
 	UUID    string
 	Machine *api.Machine // nil for an undeclared domain
 	Spec    hypervisor.DomainSpec
-	// Why names the owned fields that differ, for Restart.
+	// Why names the owned fields that differ, for Restart (whyDomainType:
+	// a domain that does not boot, redefined as the type chosen now).
 	Why []string
+	// From is the domain's type before a Restart for whyDomainType.
+	From string
 }
+
+// whyDomainType is the Why of a domain redefined as another type.
+const whyDomainType = "domainType"
 
 type actionKind string
 
@@ -35,8 +43,9 @@ const (
 )
 
 // planDomains compares the machines placed on this host with the nico
-// domains it runs. It is pure: spec builds a machine's domain spec.
-func planDomains(machines []*api.Machine, domains []hypervisor.Domain, spec func(*api.Machine) hypervisor.DomainSpec) []domainAction {
+// domains it runs. It is pure: spec builds a machine's domain spec; stuck
+// holds the running domains whose guest showed no sign of booting in time.
+func planDomains(machines []*api.Machine, domains []hypervisor.Domain, spec func(*api.Machine) hypervisor.DomainSpec, stuck map[string]bool) []domainAction {
 	byUUID := map[string]hypervisor.Domain{}
 	for _, d := range domains {
 		byUUID[d.Spec.UUID] = d
@@ -59,6 +68,8 @@ func planDomains(machines []*api.Machine, domains []hypervisor.Domain, spec func
 		switch {
 		case !exists:
 			out = append(out, domainAction{Kind: actCreate, UUID: m.Spec.UUID, Machine: m, Spec: want})
+		case stuck[m.Spec.UUID] && want.Type != "" && want.Type != d.Spec.Type:
+			out = append(out, domainAction{Kind: actRestart, UUID: m.Spec.UUID, Machine: m, Spec: want, Why: []string{whyDomainType}, From: d.Spec.Type})
 		case len(want.Differs(d.Spec)) > 0 && d.State == hypervisor.Shutoff:
 			out = append(out, domainAction{Kind: actCreate, UUID: m.Spec.UUID, Machine: m, Spec: want, Why: want.Differs(d.Spec)})
 		case len(want.Differs(d.Spec)) > 0:

@@ -302,7 +302,7 @@ func TestPlanDomains(t *testing.T) {
 		{"stray removed first", []*api.Machine{m}, []hypervisor.Domain{stray}, []string{"delete stray", "create web-0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := kinds(planDomains(tc.machines, tc.domains, c.spec)); !slices.Equal(got, tc.want) {
+			if got := kinds(planDomains(tc.machines, tc.domains, c.spec, nil)); !slices.Equal(got, tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
 		})

@@ -405,6 +405,17 @@ in
             example = [ "rack=a" "gpu=true" ];
             description = "Labels of this hypervisor host (key=value), matched by machine pools' `hostSelector`.";
           };
+          hypervisor.domainType = mkOption {
+            type = types.enum [ "auto" "kvm" "qemu" ];
+            default = "auto";
+            description = ''
+              Type of the domains this host defines. `auto` gives them `kvm`
+              where libvirt offers it (qemu can use `/dev/kvm`), until a kvm
+              guest shows no sign of booting (a nested or paravirtualized KVM
+              that cannot run guests): then `qemu`, software emulation, until
+              the agent restarts. `kvm` and `qemu` fix the type.
+            '';
+          };
         };
       };
     };

@@ -19,6 +19,11 @@ const (
 	CondScheduled = "Scheduled"
 	// CondProvisioned: the host defined and started the domain.
 	CondProvisioned = "Provisioned"
+	// CondBooted: a machine's running domain showed a sign that its guest
+	// booted (console output, an address, its node registered); false with
+	// reason Booting while it waits, NotBooting when none came within the
+	// host's hypervisor.bootTimeout. Only a running machine has it.
+	CondBooted = "Booted"
 	// CondReady: a pool has all its machines running.
 	CondReady = "Ready"
 	// CondValid: a pool's spec can be satisfied by some host.

@@ -66,10 +66,15 @@ type HypervisorStatus struct {
 	// Networks are the active libvirt networks.
 	Networks []string `json:"networks,omitempty"`
 	// Images are the base volumes, as "pool/volume".
-	Images    []string  `json:"images,omitempty"`
-	Domains   int       `json:"domains"`
-	Message   string    `json:"message,omitempty"`
-	UpdatedAt time.Time `json:"updatedAt,omitempty"`
+	Images  []string `json:"images,omitempty"`
+	Domains int      `json:"domains"`
+	Message string   `json:"message,omitempty"`
+	// DomainType is the type the host gives the domains it defines (kvm,
+	// qemu), and DomainTypeReason why (hypervisor.domainType, what libvirt
+	// offers, a kvm guest that did not boot).
+	DomainType       string    `json:"domainType,omitempty"`
+	DomainTypeReason string    `json:"domainTypeReason,omitempty"`
+	UpdatedAt        time.Time `json:"updatedAt,omitempty"`
 }
 
 // NewHypervisor returns a Hypervisor named after its node.

@@ -39,7 +39,7 @@ func TestAgentDefaults(t *testing.T) {
 		Log:          Log{Level: "info", Format: "text"},
 		Generations:  Generations{Applier: "none", SecretsDir: "/run/nico/secrets", HealthDeadline: 2 * time.Minute, AgentPathFile: "/etc/nico/agent-path"},
 		Gossip:       Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
-		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
+		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second, DomainType: "auto", BootTimeout: 5 * time.Minute},
 		PKI:          PKI{Dir: "/var/lib/nico/pki"},
 		JoinEndpoint: JoinEndpoint{Listen: ":7950"},
 	}
@@ -137,7 +137,7 @@ generations:
 		Generations: Generations{Applier: "exec", Command: []string{"/bin/sh", "-c", "echo $NICO_REVISION"}, SecretsDir: "/run/nico/secrets", HealthDeadline: 30 * time.Second,
 			AllowFailedUnits: []string{"user@*.service"}, CheckCommands: []string{"systemctl is-active kubelet"}, HTTPChecks: []string{"http://127.0.0.1:10248/healthz"}, AgentPathFile: "/etc/nico/agent-path"},
 		Gossip:       Gossip{Bind: "0.0.0.0", Port: "7946", Profile: "lan"},
-		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second},
+		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second, DomainType: "auto", BootTimeout: 5 * time.Minute},
 		PKI:          PKI{Dir: "/srv/nico/pki"},
 		JoinEndpoint: JoinEndpoint{Listen: ":7950"},
 	}

@@ -55,7 +55,23 @@ type Hypervisor interface {
 	// Undefine stops the domain at once and removes it with the volumes
 	// nico created for it.
 	Undefine(ctx context.Context, uuid string) error
+	// ConsoleBytes tells how many bytes the domain wrote to its serial
+	// console since it last started (0 when it is not running): a guest
+	// that wrote nothing has not got as far as its kernel. ErrNotFound for a
+	// UUID that is not nico's; ErrUnsupported where the implementation
+	// cannot read the console (a remote host, a session daemon, a domain
+	// defined without a console log).
+	ConsoleBytes(ctx context.Context, uuid string) (int64, error)
 }
+
+// Domain types a host may offer (DomainSpec.Type, Host.DomainTypes).
+const (
+	// TypeKVM runs the guest with hardware virtualization (/dev/kvm).
+	TypeKVM = "kvm"
+	// TypeQEMU runs the guest under software emulation (QEMU's TCG): slow,
+	// but it needs nothing of the host's CPU.
+	TypeQEMU = "qemu"
+)
 
 // Host is a hypervisor host's capacity.
 type Host struct {
@@ -68,6 +84,9 @@ type Host struct {
 	// "pool/volume" (volumes nico created are not images).
 	Networks []string
 	Images   []string
+	// DomainTypes are the domain types the host can run, e.g. kvm and
+	// qemu (libvirt offers kvm only where qemu can use /dev/kvm).
+	DomainTypes []string
 }
 
 // State is a domain's run state.
@@ -95,6 +114,11 @@ type Domain struct {
 // DomainSpec is what nico owns of a domain.
 type DomainSpec struct {
 	UUID string
+	// Type is the domain type (TypeKVM, TypeQEMU, or what else the host
+	// offers); empty: the implementation's default. It applies when the
+	// domain is (re)defined and is not one of the fields Differs compares:
+	// a running domain keeps its type until it is redefined.
+	Type string
 	// Name is the machine's (and the domain's) name; Pool its machine pool.
 	Name        string
 	Pool        string

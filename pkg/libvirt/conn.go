@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/homystack/nico/pkg/hypervisor"
 	"libvirt.org/go/libvirt"
+	"libvirt.org/go/libvirtxml"
 )
 
 // Hypervisor manages nico's domains through one libvirt connection URI
@@ -18,10 +20,16 @@ import (
 type Hypervisor struct {
 	uri string
 	log *slog.Logger
-	// DomainType is the domain type to define: "kvm", "qemu" or "test".
-	// Empty: "test" on the test driver, "kvm" where the host offers it,
-	// else "qemu" (software emulation).
+	// DomainType is the domain type of a spec that names none: "kvm",
+	// "qemu" or "test". Empty: "test" on the test driver, "kvm" where the
+	// host offers it, else "qemu" (software emulation).
 	DomainType string
+	// ConsoleDir is where each domain's serial console is logged (by
+	// libvirt's virtlogd) and read back by ConsoleBytes. New sets it to
+	// /var/log/libvirt/qemu for a local qemu:///system; empty: no console
+	// log (ConsoleBytes is ErrUnsupported, except on the test driver, whose
+	// domains run no guest and so write nothing).
+	ConsoleDir string
 
 	mu   sync.Mutex
 	conn *libvirt.Connect
@@ -30,7 +38,14 @@ type Hypervisor struct {
 
 // New returns a Hypervisor for uri. It connects on first use.
 func New(uri string, log *slog.Logger) *Hypervisor {
-	return &Hypervisor{uri: uri, log: log.With("component", "libvirt", "uri", uri)}
+	return &Hypervisor{uri: uri, log: log.With("component", "libvirt", "uri", uri), ConsoleDir: consoleDirFor(uri)}
+}
+
+// defaultType is the domain type of a spec that names none.
+func (h *Hypervisor) defaultType() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.typ
 }
 
 // Close drops the connection.
@@ -72,13 +87,44 @@ func (h *Hypervisor) connect() (*libvirt.Connect, error) {
 }
 
 func detectType(c *libvirt.Connect) string {
-	if t, err := c.GetType(); err == nil && strings.EqualFold(t, "test") {
+	if isTestDriver(c) {
 		return "test"
 	}
-	if caps, err := c.GetCapabilities(); err == nil && strings.Contains(caps, "<domain type='kvm'") {
-		return "kvm"
+	if types, err := domainTypes(c); err == nil && slices.Contains(types, hypervisor.TypeKVM) {
+		return hypervisor.TypeKVM
 	}
-	return "qemu"
+	return hypervisor.TypeQEMU
+}
+
+func isTestDriver(c *libvirt.Connect) bool {
+	t, err := c.GetType()
+	return err == nil && strings.EqualFold(t, "test")
+}
+
+// domainTypes are the domain types libvirt's capabilities offer for
+// hardware-virtualized guests (kvm only where qemu can use /dev/kvm).
+func domainTypes(c *libvirt.Connect) ([]string, error) {
+	doc, err := c.GetCapabilities()
+	if err != nil {
+		return nil, err
+	}
+	var caps libvirtxml.Caps
+	if err := caps.Unmarshal(doc); err != nil {
+		return nil, fmt.Errorf("libvirt: parse capabilities: %w", err)
+	}
+	var out []string
+	for _, g := range caps.Guests {
+		if g.OSType != "hvm" {
+			continue
+		}
+		for _, d := range g.Arch.Domains {
+			if !slices.Contains(out, d.Type) {
+				out = append(out, d.Type)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // check classifies err: a broken connection is dropped and reported as

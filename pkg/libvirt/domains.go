@@ -5,7 +5,9 @@ package libvirt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/hypervisor"
@@ -190,10 +192,21 @@ func (h *Hypervisor) Define(ctx context.Context, spec hypervisor.DomainSpec) err
 			return fmt.Errorf("%w: UUID %s belongs to a domain that is not nico's", hypervisor.ErrNameTaken, spec.UUID)
 		}
 	}
+	typ := spec.Type
+	if typ == "" {
+		typ = h.defaultType()
+	}
+	offered, err := domainTypes(c)
+	if err != nil {
+		return h.check(err, "capabilities")
+	}
+	if !slices.Contains(offered, typ) {
+		return fmt.Errorf("%w: domain type %q: this host offers %s", hypervisor.ErrUnsupported, typ, strings.Join(offered, ", "))
+	}
 	if err := h.ensureVolume(pool, base, spec); err != nil {
 		return err
 	}
-	doc, err := domainXML(spec, h.typ)
+	doc, err := domainXML(spec, typ, h.consoleLog(spec.UUID))
 	if err != nil {
 		return fmt.Errorf("libvirt: domain XML for %s: %w", spec.Name, err)
 	}

@@ -23,8 +23,10 @@ type metadata struct {
 	Volume      string `xml:"volume"`
 }
 
-// domainXML builds the domain definition for spec with libvirtxml.
-func domainXML(spec hypervisor.DomainSpec, domType string) (string, error) {
+// domainXML builds the domain definition for spec with libvirtxml, of type
+// domType; with consoleLog, the serial console is also logged to that file,
+// emptied at each start.
+func domainXML(spec hypervisor.DomainSpec, domType, consoleLog string) (string, error) {
 	metaXML, err := metadataXML(metadata{Machine: spec.Name, Pool: spec.Pool, StoragePool: spec.StoragePool, BaseImage: spec.BaseImage, Volume: hypervisor.VolumeName(spec.UUID)})
 	if err != nil {
 		return "", err
@@ -78,6 +80,9 @@ func domainXML(spec hypervisor.DomainSpec, domType string) (string, error) {
 		d.OS.BootDevices = nil
 		d.OS.Kernel, d.OS.Initrd, d.OS.Cmdline = spec.Kernel, spec.Initrd, spec.Cmdline
 	}
+	if consoleLog != "" {
+		d.Devices.Serials[0].Log = &libvirtxml.DomainChardevLog{File: consoleLog, Append: "off"}
+	}
 	if domType == "test" {
 		d.Devices.Channels = nil // the test driver has no guest agent channel
 		d.Devices.RNGs = nil     // nor RNG devices
@@ -115,6 +120,8 @@ type parsed struct {
 	owned bool
 	spec  hypervisor.DomainSpec
 	meta  metadata
+	// consoleLog is the file the serial console is logged to, if any.
+	consoleLog string
 }
 
 // parseDomain reads the owned fields back from a definition.
@@ -142,7 +149,7 @@ func parseDomain(doc string) (parsed, error) {
 		}
 	}
 	p.owned, p.meta = true, m
-	p.spec = hypervisor.DomainSpec{UUID: d.UUID, Name: d.Name, Pool: m.Pool, StoragePool: m.StoragePool, BaseImage: m.BaseImage}
+	p.spec = hypervisor.DomainSpec{UUID: d.UUID, Name: d.Name, Type: d.Type, Pool: m.Pool, StoragePool: m.StoragePool, BaseImage: m.BaseImage}
 	if d.VCPU != nil {
 		if d.VCPU.Value > maxVCPUs {
 			return parsed{}, fmt.Errorf("libvirt: domain %s: %d vCPUs is out of range (at most %d)", d.Name, d.VCPU.Value, maxVCPUs)
@@ -158,6 +165,9 @@ func parseDomain(doc string) (parsed, error) {
 			return parsed{}, fmt.Errorf("libvirt: domain %s: memory %d %s is out of range (at most %d MiB)", d.Name, d.Memory.Value, d.Memory.Unit, maxMemoryMiB)
 		}
 		p.spec.MemoryMiB = int(mib)
+	}
+	if d.Devices != nil && len(d.Devices.Serials) > 0 && d.Devices.Serials[0].Log != nil {
+		p.consoleLog = d.Devices.Serials[0].Log.File
 	}
 	if d.Devices != nil && len(d.Devices.Interfaces) > 0 {
 		i := d.Devices.Interfaces[0]

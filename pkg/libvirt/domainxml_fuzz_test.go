@@ -16,7 +16,7 @@ func FuzzParseDomain(f *testing.F) {
 	spec := hypervisortest.Spec("web-0", "11111111-2222-4333-8444-555555555501")
 	spec.Identity.Token = "tok"
 	for _, typ := range []string{"kvm", "test"} {
-		doc, err := domainXML(spec, typ)
+		doc, err := domainXML(spec, typ, "/var/log/libvirt/qemu/nico-"+spec.UUID+"-console.log")
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func FuzzParseDomain(f *testing.F) {
 		if p.spec.VCPUs < 0 || p.spec.MemoryMiB < 0 {
 			t.Fatalf("parsed negative sizes: %d vCPUs, %d MiB", p.spec.VCPUs, p.spec.MemoryMiB)
 		}
-		again, err := domainXML(p.spec, "test")
+		again, err := domainXML(p.spec, "test", p.consoleLog)
 		if err != nil {
 			t.Fatalf("parsed spec %+v does not render: %v", p.spec, err)
 		}

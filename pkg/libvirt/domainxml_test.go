@@ -13,13 +13,16 @@ import (
 func TestDomainXML(t *testing.T) {
 	spec := hypervisortest.Spec("web-0", "11111111-2222-4333-8444-555555555501")
 	spec.Identity.Token = "tok"
-	doc, err := domainXML(spec, "kvm")
+	doc, err := domainXML(spec, "kvm", "/var/log/libvirt/qemu/nico-"+spec.UUID+"-console.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var d libvirtxml.Domain
 	if err := d.Unmarshal(doc); err != nil {
 		t.Fatal(err)
+	}
+	if l := d.Devices.Serials[0].Log; l == nil || l.File != "/var/log/libvirt/qemu/nico-"+spec.UUID+"-console.log" || l.Append != "off" {
+		t.Fatalf("console log %+v", l)
 	}
 	if d.Type != "kvm" || d.OS.SMBios.Mode != "sysinfo" || len(d.SysInfo) != 1 || d.Features == nil || d.Features.ACPI == nil || len(d.Devices.RNGs) != 1 {
 		t.Fatalf("domain %s", doc)
@@ -36,7 +39,8 @@ func TestDomainXML(t *testing.T) {
 	}
 	p, err := parseDomain(doc)
 	p.spec.DiskGiB = spec.DiskGiB // read from the volume, not the definition
-	if err != nil || !p.owned || len(spec.Differs(p.spec)) != 0 || p.meta.Volume != hypervisor.VolumeName(spec.UUID) || p.spec.Pool != "pool" {
+	if err != nil || !p.owned || len(spec.Differs(p.spec)) != 0 || p.meta.Volume != hypervisor.VolumeName(spec.UUID) || p.spec.Pool != "pool" ||
+		p.spec.Type != "kvm" || p.consoleLog != d.Devices.Serials[0].Log.File {
 		t.Fatalf("parsed %+v %v", p, err)
 	}
 }
@@ -44,7 +48,7 @@ func TestDomainXML(t *testing.T) {
 func TestDomainXMLKernelBoot(t *testing.T) {
 	spec := hypervisortest.Spec("web-0", "11111111-2222-4333-8444-555555555501")
 	spec.Kernel, spec.Initrd, spec.Cmdline = "/boot/vmlinuz", "/boot/initrd.img", "console=ttyS0"
-	doc, err := domainXML(spec, "qemu")
+	doc, err := domainXML(spec, "qemu", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,9 +59,12 @@ func TestDomainXMLKernelBoot(t *testing.T) {
 	if d.OS.Kernel != spec.Kernel || d.OS.Initrd != spec.Initrd || d.OS.Cmdline != spec.Cmdline || len(d.OS.BootDevices) != 0 || d.OS.SMBios.Mode != "sysinfo" {
 		t.Fatalf("kernel boot: %s", doc)
 	}
+	if d.Devices.Serials[0].Log != nil {
+		t.Fatalf("console logged without a file: %s", doc)
+	}
 	p, err := parseDomain(doc)
 	p.spec.DiskGiB = spec.DiskGiB
-	if err != nil || len(spec.Differs(p.spec)) != 0 {
+	if err != nil || len(spec.Differs(p.spec)) != 0 || p.consoleLog != "" {
 		t.Fatalf("parsed %+v %v, differs %v", p.spec, err, spec.Differs(p.spec))
 	}
 }

@@ -13,8 +13,8 @@ import (
 
 // Host implements hypervisor.Hypervisor: CPUs and memory from the node
 // info, each active storage pool's capacity less the volumes that are not
-// nico's, the active networks, and the volumes that nico did not create as
-// images.
+// nico's, the active networks, the volumes that nico did not create as
+// images, and the domain types of libvirt's capabilities.
 func (h *Hypervisor) Host(ctx context.Context) (hypervisor.Host, error) {
 	c, err := h.connect()
 	if err != nil {
@@ -69,5 +69,8 @@ func (h *Hypervisor) Host(ctx context.Context) (hypervisor.Host, error) {
 	}
 	sort.Strings(out.Images)
 	sort.Strings(out.Networks)
+	if out.DomainTypes, err = domainTypes(c); err != nil {
+		return out, h.check(err, "capabilities")
+	}
 	return out, nil
 }

@@ -18,8 +18,9 @@ var errNoCgo = fmt.Errorf("%w: this nico-agent was built without cgo, so without
 // the Nix package nico that every host without the hypervisor role runs), has
 // no libvirt: every call fails with hypervisor.ErrUnavailable.
 type Hypervisor struct {
-	// DomainType is kept for the same API as the cgo build.
+	// DomainType and ConsoleDir are kept for the same API as the cgo build.
 	DomainType string
+	ConsoleDir string
 }
 
 // New returns a Hypervisor that cannot reach libvirt.
@@ -50,5 +51,8 @@ func (h *Hypervisor) Stop(context.Context, string, time.Duration) error { return
 
 // Undefine implements hypervisor.Hypervisor.
 func (h *Hypervisor) Undefine(context.Context, string) error { return errNoCgo }
+
+// ConsoleBytes implements hypervisor.Hypervisor.
+func (h *Hypervisor) ConsoleBytes(context.Context, string) (int64, error) { return 0, errNoCgo }
 
 var _ hypervisor.Hypervisor = (*Hypervisor)(nil)

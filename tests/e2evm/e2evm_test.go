@@ -10,15 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -76,6 +72,8 @@ func TestGuestJoins(t *testing.T) {
 	guestDir := filepath.Join(w, "guest")
 	must(t, os.MkdirAll(guestDir, 0o755))
 	kernel, initrd := buildGuest(t, guestDir, filepath.Join(w, "guest-agent"))
+	domainType, why := chooseAccel(t, w, kernel)
+	t.Logf("e2e-vm: guests run as domain type %s: %s", domainType, why)
 	// The cluster's first join token: the bootstrap machine serves the join
 	// endpoint with it, and hands it to its VMs.
 	tok, err := token.Generate()
@@ -88,7 +86,8 @@ func TestGuestJoins(t *testing.T) {
 	hvArgs := []string{"--name", "hv-1", "--roles", "controlPlane,hypervisor", "--bootstrap", "--dataDir", filepath.Join(w, "hv-1"),
 		"--etcd.peerURL", "https://" + hostIP + ":2380", "--etcd.clientURL", "https://" + hostIP + ":2379",
 		"--tokenFile", tokenPath, "--gossip.bind", hostIP, "--join.listen", hostIP + ":7950",
-		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s"}
+		"--hypervisor.uri", "qemu:///system", "--hypervisor.resync", "1s", "--hypervisor.stopGrace", "20s",
+		"--hypervisor.domainType", domainType, "--hypervisor.bootTimeout", bootTimeout.String()}
 	stopHV := start(t, w, "hv-1", filepath.Join(w, "nico-agent"), hvArgs...)
 	// The test reads the store as root, from hv-1's pki.dir.
 	pkiDir := pki.Dir(filepath.Join(w, "hv-1", "pki"))
@@ -130,9 +129,9 @@ func TestGuestJoins(t *testing.T) {
 	}
 	sorted := slices.Clone(took)
 	slices.Sort(sorted)
-	t.Logf("e2e-vm: pool scale-up (0 -> 1) to the guest's node registered: median %v of %v", sorted[len(sorted)/2].Round(10*time.Millisecond), took)
+	t.Logf("e2e-vm: pool scale-up (0 -> 1) to the guest's node registered: median %v of %v (domain type %s)", sorted[len(sorted)/2].Round(10*time.Millisecond), took, domainType)
 	if f := os.Getenv("NICO_E2EVM_RESULT"); f != "" {
-		must(t, os.WriteFile(f, fmt.Appendf(nil, "scale-up to node registered, median of %d: %v (runs %v)\n", runs, sorted[len(sorted)/2].Round(10*time.Millisecond), took), 0o644))
+		must(t, os.WriteFile(f, fmt.Appendf(nil, "scale-up to node registered, median of %d: %v (runs %v), domain type %s: %s\n", runs, sorted[len(sorted)/2].Round(10*time.Millisecond), took, domainType, why), 0o644))
 	}
 
 	lostConnection(t, ctx, st, w, kernel, initrd)
@@ -167,6 +166,7 @@ func wrongToken(t *testing.T, ctx context.Context, st *store.Store, w, kernel, i
 		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
 			return false, err.Error()
 		}
+		notBooting(t, m)
 		return false, fmt.Sprintf("machine %s %v", m.Status.Phase, m.Status.Addresses)
 	})
 	if err := st.Get(ctx, store.NodeKey(name), &api.Node{}); !errors.Is(err, store.ErrNotFound) {
@@ -208,7 +208,15 @@ func lostConnection(t *testing.T, ctx context.Context, st *store.Store, w, kerne
 	t.Log("libvirtd restarted")
 
 	waitFor(t, ctx, 10*time.Minute, "node "+name+" registered after libvirtd restarted", func() (bool, string) {
-		return st.Get(ctx, store.NodeKey(name), &api.Node{}) == nil, ""
+		if st.Get(ctx, store.NodeKey(name), &api.Node{}) == nil {
+			return true, ""
+		}
+		m := &api.Machine{}
+		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
+			return false, err.Error()
+		}
+		notBooting(t, m)
+		return false, fmt.Sprintf("machine %s %v", m.Status.Phase, m.Status.Conditions)
 	})
 	n := 0
 	for _, d := range strings.Fields(virshOut(t, "list", "--all", "--name")) {
@@ -260,17 +268,24 @@ func scaleUpToNode(t *testing.T, ctx context.Context, st *store.Store, w, pool, 
 	t0 := time.Now()
 	name := placement.MachineName(pool, 0)
 	var stopConsole func()
+	var consoleSince time.Time
 	waitFor(t, ctx, 10*time.Minute, "node "+name+" registered", func() (bool, string) {
 		if err := st.Get(ctx, store.NodeKey(name), &api.Node{}); err == nil {
 			return true, ""
 		}
 		if stopConsole == nil && slices.Contains(strings.Fields(virshOut(t, "list", "--name")), name) {
-			stopConsole = console(t, w, name) // from the domain's start
+			if stopConsole = console(t, w, name); stopConsole != nil { // from the domain's start
+				consoleSince = time.Now()
+			}
+		}
+		if stopConsole != nil {
+			silentConsole(t, filepath.Join(w, name+".console"), name, consoleSince)
 		}
 		m := &api.Machine{}
 		if err := st.Get(ctx, store.MachineKey(name), m); err != nil {
 			return false, "machine: " + err.Error()
 		}
+		notBooting(t, m)
 		return false, fmt.Sprintf("machine %s on %q: %s %v", name, m.Spec.Host, m.Status.Phase, m.Status.Conditions)
 	})
 	took := time.Since(t0)
@@ -334,130 +349,5 @@ func scale(t *testing.T, ctx context.Context, st *store.Store, pool string, coun
 			must(t, err)
 			return
 		}
-	}
-}
-
-// console copies the guest's serial console (a pty) into w/NAME.console,
-// logged when the test fails; nil when the domain shows no pty yet.
-func console(t *testing.T, w, name string) func() {
-	// The live definition names the serial port's pty.
-	out, _ := exec.Command("virsh", "-q", "-c", "qemu:///system", "dumpxml", name).Output()
-	m := regexp.MustCompile(`<source path=['"](/dev/pts/[0-9]+)['"]`).FindSubmatch(out)
-	if m == nil {
-		return nil // not yet: the caller tries again
-	}
-	f, err := os.Open(string(m[1]))
-	if err != nil {
-		t.Logf("console of %s: %v", name, err)
-		return func() {}
-	}
-	path := filepath.Join(w, name+".console")
-	log, err := os.Create(path)
-	if err != nil {
-		f.Close()
-		return func() {}
-	}
-	t.Logf("copying %s's console (%s) to %s", name, m[1], path)
-	done := make(chan struct{})
-	go func() { defer close(done); _, _ = io.Copy(log, f) }()
-	stop := func() { f.Close(); <-done; log.Close() }
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(path)
-			t.Logf("%s's console:\n%s", name, tail(b, 6000))
-		}
-	})
-	return stop
-}
-
-// start runs a program of the cluster in the background, its output in
-// w/NAME.log (logged when the test fails), stopped with SIGTERM at the end.
-func start(t *testing.T, w, name, bin string, args ...string) (stop func()) {
-	t.Helper()
-	path := filepath.Join(w, name+".log")
-	out, err := os.Create(path)
-	must(t, err)
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	must(t, cmd.Start())
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			out.Close()
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			b, _ := os.ReadFile(path)
-			t.Logf("%s's log:\n%s", name, tail(b, 12000))
-		}
-	})
-	return stop
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
-}
-
-// waitFor polls cond until it holds, failing after within with what cond
-// said last.
-func waitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	last := ""
-	for {
-		ok, msg := cond()
-		if ok {
-			return
-		}
-		if msg != last {
-			t.Logf("waiting for %s: %s", what, msg)
-			last = msg
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %v: %s", what, within, msg)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func virsh(t *testing.T, args ...string) {
-	t.Helper()
-	run(t, "virsh", append([]string{"-q", "-c", "qemu:///system"}, args...)...)
-}
-
-func virshOut(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("virsh", append([]string{"-q", "-c", "qemu:///system"}, args...)...).Output()
-	if err != nil {
-		t.Fatalf("virsh %v: %v", args, err)
-	}
-	return string(out)
-}
-
-func run(t *testing.T, name string, args ...string) {
-	t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		t.Fatalf("%s %v: %v: %s", name, args, err, out)
-	}
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -13,9 +13,14 @@
 #                          with a static nico-agent
 #
 # Nothing leaves the namespace: the libvirt network is isolated (no forward)
-# and every address is 127.0.0.1 or 10.77.0.0/24. Needs root. /dev/kvm is
-# used where it exists (made group kvm, 0660, as there is no udev), else
-# qemu emulates (domain type qemu). Set NICO_E2EVM_KEEP=1 to keep $W.
+# and every address is 127.0.0.1 or 10.77.0.0/24. Needs root. The guests
+# are domain type kvm when /dev/kvm exists (made group kvm, 0660, as there
+# is no udev) and a probe guest under qemu -accel kvm prints its kernel's
+# banner within 30 s (accel_test.go; a nested kvm_pvm's does not), else
+# qemu emulates (domain type qemu, TCG); the test logs which and why, and
+# fails at once when a guest's console stays silent or its host reports it
+# NotBooting. NICO_E2EVM_DOMAIN_TYPE=kvm|qemu skips the probe. Set
+# NICO_E2EVM_KEEP=1 to keep $W.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 

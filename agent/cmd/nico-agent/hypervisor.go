@@ -21,6 +21,7 @@ func newHypervisor(cfg config.Agent, log *slog.Logger) (*agent.HypervisorSetup, 
 	hv := libvirt.New(cfg.Hypervisor.URI, log)
 	hc := agent.HypervisorConfig{
 		Labels: cfg.Hypervisor.LabelMap(), StopGrace: cfg.Hypervisor.StopGrace, Resync: cfg.Hypervisor.Resync,
+		DomainType: cfg.Hypervisor.DomainType, BootTimeout: cfg.Hypervisor.BootTimeout,
 	}
 	hc.Seeds, hc.Token = guestMesh(cfg)
 	return &agent.HypervisorSetup{HV: hv, Config: hc}, func() { _ = hv.Close() }

@@ -155,6 +155,64 @@ func Contract(t *testing.T, newEnv func(t *testing.T, foreign ...string) Env) {
 		}
 	})
 
+	t.Run("domain types: each offered one reads back, others are refused", func(t *testing.T) {
+		e := newEnv(t)
+		h, err := e.HV.Host(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.DomainTypes) == 0 {
+			t.Fatalf("host offers no domain type: %+v", h)
+		}
+		s := Spec("vm-1", u1)
+		if err := e.HV.Define(ctx(t), s); err != nil {
+			t.Fatal(err)
+		}
+		if d := one(t, e.HV); !slices.Contains(h.DomainTypes, d.Spec.Type) {
+			t.Fatalf("default type %q is not one the host offers (%v)", d.Spec.Type, h.DomainTypes)
+		}
+		for _, typ := range h.DomainTypes {
+			s.Type = typ
+			if err := e.HV.Define(ctx(t), s); err != nil {
+				t.Fatalf("define as %s: %v", typ, err)
+			}
+			if d := one(t, e.HV); d.Spec.Type != typ || len(s.Differs(d.Spec)) != 0 {
+				t.Fatalf("defined as %s, read back %+v", typ, d.Spec)
+			}
+		}
+		bad := Spec("vm-2", u2)
+		bad.Type = "nosuchtype"
+		if err := e.HV.Define(ctx(t), bad); !errors.Is(err, hypervisor.ErrUnsupported) {
+			t.Fatalf("define as a type the host does not offer: %v, want ErrUnsupported", err)
+		}
+		if ds, _ := e.HV.Domains(ctx(t)); len(ds) != 1 {
+			t.Fatalf("after a refused type: %+v", ds)
+		}
+	})
+
+	t.Run("console: empty until the guest writes, reset by a stop", func(t *testing.T) {
+		e := newEnv(t)
+		if err := e.HV.Define(ctx(t), Spec("vm-1", u1)); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.HV.ConsoleBytes(ctx(t), u1); err != nil || n != 0 {
+			t.Fatalf("console of a domain never started: %d %v", n, err)
+		}
+		if err := e.HV.Start(ctx(t), u1); err != nil {
+			t.Fatal(err)
+		}
+		// The hosts of the contract run no guest: nothing is written.
+		if n, err := e.HV.ConsoleBytes(ctx(t), u1); err != nil || n != 0 {
+			t.Fatalf("console of a running domain whose guest wrote nothing: %d %v", n, err)
+		}
+		if err := e.HV.Stop(ctx(t), u1, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := e.HV.ConsoleBytes(ctx(t), u1); err != nil || n != 0 {
+			t.Fatalf("console of a stopped domain: %d %v", n, err)
+		}
+	})
+
 	t.Run("foreign domains are never listed nor taken over", func(t *testing.T) {
 		e := newEnv(t, "theirs")
 		fu := e.Foreign["theirs"]
@@ -168,6 +226,7 @@ func Contract(t *testing.T, newEnv func(t *testing.T, foreign ...string) Env) {
 			"start":    func() error { return e.HV.Start(ctx(t), fu) },
 			"stop":     func() error { return e.HV.Stop(ctx(t), fu, time.Second) },
 			"undefine": func() error { return e.HV.Undefine(ctx(t), fu) },
+			"console":  func() error { _, err := e.HV.ConsoleBytes(ctx(t), fu); return err },
 		} {
 			if err := f(); !errors.Is(err, hypervisor.ErrNotFound) {
 				t.Fatalf("%s of a foreign domain: %v, want ErrNotFound", name, err)
@@ -211,6 +270,7 @@ func Contract(t *testing.T, newEnv func(t *testing.T, foreign ...string) Env) {
 			func() error { return e.HV.Start(ctx(t), u2) },
 			func() error { return e.HV.Stop(ctx(t), u2, time.Second) },
 			func() error { return e.HV.Undefine(ctx(t), u2) },
+			func() error { _, err := e.HV.ConsoleBytes(ctx(t), u2); return err },
 		} {
 			if err := f(); !errors.Is(err, hypervisor.ErrNotFound) {
 				t.Fatalf("unknown UUID: %v", err)

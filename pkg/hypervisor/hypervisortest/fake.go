@@ -28,19 +28,43 @@ type Fake struct {
 type fakeDomain struct {
 	spec  hypervisor.DomainSpec
 	state hypervisor.State
+	// console counts the bytes the guest wrote since it last started.
+	console int64
 }
 
 // NewFake returns a fake host with the given capacity.
 func NewFake(vcpus, memMiB int) *Fake {
 	return &Fake{
 		host: hypervisor.Host{VCPUs: vcpus, MemoryMiB: memMiB, DiskGiB: map[string]int{"default": 100},
-			Networks: []string{"default"}, Images: []string{"default/base.qcow2"}},
+			Networks: []string{"default"}, Images: []string{"default/base.qcow2"},
+			DomainTypes: []string{hypervisor.TypeKVM, hypervisor.TypeQEMU}},
 		domains: map[string]*fakeDomain{}, foreign: map[string]string{}, fail: map[string]error{}, calls: map[string]int{},
 	}
 }
 
+// SetDomainTypes sets the domain types the host offers (kvm and qemu by
+// default).
+func (f *Fake) SetDomainTypes(types ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.host.DomainTypes = slices.Clone(types)
+}
+
+// WriteConsole makes the running domain uuid write n bytes to its serial
+// console, as a booting guest does; it tells whether the domain runs.
+func (f *Fake) WriteConsole(uuid string, n int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	d := f.domains[uuid]
+	if d == nil || d.state != hypervisor.Running {
+		return false
+	}
+	d.console += n
+	return true
+}
+
 // FailNext makes the next call of method (Host, Domains, Define, Start,
-// Stop, Undefine) return err.
+// Stop, Undefine, ConsoleBytes) return err.
 func (f *Fake) FailNext(method string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -88,6 +112,7 @@ func (f *Fake) Host(ctx context.Context) (hypervisor.Host, error) {
 	}
 	h := f.host
 	h.DiskGiB = maps.Clone(h.DiskGiB)
+	h.DomainTypes = slices.Clone(h.DomainTypes)
 	return h, nil
 }
 
@@ -122,6 +147,8 @@ func (f *Fake) Define(ctx context.Context, spec hypervisor.DomainSpec) error {
 		return fmt.Errorf("%w: %q in pool %q", hypervisor.ErrNoImage, spec.BaseImage, spec.StoragePool)
 	case !slices.Contains(f.host.Networks, spec.Network):
 		return fmt.Errorf("%w: %q", hypervisor.ErrNoNetwork, spec.Network)
+	case spec.Type != "" && !slices.Contains(f.host.DomainTypes, spec.Type):
+		return fmt.Errorf("%w: domain type %q (the host offers %v)", hypervisor.ErrUnsupported, spec.Type, f.host.DomainTypes)
 	}
 	if _, ok := f.foreign[spec.Name]; ok {
 		return fmt.Errorf("%w: %q is not nico's", hypervisor.ErrNameTaken, spec.Name)
@@ -130,6 +157,9 @@ func (f *Fake) Define(ctx context.Context, spec hypervisor.DomainSpec) error {
 		if d.spec.Name == spec.Name && uuid != spec.UUID {
 			return fmt.Errorf("%w: %q has UUID %s", hypervisor.ErrNameTaken, spec.Name, uuid)
 		}
+	}
+	if spec.Type == "" && len(f.host.DomainTypes) > 0 {
+		spec.Type = f.host.DomainTypes[0] // the fake's default: the first offered
 	}
 	d := f.domains[spec.UUID]
 	if d == nil {
@@ -162,8 +192,29 @@ func (f *Fake) setState(method, uuid string, s hypervisor.State) error {
 	if d == nil {
 		return fmt.Errorf("%w: %s", hypervisor.ErrNotFound, uuid)
 	}
+	if d.state != s {
+		d.console = 0 // a new run: its console starts empty
+	}
 	d.state = s
 	return nil
+}
+
+// ConsoleBytes implements hypervisor.Hypervisor: what WriteConsole wrote
+// since the domain last started.
+func (f *Fake) ConsoleBytes(ctx context.Context, uuid string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.enter("ConsoleBytes"); err != nil {
+		return 0, err
+	}
+	d := f.domains[uuid]
+	if d == nil {
+		return 0, fmt.Errorf("%w: %s", hypervisor.ErrNotFound, uuid)
+	}
+	if d.state != hypervisor.Running {
+		return 0, nil
+	}
+	return d.console, nil
 }
 
 // Undefine implements hypervisor.Hypervisor.

@@ -87,7 +87,7 @@ let
       seeds = [ "10.0.0.1" ];
       tokenFile = "/run/keys/t";
       hypervisor.storagePools = { default = "/var/lib/libvirt/images"; "nico pool" = "/srv/vms"; };
-      settings.hypervisor = { uri = "qemu+ssh://h/system"; labels = [ "rack=a" ]; };
+      settings.hypervisor = { uri = "qemu+ssh://h/system"; labels = [ "rack=a" ]; domainType = "qemu"; };
     };
   }];
   hvPoolsScript = hvPools.systemd.services.nico-libvirt-pools.serviceConfig.ExecStart.text;
@@ -136,7 +136,7 @@ let
         gossip = { port = 7946; profile = "lan"; };
         join = { listen = ":7950"; endpoints = [ ]; };
         generations = { applier = "none"; command = [ ]; healthDeadline = "2m"; checkCommands = [ ]; httpChecks = [ ]; allowFailedUnits = [ ]; agentPathFile = "/etc/nico/agent-path"; };
-        hypervisor = { uri = "qemu:///system"; labels = [ ]; };
+        hypervisor = { uri = "qemu:///system"; labels = [ ]; domainType = "auto"; };
       }
       && lib.hasSuffix "nico-agent.yaml" agentYamlFile;
     "etcd reads the agent's environment file and is not started at boot" =
@@ -263,8 +263,8 @@ let
       && lib.hasInfix "pool-define-as default dir --target /var/lib/libvirt/images" hvPoolsScript
       && lib.hasInfix "pool-define-as 'nico pool' dir --target /srv/vms" hvPoolsScript
       && lib.hasInfix "pool-autostart 'nico pool'" hvPoolsScript;
-    "hypervisor: uri and labels rendered" =
-      (builtins.fromJSON hvPools.environment.etc."nico/agent.yaml".source.text).hypervisor == { uri = "qemu+ssh://h/system"; labels = [ "rack=a" ]; };
+    "hypervisor: uri, labels and domainType rendered" =
+      (builtins.fromJSON hvPools.environment.etc."nico/agent.yaml".source.text).hypervisor == { uri = "qemu+ssh://h/system"; labels = [ "rack=a" ]; domainType = "qemu"; };
     "hypervisor: no pools unit without pools" = !(hv.systemd.services ? nico-libvirt-pools);
 
     "disabled module sets nothing" = !(disabled.systemd.services ? nico-agent) && disabled.assertions == [ ];
@@ -327,6 +327,8 @@ let
       evalFails (_: (cpWith { settings.gossip.port = 70000; }).services.nico.settings.gossip.port);
     "type error: a label without =" =
       evalFails (_: (cpWith { settings.hypervisor.labels = [ "rack" ]; }).services.nico.settings.hypervisor.labels);
+    "type error: an unknown hypervisor.domainType" =
+      evalFails (_: (cpWith { settings.hypervisor.domainType = "KVM"; }).services.nico.settings.hypervisor.domainType);
     "type error: a relative pki.dir" =
       evalFails (_: (cpWith { settings.pki.dir = "pki"; }).services.nico.settings.pki.dir);
     "type error: unknown applier" =
