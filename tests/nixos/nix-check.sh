@@ -12,7 +12,9 @@
 #      (tests/nixos/loadconfig), the VM tests' Python scripts parsed and
 #      linted as the test driver does (lint-scripts.py, pyflakes when
 #      installed), and docs/options.md compared with the
-#      options it renders. Without lib (a fresh machine: the copy in
+#      options it renders, and the real-systemd tier's unit fixtures
+#      (tests/systemd/testdata) compared with what the module renders
+#      (tests/systemd/render/fixtures.sh). Without lib (a fresh machine: the copy in
 #      .cache/nixpkgs-lib is not in the repository) step 2 is skipped and
 #      the check says so; it does not fail;
 #   3. the flake's vendorHash compared with `go mod vendor` + `nix hash
@@ -99,6 +101,7 @@ else
     exit 1
   fi
   echo "nix-check: docs/options.md is up to date"
+  NIXPKGS_LIB=$lib tests/systemd/render/fixtures.sh check
 fi
 
 want=$(flake_vendor_hash)
