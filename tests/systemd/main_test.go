@@ -9,9 +9,15 @@ import (
 	"testing"
 
 	"github.com/homystack/nico/tests/systemd/harness"
+	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
 	harness.RunGuestIfRequested()
-	os.Exit(m.Run())
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if binDir != "" {
+			_ = os.RemoveAll(binDir)
+		}
+		os.Exit(code)
+	}))
 }

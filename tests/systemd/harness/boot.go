@@ -36,6 +36,7 @@ type Host struct {
 	exited  chan struct{}
 	cgroups []string // the cgroup dirs made for the guest
 	log     string
+	booted  bool // systemd reported its boot done (and so handles signals)
 	stopped bool
 }
 
@@ -106,6 +107,7 @@ func Boot(ctx context.Context, t testing.TB, c Config) (*Host, error) {
 	if err := h.waitBooted(bctx); err != nil {
 		return nil, fmt.Errorf("harness: boot %s: %w\n%s", c.Name, err, h.Console())
 	}
+	h.booted = true
 	return h, nil
 }
 
@@ -148,10 +150,10 @@ func (h *Host) waitBooted(ctx context.Context) error {
 		switch state {
 		case "running", "degraded":
 			return true, nil
-		case "maintenance", "stopping", "offline":
+		case "maintenance", "stopping":
 			return false, fmt.Errorf("system state %s", state)
 		}
-		_ = err // initializing / starting: not yet
+		_ = err // offline (no manager to ask yet), initializing, starting: not yet
 		return false, nil
 	})
 }
@@ -170,14 +172,19 @@ func (h *Host) Shutdown() {
 		return
 	}
 	h.stopped = true
-	if h.PID != 0 {
+	bound := 20 * time.Second
+	if h.booted {
 		// SIGRTMIN+4: poweroff; systemd in a container exits at its end.
 		_ = syscall.Kill(h.PID, syscall.Signal(34+4))
+	} else {
+		bound = 0 // PID 1 ignores signals it has no handler for yet
 	}
 	select {
 	case <-h.exited:
-	case <-time.After(20 * time.Second):
-		h.t.Logf("harness: %s did not power off in 20s; killing it", h.Name)
+	case <-time.After(bound):
+		if h.booted {
+			h.t.Logf("harness: %s did not power off in %v; killing it", h.Name, bound)
+		}
 		_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
 		if h.PID != 0 {
 			_ = syscall.Kill(h.PID, syscall.SIGKILL)

@@ -2,11 +2,13 @@ package harness
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 )
 
 // The hierarchies a guest's systemd runs on (hybrid mode): the named v1
@@ -72,7 +74,15 @@ func (h *Host) removeCgroups() {
 		})
 		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 		for _, d := range dirs {
-			if err := os.Remove(d); err != nil && !os.IsNotExist(err) {
+			// A cgroup is busy until the last of its killed processes is
+			// gone, which may be just after systemd exited.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := poll(ctx, 10*time.Millisecond, func() (bool, error) {
+				err := os.Remove(d)
+				return err == nil || os.IsNotExist(err), nil
+			})
+			cancel()
+			if err != nil {
 				h.t.Logf("harness: cgroup %s left behind: %v", d, err)
 			}
 		}

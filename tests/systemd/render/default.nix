@@ -17,13 +17,16 @@
 #   (bash, `set -e`) in the store.
 #
 # `files` maps "<host>/<path in the guest's root>" to the file's text:
-# etc/systemd/system/<unit>, the environment.etc files, and the store
+# etc/systemd/system/<unit>, the environment.etc files, etc/set-environment
+# (environment.variables), and the store
 # files units name (configuration files, wrapper scripts). `fixture` says
 # which store path is which package and each host's address, for the Go
 # tests that substitute the real binaries (tests/systemd).
 #
 #   nix-instantiate --eval --strict --json tests/systemd/render -A files --arg lib 'import /path/to/nixpkgs/lib'
-{ lib }:
+#
+# `module` renders another copy of the module (another branch's, say).
+{ lib, module ? ../../../nixos-module }:
 
 let
   stubPkgs = import ../../nixos/eval/pkgs.nix { inherit lib; };
@@ -68,7 +71,7 @@ let
       stubOptions
       jobScripts
       (import ./etcd.nix { inherit lib pkgs; })
-      ../../../nixos-module
+      module
       { _module.args.pkgs = pkgs; }
       host.module
     ];
@@ -107,6 +110,11 @@ let
     + section svc.serviceConfig
     + lib.optionalString (svc.wantedBy != [ ]) "\n[Install]\nWantedBy=${lib.concatStringsSep " " svc.wantedBy}\n";
 
+  # environment.variables as NixOS's /etc/set-environment exports them
+  # (a list value is joined by ":").
+  setEnvironment = vars: lib.concatStrings (lib.mapAttrsToList
+    (n: v: "export ${n}=${builtins.toJSON (if lib.isList v then lib.concatStringsSep ":" v else v)}\n") vars);
+
   # The store files a host's units and /etc name: derivations with a text.
   storeFile = d: lib.nameValuePair (lib.removePrefix "/" (if d ? script then "${d.outPath}/bin/${d.script}" else d.outPath)) d.text;
   hostFiles = cfg:
@@ -118,6 +126,7 @@ let
     in
     lib.mapAttrs' (n: svc: lib.nameValuePair "etc/systemd/system/${n}.service" (unitText svc)) cfg.systemd.services
     // lib.mapAttrs' (n: e: lib.nameValuePair "etc/${n}" (if e.text != null then e.text else e.source.text)) etc
+    // { "etc/set-environment" = setEnvironment cfg.environment.variables; }
     // lib.listToAttrs (map storeFile (map (e: e.source) (lib.filter (e: e.text == null && e.source ? text) (lib.attrValues etc)) ++ scripts));
 
   configs = lib.mapAttrs evalHost hosts;
