@@ -130,6 +130,7 @@ type cluster struct {
 	t      *testing.T
 	fx     fixture
 	bridge *harness.Bridge
+	guests map[string]*guest
 }
 
 func newCluster(t *testing.T) *cluster {
@@ -138,7 +139,7 @@ func newCluster(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{t: t, fx: loadFixture(t), bridge: b}
+	return &cluster{t: t, fx: loadFixture(t), bridge: b, guests: map[string]*guest{}}
 }
 
 // boot boots the fixture's host name with the real programs in place of
@@ -179,6 +180,7 @@ func (c *cluster) boot(ctx context.Context, name string) *guest {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.sd.Close)
+	c.guests[name] = g
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("%s's journal:\n%s", name, g.journal(context.Background(), 120))
@@ -240,7 +242,8 @@ func (g *guest) members(ctx context.Context) ([]member, error) {
 // member is what the tests read of nicoctl's MemberView.
 type member struct {
 	ID     string `json:"id"`
-	Name   string `json:"name"`
+	Name   string `json:"name"` // etcd's name, "" until it started
+	Node   string `json:"node"` // the node with its peer URL
 	Status string `json:"status"`
 }
 
@@ -284,3 +287,38 @@ func (g *guest) journal(ctx context.Context, lines int) string {
 }
 
 var errNotYet = errors.New("not yet")
+
+// startNoBlock queues a unit's start without waiting for its job.
+func (g *guest) startNoBlock(ctx context.Context, unit string) {
+	g.t.Helper()
+	if _, err := g.sd.StartUnitContext(ctx, unit, "replace", nil); err != nil {
+		g.t.Fatalf("%s: start %s: %v", g.Name, unit, err)
+	}
+}
+
+// restart restarts a unit and waits for its job (READY for Type=notify).
+func (g *guest) restart(ctx context.Context, unit string) error {
+	ch := make(chan string, 1)
+	if _, err := g.sd.RestartUnitContext(ctx, unit, "replace", ch); err != nil {
+		return fmt.Errorf("%s: restart %s: %w", g.Name, unit, err)
+	}
+	select {
+	case res := <-ch:
+		if res != "done" {
+			return fmt.Errorf("%s: restart %s: job %s", g.Name, unit, res)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: restart %s: %w", g.Name, unit, ctx.Err())
+	}
+}
+
+// memberOf returns the member of the node or etcd name name, if any.
+func memberOf(ms []member, name string) (member, bool) {
+	for _, m := range ms {
+		if m.Name == name || m.Node == name {
+			return m, true
+		}
+	}
+	return member{}, false
+}
