@@ -8,7 +8,7 @@ ETCD_BINARIES := $(foreach v,$(ETCD_VERSIONS),$(CURDIR)/$(ETCD_CACHE)/$(v)/etcd)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: all deps build etcd-binaries test test-short test-netns e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash
+.PHONY: all deps build etcd-binaries test test-short test-netns e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash systemd-fixtures
 
 all: build
 
@@ -90,6 +90,13 @@ nix-check: deps
 # nix-docs regenerates docs/options.md from nixos-module/.
 nix-docs: deps
 	NIXPKGS_LIB=$(NIXPKGS_LIB) tests/nixos/nix-check.sh docs
+
+# systemd-fixtures renders the unit files (and the files they name) of the
+# real-systemd tier's hosts from nixos-module/ into tests/systemd/testdata;
+# the tier runs those committed fixtures everywhere, and nix-check fails
+# when they differ from what the module renders (wherever lib is present).
+systemd-fixtures: deps
+	NIXPKGS_LIB=$(NIXPKGS_LIB) tests/systemd/render/fixtures.sh write
 
 # vendor-hash writes flake.nix's vendorHash: go mod vendor + nix hash path,
 # offline (the Nix build itself needs network).

@@ -11,6 +11,11 @@ need ip iproute2
 # iptables cuts a node off in the gossip partition test (tests/netns)
 need iptables iptables
 need ps procps
+# the real-systemd tier (tests/systemd): Debian's systemd boots as PID 1 of
+# each guest, with a socket-activated dbus-daemon; nsenter and unshare
+[ -x /lib/systemd/systemd ] || pkgs+=(systemd)
+need dbus-daemon dbus
+need nsenter util-linux
 need curl curl
 # Nix 2.x (no daemon) for make nix-check: parse and evaluate the NixOS module, hash the Go vendor dir
 need nix-instantiate nix-bin

@@ -14,8 +14,10 @@
 #      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), every
 #      VM test's node configurations (eval/vm-tests.nix) and the files the
 #      module renders for them loaded by nico's own config loaders
-#      (tests/nixos/loadconfig), and docs/options.md compared with the
-#      options it renders. Without lib (a fresh machine: the copy in
+#      (tests/nixos/loadconfig), docs/options.md compared with the
+#      options it renders, and the real-systemd tier's unit fixtures
+#      (tests/systemd/testdata) compared with what the module renders
+#      (tests/systemd/render/fixtures.sh). Without lib (a fresh machine: the copy in
 #      .cache/nixpkgs-lib is not in the repository) step 2 is skipped and
 #      the check says so; it does not fail;
 #   3. the flake's vendorHash compared with `go mod vendor` + `nix hash
@@ -113,6 +115,7 @@ else
     exit 1
   fi
   echo "nix-check: docs/options.md is up to date"
+  NIXPKGS_LIB=$lib tests/systemd/render/fixtures.sh check
 fi
 
 want=$(flake_vendor_hash)

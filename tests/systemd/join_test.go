@@ -1,0 +1,143 @@
+package systemd
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestJoinThroughSystemd grows the bootstrap host's cluster to three
+// voters: cp2 and cp3 (own namespaces, on one bridge) boot with cp1 as
+// their seed, and each agent's start job completes (READY) once its
+// member is a voter, which the agent reached through the real systemd
+// member runtime (pkg/member's Systemd over D-Bus starting etcd.service).
+// cp3's agent is restarted while its member is a learner and resumes that
+// learner. Then, on the three voters: a hung agent (SIGSTOP) is killed by
+// systemd's watchdog and restarted; a removed node's agent exits 3 and is
+// not restarted.
+func TestJoinThroughSystemd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c := newCluster(t)
+	cp1 := c.boot(ctx, "cp1")
+	mustStart(ctx, t, cp1, "nico-agent.service")
+	mustStart(ctx, t, cp1, "nico-coordinator.service")
+
+	cp2 := c.boot(ctx, "cp2")
+	start := time.Now()
+	mustStart(ctx, t, cp2, "nico-agent.service")
+	t.Logf("cp2: nico-agent.service active (a voter) %v after its start", time.Since(start).Round(time.Millisecond))
+	wantVoters(ctx, t, cp1, "cp1", "cp2")
+	if out, err := cp2.Exec(ctx, "grep", "-x", "ETCD_INITIAL_CLUSTER_STATE=existing", "/run/nico/etcd.env"); err != nil {
+		t.Fatalf("cp2's etcd.env: %v: %s", err, out)
+	}
+
+	t.Run("RestartMidJoinResumesTheLearner", func(t *testing.T) {
+		cp3 := c.boot(ctx, "cp3")
+		cp3.startNoBlock(ctx, "nico-agent.service")
+		var learner member
+		// Mid-join: the learner is added (unstarted), or started and
+		// catching up; not yet promoted.
+		cp1.waitFor(ctx, "cp3's member is added as a learner", func() error {
+			ms, err := cp1.members(ctx)
+			if err != nil {
+				return err
+			}
+			m, ok := memberOf(ms, "cp3")
+			if !ok || m.Status == "voter" {
+				if ok && m.Status == "voter" {
+					t.Fatalf("cp3 became a voter before a learner was seen: %+v", ms)
+				}
+				return fmt.Errorf("%w: %+v", errNotYet, ms)
+			}
+			learner = m
+			return nil
+		})
+		rctx, rcancel := context.WithTimeout(ctx, 90*time.Second)
+		defer rcancel()
+		if err := cp3.restart(rctx, "nico-agent.service"); err != nil {
+			t.Fatalf("nico-agent.service restarted mid-join did not become active (READY): %v", err)
+		}
+		ms, err := cp1.members(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := memberOf(ms, "cp3")
+		if m.ID != learner.ID || m.Status != "voter" {
+			t.Fatalf("cp3 after the restart: %+v, want the learner %s, a voter", m, learner.ID)
+		}
+		if got := voters(ms); !slices.Equal(got, []string{"cp1", "cp2", "cp3"}) {
+			t.Fatalf("voters %v, want [cp1 cp2 cp3]", got)
+		}
+	})
+	if t.Failed() {
+		return
+	}
+	cp3 := c.guests["cp3"]
+
+	t.Run("WatchdogKillsAHungAgent", func(t *testing.T) {
+		// A hung agent stops sending WATCHDOG=1: SIGSTOP stops all of it.
+		pid := cp2.prop(ctx, "nico-agent.service", "MainPID")
+		restarts := cp2.prop(ctx, "nico-agent.service", "NRestarts").(uint32)
+		if out, err := cp2.Exec(ctx, "kill", "-STOP", fmt.Sprint(pid)); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		cp2.waitFor(ctx, "systemd restarts the hung agent", func() error {
+			n := cp2.prop(ctx, "nico-agent.service", "NRestarts").(uint32)
+			st := cp2.prop(ctx, "nico-agent.service", "ActiveState")
+			if n == restarts || st != "active" {
+				return fmt.Errorf("%w: NRestarts %d, %v", errNotYet, n, st)
+			}
+			return nil
+		})
+		out, _ := cp2.Exec(ctx, "journalctl", "--no-pager", "-u", "nico-agent", "-g", "Watchdog timeout")
+		if !strings.Contains(string(out), "Watchdog timeout") {
+			t.Fatalf("the agent was restarted, but not by the watchdog:\n%s", cp2.journal(ctx, 40))
+		}
+		wantVoters(ctx, t, cp1, "cp1", "cp2", "cp3")
+	})
+
+	t.Run("RemovedAgentExits3AndStaysDown", func(t *testing.T) {
+		if out, err := cp1.sh(ctx, "nicoctl remove node cp3 --wait-timeout 2m"); err != nil {
+			t.Fatalf("nicoctl remove node cp3: %v: %s", err, out)
+		}
+		cp3.waitFor(ctx, "cp3's agent exits", func() error {
+			if st := cp3.prop(ctx, "nico-agent.service", "ActiveState"); st != "failed" && st != "inactive" {
+				return fmt.Errorf("%w: %v/%v", errNotYet, st, cp3.prop(ctx, "nico-agent.service", "SubState"))
+			}
+			return nil
+		})
+		// systemd decides at the exit: a restart would show as auto-restart.
+		code, sub := cp3.prop(ctx, "nico-agent.service", "ExecMainStatus"), cp3.prop(ctx, "nico-agent.service", "SubState")
+		if code != int32(3) || sub == "auto-restart" {
+			t.Fatalf("cp3's agent: exit status %v, %v; want 3 and no restart", code, sub)
+		}
+		wantVoters(ctx, t, cp1, "cp1", "cp2")
+	})
+}
+
+func mustStart(ctx context.Context, t *testing.T, g *guest, unit string) {
+	t.Helper()
+	sctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := g.start(sctx, unit); err != nil {
+		t.Fatalf("%v (NRestarts %v)", err, g.prop(ctx, unit, "NRestarts"))
+	}
+}
+
+func wantVoters(ctx context.Context, t *testing.T, g *guest, names ...string) {
+	t.Helper()
+	g.waitFor(ctx, fmt.Sprintf("voters %v", names), func() error {
+		ms, err := g.members(ctx)
+		if err != nil {
+			return err
+		}
+		if got := voters(ms); !slices.Equal(got, names) {
+			return fmt.Errorf("%w: voters %v", errNotYet, got)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,34 @@
+# The hosts of the real-systemd tier (tests/systemd): three control-plane
+# hosts on one bridge, cp1 the bootstrap host and the seed of the others,
+# set up as a user would (tests/nixos/lib.nix does the same for the VMs).
+# The addresses are the guests' own (each in its own network namespace).
+{ lib }:
+
+let
+  ip = n: "10.233.0.${toString n}";
+  controlPlane = n: { address = ip n; module = controlPlaneModule n; };
+  controlPlaneModule = n: {
+    networking.hostName = "cp${toString n}";
+    # A test token; on real hosts it is a secret outside the store.
+    environment.etc."nico-token".text = "sdtier.0123456789abcdef";
+    services.nico = {
+      enable = true;
+      roles = [ "controlPlane" ];
+      bootstrap = n == 1;
+      seeds = lib.optional (n != 1) (ip 1);
+      tokenFile = "/etc/nico-token";
+      settings.etcd = {
+        peerURL = "https://${ip n}:2380";
+        clientURL = "https://${ip n}:2379";
+        endpoints = lib.optional (n != 1) "https://${ip 1}:2379";
+      };
+      settings.heartbeat.ttl = "5s";
+      settings.gossip.profile = "fast";
+    };
+  };
+in
+{
+  cp1 = controlPlane 1;
+  cp2 = controlPlane 2;
+  cp3 = controlPlane 3;
+}
