@@ -3,9 +3,14 @@
 // only the leader plans and applies membership changes. Each of its decisions
 // is written in a transaction fenced on its leadership key.
 //
-//	         +--------------------- session expired / error (backoff) --+
-//	         v                                                          |
-//	[new session] --campaign--> [leader: reconcile loop] --ctx done--> [resign, close session]
+//	         +------------------ session expired / error (backoff) -----------+
+//	         v                                                                |
+//	[new session] --campaign--> [leader: controller group] --term ends--> [resign, close session]
+//
+// While leader it runs its controllers (controllers.go) as one group on
+// the controller runtime (package controller), under the term's context:
+// they stop when the session expires, and a fenced write refused with
+// store.ErrNotLeader ends the term.
 package coordinator
 
 import (
@@ -15,11 +20,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/homystack/nico/pkg/backoff"
+	"github.com/cenkalti/backoff/v5"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
@@ -45,6 +52,10 @@ type Config struct {
 	// heartbeat is still alive keeps its etcd identity
 	// (coordinator/revoke.go); zero: DefaultRevokeRemovedAfter.
 	RevokeRemovedAfter time.Duration
+	// Clock times the controllers' resync ticks and backoffs and the
+	// term loop's backoff, and is the default of Coordinator.Now; nil:
+	// the real clock.
+	Clock clockwork.Clock
 }
 
 // Coordinator is one candidate.
@@ -69,6 +80,7 @@ type Coordinator struct {
 	OnRolloutStep func(name string, s rollout.Step)
 
 	live *livenessTracker
+	rt   *controller.Runtime
 }
 
 // New returns a candidate. It starts nothing: call Run.
@@ -88,35 +100,63 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 	if cfg.Policy == (membership.Policy{}) {
 		cfg.Policy = membership.DefaultPolicy
 	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	log = log.With("component", "coordinator", "candidate", cfg.Name)
 	return &Coordinator{
 		cfg:   cfg,
 		store: st,
 		admin: etcdadmin.New(st.Client(), cfg.HealthTimeout),
-		log:   log.With("component", "coordinator", "candidate", cfg.Name),
-		Now:   time.Now,
+		log:   log,
+		Now:   cfg.Clock.Now,
 		live:  newLivenessTracker(),
+		rt: controller.New(st.Client(),
+			controller.WithClock(cfg.Clock),
+			controller.WithLogger(log),
+			controller.WithBackoff(requeueBackoff),
+			controller.WithFatal(isNotLeader)),
 	}
 }
 
+// requeueBackoff is the leader controllers' retry policy: a failed step is
+// retried soon (or at once on a change of its inputs), never later than
+// a few seconds.
+func requeueBackoff() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.2, Multiplier: 2, MaxInterval: 2 * time.Second}
+}
+
+// Health returns the record of each of the leader's controllers that ran
+// on this candidate (package controller).
+func (c *Coordinator) Health() []controller.Health { return c.rt.Health() }
+
+// Healthy reports whether the leader's controllers are healthy: none
+// restarting, failing again and again, or stalled. A candidate that is not
+// leader runs none, and is healthy.
+func (c *Coordinator) Healthy() bool { return c.rt.Healthy() }
+
 // Run campaigns and, while leader, reconciles. It returns nil when ctx ends,
-// after resigning.
+// after resigning. A term that ended on an error is followed by the next
+// after a backoff; one that ended cleanly resets it.
 func (c *Coordinator) Run(ctx context.Context) error {
 	defer c.admin.Close()
-	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 5 * time.Second, Factor: 2, Jitter: 0.5}
-	for attempt := 0; ; attempt++ {
+	b := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Second}
+	for {
 		err := c.term(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
 		if err == nil {
-			attempt = 0
+			b.Reset()
 		} else {
 			c.log.Warn("leadership term ended", "err", err)
 		}
+		t := c.cfg.Clock.NewTimer(b.NextBackOff())
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
-		case <-time.After(b.Delay(attempt)):
+		case <-t.Chan():
 		}
 	}
 }
@@ -152,28 +192,10 @@ func (c *Coordinator) term(ctx context.Context) error {
 	if c.Elected != nil {
 		c.Elected(fence)
 	}
-	// Rollouts run beside the membership loop; store.ActiveOpKey keeps
-	// their steps and membership changes apart (coordinator/rollout.go).
-	rolloutCtx, stopRollouts := context.WithCancel(tctx)
-	rolloutsDone := make(chan error, 1)
-	go func() { rolloutsDone <- c.runRollouts(rolloutCtx, fence) }()
-	// Machine pools too: placement and scale-down (coordinator/pools.go).
-	poolsDone := make(chan error, 1)
-	go func() { poolsDone <- c.runPools(rolloutCtx, fence) }()
-	// And removed nodes' etcd identities (coordinator/revoke.go).
-	revokeDone := make(chan error, 1)
-	go func() { revokeDone <- c.runRevocations(rolloutCtx, fence) }()
-	err = newReconciler(c, fence).run(tctx)
-	stopRollouts()
-	if rerr := <-rolloutsDone; rerr != nil {
-		c.log.Warn("rollout loop ended", "err", rerr)
-	}
-	if perr := <-poolsDone; perr != nil {
-		c.log.Warn("machine pool loop ended", "err", perr)
-	}
-	if verr := <-revokeDone; verr != nil {
-		c.log.Warn("identity revocation loop ended", "err", verr)
-	}
+	// The membership, rollout, machine-pool and revocation controllers run
+	// as one group until the term ends; store.ActiveOpKey keeps rollout
+	// steps and membership changes apart (coordinator/rollout.go).
+	err = c.rt.Run(tctx, c.leaderControllers(fence)...)
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer rcancel()
 	if rerr := e.Resign(rctx); rerr != nil {

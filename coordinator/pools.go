@@ -13,45 +13,24 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// runPools is the leader's machine-pool loop, beside the membership loop:
-// on every change or resync it reads the pools, machines, hypervisor
-// reports, nodes and removal requests, plans with placement.Compute and
-// writes the plan, each object in a transaction fenced on leadership and
-// guarded on the revision it was read at. Surplus machines' nodes leave
-// through the safe removal (a RemoveRequest, as nicoctl files) before their domains
-// are deleted.
+// reconcilePools is the leader's machine-pool controller
+// (controllers.go), beside the membership one: it reads the pools,
+// machines, hypervisor reports, nodes and removal requests, plans with
+// placement.Compute and writes the plan, each object in a transaction
+// fenced on leadership and guarded on the revision it was read at. Surplus
+// machines' nodes leave through the safe removal (a RemoveRequest, as
+// nicoctl files) before their domains are deleted.
 //
-//	[watch or resync] --> observe --> placement.Compute --> write (fenced, CAS) --+
-//	        ^                                                                     |
-//	        +------------------------- not leader: return ------------------------+
-func (c *Coordinator) runPools(ctx context.Context, fence store.Fence) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	events := c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
-	tick := time.NewTicker(c.cfg.ResyncInterval)
-	defer tick.Stop()
-	for {
-		pl, err := c.poolPass(ctx, fence)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, store.ErrNotLeader):
-			return err
-		case err != nil:
-			c.log.Warn("machine pools: pass failed", "err", err)
-		case !pl.Empty():
-			c.log.Info("machine pools", "plan", pl.Counts())
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-events:
-			if !ok {
-				events = c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
-			}
-		case <-tick.C:
-		}
+//	[event or resync] --> observe --> placement.Compute --> write (fenced, CAS)
+func (c *Coordinator) reconcilePools(ctx context.Context, fence store.Fence) error {
+	pl, err := c.poolPass(ctx, fence)
+	if err != nil {
+		return fmt.Errorf("machine pools: %w", err)
 	}
+	if !pl.Empty() {
+		c.log.Info("machine pools", "plan", pl.Counts())
+	}
+	return nil
 }
 
 // poolPass observes, plans and writes once.

@@ -3,15 +3,15 @@ package coordinator
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// reconciler is the leader's loop: wait for a watch event or the resync
-// tick, re-read every input, plan one step, apply it, repeat.
+// reconciler is the leader's membership controller (controllers.go):
+// re-read every input, plan one step, apply it. The step's own journal
+// write wakes it for the next step; etcd's member list has no watch and
+// comes with the resync tick.
 type reconciler struct {
 	c     *Coordinator
 	fence store.Fence
@@ -22,47 +22,10 @@ func newReconciler(c *Coordinator, fence store.Fence) *reconciler {
 	return &reconciler{c: c, fence: fence}
 }
 
-func (r *reconciler) run(ctx context.Context) error {
-	return r.c.loop(ctx, "reconcile", func(ctx context.Context) (bool, error) {
-		step, err := r.once(ctx)
-		return step.Action != membership.None && step.Action != membership.Wait, err
-	})
-}
-
-// loop is the shape of every leader loop: run once; act again at once
-// while once reports that it acted, else wait for a watch event on the
-// keyspace or the resync tick (level-triggered: once re-reads everything).
-// A lost leadership ends the loop; other errors are logged and retried.
-func (c *Coordinator) loop(ctx context.Context, what string, once func(context.Context) (acted bool, err error)) error {
-	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	defer cancel()
-	events := c.store.Client().Watch(wctx, "", clientv3.WithPrefix())
-	tick := time.NewTicker(c.cfg.ResyncInterval)
-	defer tick.Stop()
-	for {
-		acted, err := once(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if isNotLeader(err) {
-				return err
-			}
-			c.log.Warn(what+" failed", "err", err)
-		}
-		if err == nil && acted {
-			continue // the next step is usually ready
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case _, ok := <-events:
-			if !ok {
-				return fmt.Errorf("coordinator: %s watch closed", what)
-			}
-		case <-tick.C:
-		}
-	}
+// reconcile is the controller's Reconcile.
+func (r *reconciler) reconcile(ctx context.Context) error {
+	_, err := r.once(ctx)
+	return err
 }
 
 // once observes, plans and applies one step.

@@ -15,24 +15,18 @@ import (
 // still holds its heartbeat keeps its etcd identity.
 const DefaultRevokeRemovedAfter = 10 * time.Minute
 
-// runRevocations is the leader's loop that takes a removed node's etcd
-// identity away (rbac.RemoveNode), so that its certificate, still valid
-// for months, reaches nothing. It waits for the node's agent to finish
-// leaving first: the agent records the removal and its release
-// (onRemoveFlake) with that identity and then drops its heartbeat.
+// revokePass is the leader's identity-revocation controller
+// (controllers.go): it takes a removed node's etcd identity away
+// (rbac.RemoveNode), so that its certificate, still valid for months,
+// reaches nothing. It waits for the node's agent to finish leaving first:
+// the agent records the removal and its release (onRemoveFlake) with that
+// identity and then drops its heartbeat.
 //
 //	removal Done ──▶ heartbeat gone, or Done for RevokeRemovedAfter
 //	  ──▶ delete user and role node:<name> ──▶ record identityRevokedAt (fenced, CAS)
 //
 // A node whose heartbeat is already gone when its removal finishes has
 // its identity taken then, before Done is written (executor.finishRemove).
-func (c *Coordinator) runRevocations(ctx context.Context, fence store.Fence) error {
-	return c.loop(ctx, "revoke removed identities", func(ctx context.Context) (bool, error) {
-		return false, c.revokePass(ctx, fence)
-	})
-}
-
-// revokePass observes, plans and revokes once.
 func (c *Coordinator) revokePass(ctx context.Context, fence store.Fence) error {
 	removals, _, err := store.List[api.RemoveRequest](ctx, c.store, store.RemovalsDir)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// rollouter is the leader's rollout loop: it re-reads the rollout, the
+// rollouter is the leader's rollout controller: it re-reads the rollout, the
 // nodes, their configurations and etcd's members, plans one step with
 // rollout.Plan and applies it. Every step is written in one transaction
 // fenced on leadership, so a new leader resumes from the journal. A rollout
@@ -25,13 +25,10 @@ type rollouter struct {
 	last  string
 }
 
-// runRollouts runs the rollout loop until ctx ends or leadership is lost.
-func (c *Coordinator) runRollouts(ctx context.Context, fence store.Fence) error {
-	r := &rollouter{c: c, fence: fence}
-	return c.loop(ctx, "rollout step", func(ctx context.Context) (bool, error) {
-		step, err := r.once(ctx)
-		return step.Action != rollout.None && step.Action != rollout.Wait, err
-	})
+// reconcile is the rollout controller's Reconcile (controllers.go).
+func (r *rollouter) reconcile(ctx context.Context) error {
+	_, err := r.once(ctx)
+	return err
 }
 
 // once plans and applies one step of the oldest unfinished rollout.

@@ -1,0 +1,140 @@
+package coordinator
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/controller/conformance"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// TestLeaderControllersConform runs each of the leader's controllers
+// through the runtime's conformance suite, on real etcd, with a term's
+// fence and a machine pool to act on.
+func TestLeaderControllersConform(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	cli := etcdtest.Dial(t, pki.CoordinatorIdentity, 0, cl.Endpoints()...)
+	t.Cleanup(func() { cli.Close() })
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool := api.NewMachinePool("web")
+	pool.Spec.Count = 1
+	if err := st.Create(ctx, store.PoolKey("web"), pool); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := concurrency.NewSession(st.Client(), concurrency.WithTTL(60))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	e := concurrency.NewElection(sess, store.ElectionPrefix)
+	if err := e.Campaign(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	fence := store.Fence{Key: e.Key(), Rev: e.Rev()}
+	c := New(Config{Name: "a", ResyncInterval: time.Second, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
+	watched := map[string]bool{}
+	for _, ctrl := range c.leaderControllers(fence) {
+		for _, w := range ctrl.Watches() {
+			watched[w] = true
+		}
+		t.Run(ctrl.Name(), func(t *testing.T) {
+			conformance.Run(t, conformance.Case{Store: st, New: func(*testing.T) controller.Controller {
+				for _, fresh := range c.leaderControllers(fence) {
+					if fresh.Name() == ctrl.Name() {
+						return fresh
+					}
+				}
+				t.Fatalf("no controller %s", ctrl.Name())
+				return nil
+			}})
+		})
+	}
+	if watched[store.LivenessKey] || watched[store.ElectionPrefix] {
+		t.Errorf("a leader controller watches its own output or the election: %v", watched)
+	}
+}
+
+// TestLeaderGroupHealthAndWatches: the elected candidate runs its four
+// controllers, healthy; writes outside their prefixes wake none of them;
+// when the candidate stops, the records stay, not running.
+func TestLeaderGroupHealthAndWatches(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd := startCandidate(t, cl, "a", 60*time.Second)
+	ready := func() bool {
+		hs := cd.c.Health()
+		if len(hs) != 4 {
+			return false
+		}
+		for _, h := range hs {
+			if !h.Running || h.LastSuccess.IsZero() {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !ready() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader's controllers did not all succeed: %+v", cd.c.Health())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !cd.c.Healthy() {
+		t.Errorf("not Healthy: %+v", cd.c.Health())
+	}
+	events := func() map[string]uint64 {
+		out := map[string]uint64{}
+		for _, h := range cd.c.Health() {
+			out[h.Name] = h.Events
+		}
+		return out
+	}
+	before := events()
+	ctx := t.Context()
+	for _, key := range []string{store.JoinNonceKey("n"), store.TokenTombstoneKey("t"), store.GossipKeyKey, "unrelated/x"} {
+		if _, err := st.Client().Put(ctx, key, "v"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hv := api.NewHypervisor("hv-1")
+	if err := st.Put(ctx, store.HypervisorKey("hv-1"), hv); err != nil {
+		t.Fatal(err)
+	}
+	for events()["machine-pools"] != before["machine-pools"]+1 {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("machine-pools saw no event for hypervisors/hv-1: %v -> %v", before, events())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	after := events()
+	for name, n := range after {
+		if want := before[name] + map[string]uint64{"machine-pools": 1}[name]; n != want {
+			t.Errorf("%s saw %d events, want %d: it wakes on keys it does not read", name, n-before[name], want-before[name])
+		}
+	}
+	cd.stop(t)
+	for _, h := range cd.c.Health() {
+		if h.Running {
+			t.Errorf("%s still running after the candidate stopped", h.Name)
+		}
+	}
+	if !cd.c.Healthy() {
+		t.Error("a stopped candidate is not Healthy")
+	}
+}

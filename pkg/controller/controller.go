@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Controller is one level-triggered reconcile loop, run by a Runtime.
+type Controller interface {
+	// Name identifies the controller in logs and Health; it is unique
+	// within a Runtime.
+	Name() string
+	// Watches lists the key prefixes the controller reads, relative to the
+	// store's prefix (store.NodesDir, store.ActiveOpKey, ...). Each change
+	// under one of them triggers a reconcile. The whole keyspace ("") is
+	// refused: a controller watches its own inputs only.
+	Watches() []string
+	// Reconcile re-reads every input and converges on them. It must not
+	// depend on what changed (events are coalesced and never handed over)
+	// and should write nothing when nothing changed. An error is retried
+	// after a backoff.
+	Reconcile(ctx context.Context) error
+}
+
+// Resyncer is implemented by controllers that also reconcile on a fixed
+// interval, for inputs that have no watch (etcd's member list, gossip).
+type Resyncer interface {
+	// ResyncInterval is the period of the resync tick; zero or less: none.
+	ResyncInterval() time.Duration
+}
+
+// Source is what the runtime reads from the store: watches and the current
+// revision. The store's client (store.Store.Client, already scoped to the
+// store's prefix) is one; tests wrap it to inject faults.
+type Source interface {
+	Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan
+	Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error)
+}
+
+// Func is a Controller made of its parts, for controllers that are one
+// function over some state.
+type Func struct {
+	// ControllerName is returned by Name.
+	ControllerName string
+	// Prefixes is returned by Watches.
+	Prefixes []string
+	// Resync is returned by ResyncInterval.
+	Resync time.Duration
+	// Do is called by Reconcile.
+	Do func(ctx context.Context) error
+}
+
+// Name implements Controller.
+func (f *Func) Name() string { return f.ControllerName }
+
+// Watches implements Controller.
+func (f *Func) Watches() []string { return f.Prefixes }
+
+// ResyncInterval implements Resyncer.
+func (f *Func) ResyncInterval() time.Duration { return f.Resync }
+
+// Reconcile implements Controller.
+func (f *Func) Reconcile(ctx context.Context) error { return f.Do(ctx) }

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"sync"
+	"time"
+)
+
+// State is where a controller is in its loop (see the package doc).
+type State string
+
+// A controller's states.
+const (
+	Starting    State = "starting"
+	Waiting     State = "waiting"
+	Reconciling State = "reconciling"
+	Backoff     State = "backoff"
+	Restarting  State = "restarting"
+	Stopped     State = "stopped"
+)
+
+// Health is a snapshot of one controller's record. It outlives the
+// controller's group: a leader's controllers keep their record, Running
+// false, while the candidate follows.
+type Health struct {
+	Name  string
+	State State
+	// Since is when State began.
+	Since time.Time
+	// Running is true while the controller's group runs.
+	Running bool
+	// LastSuccess is when a reconcile last succeeded.
+	LastSuccess time.Time
+	// LastError is the last failed reconcile's or start's error, kept
+	// after later successes; LastErrorAt is when it happened.
+	LastError   error
+	LastErrorAt time.Time
+	// Failures counts failed reconciles since the last success.
+	Failures int
+	// Restarts counts restarts after a failed start or a panic.
+	Restarts int
+	// Reconciles counts reconciles run, Events the watch events seen,
+	// Resyncs the full resyncs after a compacted watch.
+	Reconciles, Events, Resyncs uint64
+}
+
+// healthy reports whether h counts as healthy at now under the policy. A
+// controller that is not running is: it has nothing to do.
+func (h Health) healthy(now time.Time, p healthPolicy) bool {
+	switch {
+	case !h.Running:
+		return true
+	case h.State == Restarting:
+		return false
+	case h.Failures >= p.maxFailures:
+		return false
+	case h.State == Reconciling && p.stallAfter > 0 && now.Sub(h.Since) >= p.stallAfter:
+		return false
+	}
+	return true
+}
+
+// healthPolicy says when a running controller stops counting as healthy.
+type healthPolicy struct {
+	maxFailures int
+	stallAfter  time.Duration
+}
+
+// record is one controller's Health, updated by its supervisor.
+type record struct {
+	mu sync.Mutex
+	h  Health
+}
+
+func (r *record) update(f func(h *Health)) {
+	r.mu.Lock()
+	f(&r.h)
+	r.mu.Unlock()
+}
+
+func (r *record) snapshot() Health {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.h
+}
+
+func (r *record) setState(now time.Time, s State) {
+	r.update(func(h *Health) {
+		if h.State != s {
+			h.State, h.Since = s, now
+		}
+	})
+}

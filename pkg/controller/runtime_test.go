@@ -1,0 +1,296 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/controller"
+	"github.com/jonboulle/clockwork"
+)
+
+func TestReconcilesOnStartAndOnItsOwnPrefixesOnly(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	rt := newRuntime(st.Client(), clk, t)
+	c := &counter{st: st, name: "count", prefixes: []string{"a/", "b/"}}
+	running(t, rt, c)
+	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+	put(t, st, "a/1")
+	waitFor(t, "a reconcile on a/", func() bool { return len(c.completed()) == 2 })
+	put(t, st, "b/1")
+	waitFor(t, "a reconcile on b/", func() bool { return len(c.completed()) == 3 })
+	put(t, st, "c/1") // not watched
+	put(t, st, "a/2")
+	waitFor(t, "a reconcile on a/2", func() bool { return len(c.completed()) == 4 })
+	if got := c.completed(); got[3] != 2 {
+		t.Errorf("the last reconcile counted %d keys under a/, want 2 (it re-reads its inputs)", got[3])
+	}
+	if h := health(rt, "count"); h.Events != 3 {
+		t.Errorf("Events = %d, want 3 (c/1 is not under a watched prefix)", h.Events)
+	}
+}
+
+func TestCoalescesABurstIntoOneReconcile(t *testing.T) {
+	st := newStore(t)
+	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t)
+	gate, entered := make(chan struct{}), make(chan struct{})
+	c := &counter{st: st, name: "burst", prefixes: []string{"in/"}, do: func(ctx context.Context, n int) error {
+		if n == 1 {
+			close(entered)
+			select {
+			case <-gate:
+			case <-ctx.Done():
+			}
+		}
+		return nil
+	}}
+	stop := running(t, rt, c)
+	<-entered // the watch's start revision is read: every put below is an event
+	const burst = 50
+	for i := range burst {
+		put(t, st, fmt.Sprintf("in/%d", i))
+	}
+	waitFor(t, "every event of the burst", func() bool { return health(rt, "burst").Events == burst })
+	close(gate)
+	waitFor(t, "the reconcile after the burst", func() bool { return len(c.completed()) == 2 })
+	stop()
+	if got := c.completed(); len(got) != 2 || got[1] != burst {
+		t.Errorf("reconciles saw %v keys, want [? %d]: %d events must make one reconcile", got, burst, burst)
+	}
+}
+
+func TestWatchesAgainFromTheLastRevisionAfterAClose(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	src := &faultySource{Source: st.Client()}
+	rt := newRuntime(src, clk, t, constant(time.Second))
+	c := &counter{st: st, name: "rewatch", prefixes: []string{"in/"}}
+	running(t, rt, c)
+	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+	rev := put(t, st, "in/1")
+	waitFor(t, "the reconcile on in/1", func() bool { return len(c.completed()) == 2 })
+
+	src.closeWatches()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil { // the re-watch backoff
+		t.Fatal(err)
+	}
+	put(t, st, "in/2") // while no watch is open
+	clk.Advance(time.Second)
+	waitFor(t, "the reconcile on in/2, written while the watch was closed", func() bool { return len(c.completed()) == 3 })
+	if froms := src.watchedFrom(); len(froms) != 2 || froms[1] != rev+1 {
+		t.Errorf("watches opened from %v, want the second from %d (after the last event delivered)", froms, rev+1)
+	}
+	if h := health(rt, "rewatch"); h.Restarts != 0 || h.Resyncs != 0 {
+		t.Errorf("a closed watch restarted the controller or resynced: %+v", h)
+	}
+}
+
+func TestResyncsWhenItsRevisionWasCompacted(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	src := &faultySource{Source: st.Client()}
+	rt := newRuntime(src, clk, t, constant(time.Second))
+	c := &counter{st: st, name: "compact", prefixes: []string{"in/"}}
+	running(t, rt, c)
+	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+
+	src.closeWatches()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	put(t, st, "in/1")
+	rev := put(t, st, "in/2")
+	if _, err := st.Client().Compact(ctx, rev); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	waitFor(t, "the resync", func() bool { return health(rt, "compact").Resyncs == 1 })
+	waitFor(t, "the reconcile of the resync", func() bool { return len(c.completed()) == 2 })
+	if got := c.completed()[1]; got != 2 {
+		t.Errorf("the resync counted %d keys, want 2", got)
+	}
+	froms := src.watchedFrom()
+	if len(froms) != 3 || froms[2] != rev+1 {
+		t.Fatalf("watches opened from %v, want a third from the current revision's successor %d", froms, rev+1)
+	}
+	put(t, st, "in/3")
+	waitFor(t, "a reconcile on the watch opened after the resync", func() bool { return len(c.completed()) == 3 })
+}
+
+func TestRequeuesAFailedReconcileWithBackoff(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	rt := newRuntime(st.Client(), clk, t, constant(time.Second), controller.WithHealthPolicy(2, 0))
+	errFlaky := errors.New("flaky")
+	c := &counter{st: st, name: "flaky", prefixes: []string{"in/"}, do: func(_ context.Context, n int) error {
+		if n <= 2 {
+			return errFlaky
+		}
+		return nil
+	}}
+	running(t, rt, c)
+	waitFor(t, "the first failure", func() bool { return health(rt, "flaky").Failures == 1 })
+	if h := health(rt, "flaky"); h.State != controller.Backoff || !errors.Is(h.LastError, errFlaky) || !rt.Healthy() {
+		t.Errorf("after one failure: %+v healthy=%v; want backoff, the error, healthy", h, rt.Healthy())
+	}
+	clk.Advance(999 * time.Millisecond)
+	if h := health(rt, "flaky"); h.Reconciles != 1 {
+		t.Fatalf("retried before its backoff: %+v", h)
+	}
+	clk.Advance(time.Millisecond)
+	waitFor(t, "the second failure", func() bool { return health(rt, "flaky").Failures == 2 })
+	if rt.Healthy() {
+		t.Error("Healthy after two failures in a row, with a policy of two")
+	}
+	clk.Advance(time.Second)
+	waitFor(t, "the success", func() bool { h := health(rt, "flaky"); return h.Failures == 0 && !h.LastSuccess.IsZero() })
+	if !rt.Healthy() {
+		t.Errorf("not Healthy after a success: %+v", rt.Health())
+	}
+	if h := health(rt, "flaky"); h.Restarts != 0 || h.Reconciles != 3 {
+		t.Errorf("after two failures and a success: %+v; want 3 reconciles, no restart", h)
+	}
+}
+
+func TestRestartsAPanickingControllerAfterBackoff(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	src := &faultySource{Source: st.Client()}
+	rt := newRuntime(src, clk, t, constant(time.Second))
+	c := &counter{st: st, name: "panics", prefixes: []string{"in/"}, do: func(_ context.Context, n int) error {
+		if n == 1 {
+			panic("boom")
+		}
+		return nil
+	}}
+	running(t, rt, c)
+	waitFor(t, "the restart", func() bool { return health(rt, "panics").State == controller.Restarting })
+	h := health(rt, "panics")
+	if h.Restarts != 1 || h.LastError == nil || rt.Healthy() {
+		t.Errorf("after a panic: %+v healthy=%v; want one restart, its error, unhealthy", h, rt.Healthy())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	waitFor(t, "the reconcile after the restart", func() bool { return len(c.completed()) == 1 })
+	if !rt.Healthy() {
+		t.Errorf("not Healthy after the restart's success: %+v", rt.Health())
+	}
+	if n := len(src.watchedFrom()); n != 2 {
+		t.Errorf("%d watches opened, want 2: a restart opens its watches anew", n)
+	}
+}
+
+func TestResyncTick(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	rt := newRuntime(st.Client(), clk, t)
+	c := &counter{st: st, name: "tick", prefixes: []string{"in/"}, resync: 10 * time.Second}
+	running(t, rt, c)
+	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+	clk.Advance(10 * time.Second)
+	waitFor(t, "the resync reconcile", func() bool { return len(c.completed()) == 2 })
+}
+
+func TestStallIsUnhealthy(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	rt := newRuntime(st.Client(), clk, t, controller.WithHealthPolicy(3, time.Minute))
+	c := &counter{st: st, name: "stall", prefixes: []string{"in/"}, do: func(ctx context.Context, _ int) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}}
+	running(t, rt, c)
+	waitFor(t, "the reconcile", func() bool { return health(rt, "stall").State == controller.Reconciling })
+	if !rt.Healthy() {
+		t.Error("unhealthy at once")
+	}
+	clk.Advance(time.Minute)
+	if rt.Healthy() {
+		t.Error("Healthy with a reconcile running for a minute, stallAfter a minute")
+	}
+}
+
+func TestFatalErrorStopsTheGroupInReverseOrder(t *testing.T) {
+	st := newStore(t)
+	errDeposed := errors.New("deposed")
+	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t, controller.WithFatal(func(err error) bool { return errors.Is(err, errDeposed) }))
+	var mu sync.Mutex
+	var stopped []string
+	var started sync.WaitGroup
+	blocking := func(name string) controller.Controller {
+		started.Add(1)
+		return &controller.Func{ControllerName: name, Prefixes: []string{name + "/"}, Do: func(ctx context.Context) error {
+			started.Done()
+			<-ctx.Done()
+			mu.Lock()
+			stopped = append(stopped, name)
+			mu.Unlock()
+			return ctx.Err()
+		}}
+	}
+	first, second := blocking("first"), blocking("second")
+	go func() {
+		started.Wait()
+		put(t, st, "fatal/go")
+	}()
+	fatal := &controller.Func{ControllerName: "fatal", Prefixes: []string{"fatal/"}, Do: func(ctx context.Context) error {
+		resp, err := st.Client().Get(ctx, "fatal/go")
+		if err != nil || len(resp.Kvs) == 0 {
+			return err
+		}
+		return fmt.Errorf("write: %w", errDeposed)
+	}}
+	err := rt.Run(context.Background(), first, second, fatal)
+	if !errors.Is(err, errDeposed) {
+		t.Fatalf("Run = %v, want the fatal error", err)
+	}
+	if want := []string{"second", "first"}; !slices.Equal(stopped, want) {
+		t.Errorf("stopped %v, want %v (reverse order)", stopped, want)
+	}
+	for _, h := range rt.Health() {
+		if h.Running || h.State != controller.Stopped {
+			t.Errorf("after Run: %+v; want stopped", h)
+		}
+	}
+	// The group can run again (a new leadership term).
+	stop := running(t, rt, &controller.Func{ControllerName: "first", Prefixes: []string{"first/"}, Do: func(context.Context) error { return nil }})
+	waitFor(t, "the second run", func() bool { return health(rt, "first").Running && !health(rt, "first").LastSuccess.IsZero() })
+	stop()
+}
+
+func TestRefusesBadDeclarations(t *testing.T) {
+	st := newStore(t)
+	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t)
+	nop := func(context.Context) error { return nil }
+	for _, tc := range []struct {
+		name  string
+		ctrls []controller.Controller
+	}{
+		{"no name", []controller.Controller{&controller.Func{Prefixes: []string{"a/"}, Do: nop}}},
+		{"no watches", []controller.Controller{&controller.Func{ControllerName: "x", Do: nop}}},
+		{"whole keyspace", []controller.Controller{&controller.Func{ControllerName: "x", Prefixes: []string{"a/", ""}, Do: nop}}},
+		{"twice", []controller.Controller{&controller.Func{ControllerName: "x", Prefixes: []string{"a/"}, Do: nop}, &controller.Func{ControllerName: "x", Prefixes: []string{"b/"}, Do: nop}}},
+	} {
+		if err := rt.Run(context.Background(), tc.ctrls...); !errors.Is(err, controller.ErrInvalid) {
+			t.Errorf("%s: Run = %v, want ErrInvalid", tc.name, err)
+		}
+	}
+	running(t, rt, &controller.Func{ControllerName: "x", Prefixes: []string{"a/"}, Do: nop})
+	waitFor(t, "x running", func() bool { return health(rt, "x").Running })
+	if err := rt.Run(context.Background(), &controller.Func{ControllerName: "x", Prefixes: []string{"a/"}, Do: nop}); !errors.Is(err, controller.ErrRunning) {
+		t.Errorf("a second x: Run = %v, want ErrRunning", err)
+	}
+}

@@ -1,0 +1,194 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+	"github.com/jonboulle/clockwork"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// supervisor runs one controller: it restarts the controller's loop when
+// that fails, and records its health.
+type supervisor struct {
+	rt  *Runtime
+	c   Controller
+	rec *record
+	log *slog.Logger
+	// kick holds at most one pending reconcile: events coalesce into it.
+	kick chan struct{}
+}
+
+func newSupervisor(rt *Runtime, c Controller, rec *record) *supervisor {
+	return &supervisor{rt: rt, c: c, rec: rec, log: rt.log.With("controller", c.Name()), kick: make(chan struct{}, 1)}
+}
+
+// fatalError carries a reconcile error that ends the group.
+type fatalError struct{ err error }
+
+func (f fatalError) Error() string { return f.err.Error() }
+
+// run runs the controller until ctx ends (nil) or a fatal error (returned).
+func (s *supervisor) run(ctx context.Context) error {
+	restart := s.rt.newBackoff()
+	for {
+		err := s.runOnce(ctx, restart)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if f, ok := errors.AsType[fatalError](err); ok {
+			s.log.Warn("controller stopped its group", "err", f.err)
+			return f.err
+		}
+		d := restart.NextBackOff()
+		now := s.rt.clock.Now()
+		s.rec.update(func(h *Health) {
+			h.Restarts++
+			h.LastError, h.LastErrorAt = err, now
+			h.State, h.Since = Restarting, now
+		})
+		s.log.Warn("controller failed; restarting", "err", err, "in", d)
+		if !s.sleep(ctx, d) {
+			return nil
+		}
+	}
+}
+
+// sleep waits d on the runtime's clock; false when ctx ended first.
+func (s *supervisor) sleep(ctx context.Context, d time.Duration) bool {
+	t := s.rt.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.Chan():
+		return true
+	}
+}
+
+// runOnce starts the controller (current revision, watches from it) and
+// loops on its triggers until ctx ends, a reconcile panics (restart) or a
+// fatal error. A success resets restart.
+func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.rec.setState(s.rt.clock.Now(), Starting)
+	prefixes := s.c.Watches()
+	rev, err := currentRevision(ctx, s.rt.src, prefixes[0])
+	if err != nil {
+		return fmt.Errorf("controller %s: start: %w", s.c.Name(), err)
+	}
+	for _, p := range prefixes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.watch(ctx, p, rev)
+		}()
+	}
+	var tick <-chan time.Time
+	if rs, ok := s.c.(Resyncer); ok && rs.ResyncInterval() > 0 {
+		t := s.rt.clock.NewTicker(rs.ResyncInterval())
+		defer t.Stop()
+		tick = t.Chan()
+	}
+	requeue := s.rt.newBackoff()
+	var retry clockwork.Timer
+	var retryC <-chan time.Time
+	defer func() {
+		if retry != nil {
+			retry.Stop()
+		}
+	}()
+	s.trigger() // the first reconcile, at rev or later
+	for {
+		if retry == nil {
+			s.rec.setState(s.rt.clock.Now(), Waiting)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.kick:
+		case <-tick:
+		case <-retryC:
+		}
+		if retry != nil {
+			retry.Stop()
+			retry, retryC = nil, nil
+		}
+		err := s.reconcile(ctx)
+		now := s.rt.clock.Now()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err == nil:
+			s.rec.update(func(h *Health) { h.LastSuccess, h.Failures = now, 0 })
+			requeue.Reset()
+			restart.Reset()
+			continue
+		}
+		if p, ok := errors.AsType[panicError](err); ok {
+			return p
+		}
+		if s.rt.fatal != nil && s.rt.fatal(err) {
+			return fatalError{err}
+		}
+		d := requeue.NextBackOff()
+		s.rec.update(func(h *Health) {
+			h.Failures++
+			h.LastError, h.LastErrorAt = err, now
+			h.State, h.Since = Backoff, now
+		})
+		s.log.Warn("reconcile failed; retrying", "err", err, "in", d)
+		retry = s.rt.clock.NewTimer(d)
+		retryC = retry.Chan()
+	}
+}
+
+// panicError is a recovered panic of Reconcile.
+type panicError struct {
+	value any
+	stack []byte
+}
+
+func (p panicError) Error() string {
+	return fmt.Sprintf("reconcile panicked: %v\n%s", p.value, p.stack)
+}
+
+// reconcile runs one Reconcile, turning a panic into a panicError.
+func (s *supervisor) reconcile(ctx context.Context) (err error) {
+	s.rec.update(func(h *Health) {
+		h.Reconciles++
+		h.State, h.Since = Reconciling, s.rt.clock.Now()
+	})
+	defer func() {
+		if v := recover(); v != nil {
+			err = panicError{value: v, stack: debug.Stack()}
+		}
+	}()
+	return s.c.Reconcile(ctx)
+}
+
+// trigger asks for a reconcile; with one already pending it does nothing.
+func (s *supervisor) trigger() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// currentRevision reads the store's revision.
+func currentRevision(ctx context.Context, src Source, key string) (int64, error) {
+	resp, err := src.Get(ctx, key, clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("read the current revision: %w", err)
+	}
+	return resp.Header.Revision, nil
+}
