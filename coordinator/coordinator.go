@@ -68,7 +68,8 @@ type Coordinator struct {
 	// applies.
 	OnRolloutStep func(name string, s rollout.Step)
 
-	live *livenessTracker
+	live      *livenessTracker
+	candidacy candidacy // what systemd is told (coordinator/health.go)
 }
 
 // New returns a candidate. It starts nothing: call Run.
@@ -128,6 +129,7 @@ func (c *Coordinator) term(ctx context.Context) error {
 		return fmt.Errorf("coordinator: session: %w", err)
 	}
 	defer sess.Close()
+	c.candidacy.campaigning(sess)
 	// Campaign does not return when the session expires: tie its context
 	// to the session.
 	tctx, cancel := context.WithCancel(ctx)
