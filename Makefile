@@ -35,11 +35,11 @@ test: etcd-binaries vet nix-check
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
 		$(GO) test -count=1 -timeout 14m ./...
 
-# test-netns runs the gossip partition test across network namespaces
+# test-netns runs the gossip partition and advertise tests across network namespaces
 # (ip netns, veth, a bridge, iptables DROP); it needs root and skips, saying
 # so, otherwise. It takes about 10 s, so make test runs it too when root.
 test-netns: deps
-	$(GO) test -count=1 -v -run TestPartition ./tests/netns/
+	$(GO) test -count=1 -v -run 'TestPartition|TestAdvertiseWithoutPrivateAddress' ./tests/netns/
 
 # e2e-vm boots a real VM (libvirtd + qemu; software emulation unless a probe
 # guest boots under /dev/kvm) inside a network namespace and checks that it

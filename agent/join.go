@@ -15,6 +15,7 @@ import (
 // leader's answer: start the learner when it is added, wipe and file again
 // when the join failed, return once the member is a voter.
 func (a *Agent) join(ctx context.Context) error {
+	defer a.extendWhileJoining(ctx)() // agent/progress.go
 	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
 	a.status("joining the etcd cluster")
 	req, err := a.currentJoin(ctx)

@@ -79,8 +79,9 @@ type Coordinator struct {
 	// applies.
 	OnRolloutStep func(name string, s rollout.Step)
 
-	live *livenessTracker
-	rt   *controller.Runtime
+	live      *livenessTracker
+	rt        *controller.Runtime
+	candidacy candidacy // what systemd is told (coordinator/health.go)
 }
 
 // New returns a candidate. It starts nothing: call Run.
@@ -130,10 +131,6 @@ func requeueBackoff() backoff.BackOff {
 // on this candidate (package controller).
 func (c *Coordinator) Health() []controller.Health { return c.rt.Health() }
 
-// Healthy reports whether the leader's controllers are healthy: none
-// restarting, failing again and again, or stalled. A candidate that is not
-// leader runs none, and is healthy.
-func (c *Coordinator) Healthy() bool { return c.rt.Healthy() }
 
 // Run campaigns and, while leader, reconciles. It returns nil when ctx ends,
 // after resigning. A term that ended on an error is followed by the next
@@ -169,6 +166,7 @@ func (c *Coordinator) term(ctx context.Context) error {
 		return fmt.Errorf("coordinator: session: %w", err)
 	}
 	defer sess.Close()
+	c.candidacy.campaigning(sess)
 	// Campaign does not return when the session expires: tie its context
 	// to the session.
 	tctx, cancel := context.WithCancel(ctx)

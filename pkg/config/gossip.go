@@ -39,7 +39,7 @@ func gossipKeys(g *Gossip, tokenFile *string, port int) []key {
 	return []key{
 		stringKey("gossip.bind", &g.Bind, "0.0.0.0", "IP address the gossip mesh listens on (TCP and UDP)", ipAddr(false)),
 		stringKey("gossip.port", &g.Port, strconv.Itoa(port), "gossip port, TCP and UDP (0: any free port)", portNumber),
-		stringKey("gossip.advertise", &g.Advertise, "", "IP address other machines reach the gossip mesh on; empty means gossip.bind", ipAddr(true)),
+		stringKey("gossip.advertise", &g.Advertise, "", "IP address other machines reach the gossip mesh on; empty means gossip.bind, or with gossip.bind 0.0.0.0 a private address of the host, else its public one (on the default route), else 127.0.0.1 on a loopback-only host", ipAddr(true)),
 		listKey("gossip.seeds", &g.Seeds, nil, "host or host:port of mesh members to join through; the etcd endpoints are learned from them", each(gossip.CheckSeed), noDuplicates),
 		stringKey("gossip.profile", &g.Profile, string(gossip.ProfileLAN), "gossip timings: lan (crash seen in ~6 s), wan (~30 s), fast (~0.5 s, tests and small quiet networks)", oneOf(gossip.Profiles...)),
 		stringKey("tokenFile", tokenFile, "", "file holding the cluster token; gossip keys are derived from its content", readableFile(true)),

@@ -55,6 +55,10 @@ type Config struct {
 	// Tune, when set, adjusts the profile's memberlist timings before
 	// Start (benchmarks of large meshes; nil in the programs).
 	Tune func(*memberlist.Config)
+	// HostAddrs lists the host's addresses, from which a member bound to
+	// 0.0.0.0 or :: with no AdvertiseAddr picks one (advertise.go); nil:
+	// the host's own (HostAddrs).
+	HostAddrs HostAddrsFunc
 }
 
 // validate checks c and fills defaults.

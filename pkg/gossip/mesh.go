@@ -93,7 +93,11 @@ func (m *Mesh) Start() error {
 	c.BindAddr = m.cfg.BindAddr
 	c.BindPort = m.cfg.BindPort
 	c.AdvertisePort = m.cfg.BindPort
-	c.AdvertiseAddr = m.cfg.AdvertiseAddr
+	adv, err := m.advertiseAddr()
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	c.AdvertiseAddr = adv
 	kr, err := m.newKeyring()
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 // Package sdnotify tells systemd about a service's state (READY, STATUS,
-// STOPPING) and keeps its watchdog fed while the service is healthy. Outside
-// systemd, with NOTIFY_SOCKET unset, every call is a cheap no-op.
+// STOPPING), asks it for more time to start (EXTEND_TIMEOUT_USEC) and
+// keeps its watchdog fed while the service is healthy. Outside systemd,
+// with NOTIFY_SOCKET unset, every call is a cheap no-op.
 package sdnotify
 
 import (
@@ -37,6 +38,16 @@ func (n *Notifier) Stopping() error { return n.notify(daemon.SdNotifyStopping) }
 
 // Watchdog feeds the service watchdog once (WATCHDOG=1).
 func (n *Notifier) Watchdog() error { return n.notify(daemon.SdNotifyWatchdog) }
+
+// ExtendTimeout asks systemd for d more time in the current state
+// (EXTEND_TIMEOUT_USEC=d in microseconds): past TimeoutStartSec=, a start
+// that keeps sending it within each d goes on; one that stops is timed out
+// d after its last message. d is rounded up to a whole microsecond, at
+// least one.
+func (n *Notifier) ExtendTimeout(d time.Duration) error {
+	usec := max((d+time.Microsecond-1)/time.Microsecond, 1)
+	return n.notify(fmt.Sprintf("EXTEND_TIMEOUT_USEC=%d", int64(usec)))
+}
 
 // Status sets the one-line status shown by systemctl status (STATUS=msg).
 // Line breaks in msg become spaces, so msg cannot smuggle in other

@@ -67,6 +67,9 @@ func TestMessages(t *testing.T) {
 		{func() error { return n.Status("two\nlines\r\nMAINPID=1") }, "STATUS=two lines MAINPID=1"},
 		{n.Watchdog, "WATCHDOG=1"},
 		{n.Stopping, "STOPPING=1"},
+		{func() error { return n.ExtendTimeout(90 * time.Second) }, "EXTEND_TIMEOUT_USEC=90000000"},
+		{func() error { return n.ExtendTimeout(1500 * time.Nanosecond) }, "EXTEND_TIMEOUT_USEC=2"},
+		{func() error { return n.ExtendTimeout(0) }, "EXTEND_TIMEOUT_USEC=1"},
 	}
 	for _, tt := range tests {
 		if err := tt.send(); err != nil {
@@ -82,7 +85,7 @@ func TestNoSocketIsNoOp(t *testing.T) {
 	t.Setenv("NOTIFY_SOCKET", "")
 	watchdogEnv(t, time.Second)
 	for _, n := range []*Notifier{New(), {}, nil} {
-		for _, err := range []error{n.Ready(), n.Status("x"), n.Watchdog(), n.Stopping()} {
+		for _, err := range []error{n.Ready(), n.Status("x"), n.Watchdog(), n.Stopping(), n.ExtendTimeout(time.Second)} {
 			if err != nil {
 				t.Errorf("without a socket: %v", err)
 			}

@@ -2,8 +2,9 @@
 //
 // Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage,
 // 3 this node was removed from the cluster (systemd: RestartPreventExitStatus=3),
-// 4 a generation it applied installs another nico-agent: start that one
-// (systemd: RestartForceExitStatus=4).
+// 4 a generation it applied installs another nico-agent, or its configuration
+// file or binary changed after it started (a switch it did not run): start
+// the agent again (systemd: RestartForceExitStatus=4).
 package main
 
 import (
@@ -79,6 +80,8 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	reload := newReloader(fs, cfg, log)
+	ac.Applier = reload.Guard(ac.Applier)
 	var closeHV func()
 	ac.Hypervisor, closeHV = newHypervisor(cfg, log)
 	defer closeHV()
@@ -111,6 +114,7 @@ func run(args []string, stderr io.Writer) int {
 	a.RenewNodeCert = renewNodeCert(cfg, log)
 	defer serveJoin(ctx, cfg, log)()
 	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
+	go reload.Run(ctx, a)
 	switch err := a.Run(ctx); {
 	case err == nil:
 		return 0

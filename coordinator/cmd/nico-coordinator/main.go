@@ -23,6 +23,7 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/sdnotify"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/pflag"
 )
@@ -104,6 +105,7 @@ func run(args []string, stderr io.Writer) int {
 		HealthTimeout:  cfg.HealthTimeout,
 		Gossip:         g,
 	}, st, log)
+	defer notifySystemd(ctx, sdnotify.New(), c, log)()
 	if err := c.Run(ctx); err != nil {
 		log.Error("coordinator failed", "err", err)
 		return 1

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
+)
+
+// TestChangedSettingsReachTheRunningAgent: a bootstrap agent that is ready
+// and whose configuration file is then changed (a switch it did not run)
+// exits 4, so that systemd (RestartForceExitStatus=4) starts it with the
+// new settings; a change that does not load keeps it running.
+func TestChangedSettingsReachTheRunningAgent(t *testing.T) {
+	dir := t.TempDir()
+	peer, client := etcdtest.URLsFor(t, true)
+	file := filepath.Join(dir, "agent.yaml")
+	settings := func(extra string) string {
+		return fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\ngenerations:\n  agentPathFile: %s\n%s",
+			dir, peer, client, etcdtest.FreePort(t), filepath.Join(dir, "agent-path"), extra)
+	}
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(file+".new", []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(file+".new", file); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := settings("")
+	write(first)
+	var out logging.Buffer
+	code := make(chan int, 1)
+	go func() { code <- run([]string{"--config", file}, &out) }()
+	waitLog := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !strings.Contains(out.String(), what) {
+			select {
+			case c := <-code:
+				t.Fatalf("nico-agent exited %d before %q:\n%s", c, what, out.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q:\n%s", what, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitLog("node ready")
+	write(strings.Replace(first, "name: cp-1", "name: CP_1", 1))
+	waitLog("the new configuration is not valid")
+	write(settings("log:\n  level: debug\n"))
+	select {
+	case c := <-code:
+		if c != 4 {
+			t.Fatalf("exit %d after the settings changed, want 4:\n%s", c, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("nico-agent still runs after its settings changed:\n%s", out.String())
+	}
+}

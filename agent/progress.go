@@ -1,0 +1,139 @@
+package agent
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The agent tells the service manager it is ready only once its member is
+// a voter, and a join that copies a large store takes longer than a unit's
+// start timeout (TimeoutStartSec=, 90 s by default). So while a join makes
+// progress the agent asks for more start time (EXTEND_TIMEOUT_USEC); a join
+// that stalls for JoinStallAfter stops asking, and the service manager
+// times the start out JoinExtendBy after the last ask.
+//
+//	join starts --ask--> [sample every JoinProgressInterval] --changed or stalled < JoinStallAfter--> ask
+//	                                   |
+//	                                   +--no change for JoinStallAfter--> no ask (logged once; asks again on change)
+const (
+	// JoinProgressInterval is how often the join's progress is sampled.
+	JoinProgressInterval = 10 * time.Second
+	// JoinExtendBy is how much more start time each ask is for: a few
+	// intervals, so one slow sample does not end the start.
+	JoinExtendBy = 45 * time.Second
+	// JoinStallAfter is how long a join may show no progress before the
+	// agent stops asking: longer than the coordinator's default learner
+	// start and progress timeouts (2 min each), after which it fails the
+	// join and the agent files a new one, which is progress again.
+	JoinStallAfter = 5 * time.Minute
+)
+
+// TimeoutExtender is a Notifier that can ask the service manager for more
+// time (*sdnotify.Notifier).
+type TimeoutExtender interface {
+	ExtendTimeout(d time.Duration) error
+}
+
+// joinMark is what a join's progress is read from: any change is progress.
+type joinMark struct {
+	joins   int64  // the highest mod revision of the join requests (this node's and those queued before it)
+	ops     int64  // the highest mod revision of the operation journal (the leader's steps)
+	applied uint64 // the local member's raft applied index (a learner catching up)
+}
+
+// progressWatch asks extend for extendBy more time at each tick, as long
+// as sample changed within stallAfter of it.
+type progressWatch struct {
+	extend     TimeoutExtender
+	sample     func(context.Context) (joinMark, error)
+	now        func() time.Time
+	tick       <-chan time.Time
+	extendBy   time.Duration
+	stallAfter time.Duration
+	log        *slog.Logger
+}
+
+func (p *progressWatch) run(ctx context.Context) {
+	var last joinMark
+	have, stalled, lastAt := false, false, p.now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.tick:
+		}
+		m, err := p.sample(ctx)
+		now := p.now()
+		if err == nil && (!have || m != last) {
+			if stalled {
+				p.log.Info("the join makes progress again; asking the service manager for more start time")
+			}
+			last, have, lastAt, stalled = m, true, now, false
+		}
+		if now.Sub(lastAt) < p.stallAfter {
+			p.ask()
+			continue
+		}
+		if !stalled {
+			stalled = true
+			p.log.Warn("the join has made no progress; no more start time asked for, the service manager may time the start out", "for", now.Sub(lastAt).Round(time.Second), "lastErr", err)
+		}
+	}
+}
+
+func (p *progressWatch) ask() {
+	if err := p.extend.ExtendTimeout(p.extendBy); err != nil {
+		p.log.Debug("asking for more start time", "err", err)
+	}
+}
+
+// extendWhileJoining asks the service manager for more start time while
+// the join makes progress, until stop is called; it does nothing when the
+// agent's Notifier cannot ask (outside systemd).
+func (a *Agent) extendWhileJoining(ctx context.Context) (stop func()) {
+	ext, ok := a.notify.(TimeoutExtender)
+	if on, can := a.notify.(interface{ Enabled() bool }); !ok || (can && !on.Enabled()) || a.cli == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	t := time.NewTicker(JoinProgressInterval)
+	p := &progressWatch{extend: ext, sample: joinSampler(a.cli, a.cfg.ClientURL), now: a.Now, tick: t.C,
+		extendBy: JoinExtendBy, stallAfter: JoinStallAfter, log: a.log}
+	p.ask() // the join starts: progress
+	done := make(chan struct{})
+	go func() { defer close(done); p.run(ctx) }()
+	return func() { cancel(); <-done; t.Stop() }
+}
+
+// joinSampler reads a join's progress through cli (scoped to the store's
+// prefix) and the local member at clientURL, which may not run yet.
+func joinSampler(cli *clientv3.Client, clientURL string) func(context.Context) (joinMark, error) {
+	latest := func(ctx context.Context, dir string) (int64, error) {
+		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
+		if err != nil || len(resp.Kvs) == 0 {
+			return 0, err
+		}
+		return resp.Kvs[0].ModRevision, nil
+	}
+	return func(ctx context.Context) (joinMark, error) {
+		ctx, cancel := context.WithTimeout(ctx, JoinProgressInterval/2)
+		defer cancel()
+		var m joinMark
+		var err error
+		if m.joins, err = latest(ctx, store.JoinsDir); err != nil {
+			return m, err
+		}
+		if m.ops, err = latest(ctx, store.OpsDir); err != nil {
+			return m, err
+		}
+		if st, err := cli.Status(ctx, clientURL); err == nil {
+			m.applied = st.RaftAppliedIndex
+		}
+		return m, nil
+	}
+}
