@@ -134,7 +134,12 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 			t.Errorf("%s still running after the candidate stopped", h.Name)
 		}
 	}
-	if !cd.c.Healthy() {
-		t.Error("a stopped candidate is not Healthy")
+	// Its controllers stopped cleanly (a candidate that does not lead runs
+	// none); with no election session it no longer feeds the watchdog.
+	if !cd.c.rt.Healthy() {
+		t.Errorf("a stopped candidate's controllers are not healthy: %+v", cd.c.Health())
+	}
+	if cd.c.Healthy() {
+		t.Error("a stopped candidate, with no election session, is Healthy")
 	}
 }

@@ -131,7 +131,6 @@ func requeueBackoff() backoff.BackOff {
 // on this candidate (package controller).
 func (c *Coordinator) Health() []controller.Health { return c.rt.Health() }
 
-
 // Run campaigns and, while leader, reconciles. It returns nil when ctx ends,
 // after resigning. A term that ended on an error is followed by the next
 // after a backoff; one that ended cleanly resets it.

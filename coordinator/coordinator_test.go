@@ -74,6 +74,26 @@ func waitLeader(t *testing.T, st *store.Store, within time.Duration, ok func(str
 	}
 }
 
+// waitCampaigners waits until n candidates have campaign keys.
+func waitCampaigners(t *testing.T, st *store.Store, n int, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), within)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := st.Client().Get(ctx, store.ElectionPrefix, prefixOpts()...)
+		if err == nil && len(resp.Kvs) == n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("want %d campaign keys within %s, got %v (%v)", n, within, resp, err)
+		case <-tick.C:
+		}
+	}
+}
+
 // TestOneLeaderAndResignOnShutdown: of three candidates one leads; when it
 // stops it resigns, so the next takes over at once rather than after the
 // session TTL (60 s here). Stopped candidates leave no goroutine behind.
@@ -91,10 +111,9 @@ func TestOneLeaderAndResignOnShutdown(t *testing.T) {
 		cands[n] = startCandidate(t, cl, n, 60*time.Second)
 	}
 	first := waitLeader(t, st, 20*time.Second, func(n string) bool { return n != "" })
-	resp, err := st.Client().Get(t.Context(), store.ElectionPrefix, prefixOpts()...)
-	if err != nil || len(resp.Kvs) != 3 {
-		t.Fatalf("want 3 campaign keys, got %v (%v)", resp, err)
-	}
+	// Every candidate campaigns (the first may lead before the others
+	// have their sessions).
+	waitCampaigners(t, st, 3, 20*time.Second)
 	cands[first].stop(t)
 	second := waitLeader(t, st, 10*time.Second, func(n string) bool { return n != "" && n != first })
 	if !strings.Contains("abc", second) {
