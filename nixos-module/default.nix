@@ -301,10 +301,11 @@ in
               IP address other machines reach this host's gossip on. null
               leaves it to the agent: the bind address, or with the default
               bind (0.0.0.0) a private address of the host's, and the agent
-              fails to start on a host with none. Set it on a host whose
-              address is public or assigned by DHCP; the module warns when
-              it is ${sharedNATAddress}, the user-mode NAT address every QEMU
-              (and VirtualBox) guest has.
+              fails to start on a host with none. Set it where that guess
+              is wrong: a host whose addresses are all public, or one on
+              several private networks; the module warns when it is
+              ${sharedNATAddress}, the user-mode NAT address every QEMU (and
+              VirtualBox) guest has.
             '';
           };
           gossip.profile = mkOption {

@@ -30,9 +30,7 @@ RAISING = {
     "require_unit_state", "get_unit_info", "get_unit_property", "wait_for_console_text",
 }
 # Machine methods that run a shell command given as their first argument.
-RUNS_COMMAND = RAISING - {"wait_for_unit", "wait_for_file", "wait_for_open_port", "wait_for_closed_port",
-                          "wait_for_open_unix_socket", "require_unit_state", "get_unit_info",
-                          "get_unit_property", "wait_for_console_text"} | {"execute"}
+RUNS_COMMAND = {"execute", "succeed", "fail", "wait_until_succeeds", "wait_until_fails"}
 ETCDCTL_FLAGS = ["--endpoints", "--cacert", "--cert", "--key"]
 
 
@@ -46,6 +44,7 @@ class Problem:
 
 @dataclass
 class Script:
+    """A parsed script: its functions and its names bound once to a value."""
     tree: ast.Module
     functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
     strings: dict[str, ast.expr] = field(default_factory=dict)
