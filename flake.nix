@@ -24,7 +24,7 @@
             inherit version;
             go = goFor final;
             # make vendor-hash rewrites this line; make nix-check compares it.
-            vendorHash = "sha256-HszNuKQCvLuO0j4FadE0dwDzB4/Aa1hQla2XUDtvZ44=";
+            vendorHash = "sha256-QTyBpwpXzMzC6GieTLUPwtGIHVJusM0EwR+BatgY1eM=";
           };
         in
         {
