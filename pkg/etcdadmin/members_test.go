@@ -2,6 +2,7 @@ package etcdadmin
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
 )
 
 // TestObserveWhileAutoSync: Observe asks every member for its status at
@@ -18,6 +20,7 @@ import (
 // per-member clients now, which never sync.
 func TestObserveWhileAutoSync(t *testing.T) {
 	cl := etcdtest.Start(t, 3)
+	ignore := settled(t, cl)
 	cli := etcdtest.Dial(t, pki.RootIdentity, 5*time.Millisecond, cl.Endpoints()...)
 	t.Cleanup(func() { cli.Close() })
 	a := New(cli, time.Second)
@@ -53,4 +56,43 @@ func TestObserveWhileAutoSync(t *testing.T) {
 	if _, err := a.members.get(cl.Members[0].ClientURL); !errors.Is(err, ErrClosed) {
 		t.Fatalf("member client after Close: %v, want ErrClosed", err)
 	}
+	// Closed, the Admin and its client leave no goroutine behind.
+	cli.Close()
+	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"))
+}
+
+// TestClosingTheClientClosesTheMemberClients: an Admin whose caller never
+// closes it lets its member clients go with the cluster-wide client.
+func TestClosingTheClientClosesTheMemberClients(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	ignore := settled(t, cl)
+	cli := etcdtest.Dial(t, pki.RootIdentity, 0, cl.Endpoints()...)
+	a := New(cli, time.Second)
+	if _, err := a.Observe(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(a.members.urls()); n != 1 {
+		t.Fatalf("%d member clients, want 1", n)
+	}
+	cli.Close()
+	waitFor(t, 10*time.Second, func() (bool, string) {
+		_, err := a.members.get(cl.Members[0].ClientURL)
+		return errors.Is(err, ErrClosed), fmt.Sprintf("member client after the client closed: %v", err)
+	})
+	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"))
+}
+
+// settled waits until every member of cl has served a client, so that the
+// servers' own goroutines have started, and returns them to ignore.
+func settled(t *testing.T, cl *etcdtest.Cluster) goleak.Option {
+	t.Helper()
+	for _, m := range cl.Members {
+		cli := etcdtest.Dial(t, pki.RootIdentity, 0, m.ClientURL)
+		_, err := cli.Get(ctx(t), "settle")
+		cli.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return goleak.IgnoreCurrent()
 }
