@@ -132,7 +132,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 		stringKey("etcd.dataDir", &a.Etcd.DataDir, "", "the etcd member's data directory; empty means <dataDir>/etcd", absPath(true)),
 		stringKey("etcd.peerURL", &a.Etcd.PeerURL, "https://127.0.0.1:2380", "https URL on which this member talks to its peers (mutual TLS)", httpsURL("https://10.0.0.1:2380")),
 		stringKey("etcd.clientURL", &a.Etcd.ClientURL, "https://127.0.0.1:2379", "https URL on which this member serves clients (mutual TLS)", httpsURL("https://10.0.0.1:2379")),
-		listKey("etcd.endpoints", &a.Etcd.Endpoints, nil, "https client URLs of the running etcd cluster; not needed to bootstrap, nor with gossip.seeds (learned from the mesh)",
+		listKey("etcd.endpoints", &a.Etcd.Endpoints, nil, "https client URLs of the running etcd cluster; may be left empty with gossip.seeds (the agent learns them from the mesh) or bootstrap",
 			each(httpsURL("https://10.0.0.1:2379")), noDuplicates),
 		stringKey("etcd.clusterToken", &a.Etcd.ClusterToken, "nico", "etcd's initial cluster token", notEmpty),
 		durationKey("etcd.dialTimeout", &a.Etcd.DialTimeout, 5*time.Second, "how long to wait for an etcd connection", between(0, time.Minute, false)),
