@@ -30,34 +30,33 @@ type Gossip interface {
 // agent cached endpoints on an earlier run, it uses those (a machine the
 // mesh no longer understands after key rotations gets back this way).
 func (a *Agent) discover(ctx context.Context) ([]string, error) {
-	logged := false
 	grace := time.NewTimer(a.cfg.DiscoverGrace)
 	defer grace.Stop()
-	for {
-		if eps := gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()); len(eps) > 0 {
-			a.log.Info("etcd endpoints learned from gossip", "endpoints", eps)
-			return eps, nil
-		}
-		if !logged {
+	cached := false
+	eps, err := gossip.AwaitEtcdEndpoints(ctx, a.cfg.Gossip, gossip.Discovery{
+		Waiting: func() {
 			a.status("waiting for the gossip mesh to name etcd voters")
 			a.log.Info("waiting for the gossip mesh to name etcd voters")
-			logged = true
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("agent: discovering etcd through gossip: %w", ctx.Err())
-		case <-a.cfg.Gossip.Changed():
-		case <-grace.C:
+		},
+		Fallback: grace.C,
+		Use: func() []string {
 			eps, err := a.cachedEndpoints()
 			if err != nil {
 				a.log.Warn("no usable endpoints cache", "err", err)
 			}
-			if len(eps) > 0 {
-				a.log.Warn("the gossip mesh names no etcd voters; using the endpoints cached on an earlier run", "after", a.cfg.DiscoverGrace, "endpoints", eps)
-				return eps, nil
-			}
-		}
+			cached = len(eps) > 0
+			return eps
+		},
+	})
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("agent: discovering etcd through gossip: %w", err)
+	case cached:
+		a.log.Warn("the gossip mesh names no etcd voters; using the endpoints cached on an earlier run", "after", a.cfg.DiscoverGrace, "endpoints", eps)
+	default:
+		a.log.Info("etcd endpoints learned from gossip", "endpoints", eps)
 	}
+	return eps, nil
 }
 
 // GossipRefreshInterval is how often a ready agent compares its gossip

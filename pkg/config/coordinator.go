@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"time"
 
 	"github.com/homystack/nico/pkg/logging"
@@ -67,8 +68,8 @@ func LoadCoordinator(fs *pflag.FlagSet) (Coordinator, error) {
 func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 	keys := []key{
 		stringKey("name", &c.Name, hostname(), "this candidate's identity in the leader election, a DNS label; defaults to the short host name", dnsLabel),
-		listKey("etcd.endpoints", &c.Etcd.Endpoints, nil, "client URLs of the etcd cluster (required)",
-			nonEmptyList("list the client URLs of the etcd cluster, e.g. https://10.0.0.1:2379"), each(httpsURL("https://10.0.0.1:2379")), noDuplicates),
+		listKey("etcd.endpoints", &c.Etcd.Endpoints, nil, "https client URLs of the etcd cluster; empty means learned from the gossip mesh (gossip.seeds), as the agent does",
+			each(httpsURL("https://10.0.0.1:2379")), noDuplicates),
 		durationKey("etcd.dialTimeout", &c.Etcd.DialTimeout, 5*time.Second, "how long to wait for an etcd connection", between(0, time.Minute, false)),
 		stringKey("store.prefix", &c.Store.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("coordinator.sessionTTL", &c.SessionTTL, 10*time.Second, "TTL of the leader's election session, in whole seconds", between(2*time.Second, 5*time.Minute, true)),
@@ -82,5 +83,10 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 	}
 	keys = append(keys, gossipKeys(&c.Gossip, &c.TokenFile, CoordinatorGossipPort)...)
 	keys = append(keys, tlsKeys(&c.TLS, "coordinator")...)
-	return keys, []rule{gossipRule(&c.Gossip, &c.TokenFile)}
+	return keys, []rule{gossipRule(&c.Gossip, &c.TokenFile), {keys: []string{"etcd.endpoints", "gossip.seeds"}, check: func() error {
+		if len(c.Etcd.Endpoints) == 0 && len(c.Gossip.Seeds) == 0 {
+			return errors.New("[] is not accepted without gossip.seeds; list the client URLs of the etcd cluster, e.g. https://10.0.0.1:2379, or a seed of the gossip mesh (gossip.seeds) to learn them from")
+		}
+		return nil
+	}}}
 }

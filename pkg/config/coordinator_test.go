@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -95,7 +97,23 @@ func TestCoordinatorInvalidValues(t *testing.T) {
 
 func TestCoordinatorNeedsEndpoints(t *testing.T) {
 	_, err := loadCoordinator(t, input{args: []string{"--name=cp-1"}})
-	wantErr(t, err, "config: etcd.endpoints: [] is not accepted", "list the client URLs")
+	wantErr(t, err, "config: etcd.endpoints: [] is not accepted without gossip.seeds", "list the client URLs")
+}
+
+// TestCoordinatorSeedsReplaceEndpoints: like the agent, a coordinator with
+// a gossip seed needs no etcd.endpoints; it learns them from the mesh.
+func TestCoordinatorSeedsReplaceEndpoints(t *testing.T) {
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("s3cret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := loadCoordinator(t, input{args: []string{"--name=cp-2", "--gossip.seeds=127.0.0.1:7946", "--tokenFile=" + token}})
+	if err != nil {
+		t.Fatalf("a coordinator with a seed and no etcd.endpoints: %v", err)
+	}
+	if len(c.Etcd.Endpoints) != 0 || !c.Gossip.Enabled(c.TokenFile) {
+		t.Fatalf("endpoints %v, gossip %+v", c.Etcd.Endpoints, c.Gossip)
+	}
 }
 
 func TestCoordinatorUnknownKey(t *testing.T) {

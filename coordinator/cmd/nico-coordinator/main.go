@@ -1,7 +1,8 @@
 // Command nico-coordinator runs one coordinator candidate. One candidate in
 // the fleet is leader and makes every membership decision.
 //
-// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage.
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage
+// (see usage).
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,9 +32,32 @@ import (
 
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
+// usage heads --help.
+const usage = `Usage: nico-coordinator [flags]
+
+Runs one coordinator candidate on a control-plane machine; the one elected
+leader through etcd makes the fleet's membership, rollout and machine pool
+decisions. It reaches etcd through etcd.endpoints or, when those are empty,
+the client URLs of the voters the gossip mesh names (gossip.seeds). On a
+machine that joins, it waits for the identity its agent writes
+(tls.certFile, by default /var/lib/nico/pki/coordinator.crt) before it
+starts. Under systemd (Type=notify) it sends READY=1 once it campaigns and
+feeds the watchdog while its election session is alive.
+
+Exit codes:
+  0  stopped by SIGTERM or SIGINT (after resigning leadership)
+  1  failed at run time: the gossip mesh could not start, or the candidate failed
+  2  bad configuration or usage (the message names the key, the value and what
+     is accepted), a TLS identity that does not load, or an etcd client that
+     cannot be made for the endpoints
+
+Flags (each also a key of the --config YAML file):
+`
+
 func run(args []string, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("nico-coordinator", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	config.CoordinatorFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, "%s", err)
@@ -47,19 +72,53 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	tlsCfg, err := etcdclient.Files{CA: cfg.TLS.CAFile, Cert: cfg.TLS.CertFile, Key: cfg.TLS.KeyFile}.Load(cfg.Etcd.Endpoints)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	notify := sdnotify.New()
+	starting := sync.OnceFunc(extendStart(ctx, notify))
+	defer starting()
+	// On a machine that joins, the agent writes this identity, and the
+	// gossip secret beside it, once its join is through.
+	if err := awaitIdentity(ctx, cfg, identityPoll, log); err != nil {
+		return 0 // stopped by a signal while waiting
+	}
+	mesh, err := newMesh(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	var g coordinator.Gossip
+	var watcher gossip.NodeWatcher
+	if mesh != nil {
+		leave, err := gossip.Background(ctx, mesh, log)
+		if err != nil {
+			log.Error("gossip", "err", err)
+			return 1
+		}
+		defer leave()
+		g, watcher = mesh, mesh
+	}
+	endpoints, err := etcdEndpoints(ctx, cfg, watcher, log)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0
+		}
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	tlsCfg, err := etcdclient.Files{CA: cfg.TLS.CAFile, Cert: cfg.TLS.CertFile, Key: cfg.TLS.KeyFile}.Load(endpoints)
 	if err != nil {
 		fmt.Fprintf(stderr, "nico-coordinator: %v\n", err)
 		return 2
 	}
 	cli, err := etcdclient.New(etcdclient.Config{
-		Endpoints:        cfg.Etcd.Endpoints,
+		Endpoints:        endpoints,
 		DialTimeout:      cfg.Etcd.DialTimeout,
 		AutoSyncInterval: 5 * time.Second,
 		TLS:              tlsCfg,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "nico-coordinator: etcd client for %v: %v\n", cfg.Etcd.Endpoints, err)
+		fmt.Fprintf(stderr, "nico-coordinator: etcd client for %v: %v\n", endpoints, err)
 		return 2
 	}
 	defer cli.Close()
@@ -68,22 +127,8 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	mesh, err := newMesh(cfg, log)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	var g coordinator.Gossip
+	starting() // what it waited for is there: READY follows once it campaigns
 	if mesh != nil {
-		leave, err := gossip.Background(ctx, mesh, log)
-		if err != nil {
-			log.Error("gossip", "err", err)
-			return 1
-		}
-		defer leave()
-		g = mesh
 		// The machine's agent keeps gossip.secret; this member opens the
 		// secret sealed to the machine too, so it never lags behind it.
 		if cfg.TLS.CAFile != "" {
@@ -105,7 +150,7 @@ func run(args []string, stderr io.Writer) int {
 		HealthTimeout:  cfg.HealthTimeout,
 		Gossip:         g,
 	}, st, log)
-	defer notifySystemd(ctx, sdnotify.New(), c, log)()
+	defer notifySystemd(ctx, notify, c, log)()
 	if err := c.Run(ctx); err != nil {
 		log.Error("coordinator failed", "err", err)
 		return 1

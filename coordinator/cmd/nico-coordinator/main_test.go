@@ -28,3 +28,17 @@ func TestBadInputExitsTwo(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpNamesExitCodesAndEndpoints: --help exits 0 and says what each
+// exit code means and where the etcd endpoints come from.
+func TestHelpNamesExitCodesAndEndpoints(t *testing.T) {
+	var out bytes.Buffer
+	if code := run([]string{"--help"}, &out); code != 0 {
+		t.Fatalf("--help exits %d, want 0:\n%s", code, out.String())
+	}
+	for _, w := range []string{"Exit codes", "  0  stopped by SIGTERM", "  1  failed", "  2  bad configuration", "empty means learned from the gossip mesh", "waits for the identity"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("--help lacks %q:\n%s", w, out.String())
+		}
+	}
+}
