@@ -2,11 +2,11 @@ package coordinator
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/placement"
 	"github.com/homystack/nico/pkg/store"
@@ -103,7 +103,7 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 		var guards []store.Guard
 		var ops []clientv3.Op
 		for _, m := range pl.Create[i:min(i+batch, len(pl.Create))] {
-			m.Spec.UUID = newUUID()
+			m.Spec.UUID = uuid.NewString() // random (version 4): the domain's identity
 			key := store.MachineKey(m.Metadata.Name)
 			op, err := store.PutOp(key, m)
 			if err != nil {
@@ -176,13 +176,4 @@ func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node s
 		return err
 	}
 	return nil
-}
-
-// newUUID returns a random (version 4) UUID for a new machine's domain.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
