@@ -43,6 +43,10 @@ type Mesh struct {
 	rejoin   chan struct{} // a new key generation: join again at once
 	left     bool
 	shutdown bool
+
+	peersMu    sync.Mutex
+	remembered []Peer     // the peers last seen alive (peers.go)
+	source     PeerSource // where to learn more when alone; nil: nowhere
 }
 
 // New validates cfg and prepares a member; it binds and starts nothing.
@@ -59,6 +63,14 @@ func New(cfg Config) (*Mesh, error) {
 		case ok && g > m.gen:
 			m.log.Info("gossip key generation from the last run", "generation", g, "file", KeyStateFile)
 			m.gen = g
+		}
+	}
+	if cfg.DataDir != "" {
+		switch peers, err := loadPeers(cfg.DataDir); {
+		case err != nil:
+			m.log.Warn("the peers kept from the last run are not usable", "dir", cfg.DataDir, "err", err)
+		case len(peers) > 0:
+			m.remembered = peers
 		}
 	}
 	base, _ := profileConfig(cfg.Profile) // validate checked the profile
@@ -377,10 +389,7 @@ func (m *Mesh) installLocked(gen uint64, sec secrets) error {
 	if gen != m.gen || !sec.same(m.sec) {
 		m.log.Info("gossip key generation changed", "from", m.gen, "to", gen)
 		m.persistKeyGeneration(gen, sec)
-		select {
-		case m.rejoin <- struct{}{}:
-		default:
-		}
+		m.wake()
 	}
 	m.gen, m.sec = gen, sec
 	return nil
