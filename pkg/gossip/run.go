@@ -34,9 +34,17 @@ func (m *Mesh) Run(ctx context.Context) error {
 	defer poll.Stop()
 	attempt, lastErr := 0, ""
 	next := time.Now()
+	// joined: a join answered since this member was last alone. Until then
+	// it counts as alone even when gossip from others reached it (members
+	// gossip to a dead peer's address for a while, so a restarted member
+	// hears of them before any of them takes it for alive).
+	joined := false
 	for {
-		if time.Now().After(next) && m.needsJoin() {
-			alone := m.alone()
+		if m.alone() {
+			joined = false
+		}
+		if time.Now().After(next) && m.needsJoin(joined) {
+			alone := !joined
 			n, tried, err := m.joinKnown(ctx, alone)
 			switch {
 			case err != nil:
@@ -53,6 +61,7 @@ func (m *Mesh) Run(ctx context.Context) error {
 				// Nobody to join through (a first member); checked again soon.
 				next = time.Now().Add(5 * c.ProbeInterval)
 			default:
+				joined = true
 				if alone || attempt > 0 {
 					m.log.Info("joined the mesh", "answered", n, "alone_before", alone)
 				}
@@ -78,16 +87,13 @@ func (m *Mesh) Run(ctx context.Context) error {
 	}
 }
 
-// needsJoin tells whether this member is alone or some seed is not alive.
-func (m *Mesh) needsJoin() bool {
-	ml, err := m.memberlist()
-	if err != nil {
+// needsJoin tells whether this member has not joined since it was last
+// alone, or some seed is not alive.
+func (m *Mesh) needsJoin(joined bool) bool {
+	if _, err := m.memberlist(); err != nil {
 		return false
 	}
-	if ml.NumMembers() <= 1 {
-		return true
-	}
-	return !m.tracker.seedsAlive(m.cfg.Seeds)
+	return !joined || !m.tracker.seedsAlive(m.cfg.Seeds)
 }
 
 // alone tells whether memberlist knows no live member but this one.
