@@ -65,14 +65,7 @@ func New(cfg Config) (*Mesh, error) {
 			m.gen = g
 		}
 	}
-	if cfg.DataDir != "" {
-		switch peers, err := loadPeers(cfg.DataDir); {
-		case err != nil:
-			m.log.Warn("the peers kept from the last run are not usable", "dir", cfg.DataDir, "err", err)
-		case len(peers) > 0:
-			m.remembered = peers
-		}
-	}
+	m.loadRemembered()
 	base, _ := profileConfig(cfg.Profile) // validate checked the profile
 	if cfg.Tune != nil {
 		cfg.Tune(base)

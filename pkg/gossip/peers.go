@@ -71,6 +71,19 @@ func loadPeers(dir string) ([]Peer, error) {
 	return f.Peers, nil
 }
 
+// loadRemembered takes the peers kept in DataDir on the last run, if any.
+func (m *Mesh) loadRemembered() {
+	if m.cfg.DataDir == "" {
+		return
+	}
+	peers, err := loadPeers(m.cfg.DataDir)
+	if err != nil {
+		m.log.Warn("the peers kept from the last run are not usable", "dir", m.cfg.DataDir, "err", err)
+		return
+	}
+	m.remembered = peers
+}
+
 // SetPeerSource sets where Run learns more peers when it is alone and its
 // seeds and remembered peers are gone (nil: nowhere). Set while this
 // member is alone, Run tries at once.

@@ -132,3 +132,19 @@ func TestPeersKeptAreBoundedAndStable(t *testing.T) {
 		t.Fatalf("kept %v while none was alive, want %v", again, got)
 	}
 }
+
+// TestUnusablePeersFileIsIgnored: a peers file that does not parse leaves
+// the member with none remembered; it starts all the same.
+func TestUnusablePeersFileIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, PeersFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(Config{Name: "me", BindAddr: "127.0.0.1", Token: []byte("t"), DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.RememberedPeers(); len(got) != 0 {
+		t.Fatalf("remembered %v from an unusable file", got)
+	}
+}
