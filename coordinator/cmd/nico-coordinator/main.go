@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/coordinator"
-	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/gossip"
@@ -84,15 +83,6 @@ func run(args []string, stderr io.Writer) int {
 		}
 		defer leave()
 		g = mesh
-		// Alone with its seeds gone, the member rejoins through the
-		// gossip addresses the node records publish.
-		mesh.SetPeerSource(func(ctx context.Context) ([]string, error) {
-			nodes, _, err := store.List[api.Node](ctx, st, store.NodesDir)
-			if err != nil {
-				return nil, fmt.Errorf("nico-coordinator: reading node records for gossip peers: %w", err)
-			}
-			return api.GossipPeers(nodes, ""), nil
-		})
 		// The machine's agent keeps gossip.secret; this member opens the
 		// secret sealed to the machine too, so it never lags behind it.
 		if cfg.TLS.CAFile != "" {
@@ -101,6 +91,7 @@ func run(args []string, stderr io.Writer) int {
 		} else {
 			go gossipkey.Follow(ctx, st, mesh, 2*time.Second, log)
 		}
+		mesh.SetPeerSource(nodePeers(st)) // gossip.go
 	}
 	c := coordinator.New(coordinator.Config{
 		Name:       cfg.Name,
