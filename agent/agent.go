@@ -260,6 +260,7 @@ func (a *Agent) register(ctx context.Context) error {
 	}
 	n.Status.AgentVersion = a.cfg.Version
 	n.Status.Certificate = a.nodeCertPEM()
+	n.Status.GossipAddr = a.gossipAddr() // agent/gossip.go
 	n.Status.Phase = api.NodeRegistered
 	if a.controlPlane() && !a.running {
 		n.Status.Phase = api.NodeJoining

@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
+	"github.com/homystack/nico/pkg/store"
 )
 
 // Gossip is the agent's use of the gossip mesh (*gossip.Mesh). The
@@ -57,6 +58,34 @@ func (a *Agent) discover(ctx context.Context) ([]string, error) {
 		a.log.Info("etcd endpoints learned from gossip", "endpoints", eps)
 	}
 	return eps, nil
+}
+
+// gossipAddr is the address the node's mesh member is reached on, which
+// its node record publishes (api.NodeStatus.GossipAddr); "" without one.
+func (a *Agent) gossipAddr() string {
+	if m, ok := a.cfg.Gossip.(interface{ Addr() string }); ok {
+		return m.Addr()
+	}
+	return ""
+}
+
+// peerLearner is a mesh that can learn peers outside the mesh
+// (*gossip.Mesh).
+type peerLearner interface {
+	SetPeerSource(gossip.PeerSource)
+}
+
+// storePeers names the gossip addresses the store's node records publish,
+// this node's and removed nodes' left out: where a mesh member that is
+// alone and whose seeds are gone rejoins.
+func storePeers(st *store.Store, self string) gossip.PeerSource {
+	return func(ctx context.Context) ([]string, error) {
+		nodes, _, err := store.List[api.Node](ctx, st, store.NodesDir)
+		if err != nil {
+			return nil, fmt.Errorf("agent: reading node records for gossip peers: %w", err)
+		}
+		return api.GossipPeers(nodes, self), nil
+	}
 }
 
 // GossipRefreshInterval is how often a ready agent compares its gossip
@@ -125,10 +154,15 @@ func (a *Agent) gossipApplied(gen int64) {
 }
 
 // refreshGossip publishes changed metadata every GossipRefreshInterval
-// until ctx ends or stop is called.
+// until ctx ends or stop is called; meanwhile the mesh rejoins, when it is
+// alone, through the peers the store's node records name.
 func (a *Agent) refreshGossip(ctx context.Context) (stop func()) {
 	if a.cfg.Gossip == nil {
 		return func() {}
+	}
+	pl, learns := a.cfg.Gossip.(peerLearner)
+	if learns && a.st != nil {
+		pl.SetPeerSource(storePeers(a.st, a.cfg.Name))
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -146,7 +180,13 @@ func (a *Agent) refreshGossip(ctx context.Context) (stop func()) {
 			}
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() {
+		cancel()
+		<-done
+		if learns {
+			pl.SetPeerSource(nil)
+		}
+	}
 }
 
 // followKeys keeps the mesh's key generation in step with the stored one

@@ -19,8 +19,16 @@ type Gossip interface {
 }
 
 // livenessTracker combines the mesh's view of each node with its
-// heartbeat lease (membership.CombineLiveness), remembering when each
-// lease was seen to come or go, and publishes the result for nicoctl.
+// heartbeat lease and the answer of its etcd member
+// (membership.CombineLiveness), remembering when each lease was seen to
+// come or go, and publishes the result for nicoctl.
+//
+// Which signal wins: gossip, the fastest, except that a node the mesh
+// calls dead (or left) is alive while its etcd member answers the status
+// call and its heartbeat lease is live. Both of those reach the node
+// through etcd itself, so together they outweigh the mesh's view: a voter
+// that lost its mesh (its seeds removed, the gossip port blocked) but
+// serves and renews is not counted against quorum nor replaced as dead.
 type livenessTracker struct {
 	mu        sync.Mutex
 	lease     map[string]leaseSeen
@@ -36,26 +44,38 @@ func newLivenessTracker() *livenessTracker {
 	return &livenessTracker{lease: map[string]leaseSeen{}}
 }
 
-// update returns every registered node's liveness at now.
-func (l *livenessTracker) update(now time.Time, g Gossip, nodes []*api.Node, alive map[string]bool) map[string]membership.Liveness {
+// update returns every registered node's liveness at now, from the mesh
+// (g, nil: none), the heartbeats (obs.Alive) and the members' answers
+// (obs.Members, matched to nodes).
+func (l *livenessTracker) update(now time.Time, g Gossip, obs membership.Observed) map[string]membership.Liveness {
 	gs := map[string]gossip.NodeState{}
 	if g != nil {
 		for _, n := range g.Nodes() {
 			gs[n.Name] = n
 		}
 	}
+	answers := map[string]bool{}
+	for _, m := range obs.Members {
+		if m.Node != "" && m.Healthy {
+			answers[m.Node] = true
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[string]membership.Liveness{}
-	for _, n := range nodes {
+	for _, n := range obs.Nodes {
 		name := n.Metadata.Name
 		seen, ok := l.lease[name]
-		if !ok || seen.live != alive[name] {
-			seen = leaseSeen{live: alive[name], since: now}
+		if !ok || seen.live != obs.Alive[name] {
+			seen = leaseSeen{live: obs.Alive[name], since: now}
 			l.lease[name] = seen
 		}
 		g := gs[name]
-		out[name] = membership.CombineLiveness(string(g.State), g.Since, seen.live, seen.since)
+		out[name] = membership.CombineLiveness(membership.Signals{
+			Gossip: string(g.State), GossipSince: g.Since,
+			LeaseLive: seen.live, LeaseSince: seen.since,
+			MemberAnswers: answers[name],
+		})
 	}
 	return out
 }

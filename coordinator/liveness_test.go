@@ -7,6 +7,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -79,5 +80,45 @@ func TestDeposedLeaderCannotWriteLiveness(t *testing.T) {
 	// The refused write is not taken as published.
 	if oldLeader.published["n1"].State != membership.LiveAlive {
 		t.Fatalf("deposed leader remembers %+v as published", oldLeader.published)
+	}
+}
+
+// fakeMesh is the coordinator's mesh view, fixed.
+type fakeMesh []gossip.NodeState
+
+func (f fakeMesh) Nodes() []gossip.NodeState { return f }
+
+// TestLivenessOfAVoterOutOfTheMesh: the tracker feeds each node's member
+// answer into the rule; a voter the mesh calls dead is alive while its
+// member answers and its lease is live, and dead once either goes.
+func TestLivenessOfAVoterOutOfTheMesh(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	deadSince := now.Add(-time.Minute)
+	mesh := fakeMesh{
+		{Name: "cp-1", State: gossip.Alive, Since: deadSince},
+		{Name: "cp-2", State: gossip.Dead, Since: deadSince},
+	}
+	nodes := []*api.Node{api.NewNode("cp-1"), api.NewNode("cp-2")}
+	for _, tc := range []struct {
+		name   string
+		answer bool
+		lease  bool
+		want   membership.LiveState
+	}{
+		{"member answers, lease live", true, true, membership.LiveAlive},
+		{"member silent, lease live", false, true, membership.LiveDead},
+		{"member answers, lease gone", true, false, membership.LiveDead},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := membership.Observed{
+				Nodes:   nodes,
+				Alive:   map[string]bool{"cp-1": true, "cp-2": tc.lease},
+				Members: []membership.Member{{ID: 1, Node: "cp-1", Healthy: true}, {ID: 2, Node: "cp-2", Healthy: tc.answer}},
+			}
+			got := newLivenessTracker().update(now, mesh, obs)
+			if got["cp-2"].State != tc.want || got["cp-1"].State != membership.LiveAlive {
+				t.Fatalf("liveness %+v, want cp-2 %s and cp-1 alive", got, tc.want)
+			}
+		})
 	}
 }

@@ -35,7 +35,7 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 		return membership.Step{}, err
 	}
 	now := r.c.Now()
-	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Nodes, obs.Alive)
+	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
 	if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
 		r.c.log.Warn("publishing node liveness failed", "err", err)
 	}

@@ -68,13 +68,30 @@ type NodeStatus struct {
 	// Certificate is the node certificate (PEM) the agent holds, kept
 	// current on renewal: public, and what nicoctl gossip rotate-key
 	// --new-secret seals the new gossip secret to.
-	Certificate string    `json:"certificate,omitempty"`
-	UpdatedAt   time.Time `json:"updatedAt"`
+	Certificate string `json:"certificate,omitempty"`
+	// GossipAddr is the host:port others reach the node's gossip member
+	// on ("" without gossip): a member that is alone and whose seeds are
+	// gone rejoins the mesh through the addresses the records name.
+	GossipAddr string    `json:"gossipAddr,omitempty"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // NewNode returns a Node with its type filled in.
 func NewNode(name string) *Node {
 	return &Node{TypeMeta: TypeMeta{APIVersion: Version, Kind: KindNode}, Metadata: ObjectMeta{Name: name}}
+}
+
+// GossipPeers returns the gossip addresses the nodes publish, sorted,
+// leaving out self's and those of removed nodes.
+func GossipPeers(nodes []*Node, self string) []string {
+	var out []string
+	for _, n := range nodes {
+		if n.Metadata.Name != self && n.Status.GossipAddr != "" && n.Status.Phase != NodeRemoved {
+			out = append(out, n.Status.GossipAddr)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // HasRole tells whether the node has role r.

@@ -10,7 +10,10 @@
 // starts nothing. Start binds the ports and starts memberlist; Join
 // contacts seeds; Leave tells the others this member is going (they see it
 // "left" at once rather than after suspicion); Shutdown closes the ports.
-// Each is idempotent. Run does all of it under one context.
+// Each is idempotent. Run does all of it under one context. Seeds are for
+// the first contact only: a member that is alone rejoins through its
+// seeds, then the peers it last saw (PeersFile), then its PeerSource
+// (peers.go).
 //
 // # States of a peer, as this member sees it
 //

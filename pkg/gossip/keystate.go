@@ -62,10 +62,16 @@ func saveKeyGeneration(dir string, token []byte, gen uint64) error {
 		return err
 	}
 	b, _ := json.Marshal(keyState{Generation: gen, Check: keyCheck(k)})
+	return writeFileAtomic(dir, KeyStateFile, b)
+}
+
+// writeFileAtomic writes b to dir/name through a temporary file and a
+// rename, readable by the owner only.
+func writeFileAtomic(dir, name string, b []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+KeyStateFile+".*")
+	tmp, err := os.CreateTemp(dir, "."+name+".*")
 	if err != nil {
 		return err
 	}
@@ -85,5 +91,5 @@ func saveKeyGeneration(dir string, token []byte, gen uint64) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, KeyStateFile))
+	return os.Rename(tmp.Name(), filepath.Join(dir, name))
 }

@@ -43,6 +43,10 @@ type Mesh struct {
 	rejoin   chan struct{} // a new key generation: join again at once
 	left     bool
 	shutdown bool
+
+	peersMu    sync.Mutex
+	remembered []Peer     // the peers last seen alive (peers.go)
+	source     PeerSource // where to learn more when alone; nil: nowhere
 }
 
 // New validates cfg and prepares a member; it binds and starts nothing.
@@ -61,6 +65,7 @@ func New(cfg Config) (*Mesh, error) {
 			m.gen = g
 		}
 	}
+	m.loadRemembered()
 	base, _ := profileConfig(cfg.Profile) // validate checked the profile
 	if cfg.Tune != nil {
 		cfg.Tune(base)
@@ -381,10 +386,7 @@ func (m *Mesh) installLocked(gen uint64, sec secrets) error {
 	if gen != m.gen || !sec.same(m.sec) {
 		m.log.Info("gossip key generation changed", "from", m.gen, "to", gen)
 		m.persistKeyGeneration(gen, sec)
-		select {
-		case m.rejoin <- struct{}{}:
-		default:
-		}
+		m.wake()
 	}
 	m.gen, m.sec = gen, sec
 	return nil

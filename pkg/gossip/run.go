@@ -12,9 +12,11 @@ import (
 // LeaveTimeout bounds the graceful leave at the end of Run.
 const LeaveTimeout = 5 * time.Second
 
-// Run starts the member, joins the seeds (retrying with backoff until one
+// Run starts the member, joins (retrying with backoff until some member
 // answers, then again whenever a seed is not alive, to heal partitions),
-// records suspicion, and on ctx's end leaves the mesh and shuts down. It
+// records suspicion, and on ctx's end leaves the mesh and shuts down. A
+// member that is alone joins through its seeds, the peers it last saw and
+// its PeerSource (peers.go), so it rejoins when its seeds are gone. It
 // returns nil after a clean stop, or the start error.
 func (m *Mesh) Run(ctx context.Context) error {
 	if err := m.Start(); err != nil {
@@ -32,22 +34,41 @@ func (m *Mesh) Run(ctx context.Context) error {
 	defer poll.Stop()
 	attempt, lastErr := 0, ""
 	next := time.Now()
+	// joined: a join answered since this member was last alone. Until then
+	// it counts as alone even when gossip from others reached it (members
+	// gossip to a dead peer's address for a while, so a restarted member
+	// hears of them before any of them takes it for alive).
+	joined := false
 	for {
-		if time.Now().After(next) && len(m.cfg.Seeds) > 0 && m.needsJoin() {
-			if n, err := m.Join(m.cfg.Seeds); err != nil {
-				if err.Error() != lastErr {
+		if m.alone() {
+			joined = false
+		}
+		if time.Now().After(next) && m.needsJoin(joined) {
+			alone := !joined
+			n, tried, err := m.joinKnown(ctx, alone)
+			switch {
+			case err != nil:
+				if alone && err.Error() != lastErr {
 					m.log.Warn("joining the mesh failed; retrying", "err", err)
-					lastErr = err.Error()
+				} else if !alone {
+					// In the mesh, a seed gone for good is no news.
+					m.log.Debug("a seed did not answer; in the mesh through others", "err", err)
 				}
+				lastErr = err.Error()
 				next = time.Now().Add(bo.Delay(attempt))
 				attempt++
-			} else {
-				if attempt > 0 || lastErr != "" || n > 0 {
-					m.log.Info("joined the mesh", "seeds_answered", n)
+			case tried == 0:
+				// Nobody to join through (a first member); checked again soon.
+				next = time.Now().Add(5 * c.ProbeInterval)
+			default:
+				joined = true
+				if alone || attempt > 0 {
+					m.log.Info("joined the mesh", "answered", n, "alone_before", alone)
 				}
 				attempt, lastErr = 0, ""
-				// Checked again soon, but a join happens only when a seed
-				// is not alive (a partition healed, a seed restarted).
+				// Checked again soon, but a join happens only when this
+				// member is alone or a seed is not alive (a partition
+				// healed, a seed restarted).
 				next = time.Now().Add(5 * c.ProbeInterval)
 			}
 		}
@@ -57,24 +78,28 @@ func (m *Mesh) Run(ctx context.Context) error {
 		case <-poll.C:
 			m.poll()
 			m.probeSuspects()
+			m.rememberPeers()
 		case <-m.rejoin:
-			// The key generation changed (re-read from etcd): a join that
-			// failed on keys may succeed now.
+			// The key generation changed (re-read from etcd), or a peer
+			// source was set: a join that failed may succeed now.
 			next, attempt = time.Now(), 0
 		}
 	}
 }
 
-// needsJoin tells whether this member is alone or some seed is not alive.
-func (m *Mesh) needsJoin() bool {
-	ml, err := m.memberlist()
-	if err != nil {
+// needsJoin tells whether this member has not joined since it was last
+// alone, or some seed is not alive.
+func (m *Mesh) needsJoin(joined bool) bool {
+	if _, err := m.memberlist(); err != nil {
 		return false
 	}
-	if ml.NumMembers() <= 1 {
-		return true
-	}
-	return !m.tracker.seedsAlive(m.cfg.Seeds)
+	return !joined || !m.tracker.seedsAlive(m.cfg.Seeds)
+}
+
+// alone tells whether memberlist knows no live member but this one.
+func (m *Mesh) alone() bool {
+	ml, err := m.memberlist()
+	return err == nil && ml.NumMembers() <= 1
 }
 
 // IsJoinError tells whether err is a failure to join.

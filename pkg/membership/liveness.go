@@ -21,7 +21,8 @@ const (
 type Liveness struct {
 	State LiveState
 	Since time.Time
-	// Reason says what decided it: "gossip", "lease", "gossip left".
+	// Reason says what decided it: "gossip", "lease", "gossip left",
+	// "etcd member answers, lease live; gossip dead" (see CombineLiveness).
 	Reason string
 }
 
@@ -33,36 +34,72 @@ const (
 	GossipLeft    = "left"
 )
 
-// CombineLiveness decides a node's liveness from what gossip says of it
-// (gossipState "" when the node is not in the mesh) and whether its
-// heartbeat lease is live, leaseSince being when the coordinator last saw
-// the lease change (zero when unknown). Gossip is the faster signal:
+// Signals is what the coordinator knows of one node when it decides its
+// liveness.
+type Signals struct {
+	// Gossip is the node's state in the coordinator's mesh member (package
+	// gossip's names), "" when the node is not in the mesh; GossipSince is
+	// when that state changed.
+	Gossip      string
+	GossipSince time.Time
+	// LeaseLive tells whether the node's heartbeat lease is live;
+	// LeaseSince is when the coordinator saw it come or go (zero: unknown).
+	LeaseLive  bool
+	LeaseSince time.Time
+	// MemberAnswers: the node has an etcd member (voter or learner) and it
+	// answered the coordinator's status call within the health timeout
+	// (Member.Healthy).
+	MemberAnswers bool
+}
+
+// CombineLiveness decides a node's liveness from its signals. Gossip is
+// the fast signal (a crash is seen within a second or so, while a lease
+// outlives its holder by up to its TTL), so it decides, with one
+// exception: a node the mesh calls dead or left whose etcd member answers
+// and whose heartbeat lease is live is alive. Those two are direct
+// evidence, not a proxy: the status call reached the member itself, and
+// the lease is renewed only through the raft leader, by the agent, within
+// the TTL. A node out of the mesh that serves etcd and renews its lease
+// has lost its gossip (its seeds gone, a port blocked), not its member;
+// calling it dead would count a serving voter against quorum and, with
+// replaceDeadMembersAfter, remove it. A node that really stopped loses
+// its member's answer at the same moment as its gossip, so gossip's dead
+// stands at once and the exception costs no detection time. Suspect is
+// kept even with both etcd signals: it is short-lived (memberlist either
+// refutes it or declares the node dead within its suspicion timeout), and
+// waiting out a short doubt before a membership change costs little.
 //
-//	gossip       lease   liveness
-//	dead / left  any     dead     (since gossip's time)
-//	suspect      any     suspect  (since gossip's time)
-//	alive        live    alive
-//	alive        gone    suspect  (it gossips but cannot reach etcd)
-//	(none)       live    alive
-//	(none)       gone    dead
-func CombineLiveness(gossipState string, gossipSince time.Time, leaseLive bool, leaseSince time.Time) Liveness {
-	switch gossipState {
-	case GossipDead:
-		return Liveness{LiveDead, gossipSince, "gossip"}
-	case GossipLeft:
-		return Liveness{LiveDead, gossipSince, "gossip left"}
-	case GossipSuspect:
-		return Liveness{LiveSuspect, gossipSince, "gossip"}
-	case GossipAlive:
-		if leaseLive {
-			return Liveness{LiveAlive, gossipSince, "gossip"}
+//	gossip       lease   member answers   liveness
+//	dead / left  live    yes              alive    (reason "etcd member answers, lease live; gossip dead")
+//	dead / left  any     no               dead     (since gossip's time)
+//	dead / left  gone    any              dead     (since gossip's time)
+//	suspect      any     any              suspect  (since gossip's time)
+//	alive        live    any              alive
+//	alive        gone    any              suspect  (it gossips but cannot reach etcd)
+//	(none)       live    any              alive
+//	(none)       gone    any              dead
+func CombineLiveness(s Signals) Liveness {
+	switch s.Gossip {
+	case GossipDead, GossipLeft:
+		if s.LeaseLive && s.MemberAnswers {
+			return Liveness{LiveAlive, s.GossipSince, "etcd member answers, lease live; gossip " + s.Gossip}
 		}
-		return Liveness{LiveSuspect, leaseSince, "lease expired, gossip alive"}
+		if s.Gossip == GossipLeft {
+			return Liveness{LiveDead, s.GossipSince, "gossip left"}
+		}
+		return Liveness{LiveDead, s.GossipSince, "gossip"}
+	case GossipSuspect:
+		return Liveness{LiveSuspect, s.GossipSince, "gossip"}
+	case GossipAlive:
+		if s.LeaseLive {
+			return Liveness{LiveAlive, s.GossipSince, "gossip"}
+		}
+		return Liveness{LiveSuspect, s.LeaseSince, "lease expired, gossip alive"}
 	}
-	if leaseLive {
-		return Liveness{LiveAlive, leaseSince, "lease"}
+	if s.LeaseLive {
+		return Liveness{LiveAlive, s.LeaseSince, "lease"}
 	}
-	return Liveness{LiveDead, leaseSince, "lease"}
+	return Liveness{LiveDead, s.LeaseSince, "lease"}
 }
 
 // live returns node's liveness; unknown nodes are alive.

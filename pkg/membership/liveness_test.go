@@ -96,25 +96,41 @@ func TestPlanDoesNotChangeObservedMembers(t *testing.T) {
 	}
 }
 
+// TestCombineLiveness is the liveness rule, case by case: gossip decides,
+// except that a node the mesh calls dead or left while its etcd member
+// answers and its lease is live is alive.
 func TestCombineLiveness(t *testing.T) {
 	g, l := t0, t0.Add(time.Second)
 	for _, tc := range []struct {
 		gossip string
 		lease  bool
+		member bool
 		want   LiveState
 		since  time.Time
+		reason string
 	}{
-		{GossipDead, true, LiveDead, g},
-		{GossipLeft, true, LiveDead, g},
-		{GossipSuspect, true, LiveSuspect, g},
-		{GossipAlive, true, LiveAlive, g},
-		{GossipAlive, false, LiveSuspect, l},
-		{"", true, LiveAlive, l},
-		{"", false, LiveDead, l},
+		{GossipDead, true, false, LiveDead, g, "gossip"},
+		{GossipDead, false, true, LiveDead, g, "gossip"},
+		{GossipDead, false, false, LiveDead, g, "gossip"},
+		{GossipDead, true, true, LiveAlive, g, "etcd member answers, lease live; gossip dead"},
+		{GossipLeft, true, false, LiveDead, g, "gossip left"},
+		{GossipLeft, false, true, LiveDead, g, "gossip left"},
+		{GossipLeft, true, true, LiveAlive, g, "etcd member answers, lease live; gossip left"},
+		{GossipSuspect, true, true, LiveSuspect, g, "gossip"},
+		{GossipSuspect, true, false, LiveSuspect, g, "gossip"},
+		{GossipSuspect, false, false, LiveSuspect, g, "gossip"},
+		{GossipAlive, true, false, LiveAlive, g, "gossip"},
+		{GossipAlive, true, true, LiveAlive, g, "gossip"},
+		{GossipAlive, false, true, LiveSuspect, l, "lease expired, gossip alive"},
+		{GossipAlive, false, false, LiveSuspect, l, "lease expired, gossip alive"},
+		{"", true, false, LiveAlive, l, "lease"},
+		{"", true, true, LiveAlive, l, "lease"},
+		{"", false, true, LiveDead, l, "lease"},
+		{"", false, false, LiveDead, l, "lease"},
 	} {
-		got := CombineLiveness(tc.gossip, g, tc.lease, l)
-		if got.State != tc.want || !got.Since.Equal(tc.since) {
-			t.Errorf("gossip %q lease %v: got %+v, want %s since %s", tc.gossip, tc.lease, got, tc.want, tc.since)
+		got := CombineLiveness(Signals{Gossip: tc.gossip, GossipSince: g, LeaseLive: tc.lease, LeaseSince: l, MemberAnswers: tc.member})
+		if got.State != tc.want || !got.Since.Equal(tc.since) || got.Reason != tc.reason {
+			t.Errorf("gossip %q lease %v member answers %v: got %+v, want %s since %s (%q)", tc.gossip, tc.lease, tc.member, got, tc.want, tc.since, tc.reason)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,13 @@ import (
 // startMesh runs a mesh member on 127.0.0.<ip> with the fast profile.
 func (f *fleet) startMesh(name string, ip int, seeds ...string) *gossip.Mesh {
 	f.t.Helper()
-	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), Profile: gossip.ProfileFast,
+	return f.startMeshOn(name, ip, 0, seeds...)
+}
+
+// startMeshOn is startMesh on port (0: any free one).
+func (f *fleet) startMeshOn(name string, ip, port int, seeds ...string) *gossip.Mesh {
+	f.t.Helper()
+	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), BindPort: port, Profile: gossip.ProfileFast,
 		Token: []byte("integration-token"), Seeds: seeds, Logger: f.log.With("mesh", name)})
 	if err != nil {
 		f.t.Fatal(err)
@@ -32,9 +39,11 @@ func (f *fleet) startMesh(name string, ip int, seeds ...string) *gossip.Mesh {
 
 // TestSelfJoinFromOneSeed: agents with no etcd endpoint, only a gossip
 // seed, learn the voters' client URLs from the mesh and join through
-// learners; a key rotation reaches every agent without a restart; the
-// coordinator sees a node whose mesh member crashed dead, and nicoctl's
-// liveness record says so.
+// learners; a key rotation reaches every agent without a restart. A node
+// whose mesh member crashed while its agent and member run is seen dead by
+// the coordinator's mesh, but nicoctl's liveness record keeps it alive
+// (its member answers, its lease is live); once its agent stops too, the
+// record says dead.
 func TestSelfJoinFromOneSeed(t *testing.T) {
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 61)
@@ -47,12 +56,13 @@ func TestSelfJoinFromOneSeed(t *testing.T) {
 	f.startCoordinator("coord-1")
 
 	var meshes []*gossip.Mesh
+	var agents []*node
 	for i, name := range []string{"cp-2", "cp-3"} {
 		m := f.startMesh(name, 62+i, seed)
 		meshes = append(meshes, m)
 		c := f.agentConfig(name, false)
 		c.Endpoints, c.Gossip = nil, m
-		f.start(c)
+		agents = append(agents, f.start(c))
 	}
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 
@@ -70,8 +80,21 @@ func TestSelfJoinFromOneSeed(t *testing.T) {
 		return true, ""
 	})
 
-	// A crash of cp-3's mesh member (no leave): the coordinator records it dead.
+	// A crash of cp-3's mesh member (no leave): the coordinator's mesh
+	// sees it dead, yet its member answers and its lease is live.
 	_ = meshes[1].Shutdown()
+	eventually(t, 30*time.Second, "cp-3 dead in the coordinator's mesh", func() (bool, string) {
+		s, _ := f.gossip.(*gossip.Mesh).Node("cp-3")
+		return s.State == gossip.Dead, fmt.Sprintf("%+v", s)
+	})
+	waitObj(f, 30*time.Second, store.LivenessKey, "cp-3 alive through etcd in the liveness record", func(l *api.Liveness) bool {
+		n := l.Status.Nodes["cp-3"]
+		return n.State == "alive" && strings.HasPrefix(n.Reason, "etcd member answers") && l.Status.Nodes["cp-2"].State == "alive"
+	})
+	// Its agent and member stop too: dead.
+	if err := agents[1].stop(); err != nil {
+		t.Fatal(err)
+	}
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-3 dead in the liveness record", func(l *api.Liveness) bool {
 		return l.Status.Nodes["cp-3"].State == "dead" && l.Status.Nodes["cp-2"].State == "alive"
 	})

@@ -51,48 +51,6 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 	w.stop(t).opsOnlyAfter(t, "suspect", "cp-2 was suspect")
 }
 
-// TestSuspectVoterThatDiesCountsAsUnhealthy: a voter's mesh member is cut
-// off until memberlist declares it dead. Its etcd member still answers, yet
-// the leader's quorum projection counts it unhealthy: with two voters, the
-// pending join waits with the reason naming it, and nothing is journaled.
-// Once it is back in the mesh the join completes.
-func TestSuspectVoterThatDiesCountsAsUnhealthy(t *testing.T) {
-	f, c, cut := newSuspectFleet(t, 5*time.Second)
-	cli := f.client()
-	w := watchJournal(t, cli)
-	cut.setCut(true)
-	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 suspect or dead in the liveness record", func(l *api.Liveness) bool {
-		st := l.Status.Nodes["cp-2"].State
-		return st == "suspect" || st == "dead"
-	})
-	members := pollMembers(t, cli, votersOnly)
-	cp3 := f.start(f.agentConfig("cp-3", false))
-	waitObj(f, 60*time.Second, store.LivenessKey, "cp-2 dead in the liveness record", func(l *api.Liveness) bool {
-		return l.Status.Nodes["cp-2"].State == "dead"
-	})
-
-	unhealthy := func(s membership.Step) bool {
-		return s.Action == membership.Wait && s.Op == nil && s.Request == "cp-3" && strings.Contains(s.Reason, "cp-2 is unhealthy")
-	}
-	s := waitSteps(t, c, 90*time.Second, "the leader counting dead cp-2 unhealthy for cp-3's join", 10, unhealthy, nil)
-	t.Logf("the leader waits: %s", s.Reason)
-	if !strings.Contains(s.Reason, "cluster is not healthy") || !strings.Contains(s.Reason, "1 healthy voter(s) of 2") {
-		t.Fatalf("reason %q: want the quorum projection to count 1 healthy voter of 2", s.Reason)
-	}
-	// It is the liveness that made it unhealthy: cp-2's etcd member answers.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if sick := unhealthyMembers(ctx, cli); len(sick) > 0 {
-		t.Fatalf("etcd members not answering: %v; the test wants cp-2's member healthy in etcd", sick)
-	}
-	members.stop(t, "while cp-2 was suspect or dead")
-	heal(f, cut)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
-	waitReady(t, cp3)
-
-	w.stop(t).opsOnlyAfter(t, "dead", "cp-2 was suspect or dead")
-}
-
 // TestNoPromotionWhileAVoterIsSuspect: a learner is added, then a voter's
 // mesh member is cut off before the learner starts. The learner starts and
 // catches up, but the leader does not promote it while the voter is suspect,

@@ -198,7 +198,7 @@ func TestPartition(t *testing.T) {
 	// While n3 is suspect, a pending join does not start: the observed
 	// state goes through the coordinator's combination with a live lease.
 	live := func(e event) map[string]membership.Liveness {
-		return map[string]membership.Liveness{"n3": membership.CombineLiveness(e.State, e.Since, true, cut)}
+		return map[string]membership.Liveness{"n3": membership.CombineLiveness(membership.Signals{Gossip: e.State, GossipSince: e.Since, LeaseLive: true, LeaseSince: cut})}
 	}
 	world := plannerWorld(live(suspect))
 	if s := membership.Plan(world, membership.DefaultPolicy, time.Now()); s.Action != membership.Wait || !strings.Contains(s.Reason, "n3 is suspect") {

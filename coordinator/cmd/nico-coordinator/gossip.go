@@ -1,14 +1,18 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/store"
 )
 
 // Version is set at build time (make build: -X main.Version).
@@ -41,4 +45,17 @@ func newMesh(cfg config.Coordinator, log *slog.Logger) (*gossip.Mesh, error) {
 		Meta:          gossip.Meta{Name: cfg.Name, Roles: []string{"coordinator"}, Version: Version, Health: gossip.HealthOK},
 		Logger:        log,
 	})
+}
+
+// nodePeers names the gossip addresses the store's node records publish:
+// where the candidate's member rejoins when it is alone and its seeds are
+// gone (gossip.PeerSource).
+func nodePeers(st *store.Store) gossip.PeerSource {
+	return func(ctx context.Context) ([]string, error) {
+		nodes, _, err := store.List[api.Node](ctx, st, store.NodesDir)
+		if err != nil {
+			return nil, fmt.Errorf("nico-coordinator: reading node records for gossip peers: %w", err)
+		}
+		return api.GossipPeers(nodes, ""), nil
+	}
 }

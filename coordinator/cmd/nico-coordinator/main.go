@@ -137,6 +137,7 @@ func run(args []string, stderr io.Writer) int {
 		} else {
 			go gossipkey.Follow(ctx, st, mesh, 2*time.Second, log)
 		}
+		mesh.SetPeerSource(nodePeers(st)) // gossip.go
 	}
 	c := coordinator.New(coordinator.Config{
 		Name:       cfg.Name,
