@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -20,7 +19,6 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/ctl"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
@@ -49,6 +47,7 @@ func TestCARotation(t *testing.T) {
 	if !etcdtest.TLSDefault {
 		t.Skip("a CA rotation needs TLS (NICO_ETCDTEST_TLS=0)")
 	}
+	nicoctlBin(t) // built before the clock starts
 	began := time.Now()
 	f := newFleet(t)
 	r := &rotation{t: t, f: f, old: etcdtest.PKI(t)}
@@ -473,16 +472,15 @@ func (r *rotation) newClientTLS(ms []*machine, cfg *tls.Config) *clientv3.Client
 	return cli
 }
 
-// nicoctl runs nicoctl with args and wants exit code code.
+// nicoctl runs the nicoctl binary with args and wants exit code code.
 func (r *rotation) nicoctl(code int, args ...string) string {
 	r.t.Helper()
-	var out, errb bytes.Buffer
-	got := ctl.Main(args, &out, &errb)
-	r.t.Logf("nicoctl %s -> %d\n%s%s", strings.Join(args, " "), got, out.String(), errb.String())
+	got, out, errb := runNicoctl(r.t, args...)
+	r.t.Logf("nicoctl %s -> %d\n%s%s", strings.Join(args, " "), got, out, errb)
 	if got != code {
-		r.t.Fatalf("nicoctl %s: exit %d, want %d: %s", strings.Join(args, " "), got, code, errb.String())
+		r.t.Fatalf("nicoctl %s: exit %d, want %d: %s", strings.Join(args, " "), got, code, errb)
 	}
-	return out.String()
+	return out
 }
 
 // caStatus is `nicoctl ca status` of m.

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/ctl"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
@@ -31,6 +30,7 @@ import (
 // the old secret, a member that holds only it (the token) is refused and
 // not even heard, at any generation; and no log line shows the new secret.
 func TestGossipSecretRotation(t *testing.T) {
+	nicoctlBin(t) // built before the fleet starts
 	logs := &logging.Buffer{}
 	f := newFleet(t)
 	log, err := logging.New(logs, "debug", "text")
@@ -80,11 +80,10 @@ func TestGossipSecretRotation(t *testing.T) {
 	}
 
 	root := etcdtest.IssueFiles(t, t.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
-	var out, errb bytes.Buffer
 	args := []string{"--endpoints", strings.Join(f.endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
 		"gossip", "rotate-key", "--new-secret"}
-	if code := ctl.Main(args, &out, &errb); code != 0 || !strings.Contains(out.String(), "sealed to 3 node(s)") {
-		t.Fatalf("nicoctl gossip rotate-key --new-secret: exit %d\n%s%s", code, out.String(), errb.String())
+	if code, out, errb := runNicoctl(t, args...); code != 0 || !strings.Contains(out, "sealed to 3 node(s)") {
+		t.Fatalf("nicoctl gossip rotate-key --new-secret: exit %d\n%s%s", code, out, errb)
 	}
 	k, err := gossipkey.Current(t.Context(), f.store())
 	if err != nil || k.Spec.SecretGeneration != 1 || k.Spec.Generation != 1 {

@@ -7,8 +7,8 @@ import (
 	"strconv"
 
 	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/agent/internal/firstboot"
 	"github.com/homystack/nico/pkg/config"
-	"github.com/homystack/nico/pkg/firstboot"
 	"github.com/homystack/nico/pkg/libvirt"
 )
 

@@ -4,7 +4,7 @@ package main
 import (
 	"os"
 
-	"github.com/homystack/nico/pkg/ctl"
+	"github.com/homystack/nico/coordinator/cmd/nicoctl/internal/ctl"
 )
 
 func main() { os.Exit(ctl.Main(os.Args[1:], os.Stdout, os.Stderr)) }
