@@ -91,9 +91,18 @@ func TestOneLeaderAndResignOnShutdown(t *testing.T) {
 		cands[n] = startCandidate(t, cl, n, 60*time.Second)
 	}
 	first := waitLeader(t, st, 20*time.Second, func(n string) bool { return n != "" })
-	resp, err := st.Client().Get(t.Context(), store.ElectionPrefix, prefixOpts()...)
-	if err != nil || len(resp.Kvs) != 3 {
-		t.Fatalf("want 3 campaign keys, got %v (%v)", resp, err)
+	// The others campaign once their sessions are up, maybe after the
+	// first was elected.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := st.Client().Get(t.Context(), store.ElectionPrefix, prefixOpts()...)
+		if err == nil && len(resp.Kvs) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("want 3 campaign keys, got %v (%v)", resp, err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	cands[first].stop(t)
 	second := waitLeader(t, st, 10*time.Second, func(n string) bool { return n != "" && n != first })
