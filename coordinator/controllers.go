@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"time"
 
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
@@ -21,43 +20,23 @@ import (
 //	                      removals/ heartbeats/
 //	identity-revocation   removals/ nodes/ heartbeats/                 removals/, etcd users and roles
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
+	resync := c.cfg.ResyncInterval
 	return []controller.Controller{
-		&leaderController{
-			c: c, name: "membership", reconcile: newReconciler(c, fence).reconcile,
-			watches: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey},
+		&controller.Func{
+			ControllerName: "membership", Resync: resync, Do: newReconciler(c, fence).reconcile,
+			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey},
 		},
-		&leaderController{
-			c: c, name: "rollout", reconcile: (&rollouter{c: c, fence: fence}).reconcile,
-			watches: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey},
+		&controller.Func{
+			ControllerName: "rollout", Resync: resync, Do: (&rollouter{c: c, fence: fence}).reconcile,
+			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey},
 		},
-		&leaderController{
-			c: c, name: "machine-pools", reconcile: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },
-			watches: []string{store.PoolsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
+		&controller.Func{
+			ControllerName: "machine-pools", Resync: resync, Do: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },
+			Prefixes: []string{store.PoolsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
-		&leaderController{
-			c: c, name: "identity-revocation", reconcile: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
-			watches: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
+		&controller.Func{
+			ControllerName: "identity-revocation", Resync: resync, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
+			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
 		},
 	}
 }
-
-// leaderController is one of the leader's controllers: a reconcile over a
-// term's fence, the prefixes it reads, and the coordinator's resync.
-type leaderController struct {
-	c         *Coordinator
-	name      string
-	watches   []string
-	reconcile func(context.Context) error
-}
-
-// Name implements controller.Controller.
-func (l *leaderController) Name() string { return l.name }
-
-// Watches implements controller.Controller.
-func (l *leaderController) Watches() []string { return l.watches }
-
-// Reconcile implements controller.Controller.
-func (l *leaderController) Reconcile(ctx context.Context) error { return l.reconcile(ctx) }
-
-// ResyncInterval implements controller.Resyncer.
-func (l *leaderController) ResyncInterval() time.Duration { return l.c.cfg.ResyncInterval }

@@ -39,8 +39,9 @@ type Health struct {
 	// Restarts counts restarts after a failed start or a panic.
 	Restarts int
 	// Reconciles counts reconciles run, Events the watch events seen,
-	// Resyncs the full resyncs after a compacted watch.
-	Reconciles, Events, Resyncs uint64
+	// Rewatches the watches opened again after they closed, Resyncs the
+	// full resyncs after a compacted watch.
+	Reconciles, Events, Rewatches, Resyncs uint64
 }
 
 // healthy reports whether h counts as healthy at now under the policy. A

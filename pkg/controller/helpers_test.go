@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -32,6 +33,23 @@ type faultySource struct {
 	mu      sync.Mutex
 	cancels []context.CancelFunc
 	froms   []int64 // the revision each watch was opened from
+	// failGets fails that many Gets (reads of the current revision) first.
+	failGets int
+}
+
+var errUnavailable = errors.New("injected: etcd unavailable")
+
+func (f *faultySource) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	f.mu.Lock()
+	fail := f.failGets > 0
+	if fail {
+		f.failGets--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, errUnavailable
+	}
+	return f.Source.Get(ctx, key, opts...)
 }
 
 func (f *faultySource) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {

@@ -163,7 +163,9 @@ func (r *Runtime) claim(ctrls []Controller) ([]*record, error) {
 			r.records[c.Name()] = rec
 			r.order = append(r.order, c.Name())
 		}
-		rec.update(func(h *Health) { h.Running, h.State, h.Since = true, Starting, now })
+		// A new run starts with a clean slate of failures; the counters
+		// and the last error stay.
+		rec.update(func(h *Health) { h.Running, h.State, h.Since, h.Failures = true, Starting, now, 0 })
 		recs = append(recs, rec)
 	}
 	return recs, nil

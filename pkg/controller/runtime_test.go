@@ -87,8 +87,8 @@ func TestWatchesAgainFromTheLastRevisionAfterAClose(t *testing.T) {
 	if froms := src.watchedFrom(); len(froms) != 2 || froms[1] != rev+1 {
 		t.Errorf("watches opened from %v, want the second from %d (after the last event delivered)", froms, rev+1)
 	}
-	if h := health(rt, "rewatch"); h.Restarts != 0 || h.Resyncs != 0 {
-		t.Errorf("a closed watch restarted the controller or resynced: %+v", h)
+	if h := health(rt, "rewatch"); h.Restarts != 0 || h.Resyncs != 0 || h.Rewatches != 1 {
+		t.Errorf("after a closed watch: %+v; want one rewatch, no restart or resync", h)
 	}
 }
 
@@ -293,4 +293,26 @@ func TestRefusesBadDeclarations(t *testing.T) {
 	if err := rt.Run(context.Background(), &controller.Func{ControllerName: "x", Prefixes: []string{"a/"}, Do: nop}); !errors.Is(err, controller.ErrRunning) {
 		t.Errorf("a second x: Run = %v, want ErrRunning", err)
 	}
+}
+
+func TestRestartsAControllerThatCannotStart(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	src := &faultySource{Source: st.Client(), failGets: 1}
+	rt := newRuntime(src, clk, t, constant(time.Second))
+	c := &counter{st: st, name: "nostart", prefixes: []string{"in/"}}
+	running(t, rt, c)
+	waitFor(t, "the restart", func() bool { return health(rt, "nostart").State == controller.Restarting })
+	if h := health(rt, "nostart"); h.Restarts != 1 || !errors.Is(h.LastError, errUnavailable) || h.Reconciles != 0 || rt.Healthy() {
+		t.Errorf("after a failed start: %+v healthy=%v; want one restart for the injected error, no reconcile, unhealthy", h, rt.Healthy())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	waitFor(t, "the reconcile after the restart", func() bool { return len(c.completed()) == 1 })
+	put(t, st, "in/1")
+	waitFor(t, "a reconcile on its watch", func() bool { return len(c.completed()) == 2 })
 }

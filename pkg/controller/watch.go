@@ -30,6 +30,7 @@ func (s *supervisor) watch(ctx context.Context, prefix string, rev int64) {
 		if !s.sleep(ctx, d) {
 			return
 		}
+		s.rec.update(func(h *Health) { h.Rewatches++ })
 	}
 }
 

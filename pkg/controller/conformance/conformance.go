@@ -148,42 +148,54 @@ func HonoursCancellation(ctx context.Context, st *store.Store, c controller.Cont
 func RunsUnderTheRuntime(ctx context.Context, st *store.Store, c controller.Controller) error {
 	rt := controller.New(st.Client(), controller.WithClock(clockwork.NewFakeClock()))
 	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(rctx, c) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	for {
+	succeeded := func() (bool, error) {
 		hs := rt.Health()
-		if len(hs) == 1 && !hs[0].LastSuccess.IsZero() {
+		switch {
+		case len(hs) != 1:
+			return false, nil
+		case !hs[0].LastSuccess.IsZero():
+			return true, nil
+		case hs[0].LastError != nil:
+			return false, fmt.Errorf("%s: under the runtime: %w", c.Name(), hs[0].LastError)
+		}
+		return false, nil
+	}
+	var err error
+	for err == nil {
+		ok, serr := succeeded()
+		if serr != nil {
+			err = serr
 			break
 		}
-		if len(hs) == 1 && hs[0].LastError != nil {
-			return fmt.Errorf("%s: under the runtime: %w", c.Name(), hs[0].LastError)
+		if ok {
+			if !rt.Healthy() {
+				err = fmt.Errorf("%s: not healthy after a success: %+v", c.Name(), rt.Health())
+			}
+			break
 		}
 		select {
-		case err := <-done:
-			return fmt.Errorf("%s: Run returned before a reconcile: %v", c.Name(), err)
+		case rerr := <-done: // Run returned already: nothing to stop
+			return fmt.Errorf("%s: Run returned before a reconcile: %v", c.Name(), rerr)
 		case <-ctx.Done():
-			return fmt.Errorf("%s: no successful reconcile under the runtime: %w", c.Name(), ctx.Err())
+			err = fmt.Errorf("%s: no successful reconcile under the runtime: %w", c.Name(), ctx.Err())
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-	if !rt.Healthy() {
-		return fmt.Errorf("%s: not healthy after a success: %+v", c.Name(), rt.Health())
-	}
 	cancel()
 	select {
-	case err := <-done:
-		done <- err
-		if err != nil {
-			return fmt.Errorf("%s: Run: %w", c.Name(), err)
+	case rerr := <-done:
+		if err == nil && rerr != nil {
+			err = fmt.Errorf("%s: Run: %w", c.Name(), rerr)
 		}
-	case <-ctx.Done():
-		return fmt.Errorf("%s: Run did not return after its context ended", c.Name())
+	case <-time.After(30 * time.Second):
+		if err == nil {
+			err = fmt.Errorf("%s: Run did not return after its context ended", c.Name())
+		}
 	}
-	return nil
+	return err
 }
 
 // revision reads the store's current revision.

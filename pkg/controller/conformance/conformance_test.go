@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
 	"time"
@@ -78,5 +79,9 @@ func TestChecksCatchWhatBreaksTheContract(t *testing.T) {
 	abs := &controller.Func{ControllerName: "abs", Prefixes: []string{store.DefaultPrefix + store.NodesDir}, Do: func(context.Context) error { return nil }}
 	if err := conformance.Declaration(ctx, st, abs); err == nil {
 		t.Error("Declaration passed an absolute prefix")
+	}
+	failing := &controller.Func{ControllerName: "failing", Prefixes: []string{"in/"}, Do: func(context.Context) error { return errors.New("no") }}
+	if err := conformance.RunsUnderTheRuntime(ctx, st, failing); err == nil {
+		t.Error("RunsUnderTheRuntime passed a controller whose reconcile fails")
 	}
 }
