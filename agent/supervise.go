@@ -17,9 +17,8 @@ import (
 // leaves when the node was removed, and stops when a generation brought a
 // new agent (agent/upgrade.go).
 func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	removals := a.cli.Watch(wctx, store.RemovalKey(a.cfg.Name))
+	removals := watchKey(ctx, a.cli, store.RemovalKey(a.cfg.Name))
+	defer removals.Stop()
 	b := backoff.Backoff{Base: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: 0.3}
 	crashes := 0
 	certs := time.NewTicker(nodeCertCheckInterval)
@@ -39,7 +38,7 @@ func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
 			return fmt.Errorf("agent: heartbeat stopped: %w", err)
 		case <-a.upgrade:
 			return ErrUpgraded
-		case <-removals:
+		case <-removals.C:
 		case <-certs.C:
 			a.publishNodeCert(ctx)
 		case <-memberDone:
