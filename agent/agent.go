@@ -173,10 +173,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer a.followKeys(ctx)()
-	hbDone := make(chan error, 1)
+	// Closed, not sent on: supervise and this defer both wait for it.
+	hbDone := make(chan struct{})
 	hctx, stopHB := context.WithCancel(ctx)
 	defer func() { stopHB(); <-hbDone }()
-	go func() { hbDone <- a.heartbeat(hctx) }()
+	go func() { defer close(hbDone); a.heartbeat(hctx) }()
 
 	a.clearFinishedRemoval(ctx)
 	if a.controlPlane() && !a.running {

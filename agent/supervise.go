@@ -16,7 +16,7 @@ import (
 // supervise keeps the node in the fleet: it restarts a member that crashed,
 // leaves when the node was removed, and stops when a generation brought a
 // new agent (agent/upgrade.go).
-func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
+func (a *Agent) supervise(ctx context.Context, hbDone <-chan struct{}) error {
 	removals := watchKey(ctx, a.cli, store.RemovalKey(a.cfg.Name))
 	defer removals.Stop()
 	b := backoff.Backoff{Base: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: 0.3}
@@ -34,8 +34,11 @@ func (a *Agent) supervise(ctx context.Context, hbDone <-chan error) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-hbDone:
-			return fmt.Errorf("agent: heartbeat stopped: %w", err)
+		case <-hbDone:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return errors.New("agent: heartbeat stopped")
 		case <-a.upgrade:
 			return ErrUpgraded
 		case <-removals.C:
