@@ -279,11 +279,18 @@ func (a *Agent) register(ctx context.Context) error {
 // setPhase records the node's phase and member state; errors are logged,
 // since status is advisory and rewritten on the next change.
 func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
+	if err := a.writePhase(ctx, phase, msg); err != nil && ctx.Err() == nil {
+		a.log.Warn("status not written", "err", err)
+	}
+}
+
+// writePhase records the node's phase and member state.
+func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string) error {
 	a.nodeMu.Lock()
 	registered := a.node != nil
 	a.nodeMu.Unlock()
 	if !registered {
-		return
+		return nil
 	}
 	cert := a.nodeCertPEM()
 	var setMember func(*api.NodeStatus)
@@ -312,9 +319,10 @@ func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
 	}
 	node := *a.node
 	a.nodeMu.Unlock()
-	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil && ctx.Err() == nil {
-		a.log.Warn("status not written", "err", err)
+	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil {
+		return fmt.Errorf("agent: write node status %s: %w", phase, err)
 	}
+	return nil
 }
 
 func (a *Agent) status(msg string) { _ = a.notify.Status(msg) }
