@@ -173,10 +173,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer a.followKeys(ctx)()
-	hbDone := make(chan error, 1)
+	// Closed, not sent on: supervise and this defer both wait for it.
+	hbDone := make(chan struct{})
 	hctx, stopHB := context.WithCancel(ctx)
 	defer func() { stopHB(); <-hbDone }()
-	go func() { hbDone <- a.heartbeat(hctx) }()
+	go func() { defer close(hbDone); a.heartbeat(hctx) }()
 
 	a.clearFinishedRemoval(ctx)
 	if a.controlPlane() && !a.running {
@@ -279,11 +280,18 @@ func (a *Agent) register(ctx context.Context) error {
 // setPhase records the node's phase and member state; errors are logged,
 // since status is advisory and rewritten on the next change.
 func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
+	if err := a.writePhase(ctx, phase, msg); err != nil && ctx.Err() == nil {
+		a.log.Warn("status not written", "err", err)
+	}
+}
+
+// writePhase records the node's phase and member state.
+func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string) error {
 	a.nodeMu.Lock()
 	registered := a.node != nil
 	a.nodeMu.Unlock()
 	if !registered {
-		return
+		return nil
 	}
 	cert := a.nodeCertPEM()
 	var setMember func(*api.NodeStatus)
@@ -312,9 +320,10 @@ func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
 	}
 	node := *a.node
 	a.nodeMu.Unlock()
-	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil && ctx.Err() == nil {
-		a.log.Warn("status not written", "err", err)
+	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil {
+		return fmt.Errorf("agent: write node status %s: %w", phase, err)
 	}
+	return nil
 }
 
 func (a *Agent) status(msg string) { _ = a.notify.Status(msg) }

@@ -24,9 +24,8 @@ import (
 //	                   +--(new generation or attempt)--> status Applying --> Apply --> status Applied | Failed
 func (a *Agent) generations(ctx context.Context) {
 	key := store.NixosConfigKey(a.cfg.Name)
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := a.cli.Watch(wctx, key)
+	events := watchKey(ctx, a.cli, key)
+	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
@@ -36,7 +35,7 @@ func (a *Agent) generations(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-events:
+		case <-events.C:
 		case <-tick.C:
 		}
 	}

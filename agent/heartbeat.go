@@ -14,17 +14,17 @@ import (
 // heartbeat keeps the node's heartbeat key alive on a lease, granting a new
 // lease whenever the old one is lost, until ctx ends; then it revokes the
 // lease so the coordinator sees the node go at once.
-func (a *Agent) heartbeat(ctx context.Context) error {
+func (a *Agent) heartbeat(ctx context.Context) {
 	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: a.cfg.HeartbeatTTL / 2, Factor: 2, Jitter: 0.5}
 	for attempt := 0; ; attempt++ {
 		err := a.holdLease(ctx)
 		if ctx.Err() != nil {
-			return nil
+			return
 		}
 		a.log.Warn("heartbeat lease lost; renewing", "err", err)
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case <-time.After(b.Delay(attempt)):
 		}
 	}

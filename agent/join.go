@@ -22,9 +22,8 @@ func (a *Agent) join(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := a.cli.Watch(wctx, store.JoinKey(a.cfg.Name))
+	events := watchKey(ctx, a.cli, store.JoinKey(a.cfg.Name))
+	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
@@ -45,7 +44,7 @@ func (a *Agent) join(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-events:
+		case <-events.C:
 		case <-tick.C:
 		case <-memberDone:
 			if errors.Is(a.runtime.Err(), member.ErrRemoved) {

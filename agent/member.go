@@ -45,7 +45,7 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 	}
 	if verr != nil {
 		a.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
-		return a.startMember(ctx, "", "existing")
+		return a.restartMember(ctx)
 	}
 	if reason := staleReason(view, marker, hasMarker, a.cfg.PeerURL); reason != "" {
 		backup, err := member.Wipe(a.cfg.DataDir, a.Now())
@@ -56,7 +56,23 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 		return nil
 	}
 	a.log.Info("restarting the member from its data")
-	return a.startMember(ctx, "", "existing")
+	return a.restartMember(ctx)
+}
+
+// restartMember starts the member from its data dir. A member the cluster
+// removed meanwhile (an agent that stopped before it could wipe it) is
+// wiped instead, and the node joins anew.
+func (a *Agent) restartMember(ctx context.Context) error {
+	err := a.startMember(ctx, "", "existing")
+	if !errors.Is(err, member.ErrRemoved) {
+		return err
+	}
+	backup, werr := member.Wipe(a.cfg.DataDir, a.Now())
+	if werr != nil {
+		return fmt.Errorf("agent: wipe the data dir of a removed member: %w (start: %w)", werr, err)
+	}
+	a.log.Warn("the cluster removed this member; wiped its data dir, will join with a new member ID", "err", err, "copy", backup)
+	return nil
 }
 
 // clusterState is the cluster as seen from etcd.endpoints.

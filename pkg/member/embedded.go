@@ -34,6 +34,7 @@ type embeddedRun struct {
 	err      error
 	removed  atomic.Bool // etcd logged that this member was removed
 	quiet    atomic.Bool // shutting down: etcd's log goes to debug
+	gate     *clientGate // in front of every client call (client_gate.go)
 
 	grpcMu sync.Mutex
 	grpcs  []*grpc.Server // etcd's client gRPC servers (ServiceRegister)
@@ -89,7 +90,7 @@ func (m *Embedded) Start(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r := &embeddedRun{stopc: make(chan struct{}), done: make(chan struct{})}
+	r := &embeddedRun{stopc: make(chan struct{}), done: make(chan struct{}), gate: newClientGate(cfg.Logger)}
 	m.mu.Lock()
 	if m.run != nil && !isClosed(m.run.done) {
 		m.mu.Unlock()
@@ -160,6 +161,7 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 	if err != nil {
 		return fail(fmt.Errorf("peer %s, client %s: %w", cfg.PeerURL, cfg.ClientURL, err))
 	}
+	r.gate.attach(e.Server)
 	var cause error
 	select {
 	case <-e.Server.ReadyNotify():
@@ -202,6 +204,14 @@ wait:
 			break wait
 		case <-e.Server.StoppingNotify():
 			cause = errors.New("etcd server stopped")
+			break wait
+		case <-r.gate.closed():
+			// The member left its own membership, stops, or a client call
+			// panicked in it.
+			if r.gate.removed.Load() {
+				r.removed.Store(true)
+			}
+			cause = errors.New("stopped serving clients")
 			break wait
 		case lerr := <-e.Err():
 			cause = fmt.Errorf("listener failed: %w", lerr)
@@ -256,6 +266,7 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 		return nil, fmt.Errorf("parse Config.ClientURL: %w", err)
 	}
 	ec := embed.NewConfig()
+	ec.GRPCAdditionalServerOptions = r.gate.serverOptions()
 	ec.ServiceRegister = func(gs *grpc.Server) {
 		r.grpcMu.Lock()
 		defer r.grpcMu.Unlock()

@@ -297,7 +297,7 @@ func (r *execRun) forward(wg *sync.WaitGroup, rd io.Reader, stream string, logge
 	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.Contains(line, removedText) {
+		if saysRemoved(line) {
 			r.removed.Store(true)
 		}
 		r.mu.Lock()

@@ -44,6 +44,18 @@ var ErrRunning = errors.New("member: already running")
 // a peer's "410 Gone".
 const removedText = "the member has been permanently removed from the cluster"
 
+// notMemberText is what etcd panics with when a client call (Status's
+// IsLearner) reaches a member that has applied its own removal but not yet
+// stopped: an etcd child that exits with it was removed, whether or not it
+// got to log removedText first.
+const notMemberText = "failed to find local ID in cluster members"
+
+// saysRemoved reports whether a line of etcd's log tells that this member
+// was removed.
+func saysRemoved(line string) bool {
+	return strings.Contains(line, removedText) || strings.Contains(line, notMemberText)
+}
+
 // Config describes the one local member to run.
 type Config struct {
 	Name           string

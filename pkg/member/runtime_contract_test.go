@@ -38,6 +38,7 @@ func runtimeContract(t *testing.T, rs runtimes) {
 	lifecycleContract(t, rs)
 	t.Run("PutStopRestart", func(t *testing.T) { testPutStopRestart(t, rs) })
 	t.Run("LearnerJoinsAndIsRemoved", func(t *testing.T) { testLearnerRemoved(t, rs) })
+	t.Run("RemovedWhilePolled", func(t *testing.T) { testRemovedWhilePolled(t, rs) })
 	t.Run("PortInUse", func(t *testing.T) { testPortInUse(t, rs) })
 	t.Run("DataDirIsAFile", func(t *testing.T) { testBadDataDir(t, rs) })
 	if rs.tls {

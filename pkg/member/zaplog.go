@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap/zapcore"
@@ -53,12 +52,12 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	for _, f := range fields {
 		f.AddTo(enc)
 	}
-	if strings.Contains(e.Message, removedText) {
+	if saysRemoved(e.Message) {
 		c.removed.Store(true)
 	}
 	attrs := make([]slog.Attr, 0, len(enc.Fields))
 	for k, v := range enc.Fields {
-		if s, ok := v.(string); ok && strings.Contains(s, removedText) {
+		if s, ok := v.(string); ok && saysRemoved(s) {
 			c.removed.Store(true)
 		}
 		attrs = append(attrs, slog.Any(k, v))

@@ -1,0 +1,88 @@
+package integration
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/store"
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+// TestRemovedNodeFinishesItsRemovalWhilePolled: a voter is removed while
+// clients keep asking its member for its Status every 2 ms, as monitoring
+// does. The member used to panic the agent's process on such a call
+// (etcd's IsLearner after the member left its own membership, or
+// StorageVersion on the closed backend), leaving the data dir, the node
+// record and the exit code as they were. The agent must return
+// ErrRemoved, with its data dir wiped (the copy kept), the node recorded
+// as removed and its heartbeat gone; started again, it joins anew.
+func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
+	f := newFleet(t)
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	cfg2 := f.agentConfig("cp-2", false)
+	n2 := f.start(cfg2)
+	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+
+	pctx, stopPolls := context.WithCancel(context.Background())
+	var answered atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		// One connection per poller, to cp-2 only: Maintenance.Status on
+		// it, without the per-call dial of clientv3's Status.
+		cli := etcdtest.Dial(t, pki.RootIdentity, 0, cfg2.ClientURL)
+		mc := pb.NewMaintenanceClient(cli.ActiveConnection())
+		wg.Go(func() {
+			tick := time.NewTicker(2 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				select {
+				case <-pctx.Done():
+					return
+				case <-tick.C:
+				}
+				sctx, cancel := context.WithTimeout(pctx, time.Second)
+				if _, err := mc.Status(sctx, &pb.StatusRequest{}); err == nil {
+					answered.Add(1)
+				}
+				cancel()
+			}
+		})
+	}
+	defer func() { stopPolls(); wg.Wait() }()
+	eventually(t, 30*time.Second, "pollers answered", func() (bool, string) { return answered.Load() > 0, "no answer yet" })
+
+	f.requestRemoval("cp-2", false)
+	n2.waitRemoved(t, 90*time.Second, "removed cp-2 did not stop")
+	stopPolls()
+	wg.Wait()
+	t.Logf("%d Status calls answered by cp-2", answered.Load())
+
+	if has, err := member.HasData(cfg2.DataDir); err != nil || has {
+		t.Fatalf("cp-2's data dir after its removal: has data %v, %v; want wiped", has, err)
+	}
+	if copies, _ := filepath.Glob(cfg2.DataDir + ".wiped-*"); len(copies) != 1 {
+		t.Fatalf("copies of cp-2's wiped data dir: %v, want one", copies)
+	}
+	node := &api.Node{}
+	if err := f.store().Get(t.Context(), store.NodeKey("cp-2"), node); err != nil || node.Status.Phase != api.NodeRemoved || node.Status.MemberState != api.MemberNone {
+		t.Fatalf("cp-2's node record: %s/%s (%v), want %s/%s", node.Status.Phase, node.Status.MemberState, err, api.NodeRemoved, api.MemberNone)
+	}
+	resp, err := f.client().Get(t.Context(), store.DefaultPrefix+store.HeartbeatKey("cp-2"))
+	if err != nil || resp.Count != 0 {
+		t.Fatalf("cp-2's heartbeat key: %d (%v), want gone", resp.Count, err)
+	}
+
+	// Started again, the node clears its finished removal and joins anew.
+	f.start(cfg2)
+	f.waitVoters(90*time.Second, "cp-1", "cp-2")
+}
