@@ -266,7 +266,11 @@ func (c *HypervisorController) apply(ctx context.Context, a domainAction) error 
 		return c.hv.Start(ctx, a.UUID)
 	case actRestart:
 		log.Info("restarting domain to apply changes", "changed", a.Why)
-		if err := c.hv.Stop(ctx, a.UUID, c.cfg.StopGrace); err != nil {
+		grace := c.cfg.StopGrace
+		if slices.Contains(a.Why, whyDomainType) {
+			grace = 0 // a guest that did not boot cannot shut down
+		}
+		if err := c.hv.Stop(ctx, a.UUID, grace); err != nil {
 			return err
 		}
 		if err := c.hv.Define(ctx, a.Spec); err != nil {

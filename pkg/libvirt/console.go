@@ -70,3 +70,14 @@ func (h *Hypervisor) ConsoleBytes(ctx context.Context, uuid string) (int64, erro
 	}
 	return fi.Size(), nil
 }
+
+// removeConsoleLog removes the console log of an undefined domain, when it
+// is the one this connection keeps for it.
+func (h *Hypervisor) removeConsoleLog(uuid, path string) {
+	if path == "" || path != h.consoleLog(uuid) {
+		return
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		h.log.Warn("console log not removed", "uuid", uuid, "path", path, "err", err)
+	}
+}

@@ -16,8 +16,9 @@ import (
 )
 
 // TestConsoleBytes: with a console directory, a domain is defined with its
-// serial console logged there, and ConsoleBytes reads the log's size while
-// the domain runs (the test driver runs no guest, so the test writes it).
+// serial console logged there, ConsoleBytes reads the log's size while
+// the domain runs (the test driver runs no guest, so the test writes it),
+// and Undefine removes the log.
 func TestConsoleBytes(t *testing.T) {
 	ctx := context.Background()
 	hv := New(libvirttest.URI(t, libvirttest.Options{}), logging.Test(t))
@@ -57,6 +58,12 @@ func TestConsoleBytes(t *testing.T) {
 	}
 	if n, err := hv.ConsoleBytes(ctx, u); err != nil || n != 0 {
 		t.Fatalf("stopped: %d %v", n, err)
+	}
+	if err := hv.Undefine(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Fatalf("console log of an undefined domain: %v", err)
 	}
 }
 

@@ -348,6 +348,7 @@ func (h *Hypervisor) Undefine(ctx context.Context, uuid string) error {
 	if err := d.Undefine(); err != nil {
 		return h.check(err, "undefine %s", uuid)
 	}
+	h.removeConsoleLog(uuid, p.consoleLog)
 	// Only the volume nico created for this domain is deleted.
 	if p.meta.Volume != hypervisor.VolumeName(uuid) {
 		return nil
