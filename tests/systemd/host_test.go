@@ -182,7 +182,7 @@ func (c *cluster) boot(ctx context.Context, name string) *guest {
 	t.Cleanup(g.sd.Close)
 	c.guests[name] = g
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("NICO_SYSTEMD_JOURNAL") == "1" {
 			t.Logf("%s's journal:\n%s", name, g.journal(context.Background(), 120))
 		}
 	})
