@@ -24,6 +24,13 @@ let
       };
       settings.heartbeat.ttl = "5s";
       settings.gossip.profile = "fast";
+      # Generations run a script the tier puts there (a simulated switch;
+      # TestAgentRestartsIntoTheNewAgent); without it none is applied.
+      settings.generations = {
+        applier = "exec";
+        command = [ "/etc/nico-test/switch" ];
+        healthDeadline = "30s";
+      };
     };
   };
 in
