@@ -38,4 +38,13 @@ in
   cp1 = controlPlane 1;
   cp2 = controlPlane 2;
   cp3 = controlPlane 3;
+  # cp1's next generation: only its settings changed (a `switch` to it
+  # must reach the running agent; TestChangedSettingsReachTheAgent).
+  cp1-switched = {
+    address = ip 1;
+    module = {
+      imports = [ (controlPlaneModule 1) ];
+      services.nico.settings.log.level = "debug";
+    };
+  };
 }
