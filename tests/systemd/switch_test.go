@@ -70,9 +70,10 @@ func (g *guest) switchTo(ctx context.Context, next string) map[string]string {
 // TestChangedSettingsReachTheAgent switches the bootstrap host to a
 // generation whose only change is the agent's settings (hosts.nix
 // cp1-switched: log.level = "debug"), as `nixos-rebuild switch` would,
-// and wants the running agent on the new settings within a minute: the
-// file its --config names holds them (issue 12, defect 11). The agent
-// must not be restarted by the switch itself (restartIfChanged = false).
+// and wants the new settings in a running agent within a minute: an agent
+// process started after the switch, whose --config file holds them (issue
+// 12, defect 11). The switch itself must not restart the agent
+// (restartIfChanged = false): the agent notices and exits 4 at a safe point.
 func TestChangedSettingsReachTheAgent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -81,12 +82,18 @@ func TestChangedSettingsReachTheAgent(t *testing.T) {
 	mustStart(ctx, t, cp1, "nico-agent.service")
 	mustStart(ctx, t, cp1, "nico-coordinator.service")
 	want := hostFiles(t, "cp1-switched")["/etc/nico/agent.yaml"].Data
+	started := cp1.prop(ctx, "nico-agent.service", "ExecMainStartTimestampMonotonic")
 
 	did := cp1.switchTo(ctx, "cp1-switched")
 	t.Logf("switch: %v", did)
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
 	cp1.waitFor(wctx, "the running agent uses the new settings", func() error {
+		// A new agent process: one started before the switch read the
+		// old settings, whatever file it names now.
+		if cp1.prop(ctx, "nico-agent.service", "ExecMainStartTimestampMonotonic") == started {
+			return fmt.Errorf("%w: the agent started before the switch still runs", errNotYet)
+		}
 		pid := cp1.prop(ctx, "nico-agent.service", "MainPID")
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/root/proc/%v/cmdline", cp1.PID, pid))
 		if err != nil {
