@@ -144,7 +144,7 @@ func newCluster(t *testing.T) *cluster {
 
 // boot boots the fixture's host name with the real programs in place of
 // the store paths its units name, on the bridge at its address.
-func (c *cluster) boot(ctx context.Context, name string) *guest {
+func (c *cluster) boot(ctx context.Context, name string, opts ...func(*harness.Config)) *guest {
 	t := c.t
 	t.Helper()
 	h, ok := c.fx.Hosts[name]
@@ -163,12 +163,16 @@ func (c *cluster) boot(ctx context.Context, name string) *guest {
 	for _, p := range []string{"coreutils", "findutils", "gnugrep", "gnused", "systemd", "bash"} {
 		binds = append(binds, harness.Bind{Src: "/usr/bin", Dst: pk[p] + "/bin", RO: true}, harness.Bind{Src: "/usr/sbin", Dst: pk[p] + "/sbin", RO: true})
 	}
-	hh, err := harness.Boot(ctx, t, harness.Config{
+	cfg := harness.Config{
 		Name:  name,
 		Files: hostFiles(t, name),
 		Users: []harness.User{{Name: "etcd", UID: etcdUID, Home: "/var/lib/etcd"}},
 		Binds: binds,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	hh, err := harness.Boot(ctx, t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +186,7 @@ func (c *cluster) boot(ctx context.Context, name string) *guest {
 	t.Cleanup(g.sd.Close)
 	c.guests[name] = g
 	t.Cleanup(func() {
-		if t.Failed() {
+		if t.Failed() || os.Getenv("NICO_SYSTEMD_JOURNAL") == "1" {
 			t.Logf("%s's journal:\n%s", name, g.journal(context.Background(), 120))
 		}
 	})

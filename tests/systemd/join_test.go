@@ -2,7 +2,9 @@ package systemd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -37,6 +39,7 @@ func TestJoinThroughSystemd(t *testing.T) {
 
 	t.Run("RestartMidJoinResumesTheLearner", func(t *testing.T) {
 		cp3 := c.boot(ctx, "cp3")
+		start := time.Now()
 		cp3.startNoBlock(ctx, "nico-agent.service")
 		var learner member
 		// Mid-join: the learner is added (unstarted), or started and
@@ -56,16 +59,27 @@ func TestJoinThroughSystemd(t *testing.T) {
 			learner = m
 			return nil
 		})
+		t.Logf("cp3's member %s is %s %v after the agent's start; restarting the agent", learner.ID, learner.Status, time.Since(start).Round(time.Millisecond))
+		start = time.Now()
 		rctx, rcancel := context.WithTimeout(ctx, 90*time.Second)
 		defer rcancel()
 		if err := cp3.restart(rctx, "nico-agent.service"); err != nil {
 			t.Fatalf("nico-agent.service restarted mid-join did not become active (READY): %v", err)
 		}
+		t.Logf("cp3's restarted agent is active (READY) %v after its restart", time.Since(start).Round(time.Millisecond))
 		ms, err := cp1.members(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		m, _ := memberOf(ms, "cp3")
+		if d := time.Since(start); d > 30*time.Second {
+			// Found by this test, not fixed here: the agent's shutdown stops
+			// etcd.service while that unit's start job (a learner catching
+			// up, not yet READY) is pending, and the stop job waits for
+			// nico-agent's own stop (After=etcd.service) until the agent
+			// gives up after 60 s.
+			t.Logf("NOTE: the restart mid-join took %v", d.Round(time.Second))
+		}
 		if m.ID != learner.ID || m.Status != "voter" {
 			t.Fatalf("cp3 after the restart: %+v, want the learner %s, a voter", m, learner.ID)
 		}
@@ -101,9 +115,19 @@ func TestJoinThroughSystemd(t *testing.T) {
 	})
 
 	t.Run("RemovedAgentExits3AndStaysDown", func(t *testing.T) {
-		if out, err := cp1.sh(ctx, "nicoctl remove node cp3 --wait-timeout 2m"); err != nil {
-			t.Fatalf("nicoctl remove node cp3: %v: %s", err, out)
-		}
+		// The leader refuses (exit 3) while a voter is unhealthy or its
+		// mesh member suspect, as cp2 may still be after its restart.
+		cp1.waitFor(ctx, "the removal of cp3 is accepted and done", func() error {
+			out, err := cp1.sh(ctx, "nicoctl remove node cp3 --wait-timeout 2m")
+			if err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) && ee.ExitCode() == 3 {
+					return fmt.Errorf("%w: %s", errNotYet, out)
+				}
+				t.Fatalf("nicoctl remove node cp3: %v: %s", err, out)
+			}
+			return nil
+		})
 		cp3.waitFor(ctx, "cp3's agent exits", func() error {
 			if st := cp3.prop(ctx, "nico-agent.service", "ActiveState"); st != "failed" && st != "inactive" {
 				return fmt.Errorf("%w: %v/%v", errNotYet, st, cp3.prop(ctx, "nico-agent.service", "SubState"))

@@ -13,9 +13,10 @@ import (
 // Bridge joins guests' network namespaces: a bridge in the host's
 // namespace and one veth pair per guest, as tests/netns does.
 type Bridge struct {
-	t    testing.TB
-	name string
-	n    int
+	t     testing.TB
+	name  string
+	n     int
+	veths []string // host ends
 }
 
 // NewBridge makes a bridge; it is deleted (with its veths) when the test
@@ -45,9 +46,12 @@ func (b *Bridge) Attach(ctx context.Context, h *Host, cidr string) error {
 		{"ip", "link", "set", host, "master", b.name},
 		{"ip", "link", "set", host, "up"},
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		if err := run(s...); err != nil {
 			return err
+		}
+		if i == 0 {
+			b.veths = append(b.veths, host)
 		}
 	}
 	for _, s := range [][]string{{"ip", "addr", "add", cidr, "dev", "eth0"}, {"ip", "link", "set", "eth0", "up"}, {"ip", "link", "set", "lo", "up"}} {
@@ -59,6 +63,11 @@ func (b *Bridge) Attach(ctx context.Context, h *Host, cidr string) error {
 }
 
 func (b *Bridge) close() {
+	// A veth goes with its guest's namespace, but that may be freed later
+	// than the guest's last process; deleting one end deletes both.
+	for _, v := range b.veths {
+		_ = exec.Command("ip", "link", "del", v).Run()
+	}
 	_ = exec.Command("iptables", "-D", "FORWARD", "-i", b.name, "-o", b.name, "-j", "ACCEPT").Run()
 	if err := run("ip", "link", "del", b.name); err != nil {
 		b.t.Logf("harness: %v", err)

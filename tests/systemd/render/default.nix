@@ -35,8 +35,22 @@ let
     inherit name;
     outPath = "/nix/store/00000000000000000000000000000000-${name}";
   };
+  # A file in the store whose path changes with its text, as a real
+  # store path does (the stubs' paths are all-zero): a changed
+  # configuration is a new ExecStart, as on NixOS.
+  textDrv = name: text: {
+    type = "derivation";
+    inherit name text;
+    outPath = "/nix/store/${builtins.substring 0 32 (builtins.hashString "sha256" "${name}\n${text}")}-${name}";
+  };
   # The packages NixOS adds to every unit or environment, beyond the stubs'.
   pkgs = stubPkgs // {
+    writeText = textDrv;
+    writeShellScript = name: text: textDrv name "#!${stubPkgs.bash}/bin/bash\n${text}";
+    formats.yaml = { }: {
+      inherit ((stubPkgs.formats.yaml { })) type;
+      generate = name: value: (textDrv name (builtins.toJSON value)) // { inherit value; };
+    };
     findutils = fakeDrv "findutils-4";
     gnugrep = fakeDrv "gnugrep-3";
     gnused = fakeDrv "gnused-4";

@@ -24,6 +24,13 @@ let
       };
       settings.heartbeat.ttl = "5s";
       settings.gossip.profile = "fast";
+      # Generations run a script the tier puts there (a simulated switch;
+      # TestAgentRestartsIntoTheNewAgent); without it none is applied.
+      settings.generations = {
+        applier = "exec";
+        command = [ "/etc/nico-test/switch" ];
+        healthDeadline = "30s";
+      };
     };
   };
 in
@@ -31,4 +38,13 @@ in
   cp1 = controlPlane 1;
   cp2 = controlPlane 2;
   cp3 = controlPlane 3;
+  # cp1's next generation: only its settings changed (a `switch` to it
+  # must reach the running agent; TestChangedSettingsReachTheAgent).
+  cp1-switched = {
+    address = ip 1;
+    module = {
+      imports = [ (controlPlaneModule 1) ];
+      services.nico.settings.log.level = "debug";
+    };
+  };
 }
