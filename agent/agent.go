@@ -27,8 +27,10 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -76,6 +78,9 @@ type Config struct {
 	// DiscoverGrace is how long discovery waits for the mesh before it
 	// uses the cached endpoints; 0: DefaultDiscoverGrace.
 	DiscoverGrace time.Duration
+	// Clock times the agent's controllers (agent/controllers.go); nil:
+	// the real clock.
+	Clock clockwork.Clock
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -105,7 +110,8 @@ type Agent struct {
 	// replace it.
 	Executable func() (string, error)
 
-	tls     *tls.Config // client identity from pki.dir; nil without one
+	rt      *controller.Runtime // the agent's controllers (agent/controllers.go)
+	tls     *tls.Config         // client identity from pki.dir; nil without one
 	cli     *clientv3.Client
 	st      *store.Store
 	node    *api.Node
@@ -136,12 +142,19 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	if cfg.DiscoverGrace <= 0 {
 		cfg.DiscoverGrace = DefaultDiscoverGrace
 	}
-	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
+	a.rt = a.newRuntime()
+	return a
 }
 
 // Healthy tells whether the node is registered and, on a control-plane
-// node, its member is serving. The watchdog pings only while it holds.
-func (a *Agent) Healthy() bool { return a.healthy.Load() }
+// node, its member is serving, and every running controller of the agent
+// is healthy (controller.Runtime.Healthy). The watchdog pings only while
+// it holds.
+func (a *Agent) Healthy() bool { return a.healthy.Load() && a.rt.Healthy() }
 
 func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.RoleControlPlane) }
 
@@ -152,11 +165,12 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.ensurePKI(ctx); err != nil {
 		return err
 	}
+	bg := &groups{rt: a.rt}
+	defer bg.stop()
 	if a.tls != nil {
-		rctx, stopRenew := context.WithCancel(ctx)
-		renewDone := make(chan struct{})
-		go func() { defer close(renewDone); a.renewCerts(rctx) }()
-		defer func() { stopRenew(); <-renewDone }()
+		if c := a.certRenewal(); c != nil {
+			bg.start(ctx, c)
+		}
 	}
 	if a.controlPlane() {
 		if err := a.prepareMember(ctx); err != nil {
@@ -197,7 +211,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		a.setPhase(ctx, api.NodeRegistered, "")
 	}
 	a.publishGossip()
-	defer a.refreshGossip(ctx)()
+	defer a.learnPeers()()
+	bg.start(ctx, nonNil(a.gossipRefresh(), a.nodeCertPublish())...)
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())

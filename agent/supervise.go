@@ -22,8 +22,6 @@ func (a *Agent) supervise(ctx context.Context, hbDone <-chan struct{}) error {
 	defer removals.Stop()
 	b := nicobackoff.Backoff{Base: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: 0.3}
 	crashes := 0
-	certs := time.NewTicker(nodeCertCheckInterval)
-	defer certs.Stop()
 	for {
 		if done, err := a.removalDone(ctx); err == nil && done {
 			return a.removed(ctx, "removal request done")
@@ -43,8 +41,6 @@ func (a *Agent) supervise(ctx context.Context, hbDone <-chan struct{}) error {
 		case <-a.upgrade:
 			return ErrUpgraded
 		case <-removals.C:
-		case <-certs.C:
-			a.publishNodeCert(ctx)
 		case <-memberDone:
 			err := a.runtime.Err()
 			if errors.Is(err, member.ErrRemoved) {

@@ -112,7 +112,7 @@ func run(args []string, stderr io.Writer) int {
 	a := agent.New(ac, rt, notify, log)
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
-	defer serveJoin(ctx, cfg, log)()
+	defer serveJoin(ctx, cfg, a.Runtime(), log)()
 	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
 	go reload.Run(ctx, a)
 	switch err := a.Run(ctx); {
