@@ -34,6 +34,16 @@ type Resyncer interface {
 	ResyncInterval() time.Duration
 }
 
+// Waker is implemented by controllers with an input outside the store
+// that can tell when it changed (a process that exited, a request from
+// another part of the program): each receive from Wakes triggers a
+// reconcile, coalesced with the others. The reconcile still re-reads the
+// input; what was received is not handed over.
+type Waker interface {
+	// Wakes is read once per start of the controller; nil: none.
+	Wakes() <-chan struct{}
+}
+
 // Policied is implemented by controllers whose health rule is not the
 // runtime's (WithHealthPolicy): one whose reconcile may rightly run for
 // long (applying a NixOS generation) must not count as stalled.
@@ -72,6 +82,8 @@ type Func struct {
 	Resync time.Duration
 	// Policy is returned by HealthPolicy.
 	Policy HealthPolicy
+	// Wake is returned by Wakes.
+	Wake <-chan struct{}
 	// Do is called by Reconcile.
 	Do func(ctx context.Context) error
 }
@@ -84,6 +96,9 @@ func (f *Func) Watches() []string { return f.Prefixes }
 
 // ResyncInterval implements Resyncer.
 func (f *Func) ResyncInterval() time.Duration { return f.Resync }
+
+// Wakes implements Waker.
+func (f *Func) Wakes() <-chan struct{} { return f.Wake }
 
 // HealthPolicy implements Policied.
 func (f *Func) HealthPolicy() HealthPolicy { return f.Policy }

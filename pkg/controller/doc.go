@@ -40,7 +40,8 @@
 //
 // A controller whose inputs have no watch (files, the clock, a process)
 // declares no prefix and a resync interval: it reconciles at start and on
-// each tick. A controller may bring its own health rule (Policied), such as
+// each tick; one that can tell when such an input changed also wakes on a
+// channel (Waker). A controller may bring its own health rule (Policied), such as
 // one whose reconcile rightly runs for long and must not count as stalled.
 //
 // Time comes from an injected clockwork.Clock, so that tests advance a fake

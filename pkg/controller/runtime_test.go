@@ -371,3 +371,16 @@ func TestControllerHealthPolicy(t *testing.T) {
 		t.Error("healthy after two failures in a row of a controller that allows fewer than two")
 	}
 }
+
+// TestWakerWakesItsController: a receive from a controller's Wakes
+// triggers a reconcile, with no store event and no tick.
+func TestWakerWakesItsController(t *testing.T) {
+	st := newStore(t)
+	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t)
+	wake := make(chan struct{})
+	var runs atomic.Int64
+	running(t, rt, &controller.Func{ControllerName: "woken", Resync: time.Hour, Wake: wake, Do: func(context.Context) error { runs.Add(1); return nil }})
+	waitFor(t, "the first reconcile", func() bool { return runs.Load() == 1 })
+	wake <- struct{}{}
+	waitFor(t, "the woken reconcile", func() bool { return runs.Load() == 2 })
+}

@@ -102,6 +102,10 @@ func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error
 		defer t.Stop()
 		tick = t.Chan()
 	}
+	var wakes <-chan struct{}
+	if w, ok := s.c.(Waker); ok {
+		wakes = w.Wakes()
+	}
 	requeue := s.rt.newBackoff()
 	var retry clockwork.Timer
 	var retryC <-chan time.Time
@@ -119,6 +123,7 @@ func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error
 		case <-ctx.Done():
 			return nil
 		case <-s.kick:
+		case <-wakes:
 		case <-tick:
 		case <-retryC:
 		}
