@@ -117,9 +117,15 @@ type Agent struct {
 	node    *api.Node
 	nodeMu  sync.Mutex // guards node: the heartbeat sets its lease, setPhase the rest
 	healthy atomic.Bool
-	running bool          // the local member was started by this agent
-	gossip  gossipState   // what it publishes in the mesh (agent/gossip.go)
-	upgrade chan struct{} // a generation brought a new agent (agent/upgrade.go)
+	// stopHeartbeat stops the heartbeat and waits for its lease's revoke;
+	// idempotent.
+	stopHeartbeat func()
+	running       atomic.Bool   // the local member was started by this agent
+	gossip        gossipState   // what it publishes in the mesh (agent/gossip.go)
+	upgrade       chan struct{} // wakes the member controller on upgradeAsked
+	// upgradeAsked: a generation brought a new agent, or the Reloader
+	// wants one (agent/upgrade.go).
+	upgradeAsked atomic.Bool
 
 	cacheMu sync.Mutex
 	cached  []string // the endpoints last written to cfg.EndpointsCache
@@ -187,14 +193,15 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer a.followKeys(ctx)()
-	// Closed, not sent on: supervise and this defer both wait for it.
-	hbDone := make(chan struct{})
-	hctx, stopHB := context.WithCancel(ctx)
-	defer func() { stopHB(); <-hbDone }()
-	go func() { defer close(hbDone); a.heartbeat(hctx) }()
+	// The heartbeat runs in a group of its own: it outlives the node's
+	// controllers on a removal, until the removal is recorded.
+	hb := &heartbeat{a: a}
+	hbg := bg.start(ctx, hb)
+	a.stopHeartbeat = func() { hbg.stop(); hb.wait() }
+	defer a.stopHeartbeat()
 
 	a.clearFinishedRemoval(ctx)
-	if a.controlPlane() && !a.running {
+	if a.controlPlane() && !a.running.Load() {
 		if err := a.join(ctx); err != nil {
 			return err
 		}
@@ -212,7 +219,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	a.publishGossip()
 	defer a.learnPeers()()
-	bg.start(ctx, nonNil(a.gossipRefresh(), a.nodeCertPublish())...)
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
@@ -225,20 +231,20 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.Hypervisor != nil {
 		defer a.startHypervisor(ctx)()
 	}
-	return a.supervise(ctx, hbDone)
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish()))
 }
 
 // connect makes the store client: the configured endpoints plus the local
 // member, kept in sync with the member list.
 func (a *Agent) connect(ctx context.Context) error {
 	eps := slices.Clone(a.cfg.Endpoints)
-	if len(eps) == 0 && !a.running && a.cfg.Gossip != nil {
+	if len(eps) == 0 && !a.running.Load() && a.cfg.Gossip != nil {
 		var err error
 		if eps, err = a.discover(ctx); err != nil {
 			return err
 		}
 	}
-	if a.running && !slices.Contains(eps, a.cfg.ClientURL) {
+	if a.running.Load() && !slices.Contains(eps, a.cfg.ClientURL) {
 		eps = append([]string{a.cfg.ClientURL}, eps...)
 	}
 	if len(eps) == 0 {
@@ -278,7 +284,7 @@ func (a *Agent) register(ctx context.Context) error {
 	n.Status.Certificate = a.nodeCertPEM()
 	n.Status.GossipAddr = a.gossipAddr() // agent/gossip.go
 	n.Status.Phase = api.NodeRegistered
-	if a.controlPlane() && !a.running {
+	if a.controlPlane() && !a.running.Load() {
 		n.Status.Phase = api.NodeJoining
 	}
 	n.Status.UpdatedAt = a.Now()
@@ -310,7 +316,7 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 	}
 	cert := a.nodeCertPEM()
 	var setMember func(*api.NodeStatus)
-	if a.controlPlane() && a.running {
+	if a.controlPlane() && a.running.Load() {
 		if id, cid, learner, err := a.selfMember(ctx); err == nil {
 			setMember = func(s *api.NodeStatus) {
 				s.MemberID, s.ClusterID = id, cid

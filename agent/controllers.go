@@ -20,8 +20,11 @@ import (
 //	controller          group      watches (store)   tick
 //	cert-renewal        pki        -                 caCheckInterval (ca.key machines)
 //	node-cert-renewal   pki        -                 RenewInterval (machines without ca.key)
-//	gossip-refresh      ready      -                 GossipRefreshInterval
-//	node-cert-publish   ready      -                 nodeCertCheckInterval
+//	heartbeat           heartbeat  heartbeats/<node> HeartbeatTTL/3
+//	gossip-refresh      node       -                 GossipRefreshInterval
+//	node-cert-publish   node       -                 nodeCertCheckInterval
+//	member              node       - (wakes: upgrade) memberCheckInterval
+//	removal             node       removals/<node>   removalResync
 //	token-prune         join       -                 TokenPruneInterval (the join endpoint's)
 //
 // A controller's health (last success, last error, restarts) feeds

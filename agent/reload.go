@@ -169,10 +169,7 @@ func (r *Reloader) Run(ctx context.Context, a *Agent) {
 		case <-ctx.Done():
 			return
 		}
-		select {
-		case a.upgrade <- struct{}{}:
-		default: // already asked
-		}
+		a.requestUpgrade()
 		return
 	}
 }
