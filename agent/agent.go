@@ -78,6 +78,9 @@ type Config struct {
 	// DiscoverGrace is how long discovery waits for the mesh before it
 	// uses the cached endpoints; 0: DefaultDiscoverGrace.
 	DiscoverGrace time.Duration
+	// Reloader, when set, restarts the agent when its configuration file
+	// or binary changed (agent/reload.go); it runs once the node is ready.
+	Reloader *Reloader
 	// Clock times the agent's controllers (agent/controllers.go); nil:
 	// the real clock.
 	Clock clockwork.Clock
@@ -231,7 +234,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.Hypervisor != nil {
 		defer a.startHypervisor(ctx)()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish()))
+	var reload controller.Controller
+	if a.cfg.Reloader != nil {
+		reload = a.cfg.Reloader.Controller(a)
+	}
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), reload))
 }
 
 // connect makes the store client: the configured endpoints plus the local

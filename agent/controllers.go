@@ -25,6 +25,7 @@ import (
 //	node-cert-publish   node       -                 nodeCertCheckInterval
 //	member              node       - (wakes: upgrade) memberCheckInterval
 //	removal             node       removals/<node>   removalResync
+//	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
 //	token-prune         join       -                 TokenPruneInterval (the join endpoint's)
 //
 // A controller's health (last success, last error, restarts) feeds
