@@ -195,7 +195,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.register(ctx); err != nil {
 		return err
 	}
-	defer a.followKeys(ctx)()
+	if c := a.gossipKeys(); c != nil {
+		bg.start(ctx, c)
+	}
 	// The heartbeat runs in a group of its own: it outlives the node's
 	// controllers on a removal, until the removal is recorded.
 	hb := &heartbeat{a: a}

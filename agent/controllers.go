@@ -20,6 +20,7 @@ import (
 //	controller          group      watches (store)   tick
 //	cert-renewal        pki        -                 caCheckInterval (ca.key machines)
 //	node-cert-renewal   pki        -                 RenewInterval (machines without ca.key)
+//	gossip-keys         keys       gossip-key        gossipKeyResync
 //	heartbeat           heartbeat  heartbeats/<node> HeartbeatTTL/3
 //	gossip-refresh      node       -                 GossipRefreshInterval
 //	node-cert-publish   node       -                 nodeCertCheckInterval
