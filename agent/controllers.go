@@ -22,6 +22,7 @@ import (
 //	node-cert-renewal   pki        -                 RenewInterval (machines without ca.key)
 //	gossip-keys         keys       gossip-key        gossipKeyResync
 //	heartbeat           heartbeat  heartbeats/<node> HeartbeatTTL/3
+//	join-progress       join       -                 JoinProgressInterval (while joining, under systemd)
 //	gossip-refresh      node       -                 GossipRefreshInterval
 //	node-cert-publish   node       -                 nodeCertCheckInterval
 //	member              node       - (wakes: upgrade) memberCheckInterval
