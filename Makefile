@@ -29,11 +29,14 @@ etcd-binaries: deps
 vet: deps
 	$(GO) vet ./...
 
-# test runs the whole default suite: unit, controller and integration tests
-# against real etcd (embedded, and the etcd binaries of both versions).
+# test runs the whole default suite under the race detector: unit,
+# controller and integration tests against real etcd (embedded, and the etcd
+# binaries of both versions), the network-namespace tests and, as root, the
+# real-systemd tier (tests/systemd). Packages that start goroutines check
+# for leaks (goleak) in their TestMain.
 test: etcd-binaries vet nix-check
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
-		$(GO) test -count=1 -timeout 14m ./...
+		$(GO) test -race -count=1 -timeout 24m ./...
 
 # test-netns runs the gossip partition and advertise tests across network namespaces
 # (ip netns, veth, a bridge, iptables DROP); it needs root and skips, saying
