@@ -30,9 +30,11 @@ vet: deps
 	$(GO) vet ./...
 
 # test runs the whole default suite: unit, controller and integration tests
-# against real etcd (embedded, and the etcd binaries of both versions).
+# against real etcd (embedded, and the etcd binaries of both versions), and
+# the nixos applier against real Nix (nix-bin; NICO_REQUIRE_NIX: fail, not
+# skip, when it cannot run).
 test: etcd-binaries vet nix-check
-	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
+	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 NICO_REQUIRE_NIX=1 \
 		$(GO) test -count=1 -timeout 14m ./...
 
 # test-netns runs the gossip partition and advertise tests across network namespaces
