@@ -238,11 +238,22 @@ func (n *NixOS) setProfile(ctx context.Context, top string) error {
 	return err
 }
 
-// activate runs switch-to-configuration in a transient unit and waits for it.
+// activate runs switch-to-configuration in a transient unit and waits for
+// it. Its output goes to the journal, not to a pipe to the agent (a
+// restarted agent must not break the activation), so a failure's error
+// holds systemd-run's summary (the exit status) and the end of the unit's
+// journal: --collect leaves no unit to ask.
 func (n *NixOS) activate(ctx context.Context, unit, top string, op api.ActivationOp) error {
 	_, err := n.cfg.Runner.Run(ctx, Cmd{Name: "systemd-run", Args: []string{
-		"--unit=" + unit, "--wait", "--collect", "--quiet", "--property=Type=oneshot",
+		"--unit=" + unit, "--wait", "--collect", "--property=Type=oneshot",
 		top + "/bin/switch-to-configuration", string(op)}})
+	if err == nil {
+		return nil
+	}
+	out, jerr := n.cfg.Runner.Run(ctx, Cmd{Name: "journalctl", Args: []string{"--no-pager", "--quiet", "-o", "cat", "-n", "10", "-u", unit + ".service"}})
+	if j := strings.TrimSpace(string(out)); jerr == nil && j != "" {
+		return fmt.Errorf("%w; journal of %s: %s", err, unit, tail(j, 600))
+	}
 	return err
 }
 

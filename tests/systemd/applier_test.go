@@ -191,7 +191,7 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		}
 		t.Logf("nico-agent.service ran the job in %v", time.Since(start).Round(time.Millisecond))
 		var outs []applierOutcome
-		dec := json.NewDecoder(strings.NewReader(sh(t, "cat " + applierOut)))
+		dec := json.NewDecoder(strings.NewReader(sh(t, "cat "+applierOut)))
 		for dec.More() {
 			var o applierOutcome
 			if err := dec.Decode(&o); err != nil {
@@ -206,14 +206,14 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 	}
 
 	t.Run("WithoutTheCacheDirectory", func(t *testing.T) {
-		sh(t, "mkdir -p /run/systemd/system/nico-agent.service.d && printf '" + withoutCache + "' > /run/systemd/system/nico-agent.service.d/60-without-cache.conf && systemctl daemon-reload")
+		sh(t, "mkdir -p /run/systemd/system/nico-agent.service.d && printf '"+withoutCache+"' > /run/systemd/system/nico-agent.service.d/60-without-cache.conf && systemctl daemon-reload")
 		defer sh(t, "rm /run/systemd/system/nico-agent.service.d/60-without-cache.conf && systemctl daemon-reload")
 		o := run(t)[0]
 		t.Logf("generation 1: %s", o.Err)
 		if o.Is != "ErrBuild" || !strings.Contains(o.Err, "/root/.cache") || !strings.Contains(o.Err, "Read-only file system") {
 			t.Fatalf("generation 1 without a cache directory: %+v, want ErrBuild on the read-only /root/.cache", o)
 		}
-		if got := sh(t, "cat " + applierState + "/activations 2>/dev/null || true"); got != "" {
+		if got := sh(t, "cat "+applierState+"/activations 2>/dev/null || true"); got != "" {
 			t.Fatalf("activations: %s, want none", got)
 		}
 	})
@@ -226,11 +226,13 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 	if o := outs[1]; o.Err != "" || !o.Result.Skipped || o.Result.Toplevel != good {
 		t.Fatalf("good-1 again: %+v, want skipped", o)
 	}
-	if o := outs[2]; o.Is != "ErrActivate" || !o.Result.RolledBack || o.Result.Toplevel != good || !strings.Contains(o.Err, "nico-activate-3") {
-		t.Fatalf("broken: %+v, want ErrActivate from nico-activate-3, rolled back to %s", o, good)
+	// The cause reaches the error: systemd-run's summary and the unit's journal.
+	if o := outs[2]; o.Is != "ErrActivate" || !o.Result.RolledBack || o.Result.Toplevel != good || !strings.Contains(o.Err, "nico-activate-3") ||
+		!strings.Contains(o.Err, "status=4") || !strings.Contains(o.Err, "activating broken failed") {
+		t.Fatalf("broken: %+v, want ErrActivate from nico-activate-3 with its exit status 4 and its message, rolled back to %s", o, good)
 	}
 	t.Logf("broken: %s", outs[2].Err)
-	if got := strings.Fields(sh(t, "cat " + applierState + "/activations")); !slices.Equal(got, []string{"good-1", "switch", "broken", "switch", "good-1", "switch"}) {
+	if got := strings.Fields(sh(t, "cat "+applierState+"/activations")); !slices.Equal(got, []string{"good-1", "switch", "broken", "switch", "good-1", "switch"}) {
 		t.Fatalf("activations %v, want good-1, broken, good-1 (the rollback)", got)
 	}
 	if got := sh(t, "readlink -f /nix/var/nix/profiles/system /run/current-system"); got != good+"\n"+good {
@@ -241,7 +243,7 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 	}
 	// The activations ran in their transient units, under systemd-run --wait.
 	for unit, want := range map[string]string{"nico-activate-3": "activating broken failed", "nico-rollback-3": ""} {
-		out := sh(t, "journalctl -o cat -u " + unit + ".service")
+		out := sh(t, "journalctl -o cat -u "+unit+".service")
 		if !strings.Contains(out, want) || !strings.Contains(out, "Deactivated successfully") && !strings.Contains(out, "Failed with result") {
 			t.Errorf("journal of %s: %q, want %q and its end", unit, out, want)
 		}
