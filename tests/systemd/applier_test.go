@@ -123,7 +123,9 @@ func runApplierJob(file string) int {
 // flake's good-1 builds, is set as the system profile and activated in
 // the transient unit nico-activate-1; the same revision again switches
 // nothing; broken's failing activation is rolled back in nico-rollback-3:
-// the profile and /run/current-system point at good-1 again.
+// the profile and /run/current-system point at good-1 again; a generation
+// that leaves a failed unit fails the health gate (the failed-units check
+// reads the guest's systemctl) and is rolled back too.
 func TestNixOSApplierInAgentUnit(t *testing.T) {
 	harness.Skip(t)
 	applytest.RequireNix(t)
@@ -145,13 +147,14 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 	dir := t.TempDir()
 	flake := applytest.NewFlake(t, filepath.Join(dir, "repo"),
 		applytest.FlakeGeneration{Name: "good-1"},
-		applytest.FlakeGeneration{Name: "broken", Fails: true})
+		applytest.FlakeGeneration{Name: "broken", Fails: true},
+		applytest.FlakeGeneration{Name: "leaves-a-failed-unit", FailUnit: "nico-test-app"})
 	local := applytest.FlakeLocal{Host: "nixos1", State: applierState, CurrentSystem: "/run/current-system"}
 	gen := func(n int64, name string) apply.Generation {
 		return apply.Generation{Machine: "nixos1", Number: n, Spec: api.NixosConfigurationSpec{Generation: n,
 			GitRepo: applierRepo, Revision: flake.Revs[name], AdditionalFiles: []api.AdditionalFile{local.File()}}}
 	}
-	job, err := json.Marshal(applierJob{Generations: []apply.Generation{gen(1, "good-1"), gen(2, "good-1"), gen(3, "broken")}})
+	job, err := json.Marshal(applierJob{Generations: []apply.Generation{gen(1, "good-1"), gen(2, "good-1"), gen(3, "broken"), gen(4, "leaves-a-failed-unit")}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +202,8 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 			}
 			outs = append(outs, o)
 		}
-		if len(outs) != 3 {
-			t.Fatalf("outcomes %+v, want 3", outs)
+		if len(outs) != 4 {
+			t.Fatalf("outcomes %+v, want 4", outs)
 		}
 		return outs
 	}
@@ -232,8 +235,14 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		t.Fatalf("broken: %+v, want ErrActivate from nico-activate-3 with its exit status 4 and its message, rolled back to %s", o, good)
 	}
 	t.Logf("broken: %s", outs[2].Err)
-	if got := strings.Fields(sh(t, "cat "+applierState+"/activations")); !slices.Equal(got, []string{"good-1", "switch", "broken", "switch", "good-1", "switch"}) {
-		t.Fatalf("activations %v, want good-1, broken, good-1 (the rollback)", got)
+	// The failed-units check, against the guest's systemctl.
+	if o := outs[3]; o.Is != "ErrHealth" || !o.Result.RolledBack || o.Result.Toplevel != good || !strings.Contains(o.Err, "failed: nico-test-app.service") {
+		t.Fatalf("leaves-a-failed-unit: %+v, want ErrHealth naming nico-test-app.service, rolled back to %s", o, good)
+	}
+	t.Logf("leaves-a-failed-unit: %s", outs[3].Err)
+	want := []string{"good-1", "switch", "broken", "switch", "good-1", "switch", "leaves-a-failed-unit", "switch", "good-1", "switch"}
+	if got := strings.Fields(sh(t, "cat "+applierState+"/activations")); !slices.Equal(got, want) {
+		t.Fatalf("activations %v, want %v (each failure followed by good-1's rollback)", got, want)
 	}
 	if got := sh(t, "readlink -f /nix/var/nix/profiles/system /run/current-system"); got != good+"\n"+good {
 		t.Fatalf("profile and current system after the rollback: %s, want %s", got, good)
@@ -242,7 +251,7 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		t.Fatal("nothing in the unit's cache directory /var/cache/nico/nix")
 	}
 	// The activations ran in their transient units, under systemd-run --wait.
-	for unit, want := range map[string]string{"nico-activate-3": "activating broken failed", "nico-rollback-3": ""} {
+	for unit, want := range map[string]string{"nico-activate-3": "activating broken failed", "nico-rollback-3": "", "nico-activate-4": "", "nico-rollback-4": ""} {
 		out := sh(t, "journalctl -o cat -u "+unit+".service")
 		if !strings.Contains(out, want) || !strings.Contains(out, "Deactivated successfully") && !strings.Contains(out, "Failed with result") {
 			t.Errorf("journal of %s: %q, want %q and its end", unit, out, want)

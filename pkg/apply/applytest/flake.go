@@ -31,6 +31,9 @@ type FlakeGeneration struct {
 	Health string
 	// Kernel names the kernel link (k1 when empty).
 	Kernel string
+	// FailUnit, when set, is a transient unit a successful activation
+	// leaves failed (systemd-run /bin/false): a real systemd only.
+	FailUnit string
 }
 
 func (g FlakeGeneration) nix() string {
@@ -44,7 +47,7 @@ func (g FlakeGeneration) nix() string {
 	if kernel == "" {
 		kernel = "k1"
 	}
-	return fmt.Sprintf("{ name = %q; activation = %q; health = %q; kernel = %q; }\n", g.Name, act, health, kernel)
+	return fmt.Sprintf("{ name = %q; activation = %q; health = %q; kernel = %q; failUnit = %q; }\n", g.Name, act, health, kernel, g.FailUnit)
 }
 
 // Flake is a local git repository of the test flake with one commit per

@@ -18,6 +18,7 @@
       # Every run is logged to state/activations as "<generation> <op>".
       # A generation whose activation fails switches the current-system
       # link first, as a half-done real activation can, then exits 4.
+      # generation.nix: { name, activation, health, kernel, failUnit }.
       switch = ''
         op=$1
         echo "${gen.name} $op" >> ${local.state}/activations
@@ -32,6 +33,11 @@
           exit 4
         fi
         echo ${gen.health} > ${local.state}/health
+        # A unit that fails, for the applier's failed-units check (needs
+        # a systemd: tests/systemd).
+        if [ -n "${gen.failUnit}" ]; then
+          systemd-run --unit=${gen.failUnit} --wait --quiet /bin/false || true
+        fi
       '';
 
       toplevel = builtins.derivation {
