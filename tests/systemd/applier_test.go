@@ -1,6 +1,7 @@
 package systemd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,7 +29,9 @@ const (
 	applierExe     = "/usr/local/libexec/nico-applier-test"
 	applierJobFile = "/etc/nico-applier-test/job.json"
 	applierOut     = "/run/nico-applier-test.out"
-	applierState   = "/var/lib/nico-applier-test" // the test flake's state dir
+	applierCmds    = "/run/nico-applier-test.cmds" // "<pid> <command>" per command the applier ran
+	applierRelease = "/run/nico-test-release"      // the slow generation's activation waits for it
+	applierState   = "/var/lib/nico-applier-test"  // the test flake's state dir
 	applierRepo    = "/srv/fleet"
 )
 
@@ -90,7 +93,13 @@ func runApplierJob(file string) int {
 	_ = os.Setenv("NIX_CONFIG", applytest.NixEnv("")["NIX_CONFIG"])
 	gate := apply.Gate{Deadline: 3 * time.Second, Interval: 100 * time.Millisecond, Checks: []apply.Check{apply.CommandCheck{Runner: apply.ExecRunner{},
 		Cmd: apply.Cmd{Name: "grep", Args: []string{"-qx", "ok", applierState + "/health"}}}}}
-	n := apply.NewNixOS(apply.NixOSConfig{WorkDir: "/var/lib/nico/generations", Gate: gate})
+	cmds, err := os.OpenFile(applierCmds, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "applier job:", err)
+		return 1
+	}
+	defer cmds.Close()
+	n := apply.NewNixOS(apply.NixOSConfig{WorkDir: "/var/lib/nico/generations", Gate: gate, Runner: loggedRunner{cmds}})
 	sentinels := map[string]error{"ErrInvalid": apply.ErrInvalid, "ErrFetch": apply.ErrFetch, "ErrBuild": apply.ErrBuild,
 		"ErrActivate": apply.ErrActivate, "ErrHealth": apply.ErrHealth, "ErrRollback": apply.ErrRollback}
 	enc := json.NewEncoder(os.Stdout)
@@ -112,6 +121,14 @@ func runApplierJob(file string) int {
 	return 0
 }
 
+// loggedRunner is the ExecRunner, writing each command to a log first.
+type loggedRunner struct{ log *os.File }
+
+func (r loggedRunner) Run(ctx context.Context, c apply.Cmd) ([]byte, error) {
+	fmt.Fprintf(r.log, "%d %s\n", os.Getpid(), c)
+	return apply.ExecRunner{}.Run(ctx, c)
+}
+
 // TestNixOSApplierInAgentUnit runs the nixos applier, with real Nix and
 // git, inside nico-agent.service as the module renders it (the fixture:
 // User=root, ProtectHome=read-only, PrivateTmp=true, CacheDirectory=nico,
@@ -125,7 +142,10 @@ func runApplierJob(file string) int {
 // nothing; broken's failing activation is rolled back in nico-rollback-3:
 // the profile and /run/current-system point at good-1 again; a generation
 // that leaves a failed unit fails the health gate (the failed-units check
-// reads the guest's systemctl) and is rolled back too.
+// reads the guest's systemctl) and is rolled back too. An agent restarted
+// (systemctl restart nico-agent) while an activation runs leaves it
+// running in its own unit, and the new agent waits for it instead of
+// starting a second one.
 func TestNixOSApplierInAgentUnit(t *testing.T) {
 	harness.Skip(t)
 	applytest.RequireNix(t)
@@ -148,7 +168,8 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 	flake := applytest.NewFlake(t, filepath.Join(dir, "repo"),
 		applytest.FlakeGeneration{Name: "good-1"},
 		applytest.FlakeGeneration{Name: "broken", Fails: true},
-		applytest.FlakeGeneration{Name: "leaves-a-failed-unit", FailUnit: "nico-test-app"})
+		applytest.FlakeGeneration{Name: "leaves-a-failed-unit", FailUnit: "nico-test-app"},
+		applytest.FlakeGeneration{Name: "slow", WaitFor: applierRelease})
 	local := applytest.FlakeLocal{Host: "nixos1", State: applierState, CurrentSystem: "/run/current-system"}
 	gen := func(n int64, name string) apply.Generation {
 		return apply.Generation{Machine: "nixos1", Number: n, Spec: api.NixosConfigurationSpec{Generation: n,
@@ -184,15 +205,20 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		}
 		return strings.TrimSpace(string(out))
 	}
+	var outcomes func(t *testing.T, want int) []applierOutcome
 	// run starts the unit (a oneshot: the start returns when the job is
 	// done) and returns the outcomes.
-	run := func(t *testing.T) []applierOutcome {
+	run := func(t *testing.T, want int) []applierOutcome {
 		t.Helper()
 		start := time.Now()
 		if out, err := h.Exec(ctx, "systemctl", "start", "nico-agent.service"); err != nil {
 			t.Fatalf("%v: %s\n%s", err, out, sh(t, "journalctl -o cat -n 40 -u nico-agent.service"))
 		}
 		t.Logf("nico-agent.service ran the job in %v", time.Since(start).Round(time.Millisecond))
+		return outcomes(t, want)
+	}
+	outcomes = func(t *testing.T, want int) []applierOutcome {
+		t.Helper()
 		var outs []applierOutcome
 		dec := json.NewDecoder(strings.NewReader(sh(t, "cat "+applierOut)))
 		for dec.More() {
@@ -202,8 +228,8 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 			}
 			outs = append(outs, o)
 		}
-		if len(outs) != 4 {
-			t.Fatalf("outcomes %+v, want 4", outs)
+		if len(outs) != want {
+			t.Fatalf("outcomes %+v, want %d", outs, want)
 		}
 		return outs
 	}
@@ -211,7 +237,7 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 	t.Run("WithoutTheCacheDirectory", func(t *testing.T) {
 		sh(t, "mkdir -p /run/systemd/system/nico-agent.service.d && printf '"+withoutCache+"' > /run/systemd/system/nico-agent.service.d/60-without-cache.conf && systemctl daemon-reload")
 		defer sh(t, "rm /run/systemd/system/nico-agent.service.d/60-without-cache.conf && systemctl daemon-reload")
-		o := run(t)[0]
+		o := run(t, 4)[0]
 		t.Logf("generation 1: %s", o.Err)
 		if o.Is != "ErrBuild" || !strings.Contains(o.Err, "/root/.cache") || !strings.Contains(o.Err, "Read-only file system") {
 			t.Fatalf("generation 1 without a cache directory: %+v, want ErrBuild on the read-only /root/.cache", o)
@@ -221,7 +247,7 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		}
 	})
 
-	outs := run(t)
+	outs := run(t, 4)
 	if o := outs[0]; o.Err != "" || o.Result.Skipped || !strings.HasSuffix(o.Result.Toplevel, "-nixos-system-nixos1-good-1") {
 		t.Fatalf("good-1 in the agent's unit: %+v", o)
 	}
@@ -255,6 +281,70 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		out := sh(t, "journalctl -o cat -u "+unit+".service")
 		if !strings.Contains(out, want) || !strings.Contains(out, "Deactivated successfully") && !strings.Contains(out, "Failed with result") {
 			t.Errorf("journal of %s: %q, want %q and its end", unit, out, want)
+		}
+	}
+
+	t.Run("AgentRestartedMidActivation", func(t *testing.T) {
+		// The agent restarts while slow's activation runs: the activation
+		// goes on in its own unit, and the new agent waits for it rather
+		// than start a second one.
+		sh(t, "systemctl reset-failed nico-test-app.service")
+		job, err := json.Marshal(applierJob{Generations: []apply.Generation{gen(5, "slow")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write := h.Command(ctx, "sh", "-c", "cat > "+applierJobFile)
+		write.Stdin = bytes.NewReader(job)
+		if out, err := write.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		sh(t, "systemctl start --no-block nico-agent.service")
+		waitGuest(ctx, t, "nico-activate-5 runs", func() bool {
+			return sh(t, "systemctl is-active nico-activate-5.service || true") == "activating" // a oneshot running
+		})
+		first := sh(t, "systemctl show -P MainPID nico-agent.service")
+		sh(t, "systemctl restart --no-block nico-agent.service")
+		var second string
+		waitGuest(ctx, t, "the restarted agent waits for nico-activate-5", func() bool {
+			for _, l := range strings.Split(sh(t, "cat "+applierCmds), "\n") {
+				if pid, cmd, _ := strings.Cut(l, " "); pid != first && cmd == "systemctl is-active nico-activate-5" {
+					second = pid
+					return true
+				}
+			}
+			return false
+		})
+		sh(t, "touch "+applierRelease)
+		waitGuest(ctx, t, "the restarted agent's job ends", func() bool {
+			return sh(t, "systemctl is-active nico-agent.service || true") == "inactive"
+		})
+		o := outcomes(t, 1)[0]
+		if o.Err != "" || o.Result.RolledBack || !strings.HasSuffix(o.Result.Toplevel, "-nixos-system-nixos1-slow") {
+			t.Fatalf("slow after the agent's restart: %+v", o)
+		}
+		if got := sh(t, "readlink -f /nix/var/nix/profiles/system /run/current-system"); got != o.Result.Toplevel+"\n"+o.Result.Toplevel {
+			t.Fatalf("profile and current system: %s, want %s", got, o.Result.Toplevel)
+		}
+		acts := strings.Fields(sh(t, "cat "+applierState+"/activations"))
+		if n := strings.Count(strings.Join(acts, " "), "slow switch"); n != 1 {
+			t.Fatalf("slow was activated %d times, want once: %v", n, acts)
+		}
+		if log := sh(t, "cat "+applierCmds); strings.Contains(log, second+" systemd-run --unit=nico-activate-5") {
+			t.Fatalf("the restarted agent (pid %s) started a second activation:\n%s", second, log)
+		}
+	})
+}
+
+// waitGuest polls cond until it holds, failing t at ctx's end.
+func waitGuest(ctx context.Context, t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-tick.C:
 		}
 	}
 }

@@ -34,6 +34,9 @@ type FlakeGeneration struct {
 	// FailUnit, when set, is a transient unit a successful activation
 	// leaves failed (systemd-run /bin/false): a real systemd only.
 	FailUnit string
+	// WaitFor, when set, makes the activation wait until this file exists
+	// before it switches.
+	WaitFor string
 }
 
 func (g FlakeGeneration) nix() string {
@@ -47,7 +50,7 @@ func (g FlakeGeneration) nix() string {
 	if kernel == "" {
 		kernel = "k1"
 	}
-	return fmt.Sprintf("{ name = %q; activation = %q; health = %q; kernel = %q; failUnit = %q; }\n", g.Name, act, health, kernel, g.FailUnit)
+	return fmt.Sprintf("{ name = %q; activation = %q; health = %q; kernel = %q; failUnit = %q; waitFor = %q; }\n", g.Name, act, health, kernel, g.FailUnit, g.WaitFor)
 }
 
 // Flake is a local git repository of the test flake with one commit per

@@ -18,7 +18,7 @@
       # Every run is logged to state/activations as "<generation> <op>".
       # A generation whose activation fails switches the current-system
       # link first, as a half-done real activation can, then exits 4.
-      # generation.nix: { name, activation, health, kernel, failUnit }.
+      # generation.nix: { name, activation, health, kernel, failUnit, waitFor }.
       switch = ''
         op=$1
         echo "${gen.name} $op" >> ${local.state}/activations
@@ -27,6 +27,10 @@
           *) echo "usage: switch-to-configuration switch|test|boot|dry-activate" >&2; exit 1 ;;
         esac
         [ "$op" = boot ] && exit 0
+        # A slow activation: it waits for the test to create the file.
+        if [ -n "${gen.waitFor}" ]; then
+          while [ ! -e ${gen.waitFor} ]; do sleep 0.05; done
+        fi
         ln -sfn "$top" ${local.currentSystem}
         if [ "${gen.activation}" = fails ]; then
           echo "switch-to-configuration: activating ${gen.name} failed" >&2
