@@ -26,11 +26,13 @@ import (
 // and readlink run for real. tests/systemd runs the same applier under a
 // real systemd.
 type hostRunner struct {
+	env   []string // added to every command's (applytest.NixEnv)
 	mu    sync.Mutex
 	units []string
 }
 
 func (r *hostRunner) Run(ctx context.Context, c Cmd) ([]byte, error) {
+	c.Env = append(append([]string(nil), r.env...), c.Env...)
 	switch c.Name {
 	case "systemd-run":
 		i := slices.IndexFunc(c.Args, func(a string) bool { return !strings.HasPrefix(a, "--") })
@@ -72,12 +74,14 @@ type realNix struct {
 }
 
 func newRealNix(t *testing.T, gens ...applytest.FlakeGeneration) *realNix {
+	t.Helper()
 	applytest.RequireNix(t)
 	dir := t.TempDir()
+	var env []string
 	for k, v := range applytest.NixEnv(filepath.Join(dir, "cache")) {
-		t.Setenv(k, v)
+		env = append(env, k+"="+v)
 	}
-	m := &realNix{runner: &hostRunner{}, dir: dir, work: filepath.Join(dir, "work"),
+	m := &realNix{runner: &hostRunner{env: env}, dir: dir, work: filepath.Join(dir, "work"),
 		profile: filepath.Join(dir, "profiles", "system"), booted: filepath.Join(dir, "booted-system")}
 	m.local = applytest.FlakeLocal{Host: "m1", State: filepath.Join(dir, "state"), CurrentSystem: filepath.Join(dir, "current-system")}
 	for _, d := range []string{m.local.State, filepath.Dir(m.profile)} {
@@ -101,6 +105,28 @@ func (m *realNix) gen(t *testing.T, number int64, name string) Generation {
 	}
 	return Generation{Machine: "m1", Number: number, Spec: api.NixosConfigurationSpec{
 		Generation: number, GitRepo: m.flake.Repo, Revision: rev, AdditionalFiles: []api.AdditionalFile{m.local.File()}}}
+}
+
+// realNixSubject is the contract's machine with real Nix: the test flake
+// has a commit for each revision the contract names.
+func realNixSubject(t *testing.T) subject {
+	m := newRealNix(t,
+		applytest.FlakeGeneration{Name: "good-1"},
+		applytest.FlakeGeneration{Name: "good-2"},
+		applytest.FlakeGeneration{Name: "good-3"},
+		applytest.FlakeGeneration{Name: "unhealthy", Health: "unhealthy"},
+		applytest.FlakeGeneration{Name: "broken", Fails: true})
+	return subject{applier: m.n,
+		running: func() string {
+			top, err := filepath.EvalSymlinks(m.local.CurrentSystem)
+			if err != nil {
+				return "initial"
+			}
+			_, name, _ := strings.Cut(filepath.Base(top), "-nixos-system-m1-")
+			return name
+		},
+		spec: func(rev string) api.NixosConfigurationSpec { return m.gen(t, 0, rev).Spec },
+	}
 }
 
 // activations is state/activations: "<generation> <op>" per run of a
@@ -133,6 +159,7 @@ func (m *realNix) profileLinks() int {
 // are rolled back: the profile and the current system point back at the
 // previous generation and its switch-to-configuration ran again.
 func TestNixOSRealNix(t *testing.T) {
+	t.Parallel()
 	m := newRealNix(t,
 		applytest.FlakeGeneration{Name: "good-1"},
 		applytest.FlakeGeneration{Name: "broken", Fails: true},
@@ -224,6 +251,7 @@ func TestNixOSRealNix(t *testing.T) {
 // attribute the flake lacks fail with real git's and real Nix's words,
 // and nothing is switched.
 func TestNixOSRealNixBadInput(t *testing.T) {
+	t.Parallel()
 	m := newRealNix(t, applytest.FlakeGeneration{Name: "good-1"})
 	ctx := t.Context()
 	g := m.gen(t, 1, "good-1")
