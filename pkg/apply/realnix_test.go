@@ -89,6 +89,7 @@ func newRealNix(t *testing.T, gens ...applytest.FlakeGeneration) *realNix {
 			t.Fatal(err)
 		}
 	}
+	t.Cleanup(func() { removeAutoRoots(t, dir) })
 	m.flake = applytest.NewFlake(t, filepath.Join(dir, "repo"), gens...)
 	gate := Gate{Deadline: 2 * time.Second, Interval: 50 * time.Millisecond, Checks: []Check{CommandCheck{Runner: ExecRunner{},
 		Cmd: Cmd{Name: "grep", Args: []string{"-qx", "ok", filepath.Join(m.local.State, "health")}}}}}
@@ -105,6 +106,22 @@ func (m *realNix) gen(t *testing.T, number int64, name string) Generation {
 	}
 	return Generation{Machine: "m1", Number: number, Spec: api.NixosConfigurationSpec{
 		Generation: number, GitRepo: m.flake.Repo, Revision: rev, AdditionalFiles: []api.AdditionalFile{m.local.File()}}}
+}
+
+// removeAutoRoots removes the garbage collector roots nix-env registered
+// for the test's profile links below dir (the collector would drop them
+// once dangling, but a test machine may never collect).
+func removeAutoRoots(t *testing.T, dir string) {
+	const auto = "/nix/var/nix/gcroots/auto"
+	ents, _ := os.ReadDir(auto)
+	for _, e := range ents {
+		p := filepath.Join(auto, e.Name())
+		if target, err := os.Readlink(p); err == nil && strings.HasPrefix(target, dir+"/") {
+			if err := os.Remove(p); err != nil {
+				t.Logf("garbage collector root %s: %v", p, err)
+			}
+		}
+	}
 }
 
 // realNixSubject is the contract's machine with real Nix: the test flake
