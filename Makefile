@@ -8,6 +8,10 @@ ETCD_BINARIES := $(foreach v,$(ETCD_VERSIONS),$(CURDIR)/$(ETCD_CACHE)/$(v)/etcd)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
+# make test fails rather than skips the nixos applier's real-Nix tests
+# (pkg/apply, tests/systemd) when Nix cannot run (applytest.RequireNix).
+test: export NICO_REQUIRE_NIX := 1
+
 .PHONY: all deps build etcd-binaries test test-short test-netns e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash systemd-fixtures
 
 all: build
