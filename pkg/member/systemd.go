@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -259,7 +258,7 @@ func (s *Systemd) removedSince(t time.Time, log *slog.Logger) bool {
 		return false
 	}
 	for _, l := range lines {
-		if strings.Contains(l, removedText) {
+		if saysRemoved(l) {
 			return true
 		}
 	}
