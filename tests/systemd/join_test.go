@@ -72,13 +72,12 @@ func TestJoinThroughSystemd(t *testing.T) {
 			t.Fatal(err)
 		}
 		m, _ := memberOf(ms, "cp3")
+		// A restart mid-join cancels the agent's start of etcd.service; the
+		// stop job it then asks for is ordered after the agent's own stop
+		// (After=etcd.service), so waiting for it held the restart for
+		// the whole wait (60 s; pkg/member's stopUnit).
 		if d := time.Since(start); d > 30*time.Second {
-			// Found by this test, not fixed here: the agent's shutdown stops
-			// etcd.service while that unit's start job (a learner catching
-			// up, not yet READY) is pending, and the stop job waits for
-			// nico-agent's own stop (After=etcd.service) until the agent
-			// gives up after 60 s.
-			t.Logf("NOTE: the restart mid-join took %v", d.Round(time.Second))
+			t.Errorf("the restart mid-join took %v, want well under 30s", d.Round(time.Second))
 		}
 		if m.ID != learner.ID || m.Status != "voter" {
 			t.Fatalf("cp3 after the restart: %+v, want the learner %s, a voter", m, learner.ID)
