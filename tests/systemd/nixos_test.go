@@ -43,35 +43,12 @@ STC
 `
 )
 
-// realNix is where the guests keep Debian's nix, which nixShim runs.
-const realNix = "/usr/libexec/nico-test/nix"
-
-// nixShim stands for Debian's Nix 2.8 in the guests (every nix on their
-// PATHs): it does `nix build --print-out-paths` (Nix >= 2.9, which the
-// nixos applier uses and NixOS hosts have) with an out-link, and runs
-// everything else as is (nix is one program named by argv[0]).
-const nixShim = `#!/bin/bash
-print=0
-for a in "$@"; do [ "$a" = --print-out-paths ] && print=1; done
-[ $print = 1 ] || exec -a "$0" ` + realNix + ` "$@"
-args=()
-for a in "$@"; do case $a in --print-out-paths|--no-link) ;; *) args+=("$a") ;; esac; done
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-` + realNix + ` "${args[@]}" --out-link "$tmp/result" || exit
-for l in "$tmp"/result*; do readlink "$l"; done
-`
-
-// nixBinds put nixShim over every nix the guest's PATHs reach.
-func nixBinds(t *testing.T, pk map[string]string) []harness.Bind {
-	t.Helper()
-	shim := filepath.Join(t.TempDir(), "nix")
-	if err := os.WriteFile(shim, []byte(nixShim), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	binds := []harness.Bind{{Src: "/usr/bin/nix", Dst: realNix, RO: true}, {Src: shim, Dst: "/usr/bin/nix", RO: true}}
+// nixBinds put Debian's nix (2.8) where the guest's rendered PATHs look
+// for nix (the package store paths of the fixture).
+func nixBinds(pk map[string]string) []harness.Bind {
+	var binds []harness.Bind
 	for _, p := range []string{"coreutils", "findutils", "gnugrep", "gnused", "systemd", "bash", "nix", "git"} {
-		binds = append(binds, harness.Bind{Src: shim, Dst: pk[p] + "/bin/nix", RO: true})
+		binds = append(binds, harness.Bind{Src: "/usr/bin/nix", Dst: pk[p] + "/bin/nix", RO: true})
 	}
 	return binds
 }
@@ -130,7 +107,7 @@ func TestNixOSApplier(t *testing.T) {
 	c := newCluster(t)
 	cp1 := c.boot(ctx, "cp1-nixos", func(cfg *harness.Config) {
 		cfg.Binds = append(cfg.Binds, harness.Bind{Src: repo, Dst: "/srv/fleet", RO: true})
-		cfg.Binds = append(cfg.Binds, nixBinds(t, c.fx.Packages)...)
+		cfg.Binds = append(cfg.Binds, nixBinds(c.fx.Packages)...)
 		// The system the host runs before any rollout.
 		cfg.Files["/srv/gen0/flake.nix"] = harness.File{Data: []byte(flakeOf("gen0", 0))}
 		cfg.Files["/srv/gen0/build.sh"] = harness.File{Data: []byte(testBuild)}
