@@ -27,8 +27,10 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -76,6 +78,12 @@ type Config struct {
 	// DiscoverGrace is how long discovery waits for the mesh before it
 	// uses the cached endpoints; 0: DefaultDiscoverGrace.
 	DiscoverGrace time.Duration
+	// Reloader, when set, restarts the agent when its configuration file
+	// or binary changed (agent/reload.go); it runs once the node is ready.
+	Reloader *Reloader
+	// Clock times the agent's controllers (agent/controllers.go); nil:
+	// the real clock.
+	Clock clockwork.Clock
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -105,15 +113,22 @@ type Agent struct {
 	// replace it.
 	Executable func() (string, error)
 
-	tls     *tls.Config // client identity from pki.dir; nil without one
+	rt      *controller.Runtime // the agent's controllers (agent/controllers.go)
+	tls     *tls.Config         // client identity from pki.dir; nil without one
 	cli     *clientv3.Client
 	st      *store.Store
 	node    *api.Node
 	nodeMu  sync.Mutex // guards node: the heartbeat sets its lease, setPhase the rest
 	healthy atomic.Bool
-	running bool          // the local member was started by this agent
-	gossip  gossipState   // what it publishes in the mesh (agent/gossip.go)
-	upgrade chan struct{} // a generation brought a new agent (agent/upgrade.go)
+	// stopHeartbeat stops the heartbeat and waits for its lease's revoke;
+	// idempotent.
+	stopHeartbeat func()
+	running       atomic.Bool   // the local member was started by this agent
+	gossip        gossipState   // what it publishes in the mesh (agent/gossip.go)
+	upgrade       chan struct{} // wakes the member controller on upgradeAsked
+	// upgradeAsked: a generation brought a new agent, or the Reloader
+	// wants one (agent/upgrade.go).
+	upgradeAsked atomic.Bool
 
 	cacheMu sync.Mutex
 	cached  []string // the endpoints last written to cfg.EndpointsCache
@@ -136,12 +151,19 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	if cfg.DiscoverGrace <= 0 {
 		cfg.DiscoverGrace = DefaultDiscoverGrace
 	}
-	return &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: time.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
+	a.rt = a.newRuntime()
+	return a
 }
 
 // Healthy tells whether the node is registered and, on a control-plane
-// node, its member is serving. The watchdog pings only while it holds.
-func (a *Agent) Healthy() bool { return a.healthy.Load() }
+// node, its member is serving, and every running controller of the agent
+// is healthy (controller.Runtime.Healthy). The watchdog pings only while
+// it holds.
+func (a *Agent) Healthy() bool { return a.healthy.Load() && a.rt.Healthy() }
 
 func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.RoleControlPlane) }
 
@@ -152,11 +174,12 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.ensurePKI(ctx); err != nil {
 		return err
 	}
+	bg := &groups{rt: a.rt}
+	defer bg.stop()
 	if a.tls != nil {
-		rctx, stopRenew := context.WithCancel(ctx)
-		renewDone := make(chan struct{})
-		go func() { defer close(renewDone); a.renewCerts(rctx) }()
-		defer func() { stopRenew(); <-renewDone }()
+		if c := a.certRenewal(); c != nil {
+			bg.start(ctx, c)
+		}
 	}
 	if a.controlPlane() {
 		if err := a.prepareMember(ctx); err != nil {
@@ -173,14 +196,15 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer a.followKeys(ctx)()
-	// Closed, not sent on: supervise and this defer both wait for it.
-	hbDone := make(chan struct{})
-	hctx, stopHB := context.WithCancel(ctx)
-	defer func() { stopHB(); <-hbDone }()
-	go func() { defer close(hbDone); a.heartbeat(hctx) }()
+	// The heartbeat runs in a group of its own: it outlives the node's
+	// controllers on a removal, until the removal is recorded.
+	hb := &heartbeat{a: a}
+	hbg := bg.start(ctx, hb)
+	a.stopHeartbeat = func() { hbg.stop(); hb.wait() }
+	defer a.stopHeartbeat()
 
 	a.clearFinishedRemoval(ctx)
-	if a.controlPlane() && !a.running {
+	if a.controlPlane() && !a.running.Load() {
 		if err := a.join(ctx); err != nil {
 			return err
 		}
@@ -197,7 +221,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		a.setPhase(ctx, api.NodeRegistered, "")
 	}
 	a.publishGossip()
-	defer a.refreshGossip(ctx)()
+	defer a.learnPeers()()
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
@@ -210,20 +234,24 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.Hypervisor != nil {
 		defer a.startHypervisor(ctx)()
 	}
-	return a.supervise(ctx, hbDone)
+	var reload controller.Controller
+	if a.cfg.Reloader != nil {
+		reload = a.cfg.Reloader.Controller(a)
+	}
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), reload))
 }
 
 // connect makes the store client: the configured endpoints plus the local
 // member, kept in sync with the member list.
 func (a *Agent) connect(ctx context.Context) error {
 	eps := slices.Clone(a.cfg.Endpoints)
-	if len(eps) == 0 && !a.running && a.cfg.Gossip != nil {
+	if len(eps) == 0 && !a.running.Load() && a.cfg.Gossip != nil {
 		var err error
 		if eps, err = a.discover(ctx); err != nil {
 			return err
 		}
 	}
-	if a.running && !slices.Contains(eps, a.cfg.ClientURL) {
+	if a.running.Load() && !slices.Contains(eps, a.cfg.ClientURL) {
 		eps = append([]string{a.cfg.ClientURL}, eps...)
 	}
 	if len(eps) == 0 {
@@ -263,7 +291,7 @@ func (a *Agent) register(ctx context.Context) error {
 	n.Status.Certificate = a.nodeCertPEM()
 	n.Status.GossipAddr = a.gossipAddr() // agent/gossip.go
 	n.Status.Phase = api.NodeRegistered
-	if a.controlPlane() && !a.running {
+	if a.controlPlane() && !a.running.Load() {
 		n.Status.Phase = api.NodeJoining
 	}
 	n.Status.UpdatedAt = a.Now()
@@ -295,7 +323,7 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 	}
 	cert := a.nodeCertPEM()
 	var setMember func(*api.NodeStatus)
-	if a.controlPlane() && a.running {
+	if a.controlPlane() && a.running.Load() {
 		if id, cid, learner, err := a.selfMember(ctx); err == nil {
 			setMember = func(s *api.NodeStatus) {
 				s.MemberID, s.ClusterID = id, cid

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/store"
@@ -127,22 +128,30 @@ func (a *Agent) gossipMeta() gossip.Meta {
 }
 
 // publishGossip publishes the node's metadata when it differs from what
-// was last published.
+// was last published; a failure is logged (the refresh tries again).
 func (a *Agent) publishGossip() {
+	if err := a.publishMeta(); err != nil {
+		a.log.Warn("publishing gossip metadata failed", "err", err)
+	}
+}
+
+// publishMeta publishes the node's metadata when it differs from what was
+// last published.
+func (a *Agent) publishMeta() error {
 	if a.cfg.Gossip == nil {
-		return
+		return nil
 	}
 	m := a.gossipMeta()
 	a.gossip.mu.Lock()
 	defer a.gossip.mu.Unlock()
 	if a.gossip.last != nil && reflect.DeepEqual(*a.gossip.last, m) {
-		return
+		return nil
 	}
 	if err := a.cfg.Gossip.SetMeta(m); err != nil {
-		a.log.Warn("publishing gossip metadata failed", "err", err)
-		return
+		return fmt.Errorf("agent: publish gossip metadata: %w", err)
 	}
 	a.gossip.last = &m
+	return nil
 }
 
 // gossipApplied records the generation the node applied and publishes it.
@@ -153,40 +162,31 @@ func (a *Agent) gossipApplied(gen int64) {
 	a.publishGossip()
 }
 
-// refreshGossip publishes changed metadata every GossipRefreshInterval
-// until ctx ends or stop is called; meanwhile the mesh rejoins, when it is
-// alone, through the peers the store's node records name.
-func (a *Agent) refreshGossip(ctx context.Context) (stop func()) {
+// gossipRefresh is the controller that publishes changed metadata every
+// GossipRefreshInterval (tick-only: its inputs are the agent's state and
+// the mesh) and caches the etcd endpoints the mesh names; nil without a
+// mesh. While it runs (learnPeers), the mesh rejoins, when it is alone,
+// through the peers the store's node records name.
+func (a *Agent) gossipRefresh() controller.Controller {
 	if a.cfg.Gossip == nil {
+		return nil
+	}
+	return &controller.Func{ControllerName: "gossip-refresh", Resync: GossipRefreshInterval, Do: func(context.Context) error {
+		err := a.publishMeta()
+		a.cacheEndpoints(gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()))
+		return err
+	}}
+}
+
+// learnPeers lets the mesh learn peers from the store's node records until
+// the returned stop is called.
+func (a *Agent) learnPeers() (stop func()) {
+	pl, learns := a.cfg.Gossip.(peerLearner)
+	if !learns || a.st == nil {
 		return func() {}
 	}
-	pl, learns := a.cfg.Gossip.(peerLearner)
-	if learns && a.st != nil {
-		pl.SetPeerSource(storePeers(a.st, a.cfg.Name))
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(GossipRefreshInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				a.publishGossip()
-				a.cacheEndpoints(gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()))
-			}
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-		if learns {
-			pl.SetPeerSource(nil)
-		}
-	}
+	pl.SetPeerSource(storePeers(a.st, a.cfg.Name))
+	return func() { pl.SetPeerSource(nil) }
 }
 
 // followKeys keeps the mesh's key generation in step with the stored one

@@ -4,55 +4,118 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
-	"github.com/homystack/nico/pkg/backoff"
 	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// heartbeat keeps the node's heartbeat key alive on a lease, granting a new
-// lease whenever the old one is lost, until ctx ends; then it revokes the
-// lease so the coordinator sees the node go at once.
-func (a *Agent) heartbeat(ctx context.Context) {
-	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: a.cfg.HeartbeatTTL / 2, Factor: 2, Jitter: 0.5}
-	for attempt := 0; ; attempt++ {
-		err := a.holdLease(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		a.log.Warn("heartbeat lease lost; renewing", "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(b.Delay(attempt)):
-		}
-	}
+// heartbeat is the controller that keeps the node's heartbeat key alive on
+// a lease. It watches the key: when the lease is lost (it expired, the
+// key went with it), it grants a new lease and writes the key again; the
+// resync tick checks the same. When its context ends, it revokes the lease
+// so the coordinator sees the node go at once; wait waits for that.
+//
+//	reconcile: lease lost? --yes--> grant, keep alive --> key missing or on another lease? --yes--> put on the lease
+type heartbeat struct {
+	a *Agent
+
+	mu    sync.Mutex
+	lease clientv3.LeaseID // 0: none
+	lost  chan struct{}    // closed when the lease's keep-alive ended
+	kept  sync.WaitGroup   // the keep-alive drains, each revoking its lease
 }
 
-func (a *Agent) holdLease(ctx context.Context) error {
-	lease, err := a.cli.Grant(ctx, int64(a.cfg.HeartbeatTTL/time.Second))
+func (h *heartbeat) Name() string { return "heartbeat" }
+
+func (h *heartbeat) Watches() []string { return []string{store.HeartbeatKey(h.a.cfg.Name)} }
+
+// ResyncInterval checks the lease a few times within its TTL.
+func (h *heartbeat) ResyncInterval() time.Duration { return h.a.cfg.HeartbeatTTL / 3 }
+
+func (h *heartbeat) Reconcile(ctx context.Context) error {
+	a := h.a
+	lease, err := h.keep(ctx)
 	if err != nil {
-		return fmt.Errorf("grant: %w", err)
+		return err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_, _ = a.cli.Revoke(rctx, lease.ID)
-	}()
-	if _, err := a.cli.Put(ctx, store.HeartbeatKey(a.cfg.Name), a.Now().UTC().Format(time.RFC3339Nano), clientv3.WithLease(lease.ID)); err != nil {
-		return fmt.Errorf("put heartbeat: %w", err)
+	resp, err := a.cli.Get(ctx, store.HeartbeatKey(a.cfg.Name))
+	if err != nil {
+		return fmt.Errorf("agent: heartbeat: read: %w", err)
+	}
+	if len(resp.Kvs) == 1 && clientv3.LeaseID(resp.Kvs[0].Lease) == lease {
+		return nil
+	}
+	if _, err := a.cli.Put(ctx, store.HeartbeatKey(a.cfg.Name), a.Now().UTC().Format(time.RFC3339Nano), clientv3.WithLease(lease)); err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			h.forget(lease)
+		}
+		return fmt.Errorf("agent: heartbeat: put: %w", err)
 	}
 	a.nodeMu.Lock()
 	if a.node != nil {
-		a.node.Status.Lease = int64(lease.ID)
+		a.node.Status.Lease = int64(lease)
 	}
 	a.nodeMu.Unlock()
-	ch, err := a.cli.KeepAlive(ctx, lease.ID)
-	if err != nil {
-		return fmt.Errorf("keepalive: %w", err)
-	}
-	for range ch {
-	}
-	return errors.New("keepalive channel closed")
+	return nil
 }
+
+// keep returns the lease kept alive, granting a new one when there is
+// none or it was lost. The keep-alive lasts as long as ctx (the
+// controller's run), and revokes the lease when it ends.
+func (h *heartbeat) keep(ctx context.Context) (clientv3.LeaseID, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lease != 0 {
+		select {
+		case <-h.lost:
+			h.a.log.Warn("heartbeat lease lost; renewing", "lease", h.lease)
+			h.lease = 0
+		default:
+			return h.lease, nil
+		}
+	}
+	a := h.a
+	g, err := a.cli.Grant(ctx, int64(a.cfg.HeartbeatTTL/time.Second))
+	if err != nil {
+		return 0, fmt.Errorf("agent: heartbeat: grant: %w", err)
+	}
+	ch, err := a.cli.KeepAlive(ctx, g.ID)
+	if err != nil {
+		h.revoke(ctx, g.ID)
+		return 0, fmt.Errorf("agent: heartbeat: keepalive: %w", err)
+	}
+	lost := make(chan struct{})
+	h.lease, h.lost = g.ID, lost
+	h.kept.Add(1)
+	go func() {
+		defer h.kept.Done()
+		for range ch {
+		}
+		close(lost)
+		h.revoke(ctx, g.ID)
+	}()
+	return g.ID, nil
+}
+
+// forget drops lease, which etcd no longer has.
+func (h *heartbeat) forget(lease clientv3.LeaseID) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.lease == lease {
+		h.lease = 0
+	}
+}
+
+// revoke revokes lease, also after ctx ended, within a bound.
+func (h *heartbeat) revoke(ctx context.Context, lease clientv3.LeaseID) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	_, _ = h.a.cli.Revoke(rctx, lease)
+}
+
+// wait waits until every lease the heartbeat kept was revoked (or found
+// lost), once its controller stopped.
+func (h *heartbeat) wait() { h.kept.Wait() }

@@ -38,7 +38,7 @@ func (a *Agent) join(ctx context.Context) error {
 			return err
 		}
 		var memberDone <-chan struct{}
-		if a.running {
+		if a.running.Load() {
 			memberDone = a.runtime.Done()
 		}
 		select {
@@ -50,7 +50,7 @@ func (a *Agent) join(ctx context.Context) error {
 			if errors.Is(a.runtime.Err(), member.ErrRemoved) {
 				return a.removed(ctx, "the cluster removed this member while it joined")
 			}
-			a.running = false
+			a.running.Store(false)
 			a.log.Warn("member exited while joining; it will be started again", "err", a.runtime.Err())
 		}
 		next := &api.JoinRequest{}
@@ -111,7 +111,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 	case api.JoinPending:
 		return false, nil
 	case api.JoinLearnerAdded:
-		if a.running {
+		if a.running.Load() {
 			return false, nil
 		}
 		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/join"
@@ -56,6 +57,10 @@ type JoinEndpointConfig struct {
 	// TokenPruneInterval paces the pruning; zero: an hour.
 	TokenPruneAfter    time.Duration
 	TokenPruneInterval time.Duration
+	// Runtime runs the endpoint's controllers (token pruning): the agent's
+	// (Agent.Runtime), so that their health feeds the agent's; nil: one of
+	// the endpoint's own.
+	Runtime *controller.Runtime
 }
 
 // JoinEndpoint serves the join endpoint as the coordinator's identity (it
@@ -169,9 +174,18 @@ func (j *JoinEndpoint) serve(ctx context.Context) error {
 			return err
 		}
 	}
+	rt := j.cfg.Runtime
+	if rt == nil {
+		rt = controller.New(st.Client(), controller.WithLogger(j.log))
+	}
 	pruned := make(chan struct{})
 	pctx, stopPrune := context.WithCancel(ctx)
-	go func() { defer close(pruned); j.pruneTokens(pctx, reg) }()
+	go func() {
+		defer close(pruned)
+		if err := rt.Run(pctx, j.tokenPrune(reg)); err != nil {
+			j.log.Error("join token pruning stopped", "err", err)
+		}
+	}()
 	defer func() { stopPrune(); <-pruned }()
 	ensure := j.cfg.EnsureIdentity
 	if ensure == nil {

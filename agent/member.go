@@ -146,7 +146,7 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 	if err != nil {
 		return fmt.Errorf("agent: start member: %w", err)
 	}
-	a.running = true
+	a.running.Store(true)
 	cli, err := a.etcdClient([]string{a.cfg.ClientURL}, 0)
 	if err != nil {
 		return fmt.Errorf("agent: local client: %w", err)
@@ -169,10 +169,10 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 // stopMember stops the local member if this agent runs it, handing etcd
 // leadership to a chosen healthy voter first when the member leads.
 func (a *Agent) stopMember(ctx context.Context) error {
-	if !a.running {
+	if !a.running.Load() {
 		return nil
 	}
-	a.running = false
+	a.running.Store(false)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	a.handOffLeadership(sctx)

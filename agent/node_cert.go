@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/pki"
 )
 
@@ -27,18 +28,28 @@ func (a *Agent) nodeCertPEM() string {
 	return string(b)
 }
 
+// nodeCertPublish is the controller that writes the node status again
+// when node.crt changed since it was published (a renewal); tick-only, its
+// input is a file.
+func (a *Agent) nodeCertPublish() controller.Controller {
+	return &controller.Func{ControllerName: "node-cert-publish", Resync: nodeCertCheckInterval, Do: a.publishNodeCert}
+}
+
 // publishNodeCert writes the node status again when node.crt changed
-// since it was published (a renewal).
-func (a *Agent) publishNodeCert(ctx context.Context) {
+// since it was published.
+func (a *Agent) publishNodeCert(ctx context.Context) error {
 	a.nodeMu.Lock()
 	if a.node == nil {
 		a.nodeMu.Unlock()
-		return
+		return nil
 	}
 	phase, msg, published := a.node.Status.Phase, a.node.Status.Message, a.node.Status.Certificate
 	a.nodeMu.Unlock()
 	if c := a.nodeCertPEM(); c != "" && c != published {
-		a.setPhase(ctx, phase, msg)
+		if err := a.writePhase(ctx, phase, msg); err != nil {
+			return err
+		}
 		a.log.Info("published the node certificate", "reason", "node.crt changed")
 	}
+	return nil
 }

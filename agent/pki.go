@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
@@ -205,20 +206,30 @@ func (a *Agent) issueMissing(ctx context.Context) error {
 	return nil
 }
 
-// renewCerts keeps the leaves renewed until ctx ends: with ca.key on a
-// machine holding it, through the join endpoint (renewNodeCert) on the
-// others, which hold the node certificate alone.
-func (a *Agent) renewCerts(ctx context.Context) {
+// certRenewal is the controller that keeps the leaves renewed (tick-only:
+// its inputs are files): with ca.key on a machine holding it, every
+// caCheckInterval (a pass re-issues only the leaves missing, due, signed
+// by another CA or whose request changed, so another CA's leaves follow
+// within it); on the others, which hold the node certificate alone,
+// through the join endpoint every RenewInterval (renewNodeCert). nil when
+// there is nothing to renew through.
+func (a *Agent) certRenewal() controller.Controller {
 	if !exists(a.cfg.PKI.Dir.CAKey()) {
-		a.renewNodeCert(ctx)
-		return
+		return a.nodeCertRenewal()
 	}
-	r, err := a.renewer()
-	if err != nil {
-		a.log.Warn("certificate renewal off", "err", err)
-		return
-	}
-	_ = r.Run(ctx)
+	var r *pki.Renewer
+	return &controller.Func{ControllerName: "cert-renewal", Resync: min(caCheckInterval, a.RenewInterval), Do: func(ctx context.Context) error {
+		if r == nil {
+			var err error
+			if r, err = a.renewer(); err != nil {
+				return err
+			}
+		}
+		if _, err := r.RenewOnce(ctx); err != nil {
+			return fmt.Errorf("agent: certificate renewal: %w", err)
+		}
+		return nil
+	}}
 }
 
 // sans returns the subject alternative names of a URL's host.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/controller"
 )
 
 // A switch the agent did not start (nixos-rebuild switch by hand) may
@@ -147,34 +148,34 @@ func (r *Reloader) changed() string {
 	return ""
 }
 
-// Run looks for changes every interval until ctx ends. On one, it waits
-// for a generation being applied to finish, holds off the next, and asks a
-// to restart: a's Run returns ErrUpgraded at its next safe point.
-func (r *Reloader) Run(ctx context.Context, a *Agent) {
-	t := time.NewTicker(r.w.Interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
+// Controller is the controller that looks for changes every interval
+// (tick-only: its inputs are files). On one, it waits for a generation
+// being applied to finish, holds off the next, and asks a to restart: a's
+// Run returns ErrUpgraded at its next safe point (the member controller,
+// agent/supervise.go). The agent runs it once ready (Config.Reloader).
+func (r *Reloader) Controller(a *Agent) controller.Controller {
+	asked := false
+	// Waiting for an apply to end may take as long as the apply: that is
+	// no stall.
+	never := controller.HealthPolicy{StallAfter: -1}
+	return &controller.Func{ControllerName: "reload", Resync: r.w.Interval, Policy: never, Do: func(ctx context.Context) error {
+		if asked {
+			return nil
 		}
 		why := r.changed()
 		if why == "" {
-			continue
+			return nil
 		}
 		r.log.Info(why+"; restarting the agent into it at the next safe point", "exitCode", 4)
 		select {
 		case r.sem <- struct{}{}: // held for good: no generation starts any more
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		}
-		select {
-		case a.upgrade <- struct{}{}:
-		default: // already asked
-		}
-		return
-	}
+		asked = true
+		a.requestUpgrade()
+		return nil
+	}}
 }
 
 // Guard returns ap, whose generations are not applied while the Reloader

@@ -161,7 +161,7 @@ func TestReloaderRestartsBetweenApplies(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx, a) }()
+	go func() { defer close(done); _ = a.rt.Run(ctx, r.Controller(a)) }()
 	writeFile(t, h.config, "name: cp-1\nlog:\n  level: debug\n")
 	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(logs.String(), "restarting the agent") {
@@ -182,6 +182,7 @@ func TestReloaderRestartsBetweenApplies(t *testing.T) {
 	if b.early.Load() {
 		t.Error("the restart was asked for while a generation was applied")
 	}
+	cancel()
 	<-done
 	actx, acancel := context.WithCancel(t.Context())
 	next := make(chan error, 1)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 )
@@ -60,34 +61,26 @@ func planNodeCert(certPEM []byte, now time.Time) (nodeCertStep, *x509.Certificat
 	return nodeCertKeep, c, nil
 }
 
-// renewNodeCert keeps the node certificate of a machine without ca.key
-// valid until ctx ends:
+// nodeCertRenewal is the controller that keeps the node certificate of a
+// machine without ca.key valid; nil when there is no join endpoint to
+// renew it through. Once at start, then every RenewInterval:
 //
-//	once, then every RenewInterval: read node.crt
+//	read node.crt
 //	  more than 1/3 of its lifetime left ──▶ nothing
 //	  due, still valid ───────────────────▶ RenewNodeCert (POST /v1/renew, mutual TLS)
 //	  expired (or the endpoint says so) ──▶ log that the node must join again;
 //	                                        ObtainCerts (tokenFile) when set
 //
-// The agent's etcd clients load node.{crt,key} at each handshake
-// (pki.ClientTLS), so they present the new certificate without a restart.
-func (a *Agent) renewNodeCert(ctx context.Context) {
+// A failed pass is retried with the runtime's backoff, and counts against
+// the agent's health. The agent's etcd clients load node.{crt,key} at each
+// handshake (pki.ClientTLS), so they present the new certificate without a
+// restart.
+func (a *Agent) nodeCertRenewal() controller.Controller {
 	if a.RenewNodeCert == nil && a.ObtainCerts == nil {
 		a.log.Warn("the node certificate will not be renewed: no join endpoint to renew it through", "cert", a.cfg.PKI.Dir.Cert(certNode))
-		return
+		return nil
 	}
-	tick := time.NewTicker(a.RenewInterval)
-	defer tick.Stop()
-	for {
-		if err := a.renewNodeOnce(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("node certificate renewal failed; retrying later", "err", err, "in", a.RenewInterval)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
+	return &controller.Func{ControllerName: "node-cert-renewal", Resync: a.RenewInterval, Do: a.renewNodeOnce}
 }
 
 // renewNodeOnce runs one pass of renewNodeCert.

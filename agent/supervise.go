@@ -9,66 +9,112 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	nicobackoff "github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 )
 
-// supervise keeps the node in the fleet: it restarts a member that crashed,
-// leaves when the node was removed, and stops when a generation brought a
-// new agent (agent/upgrade.go).
-func (a *Agent) supervise(ctx context.Context, hbDone <-chan struct{}) error {
-	removals := watchKey(ctx, a.cli, store.RemovalKey(a.cfg.Name))
-	defer removals.Stop()
-	b := nicobackoff.Backoff{Base: time.Second, Max: 30 * time.Second, Factor: 2, Jitter: 0.3}
-	crashes := 0
-	certs := time.NewTicker(nodeCertCheckInterval)
-	defer certs.Stop()
-	for {
-		if done, err := a.removalDone(ctx); err == nil && done {
-			return a.removed(ctx, "removal request done")
-		}
-		var memberDone <-chan struct{}
-		if a.running {
-			memberDone = a.runtime.Done()
-		}
+// memberCheckInterval is how often the supervise controller looks at the
+// local member and at an upgrade request.
+const memberCheckInterval = 500 * time.Millisecond
+
+// supervise runs the ready node's controllers until ctx ends (nil), the
+// heartbeat's group ends (an error), the node was removed (ErrRemoved,
+// after the removal path) or a new agent must start (ErrUpgraded). ctrls
+// run first, and stop last, before the supervise and removal controllers.
+func (a *Agent) supervise(ctx context.Context, hb *group, ctrls []controller.Controller) error {
+	gctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
 		select {
-		case <-ctx.Done():
+		case <-hb.done:
+			cancel()
+		case <-gctx.Done():
+		}
+	}()
+	err := a.rt.Run(gctx, append(ctrls, a.memberSupervisor(), a.removalWatch())...)
+	e, exit := errors.AsType[exitError](err)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case exit && errors.Is(e.err, ErrRemoved):
+		return a.removed(ctx, e.why)
+	case exit:
+		return e.err
+	case err != nil:
+		return err
+	}
+	return fmt.Errorf("agent: heartbeat stopped: %v", hb.err)
+}
+
+// memberSupervisor is the controller that restarts a member that crashed
+// (after a backoff that grows with each crash), ends the group when the
+// cluster removed the member, and ends it with ErrUpgraded when a
+// generation brought a new agent (agent/upgrade.go) or the Reloader asks
+// for one: between member restarts, never in one. Tick-only (the member
+// is a process), and woken by an upgrade request.
+func (a *Agent) memberSupervisor() controller.Controller {
+	crashes := &backoff.ExponentialBackOff{InitialInterval: time.Second, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 30 * time.Second}
+	var restartAt time.Time
+	n := 0
+	return &controller.Func{ControllerName: "member", Resync: memberCheckInterval, Wake: a.upgrade, Do: func(ctx context.Context) error {
+		if a.upgradeAsked.Load() {
+			return exitError{err: ErrUpgraded}
+		}
+		if !a.controlPlane() {
 			return nil
-		case <-hbDone:
-			if ctx.Err() != nil {
+		}
+		if a.running.Load() {
+			select {
+			case <-a.runtime.Done():
+			default:
 				return nil
 			}
-			return errors.New("agent: heartbeat stopped")
-		case <-a.upgrade:
-			return ErrUpgraded
-		case <-removals.C:
-		case <-certs.C:
-			a.publishNodeCert(ctx)
-		case <-memberDone:
 			err := a.runtime.Err()
 			if errors.Is(err, member.ErrRemoved) {
-				return a.removed(ctx, "the cluster removed this member")
+				return exitError{err: ErrRemoved, why: "the cluster removed this member"}
 			}
-			a.running = false
+			a.running.Store(false)
 			a.healthy.Store(false)
-			a.log.Error("member exited; restarting it", "err", err, "crashes", crashes+1)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(b.Delay(crashes)):
-			}
-			crashes++
-			if err := a.startMember(ctx, "", "existing"); err != nil {
-				if errors.Is(err, member.ErrRemoved) {
-					return a.removed(ctx, "the cluster removed this member while it was down")
-				}
-				a.log.Error("restart member", "err", err)
-				continue
-			}
-			a.healthy.Store(true)
+			n++
+			d := crashes.NextBackOff()
+			restartAt = a.cfg.Clock.Now().Add(d)
+			a.log.Error("member exited; restarting it", "err", err, "crashes", n, "in", d)
 		}
-	}
+		if a.cfg.Clock.Now().Before(restartAt) {
+			return nil
+		}
+		if err := a.startMember(ctx, "", "existing"); err != nil {
+			if errors.Is(err, member.ErrRemoved) {
+				return exitError{err: ErrRemoved, why: "the cluster removed this member while it was down"}
+			}
+			restartAt = a.cfg.Clock.Now().Add(crashes.NextBackOff())
+			return fmt.Errorf("agent: restart member: %w", err)
+		}
+		a.healthy.Store(true)
+		return nil
+	}}
+}
+
+// removalResync is the removal watch's resync tick, besides its watch.
+const removalResync = 10 * time.Second
+
+// removalWatch is the controller that ends the group when this node's
+// removal request is done (the leader removed its member): the removal
+// path (removed) follows.
+func (a *Agent) removalWatch() controller.Controller {
+	return &controller.Func{ControllerName: "removal", Prefixes: []string{store.RemovalKey(a.cfg.Name)}, Resync: removalResync, Do: func(ctx context.Context) error {
+		done, err := a.removalDone(ctx)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return err
+		case done:
+			return exitError{err: ErrRemoved, why: "removal request done"}
+		}
+		return nil
+	}}
 }
 
 func (a *Agent) removalDone(ctx context.Context) (bool, error) {
@@ -150,6 +196,11 @@ func (a *Agent) recordRemoved(ctx context.Context, why string) error {
 	a.release(ctx) // onRemoveFlake, agent/generation.go
 	// Last: with the heartbeat gone the leader deletes this node's etcd
 	// identity (coordinator/revoke.go), and nothing above could write.
+	// The heartbeat stops first (revoking its lease), or it would write
+	// its key again.
+	if a.stopHeartbeat != nil {
+		a.stopHeartbeat()
+	}
 	return retry("heartbeat", func() error { return a.st.Delete(rctx, store.HeartbeatKey(a.cfg.Name)) })
 }
 

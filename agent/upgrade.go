@@ -65,7 +65,7 @@ func resolve(p string) string {
 }
 
 // upgraded tells, after a generation was applied, whether the agent must
-// restart into the nico-agent it installed; it then asks supervise to stop
+// restart into the nico-agent it installed; it then asks the member controller to end
 // Run with ErrUpgraded. An apply the applier skipped (the system already
 // ran the generation) never restarts the agent: that is what a restarted
 // agent sees, and restarting again would loop.
@@ -80,9 +80,16 @@ func (a *Agent) upgraded(log *slog.Logger, skipped bool) bool {
 		return false
 	}
 	log.Info("the generation installs another nico-agent; restarting into it, which reports the generation", "running", exe, "next", next)
+	a.requestUpgrade()
+	return true
+}
+
+// requestUpgrade asks the member controller (agent/supervise.go) to end
+// Run with ErrUpgraded at its next reconcile, between member restarts.
+func (a *Agent) requestUpgrade() {
+	a.upgradeAsked.Store(true)
 	select {
 	case a.upgrade <- struct{}{}:
-	default: // already asked
+	default: // already woken
 	}
-	return true
 }

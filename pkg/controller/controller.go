@@ -15,7 +15,10 @@ type Controller interface {
 	// Watches lists the key prefixes the controller reads, relative to the
 	// store's prefix (store.NodesDir, store.ActiveOpKey, ...). Each change
 	// under one of them triggers a reconcile. The whole keyspace ("") is
-	// refused: a controller watches its own inputs only.
+	// refused: a controller watches its own inputs only. None (nil) makes
+	// a tick-only controller, whose inputs have no watch (files, the
+	// clock, a process): it must have a resync interval (Resyncer), and it
+	// neither reads the store's revision nor watches.
 	Watches() []string
 	// Reconcile re-reads every input and converges on them. It must not
 	// depend on what changed (events are coalesced and never handed over)
@@ -29,6 +32,35 @@ type Controller interface {
 type Resyncer interface {
 	// ResyncInterval is the period of the resync tick; zero or less: none.
 	ResyncInterval() time.Duration
+}
+
+// Waker is implemented by controllers with an input outside the store
+// that can tell when it changed (a process that exited, a request from
+// another part of the program): each receive from Wakes triggers a
+// reconcile, coalesced with the others. The reconcile still re-reads the
+// input; what was received is not handed over.
+type Waker interface {
+	// Wakes is read once per start of the controller; nil: none.
+	Wakes() <-chan struct{}
+}
+
+// Policied is implemented by controllers whose health rule is not the
+// runtime's (WithHealthPolicy): one whose reconcile may rightly run for
+// long (applying a NixOS generation) must not count as stalled.
+type Policied interface {
+	// HealthPolicy returns the controller's rule; its zero fields take
+	// the runtime's.
+	HealthPolicy() HealthPolicy
+}
+
+// HealthPolicy says when a running controller stops counting as healthy.
+type HealthPolicy struct {
+	// MaxFailures is how many failed reconciles in a row make it
+	// unhealthy; zero: the runtime's.
+	MaxFailures int
+	// StallAfter is how long a reconcile may run before it counts as
+	// stalled; zero: the runtime's; negative: never.
+	StallAfter time.Duration
 }
 
 // Source is what the runtime reads from the store: watches and the current
@@ -48,6 +80,10 @@ type Func struct {
 	Prefixes []string
 	// Resync is returned by ResyncInterval.
 	Resync time.Duration
+	// Policy is returned by HealthPolicy.
+	Policy HealthPolicy
+	// Wake is returned by Wakes.
+	Wake <-chan struct{}
 	// Do is called by Reconcile.
 	Do func(ctx context.Context) error
 }
@@ -60,6 +96,12 @@ func (f *Func) Watches() []string { return f.Prefixes }
 
 // ResyncInterval implements Resyncer.
 func (f *Func) ResyncInterval() time.Duration { return f.Resync }
+
+// Wakes implements Waker.
+func (f *Func) Wakes() <-chan struct{} { return f.Wake }
+
+// HealthPolicy implements Policied.
+func (f *Func) HealthPolicy() HealthPolicy { return f.Policy }
 
 // Reconcile implements Controller.
 func (f *Func) Reconcile(ctx context.Context) error { return f.Do(ctx) }

@@ -38,6 +38,12 @@
 // their writes on the term (store.Fence) is the controllers' business, not
 // the runtime's.
 //
+// A controller whose inputs have no watch (files, the clock, a process)
+// declares no prefix and a resync interval: it reconciles at start and on
+// each tick; one that can tell when such an input changed also wakes on a
+// channel (Waker). A controller may bring its own health rule (Policied), such as
+// one whose reconcile rightly runs for long and must not count as stalled.
+//
 // Time comes from an injected clockwork.Clock, so that tests advance a fake
 // clock instead of sleeping. Health and Healthy report each controller's
 // last success, last error and restarts, for sd_notify WATCHDOG and metrics.

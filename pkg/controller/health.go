@@ -42,11 +42,22 @@ type Health struct {
 	// Rewatches the watches opened again after they closed, Resyncs the
 	// full resyncs after a compacted watch.
 	Reconciles, Events, Rewatches, Resyncs uint64
+
+	policy HealthPolicy // the controller's own, when it has one (Policied)
 }
 
 // healthy reports whether h counts as healthy at now under the policy. A
 // controller that is not running is: it has nothing to do.
 func (h Health) healthy(now time.Time, p healthPolicy) bool {
+	if h.policy.MaxFailures > 0 {
+		p.maxFailures = h.policy.MaxFailures
+	}
+	switch {
+	case h.policy.StallAfter < 0:
+		p.stallAfter = 0
+	case h.policy.StallAfter > 0:
+		p.stallAfter = h.policy.StallAfter
+	}
 	switch {
 	case !h.Running:
 		return true

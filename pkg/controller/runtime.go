@@ -90,8 +90,9 @@ var (
 // Run runs the controllers as one group until ctx ends, then stops them
 // in reverse order and returns nil. When a reconcile error is fatal
 // (WithFatal), it stops the group the same way and returns that error. It
-// refuses, starting nothing, a controller without a name or watches, one
-// that watches the whole keyspace, and a name already running.
+// refuses, starting nothing, a controller without a name, one with neither
+// watches nor a resync interval, one that watches the whole keyspace, and a
+// name already running.
 func (r *Runtime) Run(ctx context.Context, ctrls ...Controller) error {
 	recs, err := r.claim(ctrls)
 	if err != nil {
@@ -140,8 +141,8 @@ func (r *Runtime) claim(ctrls []Controller) ([]*record, error) {
 			return nil, fmt.Errorf("%w: a controller has no name", ErrInvalid)
 		case seen[name]:
 			return nil, fmt.Errorf("%w: %s: name given twice", ErrInvalid, name)
-		case len(c.Watches()) == 0:
-			return nil, fmt.Errorf("%w: %s: watches nothing; want at least one key prefix", ErrInvalid, name)
+		case len(c.Watches()) == 0 && resyncInterval(c) <= 0:
+			return nil, fmt.Errorf("%w: %s: watches nothing and has no resync interval; want at least one key prefix, or a tick", ErrInvalid, name)
 		case slices.Contains(c.Watches(), ""):
 			return nil, fmt.Errorf("%w: %s: watches \"\", the whole keyspace; want its own key prefixes", ErrInvalid, name)
 		}
@@ -165,7 +166,11 @@ func (r *Runtime) claim(ctrls []Controller) ([]*record, error) {
 		}
 		// A new run starts with a clean slate of failures; the counters
 		// and the last error stay.
-		rec.update(func(h *Health) { h.Running, h.State, h.Since, h.Failures = true, Starting, now, 0 })
+		var policy HealthPolicy
+		if p, ok := c.(Policied); ok {
+			policy = p.HealthPolicy()
+		}
+		rec.update(func(h *Health) { h.Running, h.State, h.Since, h.Failures, h.policy = true, Starting, now, 0, policy })
 		recs = append(recs, rec)
 	}
 	return recs, nil
@@ -202,4 +207,12 @@ func (r *Runtime) Healthy() bool {
 		}
 	}
 	return true
+}
+
+// resyncInterval is c's resync period; zero without one.
+func resyncInterval(c Controller) time.Duration {
+	if rs, ok := c.(Resyncer); ok {
+		return rs.ResyncInterval()
+	}
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -280,7 +281,7 @@ func TestRefusesBadDeclarations(t *testing.T) {
 		ctrls []controller.Controller
 	}{
 		{"no name", []controller.Controller{&controller.Func{Prefixes: []string{"a/"}, Do: nop}}},
-		{"no watches", []controller.Controller{&controller.Func{ControllerName: "x", Do: nop}}},
+		{"no watches, no tick", []controller.Controller{&controller.Func{ControllerName: "x", Do: nop}}},
 		{"whole keyspace", []controller.Controller{&controller.Func{ControllerName: "x", Prefixes: []string{"a/", ""}, Do: nop}}},
 		{"twice", []controller.Controller{&controller.Func{ControllerName: "x", Prefixes: []string{"a/"}, Do: nop}, &controller.Func{ControllerName: "x", Prefixes: []string{"b/"}, Do: nop}}},
 	} {
@@ -315,4 +316,71 @@ func TestRestartsAControllerThatCannotStart(t *testing.T) {
 	waitFor(t, "the reconcile after the restart", func() bool { return len(c.completed()) == 1 })
 	put(t, st, "in/1")
 	waitFor(t, "a reconcile on its watch", func() bool { return len(c.completed()) == 2 })
+}
+
+// TestTickOnlyController: a controller that watches nothing but has a
+// resync interval reconciles at start and on each tick, and never reads
+// the store (its inputs have no watch).
+func TestTickOnlyController(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	src := &faultySource{Source: st.Client(), failGets: 1 << 30}
+	rt := newRuntime(src, clk, t)
+	var runs atomic.Int64
+	c := &controller.Func{ControllerName: "tick-only", Resync: time.Minute, Do: func(context.Context) error { runs.Add(1); return nil }}
+	running(t, rt, c)
+	waitFor(t, "the first reconcile", func() bool { return runs.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil { // the ticker
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	waitFor(t, "the tick's reconcile", func() bool { return runs.Load() == 2 })
+	if h := health(rt, "tick-only"); h.Restarts != 0 || !rt.Healthy() {
+		t.Errorf("health %+v: want no restarts and healthy (it must not read the revision)", h)
+	}
+	if n := len(src.watchedFrom()); n != 0 {
+		t.Errorf("%d watches opened, want none", n)
+	}
+}
+
+// TestControllerHealthPolicy: a controller's own rule (Policied) overrides
+// the runtime's: one that may reconcile for long never counts as stalled,
+// one that tolerates more failures stays healthy through them.
+func TestControllerHealthPolicy(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	rt := newRuntime(st.Client(), clk, t, controller.WithHealthPolicy(1, time.Minute), constant(time.Hour))
+	long := &controller.Func{ControllerName: "long", Prefixes: []string{"long/"}, Policy: controller.HealthPolicy{StallAfter: -1},
+		Do: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}
+	errFlaky := errors.New("flaky")
+	tolerant := &controller.Func{ControllerName: "tolerant", Prefixes: []string{"tolerant/"}, Policy: controller.HealthPolicy{MaxFailures: 2},
+		Do: func(context.Context) error { return errFlaky }}
+	running(t, rt, long, tolerant)
+	waitFor(t, "long reconciling, tolerant failed once", func() bool {
+		return health(rt, "long").State == controller.Reconciling && health(rt, "tolerant").Failures == 1
+	})
+	clk.Advance(2 * time.Minute)
+	if !rt.Healthy() {
+		t.Errorf("unhealthy: %+v; want a never-stalling reconcile and one failure of two allowed to be healthy", rt.Health())
+	}
+	put(t, st, "tolerant/again")
+	waitFor(t, "tolerant failed twice", func() bool { return health(rt, "tolerant").Failures == 2 })
+	if rt.Healthy() {
+		t.Error("healthy after two failures in a row of a controller that allows fewer than two")
+	}
+}
+
+// TestWakerWakesItsController: a receive from a controller's Wakes
+// triggers a reconcile, with no store event and no tick.
+func TestWakerWakesItsController(t *testing.T) {
+	st := newStore(t)
+	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t)
+	wake := make(chan struct{})
+	var runs atomic.Int64
+	running(t, rt, &controller.Func{ControllerName: "woken", Resync: time.Hour, Wake: wake, Do: func(context.Context) error { runs.Add(1); return nil }})
+	waitFor(t, "the first reconcile", func() bool { return runs.Load() == 1 })
+	wake <- struct{}{}
+	waitFor(t, "the woken reconcile", func() bool { return runs.Load() == 2 })
 }

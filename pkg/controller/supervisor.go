@@ -82,9 +82,12 @@ func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error
 	defer cancel()
 	s.rec.setState(s.rt.clock.Now(), Starting)
 	prefixes := s.c.Watches()
-	rev, err := currentRevision(ctx, s.rt.src, prefixes[0])
-	if err != nil {
-		return fmt.Errorf("controller %s: start: %w", s.c.Name(), err)
+	var rev int64
+	if len(prefixes) > 0 { // else tick-only: no revision, no watch
+		var err error
+		if rev, err = currentRevision(ctx, s.rt.src, prefixes[0]); err != nil {
+			return fmt.Errorf("controller %s: start: %w", s.c.Name(), err)
+		}
 	}
 	for _, p := range prefixes {
 		wg.Add(1)
@@ -94,10 +97,14 @@ func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error
 		}()
 	}
 	var tick <-chan time.Time
-	if rs, ok := s.c.(Resyncer); ok && rs.ResyncInterval() > 0 {
-		t := s.rt.clock.NewTicker(rs.ResyncInterval())
+	if d := resyncInterval(s.c); d > 0 {
+		t := s.rt.clock.NewTicker(d)
 		defer t.Stop()
 		tick = t.Chan()
+	}
+	var wakes <-chan struct{}
+	if w, ok := s.c.(Waker); ok {
+		wakes = w.Wakes()
 	}
 	requeue := s.rt.newBackoff()
 	var retry clockwork.Timer
@@ -116,6 +123,7 @@ func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error
 		case <-ctx.Done():
 			return nil
 		case <-s.kick:
+		case <-wakes:
 		case <-tick:
 		case <-retryC:
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/token"
@@ -62,10 +63,11 @@ func joinFirst(ctx context.Context, cfg config.Agent, log *slog.Logger) error {
 	return obtain(ctx, d)
 }
 
-// serveJoin runs the join endpoint on a control-plane machine; it starts
+// serveJoin runs the join endpoint on a control-plane machine, its
+// controllers on rt (the agent's runtime; nil: its own); it starts
 // serving once the machine holds the CA key. The returned function stops
 // it and waits.
-func serveJoin(ctx context.Context, cfg config.Agent, log *slog.Logger) (wait func()) {
+func serveJoin(ctx context.Context, cfg config.Agent, rt *controller.Runtime, log *slog.Logger) (wait func()) {
 	if !cfg.HasRole(config.RoleControlPlane) || cfg.PKI.Dir == "" || cfg.JoinEndpoint.Listen == "" {
 		return func() {}
 	}
@@ -75,6 +77,7 @@ func serveJoin(ctx context.Context, cfg config.Agent, log *slog.Logger) (wait fu
 		Endpoints: append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...),
 		Prefix:    cfg.Store.Prefix, TokenFile: cfg.TokenFile, Bootstrap: cfg.Bootstrap,
 		RateLimit: rateLimit(burst, every), TokenPruneAfter: cfg.JoinEndpoint.TokenPruneAfter,
+		Runtime: rt, // the agent's: its controllers' health is the agent's
 	}, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

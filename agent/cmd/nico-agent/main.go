@@ -82,6 +82,7 @@ func run(args []string, stderr io.Writer) int {
 	}
 	reload := newReloader(fs, cfg, log)
 	ac.Applier = reload.Guard(ac.Applier)
+	ac.Reloader = reload
 	var closeHV func()
 	ac.Hypervisor, closeHV = newHypervisor(cfg, log)
 	defer closeHV()
@@ -112,9 +113,8 @@ func run(args []string, stderr io.Writer) int {
 	a := agent.New(ac, rt, notify, log)
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
-	defer serveJoin(ctx, cfg, log)()
+	defer serveJoin(ctx, cfg, a.Runtime(), log)()
 	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
-	go reload.Run(ctx, a)
 	switch err := a.Run(ctx); {
 	case err == nil:
 		return 0

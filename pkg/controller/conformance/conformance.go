@@ -66,15 +66,16 @@ func Run(t *testing.T, tc Case) {
 	}
 }
 
-// Declaration: a name, at least one prefix, each relative to the store's
+// Declaration: a name, at least one prefix (or, tick-only, a resync
+// interval), each relative to the store's
 // prefix, none the whole keyspace, none twice.
 func Declaration(_ context.Context, st *store.Store, c controller.Controller) error {
 	if c.Name() == "" {
 		return errors.New("Name is empty")
 	}
 	ws := c.Watches()
-	if len(ws) == 0 {
-		return fmt.Errorf("%s: Watches is empty; want the key prefixes it reads", c.Name())
+	if rs, ok := c.(controller.Resyncer); len(ws) == 0 && (!ok || rs.ResyncInterval() <= 0) {
+		return fmt.Errorf("%s: Watches is empty and there is no resync interval; want the key prefixes it reads, or a tick", c.Name())
 	}
 	for i, w := range ws {
 		switch {

@@ -80,6 +80,14 @@ func TestChecksCatchWhatBreaksTheContract(t *testing.T) {
 	if err := conformance.Declaration(ctx, st, abs); err == nil {
 		t.Error("Declaration passed an absolute prefix")
 	}
+	none := &controller.Func{ControllerName: "none", Do: func(context.Context) error { return nil }}
+	if err := conformance.Declaration(ctx, st, none); err == nil {
+		t.Error("Declaration passed a controller with neither watches nor a tick")
+	}
+	tickOnly := &controller.Func{ControllerName: "tick-only", Resync: time.Minute, Do: func(context.Context) error { return nil }}
+	if err := conformance.Declaration(ctx, st, tickOnly); err != nil {
+		t.Errorf("Declaration refused a tick-only controller: %v", err)
+	}
 	failing := &controller.Func{ControllerName: "failing", Prefixes: []string{"in/"}, Do: func(context.Context) error { return errors.New("no") }}
 	if err := conformance.RunsUnderTheRuntime(ctx, st, failing); err == nil {
 		t.Error("RunsUnderTheRuntime passed a controller whose reconcile fails")
