@@ -91,7 +91,7 @@ func WaitRemoval(ctx context.Context, st *store.Store, node string, progress fun
 	key := store.RemovalKey(node)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events := st.Client().Watch(wctx, key)
+	events := st.Watch(wctx, key, 0)
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 
@@ -129,7 +129,7 @@ func WaitRemoval(ctx context.Context, st *store.Store, node string, progress fun
 			}
 		case <-tick.C:
 			if events == nil {
-				events = st.Client().Watch(wctx, key)
+				events = st.Watch(wctx, key, 0)
 			}
 		}
 	}

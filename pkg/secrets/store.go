@@ -37,14 +37,11 @@ func (s *Store) Get(ctx context.Context, key string, obj api.Object) error {
 	if err := secretKey(key); err != nil {
 		return err
 	}
-	resp, err := s.st.Client().Get(ctx, key)
+	kv, err := s.st.GetKV(ctx, key)
 	if err != nil {
-		return fmt.Errorf("secrets: get %s: %w", key, err)
+		return fmt.Errorf("secrets: %w", err)
 	}
-	if len(resp.Kvs) == 0 {
-		return fmt.Errorf("%w: %s", store.ErrNotFound, key)
-	}
-	return s.decode(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision, obj)
+	return s.decode(key, kv.Value, kv.ModRevision, obj)
 }
 
 // List reads every object under dir, in key order, and the revision the
@@ -56,19 +53,19 @@ func List[T any, PT interface {
 	if err := secretKey(dir); err != nil {
 		return nil, 0, err
 	}
-	resp, err := s.st.Client().Get(ctx, dir, clientv3.WithPrefix())
+	kvs, rev, err := s.st.ListKVs(ctx, dir)
 	if err != nil {
-		return nil, 0, fmt.Errorf("secrets: list %s: %w", dir, err)
+		return nil, 0, fmt.Errorf("secrets: %w", err)
 	}
-	out := make([]PT, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	out := make([]PT, 0, len(kvs))
+	for _, kv := range kvs {
 		obj := PT(new(T))
 		if err := s.decode(string(kv.Key), kv.Value, kv.ModRevision, obj); err != nil {
 			return nil, 0, err
 		}
 		out = append(out, obj)
 	}
-	return out, resp.Header.Revision, nil
+	return out, rev, nil
 }
 
 // Put writes obj at key unconditionally.
@@ -94,12 +91,12 @@ func (s *Store) DeleteUnchanged(ctx context.Context, key string, rev int64, also
 	if err := secretKey(key); err != nil {
 		return err
 	}
-	resp, err := s.st.Client().Txn(ctx).If(store.Unchanged(key, rev)).Then(append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...).Commit()
+	_, err := s.st.Txn(ctx, []clientv3.Cmp{store.Unchanged(key, rev)}, append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...)
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %s", store.ErrConflict, key)
+	}
 	if err != nil {
 		return fmt.Errorf("secrets: delete %s: %w", key, err)
-	}
-	if !resp.Succeeded {
-		return fmt.Errorf("%w: %s", store.ErrConflict, key)
 	}
 	return nil
 }
@@ -115,8 +112,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := secretKey(key); err != nil {
 		return err
 	}
-	if _, err := s.st.Client().Delete(ctx, key); err != nil {
-		return fmt.Errorf("secrets: delete %s: %w", key, err)
+	if err := s.st.Delete(ctx, key); err != nil {
+		return fmt.Errorf("secrets: %w", err)
 	}
 	return nil
 }
@@ -137,15 +134,14 @@ func (s *Store) write(ctx context.Context, verb, key string, obj api.Object, cmp
 	if err != nil {
 		return err
 	}
-	resp, err := s.st.Client().Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(sealed))).Commit()
-	if err != nil {
-		return fmt.Errorf("secrets: %s %s: %w", verb, key, err)
-	}
-	if !resp.Succeeded {
-		if verb == "create" {
-			return fmt.Errorf("%w: %s", store.ErrExists, key)
-		}
+	resp, err := s.st.Txn(ctx, cmps, clientv3.OpPut(key, string(sealed)))
+	switch {
+	case errors.Is(err, store.ErrConflict) && verb == "create":
+		return fmt.Errorf("%w: %s", store.ErrExists, key)
+	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %s", store.ErrConflict, key)
+	case err != nil:
+		return fmt.Errorf("secrets: %s %s: %w", verb, key, err)
 	}
 	obj.GetMetadata().Revision = resp.Header.Revision
 	return nil
