@@ -2,6 +2,11 @@ package store
 
 import (
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"strings"
 	"testing"
 
 	"github.com/homystack/nico/pkg/api"
@@ -105,5 +110,47 @@ func TestObjectWrites(t *testing.T) {
 	}
 	if err := s.Get(ctx(t), MachineKey("web-1"), &api.Machine{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEveryKindHasAKey: every Kind constant package api declares has a
+// place in the keyspace, so a new kind cannot be written without one.
+func TestEveryKindHasAKey(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, "../api", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := map[string]bool{}
+	for _, k := range Kinds() {
+		known[k] = true
+	}
+	n := 0
+	for _, f := range pkgs["api"].Files {
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, s := range g.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, name := range vs.Names {
+					if !strings.HasPrefix(name.Name, "Kind") || i >= len(vs.Values) {
+						continue
+					}
+					lit, ok := vs.Values[i].(*ast.BasicLit)
+					if !ok {
+						continue
+					}
+					n++
+					if kind := strings.Trim(lit.Value, `"`); !known[kind] {
+						t.Errorf("api.%s (%s) has no key in store.KeyOf's table", name.Name, kind)
+					}
+				}
+			}
+		}
+	}
+	if n != len(known) {
+		t.Errorf("api declares %d kinds, the key table knows %d", n, len(known))
 	}
 }
