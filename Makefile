@@ -8,6 +8,10 @@ ETCD_BINARIES := $(foreach v,$(ETCD_VERSIONS),$(CURDIR)/$(ETCD_CACHE)/$(v)/etcd)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
+# make test fails rather than skips the nixos applier's real-Nix tests
+# (pkg/apply, tests/systemd) when Nix cannot run (applytest.RequireNix).
+test: export NICO_REQUIRE_NIX := 1
+
 .PHONY: all deps build etcd-binaries test test-short test-netns e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash systemd-fixtures
 
 all: build
@@ -29,11 +33,14 @@ etcd-binaries: deps
 vet: deps
 	$(GO) vet ./...
 
-# test runs the whole default suite: unit, controller and integration tests
-# against real etcd (embedded, and the etcd binaries of both versions).
+# test runs the whole default suite under the race detector: unit,
+# controller and integration tests against real etcd (embedded, and the etcd
+# binaries of both versions), the network-namespace tests and, as root, the
+# real-systemd tier (tests/systemd). Packages that start goroutines check
+# for leaks (goleak) in their TestMain.
 test: etcd-binaries vet nix-check
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
-		$(GO) test -count=1 -timeout 14m ./...
+		$(GO) test -race -count=1 -timeout 24m ./...
 
 # test-netns runs the gossip partition and advertise tests across network namespaces
 # (ip netns, veth, a bridge, iptables DROP); it needs root and skips, saying

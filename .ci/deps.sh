@@ -17,7 +17,8 @@ need ps procps
 need dbus-daemon dbus
 need nsenter util-linux
 need curl curl
-# Nix 2.x (no daemon) for make nix-check: parse and evaluate the NixOS module, hash the Go vendor dir
+# Nix 2.x (no daemon) for make nix-check: parse and evaluate the NixOS module, hash the Go vendor dir;
+# and for the nixos applier's real-Nix tests (pkg/apply, tests/systemd): build the test flake
 need nix-instantiate nix-bin
 need python3 python3
 # pyflakes lints the NixOS VM tests' Python scripts as the test driver does (make nix-check)

@@ -125,9 +125,17 @@ func (a *Agent) generationChecks() []apply.Check {
 		return nil
 	}
 	return []apply.Check{apply.CheckFunc{Label: "local etcd member", F: func(ctx context.Context) error {
+		// A client of its own: clientv3's Status dials the endpoint
+		// reading the client's endpoint list unguarded, which the store
+		// client's auto-sync rewrites meanwhile.
+		cli, err := a.etcdClient([]string{a.cfg.ClientURL}, 0)
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		st, err := a.cli.Status(cctx, a.cfg.ClientURL)
+		st, err := cli.Status(cctx, a.cfg.ClientURL)
 		if err != nil {
 			return err
 		}

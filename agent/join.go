@@ -163,7 +163,7 @@ func (a *Agent) awaitVoter(ctx context.Context) error {
 			}
 			continue
 		case errors.Is(err, errNoMember):
-			return fmt.Errorf("agent: the cluster has no member at %s: %w", a.cfg.PeerURL, ErrRemoved)
+			return a.removed(ctx, fmt.Sprintf("the cluster has no member at %s", a.cfg.PeerURL))
 		}
 		select {
 		case <-ctx.Done():

@@ -208,12 +208,5 @@ func (c *Coordinator) term(ctx context.Context) error {
 
 // Leader returns the name of the current leader, or "" when there is none.
 func Leader(ctx context.Context, st *store.Store) (string, error) {
-	resp, err := st.Client().Get(ctx, store.ElectionPrefix, firstCreated()...)
-	if err != nil {
-		return "", fmt.Errorf("coordinator: read leader: %w", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return "", nil
-	}
-	return string(resp.Kvs[0].Value), nil
+	return st.Leader(ctx)
 }

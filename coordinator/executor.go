@@ -111,13 +111,13 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 	op.Spec.StartedBy = x.c.cfg.Name
 	op.Status.Leader = x.c.cfg.Name
 	op.Record(x.now, x.c.cfg.Name, "started")
-	put, err := store.PutOp(store.OpKey(op.Metadata.Name), op)
+	put, err := store.PutObjectOp(op)
 	if err != nil {
 		return err
 	}
 	ops := []clientv3.Op{put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name)}
 	if extra != nil {
-		p, err := putObj(extra)
+		p, err := store.PutObjectOp(extra)
 		if err != nil {
 			return err
 		}
@@ -266,7 +266,7 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 func (x *executor) commit(ctx context.Context, closing *api.Operation, objs ...api.Object) error {
 	var ops []clientv3.Op
 	for _, o := range objs {
-		p, err := putObj(o)
+		p, err := store.PutObjectOp(o)
 		if err != nil {
 			return err
 		}
@@ -289,19 +289,6 @@ func (x *executor) removal(name string) *api.RemoveRequest {
 		return r
 	}
 	return api.NewRemoveRequest(name)
-}
-
-func putObj(o api.Object) (clientv3.Op, error) {
-	switch v := o.(type) {
-	case *api.Operation:
-		return store.PutOp(store.OpKey(v.Metadata.Name), v)
-	case *api.JoinRequest:
-		return store.PutOp(store.JoinKey(v.Metadata.Name), v)
-	case *api.RemoveRequest:
-		return store.PutOp(store.RemovalKey(v.Metadata.Name), v)
-	default:
-		return clientv3.Op{}, fmt.Errorf("coordinator: cannot write a %T", o)
-	}
 }
 
 func isNotLeader(err error) bool { return errors.Is(err, store.ErrNotLeader) }

@@ -95,7 +95,7 @@ func (l *livenessTracker) publish(ctx context.Context, st *store.Store, fence st
 	for name, v := range live {
 		obj.Status.Nodes[name] = api.NodeLiveness{State: string(v.State), Since: v.Since, Reason: v.Reason}
 	}
-	op, err := store.PutOp(store.LivenessKey, obj)
+	op, err := store.PutObjectOp(obj)
 	if err != nil {
 		return err
 	}

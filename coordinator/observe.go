@@ -42,13 +42,13 @@ func observe(ctx context.Context, st *store.Store, members func(context.Context)
 // sees, say, a join request whose node it read before the node existed.
 // The active operation's journal entry is read at that same revision.
 func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
-	resp, err := st.Client().Txn(ctx).Then(
+	resp, err := st.Txn(ctx, nil,
 		clientv3.OpGet(store.NodesDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.JoinsDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.RemovalsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly()),
+		store.AliveOp(),
 		clientv3.OpGet(store.ActiveOpKey),
-	).Commit()
+	)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: observe: %w", err)
 	}
@@ -63,10 +63,7 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 	if o.Removals, err = store.Objects[api.RemoveRequest](kvs(2)); err != nil {
 		return nil, err
 	}
-	o.Alive = map[string]bool{}
-	for _, kv := range kvs(3) {
-		o.Alive[store.Name(string(kv.Key))] = true
-	}
+	o.Alive = store.AliveIn(kvs(3))
 	for _, j := range o.Joins {
 		o.joins[j.Metadata.Name] = j
 	}
@@ -74,29 +71,11 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 		o.removals[r.Metadata.Name] = r
 	}
 	if active := kvs(4); len(active) > 0 {
-		if o.Active, err = opAt(ctx, st, string(active[0].Value), o.rev); err != nil {
-			return nil, err
+		if o.Active, err = st.OpAt(ctx, string(active[0].Value), o.rev); err != nil {
+			return nil, fmt.Errorf("coordinator: observe: %w", err)
 		}
 	}
 	return o, nil
 }
-
-// opAt reads operation name's journal entry at revision rev.
-func opAt(ctx context.Context, st *store.Store, name string, rev int64) (*api.Operation, error) {
-	resp, err := st.Client().Get(ctx, store.OpKey(name), clientv3.WithRev(rev))
-	if err != nil {
-		return nil, fmt.Errorf("coordinator: active op %s at revision %d: %w", name, rev, err)
-	}
-	if len(resp.Kvs) == 0 {
-		return nil, fmt.Errorf("coordinator: active op %s has no journal entry", name)
-	}
-	op := &api.Operation{}
-	if err := store.Decode(resp.Kvs[0], op); err != nil {
-		return nil, err
-	}
-	return op, nil
-}
-
-func firstCreated() []clientv3.OpOption { return clientv3.WithFirstCreate() }
 
 func prefixOpts() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithPrefix()} }

@@ -65,13 +65,9 @@ func observePools(ctx context.Context, st *store.Store, now time.Time) (placemen
 	if err != nil {
 		return in, err
 	}
-	hb, err := st.Client().Get(ctx, store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	alive, _, err := st.Alive(ctx)
 	if err != nil {
-		return in, fmt.Errorf("coordinator: heartbeats: %w", err)
-	}
-	alive := map[string]bool{}
-	for _, kv := range hb.Kvs {
-		alive[store.Name(string(kv.Key))] = true
+		return in, err
 	}
 	for _, h := range hvs {
 		in.Hosts = append(in.Hosts, &placement.Host{Name: h.Metadata.Name, Alive: alive[h.Metadata.Name], Labels: h.Spec.Labels, Report: h.Status})
@@ -89,12 +85,23 @@ func observePools(ctx context.Context, st *store.Store, now time.Time) (placemen
 // guarded on the object's revision; a conflict is left for the next pass.
 func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl placement.Plan) error {
 	var errs []error
-	write := func(key string, rev int64, op clientv3.Op) {
-		guard := store.Guard{Cmp: store.Unchanged(key, rev), Err: fmt.Errorf("%w: %s", store.ErrConflict, key)}
-		if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, op); err != nil && !errors.Is(err, store.ErrConflict) {
+	// write puts obj, or deletes it, guarded on its being unchanged
+	// since it was read.
+	write := func(obj api.Object, op func(api.Object) (clientv3.Op, error)) error {
+		guard, err := store.UnchangedGuard(obj)
+		if err != nil {
+			return err
+		}
+		o, err := op(obj)
+		if err != nil {
+			return err
+		}
+		if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, o); err != nil && !errors.Is(err, store.ErrConflict) {
 			errs = append(errs, err)
 		}
+		return nil
 	}
+	put := func(obj api.Object) (clientv3.Op, error) { return store.PutObjectOp(obj) }
 	// New machines go in batches, one transaction each (a host wakes once
 	// per batch, not once per machine); a batch whose names were taken
 	// meanwhile is left to the next pass.
@@ -104,7 +111,10 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 		var ops []clientv3.Op
 		for _, m := range pl.Create[i:min(i+batch, len(pl.Create))] {
 			m.Spec.UUID = uuid.NewString() // random (version 4): the domain's identity
-			key := store.MachineKey(m.Metadata.Name)
+			key, err := store.KeyOf(m)
+			if err != nil {
+				return err
+			}
 			op, err := store.PutOp(key, m)
 			if err != nil {
 				return err
@@ -117,21 +127,19 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 		}
 	}
 	for _, m := range pl.Update {
-		op, err := store.PutOp(store.MachineKey(m.Metadata.Name), m)
-		if err != nil {
+		if err := write(m, put); err != nil {
 			return err
 		}
-		write(store.MachineKey(m.Metadata.Name), m.Metadata.Revision, op)
 	}
 	for _, m := range pl.Delete {
-		write(store.MachineKey(m.Metadata.Name), m.Metadata.Revision, clientv3.OpDelete(store.MachineKey(m.Metadata.Name)))
-	}
-	for _, p := range pl.Pools {
-		op, err := store.PutOp(store.PoolKey(p.Metadata.Name), p)
-		if err != nil {
+		if err := write(m, store.DeleteObjectOp); err != nil {
 			return err
 		}
-		write(store.PoolKey(p.Metadata.Name), p.Metadata.Revision, op)
+	}
+	for _, p := range pl.Pools {
+		if err := write(p, put); err != nil {
+			return err
+		}
 	}
 	for _, node := range pl.RequestRemoval {
 		if err := c.fileRemoval(ctx, fence, node); err != nil {
@@ -152,10 +160,9 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 // of the name is replaced), but written fenced on leadership so that a
 // deposed leader files nothing.
 func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node string) error {
-	key := store.RemovalKey(node)
 	old := &api.RemoveRequest{}
 	var rev int64
-	switch err := c.store.Get(ctx, key, old); {
+	switch err := c.store.Get(ctx, store.RemovalKey(node), old); {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return err
@@ -167,11 +174,15 @@ func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node s
 	r := api.NewRemoveRequest(node)
 	r.Metadata.CreatedAt = c.Now().UTC()
 	r.Spec.RequestedBy = "machine pool scale-down (" + c.cfg.Name + ")"
-	op, err := store.PutOp(key, r)
+	r.Metadata.Revision = rev // the guard: the request read above is still there, or none is
+	op, err := store.PutObjectOp(r)
 	if err != nil {
 		return err
 	}
-	guard := store.Guard{Cmp: store.Unchanged(key, rev), Err: fmt.Errorf("%w: %s", store.ErrConflict, key)}
+	guard, err := store.UnchangedGuard(r)
+	if err != nil {
+		return err
+	}
 	if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, op); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}

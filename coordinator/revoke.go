@@ -2,13 +2,11 @@ package coordinator
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // DefaultRevokeRemovedAfter bounds how long a removed node whose agent
@@ -36,13 +34,9 @@ func (c *Coordinator) revokePass(ctx context.Context, fence store.Fence) error {
 	if err != nil {
 		return err
 	}
-	hb, err := c.store.Client().Get(ctx, store.HeartbeatsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	alive, _, err := c.store.Alive(ctx)
 	if err != nil {
-		return fmt.Errorf("coordinator: heartbeats: %w", err)
-	}
-	alive := map[string]bool{}
-	for _, kv := range hb.Kvs {
-		alive[store.Name(string(kv.Key))] = true
+		return err
 	}
 	now := c.Now()
 	for _, r := range IdentitiesToRevoke(removals, nodes, alive, now, c.cfg.RevokeRemovedAfter) {
@@ -51,11 +45,14 @@ func (c *Coordinator) revokePass(ctx context.Context, fence store.Fence) error {
 			return err
 		}
 		r.Status.IdentityRevokedAt = now
-		put, err := store.PutOp(store.RemovalKey(r.Metadata.Name), r)
+		put, err := store.PutObjectOp(r)
 		if err != nil {
 			return err
 		}
-		guard := store.Guard{Cmp: store.Unchanged(store.RemovalKey(r.Metadata.Name), r.Metadata.Revision), Err: fmt.Errorf("coordinator: removal of %s changed meanwhile", node)}
+		guard, err := store.UnchangedGuard(r)
+		if err != nil {
+			return err
+		}
 		if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, put); err != nil {
 			return err
 		}

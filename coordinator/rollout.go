@@ -139,7 +139,11 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 // and the step's slot, all in one fenced transaction.
 func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Observed, s rollout.Step, now time.Time) error {
 	var ops []clientv3.Op
-	guards := []store.Guard{{Cmp: store.Unchanged(store.RolloutKey(ro.Metadata.Name), ro.Metadata.Revision), Err: fmt.Errorf("%w: rollout %s", store.ErrConflict, ro.Metadata.Name)}}
+	g, err := store.UnchangedGuard(ro)
+	if err != nil {
+		return err
+	}
+	guards := []store.Guard{g}
 	opName := ro.Status.Operation
 	switch s.Action {
 	case rollout.None, rollout.Wait:
@@ -161,21 +165,20 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 			if cur == nil {
 				next.Metadata.CreatedAt = now
 			}
-			key := store.NixosConfigKey(name)
-			var rev int64
-			if cur != nil {
-				rev = cur.Metadata.Revision
-			}
-			guards = append(guards, store.Guard{Cmp: store.Unchanged(key, rev), Err: fmt.Errorf("%w: configuration of %s", store.ErrConflict, name)})
-			p, err := store.PutOp(key, next)
+			// next carries cur's revision (0 when there is none yet).
+			g, err := store.UnchangedGuard(next)
 			if err != nil {
 				return err
 			}
-			ops = append(ops, p)
+			p, err := store.PutObjectOp(next)
+			if err != nil {
+				return err
+			}
+			guards, ops = append(guards, g), append(ops, p)
 		}
 	}
 	release := rollout.Record(ro, s, now, r.c.cfg.Name)
-	p, err := store.PutOp(store.RolloutKey(ro.Metadata.Name), ro)
+	p, err := store.PutObjectOp(ro)
 	if err != nil {
 		return err
 	}
@@ -187,7 +190,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: strings.Join(s.Nodes, ","), Request: ro.Metadata.Name, StartedBy: r.c.cfg.Name}
 		op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.c.cfg.Name}
 		op.Record(now, r.c.cfg.Name, s.Reason)
-		put, err := store.PutOp(store.OpKey(op.Metadata.Name), op)
+		put, err := store.PutObjectOp(op)
 		if err != nil {
 			return err
 		}
@@ -203,7 +206,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 			op.Status.Phase = api.OpFailed
 		}
 		op.Record(now, r.c.cfg.Name, s.String())
-		put, err := store.PutOp(store.OpKey(opName), op)
+		put, err := store.PutObjectOp(op)
 		if err != nil {
 			return err
 		}

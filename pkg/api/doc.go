@@ -2,7 +2,8 @@
 // keyspace prefix, as JSON with apiVersion, kind, metadata, spec and status.
 //
 // spec is written by people or by the coordinator's leader, status by the
-// observer. Keys are built by the store package, never by hand.
+// observer. An object's key follows from its kind and name (store.KeyOf);
+// keys are built by the store package, never by hand.
 package api
 
 import "time"

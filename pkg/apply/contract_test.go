@@ -19,6 +19,8 @@ import (
 type subject struct {
 	applier Applier
 	running func() string
+	// spec is the spec of a revision by name (a fake repository's when nil).
+	spec func(rev string) api.NixosConfigurationSpec
 }
 
 // fastGate bounds the health gate in tests.
@@ -52,13 +54,18 @@ func nixosSubject(t *testing.T) subject {
 
 // TestApplierContract runs the same cases against both appliers.
 func TestApplierContract(t *testing.T) {
-	for name, mk := range map[string]func(*testing.T) subject{"exec": execSubject, "nixos": nixosSubject} {
+	for name, mk := range map[string]func(*testing.T) subject{"exec": execSubject, "nixos": nixosSubject, "nixos-real-nix": realNixSubject} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := mk(t)
 			ctx := t.Context()
 			gen := func(n int64, rev string) Generation {
-				return Generation{Machine: "m1", Number: n, Spec: api.NixosConfigurationSpec{Generation: n, GitRepo: "https://git.example/fleet", Revision: rev}}
+				spec := api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: rev}
+				if s.spec != nil {
+					spec = s.spec(rev)
+				}
+				spec.Generation = n
+				return Generation{Machine: "m1", Number: n, Spec: spec}
 			}
 			must := func(r Result, err error) Result {
 				t.Helper()

@@ -49,6 +49,10 @@ func (g Gate) Wait(ctx context.Context, extra ...Check) error {
 	defer cancel()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	// last holds the failures of the last round that ran to its end
+	// before the deadline: a round the deadline cuts short fails with the
+	// context's error, which says nothing about the machine.
+	var last []error
 	for {
 		var failed []error
 		for _, c := range checks {
@@ -59,13 +63,20 @@ func (g Gate) Wait(ctx context.Context, extra ...Check) error {
 		if len(failed) == 0 {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ctx2.Done():
-			return fmt.Errorf("%w within %s: %w", ErrHealth, deadline, errors.Join(failed...))
-		case <-t.C:
+		if ctx2.Err() == nil || last == nil {
+			last = failed
 		}
+		select {
+		case <-ctx2.Done():
+		case <-t.C:
+			if ctx2.Err() == nil {
+				continue
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("%w within %s: %w", ErrHealth, deadline, errors.Join(last...))
 	}
 }
 

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,8 +19,12 @@ import (
 type NixOSConfig struct {
 	// WorkDir holds the checkouts, one per generation.
 	WorkDir string
-	// Profile is the system profile (/nix/var/nix/profiles/system).
+	// Profile is the system profile (/nix/var/nix/profiles/system when empty).
 	Profile string
+	// CurrentSystem and BootedSystem are the links to the running and the
+	// booted system (/run/current-system and /run/booted-system when
+	// empty); tests on a machine that is not NixOS point them elsewhere.
+	CurrentSystem, BootedSystem string
 	// Gate holds the user's checks; the applier adds the failed-units check.
 	Gate Gate
 	// AllowFailedUnits are unit globs that may be failed after activation.
@@ -27,12 +32,6 @@ type NixOSConfig struct {
 	Runner           Runner  // ExecRunner when nil
 	Secrets          Secrets // nil: specs with secrets fail
 }
-
-// Paths the NixOS applier reads.
-const (
-	currentSystem = "/run/current-system"
-	bootedSystem  = "/run/booted-system"
-)
 
 // NixOS applies generations by building the flake's toplevel and running
 // its switch-to-configuration under a transient systemd unit, so that the
@@ -49,12 +48,18 @@ func NewNixOS(cfg NixOSConfig) *NixOS {
 	if cfg.Profile == "" {
 		cfg.Profile = "/nix/var/nix/profiles/system"
 	}
+	if cfg.CurrentSystem == "" {
+		cfg.CurrentSystem = "/run/current-system"
+	}
+	if cfg.BootedSystem == "" {
+		cfg.BootedSystem = "/run/booted-system"
+	}
 	return &NixOS{cfg: cfg}
 }
 
 // Current implements Applier: the store path /run/current-system points to.
 func (n *NixOS) Current(ctx context.Context) (string, error) {
-	return n.readlink(ctx, currentSystem)
+	return n.readlink(ctx, n.cfg.CurrentSystem)
 }
 
 // Apply implements Applier.
@@ -80,11 +85,15 @@ func (n *NixOS) Apply(ctx context.Context, gen Generation) (Result, error) {
 	attr := gen.Spec.Attr(gen.Machine)
 	// path: so that the untracked additional files are part of the flake.
 	ref := fmt.Sprintf("path:%s#nixosConfigurations.%q.config.system.build.toplevel", flakeDir, attr)
-	out, err := n.cfg.Runner.Run(ctx, Cmd{Name: "nix", Args: []string{"--extra-experimental-features", "nix-command flakes", "build", "--no-link", "--print-out-paths", ref}})
+	// --json rather than --print-out-paths, which Nix before 2.9 lacks.
+	out, err := n.cfg.Runner.Run(ctx, Cmd{Name: "nix", Args: []string{"--extra-experimental-features", "nix-command flakes", "build", "--no-link", "--json", ref}})
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: nixosConfigurations.%s: %w", ErrBuild, attr, err)
 	}
-	top := lastLine(out)
+	top, err := builtOut(out)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: nixosConfigurations.%s: %w", ErrBuild, attr, err)
+	}
 	prev, err := n.Current(ctx)
 	if err != nil {
 		return Result{}, err
@@ -229,11 +238,22 @@ func (n *NixOS) setProfile(ctx context.Context, top string) error {
 	return err
 }
 
-// activate runs switch-to-configuration in a transient unit and waits for it.
+// activate runs switch-to-configuration in a transient unit and waits for
+// it. Its output goes to the journal, not to a pipe to the agent (a
+// restarted agent must not break the activation), so a failure's error
+// holds systemd-run's summary (the exit status) and the end of the unit's
+// journal: --collect leaves no unit to ask.
 func (n *NixOS) activate(ctx context.Context, unit, top string, op api.ActivationOp) error {
 	_, err := n.cfg.Runner.Run(ctx, Cmd{Name: "systemd-run", Args: []string{
-		"--unit=" + unit, "--wait", "--collect", "--quiet", "--property=Type=oneshot",
+		"--unit=" + unit, "--wait", "--collect", "--property=Type=oneshot",
 		top + "/bin/switch-to-configuration", string(op)}})
+	if err == nil {
+		return nil
+	}
+	out, jerr := n.cfg.Runner.Run(ctx, Cmd{Name: "journalctl", Args: []string{"--no-pager", "--quiet", "-o", "cat", "-n", "10", "-u", unit + ".service"}})
+	if j := strings.TrimSpace(string(out)); jerr == nil && j != "" {
+		return fmt.Errorf("%w; journal of %s: %s", err, unit, tail(j, 600))
+	}
 	return err
 }
 
@@ -281,13 +301,27 @@ func (n *NixOS) rollback(ctx context.Context, gen Generation, prev string, op ap
 // current system's.
 func (n *NixOS) rebootNeeded(ctx context.Context) bool {
 	for _, part := range []string{"kernel", "initrd", "kernel-modules"} {
-		b, err1 := n.readlink(ctx, bootedSystem+"/"+part)
-		c, err2 := n.readlink(ctx, currentSystem+"/"+part)
+		b, err1 := n.readlink(ctx, n.cfg.BootedSystem+"/"+part)
+		c, err2 := n.readlink(ctx, n.cfg.CurrentSystem+"/"+part)
 		if err1 == nil && err2 == nil && b != c {
 			return true
 		}
 	}
 	return false
+}
+
+// builtOut is the out path of the one derivation nix build --json built.
+func builtOut(out []byte) (string, error) {
+	var built []struct {
+		Outputs map[string]string `json:"outputs"`
+	}
+	if err := json.Unmarshal(out, &built); err != nil {
+		return "", fmt.Errorf("nix build --json: %w: %q", err, tail(string(out), 200))
+	}
+	if len(built) != 1 || built[0].Outputs["out"] == "" {
+		return "", fmt.Errorf("nix build --json: want one derivation with an out output, got %q", tail(string(out), 200))
+	}
+	return built[0].Outputs["out"], nil
 }
 
 func (n *NixOS) readlink(ctx context.Context, p string) (string, error) {

@@ -82,7 +82,7 @@ func TestNixOSApply(t *testing.T) {
 		}
 		want := []string{
 			"nix-env -p /nix/var/nix/profiles/system --set /nix/store/good-1-nixos-system-web",
-			"systemd-run --unit=nico-activate-7 --wait --collect --quiet --property=Type=oneshot /nix/store/good-1-nixos-system-web/bin/switch-to-configuration switch",
+			"systemd-run --unit=nico-activate-7 --wait --collect --property=Type=oneshot /nix/store/good-1-nixos-system-web/bin/switch-to-configuration switch",
 		}
 		if got := f.Switched(); !slices.Equal(got, want) {
 			t.Fatalf("switch calls:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

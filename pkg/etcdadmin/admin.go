@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/backoff"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/membership"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -32,7 +32,7 @@ var ErrClosed = errors.New("etcdadmin: closed")
 type Admin struct {
 	cli           *clientv3.Client
 	healthTimeout time.Duration
-	retry         backoff.Backoff
+	newRetry      func() backoff.BackOff
 	dialTimeout   time.Duration
 	members       *memberClients
 	stopAfter     func() bool
@@ -41,8 +41,9 @@ type Admin struct {
 // Option configures an Admin.
 type Option func(*Admin)
 
-// WithRetry sets the backoff used for retryable membership errors.
-func WithRetry(b backoff.Backoff) Option { return func(a *Admin) { a.retry = b } }
+// WithRetry sets the backoff used for retryable membership errors: newB
+// returns a fresh one for each call.
+func WithRetry(newB func() backoff.BackOff) Option { return func(a *Admin) { a.newRetry = newB } }
 
 // New returns an Admin that uses cli for cluster-wide calls.
 func New(cli *clientv3.Client, healthTimeout time.Duration, opts ...Option) *Admin {
@@ -50,7 +51,7 @@ func New(cli *clientv3.Client, healthTimeout time.Duration, opts ...Option) *Adm
 		cli:           cli,
 		healthTimeout: healthTimeout,
 		dialTimeout:   healthTimeout,
-		retry:         backoff.Backoff{Base: 100 * time.Millisecond, Max: 2 * time.Second, Factor: 2, Jitter: 0.5},
+		newRetry:      defaultRetry,
 	}
 	for _, o := range opts {
 		o(a)
@@ -187,7 +188,7 @@ func (a *Admin) statusWithin(ctx context.Context, url string) (*clientv3.StatusR
 // returns its ID and the --initial-cluster value it must start with.
 func (a *Admin) AddLearner(ctx context.Context, name, peerURL string) (api.MemberID, string, error) {
 	var resp *clientv3.MemberAddResponse
-	err := backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
+	err := a.retry(ctx, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
 		defer cancel()
 		var err error
@@ -234,7 +235,7 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	if leaderURL == "" {
 		defer cli.Close()
 	}
-	b := backoff.Backoff{Base: 50 * time.Millisecond, Max: time.Second, Factor: 2, Jitter: 0.5}
+	b := promoteRetry()
 	var last uint64
 	for attempt := 0; ; attempt++ {
 		caughtUp := attempt == 0
@@ -263,7 +264,7 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %v: %w", id, last, err, ctx.Err())
-		case <-time.After(b.Delay(attempt)):
+		case <-time.After(b.NextBackOff()):
 		}
 	}
 }
@@ -301,7 +302,7 @@ func (a *Admin) learnerProgress(ctx context.Context, learnerURL, leaderURL strin
 
 // Remove removes member id. A member that is already gone is not an error.
 func (a *Admin) Remove(ctx context.Context, id api.MemberID) error {
-	err := backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
+	err := a.retry(ctx, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
 		defer cancel()
 		_, err := a.cli.MemberRemove(clientv3.WithRequireLeader(cctx), uint64(id))
@@ -320,7 +321,7 @@ func (a *Admin) MoveLeader(ctx context.Context, leaderURL string, to api.MemberI
 	if err != nil {
 		return err
 	}
-	err = backoff.Retry(ctx, a.retry, Retryable, func(ctx context.Context) error {
+	err = a.retry(ctx, func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 5*a.healthTimeout)
 		defer cancel()
 		_, err := cli.MoveLeader(cctx, uint64(to))

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/homystack/nico/pkg/backoff"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // LeaveTimeout bounds the graceful leave at the end of Run.
@@ -29,7 +29,7 @@ func (m *Mesh) Run(ctx context.Context) error {
 		_ = m.Shutdown()
 	}()
 	c := m.memberlistConfig()
-	bo := backoff.Backoff{Base: c.ProbeInterval, Max: 30 * c.ProbeInterval, Jitter: 0.5}
+	bo := joinBackoff(c.ProbeInterval)
 	poll := time.NewTicker(c.ProbeInterval / 2)
 	defer poll.Stop()
 	attempt, lastErr := 0, ""
@@ -55,7 +55,7 @@ func (m *Mesh) Run(ctx context.Context) error {
 					m.log.Debug("a seed did not answer; in the mesh through others", "err", err)
 				}
 				lastErr = err.Error()
-				next = time.Now().Add(bo.Delay(attempt))
+				next = time.Now().Add(bo.NextBackOff())
 				attempt++
 			case tried == 0:
 				// Nobody to join through (a first member); checked again soon.
@@ -66,6 +66,7 @@ func (m *Mesh) Run(ctx context.Context) error {
 					m.log.Info("joined the mesh", "answered", n, "alone_before", alone)
 				}
 				attempt, lastErr = 0, ""
+				bo.Reset()
 				// Checked again soon, but a join happens only when this
 				// member is alone or a seed is not alive (a partition
 				// healed, a seed restarted).
@@ -83,8 +84,17 @@ func (m *Mesh) Run(ctx context.Context) error {
 			// The key generation changed (re-read from etcd), or a peer
 			// source was set: a join that failed may succeed now.
 			next, attempt = time.Now(), 0
+			bo.Reset()
 		}
 	}
+}
+
+// joinBackoff is the delay between failed joins: the probe interval
+// doubling up to 30 of them, every delay d drawn evenly from its upper
+// half, (d/2, d] (cenkalti/backoff spreads an interval of 3d/4 by a third
+// either way).
+func joinBackoff(probe time.Duration) *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: probe * 3 / 4, RandomizationFactor: 1.0 / 3, Multiplier: 2, MaxInterval: 30 * probe * 3 / 4}
 }
 
 // needsJoin tells whether this member has not joined since it was last

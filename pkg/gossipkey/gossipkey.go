@@ -51,9 +51,9 @@ func Rotate(ctx context.Context, st *store.Store, by string, now time.Time) (uin
 		// The secret stays: its generation and check are kept.
 		k.Spec.Generation, k.Spec.RotatedBy, k.Spec.RotatedAt = k.Spec.Generation+1, by, now
 		if k.Metadata.Revision == 0 {
-			err = st.Create(ctx, store.GossipKeyKey, k)
+			err = st.CreateObject(ctx, k)
 		} else {
-			err = st.Update(ctx, store.GossipKeyKey, k)
+			err = st.UpdateObject(ctx, k)
 		}
 		switch {
 		case err == nil:

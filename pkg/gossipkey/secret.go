@@ -140,14 +140,14 @@ func RotateSecret(ctx context.Context, st *store.Store, to []Recipient, by strin
 			s := api.NewGossipSecret(r.Name)
 			s.Metadata.CreatedAt = now
 			s.Spec = api.GossipSecretSpec{Generation: gen, Sealed: sealed}
-			op, err := store.PutOp(store.NodeGossipSecretKey(r.Name), s)
+			op, err := store.PutObjectOp(s)
 			if err != nil {
 				return 0, err
 			}
 			ops = append(ops, op)
 		}
 		k.Spec = api.GossipKeySpec{Generation: gen, RotatedBy: by, RotatedAt: now, SecretGeneration: gen, SecretCheck: gossip.SecretCheck(secret, gen)}
-		op, err := store.PutOp(store.GossipKeyKey, k)
+		op, err := store.PutObjectOp(k)
 		if err != nil {
 			return 0, err
 		}
@@ -156,17 +156,21 @@ func RotateSecret(ctx context.Context, st *store.Store, to []Recipient, by strin
 		// them until the generation below names their check.
 		const maxOps = 100
 		for len(ops) > maxOps {
-			if _, err := st.Client().Txn(ctx).Then(ops[:maxOps]...).Commit(); err != nil {
+			if _, err := st.Txn(ctx, nil, ops[:maxOps]...); err != nil {
 				return 0, fmt.Errorf("gossipkey: writing sealed secrets: %w", err)
 			}
 			ops = ops[maxOps:]
 		}
-		resp, err := st.Client().Txn(ctx).If(store.Unchanged(store.GossipKeyKey, k.Metadata.Revision)).Then(append(ops, op)...).Commit()
+		unchanged, err := store.UnchangedGuard(k)
 		if err != nil {
-			return 0, fmt.Errorf("gossipkey: rotate secret: %w", err)
+			return 0, err
 		}
-		if resp.Succeeded {
+		_, err = st.Txn(ctx, []clientv3.Cmp{unchanged.Cmp}, append(ops, op)...)
+		switch {
+		case err == nil:
 			return gen, nil
+		case !errors.Is(err, store.ErrConflict):
+			return 0, fmt.Errorf("gossipkey: rotate secret: %w", err)
 		}
 		// rotated concurrently: seal a fresh secret to the newer generation
 	}

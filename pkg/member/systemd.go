@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -141,7 +140,7 @@ func (s *Systemd) Start(ctx context.Context, cfg Config) error {
 	states, err := s.units.WatchUnit(wctx, s.unit)
 	if err != nil {
 		cancel()
-		s.stopUnit(cfg.Logger)
+		s.stopUnit(cfg.Logger, false)
 		run.finish(fmt.Errorf("member: start %s: watch %s: %w", cfg.Name, s.unit, err))
 		return run.err
 	}
@@ -180,7 +179,7 @@ func (s *Systemd) start(ctx context.Context, cfg Config, run *systemdRun) error 
 		err = s.waitServing(ctx, cfg)
 	}
 	if err != nil {
-		s.stopUnit(cfg.Logger)
+		s.stopUnit(cfg.Logger, ctx.Err() != nil)
 		if s.removedSince(run.since, cfg.Logger) {
 			return fmt.Errorf("%w: %w", ErrRemoved, err)
 		}
@@ -259,16 +258,32 @@ func (s *Systemd) removedSince(t time.Time, log *slog.Logger) bool {
 		return false
 	}
 	for _, l := range lines {
-		if strings.Contains(l, removedText) {
+		if saysRemoved(l) {
 			return true
 		}
 	}
 	return false
 }
 
+// stopUnitWait bounds the wait for the stop job after a failed start;
+// stopUnitQueued, after a start canceled because the agent is stopping.
+const (
+	stopUnitWait   = time.Minute
+	stopUnitQueued = 2 * time.Second
+)
+
 // stopUnit stops the unit after a failed start, whatever ctx the start had.
-func (s *Systemd) stopUnit(log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+// A start canceled by the agent's own stop (canceled) only queues the stop
+// job: systemd orders it after the agent's stop job (nico-agent.service is
+// After=etcd.service, so etcd stops after the agent), and waiting for it
+// would hold the agent's stop, and a `systemctl restart nico-agent`, for
+// the whole wait. systemd runs the queued job once the agent has exited.
+func (s *Systemd) stopUnit(log *slog.Logger, canceled bool) {
+	wait := stopUnitWait
+	if canceled {
+		wait = stopUnitQueued
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if err := s.units.StopUnit(ctx, s.unit); err != nil {
 		log.Warn("stop etcd unit after a failed start", "unit", s.unit, "err", err)

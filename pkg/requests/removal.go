@@ -46,7 +46,6 @@ func RequestRemoval(ctx context.Context, st *store.Store, node string, force boo
 	if node == "" {
 		return nil, errors.New("requests: removal: node name is empty")
 	}
-	key := store.RemovalKey(node)
 	for {
 		r := api.NewRemoveRequest(node)
 		r.Metadata.CreatedAt = time.Now().UTC()
@@ -54,10 +53,10 @@ func RequestRemoval(ctx context.Context, st *store.Store, node string, force boo
 		r.Spec.RequestedBy = by
 
 		old := &api.RemoveRequest{}
-		err := st.Get(ctx, key, old)
+		err := st.Get(ctx, store.RemovalKey(node), old)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			err = st.Create(ctx, key, r)
+			err = st.CreateObject(ctx, r)
 		case err != nil:
 			return nil, fmt.Errorf("requests: removal of %s: %w", node, err)
 		case !old.Status.Phase.Finished():
@@ -65,7 +64,7 @@ func RequestRemoval(ctx context.Context, st *store.Store, node string, force boo
 				PhaseName(old.Status.Phase), old.Spec.RequestedBy, old.Metadata.CreatedAt.Format(time.RFC3339))
 		default:
 			r.Metadata.Revision = old.Metadata.Revision
-			err = st.Update(ctx, key, r)
+			err = st.UpdateObject(ctx, r)
 		}
 		switch {
 		case err == nil:
@@ -91,7 +90,7 @@ func WaitRemoval(ctx context.Context, st *store.Store, node string, progress fun
 	key := store.RemovalKey(node)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events := st.Client().Watch(wctx, key)
+	events := st.Watch(wctx, key, 0)
 	tick := time.NewTicker(resync)
 	defer tick.Stop()
 
@@ -129,7 +128,7 @@ func WaitRemoval(ctx context.Context, st *store.Store, node string, progress fun
 			}
 		case <-tick.C:
 			if events == nil {
-				events = st.Client().Watch(wctx, key)
+				events = st.Watch(wctx, key, 0)
 			}
 		}
 	}

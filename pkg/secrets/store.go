@@ -37,14 +37,11 @@ func (s *Store) Get(ctx context.Context, key string, obj api.Object) error {
 	if err := secretKey(key); err != nil {
 		return err
 	}
-	resp, err := s.st.Client().Get(ctx, key)
+	kv, err := s.st.GetKV(ctx, key)
 	if err != nil {
-		return fmt.Errorf("secrets: get %s: %w", key, err)
+		return fmt.Errorf("secrets: %w", err)
 	}
-	if len(resp.Kvs) == 0 {
-		return fmt.Errorf("%w: %s", store.ErrNotFound, key)
-	}
-	return s.decode(key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision, obj)
+	return s.decode(key, kv.Value, kv.ModRevision, obj)
 }
 
 // List reads every object under dir, in key order, and the revision the
@@ -56,58 +53,61 @@ func List[T any, PT interface {
 	if err := secretKey(dir); err != nil {
 		return nil, 0, err
 	}
-	resp, err := s.st.Client().Get(ctx, dir, clientv3.WithPrefix())
+	kvs, rev, err := s.st.ListKVs(ctx, dir)
 	if err != nil {
-		return nil, 0, fmt.Errorf("secrets: list %s: %w", dir, err)
+		return nil, 0, fmt.Errorf("secrets: %w", err)
 	}
-	out := make([]PT, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
+	out := make([]PT, 0, len(kvs))
+	for _, kv := range kvs {
 		obj := PT(new(T))
 		if err := s.decode(string(kv.Key), kv.Value, kv.ModRevision, obj); err != nil {
 			return nil, 0, err
 		}
 		out = append(out, obj)
 	}
-	return out, resp.Header.Revision, nil
+	return out, rev, nil
 }
 
-// Put writes obj at key unconditionally.
-func (s *Store) Put(ctx context.Context, key string, obj api.Object) error {
-	return s.write(ctx, "put", key, obj, nil)
+// Put writes obj at its key (store.KeyOf) unconditionally.
+func (s *Store) Put(ctx context.Context, obj api.Object) error {
+	return s.write(ctx, "put", obj, func(string) []clientv3.Cmp { return nil })
 }
 
-// Create writes obj at key only if nothing is there (store.ErrExists).
-func (s *Store) Create(ctx context.Context, key string, obj api.Object) error {
-	return s.write(ctx, "create", key, obj, []clientv3.Cmp{store.Absent(key)})
+// Create writes obj at its key only if nothing is there (store.ErrExists).
+func (s *Store) Create(ctx context.Context, obj api.Object) error {
+	return s.CreateIf(ctx, obj)
 }
 
-// CreateIf writes obj at key only if nothing is there and every cmp holds
-// (store.ErrExists otherwise).
-func (s *Store) CreateIf(ctx context.Context, key string, obj api.Object, cmps ...clientv3.Cmp) error {
-	return s.write(ctx, "create", key, obj, append([]clientv3.Cmp{store.Absent(key)}, cmps...))
+// CreateIf writes obj at its key only if nothing is there and every cmp
+// holds (store.ErrExists otherwise).
+func (s *Store) CreateIf(ctx context.Context, obj api.Object, cmps ...clientv3.Cmp) error {
+	return s.write(ctx, "create", obj, func(key string) []clientv3.Cmp { return append([]clientv3.Cmp{store.Absent(key)}, cmps...) })
 }
 
-// DeleteUnchanged removes key only if it is still at revision rev, and
-// applies also (plain operations) in the same transaction;
-// store.ErrConflict when key changed or is gone.
-func (s *Store) DeleteUnchanged(ctx context.Context, key string, rev int64, also ...clientv3.Op) error {
-	if err := secretKey(key); err != nil {
+// DeleteUnchanged removes obj's key only if it is still at the revision
+// obj was read at, and applies also (plain operations) in the same
+// transaction; store.ErrConflict when the key changed or is gone.
+func (s *Store) DeleteUnchanged(ctx context.Context, obj api.Object, also ...clientv3.Op) error {
+	key, err := s.keyOf(obj)
+	if err != nil {
 		return err
 	}
-	resp, err := s.st.Client().Txn(ctx).If(store.Unchanged(key, rev)).Then(append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...).Commit()
+	_, err = s.st.Txn(ctx, []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)}, append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...)
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("%w: %s", store.ErrConflict, key)
+	}
 	if err != nil {
 		return fmt.Errorf("secrets: delete %s: %w", key, err)
-	}
-	if !resp.Succeeded {
-		return fmt.Errorf("%w: %s", store.ErrConflict, key)
 	}
 	return nil
 }
 
-// Update writes obj at key only if the key is still at the revision obj
-// was read at (store.ErrConflict).
-func (s *Store) Update(ctx context.Context, key string, obj api.Object) error {
-	return s.write(ctx, "update", key, obj, []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)})
+// Update writes obj at its key only if the key is still at the revision
+// obj was read at (store.ErrConflict).
+func (s *Store) Update(ctx context.Context, obj api.Object) error {
+	return s.write(ctx, "update", obj, func(key string) []clientv3.Cmp {
+		return []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)}
+	})
 }
 
 // Delete removes key; deleting an absent key is not an error.
@@ -115,14 +115,15 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := secretKey(key); err != nil {
 		return err
 	}
-	if _, err := s.st.Client().Delete(ctx, key); err != nil {
-		return fmt.Errorf("secrets: delete %s: %w", key, err)
+	if err := s.st.Delete(ctx, key); err != nil {
+		return fmt.Errorf("secrets: %w", err)
 	}
 	return nil
 }
 
-func (s *Store) write(ctx context.Context, verb, key string, obj api.Object, cmps []clientv3.Cmp) error {
-	if err := secretKey(key); err != nil {
+func (s *Store) write(ctx context.Context, verb string, obj api.Object, cmpsAt func(key string) []clientv3.Cmp) error {
+	key, err := s.keyOf(obj)
+	if err != nil {
 		return err
 	}
 	tm := obj.GetTypeMeta()
@@ -137,15 +138,14 @@ func (s *Store) write(ctx context.Context, verb, key string, obj api.Object, cmp
 	if err != nil {
 		return err
 	}
-	resp, err := s.st.Client().Txn(ctx).If(cmps...).Then(clientv3.OpPut(key, string(sealed))).Commit()
-	if err != nil {
-		return fmt.Errorf("secrets: %s %s: %w", verb, key, err)
-	}
-	if !resp.Succeeded {
-		if verb == "create" {
-			return fmt.Errorf("%w: %s", store.ErrExists, key)
-		}
+	resp, err := s.st.Txn(ctx, cmpsAt(key), clientv3.OpPut(key, string(sealed)))
+	switch {
+	case errors.Is(err, store.ErrConflict) && verb == "create":
+		return fmt.Errorf("%w: %s", store.ErrExists, key)
+	case errors.Is(err, store.ErrConflict):
 		return fmt.Errorf("%w: %s", store.ErrConflict, key)
+	case err != nil:
+		return fmt.Errorf("secrets: %s %s: %w", verb, key, err)
 	}
 	obj.GetMetadata().Revision = resp.Header.Revision
 	return nil
@@ -165,6 +165,15 @@ func (s *Store) decode(key string, value []byte, rev int64, obj api.Object) erro
 	}
 	obj.GetMetadata().Revision = rev
 	return nil
+}
+
+// keyOf is obj's key (store.KeyOf), which must be a secret's.
+func (s *Store) keyOf(obj api.Object) (string, error) {
+	key, err := store.KeyOf(obj)
+	if err != nil {
+		return "", fmt.Errorf("secrets: %w", err)
+	}
+	return key, secretKey(key)
 }
 
 func secretKey(key string) error {

@@ -29,10 +29,10 @@ func TestSealedInEtcd(t *testing.T) {
 	tok.Spec.Roles = []api.Role{api.RoleWorker}
 	tok.Spec.Description = "rack 4 workers"
 	tok.Metadata.CreatedAt = time.Now().UTC().Truncate(time.Second)
-	if err := s.Create(ctx, store.TokenKey("abc123"), tok); err != nil {
+	if err := s.Create(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(ctx, store.TokenKey("abc123"), tok); !errors.Is(err, store.ErrExists) {
+	if err := s.Create(ctx, tok); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("second create: %v", err)
 	}
 
@@ -58,10 +58,10 @@ func TestSealedInEtcd(t *testing.T) {
 	// Compare-and-swap.
 	stale := *got
 	got.Status.Uses++
-	if err := s.Update(ctx, store.TokenKey("abc123"), got); err != nil {
+	if err := s.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Update(ctx, store.TokenKey("abc123"), &stale); !errors.Is(err, store.ErrConflict) {
+	if err := s.Update(ctx, &stale); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("stale update: %v", err)
 	}
 
@@ -76,7 +76,7 @@ func TestSealedInEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := s.Put(ctx, store.TokenKey("def456"), api.NewToken("def456")); err != nil {
+	if err := s.Put(ctx, api.NewToken("def456")); err != nil {
 		t.Fatal(err)
 	}
 	all, _, err := List[api.Token](ctx, s, store.TokensDir)
@@ -90,7 +90,7 @@ func TestSealedInEtcd(t *testing.T) {
 	if err := New(st, obox).Get(ctx, store.TokenKey("abc123"), api.NewToken("")); err == nil {
 		t.Fatal("another key read the token")
 	}
-	if err := s.Put(ctx, store.NodeKey("x"), api.NewNode("x")); !errors.Is(err, ErrNotSecret) {
+	if err := s.Put(ctx, api.NewNode("x")); !errors.Is(err, ErrNotSecret) {
 		t.Fatalf("put outside secrets/: %v", err)
 	}
 	if err := s.Get(ctx, store.TokenKey("none00"), api.NewToken("")); !errors.Is(err, store.ErrNotFound) {

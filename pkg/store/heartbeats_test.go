@@ -33,3 +33,22 @@ func TestAlive(t *testing.T) {
 		t.Fatalf("at revision %d: %v (read at %d), %v", rev, then, at, err)
 	}
 }
+
+func TestAliveOpInTxn(t *testing.T) {
+	s := newStore(t, etcdtest.Start(t, 1))
+	lease, err := s.Client().Grant(ctx(t), 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Client().Put(ctx(t), HeartbeatKey("cp-1"), "t", clientv3.WithLease(lease.ID)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := s.Txn(ctx(t), nil, AliveOp(), clientv3.OpGet(NodesDir, clientv3.WithPrefix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alive := AliveIn(resp.Responses[0].GetResponseRange().GetKvs())
+	if len(alive) != 1 || !alive["cp-1"] {
+		t.Fatalf("alive in a txn: %v", alive)
+	}
+}

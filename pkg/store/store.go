@@ -55,16 +55,14 @@ func (s *Store) Client() *clientv3.Client { return s.cli }
 // Prefix returns the keyspace prefix.
 func (s *Store) Prefix() string { return s.prefix }
 
-// Get reads key into obj and records its revision in obj's metadata.
-func (s *Store) Get(ctx context.Context, key string, obj api.Object) error {
-	resp, err := s.cli.Get(ctx, key)
+// Get reads key into obj and records its revision in obj's metadata. opts
+// are added to the read (clientv3.WithRev reads an earlier revision).
+func (s *Store) Get(ctx context.Context, key string, obj api.Object, opts ...clientv3.OpOption) error {
+	kv, err := s.GetKV(ctx, key, opts...)
 	if err != nil {
-		return fmt.Errorf("store: get %s: %w", key, err)
+		return err
 	}
-	if len(resp.Kvs) == 0 {
-		return fmt.Errorf("%w: %s", ErrNotFound, key)
-	}
-	return decode(resp.Kvs[0].Key, resp.Kvs[0].Value, resp.Kvs[0].ModRevision, obj)
+	return decode(kv.Key, kv.Value, kv.ModRevision, obj)
 }
 
 // List reads every object under dir (a key prefix such as NodesDir) in key
@@ -73,19 +71,15 @@ func List[T any, PT interface {
 	*T
 	api.Object
 }](ctx context.Context, s *Store, dir string) ([]PT, int64, error) {
-	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix())
+	kvs, rev, err := s.ListKVs(ctx, dir)
 	if err != nil {
-		return nil, 0, fmt.Errorf("store: list %s: %w", dir, err)
+		return nil, 0, err
 	}
-	out := make([]PT, 0, len(resp.Kvs))
-	for _, kv := range resp.Kvs {
-		obj := PT(new(T))
-		if err := decode(kv.Key, kv.Value, kv.ModRevision, obj); err != nil {
-			return nil, 0, err
-		}
-		out = append(out, obj)
+	out, err := Objects[T, PT](kvs)
+	if err != nil {
+		return nil, 0, err
 	}
-	return out, resp.Header.Revision, nil
+	return out, rev, nil
 }
 
 // Create writes obj at key only if nothing is there.

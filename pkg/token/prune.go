@@ -48,7 +48,7 @@ func (r *Registry) Prune(ctx context.Context, now time.Time, grace time.Duration
 		}
 		id := t.Metadata.Name
 		tomb := clientv3.OpPut(store.TokenTombstoneKey(id), now.UTC().Format(time.RFC3339))
-		err := r.s.DeleteUnchanged(ctx, store.TokenKey(id), t.Metadata.Revision, tomb)
+		err := r.s.DeleteUnchanged(ctx, t, tomb)
 		switch {
 		case errors.Is(err, store.ErrConflict):
 			continue

@@ -146,7 +146,7 @@ func TestPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	tomb := store.TokenTombstoneKey(expiredRecently)
-	if err := r.s.DeleteUnchanged(ctx, store.TokenKey(expiredRecently), stale.Metadata.Revision); !errors.Is(err, store.ErrConflict) {
+	if err := r.s.DeleteUnchanged(ctx, stale); !errors.Is(err, store.ErrConflict) {
 		t.Fatalf("delete at a stale revision: %v", err)
 	}
 	if resp, _ := st.Client().Get(ctx, tomb); len(resp.Kvs) != 0 {

@@ -60,7 +60,7 @@ func (r *Registry) Register(ctx context.Context, tok Token, spec Spec, now time.
 	if spec.TTL > 0 {
 		obj.Spec.ExpiresAt = now.UTC().Add(spec.TTL)
 	}
-	if err := r.s.CreateIf(ctx, store.TokenKey(tok.ID), obj, store.Absent(store.TokenTombstoneKey(tok.ID))); err != nil {
+	if err := r.s.CreateIf(ctx, obj, store.Absent(store.TokenTombstoneKey(tok.ID))); err != nil {
 		return nil, fmt.Errorf("token: register %s: %w", tok.ID, err)
 	}
 	return obj, nil
@@ -123,7 +123,7 @@ func (r *Registry) modify(ctx context.Context, id string, change func(*api.Token
 		if !change(t) {
 			return t, nil
 		}
-		err = r.s.Update(ctx, store.TokenKey(id), t)
+		err = r.s.Update(ctx, t)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}

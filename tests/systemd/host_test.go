@@ -160,7 +160,7 @@ func (c *cluster) boot(ctx context.Context, name string, opts ...func(*harness.C
 		{Src: "/usr/share/zoneinfo", Dst: pk["tzdata"] + "/share/zoneinfo", RO: true},
 	}
 	// Debian's tools stand in for the NixOS packages of the same programs.
-	for _, p := range []string{"coreutils", "findutils", "gnugrep", "gnused", "systemd", "bash"} {
+	for _, p := range []string{"coreutils", "findutils", "gnugrep", "gnused", "systemd", "bash", "nix", "git"} {
 		binds = append(binds, harness.Bind{Src: "/usr/bin", Dst: pk[p] + "/bin", RO: true}, harness.Bind{Src: "/usr/sbin", Dst: pk[p] + "/sbin", RO: true})
 	}
 	cfg := harness.Config{

@@ -1,7 +1,3 @@
-// Package systemd is the real-systemd tier: the unit files nico's NixOS
-// module renders (testdata/, make systemd-fixtures) run under Debian's
-// systemd booted as PID 1 of its own namespaces (harness), with the real
-// agent, coordinator and etcd binaries. It needs root; make test runs it.
 package systemd
 
 import (
@@ -12,6 +8,8 @@ import (
 	"go.uber.org/goleak"
 )
 
+// TestMain runs a guest stage when this binary was re-exec'd as one
+// (harness), and checks for leaked goroutines after the tests.
 func TestMain(m *testing.M) {
 	harness.RunGuestIfRequested()
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {

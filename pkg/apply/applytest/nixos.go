@@ -74,7 +74,8 @@ func (f *FakeNixOS) Run(_ context.Context, c apply.Cmd) ([]byte, error) {
 		}
 		for dir, rev := range f.checkouts {
 			if path == dir || strings.HasPrefix(path, dir+string(filepath.Separator)) {
-				return []byte("/nix/store/" + rev + "-nixos-system-" + attr + "\n"), nil
+				top := "/nix/store/" + rev + "-nixos-system-" + attr
+				return fmt.Appendf(nil, `[{"drvPath":"%s.drv","outputs":{"out":"%s"}}]`+"\n", top, top), nil
 			}
 		}
 		return nil, fmt.Errorf("nix build: no checkout at %s", path)

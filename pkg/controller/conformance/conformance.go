@@ -19,7 +19,6 @@ import (
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Case is one controller under test.
@@ -201,9 +200,9 @@ func RunsUnderTheRuntime(ctx context.Context, st *store.Store, c controller.Cont
 
 // revision reads the store's current revision.
 func revision(ctx context.Context, st *store.Store) (int64, error) {
-	resp, err := st.Client().Get(ctx, "conformance", clientv3.WithCountOnly())
+	rev, err := st.Revision(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("conformance: read revision: %w", err)
+		return 0, fmt.Errorf("conformance: %w", err)
 	}
-	return resp.Header.Revision, nil
+	return rev, nil
 }

@@ -151,7 +151,7 @@ assert lib.assertMsg (failed == [ ]) (lib.concatStringsSep "\n" failed);
   files = lib.concatMapAttrs (n: cfg: lib.mapAttrs' (p: text: lib.nameValuePair "${n}/${p}" text) (hostFiles cfg)) configs;
   fixture = {
     packages = lib.mapAttrs (_: p: p.outPath) {
-      inherit (pkgs) nico etcd coreutils findutils gnugrep gnused systemd bash tzdata glibcLocales;
+      inherit (pkgs) nico etcd coreutils findutils gnugrep gnused systemd bash tzdata glibcLocales nix git;
     };
     hosts = lib.mapAttrs (_: h: { inherit (h) address; }) hosts;
   };

@@ -38,6 +38,17 @@ in
   cp1 = controlPlane 1;
   cp2 = controlPlane 2;
   cp3 = controlPlane 3;
+  # cp1 applying its generations with the `nixos` applier (fetch, nix
+  # build, profile, switch-to-configuration under systemd-run, health gate,
+  # rollback; TestNixOSApplier).
+  cp1-nixos = {
+    address = ip 1;
+    module = {
+      imports = [ (controlPlaneModule 1) ];
+      services.nico.settings.generations.applier = lib.mkForce "nixos";
+      services.nico.settings.generations.command = lib.mkForce [ ];
+    };
+  };
   # cp1's next generation: only its settings changed (a `switch` to it
   # must reach the running agent; TestChangedSettingsReachTheAgent).
   cp1-switched = {

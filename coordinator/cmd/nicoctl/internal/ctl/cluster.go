@@ -112,15 +112,8 @@ func (c *cluster) members(ctx context.Context, nodes []*api.Node) ([]membership.
 
 // activeOp reads the operation in flight, or nil.
 func (c *cluster) activeOp(ctx context.Context) (*api.Operation, error) {
-	resp, err := c.st.Client().Get(ctx, store.ActiveOpKey)
+	op, err := c.st.ActiveOp(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading the active operation: %w", err)
-	}
-	if len(resp.Kvs) == 0 {
-		return nil, nil
-	}
-	op := &api.Operation{}
-	if err := c.st.Get(ctx, store.OpKey(string(resp.Kvs[0].Value)), op); err != nil {
 		return nil, fmt.Errorf("reading the active operation: %w", err)
 	}
 	return op, nil

@@ -130,22 +130,21 @@ func (a *app) scalePool(cmd *cobra.Command, args []string) error {
 // updatePool changes a pool's spec with compare-and-swap, creating it when
 // create is set.
 func updatePool(ctx context.Context, st *store.Store, name string, create bool, change func(*api.MachinePool)) error {
-	key := store.PoolKey(name)
 	for {
 		p := api.NewMachinePool(name)
-		err := st.Get(ctx, key, p)
+		err := st.Get(ctx, store.PoolKey(name), p)
 		switch {
 		case errors.Is(err, store.ErrNotFound) && create:
 			p.Metadata.CreatedAt = time.Now().UTC()
 			change(p)
-			err = st.Create(ctx, key, p)
+			err = st.CreateObject(ctx, p)
 		case errors.Is(err, store.ErrNotFound):
 			return withCode(ExitNotFound, fmt.Errorf("no machine pool %q", name))
 		case err != nil:
 			return err
 		default:
 			change(p)
-			err = st.Update(ctx, key, p)
+			err = st.UpdateObject(ctx, p)
 		}
 		if !errors.Is(err, store.ErrConflict) && !errors.Is(err, store.ErrExists) {
 			return err

@@ -14,7 +14,6 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/cobra"
-	clientv3 "go.etcd.io/etcd/client/v3"
 	"golang.org/x/term"
 	"gopkg.in/yaml.v3"
 )
@@ -119,7 +118,7 @@ func (a *app) rolloutStart(ctx context.Context, name string, o rolloutStartOpts)
 	}
 	r.Metadata.CreatedAt = a.now()
 	return a.withCluster(ctx, func(ctx context.Context, c *cluster) error {
-		if err := c.st.Create(ctx, store.RolloutKey(name), r); err != nil {
+		if err := c.st.CreateObject(ctx, r); err != nil {
 			if errors.Is(err, store.ErrExists) {
 				return withCode(ExitFailed, fmt.Errorf("rollout %s exists", name))
 			}
@@ -188,7 +187,7 @@ func (a *app) rolloutEdit(ctx context.Context, name, verb string, fn func(*api.R
 			if err := fn(r); err != nil {
 				return err
 			}
-			err = c.st.Update(ctx, store.RolloutKey(r.Metadata.Name), r)
+			err = c.st.UpdateObject(ctx, r)
 			if errors.Is(err, store.ErrConflict) {
 				continue
 			}
@@ -251,7 +250,7 @@ func (a *app) watchRollout(ctx context.Context, name string) error {
 	name = r.Metadata.Name
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events := c.st.Client().Watch(wctx, store.RolloutKey(name), clientv3.WithRev(r.Metadata.Revision+1))
+	events := c.st.Watch(wctx, store.RolloutKey(name), r.Metadata.Revision+1)
 	p := newRolloutProgress(a.stdout, isTerminal(a.stdout))
 	defer p.close()
 	tick := time.NewTicker(time.Second)
@@ -282,7 +281,7 @@ func (a *app) watchRollout(ctx context.Context, name string) error {
 				if r, err = read(); err != nil {
 					return err
 				}
-				events = c.st.Client().Watch(wctx, store.RolloutKey(name), clientv3.WithRev(r.Metadata.Revision+1))
+				events = c.st.Watch(wctx, store.RolloutKey(name), r.Metadata.Revision+1)
 				continue
 			}
 		}

@@ -1,0 +1,47 @@
+package etcdadmin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v5"
+)
+
+// upperHalf is a doubling backoff from base to max whose every delay d is
+// drawn evenly from its upper half, (d/2, d]: cenkalti/backoff spreads an
+// interval of 3d/4 by a third either way.
+func upperHalf(base, max time.Duration) *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: base * 3 / 4, RandomizationFactor: 1.0 / 3, Multiplier: 2, MaxInterval: max * 3 / 4}
+}
+
+// defaultRetry is the backoff of retryable membership errors: 100 ms
+// doubling to 2 s, jittered.
+func defaultRetry() backoff.BackOff { return upperHalf(100*time.Millisecond, 2*time.Second) }
+
+// promoteRetry is the backoff of Promote while the learner catches up:
+// 50 ms doubling to 1 s, jittered.
+func promoteRetry() backoff.BackOff { return upperHalf(50*time.Millisecond, time.Second) }
+
+// retry calls op until it succeeds, fails with an error Retryable rejects
+// (returned as it is), or ctx ends: then the error wraps both ctx's error
+// and op's last one, so errors.Is finds either.
+func (a *Admin) retry(ctx context.Context, op func(context.Context) error) error {
+	var last error
+	attempts, permanent := 0, false
+	_, err := backoff.Retry(ctx, func() (struct{}, error) {
+		attempts++
+		last = op(ctx)
+		if last != nil && !Retryable(last) {
+			permanent = true
+			return struct{}{}, backoff.Permanent(last)
+		}
+		return struct{}{}, last
+	}, backoff.WithBackOff(a.newRetry()), backoff.WithMaxElapsedTime(0))
+	if err != nil && !permanent {
+		// With no limit on time or tries, Retry stops only when ctx
+		// ends, and returns ctx's cause alone.
+		return fmt.Errorf("etcdadmin: gave up after %d attempts: %w: %w", attempts, err, last)
+	}
+	return err
+}
