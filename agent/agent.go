@@ -227,12 +227,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
-	if a.cfg.Applier != nil {
-		genDone := make(chan struct{})
-		gctx, stopGen := context.WithCancel(ctx)
-		go func() { defer close(genDone); a.generations(gctx) }()
-		defer func() { stopGen(); <-genDone }()
-	}
 	if a.cfg.Hypervisor != nil {
 		defer a.startHypervisor(ctx)()
 	}
@@ -240,7 +234,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.Reloader != nil {
 		reload = a.cfg.Reloader.Controller(a)
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), reload))
+	var gens controller.Controller
+	if a.cfg.Applier != nil {
+		gens = a.generations()
+	}
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, reload))
 }
 
 // connect makes the store client: the configured endpoints plus the local

@@ -26,6 +26,7 @@ import (
 //	gossip-refresh      node       -                 GossipRefreshInterval
 //	node-cert-publish   node       -                 nodeCertCheckInterval
 //	member              node       - (wakes: upgrade) memberCheckInterval
+//	generations         node       nixosconfigs/<node> RetryInterval (with an Applier)
 //	removal             node       removals/<node>   removalResync
 //	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
 //	token-prune         join       -                 TokenPruneInterval (the join endpoint's)
