@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/backoff"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/gossipkey"
@@ -268,19 +268,25 @@ func (j *JoinEndpoint) registerBootstrapToken(ctx context.Context, reg *token.Re
 		j.log.Warn("tokenFile holds no join token; machines can join only with tokens from nicoctl token create", "err", err)
 		return nil
 	}
-	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
-	return backoff.Retry(ctx, b, func(err error) bool { return !errors.Is(err, store.ErrExists) }, func(ctx context.Context) error {
+	b := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Second}
+	// Retried until ctx ends: the endpoint cannot serve the bootstrap
+	// token before it is registered.
+	_, err = backoff.Retry(ctx, func() (struct{}, error) {
 		_, err := reg.Register(ctx, tok, token.Spec{Roles: token.AllRoles, Description: "bootstrap token (tokenFile of " + j.cfg.Name + ")"}, j.Now())
 		switch {
 		case err == nil:
 			j.log.Info("registered the bootstrap token", "token", tok.ID)
 		case errors.Is(err, store.ErrExists):
-			return nil
+			return struct{}{}, nil
 		default:
 			j.log.Debug("registering the bootstrap token", "token", tok.ID, "err", err)
 		}
-		return err
-	})
+		return struct{}{}, err
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		return fmt.Errorf("join endpoint: register the bootstrap token: %w", err)
+	}
+	return nil
 }
 
 // cluster tells a joining machine the voters' client URLs and the gossip
@@ -381,8 +387,9 @@ type JoinClientConfig struct {
 	Endpoints []string
 	// TokenFile holds the join token <id>.<secret>.
 	TokenFile string
-	// Retry paces attempts while no endpoint answers; zero: 500ms to 30s.
-	Retry backoff.Backoff
+	// Retry returns the policy that paces attempts while no endpoint
+	// answers; nil: 500ms to 30s.
+	Retry func() backoff.BackOff
 }
 
 // ObtainThroughJoin returns the agent's ObtainCerts: it joins with the
@@ -391,8 +398,10 @@ type JoinClientConfig struct {
 // a refusal: unknown, expired or revoked token, role not allowed, CA proof
 // mismatch. The error then says which, and never shows the secret.
 func ObtainThroughJoin(cfg JoinClientConfig, log *slog.Logger) func(ctx context.Context, dir pki.Dir) error {
-	if cfg.Retry.Base <= 0 {
-		cfg.Retry = backoff.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.5}
+	if cfg.Retry == nil {
+		cfg.Retry = func() backoff.BackOff {
+			return &backoff.ExponentialBackOff{InitialInterval: 500 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 30 * time.Second}
+		}
 	}
 	log = log.With("component", "join", "node", cfg.Name)
 	return func(ctx context.Context, dir pki.Dir) error {
@@ -411,24 +420,42 @@ func ObtainThroughJoin(cfg JoinClientConfig, log *slog.Logger) func(ctx context.
 		retryable := func(err error) bool {
 			return errors.Is(err, join.ErrUnreachable) || errors.Is(err, join.ErrServer) || errors.Is(err, join.ErrRateLimited)
 		}
-		return backoff.Retry(ctx, cfg.Retry, retryable, func(ctx context.Context) error {
-			resp, err := join.Obtain(ctx, cc, dir)
-			var rl *join.RateLimitedError
-			switch {
-			case err == nil:
-				log.Info("joined: got this machine's certificate", "token", tok.ID, "controlPlane", resp.ControlPlane != nil)
-				return nil
-			case errors.As(err, &rl):
-				log.Warn("join endpoint asks to wait", "retryAfter", rl.RetryAfter)
-				select {
-				case <-ctx.Done():
-				case <-time.After(rl.RetryAfter):
-				}
-			case retryable(err):
-				log.Warn("no join endpoint answered; retrying", "err", err)
+		obtain := obtainOnce(cc, dir, tok, retryable, log)
+		var last error
+		_, err = backoff.Retry(ctx, func() (struct{}, error) {
+			err := obtain(ctx)
+			if last = err; err != nil && !retryable(err) {
+				return struct{}{}, backoff.Permanent(err)
 			}
-			return err
-		})
+			return struct{}{}, err
+		}, backoff.WithBackOff(cfg.Retry()), backoff.WithMaxElapsedTime(0))
+		if err != nil && ctx.Err() != nil && last != nil {
+			// Both, so that errors.Is finds either.
+			return fmt.Errorf("join: gave up: %w: %w", ctx.Err(), last)
+		}
+		return err
+	}
+}
+
+// obtainOnce is one attempt of ObtainThroughJoin.
+func obtainOnce(cc join.ClientConfig, dir pki.Dir, tok token.Token, retryable func(error) bool, log *slog.Logger) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		resp, err := join.Obtain(ctx, cc, dir)
+		var rl *join.RateLimitedError
+		switch {
+		case err == nil:
+			log.Info("joined: got this machine's certificate", "token", tok.ID, "controlPlane", resp.ControlPlane != nil)
+			return nil
+		case errors.As(err, &rl):
+			log.Warn("join endpoint asks to wait", "retryAfter", rl.RetryAfter)
+			select {
+			case <-ctx.Done():
+			case <-time.After(rl.RetryAfter):
+			}
+		case retryable(err):
+			log.Warn("no join endpoint answered; retrying", "err", err)
+		}
+		return err
 	}
 }
 
