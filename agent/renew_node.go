@@ -5,7 +5,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"time"
 
@@ -19,18 +18,6 @@ import (
 // current certificate) and returns the new one. Only machines without
 // ca.key use it: the others re-issue their certificates themselves.
 type RenewNodeCertFunc func(ctx context.Context, dir pki.Dir) (*x509.Certificate, error)
-
-// RenewThroughJoin returns the agent's RenewNodeCert: it renews through
-// endpoints (join.endpoints, host:port), tried in order.
-func RenewThroughJoin(endpoints []string, log *slog.Logger) RenewNodeCertFunc {
-	log = log.With("component", "renew")
-	return func(ctx context.Context, dir pki.Dir) (*x509.Certificate, error) {
-		if len(endpoints) == 0 {
-			return nil, errors.New("agent: no join endpoints to renew the node certificate through: set join.endpoints or gossip.seeds")
-		}
-		return join.Renew(ctx, join.RenewConfig{Endpoints: endpoints, Log: log}, dir)
-	}
-}
 
 // nodeCertStep is what planNodeCert asks for.
 type nodeCertStep int

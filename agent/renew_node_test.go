@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/agent/joinendpoint"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
@@ -69,7 +70,7 @@ func TestWorkerRenewsNodeCert(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	je := NewJoinEndpoint(JoinEndpointConfig{Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), Poll: 50 * time.Millisecond}, log)
+	je := joinendpoint.New(joinendpoint.Config{Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), Poll: 50 * time.Millisecond}, log)
 	served := serveJoinEndpoint(t, ctx, je)
 
 	// The worker's pki.dir: ca.crt and a node certificate valid for 10s
@@ -100,7 +101,7 @@ func TestWorkerRenewsNodeCert(t *testing.T) {
 		DialTimeout: 5 * time.Second, HeartbeatTTL: 3 * time.Second, PKI: PKIConfig{Dir: d},
 	}, nil, quietNotifier{}, log)
 	a.RenewInterval = 100 * time.Millisecond
-	a.RenewNodeCert = RenewThroughJoin([]string{listen}, log)
+	a.RenewNodeCert = joinendpoint.Renew([]string{listen}, log)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
 

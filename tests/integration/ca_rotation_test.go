@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/agent/joinendpoint"
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdclient"
@@ -325,7 +326,7 @@ func (r *rotation) startServices(m *machine) {
 	c := coordinator.New(coordinator.Config{Name: "c-" + m.name, SessionTTL: 2 * time.Second, Policy: r.f.policy, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second}, st, r.f.log.With("test-coord", m.name))
 	m.coord = runService(func(ctx context.Context) error { return c.Run(ctx) }, func() { cli.Close() })
 	if m.joinListen != "" {
-		je := agent.NewJoinEndpoint(agent.JoinEndpointConfig{
+		je := joinendpoint.New(joinendpoint.Config{
 			Name: m.name, Dir: d, Listen: m.joinListen, Endpoints: []string{m.cfg.ClientURL},
 			Prefix: m.cfg.Prefix, Poll: 100 * time.Millisecond,
 		}, r.f.log.With("test-node", m.name))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/agent/joinendpoint"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
@@ -100,7 +101,7 @@ func TestJoinControlPlaneWithToken(t *testing.T) {
 	}
 	// cp-2 serves the join endpoint too, with the keys it received.
 	listen2 := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	je := agent.NewJoinEndpoint(agent.JoinEndpointConfig{
+	je := joinendpoint.New(joinendpoint.Config{
 		Name: "cp-2", Dir: d, Listen: listen2, Endpoints: []string{cp2.cfg.ClientURL}, Prefix: cp2.cfg.Prefix, Poll: 100 * time.Millisecond,
 	}, f.log.With("test-node", "cp-2"))
 	runEndpoint(t, je)
@@ -130,7 +131,7 @@ func bootstrapWithJoinEndpoint(t *testing.T, f *fleet) (string, *token.Registry)
 	f.start(cp)
 	f.waitVoters(60*time.Second, "cp-1")
 	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	runEndpoint(t, agent.NewJoinEndpoint(agent.JoinEndpointConfig{
+	runEndpoint(t, joinendpoint.New(joinendpoint.Config{
 		Name: "cp-1", Dir: cp.PKI.Dir, Listen: listen, Endpoints: []string{cp.ClientURL},
 		Prefix: cp.Prefix, TokenFile: bootFile, Bootstrap: true, Poll: 100 * time.Millisecond,
 	}, f.log.With("test-node", "cp-1")))
@@ -143,7 +144,7 @@ func bootstrapWithJoinEndpoint(t *testing.T, f *fleet) (string, *token.Registry)
 }
 
 // runEndpoint runs je until the test ends.
-func runEndpoint(t *testing.T, je *agent.JoinEndpoint) {
+func runEndpoint(t *testing.T, je *joinendpoint.Endpoint) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- je.Run(ctx) }()
@@ -196,7 +197,7 @@ func startJoiner(f *fleet, name string, role api.Role, tokenFile, endpoint strin
 		n.notify.onReady = func() error { return f.checkVoter(cfg.PeerURL) }
 	}
 	n.agent = agent.New(cfg, n.runtime, n.notify, f.log.With("test-node", name))
-	n.agent.ObtainCerts = agent.ObtainThroughJoin(agent.JoinClientConfig{Name: name, Roles: cfg.Roles, Endpoints: []string{endpoint}, TokenFile: tokenFile}, f.log.With("test-node", name))
+	n.agent.ObtainCerts = joinendpoint.Obtain(joinendpoint.ClientConfig{Name: name, Roles: cfg.Roles, Endpoints: []string{endpoint}, TokenFile: tokenFile}, f.log.With("test-node", name))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
 	go func() { n.done <- n.agent.Run(ctx) }()

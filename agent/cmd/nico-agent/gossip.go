@@ -3,7 +3,7 @@ package main
 import (
 	"log/slog"
 
-	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/agent/joinendpoint"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/pki"
@@ -21,7 +21,7 @@ func newMesh(cfg config.Agent, log *slog.Logger) (*gossip.Mesh, error) {
 	}
 	// A joined machine derives its keys from the cluster's gossip secret
 	// (join.go), not from its own token.
-	if secret, err := agent.GossipSecret(pki.Dir(cfg.PKI.Dir), cfg.TokenFile); err == nil && len(secret) > 0 {
+	if secret, err := joinendpoint.GossipSecret(pki.Dir(cfg.PKI.Dir), cfg.TokenFile); err == nil && len(secret) > 0 {
 		token = secret
 	}
 	return gossip.New(gossip.Config{

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/agent/joinendpoint"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/controller"
@@ -37,7 +38,7 @@ func obtainCerts(cfg config.Agent, log *slog.Logger) agent.ObtainCertsFunc {
 	if !joinToken(cfg) {
 		return nil
 	}
-	return agent.ObtainThroughJoin(agent.JoinClientConfig{
+	return joinendpoint.Obtain(joinendpoint.ClientConfig{
 		Name: cfg.Name, Roles: roles(cfg), Endpoints: cfg.JoinEndpoint.Endpoints, TokenFile: cfg.TokenFile,
 	}, log)
 }
@@ -45,7 +46,7 @@ func obtainCerts(cfg config.Agent, log *slog.Logger) agent.ObtainCertsFunc {
 // renewNodeCert is the agent's RenewNodeCert: on a machine without ca.key,
 // renewing the node certificate through join.endpoints (POST /v1/renew).
 func renewNodeCert(cfg config.Agent, log *slog.Logger) agent.RenewNodeCertFunc {
-	return agent.RenewThroughJoin(cfg.JoinEndpoint.Endpoints, log)
+	return joinendpoint.Renew(cfg.JoinEndpoint.Endpoints, log)
 }
 
 // joinFirst gets the machine's certificates through the join endpoint
@@ -72,7 +73,7 @@ func serveJoin(ctx context.Context, cfg config.Agent, rt *controller.Runtime, lo
 		return func() {}
 	}
 	burst, every := cfg.JoinEndpoint.Rate()
-	je := agent.NewJoinEndpoint(agent.JoinEndpointConfig{
+	je := joinendpoint.New(joinendpoint.Config{
 		Name: cfg.Name, Dir: pki.Dir(cfg.PKI.Dir), Listen: cfg.JoinEndpoint.Listen,
 		Endpoints: append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...),
 		Prefix:    cfg.Store.Prefix, TokenFile: cfg.TokenFile, Bootstrap: cfg.Bootstrap,

@@ -1,4 +1,4 @@
-package agent
+package joinendpoint
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestJoinEndpointPrunesTokens(t *testing.T) {
 
 	logs := &logging.Buffer{}
 	log := slog.New(slog.NewTextHandler(io.MultiWriter(logs, testLog{t}), nil))
-	je := NewJoinEndpoint(JoinEndpointConfig{
+	je := New(Config{
 		Name: "cp-1", Dir: cpDir, Listen: fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t)), Endpoints: cl.Endpoints(), Poll: 50 * time.Millisecond,
 		TokenPruneAfter: time.Hour, TokenPruneInterval: 100 * time.Millisecond,
 	}, log)

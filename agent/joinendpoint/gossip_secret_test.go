@@ -1,4 +1,4 @@
-package agent
+package joinendpoint
 
 import (
 	"context"
@@ -51,13 +51,13 @@ func TestJoinEndpointGivesTheCurrentGossipSecret(t *testing.T) {
 	bootFile := writeToken(t, boot.Reveal())
 	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	log := logging.Test(t)
-	je := NewJoinEndpoint(JoinEndpointConfig{
+	je := New(Config{
 		Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), TokenFile: bootFile, Bootstrap: true, Poll: 50 * time.Millisecond,
 	}, log)
 	served := serveJoinEndpoint(t, ctx, je)
 
 	workerDir := pki.Dir(t.TempDir())
-	if err := ObtainThroughJoin(JoinClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, workerDir); err != nil {
+	if err := Obtain(ClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, workerDir); err != nil {
 		t.Fatal(err)
 	}
 	s, err := GossipSecret(workerDir, "")

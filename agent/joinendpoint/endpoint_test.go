@@ -1,4 +1,4 @@
-package agent
+package joinendpoint
 
 import (
 	"context"
@@ -74,11 +74,11 @@ func TestJoinEndpoint(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	workerDir := pki.Dir(filepath.Join(t.TempDir(), "pki"))
-	obtain := ObtainThroughJoin(JoinClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)
+	obtain := Obtain(ClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)
 	obtained := make(chan error, 1)
 	go func() { obtained <- obtain(ctx, workerDir) }()
 
-	je := NewJoinEndpoint(JoinEndpointConfig{
+	je := New(Config{
 		Name: "cp-1", Dir: cpDir, Listen: listen, Endpoints: cl.Endpoints(), TokenFile: bootFile, Bootstrap: true, Poll: 50 * time.Millisecond,
 	}, log)
 	served := make(chan error, 1)
@@ -126,7 +126,7 @@ func TestJoinEndpoint(t *testing.T) {
 
 	// A control-plane machine with the bootstrap token gets the bundle.
 	cp2 := pki.Dir(filepath.Join(t.TempDir(), "pki"))
-	if err := ObtainThroughJoin(JoinClientConfig{Name: "cp-2", Roles: []api.Role{api.RoleControlPlane}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, cp2); err != nil {
+	if err := Obtain(ClientConfig{Name: "cp-2", Roles: []api.Role{api.RoleControlPlane}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, cp2); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{cp2.CAKey(), cp2.SecretsKey(), cp2.Cert(pki.CoordinatorLeaf), cp2.Key(pki.RootLeaf), cp2.Cert(pki.NodeLeaf)} {
@@ -143,12 +143,12 @@ func TestJoinEndpoint(t *testing.T) {
 	if _, err := reg.Revoke(ctx, tok.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	err = ObtainThroughJoin(JoinClientConfig{Name: "w-2", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: writeToken(t, tok.Reveal())}, log)(ctx, pki.Dir(t.TempDir()))
+	err = Obtain(ClientConfig{Name: "w-2", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: writeToken(t, tok.Reveal())}, log)(ctx, pki.Dir(t.TempDir()))
 	if !errors.Is(err, token.ErrRevoked) || !strings.Contains(err.Error(), "token "+tok.ID+" was revoked") || strings.Contains(err.Error(), tok.Secret) {
 		t.Fatalf("revoked token: %v", err)
 	}
 	// A token file that holds no token.
-	err = ObtainThroughJoin(JoinClientConfig{Name: "w-3", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: writeToken(t, "not-a-token")}, log)(ctx, pki.Dir(t.TempDir()))
+	err = Obtain(ClientConfig{Name: "w-3", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: writeToken(t, "not-a-token")}, log)(ctx, pki.Dir(t.TempDir()))
 	if !errors.Is(err, token.ErrMalformed) {
 		t.Fatalf("bad token file: %v", err)
 	}
@@ -156,7 +156,7 @@ func TestJoinEndpoint(t *testing.T) {
 	if _, err := st.Client().Put(ctx, store.HeartbeatKey("w-1"), time.Now().UTC().Format(time.RFC3339Nano)); err != nil {
 		t.Fatal(err)
 	}
-	err = ObtainThroughJoin(JoinClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, pki.Dir(t.TempDir()))
+	err = Obtain(ClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, pki.Dir(t.TempDir()))
 	if !errors.Is(err, join.ErrNameInUse) || !strings.Contains(err.Error(), "node w-1 is alive") {
 		t.Fatalf("join as a live node: %v", err)
 	}
@@ -169,7 +169,7 @@ func TestJoinEndpoint(t *testing.T) {
 
 // serveJoinEndpoint runs je until ctx ends and waits until it serves; the
 // returned channel gets what Run returned.
-func serveJoinEndpoint(t *testing.T, ctx context.Context, je *JoinEndpoint) <-chan error {
+func serveJoinEndpoint(t *testing.T, ctx context.Context, je *Endpoint) <-chan error {
 	t.Helper()
 	je.Ready = make(chan struct{})
 	served := make(chan error, 1)

@@ -1,4 +1,4 @@
-package agent
+package joinendpoint
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // Every control-plane machine's endpoint runs it: each deletion is
 // conditional on the revision read, so two endpoints never undo each
 // other. It logs token ids only; a failed pass is retried with backoff.
-func (j *JoinEndpoint) tokenPrune(reg *token.Registry) controller.Controller {
+func (j *Endpoint) tokenPrune(reg *token.Registry) controller.Controller {
 	grace, every := j.cfg.TokenPruneAfter, j.cfg.TokenPruneInterval
 	if grace <= 0 {
 		grace = token.DefaultPruneAfter

@@ -1,4 +1,4 @@
-package agent
+package joinendpoint
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -27,9 +26,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// JoinEndpointConfig is the join endpoint a control-plane machine serves
+// Config is the join endpoint a control-plane machine serves
 // (package join, docs/security.md).
-type JoinEndpointConfig struct {
+type Config struct {
 	Name string
 	// Dir is the machine's pki.dir: the endpoint starts once it holds the
 	// CA key, the secrets key and the coordinator identity (the agent's
@@ -63,14 +62,14 @@ type JoinEndpointConfig struct {
 	Runtime *controller.Runtime
 }
 
-// JoinEndpoint serves the join endpoint as the coordinator's identity (it
+// Endpoint serves the join endpoint as the coordinator's identity (it
 // reads tokens, which node identities may not). New starts nothing; Run
 // blocks until ctx ends.
 //
 //	wait for ca.key, secrets.key, coordinator cert ──▶ dial etcd as nico-coordinator
 //	  ──▶ [bootstrap] register tokenFile as the first token ──▶ serve HTTPS on Listen
-type JoinEndpoint struct {
-	cfg JoinEndpointConfig
+type Endpoint struct {
+	cfg Config
 	log *slog.Logger
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -79,22 +78,22 @@ type JoinEndpoint struct {
 	readyOnce sync.Once
 }
 
-// NewJoinEndpoint returns the endpoint for cfg.
-func NewJoinEndpoint(cfg JoinEndpointConfig, log *slog.Logger) *JoinEndpoint {
+// New returns the endpoint for cfg.
+func New(cfg Config, log *slog.Logger) *Endpoint {
 	if cfg.Poll <= 0 {
 		cfg.Poll = time.Second
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = store.DefaultPrefix
 	}
-	return &JoinEndpoint{cfg: cfg, log: log.With("component", "join-endpoint", "node", cfg.Name), Now: time.Now}
+	return &Endpoint{cfg: cfg, log: log.With("component", "join-endpoint", "node", cfg.Name), Now: time.Now}
 }
 
 // Run serves until ctx ends. When ca.crt or ca.key change (a CA rotation:
 // nicoctl ca trust, activate, untrust), it serves again with them: joining
 // machines get certificates of the CA that signs now and the bundle
 // trusted now, from a server certificate of that CA.
-func (j *JoinEndpoint) Run(ctx context.Context) error {
+func (j *Endpoint) Run(ctx context.Context) error {
 	d := j.cfg.Dir
 	need := []string{d.CACert(), d.CAKey(), d.SecretsKey(), d.Cert(pki.CoordinatorLeaf), d.Key(pki.CoordinatorLeaf)}
 	if err := j.waitFor(ctx, need); err != nil {
@@ -116,7 +115,7 @@ func (j *JoinEndpoint) Run(ctx context.Context) error {
 }
 
 // caSum is the contents of ca.crt and ca.key ("" when unreadable).
-func (j *JoinEndpoint) caSum() string {
+func (j *Endpoint) caSum() string {
 	crt, err1 := os.ReadFile(j.cfg.Dir.CACert())
 	key, err2 := os.ReadFile(j.cfg.Dir.CAKey())
 	if err1 != nil || err2 != nil {
@@ -126,7 +125,7 @@ func (j *JoinEndpoint) caSum() string {
 }
 
 // watchCA returns when ctx ends or the CA files differ from sum.
-func (j *JoinEndpoint) watchCA(ctx context.Context, sum string) {
+func (j *Endpoint) watchCA(ctx context.Context, sum string) {
 	t := time.NewTicker(j.cfg.Poll)
 	defer t.Stop()
 	for {
@@ -142,7 +141,7 @@ func (j *JoinEndpoint) watchCA(ctx context.Context, sum string) {
 }
 
 // serve serves with the CA files as they are until ctx ends.
-func (j *JoinEndpoint) serve(ctx context.Context) error {
+func (j *Endpoint) serve(ctx context.Context) error {
 	d := j.cfg.Dir
 	ca, err := pki.LoadCA(d.CACert(), d.CAKey())
 	if err != nil {
@@ -228,7 +227,7 @@ func (j *JoinEndpoint) serve(ctx context.Context) error {
 }
 
 // waitFor polls until every path exists or ctx ends.
-func (j *JoinEndpoint) waitFor(ctx context.Context, paths []string) error {
+func (j *Endpoint) waitFor(ctx context.Context, paths []string) error {
 	t := time.NewTicker(j.cfg.Poll)
 	defer t.Stop()
 	logged := false
@@ -258,7 +257,7 @@ func (j *JoinEndpoint) waitFor(ctx context.Context, paths []string) error {
 // registerBootstrapToken stores the bootstrap machine's token as the first
 // join token: every role, no expiry. A token already there (a restart, or
 // revoked since) is left as it is.
-func (j *JoinEndpoint) registerBootstrapToken(ctx context.Context, reg *token.Registry) error {
+func (j *Endpoint) registerBootstrapToken(ctx context.Context, reg *token.Registry) error {
 	raw, err := os.ReadFile(j.cfg.TokenFile)
 	if err != nil {
 		return fmt.Errorf("join endpoint: tokenFile: %w", err)
@@ -291,7 +290,7 @@ func (j *JoinEndpoint) registerBootstrapToken(ctx context.Context, reg *token.Re
 
 // cluster tells a joining machine the voters' client URLs and the gossip
 // secret and generation.
-func (j *JoinEndpoint) cluster(ctx context.Context, cli *clientv3.Client, st *store.Store) (join.Cluster, error) {
+func (j *Endpoint) cluster(ctx context.Context, cli *clientv3.Client, st *store.Store) (join.Cluster, error) {
 	var c join.Cluster
 	ml, err := cli.MemberList(ctx)
 	if err != nil {
@@ -320,7 +319,7 @@ func (j *JoinEndpoint) cluster(ctx context.Context, cli *clientv3.Client, st *st
 
 // bundle reads what a control-plane machine gets besides its node
 // certificate.
-func (j *JoinEndpoint) bundle(context.Context) (*join.Bundle, error) {
+func (j *Endpoint) bundle(context.Context) (*join.Bundle, error) {
 	d := j.cfg.Dir
 	files := map[string]*[]byte{}
 	var b join.Bundle
@@ -347,7 +346,7 @@ func (j *JoinEndpoint) bundle(context.Context) (*join.Bundle, error) {
 // hosts are the names the endpoint's certificate is issued for: the hosts
 // of Listen and of the local member's client URL. (Clients check the chain
 // to the CA they pinned, not the name.)
-func (j *JoinEndpoint) hosts() []string {
+func (j *Endpoint) hosts() []string {
 	var hs []string
 	if h, _, err := net.SplitHostPort(j.cfg.Listen); err == nil && h != "" {
 		hs = append(hs, h)
@@ -358,105 +357,6 @@ func (j *JoinEndpoint) hosts() []string {
 		}
 	}
 	return append(hs, "localhost", "127.0.0.1")
-}
-
-// GossipSecret is what this machine's gossip keys derive from: the secret
-// its join gave it (join.GossipSecretFile), or else its tokenFile (the
-// bootstrap machine's token is the cluster's first gossip secret).
-func GossipSecret(d pki.Dir, tokenFile string) ([]byte, error) {
-	if d != "" {
-		if b, err := os.ReadFile(join.GossipSecretFile(d)); err == nil && len(b) > 0 {
-			return b, nil
-		}
-	}
-	if tokenFile == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(tokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("tokenFile: %w", err)
-	}
-	return []byte(strings.TrimSpace(string(b))), nil
-}
-
-// JoinClientConfig is how a machine with no certificate joins.
-type JoinClientConfig struct {
-	Name  string
-	Roles []api.Role
-	// Endpoints are join endpoints (host:port), tried in order.
-	Endpoints []string
-	// TokenFile holds the join token <id>.<secret>.
-	TokenFile string
-	// Retry returns the policy that paces attempts while no endpoint
-	// answers; nil: 500ms to 30s.
-	Retry func() backoff.BackOff
-}
-
-// ObtainThroughJoin returns the agent's ObtainCerts: it joins with the
-// token in TokenFile, retrying while no endpoint answers (the control
-// plane may still be starting) or one asks to wait, and stops at once on
-// a refusal: unknown, expired or revoked token, role not allowed, CA proof
-// mismatch. The error then says which, and never shows the secret.
-func ObtainThroughJoin(cfg JoinClientConfig, log *slog.Logger) func(ctx context.Context, dir pki.Dir) error {
-	if cfg.Retry == nil {
-		cfg.Retry = func() backoff.BackOff {
-			return &backoff.ExponentialBackOff{InitialInterval: 500 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 30 * time.Second}
-		}
-	}
-	log = log.With("component", "join", "node", cfg.Name)
-	return func(ctx context.Context, dir pki.Dir) error {
-		raw, err := os.ReadFile(cfg.TokenFile)
-		if err != nil {
-			return fmt.Errorf("join: tokenFile: %w", err)
-		}
-		tok, err := token.Parse(string(raw))
-		if err != nil {
-			return fmt.Errorf("join: tokenFile %s: %w", cfg.TokenFile, err)
-		}
-		if len(cfg.Endpoints) == 0 {
-			return errors.New("join: no join endpoints: set join.endpoints or gossip.seeds")
-		}
-		cc := join.ClientConfig{Endpoints: cfg.Endpoints, Token: tok, Name: cfg.Name, Roles: cfg.Roles, Log: log}
-		retryable := func(err error) bool {
-			return errors.Is(err, join.ErrUnreachable) || errors.Is(err, join.ErrServer) || errors.Is(err, join.ErrRateLimited)
-		}
-		obtain := obtainOnce(cc, dir, tok, retryable, log)
-		var last error
-		_, err = backoff.Retry(ctx, func() (struct{}, error) {
-			err := obtain(ctx)
-			if last = err; err != nil && !retryable(err) {
-				return struct{}{}, backoff.Permanent(err)
-			}
-			return struct{}{}, err
-		}, backoff.WithBackOff(cfg.Retry()), backoff.WithMaxElapsedTime(0))
-		if err != nil && ctx.Err() != nil && last != nil {
-			// Both, so that errors.Is finds either.
-			return fmt.Errorf("join: gave up: %w: %w", ctx.Err(), last)
-		}
-		return err
-	}
-}
-
-// obtainOnce is one attempt of ObtainThroughJoin.
-func obtainOnce(cc join.ClientConfig, dir pki.Dir, tok token.Token, retryable func(error) bool, log *slog.Logger) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		resp, err := join.Obtain(ctx, cc, dir)
-		var rl *join.RateLimitedError
-		switch {
-		case err == nil:
-			log.Info("joined: got this machine's certificate", "token", tok.ID, "controlPlane", resp.ControlPlane != nil)
-			return nil
-		case errors.As(err, &rl):
-			log.Warn("join endpoint asks to wait", "retryAfter", rl.RetryAfter)
-			select {
-			case <-ctx.Done():
-			case <-time.After(rl.RetryAfter):
-			}
-		case retryable(err):
-			log.Warn("no join endpoint answered; retrying", "err", err)
-		}
-		return err
-	}
 }
 
 // nodeRemoved tells whether node name was removed from the cluster (its
