@@ -317,12 +317,15 @@ in
             defaultText = literalMD "the first static IPv4 address of `networking.interfaces` (private ones first), else null";
             example = "10.0.0.1";
             description = ''
-              IP address other machines reach this host's gossip on. null
-              leaves it to the agent: the bind address, or with the default
-              bind (0.0.0.0) a private address of the host's, and the agent
-              fails to start on a host with none. Set it where that guess
-              is wrong: a host whose addresses are all public, or one on
-              several private networks; the module warns when it is
+              IP address other machines reach this host's gossip on (the
+              agent's, and on a host with `seeds` the coordinator's). null
+              leaves it to the programs: the bind address, or with the
+              default bind (0.0.0.0) a private address of the host's, else
+              a public one on the default route, else 127.0.0.1 on a
+              loopback-only host, else they fail to start naming this key.
+              Set it where that guess is wrong: a host on several private
+              networks, or with several public addresses off the default
+              route; the module warns when it is
               ${sharedNATAddress}, the user-mode NAT address every QEMU (and
               VirtualBox) guest has.
             '';
