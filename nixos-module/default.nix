@@ -694,6 +694,10 @@ in
         })
       ];
       environment.etc."nico/coordinator.yaml".source = coordinatorConfigFile;
+      # pki.dir (and the data dir holding it) as the agent makes them, root's
+      # and 0700, from boot on: the coordinator's unit binds pki.dir.
+      systemd.tmpfiles.rules = lib.optional (lib.hasPrefix "${st.dataDir}/" pkiDir) "d ${st.dataDir} 0700 root root -"
+        ++ [ "d ${pkiDir} 0700 root root -" ];
       systemd.services.nico-coordinator = {
         description = "nico coordinator candidate";
         wantedBy = [ "multi-user.target" ];
@@ -724,6 +728,14 @@ in
           User = "root";
           CapabilityBoundingSet = "";
           ProtectSystem = "strict";
+          # Of /var/lib (other services' state, systemd's credential key)
+          # it sees pki.dir only (and tokenFile, wherever it is), read-only;
+          # tmpfiles (below) makes pki.dir before the agent first runs, so
+          # that there is a directory to bind, where the agent's files then
+          # appear. (A `+` ExecStartPre cannot make it: systemd sets up the
+          # same mount namespace for it.)
+          TemporaryFileSystem = "/var/lib:ro";
+          BindReadOnlyPaths = [ pkiDir ] ++ lib.optional (cfg.coordinator.settings.tokenFile or null != null) "-${cfg.coordinator.settings.tokenFile}";
           ProtectHome = true;
           PrivateTmp = true;
           PrivateDevices = true;

@@ -16,7 +16,8 @@ import (
 // stays activating while the program logs that it waits for its identity,
 // and its start job completes (READY) once the agent has joined and
 // written pki/coordinator.crt, with the etcd endpoints learned from the
-// mesh and no restart (NRestarts 0).
+// mesh and no restart (NRestarts 0). It runs as root with no capability
+// and sees, of /var/lib, pki.dir only.
 func TestCoordinatorWaitsForItsIdentity(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -62,6 +63,19 @@ func TestCoordinatorWaitsForItsIdentity(t *testing.T) {
 	if n := cp2.prop(ctx, unit, "NRestarts"); n != uint32(0) {
 		t.Errorf("%s restarted %v times, want 0", unit, n)
 	}
+	// What it runs with: no capability, and of /var/lib only pki.dir.
+	pid := fmt.Sprint(cp2.prop(ctx, unit, "MainPID"))
+	if out, err := cp2.Exec(ctx, "grep", "-x", `CapEff:[[:space:]]*0*`, "/proc/"+pid+"/status"); err != nil {
+		st, _ := cp2.Exec(ctx, "grep", "^Cap", "/proc/"+pid+"/status")
+		t.Errorf("the coordinator has capabilities: %v: %s%s", err, out, st)
+	}
+	for dir, want := range map[string]string{"/var/lib": "nico", "/var/lib/nico": "pki"} {
+		out, err := cp2.Exec(ctx, "ls", "-A", "/proc/"+pid+"/root"+dir)
+		if got := strings.TrimSpace(string(out)); err != nil || got != want {
+			t.Errorf("the coordinator's %s holds %q (%v), want %q only", dir, got, err, want)
+		}
+	}
+
 	lctx, lcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer lcancel()
 	cp2.waitFor(lctx, "the coordinator learned its etcd endpoints from the mesh", func() error {

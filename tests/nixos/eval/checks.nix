@@ -248,6 +248,13 @@ let
       let c = tls.systemd.services.nico-coordinator.serviceConfig; in
       !(c ? LoadCredential) && !(c ? DynamicUser) && c.User == "root" && c.CapabilityBoundingSet == ""
       && c.ProtectSystem == "strict" && c.NoNewPrivileges && c.ProtectHome && !(c ? ReadWritePaths) && !(c ? StateDirectory);
+    "coordinator: of /var/lib only pki.dir (and tokenFile), read-only; tmpfiles makes pki.dir 0700 before the agent runs" =
+      let c = tls.systemd.services.nico-coordinator.serviceConfig; in
+      c.TemporaryFileSystem == "/var/lib:ro" && c.BindReadOnlyPaths == [ "/var/lib/nico-pki" ]
+      && tls.systemd.tmpfiles.rules == [ "d /var/lib/nico-pki 0700 root root -" ]
+      && cp2Coord.BindReadOnlyPaths == [ "/var/lib/nico/pki" "-/run/keys/nico-token" ]
+      && cp2.systemd.tmpfiles.rules == [ "d /var/lib/nico 0700 root root -" "d /var/lib/nico/pki 0700 root root -" ]
+      && worker.systemd.tmpfiles.rules == [ ];
     "TLS: the coordinator's YAML points tls.* at pki.dir, its name is the machine's" =
       coordYaml tls == {
         name = "cp-t";
