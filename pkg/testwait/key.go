@@ -2,6 +2,7 @@ package testwait
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func KeyUntil(ctx context.Context, cli *clientv3.Client, key string, within time
 	defer cancel()
 	why := "not read yet"
 	fail := func(err error) error {
-		if ctx.Err() == context.DeadlineExceeded {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return fmt.Errorf("%w (%s); last: %s", ErrDeadline, within, why)
 		}
 		return fmt.Errorf("testwait: key %s: %w; last: %s", key, err, why)
@@ -76,7 +77,7 @@ func KeyUntil(ctx context.Context, cli *clientv3.Client, key string, within time
 
 // Key fails t with what and cond's last reason unless cond holds for key
 // within the duration and before t's context ends; it waits on a watch of
-// key, not by polling.
+// key, not by polling. Like For, it is not for Cleanup functions.
 func Key(t testing.TB, cli *clientv3.Client, key string, within time.Duration, what string, cond KeyCond) {
 	t.Helper()
 	if err := KeyUntil(t.Context(), cli, key, within, cond); err != nil {

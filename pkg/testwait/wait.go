@@ -59,7 +59,8 @@ func Until(ctx context.Context, clock clockwork.Clock, within, interval time.Dur
 
 // For fails t with what and cond's last reason unless cond holds within
 // the duration (re-checked every Interval on the real clock) and before
-// t's context ends.
+// t's context ends. t's context has ended by the time t's Cleanup
+// functions run: there, call Until with a context of their own.
 func For(t testing.TB, within time.Duration, what string, cond Cond) {
 	t.Helper()
 	if err := Until(t.Context(), clockwork.NewRealClock(), within, Interval, cond); err != nil {
