@@ -30,7 +30,8 @@ import (
 //	hypervisor          node       machines/ nodes/  HypervisorConfig.Resync (hypervisor role; wakes: a held-back machine due)
 //	removal             node       removals/<node>   removalResync
 //	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
-//	token-prune         join       -                 TokenPruneInterval (the join endpoint's)
+//	join-endpoint       join       -                 Config.Poll (agent/joinendpoint: keeps it serving, again on a CA change or a failure)
+//	token-prune         join       -                 TokenPruneInterval (agent/joinendpoint, while it serves)
 //
 // A controller's health (last success, last error, restarts) feeds
 // Healthy, and so the service manager's watchdog: a controller failing for

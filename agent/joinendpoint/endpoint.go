@@ -76,6 +76,7 @@ type Endpoint struct {
 	// Ready, when set, is closed once the endpoint listens.
 	Ready     chan struct{}
 	readyOnce sync.Once
+	rt        *controller.Runtime // cfg.Runtime, or the endpoint's own
 }
 
 // New returns the endpoint for cfg.
@@ -86,32 +87,25 @@ func New(cfg Config, log *slog.Logger) *Endpoint {
 	if cfg.Prefix == "" {
 		cfg.Prefix = store.DefaultPrefix
 	}
-	return &Endpoint{cfg: cfg, log: log.With("component", "join-endpoint", "node", cfg.Name), Now: time.Now}
+	j := &Endpoint{cfg: cfg, log: log.With("component", "join-endpoint", "node", cfg.Name), Now: time.Now, rt: cfg.Runtime}
+	if j.rt == nil {
+		// Its controllers are tick-only: a runtime with no store.
+		j.rt = controller.New(nil, controller.WithLogger(j.log))
+	}
+	return j
 }
 
-// Run serves until ctx ends. When ca.crt or ca.key change (a CA rotation:
-// nicoctl ca trust, activate, untrust), it serves again with them: joining
-// machines get certificates of the CA that signs now and the bundle
-// trusted now, from a server certificate of that CA.
+// Run serves until ctx ends, and returns nil then: the join-endpoint
+// controller (serving.go) keeps it serving on the endpoint's runtime, and
+// Run waits for the last serve to end. A serve that failed is logged,
+// counted against the runtime's health and started again after a backoff.
 func (j *Endpoint) Run(ctx context.Context) error {
-	d := j.cfg.Dir
-	need := []string{d.CACert(), d.CAKey(), d.SecretsKey(), d.Cert(pki.CoordinatorLeaf), d.Key(pki.CoordinatorLeaf)}
-	if err := j.waitFor(ctx, need); err != nil {
-		return nil // ctx ended
+	var cur *serving
+	err := j.rt.Run(ctx, j.server(&cur))
+	if cur != nil {
+		cur.stop()
 	}
-	for {
-		sum := j.caSum()
-		sctx, cancel := context.WithCancel(ctx)
-		watched := make(chan struct{})
-		go func() { defer close(watched); j.watchCA(sctx, sum); cancel() }()
-		err := j.serve(sctx)
-		cancel()
-		<-watched
-		if err != nil || ctx.Err() != nil {
-			return err
-		}
-		j.log.Info("the CA files changed; serving again with them", "caCert", d.CACert(), "caKey", d.CAKey())
-	}
+	return err
 }
 
 // caSum is the contents of ca.crt and ca.key ("" when unreadable).
@@ -124,24 +118,9 @@ func (j *Endpoint) caSum() string {
 	return string(crt) + string(key)
 }
 
-// watchCA returns when ctx ends or the CA files differ from sum.
-func (j *Endpoint) watchCA(ctx context.Context, sum string) {
-	t := time.NewTicker(j.cfg.Poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if s := j.caSum(); s != "" && s != sum {
-				return
-			}
-		}
-	}
-}
-
-// serve serves with the CA files as they are until ctx ends.
-func (j *Endpoint) serve(ctx context.Context) error {
+// serve serves with the CA files as they are until ctx ends; listening is
+// called once it listens.
+func (j *Endpoint) serve(ctx context.Context, listening func()) error {
 	d := j.cfg.Dir
 	ca, err := pki.LoadCA(d.CACert(), d.CAKey())
 	if err != nil {
@@ -173,10 +152,7 @@ func (j *Endpoint) serve(ctx context.Context) error {
 			return err
 		}
 	}
-	rt := j.cfg.Runtime
-	if rt == nil {
-		rt = controller.New(st.Client(), controller.WithLogger(j.log))
-	}
+	rt := j.rt
 	pruned := make(chan struct{})
 	pctx, stopPrune := context.WithCancel(ctx)
 	go func() {
@@ -220,38 +196,11 @@ func (j *Endpoint) serve(ctx context.Context) error {
 		return fmt.Errorf("join endpoint: join.listen %s: %w", j.cfg.Listen, err)
 	}
 	j.log.Info("serving the join endpoint", "listen", ln.Addr().String(), "ca", ca.Cert.Subject.CommonName)
+	listening()
 	if j.Ready != nil {
 		j.readyOnce.Do(func() { close(j.Ready) })
 	}
 	return srv.Serve(ctx, ln, cert)
-}
-
-// waitFor polls until every path exists or ctx ends.
-func (j *Endpoint) waitFor(ctx context.Context, paths []string) error {
-	t := time.NewTicker(j.cfg.Poll)
-	defer t.Stop()
-	logged := false
-	for {
-		missing := ""
-		for _, p := range paths {
-			if _, err := os.Stat(p); err != nil {
-				missing = p
-				break
-			}
-		}
-		if missing == "" {
-			return nil
-		}
-		if !logged {
-			j.log.Debug("join endpoint waits for its keys", "missing", missing)
-			logged = true
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
 }
 
 // registerBootstrapToken stores the bootstrap machine's token as the first
