@@ -195,7 +195,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.register(ctx); err != nil {
 		return err
 	}
-	defer a.followKeys(ctx)()
+	if c := a.gossipKeys(); c != nil {
+		bg.start(ctx, c)
+	}
 	// The heartbeat runs in a group of its own: it outlives the node's
 	// controllers on a removal, until the removal is recorded.
 	hb := &heartbeat{a: a}
@@ -225,12 +227,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
-	if a.cfg.Applier != nil {
-		genDone := make(chan struct{})
-		gctx, stopGen := context.WithCancel(ctx)
-		go func() { defer close(genDone); a.generations(gctx) }()
-		defer func() { stopGen(); <-genDone }()
-	}
 	if a.cfg.Hypervisor != nil {
 		defer a.startHypervisor(ctx)()
 	}
@@ -238,7 +234,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.Reloader != nil {
 		reload = a.cfg.Reloader.Controller(a)
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), reload))
+	var gens controller.Controller
+	if a.cfg.Applier != nil {
+		gens = a.generations()
+	}
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, reload))
 }
 
 // connect makes the store client: the configured endpoints plus the local

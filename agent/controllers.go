@@ -20,10 +20,13 @@ import (
 //	controller          group      watches (store)   tick
 //	cert-renewal        pki        -                 caCheckInterval (ca.key machines)
 //	node-cert-renewal   pki        -                 RenewInterval (machines without ca.key)
+//	gossip-keys         keys       gossip-key        gossipKeyResync
 //	heartbeat           heartbeat  heartbeats/<node> HeartbeatTTL/3
+//	join-progress       join       -                 JoinProgressInterval (while joining, under systemd)
 //	gossip-refresh      node       -                 GossipRefreshInterval
 //	node-cert-publish   node       -                 nodeCertCheckInterval
 //	member              node       - (wakes: upgrade) memberCheckInterval
+//	generations         node       nixosconfigs/<node> RetryInterval (with an Applier)
 //	removal             node       removals/<node>   removalResync
 //	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
 //	token-prune         join       -                 TokenPruneInterval (the join endpoint's)

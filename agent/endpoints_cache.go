@@ -21,7 +21,7 @@ const DefaultDiscoverGrace = 10 * time.Second
 // while the gossip key was rotated twice or more: the mesh no longer
 // understands it (members hold the keys of generations g-1, g and g+1), so
 // it cannot learn endpoints from gossip; with the cache it reaches etcd,
-// reads the current key generation (followKeys) and rejoins the mesh. The
+// reads the current key generation (the gossip-keys controller) and rejoins the mesh. The
 // same way, a machine whose seeds are gone reaches the store, whose node
 // records name the gossip addresses its mesh member rejoins through
 // (storePeers, agent/gossip.go).

@@ -8,37 +8,36 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
 )
 
-// generations applies the node's desired NixOS configuration whenever its
-// generation (or attempt) differs from the one the agent last finished, and
-// reports the outcome in the configuration's status. A generation that
-// failed is not tried again until spec.attempt changes; a generation left
-// Applying by an agent that stopped mid-way, or that restarted into the
-// nico-agent the generation installed (agent/upgrade.go), is applied again
-// (the applier skips it when the system already runs it).
+// generations is the controller that applies the node's desired NixOS
+// configuration whenever its generation (or attempt) differs from the one
+// the agent last finished, and reports the outcome in the configuration's
+// status; it watches nixosconfigs/<node>, with a resync every
+// RetryInterval. A generation that failed is not tried again until
+// spec.attempt changes; a generation left Applying by an agent that
+// stopped mid-way, or that restarted into the nico-agent the generation
+// installed (agent/upgrade.go), is applied again (the applier skips it
+// when the system already runs it). Once a restart into a new agent is
+// asked for, it applies nothing more. An apply may rightly take long (a
+// build): that is no stall.
 //
 //	watch/tick --> read config --(settled)--> wait
 //	                   |
 //	                   +--(new generation or attempt)--> status Applying --> Apply --> status Applied | Failed
-func (a *Agent) generations(ctx context.Context) {
-	key := store.NixosConfigKey(a.cfg.Name)
-	events := watchKey(ctx, a.cli, key)
-	defer events.Stop()
-	tick := time.NewTicker(a.cfg.RetryInterval)
-	defer tick.Stop()
-	for {
-		if err := a.applyDesired(ctx); err != nil && ctx.Err() == nil {
-			a.log.Warn("generation", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-events.C:
-		case <-tick.C:
-		}
-	}
+func (a *Agent) generations() controller.Controller {
+	return &controller.Func{ControllerName: "generations", Prefixes: []string{store.NixosConfigKey(a.cfg.Name)}, Resync: a.cfg.RetryInterval,
+		Policy: controller.HealthPolicy{StallAfter: -1}, Do: func(ctx context.Context) error {
+			if a.upgradeAsked.Load() {
+				return nil // the new agent applies what comes next
+			}
+			if err := a.applyDesired(ctx); err != nil {
+				return fmt.Errorf("agent: generation: %w", err)
+			}
+			return nil
+		}}
 }
 
 // applyDesired applies the desired generation once if it is not settled.

@@ -189,25 +189,23 @@ func (a *Agent) learnPeers() (stop func()) {
 	return func() { pl.SetPeerSource(nil) }
 }
 
-// followKeys keeps the mesh's key generation in step with the stored one
-// (nicoctl gossip rotate-key) until ctx ends or stop is called; with a
-// pki.dir, also its secret (rotate-key --new-secret): it opens the secret
-// sealed to this node with node.key and keeps it in gossip.secret.
-func (a *Agent) followKeys(ctx context.Context) (stop func()) {
+// gossipKeys is the controller that keeps the mesh's key generation in
+// step with the stored one (nicoctl gossip rotate-key), watching
+// store.GossipKeyKey; with a pki.dir, also its secret (rotate-key
+// --new-secret): it opens the secret sealed to this node with node.key
+// and keeps it in gossip.secret. nil without a mesh that takes keys.
+func (a *Agent) gossipKeys() controller.Controller {
 	kr, ok := a.cfg.Gossip.(gossipkey.Keyring)
 	if !ok || a.st == nil {
-		return func() {}
+		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	skr, withSecret := kr.(gossipkey.SecretKeyring)
-	go func() {
-		defer close(done)
-		if withSecret && a.cfg.PKI.Dir != "" {
-			gossipkey.FollowSecret(ctx, a.st, skr, gossipkey.Member{Name: a.cfg.Name, Dir: a.cfg.PKI.Dir, Persist: true}, 2*time.Second, a.log)
-			return
-		}
-		gossipkey.Follow(ctx, a.st, kr, 2*time.Second, a.log)
-	}()
-	return func() { cancel(); <-done }
+	f := &gossipkey.Follower{St: a.st, M: kr, Interval: gossipKeyResync, Log: a.log, Now: a.cfg.Clock.Now}
+	if _, withSecret := kr.(gossipkey.SecretKeyring); withSecret && a.cfg.PKI.Dir != "" {
+		f.Secret = &gossipkey.Member{Name: a.cfg.Name, Dir: a.cfg.PKI.Dir, Persist: true}
+	}
+	return &controller.Func{ControllerName: "gossip-keys", Prefixes: []string{store.GossipKeyKey}, Resync: gossipKeyResync, Do: f.Once}
 }
+
+// gossipKeyResync paces the gossip key follower besides its watch: the
+// replaced secret is dropped gossipkey.SecretOverlap ticks after a switch.
+const gossipKeyResync = 2 * time.Second

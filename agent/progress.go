@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -16,7 +17,7 @@ import (
 // that stalls for JoinStallAfter stops asking, and the service manager
 // times the start out JoinExtendBy after the last ask.
 //
-//	join starts --ask--> [sample every JoinProgressInterval] --changed or stalled < JoinStallAfter--> ask
+//	join starts --ask--> [sample at once, then every JoinProgressInterval] --changed or stalled < JoinStallAfter--> ask
 //	                                   |
 //	                                   +--no change for JoinStallAfter--> no ask (logged once; asks again on change)
 const (
@@ -45,44 +46,43 @@ type joinMark struct {
 	applied uint64 // the local member's raft applied index (a learner catching up)
 }
 
-// progressWatch asks extend for extendBy more time at each tick, as long
+// progressWatch asks extend for extendBy more time at each pass, as long
 // as sample changed within stallAfter of it.
 type progressWatch struct {
 	extend     TimeoutExtender
 	sample     func(context.Context) (joinMark, error)
 	now        func() time.Time
-	tick       <-chan time.Time
 	extendBy   time.Duration
 	stallAfter time.Duration
 	log        *slog.Logger
+
+	last    joinMark
+	have    bool      // last was sampled
+	stalled bool      // the stall was logged
+	lastAt  time.Time // when the mark last changed (or the watch began)
 }
 
-func (p *progressWatch) run(ctx context.Context) {
-	var last joinMark
-	have, stalled, lastAt := false, false, p.now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.tick:
+// pass samples the join once and asks for more time unless it stalled.
+// A failed sample is no progress, and no error: the join's own steps
+// report their failures.
+func (p *progressWatch) pass(ctx context.Context) error {
+	m, err := p.sample(ctx)
+	now := p.now()
+	if err == nil && (!p.have || m != p.last) {
+		if p.stalled {
+			p.log.Info("the join makes progress again; asking the service manager for more start time")
 		}
-		m, err := p.sample(ctx)
-		now := p.now()
-		if err == nil && (!have || m != last) {
-			if stalled {
-				p.log.Info("the join makes progress again; asking the service manager for more start time")
-			}
-			last, have, lastAt, stalled = m, true, now, false
-		}
-		if now.Sub(lastAt) < p.stallAfter {
-			p.ask()
-			continue
-		}
-		if !stalled {
-			stalled = true
-			p.log.Warn("the join has made no progress; no more start time asked for, the service manager may time the start out", "for", now.Sub(lastAt).Round(time.Second), "lastErr", err)
-		}
+		p.last, p.have, p.lastAt, p.stalled = m, true, now, false
 	}
+	if now.Sub(p.lastAt) < p.stallAfter {
+		p.ask()
+		return nil
+	}
+	if !p.stalled {
+		p.stalled = true
+		p.log.Warn("the join has made no progress; no more start time asked for, the service manager may time the start out", "for", now.Sub(p.lastAt).Round(time.Second), "lastErr", err)
+	}
+	return nil
 }
 
 func (p *progressWatch) ask() {
@@ -91,22 +91,22 @@ func (p *progressWatch) ask() {
 	}
 }
 
-// extendWhileJoining asks the service manager for more start time while
-// the join makes progress, until stop is called; it does nothing when the
-// agent's Notifier cannot ask (outside systemd).
+// extendWhileJoining runs the join-progress controller (tick-only, every
+// JoinProgressInterval: its inputs are several prefixes and the local
+// member, and only their change over time counts) until stop is called:
+// it asks the service manager for more start time while the join makes
+// progress. It does nothing when the agent's Notifier cannot ask (outside
+// systemd).
 func (a *Agent) extendWhileJoining(ctx context.Context) (stop func()) {
 	ext, ok := a.notify.(TimeoutExtender)
 	if on, can := a.notify.(interface{ Enabled() bool }); !ok || (can && !on.Enabled()) || a.cli == nil {
 		return func() {}
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	t := time.NewTicker(JoinProgressInterval)
-	p := &progressWatch{extend: ext, sample: joinSampler(a.cli, a.cfg.ClientURL), now: a.Now, tick: t.C,
+	p := &progressWatch{extend: ext, sample: joinSampler(a.cli, a.cfg.ClientURL), now: a.Now, lastAt: a.Now(),
 		extendBy: JoinExtendBy, stallAfter: JoinStallAfter, log: a.log}
-	p.ask() // the join starts: progress
-	done := make(chan struct{})
-	go func() { defer close(done); p.run(ctx) }()
-	return func() { cancel(); <-done; t.Stop() }
+	p.ask() // the join starts: progress, asked for before its first step
+	g := (&groups{rt: a.rt}).start(ctx, &controller.Func{ControllerName: "join-progress", Resync: JoinProgressInterval, Do: p.pass})
+	return g.stop
 }
 
 // joinSampler reads a join's progress through cli (scoped to the store's

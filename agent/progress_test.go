@@ -16,76 +16,50 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// chanExtender hands every ask to the test, which must take it.
-type chanExtender chan time.Duration
+// countingExtender counts the asks.
+type countingExtender struct{ asks []time.Duration }
 
-func (c chanExtender) ExtendTimeout(d time.Duration) error { c <- d; return nil }
+func (c *countingExtender) ExtendTimeout(d time.Duration) error {
+	c.asks = append(c.asks, d)
+	return nil
+}
 
 // TestProgressWatchAsksWhileTheJoinMovesOn: more start time is asked for
-// at every sample while the join's mark changed within stallAfter, not
+// at every pass while the join's mark changed within stallAfter, not
 // once it has not, and again once it changes.
 func TestProgressWatchAsksWhileTheJoinMovesOn(t *testing.T) {
 	const stall = 5 * time.Minute
-	type state struct {
-		at   time.Duration // since the start
-		mark joinMark
-		err  error
-	}
-	asks := make(chanExtender)
-	tick := make(chan time.Time)
-	states := make(chan state) // each sample takes the test's next state
-	var now time.Time          // the loop's own: set by its sample, read by its clock
-	p := &progressWatch{extend: asks, tick: tick, extendBy: 45 * time.Second, stallAfter: stall, log: logging.Test(t),
-		now: func() time.Time { return now },
-		sample: func(context.Context) (joinMark, error) {
-			s := <-states
-			now = time.Unix(1000, 0).Add(s.at)
-			return s.mark, s.err
-		}}
-	now = time.Unix(1000, 0)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); p.run(ctx) }()
-	defer func() { cancel(); <-done }()
-
-	asked := func(step string) {
+	start := time.Unix(1000, 0)
+	asks := &countingExtender{}
+	var now time.Time
+	var mark joinMark
+	var sampleErr error
+	p := &progressWatch{extend: asks, extendBy: 45 * time.Second, stallAfter: stall, log: logging.Test(t),
+		now: func() time.Time { return now }, lastAt: start,
+		sample: func(context.Context) (joinMark, error) { return mark, sampleErr }}
+	step := func(what string, at time.Duration, m joinMark, err error, wantAsk bool) {
 		t.Helper()
-		select {
-		case d := <-asks:
-			if d != 45*time.Second {
-				t.Fatalf("%s: asked for %v, want 45s", step, d)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("%s: no more start time asked for", step)
+		now, mark, sampleErr = start.Add(at), m, err
+		before := len(asks.asks)
+		if err := p.pass(t.Context()); err != nil {
+			t.Fatalf("%s: pass: %v", what, err)
 		}
-	}
-	// notAsked sends the next tick: had the last sample asked, the loop
-	// would wait on the ask instead of taking the tick.
-	notAsked := func(step string) {
-		t.Helper()
-		select {
-		case <-asks:
-			t.Fatalf("%s: more start time asked for", step)
-		case tick <- time.Time{}:
+		switch asked := len(asks.asks) > before; {
+		case asked && !wantAsk:
+			t.Fatalf("%s: more start time asked for", what)
+		case !asked && wantAsk:
+			t.Fatalf("%s: no more start time asked for", what)
+		case asked && asks.asks[before] != 45*time.Second:
+			t.Fatalf("%s: asked for %v, want 45s", what, asks.asks[before])
 		}
 	}
 	a := joinMark{joins: 5}
-	tick <- time.Time{}
-	states <- state{0, a, nil}
-	asked("first sample")
-	tick <- time.Time{}
-	states <- state{stall - time.Second, a, nil}
-	asked("no change, within stallAfter")
-	tick <- time.Time{}
-	states <- state{stall + time.Second, a, nil}
-	notAsked("no change for stallAfter")
-	states <- state{stall + 2*time.Second, a, errors.New("etcd unreachable")}
-	notAsked("a failed sample is no progress")
-	states <- state{stall + 3*time.Second, joinMark{joins: 5, applied: 1}, nil}
-	asked("the learner applied an entry")
-	tick <- time.Time{}
-	states <- state{2 * stall, joinMark{joins: 5, applied: 1}, nil}
-	asked("within stallAfter of the last change")
+	step("first sample", 0, a, nil, true)
+	step("no change, within stallAfter", stall-time.Second, a, nil, true)
+	step("no change for stallAfter", stall+time.Second, a, nil, false)
+	step("a failed sample is no progress", stall+2*time.Second, a, errors.New("etcd unreachable"), false)
+	step("the learner applied an entry", stall+3*time.Second, joinMark{joins: 5, applied: 1}, nil, true)
+	step("within stallAfter of the last change", 2*stall, joinMark{joins: 5, applied: 1}, nil, true)
 }
 
 // TestJoinSamplerReadsJoinsOpsAndTheMember: a join's mark moves with the

@@ -157,7 +157,7 @@ func TestGenerationsRewatchWhenTheWatchCloses(t *testing.T) {
 	a.cli, a.st = cli, st
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
-	go func() { defer close(done); a.generations(ctx) }()
+	go func() { defer close(done); _ = a.rt.Run(ctx, a.generations()) }()
 	defer func() { cancel(); <-done }()
 
 	desire := func(gen int64) {

@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/backoff"
 	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/token"
@@ -24,8 +24,9 @@ type ClientConfig struct {
 	Endpoints []string
 	// TokenFile holds the join token <id>.<secret>.
 	TokenFile string
-	// Retry paces attempts while no endpoint answers; zero: 500ms to 30s.
-	Retry backoff.Backoff
+	// Retry returns the policy that paces attempts while no endpoint
+	// answers; nil: 500ms to 30s.
+	Retry func() backoff.BackOff
 }
 
 // Obtain returns the agent's ObtainCerts: it joins with the
@@ -34,8 +35,10 @@ type ClientConfig struct {
 // a refusal: unknown, expired or revoked token, role not allowed, CA proof
 // mismatch. The error then says which, and never shows the secret.
 func Obtain(cfg ClientConfig, log *slog.Logger) func(ctx context.Context, dir pki.Dir) error {
-	if cfg.Retry.Base <= 0 {
-		cfg.Retry = backoff.Backoff{Base: 500 * time.Millisecond, Max: 30 * time.Second, Jitter: 0.5}
+	if cfg.Retry == nil {
+		cfg.Retry = func() backoff.BackOff {
+			return &backoff.ExponentialBackOff{InitialInterval: 500 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 30 * time.Second}
+		}
 	}
 	log = log.With("component", "join", "node", cfg.Name)
 	return func(ctx context.Context, dir pki.Dir) error {
@@ -54,24 +57,42 @@ func Obtain(cfg ClientConfig, log *slog.Logger) func(ctx context.Context, dir pk
 		retryable := func(err error) bool {
 			return errors.Is(err, join.ErrUnreachable) || errors.Is(err, join.ErrServer) || errors.Is(err, join.ErrRateLimited)
 		}
-		return backoff.Retry(ctx, cfg.Retry, retryable, func(ctx context.Context) error {
-			resp, err := join.Obtain(ctx, cc, dir)
-			var rl *join.RateLimitedError
-			switch {
-			case err == nil:
-				log.Info("joined: got this machine's certificate", "token", tok.ID, "controlPlane", resp.ControlPlane != nil)
-				return nil
-			case errors.As(err, &rl):
-				log.Warn("join endpoint asks to wait", "retryAfter", rl.RetryAfter)
-				select {
-				case <-ctx.Done():
-				case <-time.After(rl.RetryAfter):
-				}
-			case retryable(err):
-				log.Warn("no join endpoint answered; retrying", "err", err)
+		obtain := obtainOnce(cc, dir, tok, retryable, log)
+		var last error
+		_, err = backoff.Retry(ctx, func() (struct{}, error) {
+			err := obtain(ctx)
+			if last = err; err != nil && !retryable(err) {
+				return struct{}{}, backoff.Permanent(err)
 			}
-			return err
-		})
+			return struct{}{}, err
+		}, backoff.WithBackOff(cfg.Retry()), backoff.WithMaxElapsedTime(0))
+		if err != nil && ctx.Err() != nil && last != nil {
+			// Both, so that errors.Is finds either.
+			return fmt.Errorf("join: gave up: %w: %w", ctx.Err(), last)
+		}
+		return err
+	}
+}
+
+// obtainOnce is one attempt of Obtain.
+func obtainOnce(cc join.ClientConfig, dir pki.Dir, tok token.Token, retryable func(error) bool, log *slog.Logger) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		resp, err := join.Obtain(ctx, cc, dir)
+		var rl *join.RateLimitedError
+		switch {
+		case err == nil:
+			log.Info("joined: got this machine's certificate", "token", tok.ID, "controlPlane", resp.ControlPlane != nil)
+			return nil
+		case errors.As(err, &rl):
+			log.Warn("join endpoint asks to wait", "retryAfter", rl.RetryAfter)
+			select {
+			case <-ctx.Done():
+			case <-time.After(rl.RetryAfter):
+			}
+		case retryable(err):
+			log.Warn("no join endpoint answered; retrying", "err", err)
+		}
+		return err
 	}
 }
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/backoff"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/gossipkey"
@@ -267,19 +267,25 @@ func (j *Endpoint) registerBootstrapToken(ctx context.Context, reg *token.Regist
 		j.log.Warn("tokenFile holds no join token; machines can join only with tokens from nicoctl token create", "err", err)
 		return nil
 	}
-	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 5 * time.Second, Jitter: 0.5}
-	return backoff.Retry(ctx, b, func(err error) bool { return !errors.Is(err, store.ErrExists) }, func(ctx context.Context) error {
+	b := &backoff.ExponentialBackOff{InitialInterval: 200 * time.Millisecond, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Second}
+	// Retried until ctx ends: the endpoint cannot serve the bootstrap
+	// token before it is registered.
+	_, err = backoff.Retry(ctx, func() (struct{}, error) {
 		_, err := reg.Register(ctx, tok, token.Spec{Roles: token.AllRoles, Description: "bootstrap token (tokenFile of " + j.cfg.Name + ")"}, j.Now())
 		switch {
 		case err == nil:
 			j.log.Info("registered the bootstrap token", "token", tok.ID)
 		case errors.Is(err, store.ErrExists):
-			return nil
+			return struct{}{}, nil
 		default:
 			j.log.Debug("registering the bootstrap token", "token", tok.ID, "err", err)
 		}
-		return err
-	})
+		return struct{}{}, err
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(0))
+	if err != nil {
+		return fmt.Errorf("join endpoint: register the bootstrap token: %w", err)
+	}
+	return nil
 }
 
 // cluster tells a joining machine the voters' client URLs and the gossip

@@ -78,16 +78,5 @@ func installGeneration(m Keyring, gen uint64, log *slog.Logger) {
 
 // Follow installs the stored generation on m every interval until ctx ends.
 func Follow(ctx context.Context, st *store.Store, m Keyring, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if k, err := Current(ctx, st); err == nil {
-			installGeneration(m, k.Spec.Generation, log)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	(&Follower{St: st, M: m, Interval: interval, Log: log}).every(ctx)
 }

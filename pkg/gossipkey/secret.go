@@ -244,38 +244,7 @@ func CurrentSecret(ctx context.Context, st *store.Store, who Member) ([]byte, ui
 // drops the replaced secret SecretOverlap intervals later. Each distinct
 // failure is logged once; the secret never is.
 func FollowSecret(ctx context.Context, st *store.Store, m SecretKeyring, who Member, interval time.Duration, log *slog.Logger) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	var last string
-	var dropAt time.Time // when to drop the replaced secret; zero: none held
-	for {
-		if !dropAt.IsZero() && !time.Now().Before(dropAt) {
-			if err := m.DropPreviousSecret(); err != nil {
-				log.Warn("dropping the previous gossip secret failed", "err", err)
-			}
-			dropAt = time.Time{}
-		}
-		if k, err := Current(ctx, st); err == nil {
-			switched, err := followSecret(ctx, st, m, who, k.Spec)
-			if switched {
-				dropAt = time.Now().Add(SecretOverlap * interval)
-			}
-			if err != nil {
-				if err.Error() != last {
-					log.Warn("cannot install the current gossip secret; run nicoctl gossip rotate-key --new-secret again, or join this machine again", "node", who.Name, "secret_generation", k.Spec.SecretGeneration, "err", err)
-					last = err.Error()
-				}
-			} else {
-				last = ""
-			}
-			installGeneration(m, k.Spec.Generation, log)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	(&Follower{St: st, M: m, Secret: &who, Interval: interval, Log: log}).every(ctx)
 }
 
 // followSecret installs spec's secret on m when m holds an older one, and

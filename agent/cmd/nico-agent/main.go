@@ -114,7 +114,11 @@ func run(args []string, stderr io.Writer) int {
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
 	defer serveJoin(ctx, cfg, a.Runtime(), log)()
-	go func() { _ = notify.RunWatchdog(ctx, a.Healthy) }()
+	// The watchdog is fed while the agent and all its controllers are
+	// healthy (agent.Agent.Healthy).
+	watchdog := make(chan struct{})
+	go func() { defer close(watchdog); _ = notify.RunWatchdog(ctx, a.Healthy) }()
+	defer func() { stop(); <-watchdog }()
 	switch err := a.Run(ctx); {
 	case err == nil:
 		return 0
