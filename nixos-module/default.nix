@@ -56,10 +56,20 @@ let
   inPkiCopy = f: "${etcdPkiCopy}/${f}";
   loopbackClientURL = "${schemeOf st.etcd.clientURL}://127.0.0.1:${toString (portOf st.etcd.clientURL)}";
 
-  # The coordinator (DynamicUser, no access to pkiDir) gets its client
-  # certificate as systemd credentials, named in its configuration.
-  coordinatorTLS = lib.any isHttps cfg.coordinator.settings.etcd.endpoints;
-  coordinatorCreds = "/run/credentials/nico-coordinator.service";
+  # The coordinator reads its client certificate (and, on a machine that
+  # joined, gossip.secret and node.key for its mesh member) straight from
+  # pkiDir, as root without capabilities and with a read-only file system
+  # (its unit below). Endpoints it learns from the mesh are https, as the
+  # agents' client URLs must be.
+  coordinatorEndpoints = cfg.coordinator.settings.etcd.endpoints;
+  coordinatorTLS = coordinatorEndpoints == [ ] || lib.any isHttps coordinatorEndpoints;
+  # On a host that joins through seeds, the coordinator's own member of the
+  # mesh, which names it the etcd voters (etcd.endpoints left empty).
+  coordinatorGossip = cfg.seeds != [ ];
+  # The coordinator's gossip port (pkg/config CoordinatorGossipPort: the
+  # agent's default port + 1) unless its settings give one.
+  coordinatorGossipPort = lib.toInt (toString (cfg.coordinator.settings.gossip.port or 7947));
+  coordinatorGossipPorts = lib.optional (cfg.coordinator.enable && coordinatorGossip && coordinatorGossipPort != 0) coordinatorGossipPort;
 
   # Keys left null (and sections left empty by that) are not rendered: the
   # program's default applies.
@@ -70,7 +80,7 @@ let
   agentConfigFile = settingsFormat.generate "nico-agent.yaml" (dropNulls st);
   coordinatorConfigFile = settingsFormat.generate "nico-coordinator.yaml" (dropNulls (lib.recursiveUpdate
     (lib.optionalAttrs coordinatorTLS {
-      tls = { caFile = "${coordinatorCreds}/ca.crt"; certFile = "${coordinatorCreds}/coordinator.crt"; keyFile = "${coordinatorCreds}/coordinator.key"; };
+      tls = { caFile = inPki "ca.crt"; certFile = inPki "coordinator.crt"; keyFile = inPki "coordinator.key"; };
     })
     cfg.coordinator.settings));
 
@@ -177,7 +187,9 @@ in
       description = ''
         Open the gossip port (`settings.gossip.port`, TCP and UDP) and, on
         control-plane hosts, etcd's peer and client ports and the join
-        endpoint's port (`settings.join.listen`, TCP).
+        endpoint's port (`settings.join.listen`, TCP); on a host whose
+        coordinator joins the mesh (`seeds` set), its gossip port too
+        (`coordinator.settings.gossip.port`, 7947 by default, TCP and UDP).
       '';
     };
 
@@ -204,10 +216,17 @@ in
         type = types.submodule {
           freeformType = settingsFormat.type;
           options.etcd.endpoints = mkOption {
-            type = types.nonEmptyListOf types.str;
-            default = [ cfg.settings.etcd.clientURL ];
-            defaultText = literalExpression "[ config.services.nico.settings.etcd.clientURL ]";
-            description = "Client URLs of the etcd cluster; the local member by default.";
+            type = types.listOf types.str;
+            default = if cfg.seeds != [ ] then [ ] else [ cfg.settings.etcd.clientURL ];
+            defaultText = literalExpression ''if config.services.nico.seeds != [ ] then [ ] else [ config.services.nico.settings.etcd.clientURL ]'';
+            description = ''
+              Client URLs of the etcd cluster. Empty (the default on a host
+              with `seeds`): the coordinator learns the voters' client URLs
+              from the gossip mesh, which it joins through `seeds` with
+              `tokenFile`, as the agent does; on a host that joins, its own
+              etcd member does not serve before the join. Without seeds (the
+              bootstrap host), the local member.
+            '';
           };
         };
         default = { };
@@ -298,12 +317,15 @@ in
             defaultText = literalMD "the first static IPv4 address of `networking.interfaces` (private ones first), else null";
             example = "10.0.0.1";
             description = ''
-              IP address other machines reach this host's gossip on. null
-              leaves it to the agent: the bind address, or with the default
-              bind (0.0.0.0) a private address of the host's, and the agent
-              fails to start on a host with none. Set it where that guess
-              is wrong: a host whose addresses are all public, or one on
-              several private networks; the module warns when it is
+              IP address other machines reach this host's gossip on (the
+              agent's, and on a host with `seeds` the coordinator's). null
+              leaves it to the programs: the bind address, or with the
+              default bind (0.0.0.0) a private address of the host's, else
+              a public one on the default route, else 127.0.0.1 on a
+              loopback-only host, else they fail to start naming this key.
+              Set it where that guess is wrong: a host on several private
+              networks, or with several public addresses off the default
+              route; the module warns when it is
               ${sharedNATAddress}, the user-mode NAT address every QEMU (and
               VirtualBox) guest has.
             '';
@@ -658,7 +680,24 @@ in
     })
 
     (mkIf cfg.coordinator.enable {
+      # The candidate's name is the machine's (its mesh member opens the
+      # gossip secret sealed to that node); on a host that joins, its own
+      # mesh member, beside the agent's, through the same seeds and token.
+      services.nico.coordinator.settings = mkMerge [
+        { name = mkDefault st.name; }
+        (mkIf coordinatorGossip {
+          gossip.seeds = mkDefault cfg.seeds;
+          gossip.profile = mkDefault st.gossip.profile;
+          gossip.advertise = mkDefault st.gossip.advertise;
+          gossip.bind = mkDefault (st.gossip.bind or null);
+          tokenFile = mkDefault (toString cfg.tokenFile);
+        })
+      ];
       environment.etc."nico/coordinator.yaml".source = coordinatorConfigFile;
+      # pki.dir (and the data dir holding it) as the agent makes them, root's
+      # and 0700, from boot on: the coordinator's unit binds pki.dir.
+      systemd.tmpfiles.rules = lib.optional (lib.hasPrefix "${st.dataDir}/" pkiDir) "d ${st.dataDir} 0700 root root -"
+        ++ [ "d ${pkiDir} 0700 root root -" ];
       systemd.services.nico-coordinator = {
         description = "nico coordinator candidate";
         wantedBy = [ "multi-user.target" ];
@@ -669,25 +708,54 @@ in
           NotifyAccess = "main";
           WatchdogSec = "30s";
           ExecStart = "${cfg.package}/bin/nico-coordinator --config ${coordinatorConfigFile}";
+          # On a host that joins, the coordinator may start before its
+          # agent has joined: it then waits, in the activating state, for
+          # the identity the agent writes into pki.dir (coordinator.crt)
+          # and for the mesh to name the etcd voters, logging what it waits
+          # for and extending this timeout (EXTEND_TIMEOUT_USEC, 60 s every
+          # 20 s) meanwhile. The limit is for a start that sends nothing.
+          TimeoutStartSec = "2min";
           Restart = "always";
           RestartSec = "5s";
-          DynamicUser = true;
+          # Its TLS files are read straight from pki.dir (root's, 0700,
+          # files 0600), as they appear and as they are renewed, so it runs
+          # as root, but with no capability at all (no CAP_DAC_OVERRIDE:
+          # files of other users stay closed to it, etcd's data dir
+          # included) and a read-only file system: pki.dir stays as the
+          # agent keeps it. No systemd credentials: a missing file would
+          # fail the start before the program runs, and credentials are
+          # read only at start.
+          User = "root";
+          CapabilityBoundingSet = "";
           ProtectSystem = "strict";
+          # Of /var/lib (other services' state, systemd's credential key)
+          # it sees pki.dir only (and tokenFile, wherever it is), read-only;
+          # tmpfiles (below) makes pki.dir before the agent first runs, so
+          # that there is a directory to bind, where the agent's files then
+          # appear. (A `+` ExecStartPre cannot make it: systemd sets up the
+          # same mount namespace for it.)
+          TemporaryFileSystem = "/var/lib:ro";
+          BindReadOnlyPaths = [ pkiDir ] ++ lib.optional (cfg.coordinator.settings.tokenFile or null != null) "-${cfg.coordinator.settings.tokenFile}";
           ProtectHome = true;
           PrivateTmp = true;
           PrivateDevices = true;
           NoNewPrivileges = true;
           ProtectKernelTunables = true;
           ProtectKernelModules = true;
+          ProtectKernelLogs = true;
           ProtectControlGroups = true;
-          RestrictAddressFamilies = [ "AF_INET" "AF_INET6" "AF_UNIX" ];
+          ProtectClock = true;
+          ProtectHostname = true;
+          RestrictNamespaces = true;
+          RestrictRealtime = true;
+          RestrictSUIDSGID = true;
+          # AF_NETLINK: its mesh member lists the host's addresses to pick
+          # the one it advertises (pkg/gossip HostAddrs).
+          RestrictAddressFamilies = [ "AF_INET" "AF_INET6" "AF_UNIX" ] ++ lib.optional coordinatorGossip "AF_NETLINK";
           LockPersonality = true;
           MemoryDenyWriteExecute = true;
           SystemCallArchitectures = "native";
-          # With TLS, its client certificate from the agent's pki.dir
-          # (root's): the unit fails, and is restarted, until the agent has
-          # written them.
-          LoadCredential = mkIf coordinatorTLS (map (f: "${f}:${inPki f}") [ "ca.crt" "coordinator.crt" "coordinator.key" ]);
+          UMask = "0077";
         };
       };
     })
@@ -727,8 +795,9 @@ in
     (mkIf cfg.openFirewall {
       networking.firewall.allowedTCPPorts =
         lib.optional (gossipPort != 0) gossipPort
-        ++ lib.optionals isControlPlane [ (portOf st.etcd.peerURL) (portOf st.etcd.clientURL) joinPort ];
-      networking.firewall.allowedUDPPorts = lib.optional (gossipPort != 0) gossipPort;
+        ++ lib.optionals isControlPlane [ (portOf st.etcd.peerURL) (portOf st.etcd.clientURL) joinPort ]
+        ++ coordinatorGossipPorts;
+      networking.firewall.allowedUDPPorts = lib.optional (gossipPort != 0) gossipPort ++ coordinatorGossipPorts;
     })
   ]);
 }

@@ -26,6 +26,9 @@
 //	TestJoinThroughSystemd            cp2, cp3 join through the systemd member runtime; restart
 //	                                  mid-join resumes the learner; watchdog on a hung agent;
 //	                                  exit 3 after removal is not restarted
+//	TestCoordinatorWaitsForItsIdentity cp2's coordinator started before its agent: activating,
+//	                                  waiting for its identity, READY once the agent joined,
+//	                                  etcd endpoints from the mesh, NRestarts 0
 //	TestAgentRestartsIntoTheNewAgent  exit 4 after a generation that installs another agent
 //	TestChangedSettingsReachTheAgent  a switch to changed settings reaches the agent (defect 11)
 //	TestNixOSApplier                  the nixos applier with real Nix under systemd-run, health

@@ -44,6 +44,23 @@ let
     };
   }];
 
+  # A control-plane host that joins through seeds: its coordinator learns
+  # the etcd endpoints from its own member of the mesh.
+  cp2 = host [{
+    networking.hostName = "cp-2";
+    services.nico = {
+      enable = true;
+      roles = [ "controlPlane" ];
+      seeds = [ "10.0.0.1" ];
+      tokenFile = "/run/keys/nico-token";
+      openFirewall = true;
+      settings.etcd.peerURL = "https://10.0.0.2:2380";
+      settings.etcd.clientURL = "https://10.0.0.2:2379";
+      settings.gossip.advertise = "10.0.0.2";
+    };
+  }];
+  cp2Coord = cp2.systemd.services.nico-coordinator.serviceConfig;
+
   hv = host [{
     networking.hostName = "hv-1";
     services.nico = { enable = true; roles = [ "worker" "hypervisor" ]; seeds = [ "10.0.0.1" ]; };
@@ -227,24 +244,53 @@ let
       && worker.environment.variables == { };
     "TLS: the loopback client URL is https too" =
       tlsEtcd.listenClientUrls == [ "https://10.0.0.1:2379" "https://127.0.0.1:2379" ];
-    "TLS: the coordinator gets its certificate as credentials" =
-      tls.systemd.services.nico-coordinator.serviceConfig.LoadCredential == [
-        "ca.crt:/var/lib/nico-pki/ca.crt" "coordinator.crt:/var/lib/nico-pki/coordinator.crt" "coordinator.key:/var/lib/nico-pki/coordinator.key"
-      ];
-    "TLS: the coordinator's YAML points tls.* at its credentials" =
+    "TLS (coordinator waits): no credentials, which would fail its start on a host that joins; root without capabilities, read-only file system" =
+      let c = tls.systemd.services.nico-coordinator.serviceConfig; in
+      !(c ? LoadCredential) && !(c ? DynamicUser) && c.User == "root" && c.CapabilityBoundingSet == ""
+      && c.ProtectSystem == "strict" && c.NoNewPrivileges && c.ProtectHome && !(c ? ReadWritePaths) && !(c ? StateDirectory);
+    "coordinator: of /var/lib only pki.dir (and tokenFile), read-only; tmpfiles makes pki.dir 0700 before the agent runs" =
+      let c = tls.systemd.services.nico-coordinator.serviceConfig; in
+      c.TemporaryFileSystem == "/var/lib:ro" && c.BindReadOnlyPaths == [ "/var/lib/nico-pki" ]
+      && tls.systemd.tmpfiles.rules == [ "d /var/lib/nico-pki 0700 root root -" ]
+      && cp2Coord.BindReadOnlyPaths == [ "/var/lib/nico/pki" "-/run/keys/nico-token" ]
+      && cp2.systemd.tmpfiles.rules == [ "d /var/lib/nico 0700 root root -" "d /var/lib/nico/pki 0700 root root -" ]
+      && worker.systemd.tmpfiles.rules == [ ];
+    "TLS: the coordinator's YAML points tls.* at pki.dir, its name is the machine's" =
       coordYaml tls == {
+        name = "cp-t";
         etcd.endpoints = [ "https://10.0.0.1:2379" ];
         tls = {
-          caFile = "/run/credentials/nico-coordinator.service/ca.crt";
-          certFile = "/run/credentials/nico-coordinator.service/coordinator.crt";
-          keyFile = "/run/credentials/nico-coordinator.service/coordinator.key";
+          caFile = "/var/lib/nico-pki/ca.crt";
+          certFile = "/var/lib/nico-pki/coordinator.crt";
+          keyFile = "/var/lib/nico-pki/coordinator.key";
         };
       };
-    "TLS by default: the default pki.dir's files, client cert auth, coordinator credentials" =
+    "TLS by default: the default pki.dir's files, client cert auth, the coordinator's in pki.dir" =
       cp1.services.etcd.certFile == "/run/etcd-pki/etcd-server.crt" && cp1.services.etcd.clientCertAuth
       && lib.any (lib.hasInfix "/var/lib/nico/pki/ca.crt") cp1Etcd.serviceConfig.ExecStartPre
-      && cp1.systemd.services.nico-coordinator.serviceConfig ? LoadCredential
-      && (coordYaml cp1) ? tls;
+      && (coordYaml cp1).tls.certFile == "/var/lib/nico/pki/coordinator.crt";
+    "coordinator waits (start timeout): beyond the default, extended by the program while it waits" =
+      cp1.systemd.services.nico-coordinator.serviceConfig.TimeoutStartSec == "2min"
+      && cp1.systemd.services.nico-coordinator.serviceConfig.Type == "notify";
+    "coordinator on a host that joins: no etcd.endpoints, the mesh through the agent's seeds and token" =
+      coordYaml cp2 == {
+        name = "cp-2";
+        etcd.endpoints = [ ];
+        gossip = { seeds = [ "10.0.0.1" ]; profile = "lan"; advertise = "10.0.0.2"; };
+        tokenFile = "/run/keys/nico-token";
+        tls = {
+          caFile = "/var/lib/nico/pki/ca.crt";
+          certFile = "/var/lib/nico/pki/coordinator.crt";
+          keyFile = "/var/lib/nico/pki/coordinator.key";
+        };
+      }
+      && !(coordYaml cp1) ? gossip && !(coordYaml cp1) ? tokenFile;
+    "coordinator on a host that joins: netlink for its advertise address, its gossip port open" =
+      lib.elem "AF_NETLINK" cp2Coord.RestrictAddressFamilies
+      && !(lib.elem "AF_NETLINK" cp1.systemd.services.nico-coordinator.serviceConfig.RestrictAddressFamilies)
+      && cp2.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 7947 ]
+      && cp2.networking.firewall.allowedUDPPorts == [ 7946 7947 ];
+    "joining control-plane host passes its assertions" = failedAssertions cp2 == [ ];
     "gossip: a port given as a string, advertise and profile rendered" =
       tls.services.nico.settings.gossip == { port = 7000; advertise = "10.0.0.1"; profile = "wan"; };
     "firewall: the join port from join.listen, the gossip port from settings" =

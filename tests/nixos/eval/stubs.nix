@@ -91,6 +91,7 @@ in
 
     systemd.package = mkOption { type = types.package; default = pkgs.systemd; };
     systemd.services = mkOption { type = types.attrsOf (types.submodule serviceModule); default = { }; };
+    systemd.tmpfiles.rules = mkOption { type = types.listOf types.str; default = [ ]; };
 
     services.etcd = {
       enable = mkOption { type = types.bool; default = false; };

@@ -89,7 +89,11 @@ func TestModuleConfigsLoad(t *testing.T) {
 			}
 			cfs := pflag.NewFlagSet("nico-coordinator", pflag.ContinueOnError)
 			config.CoordinatorFlags(cfs)
-			if err := cfs.Parse([]string{"--config", coordFile}); err != nil {
+			cargs := []string{"--config", coordFile}
+			if strings.Contains(*r.Coordinator, `"tokenFile"`) {
+				cargs = append(cargs, "--tokenFile", token)
+			}
+			if err := cfs.Parse(cargs); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := config.LoadCoordinator(cfs); err != nil {

@@ -141,6 +141,8 @@ let
     lib.mapAttrs' (n: svc: lib.nameValuePair "etc/systemd/system/${n}.service" (unitText svc)) cfg.systemd.services
     // lib.mapAttrs' (n: e: lib.nameValuePair "etc/${n}" (if e.text != null then e.text else e.source.text)) etc
     // { "etc/set-environment" = setEnvironment cfg.environment.variables; }
+    # systemd.tmpfiles.rules, one a line, as NixOS writes them.
+    // lib.optionalAttrs (cfg.systemd.tmpfiles.rules != [ ]) { "etc/tmpfiles.d/00-nixos.conf" = lib.concatMapStrings (r: "${r}\n") cfg.systemd.tmpfiles.rules; }
     // lib.listToAttrs (map storeFile (map (e: e.source) (lib.filter (e: e.text == null && e.source ? text) (lib.attrValues etc)) ++ scripts));
 
   configs = lib.mapAttrs evalHost hosts;
