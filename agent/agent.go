@@ -227,9 +227,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
-	if a.cfg.Hypervisor != nil {
-		defer a.startHypervisor(ctx)()
-	}
 	var reload controller.Controller
 	if a.cfg.Reloader != nil {
 		reload = a.cfg.Reloader.Controller(a)
@@ -238,7 +235,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.Applier != nil {
 		gens = a.generations()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, reload))
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload))
 }
 
 // connect makes the store client: the configured endpoints plus the local

@@ -9,7 +9,10 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/controller/conformance"
+	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -58,4 +61,55 @@ func TestHealthyFollowsTheControllers(t *testing.T) {
 	fail.Store(false)
 	retry(agentMaxFailures + 1)
 	waitFor(t, 10*time.Second, "healthy after a success", a.Healthy)
+}
+
+// TestAgentControllersConform: the heartbeat, the removal watch and the
+// generations controller keep the runtime's contract (package
+// conformance).
+func TestAgentControllersConform(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newAgent := func(t *testing.T) *Agent {
+		a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, HeartbeatTTL: time.Hour}, nil, quietNotifier{}, logging.Test(t))
+		a.cli, a.st = st.Client(), st
+		return a
+	}
+	if err := st.Put(context.Background(), store.RemovalKey("w-1"), api.NewRemoveRequest("w-1")); err != nil {
+		t.Fatal(err)
+	}
+	// A heartbeat revokes its lease once its context ended, which writes:
+	// each check waits for the previous check's heartbeat to be done.
+	var hbs []*heartbeat
+	settle := func() {
+		for _, hb := range hbs {
+			hb.wait()
+		}
+	}
+	t.Run("heartbeat", func(t *testing.T) {
+		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller {
+			settle()
+			hb := &heartbeat{a: newAgent(t)}
+			hbs = append(hbs, hb)
+			return hb
+		}})
+	})
+	settle()
+	t.Run("removal", func(t *testing.T) {
+		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller { return newAgent(t).removalWatch() }})
+	})
+	c := api.NewNixosConfiguration("w-1")
+	c.Spec.Generation = 1
+	if err := st.Put(context.Background(), store.NixosConfigKey("w-1"), c); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("generations", func(t *testing.T) {
+		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller {
+			a := newAgent(t)
+			a.cfg.Applier = &recordingApplier{}
+			return a.generations()
+		}})
+	})
 }

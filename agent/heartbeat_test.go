@@ -1,13 +1,10 @@
 package agent
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/controller"
-	"github.com/homystack/nico/pkg/controller/conformance"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
@@ -56,42 +53,4 @@ func TestHeartbeatRegrantsALostLease(t *testing.T) {
 	if l := heartbeatLease(t, st, "w-1"); l != 0 {
 		t.Errorf("the key is still there on lease %x after the heartbeat stopped", l)
 	}
-}
-
-// TestAgentControllersConform: the heartbeat and the removal watch keep
-// the runtime's contract (package conformance).
-func TestAgentControllersConform(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	newAgent := func(t *testing.T) *Agent {
-		a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, HeartbeatTTL: time.Hour}, nil, quietNotifier{}, logging.Test(t))
-		a.cli, a.st = st.Client(), st
-		return a
-	}
-	if err := st.Put(context.Background(), store.RemovalKey("w-1"), api.NewRemoveRequest("w-1")); err != nil {
-		t.Fatal(err)
-	}
-	// A heartbeat revokes its lease once its context ended, which writes:
-	// each check waits for the previous check's heartbeat to be done.
-	var hbs []*heartbeat
-	settle := func() {
-		for _, hb := range hbs {
-			hb.wait()
-		}
-	}
-	t.Run("heartbeat", func(t *testing.T) {
-		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller {
-			settle()
-			hb := &heartbeat{a: newAgent(t)}
-			hbs = append(hbs, hb)
-			return hb
-		}})
-	})
-	settle()
-	t.Run("removal", func(t *testing.T) {
-		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller { return newAgent(t).removalWatch() }})
-	})
 }

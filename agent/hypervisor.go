@@ -9,11 +9,12 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/hypervisor"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
+	"github.com/jonboulle/clockwork"
 )
 
 // HypervisorConfig is what a hypervisor host's controller needs.
@@ -34,9 +35,9 @@ type HypervisorConfig struct {
 	Resync time.Duration
 	// StopGrace is how long a guest has to shut down before it is destroyed.
 	StopGrace time.Duration
-	// Retry is the backoff of a machine whose domain action keeps failing;
-	// zero: about 1 s doubling up to 5 minutes.
-	Retry backoff.Backoff
+	// Retry returns the backoff of a machine whose domain action keeps
+	// failing; nil: about 1 s doubling up to 5 minutes.
+	Retry func() backoff.BackOff
 	// DomainType is the type of the domains defined: DomainTypeAuto (also
 	// when empty), DomainTypeKVM or DomainTypeQEMU.
 	DomainType string
@@ -78,6 +79,10 @@ type HypervisorController struct {
 	// OnPass, when set, is called after each pass with its actions and
 	// error (tests and the benchmark observe passes through it).
 	OnPass func(actions []domainAction, err error)
+
+	clock clockwork.Clock // times the wake of a machine held back
+	wake  chan struct{}   // wakes the controller (Controller)
+	due   clockwork.Timer // wakes it when the first machine held back is due
 }
 
 // NewHypervisorController returns a controller; it starts nothing until Run.
@@ -88,7 +93,7 @@ func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hyperviso
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 30 * time.Second
 	}
-	if cfg.Retry.Base <= 0 {
+	if cfg.Retry == nil {
 		cfg.Retry = defaultMachineRetry
 	}
 	if cfg.DomainType == "" {
@@ -98,55 +103,45 @@ func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hyperviso
 		cfg.BootTimeout = 5 * time.Minute
 	}
 	return &HypervisorController{cfg: cfg, st: st, hv: hv, log: log.With("component", "hypervisor", "node", cfg.Node),
-		retries: newMachineRetries(cfg.Retry), boots: map[string]*bootWatch{}, Now: time.Now}
+		retries: newMachineRetries(cfg.Retry), boots: map[string]*bootWatch{}, Now: time.Now,
+		clock: clockwork.NewRealClock(), wake: make(chan struct{}, 1)}
 }
 
-// Run reconciles until ctx ends. A failed pass (the hypervisor or the store
-// unavailable) is retried with backoff; it never returns an error.
+// Controller is the controller of this host's domains (package
+// controller): it watches machines/ (what is placed here) and nodes/ (a
+// guest registering is a sign it booted), resyncs every Resync (libvirt
+// has no watch), and wakes when a machine held back by its backoff is due.
+// A failed pass (the hypervisor or the store unavailable) is retried with
+// the runtime's backoff, and counts against the agent's health.
+func (c *HypervisorController) Controller() controller.Controller {
+	return &controller.Func{ControllerName: "hypervisor", Prefixes: []string{store.MachinesDir, store.NodesDir}, Resync: c.cfg.Resync, Wake: c.wake, Do: c.reconcile}
+}
+
+// Run runs Controller on a runtime of its own until ctx ends, and returns
+// nil (tests and benchmarks; the agent runs Controller on its own runtime).
 func (c *HypervisorController) Run(ctx context.Context) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	events := c.st.Client().Watch(wctx, store.MachinesDir, clientv3.WithPrefix())
-	tick := time.NewTicker(c.cfg.Resync)
-	defer tick.Stop()
-	b := backoff.Backoff{Base: 200 * time.Millisecond, Max: 30 * time.Second, Factor: 2, Jitter: 0.5}
-	failures := 0
-	for {
-		_, err := c.Once(ctx)
-		var retry <-chan time.Time
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			delay := b.Delay(failures)
-			c.log.Warn("reconcile failed; retrying", "err", err, "attempt", failures, "retryIn", delay)
-			failures++
-			// A failed pass waits out its delay: neither watch events nor
-			// the resync tick hurry it (they are re-read on the retry).
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(delay):
-			}
-			continue
-		default:
-			failures = 0
-			if due, ok := c.retries.next(); ok {
-				// A machine held back by its backoff is due then.
-				retry = time.After(max(due.Sub(c.Now()), 0))
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-retry:
-		case _, ok := <-events:
-			if !ok {
-				events = c.st.Client().Watch(wctx, store.MachinesDir, clientv3.WithPrefix())
-			}
-		case <-tick.C:
-		}
+	return controller.New(c.st.Client(), controller.WithLogger(c.log)).Run(ctx, c.Controller())
+}
+
+// reconcile runs a pass and, after one that succeeded, arms the wake of
+// the first machine held back (a failed pass is the runtime's to retry).
+func (c *HypervisorController) reconcile(ctx context.Context) error {
+	if _, err := c.Once(ctx); err != nil {
+		return err
 	}
+	if c.due != nil {
+		c.due.Stop()
+		c.due = nil
+	}
+	if due, ok := c.retries.next(); ok {
+		c.due = c.clock.AfterFunc(max(due.Sub(c.Now()), 0), func() {
+			select {
+			case c.wake <- struct{}{}:
+			default: // a wake is pending
+			}
+		})
+	}
+	return nil
 }
 
 // Once runs one pass: report the host, plan and apply domain actions, and

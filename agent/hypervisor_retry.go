@@ -4,21 +4,23 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/homystack/nico/pkg/backoff"
+	"github.com/cenkalti/backoff/v5"
 )
 
 // defaultMachineRetry is the backoff of a machine whose domain action keeps
 // failing: about 1 s, 2 s, 4 s... up to 5 minutes.
-var defaultMachineRetry = backoff.Backoff{Base: time.Second, Max: 5 * time.Minute, Factor: 2, Jitter: 0.5}
+func defaultMachineRetry() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: time.Second, RandomizationFactor: 0.5, Multiplier: 2, MaxInterval: 5 * time.Minute}
+}
 
 // machineRetries holds the per-machine backoff of a host's domain actions.
 // A machine whose define or start keeps failing (an unknown network, a
 // kernel file missing, libvirt refusing the definition) is retried after a
 // growing, jittered delay rather than on every pass, and its last error
 // stays in its status meanwhile. The connection to libvirt being down is
-// not a machine's failure: the whole pass backs off then (Run).
+// not a machine's failure: the whole pass backs off then (Controller).
 //
-//	action fails ------------------> failures++, due = now + Delay(failures-1), error kept
+//	action fails ------------------> due = now + the machine's next backoff, error kept
 //	pass before due ---------------> action skipped, the kept error reported
 //	pass at or after due ----------> action tried again
 //	the action changes (new spec) -> tried at once, failures from 0
@@ -26,20 +28,20 @@ var defaultMachineRetry = backoff.Backoff{Base: time.Second, Max: 5 * time.Minut
 //
 // It is pure: the caller passes the time.
 type machineRetries struct {
-	b     backoff.Backoff
-	state map[string]retryState // by machine UUID
+	b     func() backoff.BackOff // a machine's policy, fresh for each
+	state map[string]retryState  // by machine UUID
 }
 
 type retryState struct {
 	// sig identifies the failing action (kind and spec): a different
 	// action for the machine is not held back by the old one's failures.
-	sig      string
-	failures int
-	due      time.Time
-	err      error
+	sig string
+	b   backoff.BackOff // its delays so far
+	due time.Time
+	err error
 }
 
-func newMachineRetries(b backoff.Backoff) *machineRetries {
+func newMachineRetries(b func() backoff.BackOff) *machineRetries {
 	return &machineRetries{b: b, state: map[string]retryState{}}
 }
 
@@ -57,11 +59,10 @@ func (r *machineRetries) due(uuid, sig string, now time.Time) (bool, error) {
 // delay before it is due again.
 func (r *machineRetries) failed(uuid, sig string, err error, now time.Time) time.Duration {
 	s := r.state[uuid]
-	if s.sig != sig {
-		s = retryState{sig: sig}
+	if s.sig != sig || s.b == nil {
+		s = retryState{sig: sig, b: r.b()}
 	}
-	d := r.b.Delay(s.failures)
-	s.failures++
+	d := s.b.NextBackOff()
 	s.due, s.err = now.Add(d), err
 	r.state[uuid] = s
 	return d

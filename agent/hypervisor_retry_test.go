@@ -1,16 +1,19 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/backoff"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/hypervisor"
 	"github.com/homystack/nico/pkg/hypervisor/hypervisortest"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/jonboulle/clockwork"
 )
 
 // TestMachineRetries walks the per-machine backoff through failures,
@@ -72,7 +75,9 @@ func TestMachineRetries(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newMachineRetries(backoff.Backoff{Base: time.Second, Max: 5 * time.Second, Factor: 2})
+			r := newMachineRetries(func() backoff.BackOff {
+				return &backoff.ExponentialBackOff{InitialInterval: time.Second, Multiplier: 2, MaxInterval: 5 * time.Second}
+			})
 			for i, s := range tc.steps {
 				now := t0.Add(s.at)
 				switch s.op {
@@ -102,7 +107,9 @@ func TestHypervisorControllerBacksOffAFailingMachine(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Retry: backoff.Backoff{Base: 10 * time.Second, Max: time.Minute, Factor: 2}}, st, fake, logging.Test(t))
+	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Retry: func() backoff.BackOff {
+		return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Second, Multiplier: 2, MaxInterval: time.Minute}
+	}}, st, fake, logging.Test(t))
 	c.Now = func() time.Time { return now }
 	bad := placedMachine("web-0", "hv-1", 0)
 	bad.Spec.Template.Network = "nope"
@@ -144,4 +151,33 @@ func TestHypervisorControllerBacksOffAFailingMachine(t *testing.T) {
 
 func hvCond(m *api.Machine) *api.Condition {
 	return api.FindCondition(m.Status.Conditions, api.CondProvisioned)
+}
+
+// TestHypervisorControllerWakesWhenAHeldBackMachineIsDue: under the
+// runtime, with no event and the resync an hour away, a machine held back
+// by its backoff is tried again as soon as its delay is over.
+func TestHypervisorControllerWakesWhenAHeldBackMachineIsDue(t *testing.T) {
+	st := hvStore(t)
+	fake := hypervisortest.NewFake(8, 8192)
+	clk := clockwork.NewFakeClock()
+	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Resync: time.Hour, Retry: func() backoff.BackOff {
+		return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Second, Multiplier: 2, MaxInterval: time.Minute}
+	}}, st, fake, logging.Test(t))
+	c.clock, c.Now = clk, clk.Now
+	bad := placedMachine("web-0", "hv-1", 0)
+	bad.Spec.Template.Network = "nope"
+	putMachine(t, st, bad)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	rt := controller.New(st.Client(), controller.WithClock(clk), controller.WithLogger(logging.Test(t)))
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx, c.Controller()) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "the first define", func() bool { return fake.Calls("Define") == 1 })
+	// The resync ticker and the held-back machine's wake wait on the clock.
+	if err := clk.BlockUntilContext(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(10 * time.Second)
+	waitFor(t, 10*time.Second, "the define retried once due", func() bool { return fake.Calls("Define") == 2 })
 }

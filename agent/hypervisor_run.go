@@ -1,8 +1,7 @@
 package agent
 
 import (
-	"context"
-
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/hypervisor"
 )
 
@@ -15,8 +14,12 @@ type HypervisorSetup struct {
 	Config HypervisorConfig
 }
 
-// startHypervisor runs the controller until the returned stop is called.
-func (a *Agent) startHypervisor(ctx context.Context) (stop func()) {
+// hypervisorController is the host's domain controller, run in the node's
+// group (agent/controllers.go); nil without the hypervisor role.
+func (a *Agent) hypervisorController() controller.Controller {
+	if a.cfg.Hypervisor == nil {
+		return nil
+	}
 	cfg := a.cfg.Hypervisor.Config
 	if cfg.Node == "" {
 		cfg.Node = a.cfg.Name
@@ -28,8 +31,6 @@ func (a *Agent) startHypervisor(ctx context.Context) (stop func()) {
 		cfg.Endpoints = a.cli.Endpoints()
 	}
 	c := NewHypervisorController(cfg, a.st, a.cfg.Hypervisor.HV, a.log)
-	hctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(hctx) }()
-	return func() { cancel(); <-done }
+	c.clock, c.Now = a.cfg.Clock, a.cfg.Clock.Now
+	return c.Controller()
 }

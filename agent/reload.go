@@ -19,8 +19,9 @@ import (
 // short, so nothing restarts it. The Reloader notices and restarts the
 // agent at a safe point instead: it exits as after an upgrade (ErrUpgraded,
 // exit 4, RestartForceExitStatus=4), never while a generation is being
-// applied (Guard) and only between the agent's own steps (supervise takes
-// the request between a join, a removal or a member restart, never in one).
+// applied (Guard) and only between the agent's own steps (the member
+// controller, agent/supervise.go, takes the request between a join, a
+// removal or a member restart, never in one).
 //
 //	[snapshot at start] --every interval--> [compare] --same--> wait
 //	                                            |

@@ -17,8 +17,8 @@ import (
 
 // heldRuntime is a member runtime whose Done can be held once: the first
 // call after hold blocks until the test releases it, which keeps the
-// agent's supervise loop away from its select for as long as the test
-// needs.
+// agent's member controller (agent/supervise.go) in its reconcile for as
+// long as the test needs.
 type heldRuntime struct {
 	member.Runtime
 	mu      sync.Mutex
@@ -71,8 +71,8 @@ func bootstrapAgent(ctx context.Context, t *testing.T, rt member.Runtime) (a *Ag
 }
 
 // TestRunReturnsWhenHeartbeatAndShutdownMeet: the agent is stopped while its
-// supervise loop is busy, so that when the loop gets to its select both
-// the end of ctx and the end of the heartbeat are ready. Run used to send
+// member controller is busy, so that when it is done both the end of ctx
+// and the end of the heartbeat are ready. Run used to send
 // the heartbeat's end on a channel that both supervise and Run's deferred
 // wait received from: when supervise took it, Run returned "heartbeat
 // stopped: %!w(<nil>)" into a defer that waited for it forever. Each round
@@ -88,7 +88,8 @@ func TestRunReturnsWhenHeartbeatAndShutdownMeet(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// Wake supervise (a removal request still pending: nothing to do)
+		// Wake the node's controllers (a removal request still pending:
+		// nothing to do)
 		// and hold it before its select.
 		entered, release := rt.hold()
 		if err := st.Put(t.Context(), store.RemovalKey(cfg.Name), api.NewRemoveRequest(cfg.Name)); err != nil {
@@ -97,7 +98,7 @@ func TestRunReturnsWhenHeartbeatAndShutdownMeet(t *testing.T) {
 		select {
 		case <-entered:
 		case <-time.After(30 * time.Second):
-			t.Fatal("supervise did not wake on the removal request")
+			t.Fatal("the member controller did not reconcile")
 		}
 		cancel()
 		// The heartbeat's last act is revoking its lease, which deletes
