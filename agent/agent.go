@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/homystack/nico/agent/hypervisor"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/controller"
@@ -64,8 +65,8 @@ type Config struct {
 	// nil: the agent does not manage generations.
 	Applier apply.Applier
 	// Hypervisor, on a host with the hypervisor role, runs the libvirt
-	// domains placed on it (agent/hypervisor.go); nil: none.
-	Hypervisor *HypervisorSetup
+	// domains placed on it (package agent/hypervisor); nil: none.
+	Hypervisor *hypervisor.Setup
 	// PKI is where the machine's certificates live (agent/pki.go).
 	PKI PKIConfig
 	// AgentPathFile names a file that holds the path of the nico-agent

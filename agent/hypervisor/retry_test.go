@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func TestHypervisorControllerBacksOffAFailingMachine(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Retry: func() backoff.BackOff {
+	c := New(Config{Node: "hv-1", Retry: func() backoff.BackOff {
 		return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Second, Multiplier: 2, MaxInterval: time.Minute}
 	}}, st, fake, logging.Test(t))
 	c.Now = func() time.Time { return now }
@@ -160,7 +160,7 @@ func TestHypervisorControllerWakesWhenAHeldBackMachineIsDue(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
 	clk := clockwork.NewFakeClock()
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Resync: time.Hour, Retry: func() backoff.BackOff {
+	c := New(Config{Node: "hv-1", Resync: time.Hour, Retry: func() backoff.BackOff {
 		return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Second, Multiplier: 2, MaxInterval: time.Minute}
 	}}, st, fake, logging.Test(t))
 	c.clock, c.Now = clk, clk.Now
