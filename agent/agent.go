@@ -1,8 +1,19 @@
-// Package agent is nico's per-machine agent. It owns its machine and nothing
-// else: it registers the node under a heartbeat lease, runs the local etcd
-// member when the node has the control-plane role (bootstrapping a new
-// cluster, or joining a running one through the coordinator's learner
-// flow), and reports what it observed. It never decides for the fleet.
+// Package agent is the node lifecycle of nico's per-machine agent, and
+// only that. It owns its machine and nothing else: it gets and renews the
+// machine's certificates, registers the node under a heartbeat lease, runs
+// the local etcd member when the node has the control-plane role
+// (bootstrapping a new cluster, or joining a running one through the
+// coordinator's learner flow), applies the node's generations, and reports
+// what it observed. It never decides for the fleet.
+//
+// What else a machine runs lives next to it, each in a package of its own:
+// the join endpoint a control-plane machine serves as the coordinator's
+// identity, and the client the agent joins and renews through
+// (agent/joinendpoint), and a hypervisor host's domain controller
+// (agent/hypervisor). The agent's main (agent/cmd/nico-agent) runs the
+// endpoint beside the agent, gives the agent the endpoint's client as its
+// ObtainCerts and RenewNodeCert, and on a hypervisor host a
+// hypervisor.Setup, whose controller the agent runs in its node group.
 //
 //	start --bootstrap, no data--> [new cluster] ----------------------------+
 //	  |                                                                      v
