@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
@@ -88,13 +90,9 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 		}
 		return true
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !ready() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the leader's controllers did not all succeed: %+v", cd.c.Health())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 20*time.Second, "the leader's controllers all succeeded", func() (bool, string) {
+		return ready(), fmt.Sprintf("%+v", cd.c.Health())
+	})
 	if !cd.c.Healthy() {
 		t.Errorf("not Healthy: %+v", cd.c.Health())
 	}
@@ -116,12 +114,9 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 	if err := st.Put(ctx, store.HypervisorKey("hv-1"), hv); err != nil {
 		t.Fatal(err)
 	}
-	for events()["machine-pools"] != before["machine-pools"]+1 {
-		if time.Now().After(deadline.Add(10 * time.Second)) {
-			t.Fatalf("machine-pools saw no event for hypervisors/hv-1: %v -> %v", before, events())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "machine-pools to see the event for hypervisors/hv-1", func() (bool, string) {
+		return events()["machine-pools"] == before["machine-pools"]+1, fmt.Sprintf("%v -> %v", before, events())
+	})
 	after := events()
 	for name, n := range after {
 		if want := before[name] + map[string]uint64{"machine-pools": 1}[name]; n != want {

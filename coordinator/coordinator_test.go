@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 )
@@ -61,17 +63,12 @@ func leaderOf(t *testing.T, st *store.Store) string {
 
 func waitLeader(t *testing.T, st *store.Store, within time.Duration, ok func(string) bool) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		name := leaderOf(t, st)
-		if ok(name) {
-			return name
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leader %q did not change as wanted within %s", name, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var name string
+	testwait.For(t, within, "the leader to change as wanted", func() (bool, string) {
+		name = leaderOf(t, st)
+		return ok(name), fmt.Sprintf("leader %q", name)
+	})
+	return name
 }
 
 // waitCampaigners waits until n candidates have campaign keys.

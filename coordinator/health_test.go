@@ -1,22 +1,20 @@
 package coordinator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // waitHealthy waits until c.Healthy() is want.
 func waitHealthy(t *testing.T, c *Coordinator, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for c.Healthy() != want {
-		if time.Now().After(deadline) {
-			t.Fatalf("Healthy() stays %v", !want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, fmt.Sprintf("Healthy() %v", want), func() (bool, string) {
+		return c.Healthy() == want, fmt.Sprintf("Healthy() stays %v", !want)
+	})
 }
 
 // TestHealthFollowsTheElectionSession: Campaigning is closed and the
@@ -43,13 +41,9 @@ func TestHealthFollowsTheElectionSession(t *testing.T) {
 	if cd.c.Healthy() && cd.c.candidacy.sess.Load() == first {
 		t.Fatal("healthy on a session that ended")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for cd.c.candidacy.sess.Load() == first || !cd.c.Healthy() {
-		if time.Now().After(deadline) {
-			t.Fatal("no healthy next term")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.True(t, 30*time.Second, "a healthy next term", func() bool {
+		return cd.c.candidacy.sess.Load() != first && cd.c.Healthy()
+	})
 	cd.stop(t)
 	if cd.c.Healthy() {
 		t.Error("healthy after Run returned")

@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -89,28 +90,9 @@ func contractCtx(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// eventually polls cond until it holds, failing with its last reason after
-// d: etcd's member list is read serializably, so a follower may show a
-// change a moment after the leader made it.
-func eventually(t *testing.T, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(why)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(why)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
+// observed is a's member list; the cases wait on it with testwait: etcd's
+// member list is read serializably, so a follower may show a change a
+// moment after the leader made it.
 func observed(t *testing.T, a MemberAdmin) []membership.Member {
 	t.Helper()
 	ms, err := a.Observe(contractCtx(t, 10*time.Second))
@@ -178,7 +160,7 @@ func memberAdminContract(t *testing.T, env contractEnv) {
 			t.Fatalf("initial cluster %q lacks %q", initial, want)
 		}
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "the learner observed", func() (bool, string) {
 		m := memberByID(observed(t, a), id)
 		if m == nil {
 			return false, "learner not observed"
@@ -218,7 +200,7 @@ func memberAdminContract(t *testing.T, env contractEnv) {
 	if len(progress) == 0 {
 		t.Fatal("the learner's progress was not reported")
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "a healthy voter after Promote", func() (bool, string) {
 		m := memberByID(observed(t, a), id)
 		if m == nil {
 			t.Fatalf("member %s vanished after Promote", id)
@@ -244,14 +226,14 @@ func memberAdminContract(t *testing.T, env contractEnv) {
 	if err := a.MoveLeader(ctx(), lead.ClientURLs[0], id); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "leadership moved to the member", func() (bool, string) {
 		m := memberByID(observed(t, a), id)
 		return m != nil && m.Leader, fmt.Sprintf("leadership did not move to %s", id)
 	})
 	if err := a.MoveLeader(ctx(), client, lead.ID); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "leadership moved back", func() (bool, string) {
 		m := memberByID(observed(t, a), lead.ID)
 		return m != nil && m.Leader, fmt.Sprintf("leadership did not move back to %s", lead.Name)
 	})
@@ -260,7 +242,7 @@ func memberAdminContract(t *testing.T, env contractEnv) {
 	if err := a.Remove(ctx(), id); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "the member gone after Remove", func() (bool, string) {
 		return memberByID(observed(t, a), id) == nil, fmt.Sprintf("member %s still listed after Remove", id)
 	})
 	if err := a.Remove(ctx(), id); err != nil {

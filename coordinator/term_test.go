@@ -11,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -52,7 +53,7 @@ func TestTermEndsWithItsSessionAndTheNextWaitsItsBackoff(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("not elected")
 	}
-	poll(t, "the group running", func() bool { return len(c.Health()) == 4 && allRunning(c, true) })
+	testwait.True(t, 20*time.Second, "the group running", func() bool { return len(c.Health()) == 4 && allRunning(c, true) })
 
 	resp, err := st.Client().Get(t.Context(), first.Key)
 	if err != nil || len(resp.Kvs) != 1 {
@@ -61,7 +62,7 @@ func TestTermEndsWithItsSessionAndTheNextWaitsItsBackoff(t *testing.T) {
 	if _, err := st.Client().Revoke(t.Context(), clientv3.LeaseID(resp.Kvs[0].Lease)); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the group stopped with its term", func() bool { return allRunning(c, false) })
+	testwait.True(t, 20*time.Second, "the group stopped with its term", func() bool { return allRunning(c, false) })
 	wctx, wcancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer wcancel()
 	if err := clk.BlockUntilContext(wctx, 1); err != nil { // the term loop's backoff
@@ -79,7 +80,7 @@ func TestTermEndsWithItsSessionAndTheNextWaitsItsBackoff(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("no second term after the backoff")
 	}
-	poll(t, "the group running again", func() bool { return allRunning(c, true) })
+	testwait.True(t, 20*time.Second, "the group running again", func() bool { return allRunning(c, true) })
 }
 
 func allRunning(c *Coordinator, running bool) bool {
@@ -89,18 +90,6 @@ func allRunning(c *Coordinator, running bool) bool {
 		}
 	}
 	return true
-}
-
-// poll waits for cond (a condition, polled; not a delay).
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // TestTermSurvivesAClosedWatch: when the member the leader talks to loses
@@ -132,7 +121,7 @@ func TestTermSurvivesAClosedWatch(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	poll(t, "the group running", func() bool { return len(c.Health()) == 4 && allRunning(c, true) && c.Healthy() })
+	testwait.True(t, 20*time.Second, "the group running", func() bool { return len(c.Health()) == 4 && allRunning(c, true) && c.Healthy() })
 
 	// m1 and m2 stop: m0 has no leader, and after a few election timeouts
 	// etcd closes the watches that require one.
@@ -158,7 +147,7 @@ func TestTermSurvivesAClosedWatch(t *testing.T) {
 		t.Cleanup(e.Close)
 	}
 	back := time.Now()
-	poll(t, "every controller to watch again and succeed", func() bool {
+	testwait.True(t, 20*time.Second, "every controller to watch again and succeed", func() bool {
 		for _, h := range c.Health() {
 			if !h.Running || h.Rewatches == 0 || h.LastSuccess.Before(back) {
 				return false

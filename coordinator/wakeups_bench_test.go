@@ -13,6 +13,8 @@ import (
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/jonboulle/clockwork"
 )
 
 // BenchmarkLeaderReadsPerUnrelatedWrite measures what a write the leader's
@@ -44,17 +46,19 @@ func BenchmarkLeaderReadsPerUnrelatedWrite(b *testing.B) {
 	<-elected
 	metrics := cl.Members[0].ClientURL + "/metrics"
 	// Let the first passes of the term finish: wait until etcd serves no
-	// Range for a while.
+	// Range between two ticks 200ms apart.
 	settle := func() float64 {
 		last := ranges(b, metrics)
-		for {
-			time.Sleep(200 * time.Millisecond)
+		err := testwait.Until(b.Context(), clockwork.NewRealClock(), time.Minute, 200*time.Millisecond, func() (bool, string) {
 			now := ranges(b, metrics)
-			if now == last {
-				return now
-			}
+			quiet := now == last
 			last = now
+			return quiet, fmt.Sprintf("%v Range calls served, still growing", now)
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
+		return last
 	}
 	before := settle()
 	if before == 0 {

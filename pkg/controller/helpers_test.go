@@ -118,18 +118,6 @@ func health(rt *controller.Runtime, name string) controller.Health {
 	return controller.Health{}
 }
 
-// waitFor polls cond (a condition, not a delay) until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func put(t *testing.T, st *store.Store, key string) int64 {
 	t.Helper()
 	resp, err := st.Client().Put(context.Background(), key, "v")

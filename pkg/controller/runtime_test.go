@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -20,14 +21,14 @@ func TestReconcilesOnStartAndOnItsOwnPrefixesOnly(t *testing.T) {
 	rt := newRuntime(st.Client(), clk, t)
 	c := &counter{st: st, name: "count", prefixes: []string{"a/", "b/"}}
 	running(t, rt, c)
-	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+	testwait.True(t, 20*time.Second, "the first reconcile", func() bool { return len(c.completed()) == 1 })
 	put(t, st, "a/1")
-	waitFor(t, "a reconcile on a/", func() bool { return len(c.completed()) == 2 })
+	testwait.True(t, 20*time.Second, "a reconcile on a/", func() bool { return len(c.completed()) == 2 })
 	put(t, st, "b/1")
-	waitFor(t, "a reconcile on b/", func() bool { return len(c.completed()) == 3 })
+	testwait.True(t, 20*time.Second, "a reconcile on b/", func() bool { return len(c.completed()) == 3 })
 	put(t, st, "c/1") // not watched
 	put(t, st, "a/2")
-	waitFor(t, "a reconcile on a/2", func() bool { return len(c.completed()) == 4 })
+	testwait.True(t, 20*time.Second, "a reconcile on a/2", func() bool { return len(c.completed()) == 4 })
 	if got := c.completed(); got[3] != 2 {
 		t.Errorf("the last reconcile counted %d keys under a/, want 2 (it re-reads its inputs)", got[3])
 	}
@@ -56,9 +57,9 @@ func TestCoalescesABurstIntoOneReconcile(t *testing.T) {
 	for i := range burst {
 		put(t, st, fmt.Sprintf("in/%d", i))
 	}
-	waitFor(t, "every event of the burst", func() bool { return health(rt, "burst").Events == burst })
+	testwait.True(t, 20*time.Second, "every event of the burst", func() bool { return health(rt, "burst").Events == burst })
 	close(gate)
-	waitFor(t, "the reconcile after the burst", func() bool { return len(c.completed()) == 2 })
+	testwait.True(t, 20*time.Second, "the reconcile after the burst", func() bool { return len(c.completed()) == 2 })
 	stop()
 	if got := c.completed(); len(got) != 2 || got[1] != burst {
 		t.Errorf("reconciles saw %v keys, want [? %d]: %d events must make one reconcile", got, burst, burst)
@@ -72,9 +73,9 @@ func TestWatchesAgainFromTheLastRevisionAfterAClose(t *testing.T) {
 	rt := newRuntime(src, clk, t, constant(time.Second))
 	c := &counter{st: st, name: "rewatch", prefixes: []string{"in/"}}
 	running(t, rt, c)
-	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+	testwait.True(t, 20*time.Second, "the first reconcile", func() bool { return len(c.completed()) == 1 })
 	rev := put(t, st, "in/1")
-	waitFor(t, "the reconcile on in/1", func() bool { return len(c.completed()) == 2 })
+	testwait.True(t, 20*time.Second, "the reconcile on in/1", func() bool { return len(c.completed()) == 2 })
 
 	src.closeWatches()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -84,7 +85,7 @@ func TestWatchesAgainFromTheLastRevisionAfterAClose(t *testing.T) {
 	}
 	put(t, st, "in/2") // while no watch is open
 	clk.Advance(time.Second)
-	waitFor(t, "the reconcile on in/2, written while the watch was closed", func() bool { return len(c.completed()) == 3 })
+	testwait.True(t, 20*time.Second, "the reconcile on in/2, written while the watch was closed", func() bool { return len(c.completed()) == 3 })
 	if froms := src.watchedFrom(); len(froms) != 2 || froms[1] != rev+1 {
 		t.Errorf("watches opened from %v, want the second from %d (after the last event delivered)", froms, rev+1)
 	}
@@ -100,7 +101,7 @@ func TestResyncsWhenItsRevisionWasCompacted(t *testing.T) {
 	rt := newRuntime(src, clk, t, constant(time.Second))
 	c := &counter{st: st, name: "compact", prefixes: []string{"in/"}}
 	running(t, rt, c)
-	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+	testwait.True(t, 20*time.Second, "the first reconcile", func() bool { return len(c.completed()) == 1 })
 
 	src.closeWatches()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -114,8 +115,8 @@ func TestResyncsWhenItsRevisionWasCompacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	waitFor(t, "the resync", func() bool { return health(rt, "compact").Resyncs == 1 })
-	waitFor(t, "the reconcile of the resync", func() bool { return len(c.completed()) == 2 })
+	testwait.True(t, 20*time.Second, "the resync", func() bool { return health(rt, "compact").Resyncs == 1 })
+	testwait.True(t, 20*time.Second, "the reconcile of the resync", func() bool { return len(c.completed()) == 2 })
 	if got := c.completed()[1]; got != 2 {
 		t.Errorf("the resync counted %d keys, want 2", got)
 	}
@@ -124,7 +125,7 @@ func TestResyncsWhenItsRevisionWasCompacted(t *testing.T) {
 		t.Fatalf("watches opened from %v, want a third from the current revision's successor %d", froms, rev+1)
 	}
 	put(t, st, "in/3")
-	waitFor(t, "a reconcile on the watch opened after the resync", func() bool { return len(c.completed()) == 3 })
+	testwait.True(t, 20*time.Second, "a reconcile on the watch opened after the resync", func() bool { return len(c.completed()) == 3 })
 }
 
 func TestRequeuesAFailedReconcileWithBackoff(t *testing.T) {
@@ -139,7 +140,7 @@ func TestRequeuesAFailedReconcileWithBackoff(t *testing.T) {
 		return nil
 	}}
 	running(t, rt, c)
-	waitFor(t, "the first failure", func() bool { return health(rt, "flaky").Failures == 1 })
+	testwait.True(t, 20*time.Second, "the first failure", func() bool { return health(rt, "flaky").Failures == 1 })
 	if h := health(rt, "flaky"); h.State != controller.Backoff || !errors.Is(h.LastError, errFlaky) || !rt.Healthy() {
 		t.Errorf("after one failure: %+v healthy=%v; want backoff, the error, healthy", h, rt.Healthy())
 	}
@@ -148,12 +149,12 @@ func TestRequeuesAFailedReconcileWithBackoff(t *testing.T) {
 		t.Fatalf("retried before its backoff: %+v", h)
 	}
 	clk.Advance(time.Millisecond)
-	waitFor(t, "the second failure", func() bool { return health(rt, "flaky").Failures == 2 })
+	testwait.True(t, 20*time.Second, "the second failure", func() bool { return health(rt, "flaky").Failures == 2 })
 	if rt.Healthy() {
 		t.Error("Healthy after two failures in a row, with a policy of two")
 	}
 	clk.Advance(time.Second)
-	waitFor(t, "the success", func() bool { h := health(rt, "flaky"); return h.Failures == 0 && !h.LastSuccess.IsZero() })
+	testwait.True(t, 20*time.Second, "the success", func() bool { h := health(rt, "flaky"); return h.Failures == 0 && !h.LastSuccess.IsZero() })
 	if !rt.Healthy() {
 		t.Errorf("not Healthy after a success: %+v", rt.Health())
 	}
@@ -174,7 +175,7 @@ func TestRestartsAPanickingControllerAfterBackoff(t *testing.T) {
 		return nil
 	}}
 	running(t, rt, c)
-	waitFor(t, "the restart", func() bool { return health(rt, "panics").State == controller.Restarting })
+	testwait.True(t, 20*time.Second, "the restart", func() bool { return health(rt, "panics").State == controller.Restarting })
 	h := health(rt, "panics")
 	if h.Restarts != 1 || h.LastError == nil || rt.Healthy() {
 		t.Errorf("after a panic: %+v healthy=%v; want one restart, its error, unhealthy", h, rt.Healthy())
@@ -185,7 +186,7 @@ func TestRestartsAPanickingControllerAfterBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	waitFor(t, "the reconcile after the restart", func() bool { return len(c.completed()) == 1 })
+	testwait.True(t, 20*time.Second, "the reconcile after the restart", func() bool { return len(c.completed()) == 1 })
 	if !rt.Healthy() {
 		t.Errorf("not Healthy after the restart's success: %+v", rt.Health())
 	}
@@ -200,9 +201,9 @@ func TestResyncTick(t *testing.T) {
 	rt := newRuntime(st.Client(), clk, t)
 	c := &counter{st: st, name: "tick", prefixes: []string{"in/"}, resync: 10 * time.Second}
 	running(t, rt, c)
-	waitFor(t, "the first reconcile", func() bool { return len(c.completed()) == 1 })
+	testwait.True(t, 20*time.Second, "the first reconcile", func() bool { return len(c.completed()) == 1 })
 	clk.Advance(10 * time.Second)
-	waitFor(t, "the resync reconcile", func() bool { return len(c.completed()) == 2 })
+	testwait.True(t, 20*time.Second, "the resync reconcile", func() bool { return len(c.completed()) == 2 })
 }
 
 func TestStallIsUnhealthy(t *testing.T) {
@@ -214,7 +215,7 @@ func TestStallIsUnhealthy(t *testing.T) {
 		return ctx.Err()
 	}}
 	running(t, rt, c)
-	waitFor(t, "the reconcile", func() bool { return health(rt, "stall").State == controller.Reconciling })
+	testwait.True(t, 20*time.Second, "the reconcile", func() bool { return health(rt, "stall").State == controller.Reconciling })
 	if !rt.Healthy() {
 		t.Error("unhealthy at once")
 	}
@@ -268,7 +269,7 @@ func TestFatalErrorStopsTheGroupInReverseOrder(t *testing.T) {
 	}
 	// The group can run again (a new leadership term).
 	stop := running(t, rt, &controller.Func{ControllerName: "first", Prefixes: []string{"first/"}, Do: func(context.Context) error { return nil }})
-	waitFor(t, "the second run", func() bool { return health(rt, "first").Running && !health(rt, "first").LastSuccess.IsZero() })
+	testwait.True(t, 20*time.Second, "the second run", func() bool { return health(rt, "first").Running && !health(rt, "first").LastSuccess.IsZero() })
 	stop()
 }
 
@@ -290,7 +291,7 @@ func TestRefusesBadDeclarations(t *testing.T) {
 		}
 	}
 	running(t, rt, &controller.Func{ControllerName: "x", Prefixes: []string{"a/"}, Do: nop})
-	waitFor(t, "x running", func() bool { return health(rt, "x").Running })
+	testwait.True(t, 20*time.Second, "x running", func() bool { return health(rt, "x").Running })
 	if err := rt.Run(context.Background(), &controller.Func{ControllerName: "x", Prefixes: []string{"a/"}, Do: nop}); !errors.Is(err, controller.ErrRunning) {
 		t.Errorf("a second x: Run = %v, want ErrRunning", err)
 	}
@@ -303,7 +304,7 @@ func TestRestartsAControllerThatCannotStart(t *testing.T) {
 	rt := newRuntime(src, clk, t, constant(time.Second))
 	c := &counter{st: st, name: "nostart", prefixes: []string{"in/"}}
 	running(t, rt, c)
-	waitFor(t, "the restart", func() bool { return health(rt, "nostart").State == controller.Restarting })
+	testwait.True(t, 20*time.Second, "the restart", func() bool { return health(rt, "nostart").State == controller.Restarting })
 	if h := health(rt, "nostart"); h.Restarts != 1 || !errors.Is(h.LastError, errUnavailable) || h.Reconciles != 0 || rt.Healthy() {
 		t.Errorf("after a failed start: %+v healthy=%v; want one restart for the injected error, no reconcile, unhealthy", h, rt.Healthy())
 	}
@@ -313,9 +314,9 @@ func TestRestartsAControllerThatCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.Advance(time.Second)
-	waitFor(t, "the reconcile after the restart", func() bool { return len(c.completed()) == 1 })
+	testwait.True(t, 20*time.Second, "the reconcile after the restart", func() bool { return len(c.completed()) == 1 })
 	put(t, st, "in/1")
-	waitFor(t, "a reconcile on its watch", func() bool { return len(c.completed()) == 2 })
+	testwait.True(t, 20*time.Second, "a reconcile on its watch", func() bool { return len(c.completed()) == 2 })
 }
 
 // TestTickOnlyController: a controller that watches nothing but has a
@@ -329,14 +330,14 @@ func TestTickOnlyController(t *testing.T) {
 	var runs atomic.Int64
 	c := &controller.Func{ControllerName: "tick-only", Resync: time.Minute, Do: func(context.Context) error { runs.Add(1); return nil }}
 	running(t, rt, c)
-	waitFor(t, "the first reconcile", func() bool { return runs.Load() == 1 })
+	testwait.True(t, 20*time.Second, "the first reconcile", func() bool { return runs.Load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := clk.BlockUntilContext(ctx, 1); err != nil { // the ticker
 		t.Fatal(err)
 	}
 	clk.Advance(time.Minute)
-	waitFor(t, "the tick's reconcile", func() bool { return runs.Load() == 2 })
+	testwait.True(t, 20*time.Second, "the tick's reconcile", func() bool { return runs.Load() == 2 })
 	if h := health(rt, "tick-only"); h.Restarts != 0 || !rt.Healthy() {
 		t.Errorf("health %+v: want no restarts and healthy (it must not read the revision)", h)
 	}
@@ -358,7 +359,7 @@ func TestControllerHealthPolicy(t *testing.T) {
 	tolerant := &controller.Func{ControllerName: "tolerant", Prefixes: []string{"tolerant/"}, Policy: controller.HealthPolicy{MaxFailures: 2},
 		Do: func(context.Context) error { return errFlaky }}
 	running(t, rt, long, tolerant)
-	waitFor(t, "long reconciling, tolerant failed once", func() bool {
+	testwait.True(t, 20*time.Second, "long reconciling, tolerant failed once", func() bool {
 		return health(rt, "long").State == controller.Reconciling && health(rt, "tolerant").Failures == 1
 	})
 	clk.Advance(2 * time.Minute)
@@ -366,7 +367,7 @@ func TestControllerHealthPolicy(t *testing.T) {
 		t.Errorf("unhealthy: %+v; want a never-stalling reconcile and one failure of two allowed to be healthy", rt.Health())
 	}
 	put(t, st, "tolerant/again")
-	waitFor(t, "tolerant failed twice", func() bool { return health(rt, "tolerant").Failures == 2 })
+	testwait.True(t, 20*time.Second, "tolerant failed twice", func() bool { return health(rt, "tolerant").Failures == 2 })
 	if rt.Healthy() {
 		t.Error("healthy after two failures in a row of a controller that allows fewer than two")
 	}
@@ -380,7 +381,7 @@ func TestWakerWakesItsController(t *testing.T) {
 	wake := make(chan struct{})
 	var runs atomic.Int64
 	running(t, rt, &controller.Func{ControllerName: "woken", Resync: time.Hour, Wake: wake, Do: func(context.Context) error { runs.Add(1); return nil }})
-	waitFor(t, "the first reconcile", func() bool { return runs.Load() == 1 })
+	testwait.True(t, 20*time.Second, "the first reconcile", func() bool { return runs.Load() == 1 })
 	wake <- struct{}{}
-	waitFor(t, "the woken reconcile", func() bool { return runs.Load() == 2 })
+	testwait.True(t, 20*time.Second, "the woken reconcile", func() bool { return runs.Load() == 2 })
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -105,7 +106,7 @@ func TestLearnerLifecycle(t *testing.T) {
 	}
 	// The member list is read serializably: a follower may show the new
 	// learner a moment later than the leader that added it.
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "the learner observed", func() (bool, string) {
 		ms, err := a.Observe(ctx(t))
 		if err != nil {
 			return false, err.Error()
@@ -141,7 +142,7 @@ func TestLearnerLifecycle(t *testing.T) {
 	// client talks to: a follower may apply the promotion a moment after
 	// the leader acknowledged it. It must show a voter soon, and never
 	// lose the member.
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "the promoted member observed as a voter", func() (bool, string) {
 		ms, err := a.Observe(ctx(t))
 		if err != nil {
 			return false, err.Error()
@@ -163,17 +164,11 @@ func TestLearnerLifecycle(t *testing.T) {
 	if err := a.MoveLeader(ctx(t), leaderURL, id); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.For(t, 20*time.Second, "leadership moved to "+id.String(), func() (bool, string) {
 		ms, _ = a.Observe(ctx(t))
-		if m := find(ms, id); m != nil && m.Leader {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("leadership did not move to %s: %+v", id, ms)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		m := find(ms, id)
+		return m != nil && m.Leader, fmt.Sprintf("leadership did not move to %s: %+v", id, ms)
+	})
 	// Move it back so the member can be removed as a follower.
 	if err := a.MoveLeader(ctx(t), client, api.MemberID(cl.Members[0].Etcd.Server.MemberID())); err != nil {
 		t.Fatal(err)
@@ -186,29 +181,13 @@ func TestLearnerLifecycle(t *testing.T) {
 	}
 	// The removed member's client is closed at the next Observe that no
 	// longer lists it.
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "the removed member's client closed", func() (bool, string) {
 		if _, err := a.Observe(ctx(t)); err != nil {
 			return false, err.Error()
 		}
 		urls := a.members.urls()
 		return !slices.Contains(urls, client) && len(urls) == 2, fmt.Sprintf("member clients %v after removing %s", urls, client)
 	})
-}
-
-// waitFor polls cond until it holds, failing with its last reason after d.
-func waitFor(t *testing.T, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 func find(ms []membership.Member, id api.MemberID) *membership.Member {
@@ -236,7 +215,7 @@ func TestPromoteWithAuthAsksTheLeader(t *testing.T) {
 	}
 	a := New(cli, time.Second)
 	var leaderURL, followerURL string
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "a leader and a follower observed", func() (bool, string) {
 		ms, err := a.Observe(ctx(t))
 		if err != nil {
 			return false, err.Error()

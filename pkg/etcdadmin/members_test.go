@@ -9,6 +9,7 @@ import (
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/testwait"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/goleak"
 )
@@ -75,7 +76,7 @@ func TestClosingTheClientClosesTheMemberClients(t *testing.T) {
 		t.Fatalf("%d member clients, want 1", n)
 	}
 	cli.Close()
-	waitFor(t, 10*time.Second, func() (bool, string) {
+	testwait.For(t, 10*time.Second, "the member clients closed", func() (bool, string) {
 		_, err := a.members.get(cl.Members[0].ClientURL)
 		return errors.Is(err, ErrClosed), fmt.Sprintf("member client after the client closed: %v", err)
 	})

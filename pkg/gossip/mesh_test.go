@@ -13,19 +13,8 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/testwait"
 )
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // member is one mesh run by a test.
 type member struct {
@@ -107,7 +96,7 @@ func TestMeshJoinLearnKillRestartLeave(t *testing.T) {
 		ms = append(ms, startMember(t, cfg))
 	}
 	for i, m := range ms {
-		waitFor(t, fmt.Sprintf("n%d to see %d alive members", i, n), 30*time.Second, func() bool {
+		testwait.True(t, 30*time.Second, fmt.Sprintf("n%d to see %d alive members", i, n), func() bool {
 			alive := 0
 			for _, s := range m.Nodes() {
 				if s.State == Alive {
@@ -125,7 +114,7 @@ func TestMeshJoinLearnKillRestartLeave(t *testing.T) {
 
 	// kill -9: seen dead (through suspicion) by the others.
 	ms[2].kill()
-	waitFor(t, "n2 seen dead", 30*time.Second, func() bool { return stateOfPeer(ms[0].Mesh, "n2") == Dead })
+	testwait.True(t, 30*time.Second, "n2 seen dead", func() bool { return stateOfPeer(ms[0].Mesh, "n2") == Dead })
 	dead, _ := ms[0].Node("n2")
 	if dead.Since.IsZero() {
 		t.Fatal("dead state has no time")
@@ -133,14 +122,14 @@ func TestMeshJoinLearnKillRestartLeave(t *testing.T) {
 
 	// Restarted (new process, new port, same name): alive again.
 	ms[2] = startMember(t, Config{Name: "n2", BindAddr: "127.0.0.12", Seeds: []string{ms[0].Addr()}})
-	waitFor(t, "n2 seen alive again", 30*time.Second, func() bool {
+	testwait.True(t, 30*time.Second, "n2 seen alive again", func() bool {
 		s, _ := ms[4].Node("n2")
 		return s.State == Alive && s.Since.After(dead.Since)
 	})
 
 	// A graceful stop is seen as left.
 	ms[3].stop()
-	waitFor(t, "n3 seen left", 30*time.Second, func() bool { return stateOfPeer(ms[0].Mesh, "n3") == Left })
+	testwait.True(t, 30*time.Second, "n3 seen left", func() bool { return stateOfPeer(ms[0].Mesh, "n3") == Left })
 }
 
 // recorder is a slog handler that keeps the messages it gets.
@@ -188,7 +177,7 @@ func TestWrongKeyIsRejectedAndLoggedOnce(t *testing.T) {
 			t.Fatalf("join with a wrong key: err = %v, want ErrJoin", err)
 		}
 	}
-	waitFor(t, "the seed to report the rejection", 10*time.Second, func() bool { return rec.count("different key rejected") > 0 })
+	testwait.True(t, 10*time.Second, "the seed to report the rejection", func() bool { return rec.count("different key rejected") > 0 })
 	if c := rec.count("different key rejected"); c != 1 {
 		t.Fatalf("rejection logged %d times for 5 attempts, want once", c)
 	}
@@ -200,13 +189,13 @@ func TestWrongKeyIsRejectedAndLoggedOnce(t *testing.T) {
 func TestKeyRotationWithoutRestart(t *testing.T) {
 	a := startMember(t, Config{Name: "a", BindAddr: "127.0.0.30"})
 	b := startMember(t, Config{Name: "b", BindAddr: "127.0.0.31", Seeds: []string{a.Addr()}})
-	waitFor(t, "b to join", 20*time.Second, func() bool { return stateOfPeer(a.Mesh, "b") == Alive })
+	testwait.True(t, 20*time.Second, "b to join", func() bool { return stateOfPeer(a.Mesh, "b") == Alive })
 	// a moves to generation 1 first; b still talks to it, then follows.
 	if err := a.SetKeyGeneration(1); err != nil {
 		t.Fatal(err)
 	}
 	c := startMember(t, Config{Name: "c", BindAddr: "127.0.0.32", KeyGeneration: 1, Seeds: []string{b.Addr()}})
-	waitFor(t, "c (generation 1) to join through b (generation 0)", 20*time.Second, func() bool { return stateOfPeer(a.Mesh, "c") == Alive })
+	testwait.True(t, 20*time.Second, "c (generation 1) to join through b (generation 0)", func() bool { return stateOfPeer(a.Mesh, "c") == Alive })
 	if err := b.SetKeyGeneration(1); err != nil {
 		t.Fatal(err)
 	}
@@ -224,8 +213,8 @@ func TestKeyRotationWithoutRestart(t *testing.T) {
 	if _, err := stale.Join([]string{a.Addr()}); !errors.Is(err, ErrJoin) {
 		t.Fatalf("generation 0 joined a generation 2 mesh: %v", err)
 	}
-	time.Sleep(0) // the mesh of a, b, c is intact:
-	waitFor(t, "a, b, c alive after rotation", 20*time.Second, func() bool {
+	// The mesh of a, b, c is intact:
+	testwait.True(t, 20*time.Second, "a, b, c alive after rotation", func() bool {
 		return stateOfPeer(c.Mesh, "a") == Alive && stateOfPeer(c.Mesh, "b") == Alive
 	})
 	if err := (&Mesh{cfg: Config{Key: make([]byte, 32)}}).SetKeyGeneration(1); !errors.Is(err, ErrStaticKey) {
@@ -236,11 +225,11 @@ func TestKeyRotationWithoutRestart(t *testing.T) {
 func TestMetadataUpdateIsSeen(t *testing.T) {
 	a := startMember(t, Config{Name: "a", BindAddr: "127.0.0.40"})
 	b := startMember(t, Config{Name: "b", BindAddr: "127.0.0.41", Seeds: []string{a.Addr()}})
-	waitFor(t, "b to join", 20*time.Second, func() bool { return stateOfPeer(a.Mesh, "b") == Alive })
+	testwait.True(t, 20*time.Second, "b to join", func() bool { return stateOfPeer(a.Mesh, "b") == Alive })
 	if err := b.SetMeta(Meta{ClientURL: "http://127.0.0.41:2379", Health: HealthVoter, Generation: "7"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a to see b's new metadata", 20*time.Second, func() bool {
+	testwait.True(t, 20*time.Second, "a to see b's new metadata", func() bool {
 		n, _ := a.Node("b")
 		return n.Meta.Generation == "7" && n.Meta.Name == "b"
 	})
@@ -385,7 +374,7 @@ func TestCutOffPeerSeenSuspectBeforeDead(t *testing.T) {
 	}
 	observers := ms[:n-1]
 	for i, m := range ms {
-		waitFor(t, fmt.Sprintf("s%d to see all alive", i), 30*time.Second, func() bool {
+		testwait.True(t, 30*time.Second, fmt.Sprintf("s%d to see all alive", i), func() bool {
 			alive := 0
 			for _, s := range m.Nodes() {
 				if s.State == Alive {
@@ -400,7 +389,7 @@ func TestCutOffPeerSeenSuspectBeforeDead(t *testing.T) {
 	}
 	killed := time.Now()
 	ms[n-1].kill()
-	waitFor(t, "every member to see s3 dead", 30*time.Second, func() bool {
+	testwait.True(t, 30*time.Second, "every member to see s3 dead", func() bool {
 		for _, m := range observers {
 			if stateOfPeer(m.Mesh, "s3") != Dead {
 				return false

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // goneSeedMesh runs a seed s0 and members s1, s3 and s2 that joined
@@ -27,7 +29,7 @@ func goneSeedMesh(t *testing.T, ip int, dataDir string) (s1 *member, seed string
 	cfg := Config{Name: "s2", BindAddr: host(2), Seeds: []string{seed}, DataDir: dataDir}
 	s2 := startMember(t, cfg)
 	all := []*member{s0, s1, s2, s3}
-	waitFor(t, "every member to see every other alive", 30*time.Second, func() bool {
+	testwait.True(t, 30*time.Second, "every member to see every other alive", func() bool {
 		for _, m := range all {
 			for _, o := range all {
 				if stateOfPeer(m.Mesh, o.cfg.Name) != Alive {
@@ -40,13 +42,13 @@ func goneSeedMesh(t *testing.T, ip int, dataDir string) (s1 *member, seed string
 	_, port, _ := net.SplitHostPort(s2.Addr())
 	cfg.BindPort, _ = strconv.Atoi(port) // a machine's gossip port is fixed
 	if dataDir != "" {
-		waitFor(t, "s2 to remember s1", 10*time.Second, func() bool {
+		testwait.True(t, 10*time.Second, "s2 to remember s1", func() bool {
 			return slices.ContainsFunc(s2.RememberedPeers(), func(p Peer) bool { return p.Name == "s1" })
 		})
 	}
 	s0.kill() // the bootstrap host, removed from the cluster
 	s2.kill()
-	waitFor(t, "s1 to see s0 and s2 dead", 30*time.Second, func() bool {
+	testwait.True(t, 30*time.Second, "s1 to see s0 and s2 dead", func() bool {
 		return stateOfPeer(s1.Mesh, "s0") == Dead && stateOfPeer(s1.Mesh, "s2") == Dead && stateOfPeer(s3.Mesh, "s2") == Dead
 	})
 	return s1, seed, cfg
@@ -55,7 +57,7 @@ func goneSeedMesh(t *testing.T, ip int, dataDir string) (s1 *member, seed string
 // waitRejoined waits until s1 and the restarted s2 see each other alive.
 func waitRejoined(t *testing.T, s1, s2 *member) {
 	t.Helper()
-	waitFor(t, "restarted s2 back in the mesh (s1 and s2 see each other alive)", 30*time.Second, func() bool {
+	testwait.True(t, 30*time.Second, "restarted s2 back in the mesh (s1 and s2 see each other alive)", func() bool {
 		return stateOfPeer(s1.Mesh, "s2") == Alive && stateOfPeer(s2.Mesh, "s1") == Alive
 	})
 }

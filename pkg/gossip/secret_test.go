@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 func holdsKey(t *testing.T, m *Mesh, secret []byte, gen uint64) bool {
@@ -45,7 +46,7 @@ func TestSecretSwitchWithoutRestart(t *testing.T) {
 		}
 		return true
 	}
-	waitFor(t, "a, b, c alive", 20*time.Second, allAlive)
+	testwait.True(t, 20*time.Second, "a, b, c alive", allAlive)
 
 	for _, m := range []*member{a, b, c} {
 		if err := m.SetKey(1, next); err != nil {
@@ -62,7 +63,7 @@ func TestSecretSwitchWithoutRestart(t *testing.T) {
 			t.Fatalf("%s: keyring is not {old 0, new 1, new 2}", m.cfg.Name)
 		}
 	}
-	waitFor(t, "a, b, c alive on the new secret", 20*time.Second, allAlive)
+	testwait.True(t, 20*time.Second, "a, b, c alive on the new secret", allAlive)
 
 	// Once the others switched, the old secret's key goes: a member with
 	// the old secret alone is not even heard.
@@ -91,7 +92,7 @@ func TestSecretSwitchWithoutRestart(t *testing.T) {
 	if _, seen := a.Node("old0"); seen {
 		t.Fatal("a heard a member holding the old secret alone after dropping it")
 	}
-	waitFor(t, "a, b, c alive after dropping the old secret", 20*time.Second, allAlive)
+	testwait.True(t, 20*time.Second, "a, b, c alive after dropping the old secret", allAlive)
 
 	// A generation rotation on the new secret keeps the usual overlap.
 	if err := a.SetKeyGeneration(2); err != nil {
@@ -100,7 +101,7 @@ func TestSecretSwitchWithoutRestart(t *testing.T) {
 	if !holdsKey(t, a.Mesh, next, 1) || holdsKey(t, a.Mesh, old, 0) {
 		t.Fatal("a at generation 2 should hold the new secret's generation 1 and no old key")
 	}
-	waitFor(t, "b (generation 1) and a (generation 2) alive to each other", 20*time.Second, func() bool {
+	testwait.True(t, 20*time.Second, "b (generation 1) and a (generation 2) alive to each other", func() bool {
 		return stateOfPeer(b.Mesh, "a") == Alive && stateOfPeer(a.Mesh, "b") == Alive
 	})
 	for _, m := range []*member{b, c} {
@@ -129,8 +130,8 @@ func TestSecretSwitchWithoutRestart(t *testing.T) {
 	}
 	// The new secret (what a joining machine gets): admitted.
 	d := startMember(t, Config{Name: "d", BindAddr: "127.0.0.64", Token: next, KeyGeneration: 2, Seeds: []string{b.Addr()}})
-	waitFor(t, "d (new secret) alive to a", 20*time.Second, func() bool { return stateOfPeer(a.Mesh, "d") == Alive })
-	waitFor(t, "a, b, c still alive", 20*time.Second, allAlive)
+	testwait.True(t, 20*time.Second, "d (new secret) alive to a", func() bool { return stateOfPeer(a.Mesh, "d") == Alive })
+	testwait.True(t, 20*time.Second, "a, b, c still alive", allAlive)
 	_ = d
 
 	if err := (&Mesh{cfg: Config{Key: make([]byte, 32)}}).SetKey(1, next); !errors.Is(err, ErrStaticKey) {

@@ -2,6 +2,7 @@ package gossipkey
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 func TestRotateAndFollow(t *testing.T) {
@@ -49,13 +51,10 @@ func TestRotateAndFollow(t *testing.T) {
 	defer m.Shutdown()
 	done := make(chan struct{})
 	go func() { defer close(done); Follow(ctx, st, m, 20*time.Millisecond, logging.Test(t)) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for m.KeyGeneration() != 3 {
-		if time.Now().After(deadline) {
-			t.Fatalf("member at generation %d, want 3", m.KeyGeneration())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 10*time.Second, "the member at generation 3", func() (bool, string) {
+		g := m.KeyGeneration()
+		return g == 3, fmt.Sprintf("member at generation %d, want 3", g)
+	})
 	cancel()
 	<-done
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // runMember runs a mesh member that follows the stored key generation, as
@@ -44,21 +45,6 @@ func runMember(t *testing.T, st *store.Store, name, ip, dataDir string, seeds ..
 	return m, s
 }
 
-func waitFor(t *testing.T, what string, d time.Duration, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, why := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s: %s", d, what, why)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestRejoinAfterTwoRotationsOffline: a member stopped while the key is
 // rotated twice no longer holds any key the others use; restarted, it
 // starts from the generation it persisted (0600), re-reads the current one
@@ -80,7 +66,7 @@ func TestRejoinAfterTwoRotationsOffline(t *testing.T) {
 			return s.State == gossip.Alive, fmt.Sprintf("%s sees %s %q", "a", peer, s.State)
 		}
 	}
-	waitFor(t, "a to see c alive", 30*time.Second, seesAlive(a, "c"))
+	testwait.For(t, 30*time.Second, "a to see c alive", seesAlive(a, "c"))
 
 	stopC()
 	for range 2 {
@@ -88,7 +74,7 @@ func TestRejoinAfterTwoRotationsOffline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "a and b on generation 2", 30*time.Second, func() (bool, string) {
+	testwait.For(t, 30*time.Second, "a and b on generation 2", func() (bool, string) {
 		return a.KeyGeneration() == 2 && b.KeyGeneration() == 2, fmt.Sprintf("a %d, b %d", a.KeyGeneration(), b.KeyGeneration())
 	})
 	fi, err := os.Stat(filepath.Join(dirs[2], gossip.KeyStateFile))
@@ -98,7 +84,7 @@ func TestRejoinAfterTwoRotationsOffline(t *testing.T) {
 
 	// c holds generations 0 and 1; a and b, 1, 2 and 3 and speak 2.
 	c, _ := runMember(t, st, "c", "127.0.0.83", dirs[2], a.Addr())
-	waitFor(t, "c rejoined, seen alive by a and b", 30*time.Second, func() (bool, string) {
+	testwait.For(t, 30*time.Second, "c rejoined, seen alive by a and b", func() (bool, string) {
 		for _, m := range []*gossip.Mesh{a, b} {
 			if ok, why := seesAlive(m, "c")(); !ok {
 				return false, why

@@ -20,6 +20,7 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // nodeWithCert issues name's node certificate into a new pki.dir and
@@ -119,7 +120,7 @@ func TestRotateSecretAndFollow(t *testing.T) {
 	if _, err := Rotate(ctx, st, "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "all on generation 1", 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "all on generation 1", func() (bool, string) {
 		return a.KeyGeneration() == 1 && b.KeyGeneration() == 1 && c.KeyGeneration() == 1, ""
 	})
 
@@ -132,11 +133,11 @@ func TestRotateSecretAndFollow(t *testing.T) {
 		t.Fatalf("RotateSecret: %d, %v; want generation 2", gen, err)
 	}
 	k, _ := Current(ctx, st)
-	waitFor(t, "a and b on the new secret", 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "a and b on the new secret", func() (bool, string) {
 		return a.SecretGeneration() == 2 && b.SecretGeneration() == 2 && a.KeyGeneration() == 2 && b.KeyGeneration() == 2,
 			fmt.Sprintf("a %d/%d, b %d/%d", a.SecretGeneration(), a.KeyGeneration(), b.SecretGeneration(), b.KeyGeneration())
 	})
-	waitFor(t, "a and b to drop the replaced secret", 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "a and b to drop the replaced secret", func() (bool, string) {
 		return !a.HoldsPreviousSecret() && !b.HoldsPreviousSecret(), ""
 	})
 	var secret []byte
@@ -151,13 +152,13 @@ func TestRotateSecretAndFollow(t *testing.T) {
 		}
 		secret = s
 	}
-	waitFor(t, "a and b alive to each other", 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "a and b alive to each other", func() (bool, string) {
 		sa, _ := a.Node("b")
 		sb, _ := b.Node("a")
 		return sa.State == gossip.Alive && sb.State == gossip.Alive, fmt.Sprintf("a sees b %s, b sees a %s", sa.State, sb.State)
 	})
 	// c had no published certificate: nothing sealed to it; it says so.
-	waitFor(t, "c to report its missing secret", 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "c to report its missing secret", func() (bool, string) {
 		return strings.Contains(log.String(), "no gossip secret sealed to this node"), ""
 	})
 	if c.SecretGeneration() != 0 {
@@ -170,7 +171,7 @@ func TestRotateSecretAndFollow(t *testing.T) {
 	if err := pki.WriteFile(join.GossipSecretFile(dc), secret); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "c on the new secret", 20*time.Second, func() (bool, string) {
+	testwait.For(t, 20*time.Second, "c on the new secret", func() (bool, string) {
 		return c.SecretGeneration() == 2, ""
 	})
 	// Through the join endpoint's call, a's secret is the current one.

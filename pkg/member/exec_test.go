@@ -14,6 +14,8 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/jonboulle/clockwork"
 )
 
 func TestExecContract(t *testing.T) {
@@ -118,12 +120,11 @@ func TestExecHidesNotifySocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	// etcd notifies just after it starts serving; wait until it has tried.
-	for !strings.Contains(logs.String(), "notified init daemon") {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("etcd never logged its systemd notification: %v\n%s", ctx.Err(), logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
+	err = testwait.Until(ctx, clockwork.NewRealClock(), caseTimeout, 20*time.Millisecond, func() (bool, string) {
+		return strings.Contains(logs.String(), "notified init daemon"), logs.String()
+	})
+	if err != nil {
+		t.Fatalf("etcd never logged its systemd notification: %v", err)
 	}
 	if err := rt.Stop(ctx); err != nil {
 		t.Fatal(err)

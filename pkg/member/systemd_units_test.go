@@ -3,12 +3,14 @@ package member_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/member/systemdtest"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // unitManagerContract runs the cases every UnitManager must pass. unit is a
@@ -142,15 +144,10 @@ func TestFakeUnitsInjectedFailures(t *testing.T) {
 	if err := u.Crash("sleep.service", boom); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := u.UnitState(ctx, "sleep.service")
-	deadline := time.Now().Add(caseTimeout)
-	for st.Active != "failed" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		st, _ = u.UnitState(ctx, "sleep.service")
-	}
-	if st.Active != "failed" {
-		t.Fatalf("state after a crash = %s, want failed", st)
-	}
+	testwait.For(t, caseTimeout, "the crashed unit failed", func() (bool, string) {
+		st, _ := u.UnitState(ctx, "sleep.service")
+		return st.Active == "failed", fmt.Sprintf("state after a crash = %s, want failed", st)
+	})
 	lines, _ := u.Lines(ctx, "sleep.service", time.Time{})
 	if len(lines) == 0 {
 		t.Fatal("no journal line for the crash")

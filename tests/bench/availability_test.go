@@ -53,6 +53,8 @@ func BenchmarkAvailability(b *testing.B) {
 	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
 	mark("quiet, 1 voter")
+	// The quiet stretches are measurement windows of a fixed length (the
+	// writer runs through them), not waits for a condition.
 	time.Sleep(10 * time.Second)
 	mark("grow 1->5")
 	for i := 2; i <= 5; i++ {

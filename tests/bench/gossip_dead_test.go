@@ -9,6 +9,8 @@ import (
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -89,7 +91,10 @@ func killToDead(b *testing.B, cli *clientv3.Client, p gossip.Profile, runs int) 
 			b.Fatal(err)
 		}
 		waitState(b, observer, name, gossip.Alive, 60*time.Second)
-		time.Sleep(2 * time.Second) // let the victim settle into the probe rotation
+		// A deliberate pause, not a wait for a condition: the kill is timed
+		// from a member that has been in the observers' probe rotation for a
+		// while (memberlist shows nothing to wait on for that).
+		time.Sleep(2 * time.Second)
 		watch := cli.Watch(ctx, key)
 		gone := make(chan time.Time, 1)
 		go func() {
@@ -128,15 +133,14 @@ func pollLoop(ctx context.Context, m *gossip.Mesh, p gossip.Profile) {
 // waitState polls until m sees name in state s and returns when.
 func waitState(b *testing.B, m *gossip.Mesh, name string, s gossip.State, within time.Duration) time.Time {
 	b.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		if n, ok := m.Node(name); ok && n.State == s {
-			return time.Now()
-		}
-		if time.Now().After(deadline) {
-			n, _ := m.Node(name)
-			b.Fatalf("%s not %s within %s (state %q)", name, s, within, n.State)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var at time.Time
+	err := testwait.Until(b.Context(), clockwork.NewRealClock(), within, 5*time.Millisecond, func() (bool, string) {
+		n, ok := m.Node(name)
+		at = time.Now()
+		return ok && n.State == s, fmt.Sprintf("state %q", n.State)
+	})
+	if err != nil {
+		b.Fatalf("%s not %s: %v", name, s, err)
 	}
+	return at
 }

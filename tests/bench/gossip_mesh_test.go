@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/memberlist"
 	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/jonboulle/clockwork"
 )
 
 // BenchmarkGossipConvergence starts meshes of 100 and 500 members in one
@@ -194,14 +196,17 @@ func converge(b *testing.B, n int) convergence {
 		go func() { defer wg.Done(); _ = m.Run(ctx) }() // joins its seeds, retrying
 		// Paced like a fleet coming up: the next member starts once this
 		// one has joined (or after 200 ms, if it is slow to).
-		for t0 := time.Now(); i > 0 && m.StateCounts()[gossip.Alive] < 2 && time.Since(t0) < 200*time.Millisecond; {
-			time.Sleep(5 * time.Millisecond)
+		if i > 0 {
+			// Past the 200 ms the next one starts anyway: the error is no failure.
+			_ = testwait.Until(ctx, clockwork.NewRealClock(), 200*time.Millisecond, 5*time.Millisecond, func() (bool, string) {
+				return m.StateCounts()[gossip.Alive] >= 2, "not joined"
+			})
 		}
 	}
 	r := convergence{joined: time.Since(start)}
-	deadline := time.Now().Add(*flagConvergeMin)
 	var trace []string // alive % every 30 s
-	for {
+	// Counted every 500 ms: counting is cheap, but not free at 500x500.
+	err := testwait.Until(ctx, clockwork.NewRealClock(), *flagConvergeMin, 500*time.Millisecond, func() (bool, string) {
 		f := aliveFraction(meshes)
 		r.final = f
 		if s := time.Since(start); s >= time.Duration(len(trace)+1)*30*time.Second {
@@ -212,13 +217,12 @@ func converge(b *testing.B, n int) convergence {
 		}
 		if f == 1 {
 			r.converged = time.Since(start)
-			break
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			b.Logf("%d members: not converged within %s; %.2f%% of views alive (%s)", n, *flagConvergeMin, 100*f, missing(meshes))
-			break
-		}
-		time.Sleep(500 * time.Millisecond) // counting is cheap, but not free at 500x500
+		return false, fmt.Sprintf("%.2f%% of views alive", 100*f)
+	})
+	if err != nil {
+		b.Logf("%d members: not converged within %s; %.2f%% of views alive (%s)", n, *flagConvergeMin, 100*r.final, missing(meshes))
 	}
 	b.Logf("%d members: alive views over time: %s", n, strings.Join(trace, ", "))
 	r.heapPerMember = float64(heapInUse()-heap0) / float64(n)

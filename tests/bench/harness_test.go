@@ -29,7 +29,9 @@ import (
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -201,23 +203,30 @@ func (f *fleet) remove(ctx context.Context, n *node) error {
 	if err := f.st.Put(ctx, store.RemovalKey(n.cfg.Name), r); err != nil {
 		return fmt.Errorf("request removal of %s: %w", n.cfg.Name, err)
 	}
-	for r.Status.Phase != api.RemoveDone {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("removal of %s: %w (last phase %q)", n.cfg.Name, ctx.Err(), r.Status.Phase)
-		case <-time.After(50 * time.Millisecond):
+	// Waited on a watch of the request; ctx bounds the wait.
+	var answer error
+	err := testwait.KeyUntil(ctx, f.st.Client(), store.RemovalKey(n.cfg.Name), 24*time.Hour, func(kv *mvccpb.KeyValue) (bool, string) {
+		if kv == nil {
+			return true, "" // the agent clears its request once it has left
 		}
 		got := &api.RemoveRequest{}
-		if err := f.st.Get(ctx, store.RemovalKey(n.cfg.Name), got); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				break // the agent clears its request once it has left
-			}
-			continue
+		if err := store.Decode(kv, got); err != nil {
+			return false, err.Error()
 		}
-		r = got
-		if r.Status.Phase == api.RemoveRefused || r.Status.Phase == api.RemoveFailed {
-			return fmt.Errorf("removal of %s: %s: %s", n.cfg.Name, r.Status.Phase, r.Status.Message)
+		switch got.Status.Phase {
+		case api.RemoveRefused, api.RemoveFailed:
+			answer = fmt.Errorf("removal of %s: %s: %s", n.cfg.Name, got.Status.Phase, got.Status.Message)
+			return true, ""
+		case api.RemoveDone:
+			return true, ""
 		}
+		return false, fmt.Sprintf("last phase %q", got.Status.Phase)
+	})
+	if err != nil {
+		return fmt.Errorf("removal of %s: %w", n.cfg.Name, err)
+	}
+	if answer != nil {
+		return answer
 	}
 	select {
 	case err := <-n.done:

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/testwait"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -82,7 +83,16 @@ func benchJoin(b *testing.B, size int) {
 			if err := arm(); err != nil {
 				b.Fatalf("join %d: %v", i, err)
 			}
-			time.Sleep(time.Second) // let the removal settle
+			// The next join meets the same cluster: one voter, no learner.
+			for _, cli := range []*clientv3.Client{f.cli, k.cli} {
+				testwait.For(b, 30*time.Second, "the removal settled", func() (bool, string) {
+					ms, err := cli.MemberList(b.Context())
+					if err != nil {
+						return false, err.Error()
+					}
+					return len(ms.Members) == 1 && !ms.Members[0].IsLearner, fmt.Sprintf("members %v", ms.Members)
+				})
+			}
 		}
 	}
 

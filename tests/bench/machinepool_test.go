@@ -16,6 +16,8 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/placement"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/jonboulle/clockwork"
 )
 
 // BenchmarkMachinePool measures machine pools on libvirt's test driver
@@ -69,23 +71,21 @@ func benchPool50(b *testing.B) {
 		}
 	}()
 	// Both hosts reported before the clock starts.
-	for {
+	testwait.For(b, time.Minute, "both hosts reported", func() (bool, string) {
 		hs, _, err := store.List[api.Hypervisor](ctx, st, store.HypervisorsDir)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(hs) == 2 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(hs) == 2, fmt.Sprintf("%d hosts reported", len(hs))
+	})
 	pool := api.NewMachinePool("web")
 	pool.Spec = api.MachinePoolSpec{Count: 50, Spread: true, Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 512, DiskGiB: 1, BaseImage: "base.qcow2", Network: "default"}}
 	t0 := time.Now()
 	if err := st.Put(ctx, store.PoolKey("web"), pool); err != nil {
 		b.Fatal(err)
 	}
-	for {
+	// Re-checked every 5ms: the figure is this wait's length.
+	err := testwait.Until(ctx, clockwork.NewRealClock(), 10*time.Minute, 5*time.Millisecond, func() (bool, string) {
 		ms, _, err := store.List[api.Machine](ctx, st, store.MachinesDir)
 		if err != nil {
 			b.Fatal(err)
@@ -96,13 +96,10 @@ func benchPool50(b *testing.B) {
 				running++
 			}
 		}
-		if running == 50 {
-			break
-		}
-		if ctx.Err() != nil {
-			b.Fatalf("%d of 50 running", running)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return running == 50, fmt.Sprintf("%d of 50 running", running)
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 	d := time.Since(t0)
 	b.Logf("pool of 50 machines from nothing to running on 2 test-driver hosts: %v", d.Round(time.Millisecond))

@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/jonboulle/clockwork"
 )
 
 // console copies the guest's serial console (a pty) into w/NAME.console,
@@ -88,25 +91,21 @@ func tail(b []byte, n int) []byte {
 	return b
 }
 
-// waitFor polls cond until it holds, failing after within with what cond
-// said last.
+// waitFor waits until cond holds, failing after within or when ctx ends
+// with what cond said last; it logs each new thing cond says meanwhile.
 func waitFor(t *testing.T, ctx context.Context, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	last := ""
-	for {
+	err := testwait.Until(ctx, clockwork.NewRealClock(), within, 100*time.Millisecond, func() (bool, string) {
 		ok, msg := cond()
-		if ok {
-			return
-		}
-		if msg != last {
+		if !ok && msg != last {
 			t.Logf("waiting for %s: %s", what, msg)
 			last = msg
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %v: %s", what, within, msg)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return ok, msg
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %v: %v", what, within, err)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/secretbox"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -112,12 +113,12 @@ func TestCARotation(t *testing.T) {
 		r.nicoctl(0, "ca", "activate", nd.CACert(), nd.CAKey(), "--pki-dir", string(m.dir()))
 	}
 	for _, m := range cps {
-		eventually(t, 60*time.Second, m.name+"'s leaves re-issued by the new CA", func() (bool, string) {
+		testwait.For(t, 60*time.Second, m.name+"'s leaves re-issued by the new CA", func() (bool, string) {
 			st := r.caStatus(m)
 			return st.Phase == "rotated", fmt.Sprintf("%+v", st)
 		})
 		for _, u := range []string{m.cfg.ClientURL, m.cfg.PeerURL} {
-			eventually(t, 30*time.Second, m.name+" serves a certificate of the new CA on "+u, func() (bool, string) {
+			testwait.For(t, 30*time.Second, m.name+" serves a certificate of the new CA on "+u, func() (bool, string) {
 				err := r.servesNewCA(u)
 				return err == nil, fmt.Sprint(err)
 			})
@@ -179,7 +180,7 @@ func TestCARotation(t *testing.T) {
 		if !m.controlPlane() {
 			want = api.NodeRegistered
 		}
-		eventually(t, 30*time.Second, m.name+" "+string(want), func() (bool, string) {
+		testwait.For(t, 30*time.Second, m.name+" "+string(want), func() (bool, string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
 			var n api.Node
@@ -189,7 +190,7 @@ func TestCARotation(t *testing.T) {
 			return n.Status.Phase == want, string(n.Status.Phase)
 		})
 	}
-	eventually(t, 30*time.Second, "a coordinator leads", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "a coordinator leads", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		name, err := coordinator.Leader(ctx, st)
@@ -307,7 +308,7 @@ func (r *rotation) runAgent(m *machine) {
 func (r *rotation) startServices(m *machine) {
 	r.t.Helper()
 	d := m.dir()
-	eventually(r.t, 30*time.Second, m.name+"'s coordinator certificate", func() (bool, string) {
+	testwait.For(r.t, 30*time.Second, m.name+"'s coordinator certificate", func() (bool, string) {
 		_, err := os.Stat(d.Cert(pki.CoordinatorLeaf))
 		return err == nil, fmt.Sprint(err)
 	})
@@ -385,7 +386,7 @@ func (r *rotation) restart(m *machine) {
 func (r *rotation) waitHealthy(m *machine) {
 	r.t.Helper()
 	n := m.n
-	eventually(r.t, 90*time.Second, m.name+" healthy", func() (bool, string) {
+	testwait.For(r.t, 90*time.Second, m.name+" healthy", func() (bool, string) {
 		select {
 		case err := <-n.done:
 			n.done <- err
@@ -401,7 +402,7 @@ func (r *rotation) waitHealthy(m *machine) {
 func (r *rotation) waitHeartbeat(m *machine) {
 	r.t.Helper()
 	cli := r.newClient(nil, r.rootOf(r.cp1()))
-	eventually(r.t, 30*time.Second, m.name+"'s heartbeat", func() (bool, string) {
+	testwait.For(r.t, 30*time.Second, m.name+"'s heartbeat", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		resp, err := cli.Get(ctx, store.DefaultPrefix+store.HeartbeatKey(m.name))

@@ -10,6 +10,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestLeaderCrashAfterAddingLearner: the coordinator leader dies right after
@@ -30,7 +31,7 @@ func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 			}
 		}
 	})
-	eventually(t, 20*time.Second, "c-1 leads", func() (bool, string) { n := f.leaderName(); return n == "c-1", n })
+	testwait.For(t, 20*time.Second, "c-1 leads", func() (bool, string) { n := f.leaderName(); return n == "c-1", n })
 	f.startCoordinator("c-2")
 
 	rt := &gated{Runtime: f.newRuntime(), open: make(chan struct{})}
@@ -41,7 +42,7 @@ func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 		t.Fatal("leader never added the learner")
 	}
 	go c1.stop()
-	eventually(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.leaderName(); return n == "c-2", n })
+	testwait.For(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.leaderName(); return n == "c-2", n })
 	close(rt.open)
 	f.waitVoters(60*time.Second, "cp-1", "cp-2")
 	// The join request and the op are closed in one transaction.
@@ -77,7 +78,7 @@ func TestDeposedLeaderCannotWrite(t *testing.T) {
 	old := <-fences
 	c1.crash()
 	f.startCoordinator("c-2")
-	eventually(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.leaderName(); return n == "c-2", n })
+	testwait.For(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.leaderName(); return n == "c-2", n })
 
 	st := f.store()
 	op, _ := store.PutOp(store.OpKey("forged"), api.NewOperation("forged"))

@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/apply/applytest"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestBadGenerationInput: with the NixOS applier on a fake machine, an
@@ -30,7 +31,7 @@ func TestBadGenerationInput(t *testing.T) {
 	cfg.Roles = []api.Role{api.RoleWorker}
 	cfg.Applier = apply.NewNixOS(apply.NixOSConfig{WorkDir: rf.tempDir(), Runner: machine, Gate: apply.Gate{Deadline: 5 * time.Second, Interval: 50 * time.Millisecond}})
 	n := rf.start(cfg)
-	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 
 	cases := []struct {
 		name  string
@@ -76,7 +77,7 @@ func TestAgentRestartDoesNotReapply(t *testing.T) {
 	cfg.Roles = []api.Role{api.RoleWorker}
 	cfg.Applier = rf.applier("w-1")
 	n := rf.start(cfg)
-	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
 	rf.waitRollout("r1", 60*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))
 
@@ -85,7 +86,7 @@ func TestAgentRestartDoesNotReapply(t *testing.T) {
 	}
 	cfg.Applier = rf.applier("w-1") // a fresh applier: only the store says what was applied
 	n = rf.start(cfg)
-	eventually(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 	// The next generation is applied; by then a re-apply of v1 would have
 	// happened first (the agent works through its configuration in order).
 	rf.startRollout("r2", "v2", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
@@ -115,7 +116,7 @@ func TestRemovedNodeSwitchesToOnRemoveFlake(t *testing.T) {
 	}
 	cfg.Applier = x
 	n := f.start(cfg)
-	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 	rf := &rollFleet{fleet: f, dir: dir}
 	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Template.OnRemoveFlake, r.Spec.Nodes = "#released", []string{"w-1"} })
 	rf.waitRollout("r1", 60*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))

@@ -9,6 +9,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestGossipMetadataFollowsGenerations: once ready, a worker publishes the
@@ -30,11 +31,11 @@ func TestGossipMetadataFollowsGenerations(t *testing.T) {
 	wcfg.Applier = rf.applier("w-1")
 	wcfg.Gossip = mw
 	n := rf.start(wcfg)
-	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 
 	seen := func(what string, cond func(gossip.Meta) bool) {
 		t.Helper()
-		eventually(t, 30*time.Second, what, func() (bool, string) {
+		testwait.For(t, 30*time.Second, what, func() (bool, string) {
 			s, ok := m1.Node("w-1")
 			return ok && s.State == gossip.Alive && cond(s.Meta), fmt.Sprintf("cp-1 sees w-1 %s %+v", s.State, s.Meta)
 		})

@@ -19,6 +19,7 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestGossipSecretRotation: a bootstrap control-plane agent and two
@@ -61,7 +62,7 @@ func TestGossipSecretRotation(t *testing.T) {
 		c.Roles = []api.Role{api.RoleWorker}
 		c.Gossip = m
 		n := f.start(c)
-		eventually(t, 30*time.Second, name+" ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+		testwait.For(t, 30*time.Second, name+" ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 		meshes[name], dirs[name] = m, c.PKI.Dir
 	}
 	oneMesh := func() (bool, string) {
@@ -74,7 +75,7 @@ func TestGossipSecretRotation(t *testing.T) {
 		}
 		return true, ""
 	}
-	eventually(t, 30*time.Second, "one mesh of three", oneMesh)
+	testwait.For(t, 30*time.Second, "one mesh of three", oneMesh)
 	for name := range meshes {
 		waitObj(f, 30*time.Second, store.NodeKey(name), name+" publishing its certificate", func(n *api.Node) bool { return n.Status.Certificate != "" })
 	}
@@ -90,7 +91,7 @@ func TestGossipSecretRotation(t *testing.T) {
 		t.Fatalf("stored key %+v, %v; want generation 1 from a new secret", k.Spec, err)
 	}
 
-	eventually(t, 60*time.Second, "every agent on the new secret", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "every agent on the new secret", func() (bool, string) {
 		for name, m := range meshes {
 			if m.SecretGeneration() != 1 || m.KeyGeneration() != 1 {
 				return false, fmt.Sprintf("%s: secret generation %d, key generation %d", name, m.SecretGeneration(), m.KeyGeneration())
@@ -114,9 +115,9 @@ func TestGossipSecretRotation(t *testing.T) {
 	if bytes.Equal(secret, []byte("integration-token")) {
 		t.Fatal("the secret was not replaced")
 	}
-	eventually(t, 30*time.Second, "one mesh of three on the new secret", oneMesh)
+	testwait.For(t, 30*time.Second, "one mesh of three on the new secret", oneMesh)
 	// Once the others had time to switch, each drops the old secret.
-	eventually(t, 60*time.Second, "every agent dropped the old secret", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "every agent dropped the old secret", func() (bool, string) {
 		for name, m := range meshes {
 			if m.HoldsPreviousSecret() {
 				return false, name + " still holds it"
@@ -147,7 +148,7 @@ func TestGossipSecretRotation(t *testing.T) {
 			t.Fatalf("%s heard the member holding the old secret", name)
 		}
 	}
-	eventually(t, 30*time.Second, "one mesh of three after the refusals", oneMesh)
+	testwait.For(t, 30*time.Second, "one mesh of three after the refusals", oneMesh)
 
 	// No log line shows the secret, raw, in hex or in base64.
 	all := logs.String()

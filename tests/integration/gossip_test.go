@@ -11,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // startMesh runs a mesh member on 127.0.0.<ip> with the fast profile.
@@ -71,7 +72,7 @@ func TestSelfJoinFromOneSeed(t *testing.T) {
 	if _, err := gossipkey.Rotate(context.Background(), f.store(), "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "agents on key generation 1", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "agents on key generation 1", func() (bool, string) {
 		for _, m := range []*gossip.Mesh{m1, meshes[0], meshes[1]} {
 			if g := m.KeyGeneration(); g != 1 {
 				return false, fmt.Sprintf("a member is at generation %d", g)
@@ -83,7 +84,7 @@ func TestSelfJoinFromOneSeed(t *testing.T) {
 	// A crash of cp-3's mesh member (no leave): the coordinator's mesh
 	// sees it dead, yet its member answers and its lease is live.
 	_ = meshes[1].Shutdown()
-	eventually(t, 30*time.Second, "cp-3 dead in the coordinator's mesh", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "cp-3 dead in the coordinator's mesh", func() (bool, string) {
 		s, _ := f.gossip.(*gossip.Mesh).Node("cp-3")
 		return s.State == gossip.Dead, fmt.Sprintf("%+v", s)
 	})

@@ -25,6 +25,8 @@ import (
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -277,22 +279,6 @@ func members(ctx context.Context, cli *clientv3.Client) (map[string]bool, error)
 	return out, nil
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	last := ""
-	for time.Now().Before(deadline) {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: not within %s; last state: %s", what, within, last)
-}
-
 // waitVoters waits until exactly the named members are voters and no
 // learner is left.
 func (f *fleet) waitVoters(within time.Duration, names ...string) {
@@ -305,7 +291,7 @@ func waitVotersThrough(t *testing.T, cli *clientv3.Client, within time.Duration,
 	t.Helper()
 	want := slices.Clone(names)
 	slices.Sort(want)
-	eventually(t, within, "voters "+strings.Join(want, ","), func() (bool, string) {
+	testwait.For(t, within, "voters "+strings.Join(want, ","), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		ms, err := members(ctx, cli)
@@ -368,7 +354,7 @@ func (f *fleet) etcdLeader() string {
 	f.t.Helper()
 	cli := f.client()
 	var name string
-	eventually(f.t, 20*time.Second, "etcd leader", func() (bool, string) {
+	testwait.For(f.t, 20*time.Second, "etcd leader", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		ms, err := cli.MemberList(ctx)
@@ -487,7 +473,8 @@ func (f *fleet) store() *store.Store {
 	return st
 }
 
-// waitFor polls an object until cond holds.
+// waitObj waits on a watch of the object at key until cond holds, and
+// returns the object.
 func waitObj[T any, PT interface {
 	*T
 	api.Object
@@ -495,11 +482,12 @@ func waitObj[T any, PT interface {
 	f.t.Helper()
 	st := f.store()
 	var got PT
-	eventually(f.t, within, what, func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
+	testwait.Key(f.t, st.Client(), key, within, what, func(kv *mvccpb.KeyValue) (bool, string) {
+		if kv == nil {
+			return false, key + " absent"
+		}
 		obj := PT(new(T))
-		if err := st.Get(ctx, key, obj); err != nil {
+		if err := store.Decode(kv, obj); err != nil {
 			return false, err.Error()
 		}
 		got = obj

@@ -9,6 +9,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestConcurrentJoinsAreSerialized: three nodes ask to join at the same
@@ -28,7 +29,7 @@ func TestConcurrentJoinsAreSerialized(t *testing.T) {
 		t.Fatalf("saw %d learners at once", max)
 	}
 	for name, n := range f.nodes {
-		eventually(t, 10*time.Second, name+" ready", func() (bool, string) {
+		testwait.For(t, 10*time.Second, name+" ready", func() (bool, string) {
 			ready, err := n.notify.readyState()
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -70,7 +71,9 @@ func (f *fleet) watchLearners() func() int {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ctx.Err() == nil {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
 			c, cc := context.WithTimeout(ctx, time.Second)
 			resp, err := cli.MemberList(c)
 			cc()
@@ -85,7 +88,11 @@ func (f *fleet) watchLearners() func() int {
 					max = n
 				}
 			}
-			time.Sleep(10 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
 		}
 	}()
 	f.t.Cleanup(cancel)

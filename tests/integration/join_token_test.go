@@ -18,6 +18,7 @@ import (
 	"github.com/homystack/nico/pkg/secretbox"
 	"github.com/homystack/nico/pkg/secrets"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/pkg/token"
 )
 
@@ -45,7 +46,7 @@ func TestJoinWithToken(t *testing.T) {
 	}
 
 	w := startJoiner(f, "w-1", api.RoleWorker, tokenFile(t, f, worker), listen)
-	eventually(t, 60*time.Second, "w-1 ready", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
+	testwait.For(t, 60*time.Second, "w-1 ready", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
 	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "w-1 registered", func(n *api.Node) bool { return n.Status.Phase == api.NodeRegistered })
 	b, err := os.ReadFile(w.cfg.PKI.Dir.Cert(pki.NodeLeaf))
 	if err != nil {
@@ -92,7 +93,7 @@ func TestJoinControlPlaneWithToken(t *testing.T) {
 	}
 	cp2 := startJoiner(f, "cp-2", api.RoleControlPlane, tokenFile(t, f, tok), listen)
 	f.waitVoters(90*time.Second, "cp-1", "cp-2")
-	eventually(t, 30*time.Second, "cp-2 ready", func() (bool, string) { return cp2.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "cp-2 ready", func() (bool, string) { return cp2.agent.Healthy(), "not healthy" })
 	d := cp2.cfg.PKI.Dir
 	for _, file := range []string{d.CAKey(), d.SecretsKey(), d.Cert(pki.CoordinatorLeaf), d.Cert(pki.RootLeaf), d.Cert(pki.EtcdPeerLeaf), d.Cert(pki.EtcdServerLeaf)} {
 		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
@@ -110,7 +111,7 @@ func TestJoinControlPlaneWithToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := startJoiner(f, "w-1", api.RoleWorker, tokenFile(t, f, wt), listen2)
-	eventually(t, 60*time.Second, "w-1 ready through cp-2", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
+	testwait.For(t, 60*time.Second, "w-1 ready through cp-2", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
 }
 
 // bootstrapWithJoinEndpoint starts the bootstrap machine cp-1 on TLS with

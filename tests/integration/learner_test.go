@@ -3,13 +3,14 @@ package integration
 import (
 	"context"
 	"errors"
-	"github.com/homystack/nico/agent"
-	"github.com/homystack/nico/pkg/member"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/pkg/member"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"

@@ -16,6 +16,7 @@ import (
 	"github.com/homystack/nico/pkg/libvirt/libvirttest"
 	"github.com/homystack/nico/pkg/placement"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // hvHost is a hypervisor host under test: an agent with the hypervisor
@@ -106,7 +107,7 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 	pool := api.NewMachinePool("web")
 	pool.Spec = api.MachinePoolSpec{Count: 3, Spread: true, Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 1024, DiskGiB: 4, BaseImage: "base.qcow2", Network: "default"}}
 	f.putPool(pool)
-	eventually(t, 60*time.Second, "3 machines running", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "3 machines running", func() (bool, string) {
 		ms := f.machines()
 		n := 0
 		for _, m := range ms {
@@ -128,7 +129,7 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 		cfg.Roles = []api.Role{api.RoleWorker}
 		workers[name] = f.start(cfg)
 	}
-	eventually(t, 60*time.Second, "machines discoverable", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "machines discoverable", func() (bool, string) {
 		for name, m := range f.machines() {
 			if !m.Status.Discoverable {
 				return false, name + " not discoverable"
@@ -144,7 +145,7 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 		c := api.FindCondition(m.Status.Conditions, api.CondScheduled)
 		return m.Status.Phase == api.MachinePending && c != nil && !c.Status && strings.Contains(c.Message, "memory 0 MiB free < 1024 MiB")
 	})
-	eventually(t, 60*time.Second, "8 domains running", func() (bool, string) { return len(running()) == 8, fmt.Sprint(running()) })
+	testwait.For(t, 60*time.Second, "8 domains running", func() (bool, string) { return len(running()) == 8, fmt.Sprint(running()) })
 
 	// Scale down to 2: web-2's node leaves through the safe removal first.
 	pool.Spec.Count = 2
@@ -158,7 +159,7 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("web-2's node was not removed")
 	}
-	eventually(t, 60*time.Second, "pool scaled down to 2", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "pool scaled down to 2", func() (bool, string) {
 		ms := f.machines()
 		return len(ms) == 2 && ms["web-0"] != nil && ms["web-1"] != nil && slices.Equal(running(), []string{"web-0", "web-1"}),
 			fmt.Sprintf("%d machines, running %v", len(ms), running())

@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh is the reported scenario
@@ -77,7 +78,7 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 		t.Fatal(err)
 	}
 	coordMesh := f.gossip.(*gossip.Mesh)
-	eventually(t, 30*time.Second, "cp-2 dead in the coordinator's mesh", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "cp-2 dead in the coordinator's mesh", func() (bool, string) {
 		s, _ := coordMesh.Node("cp-2")
 		return s.State == gossip.Dead, fmt.Sprintf("%+v", s)
 	})
@@ -91,7 +92,7 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 	n2 := f.start(cfg2)
 	waitReady(t, n2)
 	t.Logf("cp-2's agent ready %s after the restart", time.Since(restarted).Round(time.Millisecond))
-	eventually(t, 30*time.Second, "cp-2 back in the mesh (the coordinator's member and cp-2's see each other alive)", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "cp-2 back in the mesh (the coordinator's member and cp-2's see each other alive)", func() (bool, string) {
 		s, _ := coordMesh.Node("cp-2")
 		c, _ := m2.Node("coord-1")
 		return s.State == gossip.Alive && c.State == gossip.Alive, fmt.Sprintf("coordinator sees cp-2 %+v; cp-2 sees coord-1 %+v", s, c)
@@ -114,7 +115,7 @@ func TestVoterCutOffFromTheMeshIsAliveWhileItServes(t *testing.T) {
 	f, c, cut := newSuspectFleet(t, 5*time.Second)
 	cut.setCut(true)
 	coordMesh := f.gossip.(*gossip.Mesh)
-	eventually(t, 60*time.Second, "cp-2 dead in the coordinator's mesh", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "cp-2 dead in the coordinator's mesh", func() (bool, string) {
 		s, _ := coordMesh.Node("cp-2")
 		return s.State == gossip.Dead, fmt.Sprintf("%+v", s)
 	})

@@ -27,6 +27,7 @@ import (
 	"github.com/homystack/nico/pkg/secretbox"
 	"github.com/homystack/nico/pkg/secrets"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/pkg/token"
 )
 
@@ -67,7 +68,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 	defer stopCP()
 
 	var st *store.Store
-	eventually(t, 60*time.Second, "the bootstrap node registered", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "the bootstrap node registered", func() (bool, string) {
 		rootTLS, err := pki.ClientTLS(cpDir.CACert(), cpDir.Cert(pki.RootLeaf), cpDir.Key(pki.RootLeaf))
 		if err != nil {
 			return false, "no root certificate yet: " + err.Error()
@@ -153,7 +154,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 		PKI: agent.PKIConfig{Dir: wDir},
 	}
 	stopW := runAgent(t, w, jsonLog.With("test-node", "w1"))
-	eventually(t, 30*time.Second, "the joined worker registered", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "the joined worker registered", func() (bool, string) {
 		n := api.NewNode("")
 		err := st.Get(ctx, store.NodeKey("w1"), n)
 		return err == nil && n.Status.Phase == api.NodeRegistered, fmt.Sprintf("phase %q, %v", n.Status.Phase, err)

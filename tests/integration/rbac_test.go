@@ -15,6 +15,7 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -220,7 +221,7 @@ func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 		t.Skip("plaintext etcd (NICO_ETCDTEST_TLS=0): no identities to revoke")
 	}
 	n := f.start(cfg)
-	eventually(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 
 	d := cfg.PKI.Dir
 	tlsCfg, err := pki.ClientTLS(d.CACert(), d.Cert(pki.NodeLeaf), d.Key(pki.NodeLeaf))
@@ -275,7 +276,7 @@ func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 	cfg2 := f.agentConfig("w-2", false)
 	cfg2.Roles = []api.Role{api.RoleWorker}
 	n2 := f.start(cfg2)
-	eventually(t, 30*time.Second, "w-2 ready", func() (bool, string) { return n2.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-2 ready", func() (bool, string) { return n2.agent.Healthy(), "not healthy" })
 	if err := n2.stop(); err != nil {
 		t.Fatal(err)
 	}

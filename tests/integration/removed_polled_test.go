@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
@@ -59,7 +60,7 @@ func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
 		})
 	}
 	defer func() { stopPolls(); wg.Wait() }()
-	eventually(t, 30*time.Second, "pollers answered", func() (bool, string) { return answered.Load() > 0, "no answer yet" })
+	testwait.For(t, 30*time.Second, "pollers answered", func() (bool, string) { return answered.Load() > 0, "no answer yet" })
 
 	f.requestRemoval("cp-2", false)
 	n2.waitRemoved(t, 90*time.Second, "removed cp-2 did not stop")

@@ -15,6 +15,7 @@ import (
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // rollFleet is a fleet whose agents apply generations with the exec
@@ -61,7 +62,7 @@ func newRollFleet(t *testing.T, cps, dps int) *rollFleet {
 		cfg.Roles = []api.Role{api.RoleWorker}
 		cfg.Applier = rf.applier(cfg.Name)
 		n := rf.start(cfg)
-		eventually(t, 30*time.Second, cfg.Name+" ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+		testwait.For(t, 30*time.Second, cfg.Name+" ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 	}
 	return rf
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache: a worker
@@ -35,8 +36,8 @@ func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) 
 	cfg.Endpoints, cfg.EndpointsCache, cfg.DiscoverGrace = nil, cache, time.Second
 	cfg.Gossip = f.startMesh("w-1", 72, seed)
 	n := f.start(cfg)
-	eventually(t, 30*time.Second, "w-1 ready through gossip", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
-	eventually(t, 10*time.Second, "w-1 to cache the endpoints", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "w-1 ready through gossip", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 10*time.Second, "w-1 to cache the endpoints", func() (bool, string) {
 		_, err := os.Stat(cache)
 		return err == nil, fmt.Sprint(err)
 	})
@@ -51,7 +52,7 @@ func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) 
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, "cp-1 on key generation 2", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "cp-1 on key generation 2", func() (bool, string) {
 		return m1.KeyGeneration() == 2, fmt.Sprintf("at %d", m1.KeyGeneration())
 	})
 
@@ -62,8 +63,8 @@ func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) 
 	}
 	cfg.Gossip = stale
 	n = f.start(cfg)
-	eventually(t, 60*time.Second, "w-1 ready again through its endpoints cache", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
-	eventually(t, 30*time.Second, "w-1 back in the mesh on generation 2", func() (bool, string) {
+	testwait.For(t, 60*time.Second, "w-1 ready again through its endpoints cache", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 back in the mesh on generation 2", func() (bool, string) {
 		s, ok := m1.Node("w-1")
 		return stale.KeyGeneration() == 2 && ok && s.State == gossip.Alive, fmt.Sprintf("w-1 at generation %d, seen by cp-1 as %+v", stale.KeyGeneration(), s)
 	})

@@ -8,6 +8,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestNoRemovalWhileAVoterIsSuspect: with three voters, cp-2's mesh member
@@ -19,7 +20,7 @@ func TestNoRemovalWhileAVoterIsSuspect(t *testing.T) {
 	cp3 := f.start(f.agentConfig("cp-3", false))
 	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
-	eventually(t, 30*time.Second, "cp-3's join finished", func() (bool, string) {
+	testwait.For(t, 30*time.Second, "cp-3's join finished", func() (bool, string) {
 		j := api.NewJoinRequest("cp-3")
 		err := f.store().Get(t.Context(), store.JoinKey("cp-3"), j)
 		return err == nil && j.Status.Phase == api.JoinJoined, string(j.Status.Phase)

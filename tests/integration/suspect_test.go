@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestNoMembershipChangeWhileAVoterIsSuspect: a voter's mesh member is cut
@@ -212,7 +213,7 @@ func drainSteps(c *coord) {
 // teardown, while the other members are stopping.)
 func waitReady(t *testing.T, n *node) {
 	t.Helper()
-	eventually(t, 30*time.Second, n.name+" ready", func() (bool, string) {
+	testwait.For(t, 30*time.Second, n.name+" ready", func() (bool, string) {
 		ready, err := n.notify.readyState()
 		if err != nil {
 			t.Fatalf("%s: %v", n.name, err)

@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestAgentRestartsIntoTheAgentItsGenerationInstalls: a generation that
@@ -55,7 +56,7 @@ if [ "$NICO_REVISION" = v2 ]; then echo /nix/store/new-nico/bin/nico-agent > %s;
 	cfg.Applier = newApplier()
 	cfg.AgentPathFile = pathFile
 	n := rf.start(cfg)
-	eventually(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 
 	// v1 keeps the agent: no restart.
 	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
@@ -97,7 +98,7 @@ if [ "$NICO_REVISION" = v2 ]; then echo /nix/store/new-nico/bin/nico-agent > %s;
 	cfg.Applier = newApplier()
 	n = rf.start(cfg)
 	rf.waitRollout("r2", 60*time.Second, "r2 succeeded", phaseIs(api.RolloutSucceeded))
-	eventually(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 	select {
 	case err := <-n.done:
 		t.Fatalf("the restarted w-1 stopped again: %v", err)

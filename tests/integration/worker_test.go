@@ -6,6 +6,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestWorkerRegistersAndLeaves: a worker runs no member; it registers under
@@ -19,7 +20,7 @@ func TestWorkerRegistersAndLeaves(t *testing.T) {
 	cfg := f.agentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
 	n := f.start(cfg)
-	eventually(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
 	node := waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker registered", func(n *api.Node) bool {
 		return n.Status.Phase == api.NodeRegistered && n.Status.UpdatedAt.After(n.Metadata.CreatedAt)
 	})

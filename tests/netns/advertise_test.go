@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/jonboulle/clockwork"
 )
 
 // TestAdvertiseHelper is the pair of mesh members run inside a namespace by
@@ -38,15 +41,12 @@ func TestAdvertiseHelper(t *testing.T) {
 	if _, err := ms[1].Join([]string{ms[0].Addr()}); err != nil {
 		fail(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if n, ok := ms[0].Node("m1"); ok && n.State == gossip.Alive {
-			break
-		}
-		if time.Now().After(deadline) {
-			fail(fmt.Errorf("m0 does not see m1 alive"))
-		}
-		time.Sleep(20 * time.Millisecond)
+	err := testwait.Until(context.Background(), clockwork.NewRealClock(), 30*time.Second, 20*time.Millisecond, func() (bool, string) {
+		n, ok := ms[0].Node("m1")
+		return ok && n.State == gossip.Alive, fmt.Sprintf("m0 sees m1 %s", n.State)
+	})
+	if err != nil {
+		fail(fmt.Errorf("m0 does not see m1 alive: %w", err))
 	}
 	fmt.Println("advertised", ms[0].Addr())
 	os.Exit(0)

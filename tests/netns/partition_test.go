@@ -18,6 +18,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // event is one line a helper prints: a peer's state as its mesh sees it.
@@ -48,14 +49,16 @@ func TestHelperProcess(t *testing.T) {
 	go func() { _ = m.Run(ctx) }()
 	seen := map[string]gossip.State{}
 	enc := json.NewEncoder(os.Stdout)
-	for {
+	// It reports every change it sees until the test kills it.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
 		for _, n := range m.Nodes() {
 			if seen[n.Name] != n.State {
 				seen[n.Name] = n.State
 				_ = enc.Encode(event{Peer: n.Name, State: string(n.State), Since: n.Since})
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -149,17 +152,6 @@ func (w *netw) startHelper(i int, name, seed string) *observer {
 	return o
 }
 
-func waitFor(t *testing.T, what string, within time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestPartition: four members in four namespaces on one bridge; n3 is cut
 // off with iptables DROP. The coordinator's member (n0) sees it suspect,
 // then dead; while it is suspect the planner starts no membership change;
@@ -179,7 +171,7 @@ func TestPartition(t *testing.T) {
 	for i := 1; i < 4; i++ {
 		w.startHelper(i, fmt.Sprintf("n%d", i), seed)
 	}
-	waitFor(t, "n0 to see n1..n3 alive", 60*time.Second, func() bool {
+	testwait.True(t, 60*time.Second, "n0 to see n1..n3 alive", func() bool {
 		for i := 1; i < 4; i++ {
 			if obs.state(fmt.Sprintf("n%d", i)).State != "alive" {
 				return false
@@ -191,7 +183,7 @@ func TestPartition(t *testing.T) {
 	cut := time.Now()
 	sh(t, "ip", "netns", "exec", w.ns[3], "iptables", "-A", "INPUT", "-j", "DROP")
 	sh(t, "ip", "netns", "exec", w.ns[3], "iptables", "-A", "OUTPUT", "-j", "DROP")
-	waitFor(t, "n0 to see n3 suspect", 60*time.Second, func() bool { return obs.state("n3").State == "suspect" })
+	testwait.True(t, 60*time.Second, "n0 to see n3 suspect", func() bool { return obs.state("n3").State == "suspect" })
 	suspect := obs.state("n3")
 	t.Logf("n3 suspect %s after the cut", suspect.Since.Sub(cut).Round(time.Millisecond))
 
@@ -205,7 +197,7 @@ func TestPartition(t *testing.T) {
 		t.Fatalf("planner while n3 is suspect: %s, want Wait", s)
 	}
 
-	waitFor(t, "n0 to see n3 dead", 60*time.Second, func() bool { return obs.state("n3").State == "dead" })
+	testwait.True(t, 60*time.Second, "n0 to see n3 dead", func() bool { return obs.state("n3").State == "dead" })
 	t.Logf("n3 dead %s after the cut", obs.state("n3").Since.Sub(cut).Round(time.Millisecond))
 	if !obs.state("n3").Since.After(suspect.Since) {
 		t.Fatalf("n3 dead at %s, not after suspect at %s", obs.state("n3").Since, suspect.Since)
@@ -217,12 +209,12 @@ func TestPartition(t *testing.T) {
 
 	sh(t, "ip", "netns", "exec", w.ns[3], "iptables", "-F")
 	healed := time.Now()
-	waitFor(t, "n0 to see n3 alive again", 90*time.Second, func() bool { return obs.state("n3").State == "alive" })
+	testwait.True(t, 90*time.Second, "n0 to see n3 alive again", func() bool { return obs.state("n3").State == "alive" })
 	t.Logf("n3 alive %s after healing", time.Since(healed).Round(time.Millisecond))
 	// Only n3 was cut off: n1 and n2 are alive (on a loaded machine the
 	// fast profile may flap one for a moment, so this waits, not peeks).
 	for _, n := range []string{"n1", "n2"} {
-		waitFor(t, "n0 to see "+n+" alive (only n3 was cut off)", 30*time.Second, func() bool { return obs.state(n).State == "alive" })
+		testwait.True(t, 30*time.Second, "n0 to see "+n+" alive (only n3 was cut off)", func() bool { return obs.state(n).State == "alive" })
 	}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestJoinsTheMeshFromASeed: nico-coordinator, given one seed and the
@@ -49,36 +51,33 @@ func TestJoinsTheMeshFromASeed(t *testing.T) {
 			"--coordinator.resyncInterval", "200ms"}, &out)
 	}()
 	const name = "c-1/coordinator"
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s, ok := seed.Node(name)
-		if ok && s.State == gossip.Alive && slices.Contains(s.Meta.Roles, "coordinator") && s.Meta.Name == "c-1" {
-			break
-		}
+	// running fails the test when nico-coordinator exited before what it
+	// waits for.
+	running := func(what string) {
 		select {
 		case c := <-code:
-			t.Fatalf("nico-coordinator exited %d before joining:\n%s", c, out.String())
+			t.Fatalf("nico-coordinator exited %d before %s:\n%s", c, what, out.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the seed does not see %s alive (%+v):\n%s", name, s, out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
+	testwait.For(t, 30*time.Second, "the seed to see "+name+" alive", func() (bool, string) {
+		running("joining")
+		s, ok := seed.Node(name)
+		if ok && s.State == gossip.Alive && slices.Contains(s.Meta.Roles, "coordinator") && s.Meta.Name == "c-1" {
+			return true, ""
+		}
+		return false, fmt.Sprintf("the seed sees %+v:\n%s", s, out.String())
+	})
 	// It leads.
 	st, err := store.New(cl.Client(t), store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		if name, err := coordinator.Leader(t.Context(), st); err == nil && name == "c-1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("c-1 does not lead:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "c-1 to lead", func() (bool, string) {
+		running("leading")
+		name, err := coordinator.Leader(t.Context(), st)
+		return err == nil && name == "c-1", fmt.Sprintf("leader %q (%v):\n%s", name, err, out.String())
+	})
 
 	// run has registered for SIGTERM (signal.NotifyContext) before it
 	// started the mesh, so the signal stops it rather than the test.
@@ -93,14 +92,8 @@ func TestJoinsTheMeshFromASeed(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("nico-coordinator did not stop on SIGTERM:\n%s", out.String())
 	}
-	for {
-		if s, _ := seed.Node(name); s.State == gossip.Left {
-			break
-		}
-		if time.Now().After(deadline.Add(30 * time.Second)) {
-			s, _ := seed.Node(name)
-			t.Fatalf("after SIGTERM the seed sees %s %s, want left", name, s.State)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "the seed to see "+name+" left after SIGTERM", func() (bool, string) {
+		s, _ := seed.Node(name)
+		return s.State == gossip.Left, fmt.Sprintf("the seed sees %s %s, want left", name, s.State)
+	})
 }

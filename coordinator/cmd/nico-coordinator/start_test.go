@@ -15,6 +15,7 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestJoiningHostsCoordinatorWaitsAndLearns: the coordinator of a machine
@@ -52,20 +53,16 @@ func TestJoiningHostsCoordinatorWaitsAndLearns(t *testing.T) {
 			"--gossip.seeds", seed.Addr(), "--gossip.bind", "127.0.0.98", "--gossip.port", "0", "--gossip.profile", "fast",
 			"--coordinator.resyncInterval", "200ms"}, &out)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		for !cond() {
+		testwait.For(t, 30*time.Second, what, func() (bool, string) {
 			select {
 			case c := <-code:
 				t.Fatalf("nico-coordinator exited %d before %s:\n%s", c, what, out.String())
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s:\n%s", what, out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return cond(), "not yet:\n" + out.String()
+		})
 	}
 	waitFor("log line about the identity", func() bool {
 		return strings.Contains(out.String(), "waiting for this machine's coordinator identity") && strings.Contains(out.String(), d.Cert(name))

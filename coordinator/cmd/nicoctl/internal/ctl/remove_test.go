@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 func TestRemoveRefusedLocally(t *testing.T) {
@@ -112,17 +114,10 @@ func TestRemoveThroughLeader(t *testing.T) {
 // waitLeader polls until name is the coordinator leader.
 func waitLeader(t *testing.T, st *store.Store, name string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testwait.For(t, 30*time.Second, name+" to lead", func() (bool, string) {
 		got, err := coordinator.Leader(testCtx(t), st)
-		if err == nil && got == name {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("coordinator leader = %q (%v), want %s", got, err, name)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil && got == name, fmt.Sprintf("coordinator leader = %q (%v), want %s", got, err, name)
+	})
 }
 
 type tWriter struct{ t *testing.T }
