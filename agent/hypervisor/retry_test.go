@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/hypervisor"
 	"github.com/homystack/nico/pkg/hypervisor/hypervisortest"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -173,11 +174,11 @@ func TestHypervisorControllerWakesWhenAHeldBackMachineIsDue(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx, c.Controller()) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, 10*time.Second, "the first define", func() bool { return fake.Calls("Define") == 1 })
+	testwait.True(t, 10*time.Second, "the first define", func() bool { return fake.Calls("Define") == 1 })
 	// The resync ticker and the held-back machine's wake wait on the clock.
 	if err := clk.BlockUntilContext(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Second)
-	waitFor(t, 10*time.Second, "the define retried once due", func() bool { return fake.Calls("Define") == 2 })
+	testwait.True(t, 10*time.Second, "the define retried once due", func() bool { return fake.Calls("Define") == 2 })
 }
