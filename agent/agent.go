@@ -1,8 +1,19 @@
-// Package agent is nico's per-machine agent. It owns its machine and nothing
-// else: it registers the node under a heartbeat lease, runs the local etcd
-// member when the node has the control-plane role (bootstrapping a new
-// cluster, or joining a running one through the coordinator's learner
-// flow), and reports what it observed. It never decides for the fleet.
+// Package agent is the node lifecycle of nico's per-machine agent, and
+// only that. It owns its machine and nothing else: it gets and renews the
+// machine's certificates, registers the node under a heartbeat lease, runs
+// the local etcd member when the node has the control-plane role
+// (bootstrapping a new cluster, or joining a running one through the
+// coordinator's learner flow), applies the node's generations, and reports
+// what it observed. It never decides for the fleet.
+//
+// What else a machine runs lives next to it, each in a package of its own:
+// the join endpoint a control-plane machine serves as the coordinator's
+// identity, and the client the agent joins and renews through
+// (agent/joinendpoint), and a hypervisor host's domain controller
+// (agent/hypervisor). The agent's main (agent/cmd/nico-agent) runs the
+// endpoint beside the agent, gives the agent the endpoint's client as its
+// ObtainCerts and RenewNodeCert, and on a hypervisor host a
+// hypervisor.Setup, whose controller the agent runs in its node group.
 //
 //	start --bootstrap, no data--> [new cluster] ----------------------------+
 //	  |                                                                      v
@@ -25,6 +36,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/homystack/nico/agent/hypervisor"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/controller"
@@ -64,8 +76,8 @@ type Config struct {
 	// nil: the agent does not manage generations.
 	Applier apply.Applier
 	// Hypervisor, on a host with the hypervisor role, runs the libvirt
-	// domains placed on it (agent/hypervisor.go); nil: none.
-	Hypervisor *HypervisorSetup
+	// domains placed on it (package agent/hypervisor); nil: none.
+	Hypervisor *hypervisor.Setup
 	// PKI is where the machine's certificates live (agent/pki.go).
 	PKI PKIConfig
 	// AgentPathFile names a file that holds the path of the nico-agent

@@ -27,7 +27,7 @@ import (
 //	node-cert-publish   node       -                 nodeCertCheckInterval
 //	member              node       - (wakes: upgrade) memberCheckInterval
 //	generations         node       nixosconfigs/<node> RetryInterval (with an Applier)
-//	hypervisor          node       machines/ nodes/  HypervisorConfig.Resync (hypervisor role; wakes: a held-back machine due)
+//	hypervisor          node       machines/ nodes/  hypervisor.Config.Resync (hypervisor role; wakes: a held-back machine due)
 //	removal             node       removals/<node>   removalResync
 //	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
 //	join-endpoint       join       -                 Config.Poll (agent/joinendpoint: keeps it serving, again on a CA change or a failure)

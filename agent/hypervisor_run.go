@@ -1,18 +1,9 @@
 package agent
 
 import (
+	"github.com/homystack/nico/agent/hypervisor"
 	"github.com/homystack/nico/pkg/controller"
-	"github.com/homystack/nico/pkg/hypervisor"
 )
-
-// HypervisorSetup runs a hypervisor host's domain controller inside the
-// agent, once the node is registered, on the agent's store client.
-type HypervisorSetup struct {
-	HV hypervisor.Hypervisor
-	// Config tunes the controller; Node, Prefix and Endpoints default to the
-	// agent's (Endpoints to the ones the agent reached the cluster with).
-	Config HypervisorConfig
-}
 
 // hypervisorController is the host's domain controller, run in the node's
 // group (agent/controllers.go); nil without the hypervisor role.
@@ -30,7 +21,6 @@ func (a *Agent) hypervisorController() controller.Controller {
 	if len(cfg.Endpoints) == 0 {
 		cfg.Endpoints = a.cli.Endpoints()
 	}
-	c := NewHypervisorController(cfg, a.st, a.cfg.Hypervisor.HV, a.log)
-	c.clock, c.Now = a.cfg.Clock, a.cfg.Clock.Now
-	return c.Controller()
+	cfg.Clock = a.cfg.Clock
+	return hypervisor.New(cfg, a.st, a.cfg.Hypervisor.HV, a.log).Controller()
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // TestMain checks that the package's tests leave no goroutine behind: the
-// endpoint's serves and controllers end with Run.
+// endpoint, its controllers, its token pruning and its etcd clients all
+// end with Run.
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m,
 		// gRPC's resolver serializer outlives a closed client by a moment.

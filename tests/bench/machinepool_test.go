@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/agent/hypervisor"
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
@@ -59,7 +59,7 @@ func benchPool50(b *testing.B) {
 		}
 		hv := libvirt.New(libvirttest.URI(b, libvirttest.Options{VCPUs: 64, MemoryMiB: 64 << 10}), log)
 		defer hv.Close()
-		c := agent.NewHypervisorController(agent.HypervisorConfig{Node: name, Resync: 200 * time.Millisecond}, st, hv, log)
+		c := hypervisor.New(hypervisor.Config{Node: name, Resync: 200 * time.Millisecond}, st, hv, log)
 		d := make(chan error, 1)
 		go func() { d <- c.Run(ctx) }()
 		hdone = append(hdone, d)
@@ -112,7 +112,7 @@ func benchPass200(b *testing.B) {
 	st := mpStore(b)
 	hv := libvirt.New(libvirttest.URI(b, libvirttest.Options{VCPUs: 512, MemoryMiB: 512 << 10, ExtraPools: []string{"pool-1", "pool-2"}}), logging.Test(b))
 	defer hv.Close()
-	c := agent.NewHypervisorController(agent.HypervisorConfig{Node: "hv-1"}, st, hv, logging.Test(b))
+	c := hypervisor.New(hypervisor.Config{Node: "hv-1"}, st, hv, logging.Test(b))
 	for i := 0; i < 200; i++ {
 		m := api.NewMachine(placement.MachineName("web", i))
 		m.Spec = api.MachineSpec{Kind: api.MachineLibvirt, Pool: "web", Ordinal: i, Host: "hv-1", UUID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),

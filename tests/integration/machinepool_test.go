@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/agent"
+	agenthv "github.com/homystack/nico/agent/hypervisor"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/hypervisor"
 	"github.com/homystack/nico/pkg/libvirt"
@@ -31,7 +32,7 @@ func (f *fleet) startHypervisor(name string, o libvirttest.Options) *hvHost {
 	h := &hvHost{name: name, hv: libvirt.New(libvirttest.URI(f.t, o), f.log.With("test-hv", name))}
 	cfg := f.agentConfig(name, false)
 	cfg.Roles = []api.Role{api.RoleHypervisor}
-	cfg.Hypervisor = &agent.HypervisorSetup{HV: h.hv, Config: agent.HypervisorConfig{Resync: 200 * time.Millisecond, StopGrace: time.Second}}
+	cfg.Hypervisor = &agenthv.Setup{HV: h.hv, Config: agenthv.Config{Resync: 200 * time.Millisecond, StopGrace: time.Second}}
 	f.start(cfg)
 	return h
 }

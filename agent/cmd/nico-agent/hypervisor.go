@@ -6,7 +6,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/homystack/nico/agent"
+	"github.com/homystack/nico/agent/hypervisor"
 	"github.com/homystack/nico/agent/internal/firstboot"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/libvirt"
@@ -14,17 +14,17 @@ import (
 
 // newHypervisor returns the libvirt domain controller's setup of a host with
 // the hypervisor role (nil otherwise), and what closes its connection.
-func newHypervisor(cfg config.Agent, log *slog.Logger) (*agent.HypervisorSetup, func()) {
+func newHypervisor(cfg config.Agent, log *slog.Logger) (*hypervisor.Setup, func()) {
 	if !cfg.HasRole(config.RoleHypervisor) {
 		return nil, func() {}
 	}
 	hv := libvirt.New(cfg.Hypervisor.URI, log)
-	hc := agent.HypervisorConfig{
+	hc := hypervisor.Config{
 		Labels: cfg.Hypervisor.LabelMap(), StopGrace: cfg.Hypervisor.StopGrace, Resync: cfg.Hypervisor.Resync,
 		DomainType: cfg.Hypervisor.DomainType, BootTimeout: cfg.Hypervisor.BootTimeout,
 	}
 	hc.Seeds, hc.Token = guestMesh(cfg)
-	return &agent.HypervisorSetup{HV: hv, Config: hc}, func() { _ = hv.Close() }
+	return &hypervisor.Setup{HV: hv, Config: hc}, func() { _ = hv.Close() }
 }
 
 // guestMesh is what a new VM is handed to join the gossip mesh: this host's

@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/hypervisor"
 )
 
-// Settings of HypervisorConfig.DomainType (hypervisor.domainType).
+// Settings of Config.DomainType (hypervisor.domainType).
 const (
 	// DomainTypeAuto: kvm when the host offers it (libvirt's capabilities:
 	// qemu can use /dev/kvm) and no kvm guest of this host failed to boot
@@ -82,7 +82,7 @@ type bootWatch struct {
 // the domains without one after the boot timeout. In auto, a kvm domain of
 // a machine placed here (declared: not deleting) without one makes the host
 // fall back to qemu (kvmFailure).
-func (c *HypervisorController) observeBoots(ctx context.Context, domains []hypervisor.Domain, declared, registered map[string]bool, now time.Time) (map[string]bool, error) {
+func (c *Controller) observeBoots(ctx context.Context, domains []hypervisor.Domain, declared, registered map[string]bool, now time.Time) (map[string]bool, error) {
 	stuck := map[string]bool{}
 	live := map[string]bool{}
 	for _, d := range domains {
@@ -139,7 +139,7 @@ func (c *HypervisorController) observeBoots(ctx context.Context, domains []hyper
 }
 
 // bootStarted records that the controller (re)started a's domain.
-func (c *HypervisorController) bootStarted(a domainAction, now time.Time) {
+func (c *Controller) bootStarted(a domainAction, now time.Time) {
 	w := &bootWatch{since: now}
 	if slices.Contains(a.Why, whyDomainType) {
 		w.note = fmt.Sprintf("; redefined as %s, as under %s its guest showed no sign of booting within %v", a.Spec.Type, a.From, c.cfg.BootTimeout)

@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-// HypervisorConfig is what a hypervisor host's controller needs.
-type HypervisorConfig struct {
+// Config is what a hypervisor host's controller needs.
+type Config struct {
 	// Node is this host's node name: machines placed on it have
 	// spec.host == Node.
 	Node   string
@@ -45,9 +45,12 @@ type HypervisorConfig struct {
 	// (console output, an address, its node registered) before its machine
 	// reports Booted false, NotBooting; zero: 5 minutes.
 	BootTimeout time.Duration
+	// Clock is the controller's clock (Now, and the wake of a machine
+	// held back); nil: the real clock.
+	Clock clockwork.Clock
 }
 
-// HypervisorController reconciles the libvirt domains of the machines
+// Controller reconciles the libvirt domains of the machines
 // placed on this host, reports the host's capacity (hypervisors/<node>) and
 // each machine's domain state and addresses. It only ever touches domains
 // that carry nico's metadata.
@@ -60,8 +63,8 @@ type HypervisorConfig struct {
 //	        |                     planDomains: create, start, restart, delete
 //	        |                               |
 //	        +---- write status (CAS) <------+  (hypervisor unavailable: back off, retry)
-type HypervisorController struct {
-	cfg HypervisorConfig
+type Controller struct {
+	cfg Config
 	st  *store.Store
 	hv  hypervisor.Hypervisor
 	log *slog.Logger
@@ -85,8 +88,8 @@ type HypervisorController struct {
 	due   clockwork.Timer // wakes it when the first machine held back is due
 }
 
-// NewHypervisorController returns a controller; it starts nothing until Run.
-func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hypervisor.Hypervisor, log *slog.Logger) *HypervisorController {
+// New returns a controller; it starts nothing until Run.
+func New(cfg Config, st *store.Store, hv hypervisor.Hypervisor, log *slog.Logger) *Controller {
 	if cfg.Resync <= 0 {
 		cfg.Resync = 5 * time.Second
 	}
@@ -102,9 +105,13 @@ func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hyperviso
 	if cfg.BootTimeout <= 0 {
 		cfg.BootTimeout = 5 * time.Minute
 	}
-	return &HypervisorController{cfg: cfg, st: st, hv: hv, log: log.With("component", "hypervisor", "node", cfg.Node),
+	c := &Controller{cfg: cfg, st: st, hv: hv, log: log.With("component", "hypervisor", "node", cfg.Node),
 		retries: newMachineRetries(cfg.Retry), boots: map[string]*bootWatch{}, Now: time.Now,
 		clock: clockwork.NewRealClock(), wake: make(chan struct{}, 1)}
+	if cfg.Clock != nil {
+		c.clock, c.Now = cfg.Clock, cfg.Clock.Now
+	}
+	return c
 }
 
 // Controller is the controller of this host's domains (package
@@ -113,19 +120,19 @@ func NewHypervisorController(cfg HypervisorConfig, st *store.Store, hv hyperviso
 // has no watch), and wakes when a machine held back by its backoff is due.
 // A failed pass (the hypervisor or the store unavailable) is retried with
 // the runtime's backoff, and counts against the agent's health.
-func (c *HypervisorController) Controller() controller.Controller {
+func (c *Controller) Controller() controller.Controller {
 	return &controller.Func{ControllerName: "hypervisor", Prefixes: []string{store.MachinesDir, store.NodesDir}, Resync: c.cfg.Resync, Wake: c.wake, Do: c.reconcile}
 }
 
 // Run runs Controller on a runtime of its own until ctx ends, and returns
 // nil (tests and benchmarks; the agent runs Controller on its own runtime).
-func (c *HypervisorController) Run(ctx context.Context) error {
+func (c *Controller) Run(ctx context.Context) error {
 	return controller.New(c.st.Client(), controller.WithLogger(c.log)).Run(ctx, c.Controller())
 }
 
 // reconcile runs a pass and, after one that succeeded, arms the wake of
 // the first machine held back (a failed pass is the runtime's to retry).
-func (c *HypervisorController) reconcile(ctx context.Context) error {
+func (c *Controller) reconcile(ctx context.Context) error {
 	if _, err := c.Once(ctx); err != nil {
 		return err
 	}
@@ -147,7 +154,7 @@ func (c *HypervisorController) reconcile(ctx context.Context) error {
 // Once runs one pass: report the host, plan and apply domain actions, and
 // write the machines' status. It returns the actions it took: an action of
 // a machine held back by its backoff (machineRetries) is not taken.
-func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction, err error) {
+func (c *Controller) Once(ctx context.Context) (actions []domainAction, err error) {
 	defer func() {
 		if c.OnPass != nil {
 			c.OnPass(actions, err)
@@ -228,7 +235,7 @@ func (c *HypervisorController) Once(ctx context.Context) (actions []domainAction
 }
 
 // registeredNodes tells which nodes are registered (not removed), by name.
-func (c *HypervisorController) registeredNodes(ctx context.Context) (map[string]bool, error) {
+func (c *Controller) registeredNodes(ctx context.Context) (map[string]bool, error) {
 	nodes, _, err := store.List[api.Node](ctx, c.st, store.NodesDir)
 	if err != nil {
 		return nil, err
@@ -247,7 +254,7 @@ func machineName(a domainAction) string {
 	return a.Spec.Name
 }
 
-func (c *HypervisorController) apply(ctx context.Context, a domainAction) error {
+func (c *Controller) apply(ctx context.Context, a domainAction) error {
 	log := c.log.With("machine", machineName(a), "uuid", a.UUID)
 	switch a.Kind {
 	case actCreate:
@@ -290,7 +297,7 @@ func (c *HypervisorController) apply(ctx context.Context, a domainAction) error 
 }
 
 // spec is the domain a machine asks for, with its first-boot identity.
-func (c *HypervisorController) spec(m *api.Machine) hypervisor.DomainSpec {
+func (c *Controller) spec(m *api.Machine) hypervisor.DomainSpec {
 	t := m.Spec.Template
 	roles := []string{string(api.RoleWorker)}
 	if len(t.Roles) > 0 {
@@ -319,7 +326,7 @@ func (c *HypervisorController) spec(m *api.Machine) hypervisor.DomainSpec {
 }
 
 // report writes the host's capacity when it changed.
-func (c *HypervisorController) report(ctx context.Context, h hypervisor.Host) error {
+func (c *Controller) report(ctx context.Context, h hypervisor.Host) error {
 	hv := api.NewHypervisor(c.cfg.Node)
 	old := api.NewHypervisor(c.cfg.Node)
 	err := c.st.Get(ctx, store.HypervisorKey(c.cfg.Node), old)
@@ -349,5 +356,5 @@ func sameReport(a, b api.HypervisorStatus) bool {
 		a.DomainType == b.DomainType && a.DomainTypeReason == b.DomainTypeReason
 }
 
-// HasHypervisorRole tells whether roles hold the hypervisor role.
-func HasHypervisorRole(roles []api.Role) bool { return slices.Contains(roles, api.RoleHypervisor) }
+// HasRole tells whether roles hold the hypervisor role.
+func HasRole(roles []api.Role) bool { return slices.Contains(roles, api.RoleHypervisor) }

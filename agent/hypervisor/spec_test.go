@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"slices"
@@ -13,7 +13,7 @@ func TestMachineSpec(t *testing.T) {
 	m := placedMachine("web-0", "hv-1", 0)
 	eps := []string{"http://10.77.0.1:2379"}
 
-	c := &HypervisorController{cfg: HypervisorConfig{Endpoints: eps, Prefix: "/nico/v1/"}}
+	c := &Controller{cfg: Config{Endpoints: eps, Prefix: "/nico/v1/"}}
 	s := c.spec(m)
 	if !slices.Equal(s.Identity.Endpoints, eps) || s.Identity.Name != "web-0" || !slices.Equal(s.Identity.Roles, []string{"worker"}) || s.Kernel != "" {
 		t.Fatalf("without a mesh: %+v", s)

@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // registered (discoverable) and whether it has a desired NixOS configuration;
 // a machine changed by someone else since it was read is left to the next
 // pass.
-func (c *HypervisorController) writeStatus(ctx context.Context, machines []*api.Machine, domains []hypervisor.Domain, failed map[string]error, registered map[string]bool) error {
+func (c *Controller) writeStatus(ctx context.Context, machines []*api.Machine, domains []hypervisor.Domain, failed map[string]error, registered map[string]bool) error {
 	byUUID := map[string]hypervisor.Domain{}
 	for _, d := range domains {
 		byUUID[d.Spec.UUID] = d
@@ -88,7 +88,7 @@ func observedStatus(m *api.Machine, domains map[string]hypervisor.Domain, failur
 
 // setBooted sets st's Booted condition from what m's running domain showed
 // of its boot, and drops it when the domain does not run.
-func (c *HypervisorController) setBooted(st *api.MachineStatus, m *api.Machine, domains map[string]hypervisor.Domain, now time.Time) {
+func (c *Controller) setBooted(st *api.MachineStatus, m *api.Machine, domains map[string]hypervisor.Domain, now time.Time) {
 	d, ok := domains[m.Spec.UUID]
 	var w *bootWatch
 	if ok && d.State == hypervisor.Running && !m.Spec.Deleting {

@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/hypervisor"
 	"github.com/homystack/nico/pkg/hypervisor/hypervisortest"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -107,7 +108,7 @@ func TestHypervisorControllerBacksOffAFailingMachine(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Retry: func() backoff.BackOff {
+	c := New(Config{Node: "hv-1", Retry: func() backoff.BackOff {
 		return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Second, Multiplier: 2, MaxInterval: time.Minute}
 	}}, st, fake, logging.Test(t))
 	c.Now = func() time.Time { return now }
@@ -160,7 +161,7 @@ func TestHypervisorControllerWakesWhenAHeldBackMachineIsDue(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
 	clk := clockwork.NewFakeClock()
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Resync: time.Hour, Retry: func() backoff.BackOff {
+	c := New(Config{Node: "hv-1", Resync: time.Hour, Retry: func() backoff.BackOff {
 		return &backoff.ExponentialBackOff{InitialInterval: 10 * time.Second, Multiplier: 2, MaxInterval: time.Minute}
 	}}, st, fake, logging.Test(t))
 	c.clock, c.Now = clk, clk.Now
@@ -173,11 +174,11 @@ func TestHypervisorControllerWakesWhenAHeldBackMachineIsDue(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- rt.Run(ctx, c.Controller()) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, 10*time.Second, "the first define", func() bool { return fake.Calls("Define") == 1 })
+	testwait.True(t, 10*time.Second, "the first define", func() bool { return fake.Calls("Define") == 1 })
 	// The resync ticker and the held-back machine's wake wait on the clock.
 	if err := clk.BlockUntilContext(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(10 * time.Second)
-	waitFor(t, 10*time.Second, "the define retried once due", func() bool { return fake.Calls("Define") == 2 })
+	testwait.True(t, 10*time.Second, "the define retried once due", func() bool { return fake.Calls("Define") == 2 })
 }

@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"slices"
@@ -41,7 +41,7 @@ func TestChooseDomainType(t *testing.T) {
 // TestPlanRedefinesAStuckDomainOfAnotherType: a running domain is never
 // touched for its type alone, only when its guest did not boot.
 func TestPlanRedefinesAStuckDomainOfAnotherType(t *testing.T) {
-	c := &HypervisorController{domainType: "qemu"}
+	c := &Controller{domainType: "qemu"}
 	m := placedMachine("web-0", "hv-1", 0)
 	d := hypervisor.Domain{Spec: c.spec(m), State: hypervisor.Running}
 	d.Spec.Type = "kvm"
@@ -77,7 +77,7 @@ func TestBootCondition(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", DomainType: DomainTypeKVM, BootTimeout: time.Minute}, st, fake, logging.Test(t))
+	c := New(Config{Node: "hv-1", DomainType: DomainTypeKVM, BootTimeout: time.Minute}, st, fake, logging.Test(t))
 	c.Now = clk.now
 	for i := 0; i < 3; i++ {
 		putMachine(t, st, placedMachine([]string{"web-0", "web-1", "web-2"}[i], "hv-1", i))
@@ -153,7 +153,7 @@ func TestAutoFallsBackToQEMU(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", BootTimeout: time.Minute}, st, fake, logging.Test(t))
+	c := New(Config{Node: "hv-1", BootTimeout: time.Minute}, st, fake, logging.Test(t))
 	c.Now = clk.now
 	good, stuck := placedMachine("web-0", "hv-1", 0), placedMachine("web-1", "hv-1", 1)
 	putMachine(t, st, good)
@@ -205,7 +205,7 @@ func TestBootConditionOnLibvirt(t *testing.T) {
 	hv := libvirt.New(libvirttest.URI(t, libvirttest.Options{}), logging.Test(t))
 	t.Cleanup(func() { hv.Close() })
 	clk := &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", BootTimeout: time.Minute}, st, hv, logging.Test(t))
+	c := New(Config{Node: "hv-1", BootTimeout: time.Minute}, st, hv, logging.Test(t))
 	c.Now = clk.now
 	putMachine(t, st, placedMachine("web-0", "hv-1", 0))
 	once(t, c)
@@ -218,7 +218,7 @@ func TestBootConditionOnLibvirt(t *testing.T) {
 		t.Fatalf("web-0: %+v", b)
 	}
 
-	k := NewHypervisorController(HypervisorConfig{Node: "hv-1", DomainType: DomainTypeKVM}, st, hv, logging.Test(t))
+	k := New(Config{Node: "hv-1", DomainType: DomainTypeKVM}, st, hv, logging.Test(t))
 	putMachine(t, st, placedMachine("web-1", "hv-1", 1))
 	once(t, k)
 	m := getMachine(t, st, "web-1")

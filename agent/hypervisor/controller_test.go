@@ -1,4 +1,4 @@
-package agent
+package hypervisor
 
 import (
 	"context"
@@ -65,7 +65,7 @@ func kinds(as []domainAction) []string {
 	return out
 }
 
-func once(t *testing.T, c *HypervisorController) []string {
+func once(t *testing.T, c *Controller) []string {
 	t.Helper()
 	as, err := c.Once(tctx(t))
 	if err != nil {
@@ -94,7 +94,7 @@ func TestHypervisorControllerOnLibvirt(t *testing.T) {
 	st := hvStore(t)
 	hv := libvirt.New(libvirttest.URI(t, libvirttest.Options{VCPUs: 8, MemoryMiB: 4096, Foreign: []string{"theirs"}}), logging.Test(t))
 	t.Cleanup(func() { hv.Close() })
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Labels: map[string]string{"rack": "a"}, Endpoints: []string{"http://127.0.0.1:2379"}, StopGrace: time.Second}, st, hv, logging.Test(t))
+	c := New(Config{Node: "hv-1", Labels: map[string]string{"rack": "a"}, Endpoints: []string{"http://127.0.0.1:2379"}, StopGrace: time.Second}, st, hv, logging.Test(t))
 
 	for i := 0; i < 3; i++ {
 		putMachine(t, st, placedMachine(fmt.Sprintf("web-%d", i), "hv-1", i))
@@ -235,7 +235,7 @@ func TestHypervisorControllerOnLibvirt(t *testing.T) {
 func TestHypervisorControllerRetriesWithoutDuplicates(t *testing.T) {
 	st := hvStore(t)
 	fake := hypervisortest.NewFake(8, 8192)
-	c := NewHypervisorController(HypervisorConfig{Node: "hv-1", Resync: 50 * time.Millisecond}, st, fake, logging.Test(t))
+	c := New(Config{Node: "hv-1", Resync: 50 * time.Millisecond}, st, fake, logging.Test(t))
 	for i := 0; i < 3; i++ {
 		putMachine(t, st, placedMachine(fmt.Sprintf("web-%d", i), "hv-1", i))
 	}
@@ -277,7 +277,7 @@ func TestHypervisorControllerRetriesWithoutDuplicates(t *testing.T) {
 }
 
 func TestPlanDomains(t *testing.T) {
-	c := &HypervisorController{}
+	c := &Controller{}
 	m := placedMachine("web-0", "hv-1", 0)
 	same := hypervisor.Domain{Spec: c.spec(m), State: hypervisor.Running}
 	stopped := same
