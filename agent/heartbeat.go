@@ -41,14 +41,14 @@ func (h *heartbeat) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	resp, err := a.cli.Get(ctx, store.HeartbeatKey(a.cfg.Name))
+	held, ok, err := a.st.HeartbeatLease(ctx, a.cfg.Name)
 	if err != nil {
 		return fmt.Errorf("agent: heartbeat: read: %w", err)
 	}
-	if len(resp.Kvs) == 1 && clientv3.LeaseID(resp.Kvs[0].Lease) == lease {
+	if ok && held == lease {
 		return nil
 	}
-	if _, err := a.cli.Put(ctx, store.HeartbeatKey(a.cfg.Name), a.Now().UTC().Format(time.RFC3339Nano), clientv3.WithLease(lease)); err != nil {
+	if err := a.st.PutHeartbeat(ctx, a.cfg.Name, a.Now(), lease); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			h.forget(lease)
 		}

@@ -102,24 +102,18 @@ func (a *Agent) extendWhileJoining(ctx context.Context) (stop func()) {
 	if on, can := a.notify.(interface{ Enabled() bool }); !ok || (can && !on.Enabled()) || a.cli == nil {
 		return func() {}
 	}
-	p := &progressWatch{extend: ext, sample: joinSampler(a.cli, a.cfg.ClientURL), now: a.Now, lastAt: a.Now(),
+	p := &progressWatch{extend: ext, sample: joinSampler(a.st, a.cli, a.cfg.ClientURL), now: a.Now, lastAt: a.Now(),
 		extendBy: JoinExtendBy, stallAfter: JoinStallAfter, log: a.log}
 	p.ask() // the join starts: progress, asked for before its first step
 	g := (&groups{rt: a.rt}).start(ctx, &controller.Func{ControllerName: "join-progress", Resync: JoinProgressInterval, Do: p.pass})
 	return g.stop
 }
 
-// joinSampler reads a join's progress through cli (scoped to the store's
-// prefix) and the local member at clientURL, which may not run yet.
-func joinSampler(cli *clientv3.Client, clientURL string) func(context.Context) (joinMark, error) {
-	latest := func(ctx context.Context, dir string) (int64, error) {
-		resp, err := cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
-			clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
-		if err != nil || len(resp.Kvs) == 0 {
-			return 0, err
-		}
-		return resp.Kvs[0].ModRevision, nil
-	}
+// joinSampler reads a join's progress through st (the last changes of the
+// join requests and the journal) and the local member at clientURL, which
+// may not run yet, through cli.
+func joinSampler(st *store.Store, cli *clientv3.Client, clientURL string) func(context.Context) (joinMark, error) {
+	latest := st.LastChange
 	return func(ctx context.Context) (joinMark, error) {
 		ctx, cancel := context.WithTimeout(ctx, JoinProgressInterval/2)
 		defer cancel()

@@ -72,7 +72,7 @@ func TestJoinSamplerReadsJoinsOpsAndTheMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	sample := joinSampler(st.Client(), cl.Members[0].ClientURL)
+	sample := joinSampler(st, st.Client(), cl.Members[0].ClientURL)
 	m0, err := sample(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestJoinSamplerReadsJoinsOpsAndTheMember(t *testing.T) {
 		t.Fatalf("after an operation: %+v, %v; before %+v", m2, err, m1)
 	}
 	_, client := etcdtest.URLs(t)
-	if m, err := joinSampler(st.Client(), client)(ctx); err != nil || m.applied != 0 || m.joins != m2.joins {
+	if m, err := joinSampler(st, st.Client(), client)(ctx); err != nil || m.applied != 0 || m.joins != m2.joins {
 		t.Fatalf("with no local member: %+v, %v", m, err)
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/hypervisor"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // writeStatus records each machine's domain state, whether its node is
@@ -22,13 +21,9 @@ func (c *Controller) writeStatus(ctx context.Context, machines []*api.Machine, d
 	for _, d := range domains {
 		byUUID[d.Spec.UUID] = d
 	}
-	cfgs, err := c.st.Client().Get(ctx, store.NixosConfigsDir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	configured, err := c.st.Names(ctx, store.NixosConfigsDir)
 	if err != nil {
 		return fmt.Errorf("agent: configurations: %w", err)
-	}
-	configured := map[string]bool{}
-	for _, kv := range cfgs.Kvs {
-		configured[store.Name(string(kv.Key))] = true
 	}
 	var errs []error
 	for _, m := range machines {

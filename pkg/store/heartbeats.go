@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,7 +28,7 @@ func AliveOp(opts ...clientv3.OpOption) clientv3.Op {
 }
 
 // AliveIn tells which nodes the heartbeat keys kvs (AliveOp's result) are
-// of.
+// of: the set of their names.
 func AliveIn(kvs []*mvccpb.KeyValue) map[string]bool {
 	alive := make(map[string]bool, len(kvs))
 	for _, kv := range kvs {
@@ -38,4 +39,27 @@ func AliveIn(kvs []*mvccpb.KeyValue) map[string]bool {
 
 func aliveOpts(opts []clientv3.OpOption) []clientv3.OpOption {
 	return append([]clientv3.OpOption{clientv3.WithPrefix(), clientv3.WithKeysOnly()}, opts...)
+}
+
+// HeartbeatLease returns the lease node's heartbeat key is bound to;
+// ok is false when the node has no heartbeat.
+func (s *Store) HeartbeatLease(ctx context.Context, node string) (lease clientv3.LeaseID, ok bool, err error) {
+	resp, err := s.cli.Get(ctx, HeartbeatKey(node))
+	if err != nil {
+		return 0, false, fmt.Errorf("store: heartbeat of %s: %w", node, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, false, nil
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease), true, nil
+}
+
+// PutHeartbeat writes node's heartbeat key, bound to lease, with the time
+// it was written; it is gone when the lease ends. An error wraps etcd's
+// (rpctypes.ErrLeaseNotFound for a lease that ended).
+func (s *Store) PutHeartbeat(ctx context.Context, node string, at time.Time, lease clientv3.LeaseID) error {
+	if _, err := s.cli.Put(ctx, HeartbeatKey(node), at.UTC().Format(time.RFC3339Nano), clientv3.WithLease(lease)); err != nil {
+		return fmt.Errorf("store: heartbeat of %s: %w", node, err)
+	}
+	return nil
 }

@@ -67,3 +67,28 @@ func (s *Store) Watch(ctx context.Context, key string, rev int64) clientv3.Watch
 	}
 	return s.cli.Watch(ctx, key, opts...)
 }
+
+// Names lists the names (the last element, Name) of the keys under dir,
+// reading keys only.
+func (s *Store) Names(ctx context.Context, dir string) (map[string]bool, error) {
+	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, fmt.Errorf("store: list %s: %w", dir, err)
+	}
+	return AliveIn(resp.Kvs), nil
+}
+
+// LastChange is the newest mod revision of a key under dir: the revision
+// of its last write there that still stands (a deletion is not seen); 0
+// when dir is empty.
+func (s *Store) LastChange(ctx context.Context, dir string) (int64, error) {
+	resp, err := s.cli.Get(ctx, dir, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+		clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
+	if err != nil {
+		return 0, fmt.Errorf("store: last change under %s: %w", dir, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, nil
+	}
+	return resp.Kvs[0].ModRevision, nil
+}
