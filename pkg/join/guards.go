@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -30,14 +31,13 @@ const ReplayWindow = 2 * MaxSkew
 // store.JoinNoncesDir, created only if absent and bound to a lease of the
 // window, so etcd forgets it by itself.
 type EtcdNonces struct {
-	kv    clientv3.KV
+	st    *store.Store
 	lease clientv3.Lease
 }
 
-// NewEtcdNonces returns the store over a client whose keyspace is the
-// store prefix (store.New's client).
-func NewEtcdNonces(cli *clientv3.Client) *EtcdNonces {
-	return &EtcdNonces{kv: cli.KV, lease: cli.Lease}
+// NewEtcdNonces returns the nonce store of the cluster st reaches.
+func NewEtcdNonces(st *store.Store) *EtcdNonces {
+	return &EtcdNonces{st: st, lease: st.Client().Lease}
 }
 
 // First implements NonceStore with one lease grant and a put-if-absent
@@ -51,8 +51,12 @@ func (e *EtcdNonces) First(ctx context.Context, nonce string, ttl time.Duration)
 	if err != nil {
 		return false, fmt.Errorf("join: nonce lease: %w", err)
 	}
-	resp, err := e.kv.Txn(ctx).If(store.Absent(key)).Then(clientv3.OpPut(key, "", clientv3.WithLease(l.ID))).Commit()
-	if err != nil || !resp.Succeeded {
+	_, err = e.st.Txn(ctx, []clientv3.Cmp{store.Absent(key)}, clientv3.OpPut(key, "", clientv3.WithLease(l.ID)))
+	seen := errors.Is(err, store.ErrConflict)
+	if seen {
+		err = nil
+	}
+	if err != nil || seen {
 		// The unused lease would expire anyway; revoking it is tidier.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		_, _ = e.lease.Revoke(rctx, l.ID)
@@ -61,23 +65,22 @@ func (e *EtcdNonces) First(ctx context.Context, nonce string, ttl time.Duration)
 	if err != nil {
 		return false, fmt.Errorf("join: record nonce: %w", err)
 	}
-	return resp.Succeeded, nil
+	return !seen, nil
 }
 
-// HeartbeatOf returns the ServerConfig.NodeAlive check of a cluster: node
-// name is alive while its lease-bound heartbeat key (store.HeartbeatKey)
-// exists; its value is the time the agent wrote it. kv's keyspace is the
-// store prefix (store.New's client).
-func HeartbeatOf(kv clientv3.KV) func(ctx context.Context, name string) (bool, time.Time, error) {
+// HeartbeatOf returns the ServerConfig.NodeAlive check of the cluster st
+// reaches: node name is alive while its lease-bound heartbeat key
+// (store.HeartbeatKey) exists; its value is the time the agent wrote it.
+func HeartbeatOf(st *store.Store) func(ctx context.Context, name string) (bool, time.Time, error) {
 	return func(ctx context.Context, name string) (bool, time.Time, error) {
-		resp, err := kv.Get(ctx, store.HeartbeatKey(name))
+		kv, err := st.GetKV(ctx, store.HeartbeatKey(name))
+		if errors.Is(err, store.ErrNotFound) {
+			return false, time.Time{}, nil
+		}
 		if err != nil {
 			return false, time.Time{}, fmt.Errorf("join: heartbeat of %s: %w", name, err)
 		}
-		if len(resp.Kvs) == 0 {
-			return false, time.Time{}, nil
-		}
-		at, _ := time.Parse(time.RFC3339Nano, string(resp.Kvs[0].Value)) // zero when unreadable: still alive
+		at, _ := time.Parse(time.RFC3339Nano, string(kv.Value)) // zero when unreadable: still alive
 		return true, at, nil
 	}
 }

@@ -166,13 +166,13 @@ func TestJoinRefusesALiveName(t *testing.T) {
 }
 
 // scoped is a client of cl scoped to the store prefix, as the agent's.
-func scoped(t *testing.T, cl *etcdtest.Cluster) *clientv3.Client {
+func scoped(t *testing.T, cl *etcdtest.Cluster) *store.Store {
 	t.Helper()
 	st, err := store.New(cl.Client(t), store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st.Client()
+	return st
 }
 
 // TestEtcdNoncesAcrossEndpoints: two endpoints, each with its own client
@@ -220,8 +220,9 @@ func TestHeartbeatOf(t *testing.T) {
 	w := newWorld(t, RateLimit{})
 	cl := w.etcd
 	tok := w.token(worker, w.now)
-	cli := scoped(t, cl)
-	ep := w.endpoint(func(c *ServerConfig) { c.NodeAlive = HeartbeatOf(cli) })
+	st := scoped(t, cl)
+	cli := st.Client()
+	ep := w.endpoint(func(c *ServerConfig) { c.NodeAlive = HeartbeatOf(st) })
 	ctx := context.Background()
 	lease, err := cli.Grant(ctx, 30)
 	if err != nil {
