@@ -9,7 +9,8 @@
 // and gives the agent Obtain and Renew as its ObtainCerts and
 // RenewNodeCert.
 //
-//	endpoint.go       Endpoint: wait for the keys, dial etcd as nico-coordinator, serve HTTPS
+//	endpoint.go       Endpoint: one serve: dial etcd as nico-coordinator, serve HTTPS
+//	serving.go        the join-endpoint controller that keeps it serving (keys in place, CA changes)
 //	token_prune.go    the controller that deletes long-expired tokens
 //	gossip_secret.go  GossipSecret: what a machine's gossip keys derive from
 //	client.go         Obtain (join with a token), Renew (POST /v1/renew)
