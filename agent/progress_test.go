@@ -3,9 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
-	"net"
-	"os"
-	"path/filepath"
+	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 	"testing"
 	"time"
 
@@ -104,18 +102,7 @@ func TestJoinSamplerReadsJoinsOpsAndTheMember(t *testing.T) {
 // tells systemd is that it needs more start time (EXTEND_TIMEOUT_USEC);
 // without one it sends nothing.
 func TestJoinAsksForStartTime(t *testing.T) {
-	dir, err := os.MkdirTemp("", "sdn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	t.Setenv("NOTIFY_SOCKET", path)
+	sock := notifytest.Listen(t)
 
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(cl.Client(t), store.DefaultPrefix)
@@ -128,15 +115,7 @@ func TestJoinAsksForStartTime(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	joined := make(chan error, 1)
 	go func() { joined <- a.join(ctx) }()
-	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	n, err := conn.Read(buf)
-	if err != nil {
-		t.Fatalf("reading the notify socket: %v", err)
-	}
-	if got, want := string(buf[:n]), "EXTEND_TIMEOUT_USEC=45000000"; got != want {
+	if got, want := sock.Next(t), "EXTEND_TIMEOUT_USEC=45000000"; got != want {
 		t.Errorf("first datagram of a join %q, want %q", got, want)
 	}
 	cancel()

@@ -3,7 +3,7 @@ package sdnotify
 import (
 	"context"
 	"errors"
-	"net"
+	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,48 +12,13 @@ import (
 	"time"
 )
 
-// listen makes a unixgram notify socket, points NOTIFY_SOCKET at it and
-// returns it. The directory is short-named: socket paths are limited to 108
-// bytes and t.TempDir() paths can be longer.
-func listen(t *testing.T) *net.UnixConn {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sdn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	return conn
-}
-
-// next returns the next datagram. The deadline only keeps a broken test from
-// hanging; no assertion depends on timing.
-func next(t *testing.T, conn *net.UnixConn) string {
-	t.Helper()
-	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	n, err := conn.Read(buf)
-	if err != nil {
-		t.Fatalf("reading the notify socket: %v", err)
-	}
-	return string(buf[:n])
-}
-
 func watchdogEnv(t *testing.T, interval time.Duration) {
 	t.Setenv("WATCHDOG_USEC", strconv.FormatInt(interval.Microseconds(), 10))
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 }
 
 func TestMessages(t *testing.T) {
-	conn := listen(t)
+	sock := notifytest.Listen(t)
 	n := New()
 	if !n.Enabled() {
 		t.Fatal("Enabled() = false with NOTIFY_SOCKET set")
@@ -75,7 +40,7 @@ func TestMessages(t *testing.T) {
 		if err := tt.send(); err != nil {
 			t.Fatalf("send %q: %v", tt.want, err)
 		}
-		if got := next(t, conn); got != tt.want {
+		if got := sock.Next(t); got != tt.want {
 			t.Errorf("datagram = %q, want %q", got, tt.want)
 		}
 	}
@@ -109,7 +74,7 @@ func TestSendErrorIsReturned(t *testing.T) {
 }
 
 func TestWatchdogInterval(t *testing.T) {
-	listen(t)
+	notifytest.Listen(t)
 	tests := []struct {
 		name, usec, pid string
 		want            time.Duration
@@ -134,14 +99,14 @@ func TestWatchdogInterval(t *testing.T) {
 }
 
 func TestRunWatchdogFeedsWhileHealthy(t *testing.T) {
-	conn := listen(t)
+	sock := notifytest.Listen(t)
 	watchdogEnv(t, 10*time.Millisecond)
 	n := New()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- n.RunWatchdog(ctx, func() bool { return true }) }()
 	for range 3 {
-		if got := next(t, conn); got != "WATCHDOG=1" {
+		if got := sock.Next(t); got != "WATCHDOG=1" {
 			t.Fatalf("datagram = %q, want WATCHDOG=1", got)
 		}
 	}
@@ -152,7 +117,7 @@ func TestRunWatchdogFeedsWhileHealthy(t *testing.T) {
 }
 
 func TestRunWatchdogSilentWhileUnhealthy(t *testing.T) {
-	conn := listen(t)
+	sock := notifytest.Listen(t)
 	watchdogEnv(t, 10*time.Millisecond)
 	n := New()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -177,13 +142,13 @@ func TestRunWatchdogSilentWhileUnhealthy(t *testing.T) {
 	if err := n.Status("marker"); err != nil {
 		t.Fatal(err)
 	}
-	if got := next(t, conn); got != "STATUS=marker" {
+	if got := sock.Next(t); got != "STATUS=marker" {
 		t.Errorf("datagram = %q, want only the marker", got)
 	}
 }
 
 func TestRunWatchdogResumesWhenHealthy(t *testing.T) {
-	conn := listen(t)
+	sock := notifytest.Listen(t)
 	watchdogEnv(t, 10*time.Millisecond)
 	n := New()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -193,7 +158,7 @@ func TestRunWatchdogResumesWhenHealthy(t *testing.T) {
 	go func() {
 		done <- n.RunWatchdog(ctx, func() bool { return checks.Add(1) > 3 })
 	}()
-	if got := next(t, conn); got != "WATCHDOG=1" {
+	if got := sock.Next(t); got != "WATCHDOG=1" {
 		t.Fatalf("datagram = %q, want WATCHDOG=1", got)
 	}
 	if c := checks.Load(); c < 4 {

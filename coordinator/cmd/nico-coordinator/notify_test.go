@@ -1,7 +1,7 @@
 package main
 
 import (
-	"net"
+	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -19,38 +19,12 @@ import (
 // notifySocket makes a unixgram notify socket and points NOTIFY_SOCKET at
 // it, with the watchdog on at interval for this process. The directory is
 // short-named: socket paths are limited to 108 bytes.
-func notifySocket(t *testing.T, interval time.Duration) *net.UnixConn {
+func notifySocket(t *testing.T, interval time.Duration) *notifytest.Socket {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sdn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
+	sock := notifytest.Listen(t)
 	t.Setenv("WATCHDOG_USEC", strconv.FormatInt(interval.Microseconds(), 10))
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
-	return conn
-}
-
-// datagram returns the next message on the socket. The deadline only keeps
-// a broken test from hanging.
-func datagram(t *testing.T, conn *net.UnixConn) string {
-	t.Helper()
-	if err := conn.SetReadDeadline(time.Now().Add(30 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 4096)
-	n, err := conn.Read(buf)
-	if err != nil {
-		t.Fatalf("reading the notify socket: %v", err)
-	}
-	return string(buf[:n])
+	return sock
 }
 
 // fakeCandidate campaigns when told and is healthy when told.
@@ -74,7 +48,7 @@ func (f *fakeCandidate) Healthy() bool {
 // then READY=1; no WATCHDOG=1 while it is unhealthy, WATCHDOG=1 pings once
 // it is healthy; STOPPING=1 at the end.
 func TestNotifyReadyWatchdogStopping(t *testing.T) {
-	conn := notifySocket(t, 10*time.Millisecond)
+	sock := notifySocket(t, 10*time.Millisecond)
 	f := &fakeCandidate{campaigning: make(chan struct{}), checked: make(chan struct{})}
 	n := sdnotify.New()
 	stop := notifySystemd(t.Context(), n, f, logging.Test(t))
@@ -83,14 +57,14 @@ func TestNotifyReadyWatchdogStopping(t *testing.T) {
 	if err := n.Status("marker 1"); err != nil {
 		t.Fatal(err)
 	}
-	if got := datagram(t, conn); got != "STATUS=marker 1" {
+	if got := sock.Next(t); got != "STATUS=marker 1" {
 		t.Fatalf("before campaigning: datagram %q, want none", got)
 	}
 	close(f.campaigning)
-	if got := datagram(t, conn); got != "READY=1" {
+	if got := sock.Next(t); got != "READY=1" {
 		t.Fatalf("datagram %q, want READY=1", got)
 	}
-	if got := datagram(t, conn); got != "STATUS=campaigning for leadership" {
+	if got := sock.Next(t); got != "STATUS=campaigning for leadership" {
 		t.Fatalf("datagram %q, want the campaigning status", got)
 	}
 	select {
@@ -101,18 +75,18 @@ func TestNotifyReadyWatchdogStopping(t *testing.T) {
 	if err := n.Status("marker 2"); err != nil {
 		t.Fatal(err)
 	}
-	if got := datagram(t, conn); got != "STATUS=marker 2" {
+	if got := sock.Next(t); got != "STATUS=marker 2" {
 		t.Fatalf("while unhealthy: datagram %q, want no WATCHDOG=1", got)
 	}
 	f.healthy.Store(true)
 	for range 3 {
-		if got := datagram(t, conn); got != "WATCHDOG=1" {
+		if got := sock.Next(t); got != "WATCHDOG=1" {
 			t.Fatalf("while healthy: datagram %q, want WATCHDOG=1", got)
 		}
 	}
 	stop()
 	for {
-		got := datagram(t, conn)
+		got := sock.Next(t)
 		if got == "STOPPING=1" {
 			break
 		}
@@ -128,7 +102,7 @@ func TestNotifyReadyWatchdogStopping(t *testing.T) {
 func TestRunNotifiesSystemd(t *testing.T) {
 	cl := etcdtest.StartWith(t, etcdtest.Options{Members: 1, TLS: true})
 	id := etcdtest.IssueFiles(t, filepath.Join(t.TempDir(), "pki"), pki.Request{CommonName: pki.CoordinatorIdentity, Usage: pki.UsageClient})
-	conn := notifySocket(t, 50*time.Millisecond)
+	sock := notifySocket(t, 50*time.Millisecond)
 	var out logging.Buffer
 	code := make(chan int, 1)
 	go func() {
@@ -137,7 +111,7 @@ func TestRunNotifiesSystemd(t *testing.T) {
 	}()
 	want := []string{"READY=1", "STATUS=campaigning for leadership", "WATCHDOG=1", "WATCHDOG=1"}
 	for _, w := range want {
-		if got := datagram(t, conn); got != w {
+		if got := sock.Next(t); got != w {
 			t.Fatalf("datagram %q, want %q:\n%s", got, w, out.String())
 		}
 	}
@@ -146,7 +120,7 @@ func TestRunNotifiesSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		got := datagram(t, conn)
+		got := sock.Next(t)
 		if got == "STOPPING=1" {
 			break
 		}
