@@ -63,7 +63,7 @@ func TestPlanNodeCert(t *testing.T) {
 // identity still get through: they present the new serial.
 func TestWorkerRenewsNodeCert(t *testing.T) {
 	cl := etcdtest.StartWith(t, etcdtest.Options{TLS: true})
-	cpDir := controlPlaneDir(t)
+	cpDir := etcdtest.ControlPlaneDir(t)
 	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	logs := &logging.Buffer{}
 	log := bufferLog(t, logs)

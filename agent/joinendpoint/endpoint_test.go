@@ -21,35 +21,6 @@ import (
 	"github.com/homystack/nico/pkg/token"
 )
 
-// controlPlaneDir writes what a control-plane machine's pki.dir holds
-// after ensurePKI: the cluster CA (etcdtest's, which the members trust),
-// the secrets key and the coordinator and root identities.
-func controlPlaneDir(t *testing.T) pki.Dir {
-	t.Helper()
-	d := pki.Dir(filepath.Join(t.TempDir(), "pki"))
-	ca := etcdtest.PKI(t)
-	if err := ca.Save(d.CACert(), d.CAKey()); err != nil {
-		t.Fatal(err)
-	}
-	k, _ := secretbox.NewKey()
-	if err := pki.WriteFile(d.SecretsKey(), k); err != nil {
-		t.Fatal(err)
-	}
-	for leaf, cn := range map[string]string{pki.CoordinatorLeaf: pki.CoordinatorIdentity, pki.RootLeaf: pki.RootIdentity} {
-		c, key, err := ca.Issue(pki.Request{CommonName: cn, Usage: pki.UsageClient}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := pki.WriteFile(d.Key(leaf), key); err != nil {
-			t.Fatal(err)
-		}
-		if err := pki.WriteFile(d.Cert(leaf), c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return d
-}
-
 func writeToken(t *testing.T, text string) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "token")
@@ -65,7 +36,7 @@ func writeToken(t *testing.T, text string) string {
 // refused at once with the reason.
 func TestJoinEndpoint(t *testing.T) {
 	cl := etcdtest.StartWith(t, etcdtest.Options{TLS: true})
-	cpDir := controlPlaneDir(t)
+	cpDir := etcdtest.ControlPlaneDir(t)
 	boot, _ := token.Generate()
 	bootFile := writeToken(t, boot.Reveal())
 	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))

@@ -22,7 +22,7 @@ import (
 // its own machine, not the token the first secret was.
 func TestJoinEndpointGivesTheCurrentGossipSecret(t *testing.T) {
 	cl := etcdtest.StartWith(t, etcdtest.Options{TLS: true})
-	cpDir := controlPlaneDir(t)
+	cpDir := etcdtest.ControlPlaneDir(t)
 	certPEM, keyPEM, err := etcdtest.PKI(t).Issue(pki.Request{CommonName: pki.NodeIdentity("cp-1"), Usage: pki.UsageClient}, time.Now())
 	if err != nil {
 		t.Fatal(err)

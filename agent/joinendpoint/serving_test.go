@@ -27,7 +27,7 @@ func TestJoinEndpointServesAgainAfterAFailure(t *testing.T) {
 	log := logging.Test(t)
 	rt := controller.New(nil, controller.WithLogger(log), controller.WithHealthPolicy(2, 0),
 		controller.WithBackoff(func() backoff.BackOff { return backoff.NewConstantBackOff(20 * time.Millisecond) }))
-	je := New(Config{Name: "cp-1", Dir: controlPlaneDir(t), Listen: blocker.Addr().String(), Endpoints: cl.Endpoints(), Poll: 20 * time.Millisecond, Runtime: rt}, log)
+	je := New(Config{Name: "cp-1", Dir: etcdtest.ControlPlaneDir(t), Listen: blocker.Addr().String(), Endpoints: cl.Endpoints(), Poll: 20 * time.Millisecond, Runtime: rt}, log)
 	je.Ready = make(chan struct{})
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)

@@ -24,7 +24,7 @@ import (
 // the pruned id, never its secret.
 func TestJoinEndpointPrunesTokens(t *testing.T) {
 	cl := etcdtest.StartWith(t, etcdtest.Options{TLS: true})
-	cpDir := controlPlaneDir(t)
+	cpDir := etcdtest.ControlPlaneDir(t)
 	box, err := secretbox.Load(cpDir.SecretsKey())
 	if err != nil {
 		t.Fatal(err)
