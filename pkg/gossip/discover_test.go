@@ -9,7 +9,9 @@ import (
 	"time"
 )
 
-// fakeWatcher is a mesh whose nodes the test sets.
+// fakeWatcher is a mesh whose nodes the test sets. Like the mesh, it
+// signals a change without waiting for anyone to take it: a waiter that
+// reads the nodes before it looks at Changed may never take the signal.
 type fakeWatcher struct {
 	mu      sync.Mutex
 	nodes   []NodeState
@@ -28,7 +30,10 @@ func (f *fakeWatcher) set(n ...NodeState) {
 	f.mu.Lock()
 	f.nodes = n
 	f.mu.Unlock()
-	f.changed <- struct{}{}
+	select {
+	case f.changed <- struct{}{}:
+	default: // one signal is pending already
+	}
 }
 
 func voter(name, url string) NodeState {
@@ -40,12 +45,12 @@ func voter(name, url string) NodeState {
 // fires and has some, else waiting goes on; ctx's error when it ends.
 func TestAwaitEtcdEndpoints(t *testing.T) {
 	ctx := t.Context()
-	w := &fakeWatcher{nodes: []NodeState{voter("cp-2", "https://10.0.0.2:2379"), voter("cp-1", "https://10.0.0.1:2379")}, changed: make(chan struct{})}
+	w := &fakeWatcher{nodes: []NodeState{voter("cp-2", "https://10.0.0.2:2379"), voter("cp-1", "https://10.0.0.1:2379")}, changed: make(chan struct{}, 1)}
 	if eps, err := AwaitEtcdEndpoints(ctx, w, Discovery{Waiting: func() { t.Error("waiting with voters") }}); err != nil || !slices.Equal(eps, []string{"https://10.0.0.1:2379", "https://10.0.0.2:2379"}) {
 		t.Fatalf("with voters: %v, %v", eps, err)
 	}
 
-	w = &fakeWatcher{nodes: []NodeState{{Name: "learner", State: Alive, Meta: Meta{ClientURL: "https://10.0.0.3:2379", Health: HealthOK | HealthEtcd}}}, changed: make(chan struct{})}
+	w = &fakeWatcher{nodes: []NodeState{{Name: "learner", State: Alive, Meta: Meta{ClientURL: "https://10.0.0.3:2379", Health: HealthOK | HealthEtcd}}}, changed: make(chan struct{}, 1)}
 	waiting := make(chan struct{}, 2)
 	fallback := make(chan time.Time)
 	uses := make(chan []string)
@@ -68,7 +73,7 @@ func TestAwaitEtcdEndpoints(t *testing.T) {
 		t.Error("Waiting called more than once")
 	}
 
-	w = &fakeWatcher{changed: make(chan struct{})}
+	w = &fakeWatcher{changed: make(chan struct{}, 1)}
 	go func() {
 		eps, _ := AwaitEtcdEndpoints(ctx, w, Discovery{Fallback: fallback, Use: func() []string { return <-uses }})
 		got <- eps
