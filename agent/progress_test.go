@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 	"testing"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/sdnotify"
+	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 	"github.com/homystack/nico/pkg/store"
 )
 

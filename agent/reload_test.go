@@ -13,6 +13,7 @@ import (
 
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -163,13 +164,9 @@ func TestReloaderRestartsBetweenApplies(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = a.rt.Run(ctx, r.Controller(a)) }()
 	writeFile(t, h.config, "name: cp-1\nlog:\n  level: debug\n")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(logs.String(), "restarting the agent") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the change is not seen:\n%s", logs.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "the change seen", func() (bool, string) {
+		return strings.Contains(logs.String(), "restarting the agent"), logs.String()
+	})
 	close(b.release)
 	if err := <-applied; err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package joinendpoint
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestJoinEndpointServesAgainAfterAFailure: an endpoint whose listen
@@ -32,13 +34,9 @@ func TestJoinEndpointServesAgainAfterAFailure(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() { served <- je.Run(ctx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for rt.Healthy() {
-		if time.Now().After(deadline) {
-			t.Fatalf("healthy within 30 s with its listen address taken: %+v", rt.Health())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "unhealthy with its listen address taken", func() (bool, string) {
+		return !rt.Healthy(), fmt.Sprintf("healthy: %+v", rt.Health())
+	})
 	blocker.Close()
 	select {
 	case <-je.Ready:
@@ -47,12 +45,9 @@ func TestJoinEndpointServesAgainAfterAFailure(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("not serving within 30 s of its address being free")
 	}
-	for !rt.Healthy() {
-		if time.Now().After(deadline.Add(30 * time.Second)) {
-			t.Fatalf("not healthy again once serving: %+v", rt.Health())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.For(t, 30*time.Second, "healthy again once serving", func() (bool, string) {
+		return rt.Healthy(), fmt.Sprintf("not healthy: %+v", rt.Health())
+	})
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatalf("Run: %v", err)

@@ -3,13 +3,14 @@ package sdnotify
 import (
 	"context"
 	"errors"
-	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 )
 
 func watchdogEnv(t *testing.T, interval time.Duration) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/testwait"
 )
 
 // TestChangedSettingsReachTheRunningAgent: a bootstrap agent that is ready
@@ -40,18 +41,14 @@ func TestChangedSettingsReachTheRunningAgent(t *testing.T) {
 	go func() { code <- run([]string{"--config", file}, &out) }()
 	waitLog := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for !strings.Contains(out.String(), what) {
+		testwait.For(t, 60*time.Second, fmt.Sprintf("%q in the log", what), func() (bool, string) {
 			select {
 			case c := <-code:
 				t.Fatalf("nico-agent exited %d before %q:\n%s", c, what, out.String())
 			default:
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q:\n%s", what, out.String())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return strings.Contains(out.String(), what), out.String()
+		})
 	}
 	waitLog("node ready")
 	write(strings.Replace(first, "name: cp-1", "name: CP_1", 1))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/sdnotify"
+	"github.com/homystack/nico/pkg/sdnotify/notifytest"
 )
 
 // notifySocket makes a unixgram notify socket and points NOTIFY_SOCKET at
