@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // memberCheckInterval is how often the supervise controller looks at the
@@ -201,7 +202,17 @@ func (a *Agent) recordRemoved(ctx context.Context, why string) error {
 	if a.stopHeartbeat != nil {
 		a.stopHeartbeat()
 	}
-	return retry("heartbeat", func() error { return a.st.Delete(rctx, store.HeartbeatKey(a.cfg.Name)) })
+	return retry("heartbeat", func() error {
+		err := a.st.Delete(rctx, store.HeartbeatKey(a.cfg.Name))
+		if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrUserNotFound) || errors.Is(err, rpctypes.ErrAuthFailed) {
+			// The leader revoked this node's identity, which it does only
+			// once the heartbeat is gone (stopping it revoked its lease):
+			// nothing is left to delete.
+			a.log.Info("identity already revoked; the heartbeat is gone", "err", err)
+			return nil
+		}
+		return err
+	})
 }
 
 // connectOthers points the store client at the cluster's other members,
