@@ -72,13 +72,19 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		if !m.Learner {
 			return with(base, FinishJoin, "learner was promoted")
 		}
+		// An unstarted learner is promoted all the same: etcd itself
+		// refuses until its log is in sync, and the promotion is a write,
+		// which a learner that got its log as a snapshot needs before it
+		// can publish itself (docs/etcd-snapshot-join.md). Waiting for it
+		// to start first can wait forever.
+		waited := now.Sub(op.Status.StepSince)
 		if !m.Started() {
-			if waited := now.Sub(op.Status.StepSince); waited >= pol.LearnerStartTimeout {
+			if waited >= pol.LearnerStartTimeout {
 				s := with(base, AbortJoin, fmt.Sprintf("learner did not start within %s", pol.LearnerStartTimeout))
 				s.Retry = true
 				return s
 			}
-			return with(base, Wait, "waiting for the learner to start")
+			base.Nudge = waited >= NudgeAfter && Project(obs.Members, Change{}).OK
 		}
 		last := op.Status.StepSince
 		if op.Status.ProgressAt.After(last) {
@@ -90,7 +96,7 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		// suspect node, an unsafe projection): not stalled. The next
 		// promotion attempt records its index, and the timeout runs again
 		// from there.
-		if stalled := now.Sub(last); stalled >= pol.LearnerProgressTimeout && m.RaftIndex <= op.Status.LearnerIndex {
+		if stalled := now.Sub(last); m.Started() && stalled >= pol.LearnerProgressTimeout && m.RaftIndex <= op.Status.LearnerIndex {
 			s := with(base, AbortJoin, fmt.Sprintf("learner made no progress for %s (raft index %d)", stalled.Round(time.Second), op.Status.LearnerIndex))
 			s.Retry = true
 			return s
