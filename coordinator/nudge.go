@@ -12,7 +12,7 @@ import (
 
 // nudge writes the nudge key, fenced on leadership, at most once per
 // membership.NudgeEvery: the planner asks for it while the learner it
-// added has not started although the cluster is healthy. etcd does not set
+// added does not answer although the cluster is healthy. etcd does not set
 // a member's applied index when it applies a snapshot, only per entry, and
 // refuses the member's own publish while its committed index is more than
 // 5 000 past it; a learner that got its log as a snapshot then retries its
@@ -37,9 +37,9 @@ func (x *executor) nudge(ctx context.Context, s membership.Step) {
 	_, err := x.c.store.FencedTxn(wctx, x.fence, nil, clientv3.OpPut(store.NudgeKey, value))
 	switch {
 	case err == nil:
-		x.c.log.Debug("nudged the cluster with a write: the learner has not started", "member", s.Member.String(), "op", value)
+		x.c.log.Debug("nudged the cluster with a write: the learner does not answer", "member", s.Member.String(), "op", value)
 	case errors.Is(err, store.ErrNotLeader) || ctx.Err() != nil:
 	default:
-		x.c.log.Warn("nudging the cluster for a learner that has not started failed", "member", s.Member.String(), "err", err)
+		x.c.log.Warn("nudging the cluster for a learner that does not answer failed", "member", s.Member.String(), "err", err)
 	}
 }

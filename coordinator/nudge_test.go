@@ -10,7 +10,7 @@ import (
 )
 
 // TestExecutorNudgesForAnUnstartedLearner: while the learner the leader
-// added has not started, the leader writes its nudge key, fenced, at most
+// added does not answer, the leader writes its nudge key, fenced, at most
 // once per NudgeEvery, and a leader whose term is over writes nothing.
 func TestExecutorNudgesForAnUnstartedLearner(t *testing.T) {
 	cl := etcdtest.Start(t, 1)

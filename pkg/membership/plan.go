@@ -78,14 +78,15 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		// can publish itself (docs/etcd-snapshot-join.md). Waiting for it
 		// to start first can wait forever.
 		waited := now.Sub(op.Status.StepSince)
-		if !m.Started() {
-			if waited >= pol.LearnerStartTimeout {
-				s := with(base, AbortJoin, fmt.Sprintf("learner did not start within %s", pol.LearnerStartTimeout))
-				s.Retry = true
-				return s
-			}
-			base.Nudge = waited >= NudgeAfter && Project(obs.Members, Change{}).OK
+		if !m.Started() && waited >= pol.LearnerStartTimeout {
+			s := with(base, AbortJoin, fmt.Sprintf("learner did not start within %s", pol.LearnerStartTimeout))
+			s.Retry = true
+			return s
 		}
+		// Not answering is not ready: its name may show already (its
+		// first publish, lost to it, can arrive in its snapshot) while it
+		// still refuses to publish itself.
+		base.Nudge = !m.Healthy && waited >= NudgeAfter && Project(obs.Members, Change{}).OK
 		last := op.Status.StepSince
 		if op.Status.ProgressAt.After(last) {
 			last = op.Status.ProgressAt

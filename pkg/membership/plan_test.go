@@ -159,7 +159,12 @@ func TestPlan(t *testing.T) {
 			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
 		},
 		{
-			name: "started learner gets no nudge", now: t0.Add(time.Minute), action: Promote,
+			name: "learner whose name shows but that does not answer is nudged", now: t0.Add(time.Minute), action: Promote,
+			obs:   world("VVVN").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0),
+			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
+		},
+		{
+			name: "started learner that answers gets no nudge", now: t0.Add(time.Minute), action: Promote,
 			obs:   learnerWorld(true, t0),
 			check: func(t *testing.T, s Step) { wantNudge(t, s, false) },
 		},

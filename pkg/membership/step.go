@@ -33,7 +33,7 @@ const (
 	FileRemoval    Action = "FileRemoval"    // file a removal request for node Request (a dead voter)
 )
 
-// NudgeAfter is how long a learner may stay unstarted before the
+// NudgeAfter is how long a learner may go unanswering before the
 // executor nudges the cluster with a write (Step.Nudge).
 const NudgeAfter = time.Second
 
@@ -60,7 +60,7 @@ type Step struct {
 	// Retry tells the node of an aborted join to wipe and file again.
 	Retry bool
 	// Nudge asks the executor for one small write to the cluster before
-	// the step (at most once per NudgeEvery): the learner has not started
+	// the step (at most once per NudgeEvery): the learner has not answered
 	// for NudgeAfter while the cluster is healthy. A learner that got its
 	// log as a snapshot cannot publish itself until an entry after the
 	// snapshot is applied (docs/etcd-snapshot-join.md).
