@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -80,6 +81,7 @@ type Coordinator struct {
 	OnRolloutStep func(name string, s rollout.Step)
 
 	live      *livenessTracker
+	lastNudge atomic.Int64 // unix nanoseconds of the latest nudge (coordinator/nudge.go)
 	rt        *controller.Runtime
 	candidacy candidacy // what systemd is told (coordinator/health.go)
 }

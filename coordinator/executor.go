@@ -37,6 +37,9 @@ func (x *executor) members() MemberAdmin {
 }
 
 func (x *executor) apply(ctx context.Context, s membership.Step) error {
+	if s.Nudge {
+		x.nudge(ctx, s)
+	}
 	switch s.Action {
 	case membership.None, membership.Wait:
 		return nil

@@ -78,6 +78,15 @@ func stopServer(gs *grpc.Server) {
 	}
 }
 
+// snapshotGapEvery is how often a starting member's indexes are looked at.
+const snapshotGapEvery = 250 * time.Millisecond
+
+// snapshotGap tells whether a member that is not ready yet is in the state
+// where etcd refuses its own publish ("too many requests"): its committed
+// index more than 5 000 past its applied index, which applying a snapshot
+// leaves behind (docs/etcd-snapshot-join.md).
+func snapshotGap(applied, committed uint64) bool { return applied+5000 < committed }
+
 // NewEmbedded returns an idle embedded runtime; it starts no goroutines.
 func NewEmbedded(opts ...Option) *Embedded {
 	return &Embedded{opts: newOptions(opts)}
@@ -163,18 +172,29 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 	}
 	r.gate.attach(e.Server)
 	var cause error
-	select {
-	case <-e.Server.ReadyNotify():
-		go r.watch(e, cfg)
-		return nil
-	case <-ctx.Done():
-		cause = fmt.Errorf("not serving %s yet: %w", cfg.ClientURL, ctx.Err())
-	case <-r.stopc:
-		cause = fmt.Errorf("stopped before serving %s", cfg.ClientURL)
-	case <-e.Server.StopNotify():
-		cause = fmt.Errorf("etcd server stopped before serving %s", cfg.ClientURL)
-	case lerr := <-e.Err():
-		cause = fmt.Errorf("listener on %s or %s failed: %w", cfg.PeerURL, cfg.ClientURL, lerr)
+	stuck := time.NewTicker(snapshotGapEvery)
+	defer stuck.Stop()
+	warned := false
+	for cause == nil {
+		select {
+		case <-stuck.C:
+			if !warned && snapshotGap(e.Server.AppliedIndex(), e.Server.CommittedIndex()) {
+				warned = true
+				cfg.Logger.Warn("etcd member is not ready and its applied index is more than 5000 behind its committed index: etcd refuses its own publish until it applies an entry; after a snapshot, that is the cluster's next write (docs/etcd-snapshot-join.md)",
+					"applied-index", e.Server.AppliedIndex(), "committed-index", e.Server.CommittedIndex())
+			}
+		case <-e.Server.ReadyNotify():
+			go r.watch(e, cfg)
+			return nil
+		case <-ctx.Done():
+			cause = fmt.Errorf("not serving %s yet: %w", cfg.ClientURL, ctx.Err())
+		case <-r.stopc:
+			cause = fmt.Errorf("stopped before serving %s", cfg.ClientURL)
+		case <-e.Server.StopNotify():
+			cause = fmt.Errorf("etcd server stopped before serving %s", cfg.ClientURL)
+		case lerr := <-e.Err():
+			cause = fmt.Errorf("listener on %s or %s failed: %w", cfg.PeerURL, cfg.ClientURL, lerr)
+		}
 	}
 	removed := r.wasRemoved(e)
 	r.quiet.Store(true)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync/atomic"
 
 	"go.uber.org/zap/zapcore"
@@ -14,17 +15,20 @@ import (
 // a level to a slog.Logger, and notes whether etcd said that this member was
 // removed from the cluster (it says so only in its logs). Once quiet is set
 // (the member is shutting down) entries go to slog at debug level: etcd's
-// Close logs "server closed" errors that are no news.
+// Close logs "server closed" errors that are no news. A warning or error
+// that etcd repeats reaches slog at most once per warnEvery, with the count
+// of the ones held back (zaplog_throttle.go).
 type slogCore struct {
-	logger  *slog.Logger
-	level   zapcore.Level
-	fields  []zapcore.Field
-	removed *atomic.Bool
-	quiet   *atomic.Bool
+	logger   *slog.Logger
+	level    zapcore.Level
+	fields   []zapcore.Field
+	removed  *atomic.Bool
+	quiet    *atomic.Bool
+	throttle *logThrottle
 }
 
 func newSlogCore(logger *slog.Logger, level zapcore.Level, removed, quiet *atomic.Bool) *slogCore {
-	return &slogCore{logger: logger, level: level, removed: removed, quiet: quiet}
+	return &slogCore{logger: logger, level: level, removed: removed, quiet: quiet, throttle: newLogThrottle()}
 }
 
 // Enabled lets warnings through whatever the slog level, so that the removal
@@ -64,6 +68,18 @@ func (c *slogCore) Write(e zapcore.Entry, fields []zapcore.Field) error {
 	}
 	if e.Level < c.level {
 		return nil
+	}
+	if e.Level >= zapcore.WarnLevel {
+		ok, held := c.throttle.allow(e.Message, e.Time)
+		if !ok {
+			return nil
+		}
+		if held > 0 {
+			attrs = append(attrs, slog.Int("repeats-not-logged", held))
+		}
+		if err, _ := enc.Fields["error"].(string); strings.Contains(err, "too many requests") && strings.Contains(e.Message, "publish") {
+			attrs = append(attrs, slog.String("hint", "a member that got its log as a snapshot publishes itself only once an entry after the snapshot is applied: any write to the cluster ends it (docs/etcd-snapshot-join.md)"))
+		}
 	}
 	level := slogLevel(e.Level)
 	if c.quiet.Load() {

@@ -72,14 +72,21 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		if !m.Learner {
 			return with(base, FinishJoin, "learner was promoted")
 		}
-		if !m.Started() {
-			if waited := now.Sub(op.Status.StepSince); waited >= pol.LearnerStartTimeout {
-				s := with(base, AbortJoin, fmt.Sprintf("learner did not start within %s", pol.LearnerStartTimeout))
-				s.Retry = true
-				return s
-			}
-			return with(base, Wait, "waiting for the learner to start")
+		// An unstarted learner is promoted all the same: etcd itself
+		// refuses until its log is in sync, and the promotion is a write,
+		// which a learner that got its log as a snapshot needs before it
+		// can publish itself (docs/etcd-snapshot-join.md). Waiting for it
+		// to start first can wait forever.
+		waited := now.Sub(op.Status.StepSince)
+		if !m.Started() && waited >= pol.LearnerStartTimeout {
+			s := with(base, AbortJoin, fmt.Sprintf("learner did not start within %s", pol.LearnerStartTimeout))
+			s.Retry = true
+			return s
 		}
+		// Not answering is not ready: its name may show already (its
+		// first publish, lost to it, can arrive in its snapshot) while it
+		// still refuses to publish itself.
+		base.Nudge = !m.Healthy && waited >= NudgeAfter && Project(obs.Members, Change{}).OK
 		last := op.Status.StepSince
 		if op.Status.ProgressAt.After(last) {
 			last = op.Status.ProgressAt
@@ -90,7 +97,7 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		// suspect node, an unsafe projection): not stalled. The next
 		// promotion attempt records its index, and the timeout runs again
 		// from there.
-		if stalled := now.Sub(last); stalled >= pol.LearnerProgressTimeout && m.RaftIndex <= op.Status.LearnerIndex {
+		if stalled := now.Sub(last); m.Started() && stalled >= pol.LearnerProgressTimeout && m.RaftIndex <= op.Status.LearnerIndex {
 			s := with(base, AbortJoin, fmt.Sprintf("learner made no progress for %s (raft index %d)", stalled.Round(time.Second), op.Status.LearnerIndex))
 			s.Retry = true
 			return s

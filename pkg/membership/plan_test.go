@@ -137,8 +137,46 @@ func TestPlan(t *testing.T) {
 			check: reason("rollout step"),
 		},
 		{
-			name: "unstarted learner within its timeout is waited for", now: t0.Add(2*min - time.Second), action: Wait,
-			obs: learnerWorld(false, t0), check: reason("waiting for the learner to start"),
+			// It may never start until something writes: a learner that got
+			// its log as a snapshot cannot publish itself before an entry
+			// after the snapshot is applied (docs/etcd-snapshot-join.md).
+			name: "unstarted learner is promoted alongside its start, not waited for", now: t0.Add(100 * time.Millisecond), action: Promote,
+			obs: learnerWorld(false, t0),
+			check: func(t *testing.T, s Step) {
+				if s.Member != 4 || s.Nudge {
+					t.Fatalf("step = %v nudge=%v, want promote n4 without a nudge yet", s, s.Nudge)
+				}
+			},
+		},
+		{
+			name: "learner unstarted past NudgeAfter is promoted with a nudge", now: t0.Add(NudgeAfter), action: Promote,
+			obs:   learnerWorld(false, t0),
+			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
+		},
+		{
+			name: "unstarted learner within its timeout is still promoted", now: t0.Add(2*min - time.Second), action: Promote,
+			obs:   learnerWorld(false, t0),
+			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
+		},
+		{
+			name: "learner whose name shows but that does not answer is nudged", now: t0.Add(time.Minute), action: Promote,
+			obs:   world("VVVN").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0),
+			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
+		},
+		{
+			name: "started learner that answers gets no nudge", now: t0.Add(time.Minute), action: Promote,
+			obs:   learnerWorld(true, t0),
+			check: func(t *testing.T, s Step) { wantNudge(t, s, false) },
+		},
+		{
+			name: "no nudge while the cluster lacks quorum", now: t0.Add(time.Minute), action: Wait,
+			obs:   world("VUUX").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0),
+			check: func(t *testing.T, s Step) { wantNudge(t, s, false) },
+		},
+		{
+			name: "unstarted learner held by a suspect node is nudged while it waits", now: t0.Add(time.Minute), action: Wait,
+			obs:   learnerWorld(false, t0).live2("n2", LiveSuspect, t0),
+			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
 		},
 		{
 			name: "learner that never starts is aborted and its node told to retry", now: t0.Add(2 * min), action: AbortJoin,
@@ -261,6 +299,13 @@ func learnerWorld(started bool, since time.Time) Observed {
 		spec = "VVVL"
 	}
 	return world(spec).active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, since)
+}
+
+func wantNudge(t *testing.T, s Step, want bool) {
+	t.Helper()
+	if s.Nudge != want {
+		t.Fatalf("step %v: nudge = %v, want %v", s, s.Nudge, want)
+	}
 }
 
 func reason(want string) func(t *testing.T, s Step) {

@@ -36,8 +36,9 @@ type Projection struct {
 // Project computes the voters, healthy voters and quorum after change.
 // Unhealthy voters and voters with no registered node (ghosts) count as
 // voters but never as healthy; learners are not voters. A learner being
-// promoted counts as healthy once it has started: etcd promotes it only when
-// its log is in sync with the leader's, whether or not it serves clients yet.
+// promoted counts as healthy, started or not: etcd promotes it only when its
+// log is in sync with the leader's, whether or not it has published itself
+// or serves clients yet.
 func Project(members []Member, change Change) Projection {
 	var p Projection
 	var weak []string
@@ -57,12 +58,12 @@ func Project(members []Member, change Change) Projection {
 		switch {
 		case m.Node == "":
 			weak = append(weak, fmt.Sprintf("%s has no registered node", m.label()))
-		case promoted && m.Started():
-			// A learner may not serve clients yet; etcd itself refuses to
-			// promote it unless its raft log is in sync with the leader's.
-			p.Healthy++
 		case promoted:
-			weak = append(weak, fmt.Sprintf("%s has not started", m.label()))
+			// A learner may not serve clients, nor even have published
+			// itself, yet; etcd itself refuses to promote it unless its
+			// raft log is in sync with the leader's, which only a running
+			// learner's is.
+			p.Healthy++
 		case !m.Healthy:
 			weak = append(weak, fmt.Sprintf("%s is unhealthy", m.label()))
 		default:

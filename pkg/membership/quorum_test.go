@@ -86,7 +86,7 @@ func TestProject(t *testing.T) {
 
 		// Promotions.
 		{"VL", Change{PromoteChange, 2}, 2, 2, true, ""},
-		{"VX", Change{PromoteChange, 2}, 2, 1, false, "n2 has not started"},
+		{"VX", Change{PromoteChange, 2}, 2, 2, true, ""}, // etcd checks it is in sync
 		{"VN", Change{PromoteChange, 2}, 2, 2, true, ""},
 		{"VUN", Change{PromoteChange, 3}, 3, 2, true, ""},
 		{"VN", Change{}, 1, 1, true, ""},

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 )
@@ -32,6 +33,13 @@ const (
 	FileRemoval    Action = "FileRemoval"    // file a removal request for node Request (a dead voter)
 )
 
+// NudgeAfter is how long a learner may go unanswering before the
+// executor nudges the cluster with a write (Step.Nudge).
+const NudgeAfter = time.Second
+
+// NudgeEvery bounds the rate of the nudges.
+const NudgeEvery = time.Second
+
 // Step is the one next thing to do.
 type Step struct {
 	Action Action
@@ -50,7 +58,13 @@ type Step struct {
 	// LearnerURL is the learner's client URL, to watch its progress.
 	LearnerURL string
 	// Retry tells the node of an aborted join to wipe and file again.
-	Retry  bool
+	Retry bool
+	// Nudge asks the executor for one small write to the cluster before
+	// the step (at most once per NudgeEvery): the learner has not answered
+	// for NudgeAfter while the cluster is healthy. A learner that got its
+	// log as a snapshot cannot publish itself until an entry after the
+	// snapshot is applied (docs/etcd-snapshot-join.md).
+	Nudge  bool
 	Reason string
 }
 

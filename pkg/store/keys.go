@@ -12,6 +12,11 @@ const (
 	ActiveOpKey = "active-op"
 	// ElectionPrefix is where coordinator candidates campaign.
 	ElectionPrefix = "election/"
+	// NudgeKey is what the coordinator leader writes, fenced, to give a
+	// learner that got its log as a snapshot an entry to apply: etcd does
+	// not let it publish itself until one is (docs/etcd-snapshot-join.md).
+	// It holds the operation's name; nothing reads it.
+	NudgeKey = "nudge"
 )
 
 // NodeKey is where node name is registered.
