@@ -24,6 +24,7 @@ var kinds = map[string]func() api.Object{
 	"NixosConfiguration":  func() api.Object { return new(api.NixosConfiguration) },
 	"Rollout":             func() api.Object { return new(api.Rollout) },
 	"Token":               func() api.Object { return new(api.Token) },
+	"EtcdCluster":         func() api.Object { return new(api.EtcdCluster) },
 }
 
 // FuzzDecode feeds decode values as any etcd client allowed to write the key
@@ -39,7 +40,7 @@ func FuzzDecode(f *testing.F) {
 	r := api.NewRollout("r1")
 	r.Spec.StepTimeout, r.Spec.MaxUnavailable = api.Duration(90*time.Second), "25%"
 	for _, o := range []api.Object{n, r, api.NewJoinRequest("w1"), api.NewRemoveRequest("w2"), api.NewOperation("op-1"),
-		api.NewLiveness(), api.NewGossipKey(), api.NewMachine("m-0"), api.NewMachinePool("p"), api.NewHypervisor("hv"),
+		api.NewLiveness(), api.NewEtcdCluster(), api.NewGossipKey(), api.NewMachine("m-0"), api.NewMachinePool("p"), api.NewHypervisor("hv"),
 		api.NewNixosConfiguration("w1"), api.NewToken("abcdef")} {
 		b, err := json.Marshal(o)
 		if err != nil {

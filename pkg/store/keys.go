@@ -17,6 +17,8 @@ const (
 	// not let it publish itself until one is (docs/etcd-snapshot-join.md).
 	// It holds the operation's name; nothing reads it.
 	NudgeKey = "nudge"
+	// EtcdClusterKey holds the fleet's one EtcdCluster.
+	EtcdClusterKey = "etcdcluster"
 )
 
 // NodeKey is where node name is registered.

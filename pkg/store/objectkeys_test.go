@@ -31,6 +31,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewGossipSecret("cp-1"), "secrets/nodes/cp-1/gossip-secret"},
 		{api.NewGossipKey(), "gossip-key"},
 		{api.NewLiveness(), "liveness"},
+		{api.NewEtcdCluster(), "etcdcluster"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

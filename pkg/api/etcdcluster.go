@@ -1,0 +1,172 @@
+package api
+
+import "time"
+
+// KindEtcdCluster is the kind of the fleet's one declared etcd cluster.
+const KindEtcdCluster = "EtcdCluster"
+
+// EtcdClusterName is the name of the fleet's EtcdCluster: there is one.
+const EtcdClusterName = "etcd"
+
+// Member kinds in EtcdClusterSpec.Members.
+const (
+	// MemberExternal is a member nico does not run: nico adds it as a
+	// learner, publishes what it must start with, promotes it once it has
+	// caught up and removes it when it leaves the spec.
+	MemberExternal = "external"
+)
+
+// Allowed voter counts: odd, so that every failure tolerance is paid for once.
+var AllowedVoters = []int{1, 3, 5, 7}
+
+// DefaultVoters is the voter count when the spec names none: the cluster
+// grows to three voters (through two) as control-plane hosts arrive, and
+// further hosts are standbys.
+const DefaultVoters = 3
+
+// EtcdCluster declares the etcd cluster: how many voters, which members nico
+// does not run, the membership policy and the etcd version. People write
+// spec (nicoctl apply -f); the coordinator's leader writes status.
+type EtcdCluster struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta        `json:"metadata"`
+	Spec     EtcdClusterSpec   `json:"spec"`
+	Status   EtcdClusterStatus `json:"status"`
+}
+
+// EtcdClusterSpec is the desired cluster.
+type EtcdClusterSpec struct {
+	// Voters is the desired number of voting members: 1, 3, 5 or 7.
+	// Control-plane hosts beyond it are standbys.
+	Voters int `json:"voters"`
+	// Members are members nico does not run (kind external).
+	Members []EtcdMemberSpec `json:"members,omitempty"`
+	// Policy is the membership policy every coordinator candidate plans with.
+	Policy EtcdPolicy `json:"policy"`
+	// Version is the desired etcd version of the members nico runs, as
+	// "3.6.16" ("": whatever each node runs; no version change is rolled).
+	Version string `json:"version,omitempty"`
+}
+
+// EtcdMemberSpec is one declared member that nico does not run.
+type EtcdMemberSpec struct {
+	// Name is the member's etcd name (--name).
+	Name string `json:"name"`
+	// Kind is MemberExternal.
+	Kind string `json:"kind"`
+	// PeerURLs are the URLs the member listens on for peers.
+	PeerURLs []string `json:"peerURLs"`
+	// ClientURLs are the URLs the member serves clients on.
+	ClientURLs []string `json:"clientURLs"`
+}
+
+// EtcdPolicy holds the membership knobs that used to be each candidate's
+// coordinator.* flags; the flags are now only the first values written at
+// bootstrap.
+type EtcdPolicy struct {
+	// LearnerStartTimeout bounds the time from adding a learner until it starts.
+	LearnerStartTimeout Duration `json:"learnerStartTimeout,omitempty"`
+	// LearnerProgressTimeout bounds the time a started learner may go
+	// without catching up before it is removed.
+	LearnerProgressTimeout Duration `json:"learnerProgressTimeout,omitempty"`
+	// HealthTimeout bounds each status call to one member.
+	HealthTimeout Duration `json:"healthTimeout,omitempty"`
+	// ReplaceDeadMembersAfter replaces a voter whose node has been dead this
+	// long with a standby, if quorum allows; zero never does.
+	ReplaceDeadMembersAfter Duration `json:"replaceDeadMembersAfter,omitempty"`
+	// DefragFragmentation defragments a member once (db size - in use) /
+	// db size reaches it, one member at a time, leader last; zero never does.
+	DefragFragmentation float64 `json:"defragFragmentation,omitempty"`
+	// DefragMinDBSize skips defragmentation of members whose database is
+	// smaller than this many bytes (fragmentation of a small file is cheap).
+	DefragMinDBSize int64 `json:"defragMinDBSize,omitempty"`
+}
+
+// Member roles in EtcdMemberStatus.Role.
+const (
+	RoleVoter    = "voter"
+	RoleLearner  = "learner"
+	RoleStandby  = "standby"
+	RoleExternal = "external"
+)
+
+// EtcdClusterStatus is the leader's view of the cluster.
+type EtcdClusterStatus struct {
+	// ObservedRevision is the store revision of the spec this status
+	// answers to.
+	ObservedRevision int64 `json:"observedRevision,omitempty"`
+	// Members lists every member and standby, by name.
+	Members []EtcdMemberStatus `json:"members,omitempty"`
+	// Leader is the name of the etcd leader.
+	Leader string `json:"leader,omitempty"`
+	// ClusterVersion is etcd's cluster version (major.minor.0).
+	ClusterVersion string `json:"clusterVersion,omitempty"`
+	// Voters is how many voting members there are.
+	Voters int `json:"voters"`
+	// FaultTolerance is how many voters the cluster can lose and keep quorum.
+	FaultTolerance int `json:"faultTolerance"`
+	// Alarms are etcd's active alarms, as "NOSPACE on cp-1".
+	Alarms []string `json:"alarms,omitempty"`
+	// External holds, for each external member in flight, the values it
+	// must start with.
+	External []ExternalMemberStart `json:"external,omitempty"`
+	// Conditions: Healthy, Reconciled, VersionSkew.
+	Conditions []Condition `json:"conditions,omitempty"`
+	UpdatedAt  time.Time   `json:"updatedAt,omitempty"`
+}
+
+// EtcdMemberStatus is one member or standby as the leader last saw it.
+type EtcdMemberStatus struct {
+	Name string `json:"name"`
+	// Node is the registered node the member runs on ("" for external ones).
+	Node string   `json:"node,omitempty"`
+	ID   MemberID `json:"id,omitempty"`
+	// Role is RoleVoter, RoleLearner, RoleStandby or RoleExternal.
+	Role    string `json:"role"`
+	Healthy bool   `json:"healthy"`
+	Leader  bool   `json:"leader,omitempty"`
+	// Version is the etcd server version the member reports.
+	Version      string `json:"version,omitempty"`
+	RaftTerm     uint64 `json:"raftTerm,omitempty"`
+	RaftIndex    uint64 `json:"raftIndex,omitempty"`
+	AppliedIndex uint64 `json:"appliedIndex,omitempty"`
+	DBSize       int64  `json:"dbSize,omitempty"`
+	DBSizeInUse  int64  `json:"dbSizeInUse,omitempty"`
+	// Progress is a learner's raft index as a fraction of the leader's
+	// (0..1), and ETA the time left at the observed catch-up rate.
+	Progress float64  `json:"progress,omitempty"`
+	ETA      Duration `json:"eta,omitempty"`
+	Alarms   []string `json:"alarms,omitempty"`
+	Message  string   `json:"message,omitempty"`
+}
+
+// ExternalMemberStart is what an external member must start etcd with.
+type ExternalMemberStart struct {
+	Name string `json:"name"`
+	// InitialCluster is the --initial-cluster value.
+	InitialCluster string `json:"initialCluster"`
+	// InitialClusterState is "existing".
+	InitialClusterState string `json:"initialClusterState"`
+}
+
+// EtcdCluster condition types.
+const (
+	CondHealthy     = "Healthy"
+	CondReconciled  = "Reconciled"
+	CondVersionSkew = "VersionSkew"
+)
+
+// NewEtcdCluster returns the fleet's EtcdCluster with the default voters.
+func NewEtcdCluster() *EtcdCluster {
+	return &EtcdCluster{
+		TypeMeta: TypeMeta{APIVersion: Version, Kind: KindEtcdCluster},
+		Metadata: ObjectMeta{Name: EtcdClusterName},
+		Spec:     EtcdClusterSpec{Voters: DefaultVoters},
+	}
+}
+
+// GetTypeMeta implements Object.
+func (c *EtcdCluster) GetTypeMeta() *TypeMeta { return &c.TypeMeta }
+
+// GetMetadata implements Object.
+func (c *EtcdCluster) GetMetadata() *ObjectMeta { return &c.Metadata }
