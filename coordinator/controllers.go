@@ -13,7 +13,8 @@ import (
 //
 //	controller            watches                                      writes (fenced)
 //	membership            nodes/ joins/ removals/ heartbeats/ ops/     ops/ active-op joins/ removals/
-//	                      active-op                                    nodes/ liveness, etcd members
+//	                      active-op etcdcluster                        nodes/ liveness etcdcluster,
+//	                                                                   etcd members
 //	rollout               rollouts/ nixosconfigs/ nodes/ heartbeats/   rollouts/ nixosconfigs/ ops/
 //	                      active-op                                    active-op, etcd leader
 //	machine-pools         pools/ machines/ hypervisors/ nodes/         pools/ machines/ removals/
@@ -24,7 +25,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 	return []controller.Controller{
 		&controller.Func{
 			ControllerName: "membership", Resync: resync, Do: newReconciler(c, fence).reconcile,
-			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey},
+			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey},
 		},
 		&controller.Func{
 			ControllerName: "rollout", Resync: resync, Do: (&rollouter{c: c, fence: fence}).reconcile,

@@ -23,14 +23,18 @@ type candidate struct {
 	cli    *clientv3.Client
 }
 
-func startCandidate(t *testing.T, cl *etcdtest.Cluster, name string, ttl time.Duration) *candidate {
+func startCandidate(t *testing.T, cl *etcdtest.Cluster, name string, ttl time.Duration, opts ...func(*Config)) *candidate {
 	t.Helper()
 	cli := etcdtest.Dial(t, pki.CoordinatorIdentity, 0, cl.Endpoints()...)
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Name: name, SessionTTL: ttl, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
+	cfg := Config{Name: name, SessionTTL: ttl, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := New(cfg, st, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	cd := &candidate{c: c, cancel: cancel, done: make(chan error, 1), cli: cli}
 	go func() { cd.done <- c.Run(ctx) }()

@@ -17,6 +17,8 @@ type observation struct {
 	membership.Observed
 	joins    map[string]*api.JoinRequest
 	removals map[string]*api.RemoveRequest
+	// cluster is the stored EtcdCluster, nil when there is none yet.
+	cluster *api.EtcdCluster
 	// rev is the store revision every object was read at.
 	rev int64
 }
@@ -48,6 +50,7 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 		clientv3.OpGet(store.RemovalsDir, clientv3.WithPrefix()),
 		store.AliveOp(),
 		clientv3.OpGet(store.ActiveOpKey),
+		clientv3.OpGet(store.EtcdClusterKey),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: observe: %w", err)
@@ -69,6 +72,12 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 	}
 	for _, r := range o.Removals {
 		o.removals[r.Metadata.Name] = r
+	}
+	if ec := kvs(5); len(ec) > 0 {
+		o.cluster = new(api.EtcdCluster)
+		if err := store.Decode(ec[0], o.cluster); err != nil {
+			return nil, fmt.Errorf("coordinator: observe: %w", err)
+		}
 	}
 	if active := kvs(4); len(active) > 0 {
 		if o.Active, err = st.OpAt(ctx, string(active[0].Value), o.rev); err != nil {

@@ -35,6 +35,11 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 		return membership.Step{}, err
 	}
 	now := r.c.Now()
+	ec, err := r.c.ensureCluster(ctx, r.fence, obs, now)
+	if err != nil {
+		return membership.Step{}, err
+	}
+	obs.Cluster = ec.Spec
 	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
 	if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
 		r.c.log.Warn("publishing node liveness failed", "err", err)
@@ -44,7 +49,7 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 		// lapsed lease alone is not taken as a dead member.
 		obs.Liveness = live
 	}
-	step := membership.Plan(obs.Observed, r.c.cfg.Policy, now)
+	step := membership.Plan(obs.Observed, policyOf(ec.Spec.Policy, r.c.cfg.Policy), now)
 	if s := step.String(); s != r.last {
 		lvl := r.c.log.Info
 		if step.Action == membership.None {

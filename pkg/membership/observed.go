@@ -49,6 +49,9 @@ type Observed struct {
 	// Liveness is each node's gossip and lease liveness (see
 	// CombineLiveness); nodes not in it are taken as alive.
 	Liveness map[string]Liveness
+	// Cluster is the declared EtcdCluster's spec: voters, external
+	// members, version (its policy comes to Plan as a Policy).
+	Cluster api.EtcdClusterSpec
 }
 
 // Policy holds the planner's tunables.

@@ -1,0 +1,88 @@
+package coordinator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+)
+
+func TestBootstrapClusterVoters(t *testing.T) {
+	for _, tt := range []struct{ voters, want int }{
+		{0, 3}, {1, 3}, {2, 3}, {3, 3}, {4, 5}, {5, 5}, {6, 7}, {7, 7}, {9, 7},
+	} {
+		var ms []membership.Member
+		for i := range tt.voters {
+			ms = append(ms, membership.Member{ID: api.MemberID(i + 1)})
+		}
+		ms = append(ms, membership.Member{ID: 100, Learner: true})
+		c := &Coordinator{cfg: Config{Name: "a"}}
+		if got := c.bootstrapCluster(time.Unix(0, 0), ms).Spec.Voters; got != tt.want {
+			t.Errorf("%d voters and a learner: bootstrap voters %d, want %d", tt.voters, got, tt.want)
+		}
+	}
+}
+
+func TestPolicyOf(t *testing.T) {
+	fallback := membership.Policy{LearnerStartTimeout: time.Minute, LearnerProgressTimeout: 2 * time.Minute, ReplaceDeadMembersAfter: time.Hour}
+	got := policyOf(api.EtcdPolicy{LearnerStartTimeout: api.Duration(5 * time.Second)}, fallback)
+	want := membership.Policy{LearnerStartTimeout: 5 * time.Second, LearnerProgressTimeout: 2 * time.Minute}
+	if got != want {
+		t.Fatalf("policyOf = %+v, want %+v (an unset replacement is off: zero means never)", got, want)
+	}
+}
+
+// TestTheStoredEtcdClusterOutlivesItsWriter: the first leader writes the
+// EtcdCluster from its settings; a next leader with other settings plans
+// with the stored object and does not overwrite it.
+func TestTheStoredEtcdClusterOutlivesItsWriter(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startCandidate(t, cl, "a", 60*time.Second, withLearnerStart(7*time.Second))
+	var ec api.EtcdCluster
+	testwait.For(t, 20*time.Second, "the bootstrap EtcdCluster", func() (bool, string) {
+		err := st.Get(t.Context(), store.EtcdClusterKey, &ec)
+		return err == nil, "get: " + errString(err)
+	})
+	if ec.Spec.Voters != api.DefaultVoters || time.Duration(ec.Spec.Policy.LearnerStartTimeout) != 7*time.Second {
+		t.Fatalf("bootstrap spec %+v: want %d voters and the writer's 7s learner start timeout", ec.Spec, api.DefaultVoters)
+	}
+	rev := ec.Metadata.Revision
+	first.stop(t)
+	second := startCandidate(t, cl, "b", 60*time.Second, withLearnerStart(9*time.Second))
+	defer second.stop(t)
+	waitLeader(t, st, 20*time.Second, func(n string) bool { return n == "b" })
+	r := newReconciler(second.c, store.Fence{})
+	obs, err := observe(t.Context(), st, second.c.admin.Observe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := second.c.ensureCluster(t.Context(), r.fence, obs, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Metadata.Revision != rev || time.Duration(got.Spec.Policy.LearnerStartTimeout) != 7*time.Second {
+		t.Fatalf("second leader plans with %+v at revision %d, want the stored object (revision %d, 7s)", got.Spec.Policy, got.Metadata.Revision, rev)
+	}
+}
+
+func withLearnerStart(d time.Duration) func(*Config) {
+	return func(c *Config) {
+		c.Policy = membership.DefaultPolicy
+		c.Policy.LearnerStartTimeout = d
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
