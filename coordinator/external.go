@@ -9,7 +9,6 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -36,15 +35,6 @@ func memberName(s membership.Step) string {
 		return s.Op.Spec.Node
 	}
 	return s.Request
-}
-
-// onboardedIn reads the record of on-boarded external members.
-func onboardedIn(kvs []*mvccpb.KeyValue) map[string]string {
-	out := map[string]string{}
-	for _, kv := range kvs {
-		out[store.Name(string(kv.Key))] = string(kv.Value)
-	}
-	return out
 }
 
 // recordExternalOp records external member name as on-boarded at peer.

@@ -68,7 +68,7 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 		return nil, err
 	}
 	o.Alive = store.AliveIn(kvs(3))
-	o.Onboarded = onboardedIn(kvs(6))
+	o.Onboarded = store.ExternalMembersIn(kvs(6))
 	for _, j := range o.Joins {
 		o.joins[j.Metadata.Name] = j
 	}

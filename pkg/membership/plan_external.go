@@ -44,32 +44,41 @@ func (o Observed) externalSpec(name string) *api.EtcdMemberSpec {
 	return nil
 }
 
-// withExternal marks the members that are external (declared, or
-// on-boarded by nico and not yet gone) with their name, so that they are
-// judged by their etcd health and never taken for ghosts. It copies Members.
+// withExternal marks the external members (MatchExternal). It copies
+// Members.
 func (o Observed) withExternal() Observed {
 	ms := make([]Member, len(o.Members))
 	copy(ms, o.Members)
-	for i := range ms {
-		if ms[i].Node != "" {
+	MatchExternal(ms, o.Cluster, o.Onboarded)
+	o.Members = ms
+	return o
+}
+
+// MatchExternal sets External on each member no node claims (MatchNodes
+// first) that is an external member: declared in spec (by peer URL), or
+// on-boarded by nico (onboarded: name -> peer URL, store.ExternalMembersDir)
+// and not yet gone. Those are judged by their etcd health and never taken
+// for ghosts.
+func MatchExternal(members []Member, spec api.EtcdClusterSpec, onboarded map[string]string) {
+	specs := Observed{Cluster: spec}.externalSpecs()
+	for i := range members {
+		if members[i].Node != "" {
 			continue
 		}
-		for _, sp := range o.externalSpecs() {
-			if sharesPeer(ms[i], sp.PeerURLs) {
-				ms[i].External = sp.Name
+		for _, sp := range specs {
+			if sharesPeer(members[i], sp.PeerURLs) {
+				members[i].External = sp.Name
 			}
 		}
-		if ms[i].External != "" {
+		if members[i].External != "" {
 			continue
 		}
-		for name, peer := range o.Onboarded {
-			if hasPeer(ms[i], peer) {
-				ms[i].External = name
+		for name, peer := range onboarded {
+			if hasPeer(members[i], peer) {
+				members[i].External = name
 			}
 		}
 	}
-	o.Members = ms
-	return o
 }
 
 // memberByPeers finds the member with any of peers.

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,6 +29,7 @@ import (
 // it, counts it for quorum (a node joins after it, with two voters to
 // keep healthy), and removes it once the test takes it out of the spec.
 func TestExternalMember(t *testing.T) {
+	nicoctlBin(t) // built before the fleets start, outside their deadlines
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
 			f := newFleet(t)
@@ -57,6 +60,18 @@ func TestExternalMember(t *testing.T) {
 			waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "status.external cleared once ext-1 is a voter", func(ec *api.EtcdCluster) bool {
 				return len(ec.Status.External) == 0 && len(ec.Spec.Members) == 1
 			})
+
+			// nicoctl counts it as the planner does: a healthy voter, no ghost.
+			root := etcdtest.IssueFiles(t, t.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+			code, out, errb := runNicoctl(t, "--endpoints", strings.Join(f.endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key, "status", "-o", "json")
+			var v struct {
+				Voters        int  `json:"voters"`
+				HealthyVoters int  `json:"healthyVoters"`
+				QuorumOK      bool `json:"quorumOK"`
+			}
+			if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Voters != 2 || v.HealthyVoters != 2 || !v.QuorumOK {
+				t.Fatalf("nicoctl status: exit %d, %v, %+v\n%s%s", code, err, v, out, errb)
+			}
 
 			// Two voters, one of them external: a node's join needs both
 			// healthy, so it goes on only if ext-1 counts for quorum.
