@@ -263,3 +263,21 @@ func TestExternalStarts(t *testing.T) {
 		}
 	}
 }
+
+// TestExternalMemberIsJudgedByEtcdHealthAlone: an external member has no
+// heartbeat and no liveness entry; it is never taken as dead or suspect
+// for that, nor replaced as a dead voter, however long it is down.
+func TestExternalMemberIsJudgedByEtcdHealthAlone(t *testing.T) {
+	pol := Policy{LearnerStartTimeout: time.Minute, LearnerProgressTimeout: time.Minute, ReplaceDeadMembersAfter: time.Minute}
+	obs := world("VVV").declare("ext").extMember("U").onboard("ext").with(func(o *Observed) {
+		o.Liveness = map[string]Liveness{"n1": {State: LiveAlive}, "n2": {State: LiveAlive}, "n3": {State: LiveAlive}}
+	})
+	if s := Plan(obs, pol, t0.Add(time.Hour)); s.Action != None {
+		t.Fatalf("down external voter: %s, want None (nico does not run it, and does not replace it)", s)
+	}
+	// Back up: it counts as healthy, though it has no heartbeat.
+	obs = world("VVU").declare("ext").extMember("V").onboard("ext").newcomer("n9", newPeer).join("n9", newPeer, t0)
+	if s := Plan(obs, pol, t0); s.Action != StartJoin {
+		t.Fatalf("healthy external voter without a heartbeat: %s, want StartJoin", s)
+	}
+}
