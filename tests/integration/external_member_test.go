@@ -16,6 +16,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -78,8 +79,23 @@ func TestExternalMember(t *testing.T) {
 			f.start(f.agentConfig("cp-2", false))
 			f.waitVoters(90*time.Second, "cp-1", "cp-2", "ext-1")
 
+			// It leads when it leaves the spec: leadership moves first.
+			moveLeaderTo(t, f, peer)
+			c := f.coords["c-1"]
+			for len(c.steps) > 0 {
+				<-c.steps
+			}
 			setExternalMembers(t, st)
 			f.waitVoters(60*time.Second, "cp-1", "cp-2")
+			var actions []string
+			for len(c.steps) > 0 {
+				if s := <-c.steps; s.Action != membership.Wait {
+					actions = append(actions, string(s.Action))
+				}
+			}
+			if got := strings.Join(actions, ","); !strings.Contains(got, "StartRemove,TransferLeader,RemoveMember") {
+				t.Fatalf("steps of the off-boarding %s, want the leadership moved before the removal", got)
+			}
 			select {
 			case <-proc.exited:
 				t.Logf("ext-1 exited once removed: %v", proc.err)
@@ -120,6 +136,46 @@ func setExternalMembers(t *testing.T, st *store.Store, members ...api.EtcdMember
 			t.Fatal(err)
 		}
 		return true, ""
+	})
+}
+
+// moveLeaderTo makes the member at peer the etcd leader, through the
+// current leader.
+func moveLeaderTo(t *testing.T, f *fleet, peer string) {
+	t.Helper()
+	cli := f.client()
+	defer cli.Close()
+	testwait.For(t, 30*time.Second, "leadership at "+peer, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ms, err := cli.MemberList(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		var to uint64
+		var leaderURL string
+		for _, m := range ms.Members {
+			if slices.Contains(m.PeerURLs, peer) {
+				to = m.ID
+			}
+			if len(m.ClientURLs) > 0 {
+				if s, err := cli.Status(ctx, m.ClientURLs[0]); err == nil && s.Leader == m.ID {
+					leaderURL = m.ClientURLs[0]
+					if m.ID == to || slices.Contains(m.PeerURLs, peer) {
+						return true, ""
+					}
+				}
+			}
+		}
+		if to == 0 || leaderURL == "" {
+			return false, "no leader or no member at " + peer
+		}
+		lc := etcdtest.NewClient(t, leaderURL)
+		defer lc.Close()
+		if _, err := lc.MoveLeader(ctx, to); err != nil {
+			return false, err.Error()
+		}
+		return false, "moved; checking"
 	})
 }
 
