@@ -176,8 +176,9 @@ func removeBlocker(obs Observed, m *Member, force bool) string {
 	return ""
 }
 
-// Successor picks the healthy, registered (or external) voter with the highest raft index
-// (then the lowest name) to take leadership from id, or nil when none can.
+// Successor picks the healthy, registered (or external) voter with the
+// highest raft index (then the lowest name) to take leadership from id, or
+// nil when none can.
 func Successor(members []Member, id api.MemberID) *Member {
 	var best *Member
 	for i := range members {
