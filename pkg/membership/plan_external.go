@@ -142,6 +142,11 @@ func planExternalRemovals(obs Observed, now time.Time) (Step, bool) {
 		if m == nil {
 			return with(s, ForgetExternal, fmt.Sprintf("external member %s is no longer a member", name)), true
 		}
+		if m.Node != "" {
+			// A node registered at its peer URL: the member is the
+			// node's now, removed only as a node's.
+			return with(s, ForgetExternal, fmt.Sprintf("the member at %s is node %s's", peer, m.Node)), true
+		}
 		s.Member = m.ID
 		if reason := removeBlocker(obs, m, false); reason != "" {
 			return with(s, Wait, fmt.Sprintf("external member %s left the spec: %s", name, reason)), true
@@ -161,8 +166,18 @@ func planExternalRemovals(obs Observed, now time.Time) (Step, bool) {
 }
 
 func planExternalJoins(obs Observed, now time.Time) (Step, bool) {
+	var conflict *Step
 	for _, sp := range obs.externalSpecs() {
 		s := Step{External: sp.Name, PeerURL: sp.PeerURLs[0]}
+		if n := obs.nodeAtPeers(sp.PeerURLs); n != "" {
+			// Never on-board, nor later off-board, a node's member as
+			// external; said only when nothing else is to be done.
+			if conflict == nil {
+				w := with(s, Wait, fmt.Sprintf("external member %s declares a peer URL of node %s; it is not on-boarded", sp.Name, n))
+				conflict = &w
+			}
+			continue
+		}
 		m := obs.memberByPeers(sp.PeerURLs)
 		if m != nil {
 			s.Member = m.ID
@@ -199,7 +214,20 @@ func planExternalJoins(obs Observed, now time.Time) (Step, bool) {
 		s.Op = op
 		return with(s, StartJoin, fmt.Sprintf("external member %s is declared", sp.Name)), true
 	}
+	if conflict != nil {
+		return *conflict, true
+	}
 	return Step{}, false
+}
+
+// nodeAtPeers names the registered node whose peer URL is one of peers, or "".
+func (o Observed) nodeAtPeers(peers []string) string {
+	for _, n := range o.Nodes {
+		if n.Spec.PeerURL != "" && containsString(peers, n.Spec.PeerURL) {
+			return n.Metadata.Name
+		}
+	}
+	return ""
 }
 
 func containsString(xs []string, x string) bool {

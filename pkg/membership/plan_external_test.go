@@ -205,6 +205,18 @@ func TestPlanExternal(t *testing.T) {
 			}),
 		},
 
+		// Never a node's member.
+		{
+			name: "an external member declared at a node's peer URL is not on-boarded", action: Wait, check: reason("declares a peer URL of node n2"),
+			obs: world("VVV").with(func(o *Observed) {
+				o.Cluster.Members = []api.EtcdMemberSpec{{Name: "ext", Kind: api.MemberExternal, PeerURLs: []string{"http://10.0.0.2:2380"}}}
+			}),
+		},
+		{
+			name: "a recorded external member whose peer URL a node took is forgotten, not removed", action: ForgetExternal, check: reason("node n2's"),
+			obs: world("VVV").with(func(o *Observed) { o.Onboarded = map[string]string{"ext": "http://10.0.0.2:2380"} }),
+		},
+
 		// Never a ghost.
 		{
 			name: "healthy external voter counts for quorum", action: StartJoin,
