@@ -25,7 +25,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 	return []controller.Controller{
 		&controller.Func{
 			ControllerName: "membership", Resync: resync, Do: newReconciler(c, fence).reconcile,
-			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey},
+			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{
 			ControllerName: "rollout", Resync: resync, Do: (&rollouter{c: c, fence: fence}).reconcile,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -46,13 +47,16 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 	case membership.StartJoin:
 		return x.start(ctx, s.Op, nil)
 	case membership.StartRemove:
+		if s.Op.Spec.External {
+			return x.start(ctx, s.Op, nil)
+		}
 		r := x.removal(s.Request)
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRunning, Operation: s.Op.Metadata.Name, UpdatedAt: x.now}
 		return x.start(ctx, s.Op, r)
 	case membership.AddLearner:
 		return x.addLearner(ctx, s)
 	case membership.AdoptLearner:
-		return x.learnerAdded(ctx, s, s.Member, membership.InitialCluster(x.obs.Members, s.Member, s.Request))
+		return x.learnerAdded(ctx, s, s.Member, membership.InitialCluster(x.obs.Members, s.Member, memberName(s)))
 	case membership.Promote:
 		return x.promote(ctx, s)
 	case membership.FinishJoin:
@@ -104,6 +108,12 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		return nil
 	case membership.FinishRemove:
 		return x.finishRemove(ctx, s)
+	case membership.RecordExternal:
+		_, err := x.c.store.FencedTxn(ctx, x.fence, nil, recordExternalOp(s.External, s.PeerURL))
+		return err
+	case membership.ForgetExternal:
+		_, err := x.c.store.FencedTxn(ctx, x.fence, nil, forgetExternalOp(s.External))
+		return err
 	default:
 		return fmt.Errorf("coordinator: no executor for action %q", s.Action)
 	}
@@ -131,7 +141,7 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 }
 
 func (x *executor) addLearner(ctx context.Context, s membership.Step) error {
-	id, initial, err := x.members().AddLearner(ctx, s.Request, s.Op.Spec.PeerURL)
+	id, initial, err := x.members().AddLearner(ctx, memberName(s), s.Op.Spec.PeerURL)
 	if err != nil {
 		return err
 	}
@@ -146,6 +156,14 @@ func (x *executor) learnerAdded(ctx context.Context, s membership.Step, id api.M
 	op.Status.Step = api.StepLearner
 	op.Status.StepSince = x.now
 	op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("learner %s added", id))
+	if op.Spec.External {
+		// The record goes with the journal: from now on the member is
+		// known as nico's to remove should it leave the spec.
+		if err := x.commitWith(ctx, nil, []clientv3.Op{recordExternalOp(op.Spec.Node, op.Spec.PeerURL)}, op); err != nil {
+			return err
+		}
+		return x.c.publishExternalStart(ctx, x.fence, membership.ExternalStart(op.Spec.Node, initial))
+	}
 	objs := []api.Object{op}
 	if j := x.obs.joins[s.Request]; j != nil {
 		j.Status = api.JoinRequestStatus{Phase: api.JoinLearnerAdded, MemberID: id, InitialCluster: initial, Operation: op.Metadata.Name, UpdatedAt: x.now}
@@ -239,6 +257,11 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 	op := s.Op
 	op.Status.Phase = api.OpSucceeded
 	op.Status.Step = api.StepDone
+	if op.Spec.External {
+		// No node, request or identity goes with an external member.
+		op.Record(x.now, x.c.cfg.Name, "external member "+op.Spec.Node+" removed")
+		return x.commitWith(ctx, op, []clientv3.Op{forgetExternalOp(op.Spec.Node)}, op)
+	}
 	op.Record(x.now, x.c.cfg.Name, "node "+op.Spec.Node+" removed")
 	objs := []api.Object{op}
 	if r := x.obs.removals[s.Request]; r != nil {
@@ -267,7 +290,12 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 // commit writes objs fenced on leadership; when closing is set it also
 // releases the active-operation slot, guarded on still holding it.
 func (x *executor) commit(ctx context.Context, closing *api.Operation, objs ...api.Object) error {
-	var ops []clientv3.Op
+	return x.commitWith(ctx, closing, nil, objs...)
+}
+
+// commitWith is commit with extra operations in the same transaction.
+func (x *executor) commitWith(ctx context.Context, closing *api.Operation, extra []clientv3.Op, objs ...api.Object) error {
+	ops := slices.Clone(extra)
 	for _, o := range objs {
 		p, err := store.PutObjectOp(o)
 		if err != nil {

@@ -117,7 +117,13 @@ func (h *execHarness) pass() (step membership.Step, err error) {
 	if err != nil {
 		return step, err
 	}
+	if obs.cluster != nil {
+		obs.Cluster = obs.cluster.Spec
+	}
 	step = membership.Plan(obs.Observed, h.c.cfg.Policy, h.now)
+	if err := h.c.syncExternalStarts(ctx, h.fence, obs); err != nil {
+		return step, err
+	}
 	return step, (&executor{c: h.c, admin: h.faults, fence: h.fence, obs: obs, now: h.now}).apply(ctx, step)
 }
 

@@ -51,6 +51,7 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 		store.AliveOp(),
 		clientv3.OpGet(store.ActiveOpKey),
 		clientv3.OpGet(store.EtcdClusterKey),
+		clientv3.OpGet(store.ExternalMembersDir, clientv3.WithPrefix()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: observe: %w", err)
@@ -67,6 +68,7 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 		return nil, err
 	}
 	o.Alive = store.AliveIn(kvs(3))
+	o.Onboarded = store.ExternalMembersIn(kvs(6))
 	for _, j := range o.Joins {
 		o.joins[j.Metadata.Name] = j
 	}

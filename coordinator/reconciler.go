@@ -61,6 +61,11 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 	if r.c.OnStep != nil && step.Action != membership.None {
 		r.c.OnStep(step)
 	}
+	// Before the step, from what this pass observed: a learner the step
+	// adds publishes its own values (executor.learnerAdded).
+	if err := r.c.syncExternalStarts(ctx, r.fence, obs); err != nil {
+		return step, err
+	}
 	if err := (&executor{c: r.c, fence: r.fence, obs: obs, now: now}).apply(ctx, step); err != nil {
 		return step, fmt.Errorf("%s: %w", step.Action, err)
 	}

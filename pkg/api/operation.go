@@ -32,6 +32,10 @@ type OperationSpec struct {
 	Request string `json:"request,omitempty"`
 	// StartedBy is the coordinator candidate that created it.
 	StartedBy string `json:"startedBy,omitempty"`
+	// External marks a change of an external member (EtcdCluster
+	// spec.members): Node is then the member's name, not a registered
+	// node, and no request, node record or agent goes with it.
+	External bool `json:"external,omitempty"`
 }
 
 // OpStep is where an operation is.

@@ -22,6 +22,11 @@ type Member struct {
 	RaftIndex uint64
 	// Node is the registered node whose peer URL the member has ("": a ghost).
 	Node string
+	// External is the name of the external member (EtcdCluster
+	// spec.members, or one nico on-boarded) whose peer URL it has: nico
+	// does not run it, and judges it by its etcd health alone. A member
+	// with no Node but an External is not a ghost.
+	External string
 }
 
 // Started tells whether the member has started (published its name or answered).
@@ -30,6 +35,9 @@ func (m Member) Started() bool { return m.Name != "" || m.Healthy }
 func (m Member) label() string {
 	if m.Node != "" {
 		return m.Node
+	}
+	if m.External != "" {
+		return m.External
 	}
 	if m.Name != "" {
 		return m.Name
@@ -52,6 +60,10 @@ type Observed struct {
 	// Cluster is the declared EtcdCluster's spec: voters, external
 	// members, version (its policy comes to Plan as a Policy).
 	Cluster api.EtcdClusterSpec
+	// Onboarded are the external members nico added, by name, each with
+	// the peer URL it was added at (store.ExternalMembersDir): one that
+	// left the spec is removed while still a member.
+	Onboarded map[string]string
 }
 
 // Policy holds the planner's tunables.
@@ -109,7 +121,7 @@ func (o Observed) memberOfNode(name string) *Member {
 		}
 	}
 	for i := range o.Members {
-		if o.Members[i].Node == name || (o.Members[i].Node == "" && o.Members[i].Name == name) {
+		if o.Members[i].Node == name || (o.Members[i].Node == "" && o.Members[i].External == "" && o.Members[i].Name == name) {
 			return &o.Members[i]
 		}
 	}

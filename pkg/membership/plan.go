@@ -10,11 +10,11 @@ import (
 
 // Plan returns the next step towards the desired membership. It is pure.
 func Plan(obs Observed, pol Policy, now time.Time) Step {
-	obs = obs.withLiveness()
+	obs = obs.withLiveness().withExternal()
 	if obs.Active != nil {
 		switch obs.Active.Spec.Type {
 		case api.OpJoin:
-			return planJoinOp(obs, pol, now, obs.Active)
+			return planAnyJoinOp(obs, pol, now, obs.Active)
 		case api.OpRemove:
 			return planRemoveOp(obs, obs.Active)
 		case api.OpRolloutStep:
@@ -31,6 +31,9 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 		return s
 	}
 	if s, ok := planDeadReplacement(obs, pol, now); ok {
+		return s
+	}
+	if s, ok := planExternal(obs, now); ok {
 		return s
 	}
 	return Step{Action: None}
@@ -173,13 +176,14 @@ func removeBlocker(obs Observed, m *Member, force bool) string {
 	return ""
 }
 
-// Successor picks the healthy, registered voter with the highest raft index
-// (then the lowest name) to take leadership from id, or nil when none can.
+// Successor picks the healthy, registered (or external) voter with the
+// highest raft index (then the lowest name) to take leadership from id, or
+// nil when none can.
 func Successor(members []Member, id api.MemberID) *Member {
 	var best *Member
 	for i := range members {
 		c := &members[i]
-		if c.ID == id || c.Learner || !c.Healthy || c.Node == "" {
+		if c.ID == id || c.Learner || !c.Healthy || (c.Node == "" && c.External == "") {
 			continue
 		}
 		if best == nil || c.RaftIndex > best.RaftIndex || (c.RaftIndex == best.RaftIndex && c.label() < best.label()) {

@@ -35,7 +35,8 @@ type Projection struct {
 
 // Project computes the voters, healthy voters and quorum after change.
 // Unhealthy voters and voters with no registered node (ghosts) count as
-// voters but never as healthy; learners are not voters. A learner being
+// voters but never as healthy (an external member is no ghost: it counts
+// as healthy when its status answered); learners are not voters. A learner being
 // promoted counts as healthy, started or not: etcd promotes it only when its
 // log is in sync with the leader's, whether or not it has published itself
 // or serves clients yet.
@@ -56,7 +57,7 @@ func Project(members []Member, change Change) Projection {
 		p.Voters++
 		promoted := change.Kind == PromoteChange && m.ID == change.Member
 		switch {
-		case m.Node == "":
+		case m.Node == "" && m.External == "":
 			weak = append(weak, fmt.Sprintf("%s has no registered node", m.label()))
 		case promoted:
 			// A learner may not serve clients, nor even have published

@@ -31,6 +31,9 @@ const (
 	FinishRemove   Action = "FinishRemove"   // the member is gone: close the op and the request
 	FailOp         Action = "FailOp"         // the active op cannot go on; Reason says why
 	FileRemoval    Action = "FileRemoval"    // file a removal request for node Request (a dead voter)
+
+	RecordExternal Action = "RecordExternal" // record external member External as on-boarded (at PeerURL)
+	ForgetExternal Action = "ForgetExternal" // external member External is gone: drop its record
 )
 
 // NudgeAfter is how long a learner may go unanswering before the
@@ -57,6 +60,10 @@ type Step struct {
 	Voters []string
 	// LearnerURL is the learner's client URL, to watch its progress.
 	LearnerURL string
+	// External names the external member of RecordExternal and
+	// ForgetExternal, and PeerURL is the peer URL to record.
+	External string
+	PeerURL  string
 	// Retry tells the node of an aborted join to wipe and file again.
 	Retry bool
 	// Nudge asks the executor for one small write to the cluster before
@@ -75,6 +82,9 @@ func (s Step) String() string {
 	}
 	if s.Request != "" {
 		out += " node=" + s.Request
+	}
+	if s.External != "" {
+		out += " external=" + s.External
 	}
 	if s.Member != 0 {
 		out += " member=" + s.Member.String()

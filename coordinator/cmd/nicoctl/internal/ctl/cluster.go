@@ -96,13 +96,23 @@ func (c *cluster) alive(ctx context.Context) (map[string]bool, error) {
 }
 
 // members observes the members, their health and the leader, and maps each
-// to the registered node with its peer URL (as the coordinator does).
+// to the registered node with its peer URL, or to the external member it
+// is (as the coordinator does: an external member is no ghost).
 func (c *cluster) members(ctx context.Context, nodes []*api.Node) ([]membership.Member, error) {
 	ms, err := c.admin.Observe(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
 	}
 	membership.MatchNodes(ms, nodes)
+	ec := api.NewEtcdCluster()
+	if err := c.st.Get(ctx, store.EtcdClusterKey, ec); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("reading the EtcdCluster: %w", err)
+	}
+	kvs, _, err := c.st.ListKVs(ctx, store.ExternalMembersDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading the external members: %w", err)
+	}
+	membership.MatchExternal(ms, ec.Spec, store.ExternalMembersIn(kvs))
 	sort.Slice(ms, func(i, j int) bool {
 		if li, lj := label(ms[i]), label(ms[j]); li != lj {
 			return li < lj
@@ -121,11 +131,14 @@ func (c *cluster) activeOp(ctx context.Context) (*api.Operation, error) {
 	return op, nil
 }
 
-// label names a member for people: its node, else its etcd name, else its ID.
+// label names a member for people: its node, else its external member's
+// name, else its etcd name, else its ID.
 func label(m membership.Member) string {
 	switch {
 	case m.Node != "":
 		return m.Node
+	case m.External != "":
+		return m.External
 	case m.Name != "":
 		return m.Name
 	default:

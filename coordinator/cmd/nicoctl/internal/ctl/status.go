@@ -23,7 +23,8 @@ type StatusView struct {
 	EtcdLeader   string       `json:"etcdLeader"`
 	EtcdLeaderID api.MemberID `json:"etcdLeaderID,omitempty"`
 	// Voters, HealthyVoters and Quorum are as the quorum projection counts
-	// them: voters without a registered node are not healthy.
+	// them: voters without a registered node (ghosts; an external member
+	// is none) are not healthy.
 	Voters          int             `json:"voters"`
 	HealthyVoters   int             `json:"healthyVoters"`
 	Quorum          int             `json:"quorum"`
