@@ -28,6 +28,7 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -150,10 +151,25 @@ func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
 }
 
 // provision fills a new agent's pki.dir as a join would
-// (etcdtest.ProvisionPKI).
+// (etcdtest.ProvisionPKI); a machine without the control-plane role also
+// gets the etcd user and role the join endpoint would have made for it
+// (rbac.EnsureNode), as tests/integration's harness does: with auth on, a
+// certificate etcd has no user for can do nothing.
 func (f *fleet) provision(cfg agent.Config) {
-	if cfg.PKI.Dir != "" {
-		etcdtest.ProvisionPKI(f.tb, cfg.PKI.Dir, cfg.Name, slices.Contains(cfg.Roles, api.RoleControlPlane))
+	if cfg.PKI.Dir == "" {
+		return
+	}
+	cp := slices.Contains(cfg.Roles, api.RoleControlPlane)
+	etcdtest.ProvisionPKI(f.tb, cfg.PKI.Dir, cfg.Name, cp)
+	if cp {
+		return
+	}
+	cli := etcdtest.NewClient(f.tb, f.endpoints()...) // root, of the fleet's CA
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := rbac.EnsureNode(ctx, cli.Auth, cfg.Prefix, cfg.Name, cfg.Roles); err != nil {
+		f.tb.Fatalf("etcd identity of %s: %v", cfg.Name, err)
 	}
 }
 
