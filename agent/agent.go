@@ -29,6 +29,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/homystack/nico/pkg/metrics"
 	"log/slog"
 	"os"
 	"slices"
@@ -52,6 +53,9 @@ var ErrRemoved = errors.New("agent: node removed from the cluster")
 
 // Config is what the agent needs to know about its machine.
 type Config struct {
+	// Metrics, when set, counts the generations applied and rolled back
+	// (package metrics).
+	Metrics   *metrics.Agent
 	Name      string
 	Roles     []api.Role
 	Bootstrap bool

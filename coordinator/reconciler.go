@@ -61,7 +61,9 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 	if r.c.OnStep != nil && step.Action != membership.None {
 		r.c.OnStep(step)
 	}
-	if err := (&executor{c: r.c, fence: r.fence, obs: obs, now: now}).apply(ctx, step); err != nil {
+	err = (&executor{c: r.c, fence: r.fence, obs: obs, now: now}).apply(ctx, step)
+	r.c.Metrics.MembershipPass(obs.Observed, live, step, err, now)
+	if err != nil {
 		return step, fmt.Errorf("%s: %w", step.Action, err)
 	}
 	return step, nil

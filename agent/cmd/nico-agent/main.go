@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/homystack/nico/pkg/metrics"
 	"io"
 	"os"
 	"os/signal"
@@ -110,10 +111,18 @@ func run(args []string, stderr io.Writer) int {
 		defer wait()
 		ac.Gossip = mesh
 	}
+	reg := metrics.NewRegistry()
+	ac.Metrics = metrics.NewAgent(reg, cfg.Name)
 	a := agent.New(ac, rt, notify, log)
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
-	defer serveJoin(ctx, cfg, a.Runtime(), log)()
+	stopMetrics, err := serveMetrics(ctx, cfg, reg, a, mesh, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer stopMetrics()
+	defer serveJoin(ctx, cfg, a.Runtime(), ac.Metrics.JoinRequest, log)()
 	// The watchdog is fed while the agent and all its controllers are
 	// healthy (agent.Agent.Healthy).
 	watchdog := make(chan struct{})
