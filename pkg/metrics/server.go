@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -99,6 +101,13 @@ func (s *Server) Run(ctx context.Context) error {
 		return nil
 	}
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	if s.Log != nil {
+		// Refused handshakes (no client certificate) are the scraper's
+		// problem, not this program's: debug.
+		srv.ErrorLog = slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug)
+	} else {
+		srv.ErrorLog = log.New(io.Discard, "", 0)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(s.ln) }()
 	if s.Log != nil {
