@@ -28,9 +28,9 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
-	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -150,28 +150,8 @@ func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
 	return cfg
 }
 
-// provision fills a new agent's pki.dir as a join would
-// (etcdtest.ProvisionPKI); a machine without the control-plane role also
-// gets the etcd user and role the join endpoint would have made for it
-// (rbac.EnsureNode), as tests/integration's harness does: with auth on, a
-// certificate etcd has no user for can do nothing.
-func (f *fleet) provision(cfg agent.Config) {
-	if cfg.PKI.Dir == "" {
-		return
-	}
-	cp := slices.Contains(cfg.Roles, api.RoleControlPlane)
-	etcdtest.ProvisionPKI(f.tb, cfg.PKI.Dir, cfg.Name, cp)
-	if cp {
-		return
-	}
-	cli := etcdtest.NewClient(f.tb, f.endpoints()...) // root, of the fleet's CA
-	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := rbac.EnsureNode(ctx, cli.Auth, cfg.Prefix, cfg.Name, cfg.Roles); err != nil {
-		f.tb.Fatalf("etcd identity of %s: %v", cfg.Name, err)
-	}
-}
+// provision gives a new agent what its join would have (fleetkit.Provision).
+func (f *fleet) provision(cfg agent.Config) { fleetkit.Provision(f.tb, cfg, f.endpoints()) }
 
 func (f *fleet) endpoints() []string {
 	f.mu.Lock()
