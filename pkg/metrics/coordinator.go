@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -37,8 +38,15 @@ type Coordinator struct {
 	rollHalted    *prometheus.GaugeVec
 	rollSteps     *prometheus.HistogramVec
 
-	mu   sync.Mutex
-	seen map[string]bool // operations whose outcome was counted
+	mu sync.Mutex // held through a membership pass
+	// counted is the last operation whose outcome was counted: the planner
+	// repeats a closing step until its write lands.
+	counted string
+	// last holds each per-node vector's label sets of the last pass, so
+	// that a pass deletes the series that went away instead of resetting
+	// the vector (a scrape between a reset and the new values would see
+	// no series, and an alert's for: would start over).
+	last map[*prometheus.GaugeVec][][]string
 }
 
 // NewCoordinator makes the coordinator's metrics and registers them in r.
@@ -62,7 +70,7 @@ func NewCoordinator(r *Registry) *Coordinator {
 		rollProgress:  prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nico_rollout_progress_ratio", Help: "Nodes a rollout has finished over the nodes it covers."}, []string{"rollout"}),
 		rollHalted:    prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "nico_rollout_halted", Help: "1 while a rollout is halted on a failed node, else 0."}, []string{"rollout"}),
 		rollSteps:     prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "nico_rollout_step_duration_seconds", Help: "From a rollout writing a node's generation to marking the node done, by plane (control, data).", Buckets: durationBuckets}, []string{"plane"}),
-		seen:          map[string]bool{},
+		last:          map[*prometheus.GaugeVec][][]string{},
 	}
 	r.MustRegister(c.isLeader, c.leaderChanges, c.ops, c.opDuration, c.inFlight, c.opAge, c.joinToVoter, c.learner, c.tolerance,
 		c.members, c.healthyVoters, c.wantVoters, c.memberVoter, c.nodes, c.nodeLiveness, c.rollProgress, c.rollHalted, c.rollSteps)
@@ -90,6 +98,8 @@ func (c *Coordinator) MembershipPass(obs membership.Observed, live map[string]me
 	if c == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.cluster(obs)
 	c.liveness(obs, live)
 	c.inFlight.Set(0)
@@ -111,13 +121,10 @@ func (c *Coordinator) MembershipPass(obs membership.Observed, live map[string]me
 		return
 	}
 	op := step.Op
-	c.mu.Lock()
-	counted := c.seen[op.Metadata.Name]
-	c.seen[op.Metadata.Name] = true
-	c.mu.Unlock()
-	if counted {
+	if c.counted == op.Metadata.Name {
 		return
 	}
+	c.counted = op.Metadata.Name
 	typ := string(op.Spec.Type)
 	c.ops.WithLabelValues(typ, outcome).Inc()
 	if !op.Metadata.CreatedAt.IsZero() {
@@ -145,8 +152,8 @@ func (c *Coordinator) cluster(obs membership.Observed) {
 			leaderIndex = m.RaftIndex
 		}
 	}
-	c.learner.Reset()
-	c.memberVoter.Reset()
+	var learnerSets, voterSets [][]string
+	defer func() { c.replace(c.learner, learnerSets); c.replace(c.memberVoter, voterSets) }()
 	for _, m := range obs.Members {
 		name := m.Node
 		if name == "" {
@@ -160,20 +167,34 @@ func (c *Coordinator) cluster(obs membership.Observed) {
 			}
 			c.learner.WithLabelValues(name).Set(ratio)
 			c.memberVoter.WithLabelValues(name).Set(0)
+			learnerSets, voterSets = append(learnerSets, []string{name}), append(voterSets, []string{name})
 			continue
 		}
 		voters++
 		c.memberVoter.WithLabelValues(name).Set(1)
+		voterSets = append(voterSets, []string{name})
 	}
 	c.members.WithLabelValues(api.RoleVoter).Set(float64(voters))
 	c.members.WithLabelValues(api.RoleLearner).Set(float64(learners))
+}
+
+// replace deletes the series of v that the last pass set and this one
+// (now) did not.
+func (c *Coordinator) replace(v *prometheus.GaugeVec, now [][]string) {
+	for _, old := range c.last[v] {
+		if !slices.ContainsFunc(now, func(n []string) bool { return slices.Equal(n, old) }) {
+			v.DeleteLabelValues(old...)
+		}
+	}
+	c.last[v] = now
 }
 
 // liveness sets the node gauges: live when the leader has it (gossip
 // and lease), else each node's lease.
 func (c *Coordinator) liveness(obs membership.Observed, live map[string]membership.Liveness) {
 	counts := map[membership.LiveState]int{membership.LiveAlive: 0, membership.LiveSuspect: 0, membership.LiveDead: 0}
-	c.nodeLiveness.Reset()
+	var seen [][]string
+	defer func() { c.replace(c.nodeLiveness, seen) }()
 	for _, n := range obs.Nodes {
 		name := n.Metadata.Name
 		state := membership.LiveDead
@@ -185,6 +206,7 @@ func (c *Coordinator) liveness(obs membership.Observed, live map[string]membersh
 		}
 		counts[state]++
 		c.nodeLiveness.WithLabelValues(name, string(state)).Set(1)
+		seen = append(seen, []string{name, string(state)})
 	}
 	for s, n := range counts {
 		c.nodes.WithLabelValues(string(s)).Set(float64(n))

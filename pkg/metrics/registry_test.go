@@ -106,3 +106,35 @@ nico_membership_join_to_voter_seconds_count 1
 		t.Error(err)
 	}
 }
+
+// TestMembershipPassDropsSeriesThatWentAway: a learner promoted loses its
+// progress series, a node whose state changed keeps only the new state's,
+// and a removed node has none.
+func TestMembershipPassDropsSeriesThatWentAway(t *testing.T) {
+	c := NewCoordinator(NewRegistry())
+	now := time.Unix(1000, 0)
+	nodes := []*api.Node{{Metadata: api.ObjectMeta{Name: "cp-1"}}, {Metadata: api.ObjectMeta{Name: "cp-2"}}}
+	obs := membership.Observed{
+		Members: []membership.Member{{ID: 1, Node: "cp-1", Leader: true, Healthy: true, RaftIndex: 10}, {ID: 2, Node: "cp-2", Learner: true, RaftIndex: 10}},
+		Nodes:   nodes, Alive: map[string]bool{"cp-1": true, "cp-2": true},
+	}
+	c.MembershipPass(obs, nil, membership.Step{}, nil, now)
+	if n := testutil.CollectAndCount(c.learner); n != 1 {
+		t.Fatalf("learner series %d, want 1", n)
+	}
+	obs.Members[1].Learner = false
+	obs.Nodes = nodes[:1]
+	c.MembershipPass(obs, map[string]membership.Liveness{"cp-1": {State: membership.LiveSuspect}}, membership.Step{}, nil, now)
+	if n := testutil.CollectAndCount(c.learner); n != 0 {
+		t.Errorf("learner series %d after promotion, want 0", n)
+	}
+	if n := testutil.CollectAndCount(c.nodeLiveness); n != 1 {
+		t.Errorf("liveness series %d, want 1 (cp-1 suspect)", n)
+	}
+	if got := testutil.ToFloat64(c.nodeLiveness.WithLabelValues("cp-1", "suspect")); got != 1 {
+		t.Errorf("cp-1 suspect = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(c.tolerance); got != -1 {
+		t.Errorf("fault tolerance of 2 voters, one unhealthy = %v, want -1 (quorum lost)", got)
+	}
+}
