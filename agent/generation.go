@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/homystack/nico/pkg/metrics"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 )
 
