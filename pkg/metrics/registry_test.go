@@ -12,16 +12,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// Programs builds the registries the two programs serve (what their
-// mains register), for tests that need every name either exports.
+// programs builds the registries the two programs serve (ForAgent,
+// ForCoordinator, as their mains do), for tests that need every name
+// either exports.
 func programs() (agent, coord *Registry) {
 	none := func() []controller.Health { return nil }
-	agent = NewRegistry()
-	NewAgent(agent, "n")
-	agent.MustRegister(ControllerHealth("agent", none), Gossip("agent", func() GossipSource { return nil }), CertExpiry(""))
-	coord = NewRegistry()
-	NewCoordinator(coord)
-	coord.MustRegister(ControllerHealth("coordinator", none), Gossip("coordinator", func() GossipSource { return nil }), CertExpiry(""))
+	noMesh := func() GossipSource { return nil }
+	agent, _ = ForAgent("n", none, noMesh, "")
+	coord, _ = ForCoordinator(none, noMesh, "")
 	return agent, coord
 }
 

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/pki"
 )
@@ -42,4 +43,24 @@ func Mesh(m *gossip.Mesh) GossipSource {
 		return nil
 	}
 	return meshSource{m}
+}
+
+// ForAgent is the registry nico-agent serves: the Go and process
+// collectors, the agent's metrics for node, its controllers' health, its
+// mesh (mesh may return nil) and the certificates in pkiDir.
+func ForAgent(node string, health func() []controller.Health, mesh func() GossipSource, pkiDir string) (*Registry, *Agent) {
+	reg := NewRegistry()
+	a := NewAgent(reg, node)
+	reg.MustRegister(ControllerHealth("agent", health), Gossip("agent", mesh), CertExpiry(pkiDir))
+	return reg, a
+}
+
+// ForCoordinator is the registry nico-coordinator serves: the Go and
+// process collectors, the coordinator's metrics, its leader controllers'
+// health, its mesh (mesh may return nil) and the certificates in certDir.
+func ForCoordinator(health func() []controller.Health, mesh func() GossipSource, certDir string) (*Registry, *Coordinator) {
+	reg := NewRegistry()
+	c := NewCoordinator(reg)
+	reg.MustRegister(ControllerHealth("coordinator", health), Gossip("coordinator", mesh), CertExpiry(certDir))
+	return reg, c
 }

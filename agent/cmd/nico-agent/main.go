@@ -20,6 +20,7 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
@@ -111,12 +112,13 @@ func run(args []string, stderr io.Writer) int {
 		defer wait()
 		ac.Gossip = mesh
 	}
-	reg := metrics.NewRegistry()
-	ac.Metrics = metrics.NewAgent(reg, cfg.Name)
-	a := agent.New(ac, rt, notify, log)
+	var a *agent.Agent
+	reg, am := metrics.ForAgent(cfg.Name, func() []controller.Health { return a.Health() }, func() metrics.GossipSource { return metrics.Mesh(mesh) }, cfg.PKI.Dir)
+	ac.Metrics = am
+	a = agent.New(ac, rt, notify, log)
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
-	stopMetrics, err := serveMetrics(ctx, cfg, reg, a, mesh, log)
+	stopMetrics, err := serveMetrics(ctx, cfg, reg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2

@@ -11,18 +11,12 @@ import (
 	"github.com/homystack/nico/pkg/metrics"
 )
 
-// serveMetrics gives c its metrics, adds what is read from the running
-// candidate (its leader controllers' health, the mesh, the certificates
-// beside tls.certFile) and serves them on metrics.listen
-// (docs/monitoring.md).
+// serveMetrics gives c its metrics (metrics.ForCoordinator: its leader
+// controllers' health, the mesh, the certificates beside tls.certFile)
+// and serves them on metrics.listen (docs/monitoring.md).
 func serveMetrics(ctx context.Context, cfg config.Coordinator, c *coordinator.Coordinator, mesh *gossip.Mesh, log *slog.Logger) (stop func(), err error) {
-	reg := metrics.NewRegistry()
-	c.Metrics = metrics.NewCoordinator(reg)
-	reg.MustRegister(
-		metrics.ControllerHealth("coordinator", c.Health),
-		metrics.Gossip("coordinator", func() metrics.GossipSource { return metrics.Mesh(mesh) }),
-		metrics.CertExpiry(filepath.Dir(cfg.TLS.CertFile)),
-	)
+	reg, m := metrics.ForCoordinator(c.Health, func() metrics.GossipSource { return metrics.Mesh(mesh) }, filepath.Dir(cfg.TLS.CertFile))
+	c.Metrics = m
 	srv, err := metrics.ServerFor(cfg.Metrics, reg, log)
 	if err != nil {
 		return nil, err
