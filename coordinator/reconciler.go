@@ -24,7 +24,8 @@ func newReconciler(c *Coordinator, fence store.Fence) *reconciler {
 
 // reconcile is the controller's Reconcile.
 func (r *reconciler) reconcile(ctx context.Context) error {
-	_, err := r.once(ctx)
+	step, err := r.once(ctx)
+	r.c.Metrics.MembershipStep(step, err)
 	return err
 }
 
@@ -41,6 +42,7 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 	}
 	obs.Cluster = ec.Spec
 	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
+	r.c.Metrics.MembershipPass(obs.Observed, live, now)
 	if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
 		r.c.log.Warn("publishing node liveness failed", "err", err)
 	}
@@ -61,9 +63,7 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 	if r.c.OnStep != nil && step.Action != membership.None {
 		r.c.OnStep(step)
 	}
-	err = (&executor{c: r.c, fence: r.fence, obs: obs, now: now}).apply(ctx, step)
-	r.c.Metrics.MembershipPass(obs.Observed, live, step, err, now)
-	if err != nil {
+	if err := (&executor{c: r.c, fence: r.fence, obs: obs, now: now}).apply(ctx, step); err != nil {
 		return step, fmt.Errorf("%s: %w", step.Action, err)
 	}
 	return step, nil

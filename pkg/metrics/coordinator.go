@@ -42,6 +42,10 @@ type Coordinator struct {
 	// counted is the last operation whose outcome was counted: the planner
 	// repeats a closing step until its write lands.
 	counted string
+	// passAt and joinsAt are the last pass's time and its join requests'
+	// creation times, for MembershipStep.
+	passAt  time.Time
+	joinsAt map[string]time.Time
 	// last holds each per-node vector's label sets of the last pass, so
 	// that a pass deletes the series that went away instead of resetting
 	// the vector (a scrape between a reset and the new values would see
@@ -91,10 +95,10 @@ func (c *Coordinator) Leading(yes bool) {
 	c.leaderChanges.Inc()
 }
 
-// MembershipPass records what the leader saw and did on one membership
-// pass: the cluster's gauges from obs and live, and, once the step that
-// closes an operation was written (err nil), its outcome and duration.
-func (c *Coordinator) MembershipPass(obs membership.Observed, live map[string]membership.Liveness, step membership.Step, err error, now time.Time) {
+// MembershipPass records what the leader saw on one membership pass at
+// now: the cluster's gauges from obs and live; MembershipStep then counts
+// the step the pass took.
+func (c *Coordinator) MembershipPass(obs membership.Observed, live map[string]membership.Liveness, now time.Time) {
 	if c == nil {
 		return
 	}
@@ -108,7 +112,18 @@ func (c *Coordinator) MembershipPass(obs membership.Observed, live map[string]me
 		c.inFlight.Set(1)
 		c.opAge.Set(now.Sub(a.Status.StepSince).Seconds())
 	}
-	if err != nil || step.Op == nil {
+	c.passAt = now
+	c.joinsAt = map[string]time.Time{}
+	for _, j := range obs.Joins {
+		c.joinsAt[j.Metadata.Name] = j.Metadata.CreatedAt
+	}
+}
+
+// MembershipStep counts the step of the last pass once it was written
+// (err nil) when it closes an operation: its outcome, its duration and,
+// for a join, the time from the request to a voter.
+func (c *Coordinator) MembershipStep(step membership.Step, err error) {
+	if c == nil || err != nil || step.Op == nil {
 		return
 	}
 	outcome := ""
@@ -120,6 +135,8 @@ func (c *Coordinator) MembershipPass(obs membership.Observed, live map[string]me
 	default:
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	op := step.Op
 	if c.counted == op.Metadata.Name {
 		return
@@ -128,14 +145,10 @@ func (c *Coordinator) MembershipPass(obs membership.Observed, live map[string]me
 	typ := string(op.Spec.Type)
 	c.ops.WithLabelValues(typ, outcome).Inc()
 	if !op.Metadata.CreatedAt.IsZero() {
-		c.opDuration.WithLabelValues(typ, outcome).Observe(now.Sub(op.Metadata.CreatedAt).Seconds())
+		c.opDuration.WithLabelValues(typ, outcome).Observe(c.passAt.Sub(op.Metadata.CreatedAt).Seconds())
 	}
-	if step.Action == membership.FinishJoin {
-		for _, j := range obs.Joins {
-			if j.Metadata.Name == step.Request && !j.Metadata.CreatedAt.IsZero() {
-				c.joinToVoter.Observe(now.Sub(j.Metadata.CreatedAt).Seconds())
-			}
-		}
+	if at := c.joinsAt[step.Request]; step.Action == membership.FinishJoin && !at.IsZero() {
+		c.joinToVoter.Observe(c.passAt.Sub(at).Seconds())
 	}
 }
 

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -64,15 +65,22 @@ func TestMembershipPassCountsAnOperationOnce(t *testing.T) {
 		Alive: map[string]bool{"cp-1": true},
 		Joins: []*api.JoinRequest{j},
 	}
-	c.MembershipPass(obs, nil, membership.Step{Action: membership.Promote, Op: op}, nil, t0.Add(20*time.Second))
+	c.MembershipPass(obs, nil, t0.Add(20*time.Second))
+	c.MembershipStep(membership.Step{Action: membership.Promote, Op: op}, nil)
 	if got := testutil.ToFloat64(c.learner.WithLabelValues("cp-2")); got != 0.5 {
 		t.Errorf("learner progress %v, want 0.5", got)
 	}
 	if got := testutil.ToFloat64(c.nodeLiveness.WithLabelValues("cp-2", "dead")); got != 1 {
 		t.Errorf("cp-2 (lease gone) liveness dead = %v, want 1", got)
 	}
+	c.MembershipPass(obs, nil, t0.Add(30*time.Second))
+	c.MembershipStep(membership.Step{Action: membership.FinishJoin, Op: op, Request: "cp-2"}, errors.New("not written"))
+	if got := testutil.ToFloat64(c.ops.WithLabelValues("Join", "succeeded")); got != 0 {
+		t.Errorf("a closing step that was not written counted: %v", got)
+	}
 	for range 2 {
-		c.MembershipPass(obs, nil, membership.Step{Action: membership.FinishJoin, Op: op, Request: "cp-2"}, nil, t0.Add(30*time.Second))
+		c.MembershipPass(obs, nil, t0.Add(30*time.Second))
+		c.MembershipStep(membership.Step{Action: membership.FinishJoin, Op: op, Request: "cp-2"}, nil)
 	}
 	if got := testutil.ToFloat64(c.ops.WithLabelValues("Join", "succeeded")); got != 1 {
 		t.Errorf("joins succeeded %v, want 1", got)
@@ -116,13 +124,13 @@ func TestMembershipPassDropsSeriesThatWentAway(t *testing.T) {
 		Members: []membership.Member{{ID: 1, Node: "cp-1", Leader: true, Healthy: true, RaftIndex: 10}, {ID: 2, Node: "cp-2", Learner: true, RaftIndex: 10}},
 		Nodes:   nodes, Alive: map[string]bool{"cp-1": true, "cp-2": true},
 	}
-	c.MembershipPass(obs, nil, membership.Step{}, nil, now)
+	c.MembershipPass(obs, nil, now)
 	if n := testutil.CollectAndCount(c.learner); n != 1 {
 		t.Fatalf("learner series %d, want 1", n)
 	}
 	obs.Members[1].Learner = false
 	obs.Nodes = nodes[:1]
-	c.MembershipPass(obs, map[string]membership.Liveness{"cp-1": {State: membership.LiveSuspect}}, membership.Step{}, nil, now)
+	c.MembershipPass(obs, map[string]membership.Liveness{"cp-1": {State: membership.LiveSuspect}}, now)
 	if n := testutil.CollectAndCount(c.learner); n != 0 {
 		t.Errorf("learner series %d after promotion, want 0", n)
 	}
