@@ -41,6 +41,7 @@ import (
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -96,6 +97,9 @@ type Config struct {
 	// Clock times the agent's controllers (agent/controllers.go); nil:
 	// the real clock.
 	Clock clockwork.Clock
+	// Metrics, when set, counts the generations applied and rolled back
+	// (package metrics).
+	Metrics *metrics.Agent
 }
 
 // Notifier tells the service manager how the agent is doing.

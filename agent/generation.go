@@ -9,6 +9,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -80,6 +81,7 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 		}
 		log.Info("generation applied", "toplevel", res.Toplevel, "skipped", res.Skipped, "rebootNeeded", res.RebootNeeded)
 	}
+	a.cfg.Metrics.Generation(generationOutcome(rec.Phase, res.RolledBack))
 	if err := a.reportGeneration(ctx, gen, attempt, res, rec); err != nil {
 		return err
 	}
@@ -184,4 +186,15 @@ func (a *Agent) release(ctx context.Context) {
 	if err := a.st.Update(ctx, key, c); err != nil {
 		a.log.Warn("release not recorded", "err", err)
 	}
+}
+
+// generationOutcome is a generation's outcome as metrics counts it.
+func generationOutcome(p api.GenerationPhase, rolledBack bool) string {
+	switch {
+	case p == api.GenerationApplied:
+		return metrics.GenerationApplied
+	case rolledBack:
+		return metrics.GenerationRolledBack
+	}
+	return metrics.GenerationFailed
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
@@ -79,6 +80,9 @@ type Coordinator struct {
 	// OnRolloutStep, when set, is called with every rollout step the leader
 	// applies.
 	OnRolloutStep func(name string, s rollout.Step)
+	// Metrics, when set, records leadership, membership passes and rollout
+	// steps (package metrics).
+	Metrics *metrics.Coordinator
 
 	live      *livenessTracker
 	lastNudge atomic.Int64 // unix nanoseconds of the latest nudge (coordinator/nudge.go)
@@ -191,6 +195,8 @@ func (c *Coordinator) term(ctx context.Context) error {
 	if c.Elected != nil {
 		c.Elected(fence)
 	}
+	c.Metrics.Leading(true)
+	defer c.Metrics.Leading(false)
 	// The membership, rollout, machine-pool and revocation controllers run
 	// as one group until the term ends; store.ActiveOpKey keeps rollout
 	// steps and membership changes apart (coordinator/rollout.go).

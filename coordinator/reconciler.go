@@ -24,7 +24,8 @@ func newReconciler(c *Coordinator, fence store.Fence) *reconciler {
 
 // reconcile is the controller's Reconcile.
 func (r *reconciler) reconcile(ctx context.Context) error {
-	_, err := r.once(ctx)
+	step, err := r.once(ctx)
+	r.c.Metrics.MembershipStep(step, err)
 	return err
 }
 
@@ -41,6 +42,7 @@ func (r *reconciler) once(ctx context.Context) (membership.Step, error) {
 	}
 	obs.Cluster = ec.Spec
 	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
+	r.c.Metrics.MembershipPass(obs.Observed, live, now)
 	if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
 		r.c.log.Warn("publishing node liveness failed", "err", err)
 	}

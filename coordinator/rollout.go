@@ -57,6 +57,9 @@ func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
 	if err := r.apply(ctx, ro, obs, step, now); err != nil {
 		return step, fmt.Errorf("rollout %s: %s: %w", ro.Metadata.Name, step.Action, err)
 	}
+	if step.Action != rollout.None && step.Action != rollout.Wait {
+		r.c.Metrics.RolloutStep(ro, now) // ro as written (apply records the step in it)
+	}
 	return step, nil
 }
 

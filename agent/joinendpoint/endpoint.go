@@ -51,6 +51,9 @@ type Config struct {
 	EnsureIdentity func(ctx context.Context, name string, roles []api.Role) error
 	// Poll is how often Run looks for the keys it needs; zero: 1s.
 	Poll time.Duration
+	// OnRequest, when set, is told of every request and its outcome
+	// (join.ServerConfig.OnRequest; the agent's metrics).
+	OnRequest func(path, reason string)
 	// TokenPruneAfter is how long an expired or revoked token is kept
 	// (join.tokenPruneAfter); zero: token.DefaultPruneAfter.
 	// TokenPruneInterval paces the pruning; zero: an hour.
@@ -183,6 +186,7 @@ func (j *Endpoint) serve(ctx context.Context, listening func()) error {
 		NodeRemoved:         func(ctx context.Context, name string) (bool, error) { return nodeRemoved(ctx, st, name) },
 		Now:                 j.Now,
 		Log:                 j.log,
+		OnRequest:           j.cfg.OnRequest,
 	})
 	if err != nil {
 		return err

@@ -53,6 +53,8 @@ type Agent struct {
 	PKI PKI
 	// JoinEndpoint: see joinendpoint.go.
 	JoinEndpoint JoinEndpoint
+	// Metrics: see metrics.go.
+	Metrics Metrics
 }
 
 // HasRole reports whether the machine has role r.
@@ -147,8 +149,10 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	keys = append(keys, hypervisorKeys(&a.Hypervisor)...)
 	keys = append(keys, pkiKeys(&a.PKI)...)
 	keys = append(keys, joinEndpointKeys(&a.JoinEndpoint)...)
+	keys = append(keys, metricsKeys(&a.Metrics, DefaultAgentMetricsListen)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
+		metricsRule(&a.Metrics),
 		pkiRule(&a.PKI),
 		{keys: []string{"bootstrap", "roles"}, check: func() error {
 			if a.Bootstrap && !a.HasRole(RoleControlPlane) {

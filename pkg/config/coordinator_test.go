@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -30,6 +31,7 @@ func TestCoordinatorDefaults(t *testing.T) {
 		Log:                    Log{Level: "info", Format: "text"},
 		Gossip:                 Gossip{Bind: "0.0.0.0", Port: "7947", Profile: "lan"},
 		TLS:                    TLS{CAFile: "/var/lib/nico/pki/ca.crt", CertFile: "/var/lib/nico/pki/coordinator.crt", KeyFile: "/var/lib/nico/pki/coordinator.key"},
+		Metrics:                Metrics{Listen: DefaultCoordinatorMetricsListen},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadCoordinator =\n%+v\nwant\n%+v", c, want)
@@ -123,5 +125,36 @@ func TestCoordinatorUnknownKey(t *testing.T) {
 	wantErr(t, err, "config: heartbeat.ttl: unknown key", "config: coordinator.leasettl: unknown key")
 	if keys := keyErrors(err); len(keys) != 2 {
 		t.Errorf("errors on %q, want 2", keys)
+	}
+}
+
+// TestMetricsBeyondLoopbackNeedsTLS: metrics.listen on loopback needs
+// nothing more; any other address is refused without the three TLS files,
+// naming the key, the value and what to give.
+func TestMetricsBeyondLoopbackNeedsTLS(t *testing.T) {
+	for _, tc := range []struct {
+		listen string
+		tls    bool
+		ok     bool
+	}{
+		{"127.0.0.1:9480", false, true},
+		{"localhost:9480", false, true},
+		{"[::1]:9480", false, true},
+		{"", false, true},
+		{"0.0.0.0:9480", false, false},
+		{":9480", false, false},
+		{"10.0.0.1:9480", true, true},
+	} {
+		m := Metrics{Listen: tc.listen}
+		if tc.tls {
+			m.CertFile, m.KeyFile, m.ClientCAFile = "/a.crt", "/a.key", "/ca.crt"
+		}
+		err := metricsRule(&m).check()
+		if (err == nil) != tc.ok {
+			t.Errorf("metrics.listen %q (tls %v): err %v, want ok %v", tc.listen, tc.tls, err, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "metrics.tls.certFile") {
+			t.Errorf("error %q does not name metrics.tls.certFile", err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -23,12 +24,14 @@ var (
 
 // Mesh is this process's member of the gossip mesh.
 type Mesh struct {
-	cfg     Config
-	log     *slog.Logger
-	tracker *tracker
-	logs    *logBridge
-	bcast   *broadcasts
-	base    memberlist.Config // the profile's configuration, tuned (memberlistConfig)
+	// probeFailures counts this member's failed probes (localSuspect).
+	probeFailures atomic.Uint64
+	cfg           Config
+	log           *slog.Logger
+	tracker       *tracker
+	logs          *logBridge
+	bcast         *broadcasts
+	base          memberlist.Config // the profile's configuration, tuned (memberlistConfig)
 
 	metaMu   sync.Mutex
 	meta     []byte

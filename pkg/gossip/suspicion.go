@@ -58,6 +58,7 @@ func (m *Mesh) localSuspect(name string) {
 	if name == m.cfg.Name {
 		return
 	}
+	m.probeFailures.Add(1)
 	m.tracker.suspect(name)
 	m.bcast.q.QueueBroadcast(suspectBroadcast{name: name})
 }
@@ -118,3 +119,7 @@ func (m *Mesh) expireSuspects(members []string) {
 		}
 	}
 }
+
+// ProbeFailures counts this member's probes of a peer that failed (each
+// made the peer suspect), since the mesh was made.
+func (m *Mesh) ProbeFailures() uint64 { return m.probeFailures.Load() }

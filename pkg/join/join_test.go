@@ -43,6 +43,7 @@ type world struct {
 	gossip   []byte
 	caKeyPEM []byte
 	etcd     *etcdtest.Cluster
+	observed []string // "path reason" of each request (ServerConfig.OnRequest)
 }
 
 func newWorld(t *testing.T, rate RateLimit) *world {
@@ -81,6 +82,11 @@ func newWorld(t *testing.T, rate RateLimit) *world {
 		},
 		RateLimit: rate,
 		Log:       w.log,
+		OnRequest: func(path, reason string) {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.observed = append(w.observed, path+" "+reason)
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

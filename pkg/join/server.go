@@ -76,6 +76,9 @@ type ServerConfig struct {
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
 	Log *slog.Logger
+	// OnRequest, when set, is called after each request with its path and
+	// "" when answered, else the refusal's code (observe.go; metrics).
+	OnRequest func(path, reason string)
 }
 
 // Server is the join endpoint. NewServer starts nothing; Serve blocks.
@@ -114,6 +117,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET "+PathDiscovery, s.limited(s.discovery))
 	mux.HandleFunc("POST "+PathJoin, s.limited(s.join))
 	mux.HandleFunc("POST "+PathRenew, s.limited(s.renew))
+	if s.cfg.OnRequest != nil {
+		return observed(mux, s.cfg.OnRequest)
+	}
 	return mux
 }
 
@@ -343,6 +349,9 @@ func truncated(s string) string {
 }
 
 func problem(w http.ResponseWriter, status int, code, msg string) {
+	if rec, ok := w.(*codeRecorder); ok {
+		rec.code = code
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(Problem{Code: code, Message: msg})

@@ -30,6 +30,7 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -149,13 +150,8 @@ func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
 	return cfg
 }
 
-// provision fills a new agent's pki.dir as a join would
-// (etcdtest.ProvisionPKI).
-func (f *fleet) provision(cfg agent.Config) {
-	if cfg.PKI.Dir != "" {
-		etcdtest.ProvisionPKI(f.tb, cfg.PKI.Dir, cfg.Name, slices.Contains(cfg.Roles, api.RoleControlPlane))
-	}
-}
+// provision gives a new agent what its join would have (fleetkit.Provision).
+func (f *fleet) provision(cfg agent.Config) { fleetkit.Provision(f.tb, cfg, f.endpoints()) }
 
 func (f *fleet) endpoints() []string {
 	f.mu.Lock()

@@ -182,6 +182,7 @@ func (d *demo) agent(i int, bootstrap bool) error {
 		"--tokenFile", d.token,
 		"--join.listen", host(i) + ":7950",
 		"--gossip.bind", host(i),
+		"--metrics.listen", host(i) + ":9479", // loopback: plain HTTP (docs/monitoring.md)
 	}
 	args = append(args, d.applierArgs()...)
 	if bootstrap {
@@ -198,6 +199,7 @@ func (d *demo) coordinator(i int) error {
 		"--etcd.endpoints", d.endpoints(),
 		"--coordinator.sessionTTL", "5s",
 		"--coordinator.resyncInterval", "250ms",
+		"--metrics.listen", host(i) + ":9480",
 	}, d.tlsArgs(i, pki.CoordinatorLeaf)...)
 	return d.spawn("coordinator-"+nodeName(i), filepath.Join(d.bin, "nico-coordinator"), args...)
 }

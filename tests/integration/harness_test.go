@@ -26,6 +26,7 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -124,17 +125,13 @@ func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
 	return cfg
 }
 
-// provision fills an agent's empty pki.dir from the test binary's CA, as
-// a join would (etcdtest.ProvisionPKI): control-plane agents get ca.key and
-// issue their own certificates; the agents never need the join endpoint.
+// provision gives an agent what its join would have (fleetkit.Provision):
+// control-plane agents get ca.key and issue their own certificates, the
+// others their certificate and etcd user; the agents never need the join
+// endpoint.
 func (f *fleet) provision(cfg agent.Config) {
 	f.t.Helper()
-	if cfg.PKI.Dir != "" {
-		etcdtest.ProvisionPKI(f.t, cfg.PKI.Dir, cfg.Name, slices.Contains(cfg.Roles, api.RoleControlPlane))
-		if !slices.Contains(cfg.Roles, api.RoleControlPlane) {
-			f.ensureIdentity(cfg) // its etcd user, as the join endpoint would make it (rbac_test.go)
-		}
-	}
+	fleetkit.Provision(f.t, cfg, f.endpoints())
 }
 
 // start runs an agent with cfg and a fresh runtime.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
@@ -190,20 +189,6 @@ func clientAs(t *testing.T, eps []string, cfg *tls.Config) *clientv3.Client {
 	}
 	t.Cleanup(func() { cli.Close() })
 	return cli
-}
-
-// ensureIdentity makes the etcd user and role of a machine that provision
-// gave a node certificate directly, as the join endpoint would have
-// (rbac.IdentityEnsurer): with auth on, a user etcd does not know can do
-// nothing.
-func (f *fleet) ensureIdentity(cfg agent.Config) {
-	f.t.Helper()
-	cli := etcdtest.NewClient(f.t, f.endpoints()...) // root, of the fleet's CA
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := rbac.EnsureNode(ctx, cli.Auth, cfg.Prefix, cfg.Name, cfg.Roles); err != nil {
-		f.t.Fatalf("etcd identity of %s: %v", cfg.Name, err)
-	}
 }
 
 // TestRemovedNodeLosesItsEtcdAccess: once a worker's removal is done and

@@ -68,7 +68,7 @@ func joinFirst(ctx context.Context, cfg config.Agent, log *slog.Logger) error {
 // controllers on rt (the agent's runtime; nil: its own); it starts
 // serving once the machine holds the CA key. The returned function stops
 // it and waits.
-func serveJoin(ctx context.Context, cfg config.Agent, rt *controller.Runtime, log *slog.Logger) (wait func()) {
+func serveJoin(ctx context.Context, cfg config.Agent, rt *controller.Runtime, onRequest func(path, reason string), log *slog.Logger) (wait func()) {
 	if !cfg.HasRole(config.RoleControlPlane) || cfg.PKI.Dir == "" || cfg.JoinEndpoint.Listen == "" {
 		return func() {}
 	}
@@ -78,7 +78,8 @@ func serveJoin(ctx context.Context, cfg config.Agent, rt *controller.Runtime, lo
 		Endpoints: append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...),
 		Prefix:    cfg.Store.Prefix, TokenFile: cfg.TokenFile, Bootstrap: cfg.Bootstrap,
 		RateLimit: rateLimit(burst, every), TokenPruneAfter: cfg.JoinEndpoint.TokenPruneAfter,
-		Runtime: rt, // the agent's: its controllers' health is the agent's
+		Runtime:   rt, // the agent's: its controllers' health is the agent's
+		OnRequest: onRequest,
 	}, log)
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -64,7 +64,7 @@ func TestJoinFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A worker serves no join endpoint.
-	serveJoin(context.Background(), c, nil, log)()
+	serveJoin(context.Background(), c, nil, nil, log)()
 }
 
 func TestRateLimit(t *testing.T) {

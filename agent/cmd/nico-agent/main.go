@@ -20,9 +20,11 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/sdnotify"
 	"github.com/spf13/pflag"
@@ -110,10 +112,19 @@ func run(args []string, stderr io.Writer) int {
 		defer wait()
 		ac.Gossip = mesh
 	}
-	a := agent.New(ac, rt, notify, log)
+	var a *agent.Agent
+	reg, am := metrics.ForAgent(cfg.Name, func() []controller.Health { return a.Health() }, func() metrics.GossipSource { return metrics.Mesh(mesh) }, cfg.PKI.Dir)
+	ac.Metrics = am
+	a = agent.New(ac, rt, notify, log)
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
-	defer serveJoin(ctx, cfg, a.Runtime(), log)()
+	stopMetrics, err := serveMetrics(ctx, cfg, reg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer stopMetrics()
+	defer serveJoin(ctx, cfg, a.Runtime(), ac.Metrics.JoinRequest, log)()
 	// The watchdog is fed while the agent and all its controllers are
 	// healthy (agent.Agent.Healthy).
 	watchdog := make(chan struct{})

@@ -151,6 +151,12 @@ func run(args []string, stderr io.Writer) int {
 		HealthTimeout:  cfg.HealthTimeout,
 		Gossip:         g,
 	}, st, log)
+	stopMetrics, err := serveMetrics(ctx, cfg, c, mesh, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer stopMetrics()
 	defer notifySystemd(ctx, notify, c, log)()
 	if err := c.Run(ctx); err != nil {
 		log.Error("coordinator failed", "err", err)
