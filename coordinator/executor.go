@@ -57,6 +57,13 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		return x.promote(ctx, s)
 	case membership.FinishJoin:
 		return x.finishJoin(ctx, s)
+	case membership.MarkStandby:
+		j := x.obs.joins[s.Request]
+		if j == nil {
+			return nil
+		}
+		j.Status.Standby, j.Status.Message, j.Status.UpdatedAt = true, s.Reason, x.now
+		return x.commit(ctx, nil, j)
 	case membership.AbortJoin:
 		if s.Member != 0 {
 			if err := x.members().Remove(ctx, s.Member); err != nil {

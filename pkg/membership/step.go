@@ -23,6 +23,7 @@ const (
 	Promote      Action = "Promote"      // wait until Member caught up, then promote it through Voters
 	AbortJoin    Action = "AbortJoin"    // remove learner Member (if any); fail the op; tell the node to wipe and retry
 	FinishJoin   Action = "FinishJoin"   // the member is a voter: close the op (if any) and the request
+	MarkStandby  Action = "MarkStandby"  // the cluster has its voters: mark join request Request a standby (Reason says why)
 
 	StartRemove    Action = "StartRemove"    // journal a new removal operation (Op)
 	RefuseRemove   Action = "RefuseRemove"   // the request is unsafe or invalid; Reason says why
