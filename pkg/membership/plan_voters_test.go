@@ -108,9 +108,11 @@ func TestPlanVoters(t *testing.T) {
 			obs: world("VVVVV").voters(3).live2("n5", LiveDead, t0)},
 		{name: "the follower in the most crowded domain is shed", action: FileRemoval, request: "n3",
 			obs: world("VVVVV").voters(3).zones("n1=a", "n2=b", "n3=c", "n4=c", "n5=d")},
+		{name: "a follower is shed before the leader of the same crowded domain", action: FileRemoval, request: "n2",
+			obs: world("VVVVV").voters(3).zones("n1=a", "n2=a", "n3=b", "n4=c", "n5=d")},
 		{name: "a follower of the leader's crowded domain is shed, not the leader", action: FileRemoval, request: "n1",
 			obs: world("VVVVV").voters(3).zones("n1=a", "n2=b", "n3=a", "n4=a", "n5=c").with(func(o *Observed) {
-				o.Members[0].Leader, o.Members[2].Leader, o.Members[3].Leader = false, false, true
+				o.Members[0].Leader, o.Members[3].Leader = false, true
 			})},
 		{name: "the youngest follower is shed among equals", action: FileRemoval, request: "n3",
 			obs: world("VVVVV").voters(3).with(func(o *Observed) {
