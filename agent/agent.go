@@ -55,6 +55,9 @@ type Config struct {
 	Name      string
 	Roles     []api.Role
 	Bootstrap bool
+	// Labels are the machine's labels in its Node (api.LabelTopology: its
+	// failure domain, over which the leader spreads etcd voters).
+	Labels map[string]string
 	// DataDir is the etcd member's data dir.
 	DataDir      string
 	PeerURL      string
@@ -132,6 +135,9 @@ type Agent struct {
 	node    *api.Node
 	nodeMu  sync.Mutex // guards node: the heartbeat sets its lease, setPhase the rest
 	healthy atomic.Bool
+	// standby: the cluster has the voters it wants and this control-plane
+	// node waits as a standby (agent/standby.go): ready, not a member.
+	standby atomic.Bool
 	// stopHeartbeat stops the heartbeat and waits for its lease's revoke;
 	// idempotent.
 	stopHeartbeat func()
@@ -172,10 +178,10 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 }
 
 // Healthy tells whether the node is registered and, on a control-plane
-// node, its member is serving, and every running controller of the agent
-// is healthy (controller.Runtime.Healthy). The watchdog pings only while
-// it holds.
-func (a *Agent) Healthy() bool { return a.healthy.Load() && a.rt.Healthy() }
+// node, its member is serving or it waits as a standby, and every running
+// controller of the agent is healthy (controller.Runtime.Healthy). The
+// watchdog pings only while it holds.
+func (a *Agent) Healthy() bool { return (a.healthy.Load() || a.standby.Load()) && a.rt.Healthy() }
 
 func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.RoleControlPlane) }
 
@@ -292,7 +298,7 @@ func (a *Agent) register(ctx context.Context) error {
 	} else {
 		n.Metadata.CreatedAt = a.Now()
 	}
-	n.Spec = api.NodeSpec{Roles: a.cfg.Roles, Bootstrap: a.cfg.Bootstrap}
+	n.Spec = api.NodeSpec{Roles: a.cfg.Roles, Bootstrap: a.cfg.Bootstrap, Labels: a.cfg.Labels}
 	if a.controlPlane() {
 		n.Spec.PeerURL, n.Spec.ClientURL = a.cfg.PeerURL, a.cfg.ClientURL
 	}

@@ -47,6 +47,7 @@ type NodePhase string
 const (
 	NodeRegistered NodePhase = "Registered" // known, no member (worker, or not yet joined)
 	NodeJoining    NodePhase = "Joining"    // join requested or learner running
+	NodeStandby    NodePhase = "Standby"    // ready control-plane host, not a member: the cluster has its voters
 	NodeMember     NodePhase = "Member"     // its member is a voter
 	NodeLeaving    NodePhase = "Leaving"    // removal under way
 	NodeRemoved    NodePhase = "Removed"    // member removed and data wiped
