@@ -144,6 +144,7 @@ func agentConfig(cfg config.Agent) agent.Config {
 		Name:          cfg.Name,
 		Roles:         roles,
 		Bootstrap:     cfg.Bootstrap,
+		Labels:        cfg.LabelMap(),
 		DataDir:       cfg.Etcd.DataDir,
 		PeerURL:       cfg.Etcd.PeerURL,
 		ClientURL:     cfg.Etcd.ClientURL,
