@@ -50,6 +50,12 @@ import (
 // its member's data was wiped and it will not rejoin by itself.
 var ErrRemoved = errors.New("agent: node removed from the cluster")
 
+// ErrStandby is returned by Run when the leader removed this node's member
+// to make it a standby (spec.voters was lowered): the data is wiped and
+// the machine kept; the agent must be started again, and then waits as a
+// standby (agent/standby.go).
+var ErrStandby = errors.New("agent: member removed to make this node a standby; start the agent again")
+
 // Config is what the agent needs to know about its machine.
 type Config struct {
 	Name      string

@@ -76,7 +76,12 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 	case membership.FileRemoval:
 		// A request, not a decision: the planner takes it through the
 		// usual removal checks on its next pass.
-		_, err := requests.RequestRemoval(ctx, x.c.store, s.Request, false, x.c.cfg.Name+": "+s.Reason)
+		var err error
+		if s.Standby {
+			_, err = requests.RequestStandby(ctx, x.c.store, s.Request, x.c.cfg.Name+": "+s.Reason)
+		} else {
+			_, err = requests.RequestRemoval(ctx, x.c.store, s.Request, false, x.c.cfg.Name+": "+s.Reason)
+		}
 		if errors.Is(err, requests.ErrRemovalPending) {
 			return nil
 		}

@@ -179,5 +179,6 @@ func planShrink(obs Observed) (Step, bool) {
 	if m.Leader {
 		role = "the leader (leadership moves first)"
 	}
-	return with(s, FileRemoval, fmt.Sprintf("the cluster has %d voters, spec.voters is %d: removing %s, %s", have, want, m.Node, role)), true
+	s.Standby = true
+	return with(s, FileRemoval, fmt.Sprintf("the cluster has %d voters, spec.voters is %d: removing %s, %s; it stays as a standby", have, want, m.Node, role)), true
 }

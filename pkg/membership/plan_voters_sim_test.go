@@ -58,6 +58,20 @@ func (s *sim) join(node string) *api.JoinRequest {
 	return nil
 }
 
+// refile files node's join request anew, as its agent does once its
+// member was shed to make it a standby.
+func (s *sim) refile(node string) {
+	if j := s.join(node); j != nil {
+		j.Status = api.JoinRequestStatus{}
+		return
+	}
+	n := s.obs.node(node)
+	j := api.NewJoinRequest(node)
+	j.Metadata.CreatedAt = s.now
+	j.Spec = api.JoinRequestSpec{Node: node, PeerURL: n.Spec.PeerURL, ClientURL: n.Spec.ClientURL, Attempt: 2}
+	s.obs.Joins = append(s.obs.Joins, j)
+}
+
 func (s *sim) apply(st Step) {
 	s.t.Helper()
 	o := &s.obs
@@ -96,7 +110,7 @@ func (s *sim) apply(st Step) {
 			s.fail("second removal of %s filed", st.Request)
 		}
 		r := api.NewRemoveRequest(st.Request)
-		r.Spec.Node = st.Request
+		r.Spec.Node, r.Spec.Standby = st.Request, st.Standby
 		r.Metadata.CreatedAt = s.now
 		o.Removals = append(o.Removals, r)
 	case TransferLeader:
@@ -122,6 +136,10 @@ func (s *sim) apply(st Step) {
 		for _, r := range o.Removals {
 			if r.Spec.Node == st.Request {
 				r.Status.Phase = api.RemoveDone
+				if r.Spec.Standby {
+					// Its agent starts again and files a new request.
+					s.refile(st.Request)
+				}
 			}
 		}
 		o.Active = nil
@@ -172,6 +190,11 @@ func TestVoterCountChanges(t *testing.T) {
 	got := s.voterNodes()
 	if len(got) != 3 || !got["n4"] {
 		t.Fatalf("voters %v after lowering spec.voters to 3: want 3 with the leader n4 kept", got)
+	}
+	for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+		if j := s.join(n); !got[n] && (j == nil || !j.Status.Standby || j.Status.Phase != api.JoinPending) {
+			t.Fatalf("shed voter %s: join request %+v, want a standby again", n, j)
+		}
 	}
 	s.obs.Cluster.Voters = 1
 	s.run()

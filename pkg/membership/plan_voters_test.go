@@ -36,6 +36,19 @@ func (o Observed) zones(pairs ...string) Observed {
 	return o
 }
 
+// TestShedVotersStayStandbys: a voter shed because spec.voters was lowered
+// is removed as a standby (not released); a dead voter's removal is a
+// plain one.
+func TestShedVotersStayStandbys(t *testing.T) {
+	if s := Plan(world("VVVVV").voters(3), DefaultPolicy, t0); s.Action != FileRemoval || !s.Standby {
+		t.Fatalf("shrink: %v standby=%v, want FileRemoval keeping the node a standby", s, s.Standby)
+	}
+	replace := Policy{LearnerStartTimeout: time.Minute, LearnerProgressTimeout: time.Minute, ReplaceDeadMembersAfter: time.Minute}
+	if s := Plan(world("VVV").voters(3).live2("n3", LiveDead, t0), replace, t0.Add(time.Hour)); s.Action != FileRemoval || s.Standby {
+		t.Fatalf("dead voter: %v standby=%v, want a plain FileRemoval", s, s.Standby)
+	}
+}
+
 func TestPlanVoters(t *testing.T) {
 	replace := Policy{LearnerStartTimeout: time.Minute, LearnerProgressTimeout: time.Minute, ReplaceDeadMembersAfter: 5 * time.Minute}
 	tests := []struct {

@@ -60,6 +60,9 @@ type Step struct {
 	LearnerURL string
 	// Retry tells the node of an aborted join to wipe and file again.
 	Retry bool
+	// Standby, for FileRemoval, keeps the node as a standby: a voter shed
+	// because spec.voters was lowered is not released.
+	Standby bool
 	// Nudge asks the executor for one small write to the cluster before
 	// the step (at most once per NudgeEvery): the learner has not answered
 	// for NudgeAfter while the cluster is healthy. A learner that got its

@@ -2,12 +2,14 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
@@ -18,7 +20,7 @@ import (
 // spec.voters 3 give three voters and two standbys, all five ready;
 // voters 5 makes the standbys voters through the learner flow, one
 // learner at a time; voters 3 sheds two voters one at a time, never the
-// etcd leader while it leads, and the removed agents stop.
+// etcd leader while it leads, and keeps the shed hosts as standbys.
 func TestVotersStandbysGrowAndShrink(t *testing.T) {
 	f := newFleet(t)
 	f.start(f.agentConfig("cp-1", true))
@@ -85,10 +87,44 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 		t.Fatalf("member %s was removed while it led etcd", id)
 	default:
 	}
+	// A shed voter is kept as a standby: its agent stops with ErrStandby
+	// (systemd starts it again, exit 4), files a new join request and
+	// waits, ready, as a standby.
 	for _, name := range names {
-		if !slices.Contains(kept, name) {
-			f.nodes[name].waitRemoved(t, 60*time.Second, name+" did not stop after its removal")
+		if slices.Contains(kept, name) {
+			continue
 		}
+		n := f.nodes[name]
+		select {
+		case err := <-n.done:
+			n.done <- err
+			if !errors.Is(err, agent.ErrStandby) {
+				t.Fatalf("shed %s returned %v, want ErrStandby", name, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatalf("shed %s did not stop", name)
+		}
+		if err := n.stop(); !errors.Is(err, agent.ErrStandby) {
+			t.Fatalf("stopping shed %s: %v", name, err)
+		}
+		f.start(n.cfg)
+	}
+	shed := f.waitStandbys(60*time.Second, 2)
+	for _, s := range shed {
+		if slices.Contains(kept, s) {
+			t.Fatalf("standby %s is a voter (voters %v)", s, kept)
+		}
+		n := f.nodes[s]
+		testwait.For(t, 30*time.Second, s+" ready again", func() (bool, string) {
+			ready, err := n.notify.readyState()
+			if err != nil {
+				t.Fatalf("%s: %v", s, err)
+			}
+			return ready >= 1, fmt.Sprintf("READY sent %d times", ready)
+		})
+	}
+	if got := f.waitVoterCount(10*time.Second, 3); !slices.Equal(got, kept) {
+		t.Fatalf("voters %v once the shed hosts are standbys, want %v", got, kept)
 	}
 	if max := mon(); max > 1 {
 		t.Fatalf("saw %d learners at once", max)

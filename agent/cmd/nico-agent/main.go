@@ -125,6 +125,9 @@ func run(args []string, stderr io.Writer) int {
 	case errors.Is(err, agent.ErrRemoved):
 		log.Info("this node was removed from the cluster; start the agent again to rejoin")
 		return 3
+	case errors.Is(err, agent.ErrStandby):
+		log.Info("this node's member was removed to make it a standby; exiting so that the service manager starts the agent again")
+		return 4
 	case errors.Is(err, agent.ErrUpgraded):
 		log.Info("exiting so that the service manager starts the nico-agent of the new generation")
 		return 4
