@@ -18,6 +18,8 @@ func (a *Agent) join(ctx context.Context) error {
 	stopExtend := a.extendWhileJoining(ctx) // agent/progress.go
 	defer func() { stopExtend() }()
 	defer a.standby.Store(false)
+	stopStandby := func() {}
+	defer func() { stopStandby() }()
 	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
 	a.status("joining the etcd cluster")
 	req, err := a.currentJoin(ctx)
@@ -35,7 +37,7 @@ func (a *Agent) join(ctx context.Context) error {
 		if req.Status.Phase == api.JoinPending && req.Status.Standby && !a.standby.Load() {
 			stopExtend() // started: no more start time to ask for
 			stopExtend = func() {}
-			a.becomeStandby(ctx, req)
+			stopStandby = a.becomeStandby(ctx, req)
 		}
 		done, err := a.followJoin(ctx, req)
 		if errors.Is(err, member.ErrRemoved) {

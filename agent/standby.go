@@ -20,7 +20,11 @@ import (
 //	join filed --(marked Standby)--> standby: READY=1, healthy, waiting
 //	                                    |
 //	                                    +--(learner added)--> joining --(promoted)--> member
-func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) {
+//
+// A standby applies its desired NixOS generation like any node (the
+// generations controller runs until the join ends; the ready node's own
+// takes over then). It returns the stop of that controller.
+func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) (stop func()) {
 	a.standby.Store(true)
 	a.log.Info("standby: the cluster has the voters it wants; waiting to be added", "reason", j.Status.Message)
 	a.setPhase(ctx, api.NodeStandby, j.Status.Message)
@@ -28,6 +32,10 @@ func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) {
 	if err := a.notify.Ready(); err != nil {
 		a.log.Debug("telling the service manager the standby is ready", "err", err)
 	}
+	if a.cfg.Applier == nil {
+		return func() {}
+	}
+	return (&groups{rt: a.rt}).start(ctx, a.generations()).stop
 }
 
 // shedToStandby tells whether this node's removal keeps it as a standby

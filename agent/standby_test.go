@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
@@ -16,7 +17,7 @@ import (
 // request Standby, the agent tells systemd it is ready (before, a standby
 // never did, and its start timed out once the join showed no progress),
 // is healthy for the watchdog, and keeps following its request until it
-// is a voter.
+// is a voter. Meanwhile it applies its desired generation.
 func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	sock := notifytest.Listen(t)
 	cl := etcdtest.Start(t, 1)
@@ -33,7 +34,13 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	if err := st.Put(ctx, store.JoinKey("cp-4"), j); err != nil {
 		t.Fatal(err)
 	}
-	a := New(Config{Name: "cp-4", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client}, nil, sdnotify.New(), logging.Test(t))
+	c := api.NewNixosConfiguration("cp-4")
+	c.Spec.Generation = 3
+	if err := st.Put(ctx, store.NixosConfigKey("cp-4"), c); err != nil {
+		t.Fatal(err)
+	}
+	applier := &recordingApplier{}
+	a := New(Config{Name: "cp-4", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, Applier: applier}, nil, sdnotify.New(), logging.Test(t))
 	a.cli, a.st = st.Client(), st
 	joined := make(chan error, 1)
 	go func() { joined <- a.join(ctx) }()
@@ -51,6 +58,7 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	if m := a.gossipMeta(); m.ClientURL != "" || m.Health != 0 {
 		t.Errorf("a standby advertises %+v in gossip, want no member and no health bits", m)
 	}
+	waitFor(t, 10*time.Second, "the standby applies generation 3", func() bool { return applier.has(3) })
 	select {
 	case err := <-joined:
 		t.Fatalf("the standby stopped waiting: %v", err)
