@@ -51,11 +51,20 @@ import (
 // its member's data was wiped and it will not rejoin by itself.
 var ErrRemoved = errors.New("agent: node removed from the cluster")
 
+// ErrStandby is returned by Run when the leader removed this node's member
+// to make it a standby (spec.voters was lowered): the data is wiped and
+// the machine kept; the agent must be started again, and then waits as a
+// standby (agent/standby.go).
+var ErrStandby = errors.New("agent: member removed to make this node a standby; start the agent again")
+
 // Config is what the agent needs to know about its machine.
 type Config struct {
 	Name      string
 	Roles     []api.Role
 	Bootstrap bool
+	// Labels are the machine's labels in its Node (api.LabelTopology: its
+	// failure domain, over which the leader spreads etcd voters).
+	Labels map[string]string
 	// DataDir is the etcd member's data dir.
 	DataDir      string
 	PeerURL      string
@@ -136,6 +145,9 @@ type Agent struct {
 	node    *api.Node
 	nodeMu  sync.Mutex // guards node: the heartbeat sets its lease, setPhase the rest
 	healthy atomic.Bool
+	// standby: the cluster has the voters it wants and this control-plane
+	// node waits as a standby (agent/standby.go): ready, not a member.
+	standby atomic.Bool
 	// stopHeartbeat stops the heartbeat and waits for its lease's revoke;
 	// idempotent.
 	stopHeartbeat func()
@@ -176,10 +188,10 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 }
 
 // Healthy tells whether the node is registered and, on a control-plane
-// node, its member is serving, and every running controller of the agent
-// is healthy (controller.Runtime.Healthy). The watchdog pings only while
-// it holds.
-func (a *Agent) Healthy() bool { return a.healthy.Load() && a.rt.Healthy() }
+// node, its member is serving or it waits as a standby, and every running
+// controller of the agent is healthy (controller.Runtime.Healthy). The
+// watchdog pings only while it holds.
+func (a *Agent) Healthy() bool { return (a.healthy.Load() || a.standby.Load()) && a.rt.Healthy() }
 
 func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.RoleControlPlane) }
 
@@ -296,7 +308,7 @@ func (a *Agent) register(ctx context.Context) error {
 	} else {
 		n.Metadata.CreatedAt = a.Now()
 	}
-	n.Spec = api.NodeSpec{Roles: a.cfg.Roles, Bootstrap: a.cfg.Bootstrap}
+	n.Spec = api.NodeSpec{Roles: a.cfg.Roles, Bootstrap: a.cfg.Bootstrap, Labels: a.cfg.Labels}
 	if a.controlPlane() {
 		n.Spec.PeerURL, n.Spec.ClientURL = a.cfg.PeerURL, a.cfg.ClientURL
 	}

@@ -15,7 +15,11 @@ import (
 // leader's answer: start the learner when it is added, wipe and file again
 // when the join failed, return once the member is a voter.
 func (a *Agent) join(ctx context.Context) error {
-	defer a.extendWhileJoining(ctx)() // agent/progress.go
+	stopExtend := a.extendWhileJoining(ctx) // agent/progress.go
+	defer func() { stopExtend() }()
+	defer a.standby.Store(false)
+	stopStandby := func() {}
+	defer func() { stopStandby() }()
 	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
 	a.status("joining the etcd cluster")
 	req, err := a.currentJoin(ctx)
@@ -29,6 +33,11 @@ func (a *Agent) join(ctx context.Context) error {
 	for {
 		if removed, _ := a.removalDone(ctx); removed {
 			return a.removed(ctx, "removed while joining")
+		}
+		if req.Status.Phase == api.JoinPending && req.Status.Standby && !a.standby.Load() {
+			stopExtend() // started: no more start time to ask for
+			stopExtend = func() {}
+			stopStandby = a.becomeStandby(ctx, req)
 		}
 		done, err := a.followJoin(ctx, req)
 		if errors.Is(err, member.ErrRemoved) {

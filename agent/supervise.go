@@ -141,6 +141,9 @@ const (
 // is wiped at the next start (prepareMember), which finds it removed.
 func (a *Agent) removed(ctx context.Context, why string) error {
 	a.healthy.Store(false)
+	if a.controlPlane() && a.shedToStandby(ctx) {
+		return a.backToStandby(ctx, why)
+	}
 	a.log.Warn("node removed from the cluster; wiping member data", "why", why)
 	var errs []error
 	if !a.controlPlane() {

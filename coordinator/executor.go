@@ -61,6 +61,13 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		return x.promote(ctx, s)
 	case membership.FinishJoin:
 		return x.finishJoin(ctx, s)
+	case membership.MarkStandby:
+		j := x.obs.joins[s.Request]
+		if j == nil {
+			return nil
+		}
+		j.Status.Standby, j.Status.Message, j.Status.UpdatedAt = true, s.Reason, x.now
+		return x.commit(ctx, nil, j)
 	case membership.AbortJoin:
 		if s.Member != 0 {
 			if err := x.members().Remove(ctx, s.Member); err != nil {
@@ -73,7 +80,12 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 	case membership.FileRemoval:
 		// A request, not a decision: the planner takes it through the
 		// usual removal checks on its next pass.
-		_, err := requests.RequestRemoval(ctx, x.c.store, s.Request, false, x.c.cfg.Name+": "+s.Reason)
+		var err error
+		if s.Standby {
+			_, err = requests.RequestStandby(ctx, x.c.store, s.Request, x.c.cfg.Name+": "+s.Reason)
+		} else {
+			_, err = requests.RequestRemoval(ctx, x.c.store, s.Request, false, x.c.cfg.Name+": "+s.Reason)
+		}
 		if errors.Is(err, requests.ErrRemovalPending) {
 			return nil
 		}

@@ -34,6 +34,9 @@ type execHarness struct {
 	// it; the next pass is a new leader's.
 	crashAt membership.Action
 	crashed bool
+	// wantVoters is spec.voters the passes plan with: 7 unless a test
+	// sets it, so that every joining host is wanted as a voter.
+	wantVoters int
 }
 
 // errCrash is what a crashed pass returns.
@@ -49,7 +52,7 @@ func newExecHarness(t *testing.T, cl *etcdtest.Cluster) *execHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &execHarness{t: t, st: st, mem: newMemAdmin("cp-0", "cp-1", "cp-2"), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h := &execHarness{t: t, st: st, mem: newMemAdmin("cp-0", "cp-1", "cp-2"), now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), wantVoters: 7}
 	h.faults = &faultAdmin{next: h.mem}
 	for _, n := range []string{"cp-0", "cp-1", "cp-2"} {
 		h.register(n)
@@ -119,6 +122,9 @@ func (h *execHarness) pass() (step membership.Step, err error) {
 	}
 	if obs.cluster != nil {
 		obs.Cluster = obs.cluster.Spec
+	}
+	if h.wantVoters != 0 {
+		obs.Cluster.Voters = h.wantVoters
 	}
 	step = membership.Plan(obs.Observed, h.c.cfg.Policy, h.now)
 	if err := h.c.syncExternalStarts(ctx, h.fence, obs); err != nil {

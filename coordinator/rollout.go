@@ -133,6 +133,7 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 				}
 			}
 		}
+		rn.ControlPlane = rollsAsControlPlane(n, rn.MemberID != 0)
 		obs.Nodes = append(obs.Nodes, rn)
 	}
 	return obs, nil
@@ -221,4 +222,12 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	}
 	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, ops...)
 	return err
+}
+
+// rollsAsControlPlane tells whether node n rolls as a control-plane node
+// (one at a time, its etcd member healthy after, the leader last): it has
+// the role and is not a standby. A standby has no member to wait for or
+// hand leadership from, and rolls like a data-plane node.
+func rollsAsControlPlane(n *api.Node, hasMember bool) bool {
+	return n.HasRole(api.RoleControlPlane) && (hasMember || n.Status.Phase != api.NodeStandby)
 }

@@ -52,3 +52,33 @@ func TestActiveRollout(t *testing.T) {
 	put("d-newer", 4, api.RolloutRunning, "rollout-d-newer-1", false)
 	want("d-newer") // its step is in flight
 }
+
+// TestStandbyRollsLikeADataPlaneNode: a control-plane standby (no member,
+// phase Standby) is not waited on as a healthy voter; a control-plane node
+// with a member, or joining, is.
+func TestStandbyRollsLikeADataPlaneNode(t *testing.T) {
+	cp := func(phase api.NodePhase) *api.Node {
+		n := api.NewNode("cp-4")
+		n.Spec.Roles = []api.Role{api.RoleControlPlane}
+		n.Status.Phase = phase
+		return n
+	}
+	w := api.NewNode("w-1")
+	w.Spec.Roles = []api.Role{api.RoleWorker}
+	for _, tc := range []struct {
+		name   string
+		n      *api.Node
+		member bool
+		want   bool
+	}{
+		{"standby", cp(api.NodeStandby), false, false},
+		{"standby whose learner was just added", cp(api.NodeStandby), true, true},
+		{"voter", cp(api.NodeMember), true, true},
+		{"joining", cp(api.NodeJoining), false, true},
+		{"worker", w, false, false},
+	} {
+		if got := rollsAsControlPlane(tc.n, tc.member); got != tc.want {
+			t.Errorf("%s: rolls as control plane %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -417,6 +417,13 @@ in
             description = "systemd unit globs that may be failed after an activation (nixos applier).";
           };
 
+          labels = mkOption {
+            type = types.listOf (types.strMatching "[^=]+=.*");
+            default = [ ];
+            example = [ "topology=rack-a" ];
+            description = "Labels of this machine (key=value) in its Node. `topology` names its failure domain: the coordinator spreads etcd voters over its values.";
+          };
+
           hypervisor.uri = mkOption {
             type = types.str;
             default = "qemu:///system";

@@ -26,7 +26,7 @@ type JoinPhase string
 
 // Join phases.
 //
-//	Pending --(leader adds learner)--> LearnerAdded --(promoted)--> Joined
+//	Pending (Standby while the cluster has its voters) --(leader adds learner)--> LearnerAdded --(promoted)--> Joined
 //	   |                                   |
 //	   +-------------(refused)             +--(never started, stalled)--> Failed (Retry: wipe and file again)
 const (
@@ -45,7 +45,12 @@ type JoinRequestStatus struct {
 	// with, with state "existing".
 	InitialCluster string `json:"initialCluster,omitempty"`
 	// Retry tells the agent to wipe its data dir and file a new attempt.
-	Retry     bool      `json:"retry,omitempty"`
+	Retry bool `json:"retry,omitempty"`
+	// Standby is set while the request is pending because the cluster has
+	// the voters its EtcdCluster asks for: the node is a standby,
+	// registered and ready but not a member, and is the first to be added
+	// when a voter is wanted (spec.voters raised, a dead voter replaced).
+	Standby   bool      `json:"standby,omitempty"`
 	Operation string    `json:"operation,omitempty"`
 	Message   string    `json:"message,omitempty"`
 	UpdatedAt time.Time `json:"updatedAt,omitempty"`

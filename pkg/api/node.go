@@ -31,7 +31,14 @@ type NodeSpec struct {
 	// when it has the control-plane role.
 	PeerURL   string `json:"peerURL,omitempty"`
 	ClientURL string `json:"clientURL,omitempty"`
+	// Labels are the operator's labels of the machine; LabelTopology
+	// names its failure domain.
+	Labels map[string]string `json:"labels,omitempty"`
 }
+
+// LabelTopology is the node label naming the machine's failure domain
+// (a rack, a zone): the coordinator spreads etcd voters over its values.
+const LabelTopology = "topology"
 
 // NodePhase is where a node is in its life.
 type NodePhase string
@@ -40,6 +47,7 @@ type NodePhase string
 const (
 	NodeRegistered NodePhase = "Registered" // known, no member (worker, or not yet joined)
 	NodeJoining    NodePhase = "Joining"    // join requested or learner running
+	NodeStandby    NodePhase = "Standby"    // ready control-plane host, not a member: the cluster has its voters
 	NodeMember     NodePhase = "Member"     // its member is a voter
 	NodeLeaving    NodePhase = "Leaving"    // removal under way
 	NodeRemoved    NodePhase = "Removed"    // member removed and data wiped

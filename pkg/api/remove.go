@@ -18,6 +18,11 @@ type RemoveRequestSpec struct {
 	// Force skips the quorum check. The last member is never removed.
 	Force       bool   `json:"force,omitempty"`
 	RequestedBy string `json:"requestedBy,omitempty"`
+	// Standby keeps the node in the fleet as a standby: its member is
+	// removed and its data wiped, but the machine is not released; its
+	// agent starts again and files a new join request. The leader sheds
+	// voters this way when spec.voters is lowered.
+	Standby bool `json:"standby,omitempty"`
 }
 
 // RemovePhase is the progress of a removal.

@@ -36,6 +36,7 @@ type Agent struct {
 	Name      string   // "name": this machine's name, a DNS label
 	Roles     []string // "roles": RoleControlPlane and/or RoleWorker
 	Bootstrap bool     // "bootstrap": start a new etcd cluster here
+	Labels    []string // "labels": key=value labels of this machine; topology=<domain> names its failure domain
 	DataDir   string   // "dataDir": the agent's state directory
 	Etcd      Etcd
 	Store     Store
@@ -56,6 +57,9 @@ type Agent struct {
 	// Metrics: see metrics.go.
 	Metrics Metrics
 }
+
+// LabelMap returns the machine's labels as a map.
+func (a Agent) LabelMap() map[string]string { return labelMap(a.Labels) }
 
 // HasRole reports whether the machine has role r.
 func (a Agent) HasRole(r string) bool { return slices.Contains(a.Roles, r) }
@@ -125,6 +129,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 		stringKey("name", &a.Name, hostname(), "this machine's name in nico, a DNS label; defaults to the short host name", dnsLabel),
 		listKey("roles", &a.Roles, []string{RoleControlPlane}, "roles of this machine: controlPlane, worker, hypervisor",
 			nonEmptyList("list at least one of controlPlane, worker"), each(oneOf(RoleControlPlane, RoleWorker, RoleHypervisor)), noDuplicates),
+		listKey("labels", &a.Labels, nil, "labels of this machine in its Node, key=value; topology=<domain> names its failure domain, over which the coordinator spreads etcd voters", each(label), noDuplicates),
 		boolKey("bootstrap", &a.Bootstrap, false, "start a new etcd cluster on this machine; set it on one control-plane machine only, once"),
 		stringKey("dataDir", &a.DataDir, "/var/lib/nico", "the agent's state directory", absPath(false)),
 		stringKey("etcd.runtime", &a.Etcd.Runtime, RuntimeEmbedded, "how to run the local etcd member: embedded (in the agent), exec (the etcd binary as a child) or systemd (etcd.service, set up by the NixOS module)", runtime),

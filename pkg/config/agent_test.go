@@ -63,6 +63,22 @@ func TestAgentHypervisorKeys(t *testing.T) {
 	}
 }
 
+// TestAgentLabels: labels are key=value pairs (topology names the failure
+// domain); a bare word is refused naming the key.
+func TestAgentLabels(t *testing.T) {
+	a, err := loadAgent(t, input{args: []string{"--name=cp-1", "--etcd.endpoints=" + endpoint, "--labels=topology=rack-a,disk=ssd"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.LabelMap(); !reflect.DeepEqual(got, map[string]string{"topology": "rack-a", "disk": "ssd"}) {
+		t.Fatalf("labels %v", got)
+	}
+	_, err = loadAgent(t, input{args: []string{"--name=cp-1", "--etcd.endpoints=" + endpoint, "--labels=rack"}})
+	if err == nil || !strings.Contains(err.Error(), "labels") || !strings.Contains(err.Error(), "key=value") {
+		t.Fatalf("bad label: %v", err)
+	}
+}
+
 func TestAgentNameDefaultsToHostname(t *testing.T) {
 	h := hostname()
 	if dnsLabel(h) != nil {

@@ -38,9 +38,12 @@ const (
 )
 
 // LabelMap returns the labels as a map.
-func (h Hypervisor) LabelMap() map[string]string {
+func (h Hypervisor) LabelMap() map[string]string { return labelMap(h.Labels) }
+
+// labelMap maps key=value labels.
+func labelMap(labels []string) map[string]string {
 	m := map[string]string{}
-	for _, l := range h.Labels {
+	for _, l := range labels {
 		k, v, _ := strings.Cut(l, "=")
 		m[k] = v
 	}

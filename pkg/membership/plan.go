@@ -27,11 +27,28 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 	if s, ok := planRemovals(obs, now); ok {
 		return s
 	}
+	// A dead voter is replaced remove-then-add: its removal comes before
+	// any join (the count then falls short and a standby is added). The
+	// dead voter adds nothing to quorum, so removing it first keeps the
+	// healthy voters and lowers (or keeps) the quorum: with n voters of
+	// which h are healthy, tolerance h-(n/2+1) never drops, and the voter
+	// count never exceeds spec.voters. Adding first would promote to n+1
+	// voters with the dead one still counted, raising quorum to
+	// (n+1)/2+1 while the newcomer has yet to prove itself, and with n odd
+	// pass through an even cluster that tolerates no more failures than
+	// the smaller one.
+	dead, deadOK := planDeadReplacement(obs, pol, now)
+	if deadOK && dead.Action == FileRemoval {
+		return dead
+	}
 	if s, ok := planJoins(obs, now); ok {
 		return s
 	}
-	if s, ok := planDeadReplacement(obs, pol, now); ok {
+	if s, ok := planShrink(obs); ok {
 		return s
+	}
+	if deadOK {
+		return dead
 	}
 	if s, ok := planExternal(obs, now); ok {
 		return s
@@ -226,19 +243,46 @@ func planRemovals(obs Observed, now time.Time) (Step, bool) {
 }
 
 func planJoins(obs Observed, now time.Time) (Step, bool) {
-	reqs := pending(obs.Joins, func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinPending })
+	var reqs []*api.JoinRequest
+	for _, j := range pending(obs.Joins, func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinPending }) {
+		name := j.Spec.Node
+		if obs.node(name) == nil || !obs.Alive[name] || obs.removalPending(name) || obs.live(name).State == LiveDead {
+			continue
+		}
+		if m := obs.memberByPeer(j.Spec.PeerURL); m != nil && !m.Learner {
+			return with(Step{Request: name, Member: m.ID}, FinishJoin, "member is already a voter"), true
+		}
+		reqs = append(reqs, j)
+	}
+	if len(reqs) == 0 {
+		return Step{}, false
+	}
+	ls := obs.learners()
+	voters, want := obs.voterCount(), obs.desiredVoters()
+	if voters+len(ls) >= want {
+		// Enough voters: the requests are standbys, but for the one whose
+		// learner exists already (its journal entry was lost): it resumes.
+		var resume *api.JoinRequest
+		var standbys []*api.JoinRequest
+		for _, j := range reqs {
+			if len(ls) > 0 && hasPeer(ls[0], j.Spec.PeerURL) {
+				resume = j
+			} else {
+				standbys = append(standbys, j)
+			}
+		}
+		if resume == nil {
+			return planStandbys(obs, standbys, voters, want)
+		}
+		reqs = []*api.JoinRequest{resume}
+	} else {
+		obs.rankStandbys(reqs)
+	}
 	var waiting *Step
 	for _, j := range reqs {
 		name := j.Spec.Node
-		if obs.node(name) == nil || !obs.Alive[name] || obs.removalPending(name) {
-			continue
-		}
 		s := Step{Request: name}
-		if m := obs.memberByPeer(j.Spec.PeerURL); m != nil && !m.Learner {
-			s.Member = m.ID
-			return with(s, FinishJoin, "member is already a voter"), true
-		}
-		if ls := obs.learners(); len(ls) > 0 && !hasPeer(ls[0], j.Spec.PeerURL) {
+		if len(ls) > 0 && !hasPeer(ls[0], j.Spec.PeerURL) {
 			if waiting == nil {
 				w := with(s, Wait, fmt.Sprintf("one learner at a time: %s is a learner", ls[0].label()))
 				waiting = &w

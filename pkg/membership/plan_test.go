@@ -12,9 +12,11 @@ import (
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // world builds an Observed from a member spec (see cluster) with a live,
-// registered node for every non-ghost member.
+// registered node for every non-ghost member. It asks for 7 voters, so
+// that every joining host is wanted as a voter; plan_voters_test.go sets
+// its own count.
 func world(spec string) Observed {
-	obs := Observed{Members: cluster(spec), Alive: map[string]bool{}}
+	obs := Observed{Members: cluster(spec), Alive: map[string]bool{}, Cluster: api.EtcdClusterSpec{Voters: 7}}
 	for _, m := range obs.Members {
 		if m.Node == "" {
 			continue

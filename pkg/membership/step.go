@@ -23,6 +23,7 @@ const (
 	Promote      Action = "Promote"      // wait until Member caught up, then promote it through Voters
 	AbortJoin    Action = "AbortJoin"    // remove learner Member (if any); fail the op; tell the node to wipe and retry
 	FinishJoin   Action = "FinishJoin"   // the member is a voter: close the op (if any) and the request
+	MarkStandby  Action = "MarkStandby"  // the cluster has its voters: mark join request Request a standby (Reason says why)
 
 	StartRemove    Action = "StartRemove"    // journal a new removal operation (Op)
 	RefuseRemove   Action = "RefuseRemove"   // the request is unsafe or invalid; Reason says why
@@ -66,6 +67,9 @@ type Step struct {
 	PeerURL  string
 	// Retry tells the node of an aborted join to wipe and file again.
 	Retry bool
+	// Standby, for FileRemoval, keeps the node as a standby: a voter shed
+	// because spec.voters was lowered is not released.
+	Standby bool
 	// Nudge asks the executor for one small write to the cluster before
 	// the step (at most once per NudgeEvery): the learner has not answered
 	// for NudgeAfter while the cluster is healthy. A learner that got its

@@ -43,13 +43,23 @@ const resync = time.Second
 // request for the node is left alone and ErrRemovalPending returned; a
 // finished one is replaced by the new request, with a fresh status.
 func RequestRemoval(ctx context.Context, st *store.Store, node string, force bool, by string) (*api.RemoveRequest, error) {
+	return requestRemoval(ctx, st, node, by, func(s *api.RemoveRequestSpec) { s.Force = force })
+}
+
+// RequestStandby files the removal of node's member, keeping the node as a
+// standby (api.RemoveRequestSpec.Standby), as RequestRemoval does.
+func RequestStandby(ctx context.Context, st *store.Store, node string, by string) (*api.RemoveRequest, error) {
+	return requestRemoval(ctx, st, node, by, func(s *api.RemoveRequestSpec) { s.Standby = true })
+}
+
+func requestRemoval(ctx context.Context, st *store.Store, node, by string, set func(*api.RemoveRequestSpec)) (*api.RemoveRequest, error) {
 	if node == "" {
 		return nil, errors.New("requests: removal: node name is empty")
 	}
 	for {
 		r := api.NewRemoveRequest(node)
 		r.Metadata.CreatedAt = time.Now().UTC()
-		r.Spec.Force = force
+		set(&r.Spec)
 		r.Spec.RequestedBy = by
 
 		old := &api.RemoveRequest{}

@@ -161,6 +161,7 @@ func coordinatorCost(b *testing.B, bin etcdtest.Binary) (idle, joins cost) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	declareVoters(b, cst, 7)
 	c := coordinator.New(coordinator.Config{Name: "cp-0", SessionTTL: 10 * time.Second, Policy: learnerPolicy, HealthTimeout: healthTimeout}, cst, benchLogger(b))
 	cctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

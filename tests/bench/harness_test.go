@@ -116,6 +116,7 @@ func newFleet(tb testing.TB, boot string) *fleet {
 	if f.st, err = store.New(cli, store.DefaultPrefix); err != nil {
 		tb.Fatal(err)
 	}
+	declareVoters(tb, f.st, 7)
 	c := coordinator.New(coordinator.Config{Name: "c-" + boot, SessionTTL: coordSession, Policy: learnerPolicy, ResyncInterval: coordResync, HealthTimeout: healthTimeout}, f.st, f.log)
 	cctx, stop := context.WithCancel(context.Background())
 	f.coord = stop
@@ -360,3 +361,15 @@ type nopNotifier struct{}
 func (nopNotifier) Ready() error        { return nil }
 func (nopNotifier) Status(string) error { return nil }
 func (nopNotifier) Stopping() error     { return nil }
+
+// declareVoters writes the fleet's EtcdCluster asking for n voters before
+// a coordinator runs (it would write its bootstrap default of three): the
+// benchmarks want every control-plane host they start a voter.
+func declareVoters(tb testing.TB, st *store.Store, n int) {
+	tb.Helper()
+	ec := api.NewEtcdCluster()
+	ec.Spec.Voters = n
+	if err := st.Put(tb.Context(), store.EtcdClusterKey, ec); err != nil {
+		tb.Fatal(err)
+	}
+}

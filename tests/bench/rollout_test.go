@@ -177,6 +177,7 @@ func newRollBenchFleet(b *testing.B, cps, dps int) *fleet {
 	if f.st, err = store.New(cli, store.DefaultPrefix); err != nil {
 		b.Fatal(err)
 	}
+	declareVoters(b, f.st, 7)
 	c := coordinator.New(coordinator.Config{Name: "c-1", SessionTTL: coordSession, Policy: learnerPolicy, ResyncInterval: coordResync, HealthTimeout: healthTimeout}, f.st, f.log)
 	cctx, stop := context.WithCancel(context.Background())
 	f.coord = stop

@@ -13,7 +13,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -79,6 +81,11 @@ func (d *demo) run(ctx context.Context) error {
 	defer cli.Close()
 	if err := waitMembers(ctx, cli, func(ms []member) bool { return voters(ms) == 1 }); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
+	}
+	// Five voters: every control-plane host the demo starts (with the
+	// default, three, two of them would wait as standbys).
+	if err := declareVoters(ctx, cli, 5); err != nil {
+		return err
 	}
 	if err := d.coordinator(1); err != nil {
 		return err
@@ -307,3 +314,17 @@ func tail(path string) string {
 func say(format string, args ...any) { fmt.Printf(format+"\n", args...) }
 
 func step(title string) { fmt.Printf("\n=== %s\n", title) }
+
+// declareVoters writes the fleet's EtcdCluster asking for n voters.
+func declareVoters(ctx context.Context, cli *clientv3.Client, n int) error {
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		return err
+	}
+	ec := api.NewEtcdCluster()
+	ec.Spec.Voters = n
+	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
+		return fmt.Errorf("demo: declaring %d voters: %w", n, err)
+	}
+	return nil
+}

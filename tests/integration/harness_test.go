@@ -143,7 +143,7 @@ func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
 	n := &node{name: cfg.Name, cfg: cfg, runtime: rt, done: make(chan error, 1), notify: &notifier{}}
 	n.agent = agent.New(cfg, rt, n.notify, f.log.With("test-node", cfg.Name))
 	if cfg.Roles[0] == api.RoleControlPlane {
-		n.notify.onReady = func() error { return f.checkVoter(cfg.PeerURL) }
+		n.notify.onReady = func() error { return f.checkVoterOrStandby(cfg.Name, cfg.PeerURL) }
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
@@ -455,6 +455,45 @@ func (f *fleet) checkVoter(peer string) error {
 		}
 	}
 	return fmt.Errorf("READY sent while the member at %s is not a voter", peer)
+}
+
+// checkVoterOrStandby fails unless the member at peer is a voter or the
+// node's join request is marked Standby (the cluster has its voters).
+func (f *fleet) checkVoterOrStandby(name, peer string) error {
+	err := f.checkVoter(peer)
+	if err == nil {
+		return nil
+	}
+	cli := f.client()
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	resp, gerr := cli.Get(ctx, store.DefaultPrefix+store.JoinKey(name))
+	if gerr != nil || len(resp.Kvs) == 0 {
+		return err
+	}
+	j := &api.JoinRequest{}
+	if derr := store.Decode(resp.Kvs[0], j); derr == nil && j.Status.Phase == api.JoinPending && j.Status.Standby {
+		return nil
+	}
+	return err
+}
+
+// setVoters writes spec.voters into the fleet's EtcdCluster, creating it
+// when absent (a coordinator then plans with it from its first pass).
+func (f *fleet) setVoters(n int) {
+	f.t.Helper()
+	st := f.store()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ec := api.NewEtcdCluster()
+	if err := st.Get(ctx, store.EtcdClusterKey, ec); err != nil && !errors.Is(err, store.ErrNotFound) {
+		f.t.Fatal(err)
+	}
+	ec.Spec.Voters = n
+	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 // testLogger logs to t.

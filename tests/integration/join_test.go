@@ -19,6 +19,7 @@ func TestConcurrentJoinsAreSerialized(t *testing.T) {
 	f := newFleet(t)
 	f.start(f.agentConfig("cp-1", true))
 	f.waitVoters(30*time.Second, "cp-1")
+	f.setVoters(5) // every host a voter: four of them
 	f.startCoordinator("c-1")
 	mon := f.watchLearners()
 	for _, n := range []string{"cp-2", "cp-3", "cp-4"} {

@@ -32,6 +32,7 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 	cfg1.Gossip = m1
 	cp1 := f.start(cfg1)
 	f.waitVoters(30*time.Second, "cp-1")
+	f.setVoters(5) // every host a voter: four of them
 	f.gossip = f.startMesh("coord-1", 100, seed)
 	f.startCoordinator("coord-1")
 	meshes := map[string]*gossip.Mesh{}

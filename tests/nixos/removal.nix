@@ -25,6 +25,11 @@ let t = import ./lib.nix { inherit self lib; }; in
     hosts = {"cp1": cp1, "cp2": cp2, "cp3": cp3, "cp4": cp4}
     cp1.start()
     wait_voters(cp1, ["cp1"])
+    # Room for four voters: under the default spec.voters, three, cp4
+    # would wait as a standby (docs/etcd-voters.md).
+    cluster = {"apiVersion": "nico.homystack.io/v1", "kind": "EtcdCluster",
+               "metadata": {"name": "etcd"}, "spec": {"voters": 5}}
+    cp1.succeed(f"{ETCDCTL} put /nico/v1/etcdcluster '{json.dumps(cluster)}'")
     for m in [cp2, cp3, cp4]:
         m.start()
     wait_voters(cp1, ["cp1", "cp2", "cp3", "cp4"])

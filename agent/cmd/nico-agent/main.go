@@ -136,6 +136,9 @@ func run(args []string, stderr io.Writer) int {
 	case errors.Is(err, agent.ErrRemoved):
 		log.Info("this node was removed from the cluster; start the agent again to rejoin")
 		return 3
+	case errors.Is(err, agent.ErrStandby):
+		log.Info("this node's member was removed to make it a standby; exiting so that the service manager starts the agent again")
+		return 4
 	case errors.Is(err, agent.ErrUpgraded):
 		log.Info("exiting so that the service manager starts the nico-agent of the new generation")
 		return 4
@@ -155,6 +158,7 @@ func agentConfig(cfg config.Agent) agent.Config {
 		Name:          cfg.Name,
 		Roles:         roles,
 		Bootstrap:     cfg.Bootstrap,
+		Labels:        cfg.LabelMap(),
 		DataDir:       cfg.Etcd.DataDir,
 		PeerURL:       cfg.Etcd.PeerURL,
 		ClientURL:     cfg.Etcd.ClientURL,

@@ -139,6 +139,7 @@ let
         roles = [ "controlPlane" ];
         bootstrap = true;
         dataDir = "/var/lib/nico";
+        labels = [ ];
         etcd = {
           peerURL = "https://10.0.0.1:2380";
           clientURL = "https://10.0.0.1:2379";

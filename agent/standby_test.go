@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/sdnotify"
+	"github.com/homystack/nico/pkg/sdnotify/notifytest"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestStandbyIsReadyAndKeepsWaiting: once the leader marks the join
+// request Standby, the agent tells systemd it is ready (before, a standby
+// never did, and its start timed out once the join showed no progress),
+// is healthy for the watchdog, and keeps following its request until it
+// is a voter. Meanwhile it applies its desired generation.
+func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
+	sock := notifytest.Listen(t)
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(cl.Client(t), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	peer, client := etcdtest.URLs(t)
+	j := api.NewJoinRequest("cp-4")
+	j.Spec = api.JoinRequestSpec{Node: "cp-4", PeerURL: peer, ClientURL: client, Attempt: 1}
+	j.Status = api.JoinRequestStatus{Standby: true, Message: "standby: the cluster has 3 of 3 voters"}
+	if err := st.Put(ctx, store.JoinKey("cp-4"), j); err != nil {
+		t.Fatal(err)
+	}
+	c := api.NewNixosConfiguration("cp-4")
+	c.Spec.Generation = 3
+	if err := st.Put(ctx, store.NixosConfigKey("cp-4"), c); err != nil {
+		t.Fatal(err)
+	}
+	applier := &recordingApplier{}
+	a := New(Config{Name: "cp-4", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, Applier: applier}, nil, sdnotify.New(), logging.Test(t))
+	a.cli, a.st = st.Client(), st
+	joined := make(chan error, 1)
+	go func() { joined <- a.join(ctx) }()
+	for i := 0; ; i++ {
+		if got := sock.Next(t); got == "READY=1" {
+			break
+		}
+		if i > 10 {
+			t.Fatal("a standby did not tell systemd it is ready")
+		}
+	}
+	if !a.Healthy() {
+		t.Error("a standby is not healthy for the watchdog")
+	}
+	if m := a.gossipMeta(); m.ClientURL != "" || m.Health != 0 {
+		t.Errorf("a standby advertises %+v in gossip, want no member and no health bits", m)
+	}
+	waitFor(t, 10*time.Second, "the standby applies generation 3", func() bool { return applier.has(3) })
+	select {
+	case err := <-joined:
+		t.Fatalf("the standby stopped waiting: %v", err)
+	default:
+	}
+	if err := st.Get(ctx, store.JoinKey("cp-4"), j); err != nil {
+		t.Fatal(err)
+	}
+	j.Status = api.JoinRequestStatus{Phase: api.JoinJoined, MemberID: 7}
+	if err := st.Put(ctx, store.JoinKey("cp-4"), j); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; err != nil {
+		t.Fatalf("join = %v, want nil once the request says Joined", err)
+	}
+}
