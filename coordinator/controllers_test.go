@@ -93,6 +93,17 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 	testwait.For(t, 20*time.Second, "the leader's controllers all succeeded", func() (bool, string) {
 		return ready(), fmt.Sprintf("%+v", cd.c.Health())
 	})
+	// The membership controller's first pass writes the bootstrap
+	// EtcdCluster, a key it watches: wait for that one event before
+	// counting, or it may land among the ones counted below.
+	testwait.For(t, 10*time.Second, "membership to see its bootstrap EtcdCluster write", func() (bool, string) {
+		for _, h := range cd.c.Health() {
+			if h.Name == "membership" {
+				return h.Events >= 1, fmt.Sprintf("%+v", h)
+			}
+		}
+		return false, "no membership controller"
+	})
 	if !cd.c.Healthy() {
 		t.Errorf("not Healthy: %+v", cd.c.Health())
 	}
