@@ -151,6 +151,12 @@ func run(args []string, stderr io.Writer) int {
 		HealthTimeout:  cfg.HealthTimeout,
 		Gossip:         g,
 	}, st, log)
+	stopPage, err := startStatusPage(ctx, cfg, st, log) // statuspage.go
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer stopPage()
 	defer notifySystemd(ctx, notify, c, log)()
 	if err := c.Run(ctx); err != nil {
 		log.Error("coordinator failed", "err", err)
