@@ -21,7 +21,7 @@ import (
 func startStatusPage(ctx context.Context, cfg config.Coordinator, st *store.Store, log *slog.Logger) (stop func(), err error) {
 	sp := cfg.StatusPage
 	var tlsCfg *tls.Config
-	if sp.Listen != "" && !statuspage.Loopback(sp.Listen) {
+	if sp.Listen != "" && (sp.CertFile != "" || !statuspage.Loopback(sp.Listen)) {
 		if tlsCfg, err = pki.ServerTLS(sp.ClientCAFile, sp.CertFile, sp.KeyFile, true); err != nil {
 			return nil, fmt.Errorf("nico-coordinator: statusPage.tls: %w", err)
 		}

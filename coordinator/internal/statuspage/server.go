@@ -38,8 +38,9 @@ const keepAlive = 15 * time.Second
 type Server struct {
 	// Listen is host:port; "" serves nothing.
 	Listen string
-	// TLS must require client certificates (pki.ServerTLS with
-	// requireClient) when Listen is not loopback; it is not used on loopback.
+	// TLS, when set, is served (on loopback too); it must be set and
+	// require client certificates (pki.ServerTLS with requireClient) when
+	// Listen is not loopback.
 	TLS *tls.Config
 	Hub *Hub
 	Log *slog.Logger
@@ -62,8 +63,8 @@ func (s *Server) Bind() error {
 	if s.Listen == "" {
 		return nil
 	}
-	secure := !Loopback(s.Listen)
-	if secure && (s.TLS == nil || s.TLS.ClientAuth != tls.RequireAndVerifyClientCert) {
+	secure := s.TLS != nil
+	if !Loopback(s.Listen) && (s.TLS == nil || s.TLS.ClientAuth != tls.RequireAndVerifyClientCert) {
 		return fmt.Errorf("%w: %q", ErrNeedsTLS, s.Listen)
 	}
 	ln, err := net.Listen("tcp", s.Listen)
@@ -187,7 +188,7 @@ func (s *Server) Run(ctx context.Context) error {
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	if s.Log != nil {
 		srv.ErrorLog = slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug) // refused handshakes are the reader's problem
-		s.Log.Info("serving the status page", "addr", s.Addr(), "tls", !Loopback(s.Listen))
+		s.Log.Info("serving the status page", "addr", s.Addr(), "tls", s.TLS != nil)
 	} else {
 		srv.ErrorLog = log.New(io.Discard, "", 0)
 	}
