@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/pkg/api"
 )
 
 // TestRenderPage renders the page from a real etcd with a fleet in the
@@ -57,5 +59,52 @@ func TestRenderPage(t *testing.T) {
 	}
 	if t.Failed() || testing.Verbose() {
 		t.Logf("page:\n%s", page)
+	}
+}
+
+// TestMembersFromEtcdClusterStatus: when the leader's EtcdCluster status
+// has a member, its health, index and message are shown (without asking
+// the member), the role still comes from etcd's member list, a learner
+// shows the status's progress and ETA, and a standby the status names is
+// listed too.
+func TestMembersFromEtcdClusterStatus(t *testing.T) {
+	c, st := newStore(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := st.Client().MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := api.NewEtcdCluster()
+	ec.Status.Members = []api.EtcdMemberStatus{
+		{Name: c.Members[0].Name, ID: api.MemberID(resp.Members[0].ID), Role: api.RoleLearner, Healthy: false, RaftIndex: 4242, Progress: 0.5, ETA: api.Duration(90 * time.Second), Message: "behind"},
+		{Name: "cp-4", Node: "cp-4", Role: api.RoleStandby, Healthy: true},
+	}
+	put(t, st, ec)
+	v, err := Read(ctx, st, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Members) != 2 {
+		t.Fatalf("members %+v, want the etcd member and the standby", v.Members)
+	}
+	m := v.Members[0]
+	if m.Role != api.RoleVoter || m.Health != "unhealthy" || m.RaftIndex != 4242 || m.Source != "status" || m.Message != "behind" {
+		t.Errorf("member %+v: want role voter from etcd, health, index and message from status", m)
+	}
+	if m.Progress != -1 {
+		t.Errorf("a voter shows progress %v, want none", m.Progress)
+	}
+	if s := v.Members[1]; s.Name != "cp-4" || s.Role != api.RoleStandby || s.Health != "healthy" {
+		t.Errorf("standby %+v", s)
+	}
+	row := MemberRow{Role: api.RoleLearner, Progress: -1}
+	row.fromStatus(ec.Status.Members[0])
+	b, err := RenderBody(View{Members: []MemberRow{row}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "50% · ETA 1m30s") {
+		t.Errorf("learner row lacks its progress and ETA:\n%s", b)
 	}
 }
