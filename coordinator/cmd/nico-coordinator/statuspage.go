@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/homystack/nico/coordinator/internal/statuspage"
+	"github.com/homystack/nico/coordinator/statuspage"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
