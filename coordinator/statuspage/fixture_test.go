@@ -100,5 +100,6 @@ func fleet(t *testing.T, st *store.Store, member string) {
 	ec.Status.FaultTolerance = 0
 	ec.Status.ClusterVersion = "3.6.0"
 	ec.Status.Conditions = []api.Condition{{Type: api.CondHealthy, Status: true}}
+	ec.Status.UpdatedAt = t0
 	put(t, st, ec)
 }

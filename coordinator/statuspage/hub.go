@@ -14,7 +14,7 @@ import (
 
 // DefaultDebounce is how long the hub gathers a burst of store changes
 // before it renders once for all of them.
-const DefaultDebounce = 150 * time.Millisecond
+const DefaultDebounce = 250 * time.Millisecond
 
 // rewatchDelay is the wait before watching again after a watch failed.
 const rewatchDelay = time.Second

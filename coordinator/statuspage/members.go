@@ -1,8 +1,10 @@
 package statuspage
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -86,6 +88,12 @@ func readMembers(ctx context.Context, st *store.Store, ec *api.EtcdCluster) ([]M
 		rows[i] = row
 	}
 	askMembers(ctx, cli, resp.Members, rows, ask)
+	slices.SortStableFunc(rows, func(a, b MemberRow) int {
+		if (a.Name == "") != (b.Name == "") {
+			return cmp.Compare(b.Name, a.Name) // unnamed (not started) last
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
 	if ec != nil {
 		for _, s := range ec.Status.Members {
 			if !seen[s.Name] && (s.Role == api.RoleStandby || s.Role == api.RoleExternal) {

@@ -30,7 +30,9 @@ type View struct {
 
 // ClusterRow sums up the EtcdCluster, when there is one.
 type ClusterRow struct {
-	Known          bool
+	Known bool
+	// Observed: the leader has written a status (fault tolerance, version).
+	Observed       bool
 	Voters         int // declared
 	FaultTolerance int
 	Version        string
@@ -62,7 +64,7 @@ func Read(ctx context.Context, st *store.Store, now time.Time) (View, error) {
 		problem("EtcdCluster", err)
 		ec = nil
 	default:
-		v.Cluster = ClusterRow{Known: true, Voters: ec.Spec.Voters, FaultTolerance: ec.Status.FaultTolerance,
+		v.Cluster = ClusterRow{Known: true, Observed: !ec.Status.UpdatedAt.IsZero() || ec.Status.ObservedRevision > 0, Voters: ec.Spec.Voters, FaultTolerance: ec.Status.FaultTolerance,
 			Version: ec.Status.ClusterVersion, Alarms: ec.Status.Alarms, Conditions: ec.Status.Conditions}
 	}
 	if v.Members, err = readMembers(ctx, st, ec); err != nil {
