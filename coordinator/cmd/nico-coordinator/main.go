@@ -42,7 +42,9 @@ the client URLs of the voters the gossip mesh names (gossip.seeds). On a
 machine that joins, it waits for the identity its agent writes
 (tls.certFile, by default /var/lib/nico/pki/coordinator.crt) before it
 starts. Under systemd (Type=notify) it sends READY=1 once it campaigns and
-feeds the watchdog while its election session is alive.
+feeds the watchdog while its election session is alive. Every candidate
+serves a read-only status page on statusPage.listen (http://127.0.0.1:9490/
+by default; any other address needs statusPage.tls.*, docs/statuspage.md).
 
 Exit codes:
   0  stopped by SIGTERM or SIGINT (after resigning leadership)
