@@ -24,7 +24,7 @@
             inherit version;
             go = goFor final;
             # make vendor-hash rewrites this line; make nix-check compares it.
-            vendorHash = "sha256-QTyBpwpXzMzC6GieTLUPwtGIHVJusM0EwR+BatgY1eM=";
+            vendorHash = "sha256-CmAI0jzgg81eIcTcmtTMyyqPLvON4HEOdjQMEyF8Shw=";
           };
         in
         {
