@@ -120,6 +120,7 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'")
 	_, _ = w.Write(b)
 }
@@ -136,6 +137,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no") // a reverse proxy must not hold the stream back
 	if v, err := s.Hub.View(r.Context()); err == nil {
 		if b, err := RenderBody(v); err == nil {
 			writeEvent(w, b)
