@@ -11,6 +11,9 @@ LDFLAGS := -X main.Version=$(VERSION)
 # make test fails rather than skips the nixos applier's real-Nix tests
 # (pkg/apply, tests/systemd) when Nix cannot run (applytest.RequireNix).
 test: export NICO_REQUIRE_NIX := 1
+# make test fails rather than skips the status page's real-Chromium test
+# (coordinator/statuspage) when chromium is missing; make deps installs it.
+test: export NICO_REQUIRE_CHROMIUM := 1
 
 .PHONY: all deps build etcd-binaries test test-short test-netns e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash systemd-fixtures
 

@@ -24,7 +24,7 @@
             inherit version;
             go = goFor final;
             # make vendor-hash rewrites this line; make nix-check compares it.
-            vendorHash = "sha256-6jrcTgvsmsBvCbJ2WVWNYnnrhTuuihTAuDNOUcXvkgk=";
+            vendorHash = "sha256-gvFutT0g+QpDEVDglK97OfRGaZkMat19Km28vlkAAIk=";
           };
         in
         {

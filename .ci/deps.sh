@@ -17,6 +17,8 @@ need ps procps
 need dbus-daemon dbus
 need nsenter util-linux
 need curl curl
+# headless Chromium for the status page's browser test (coordinator/statuspage)
+need chromium chromium
 # Nix 2.x (no daemon) for make nix-check: parse and evaluate the NixOS module, hash the Go vendor dir;
 # and for the nixos applier's real-Nix tests (pkg/apply, tests/systemd): build the test flake
 need nix-instantiate nix-bin

@@ -45,6 +45,8 @@ type Coordinator struct {
 	TLS TLS
 	// Metrics: see metrics.go.
 	Metrics Metrics
+	// StatusPage: see statuspage.go.
+	StatusPage StatusPage
 }
 
 // EtcdClient is how a program reaches the etcd cluster.
@@ -99,7 +101,8 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 	keys = append(keys, gossipKeys(&c.Gossip, &c.TokenFile, CoordinatorGossipPort)...)
 	keys = append(keys, tlsKeys(&c.TLS, "coordinator")...)
 	keys = append(keys, metricsKeys(&c.Metrics, DefaultCoordinatorMetricsListen)...)
-	return keys, []rule{gossipRule(&c.Gossip, &c.TokenFile), metricsRule(&c.Metrics), {keys: []string{"etcd.endpoints", "gossip.seeds"}, check: func() error {
+	keys = append(keys, statusPageKeys(&c.StatusPage)...)
+	return keys, []rule{gossipRule(&c.Gossip, &c.TokenFile), metricsRule(&c.Metrics), statusPageRule(&c.StatusPage), {keys: []string{"etcd.endpoints", "gossip.seeds"}, check: func() error {
 		if len(c.Etcd.Endpoints) == 0 && len(c.Gossip.Seeds) == 0 {
 			return errors.New("[] is not accepted without gossip.seeds; list the client URLs of the etcd cluster, e.g. https://10.0.0.1:2379, or a seed of the gossip mesh (gossip.seeds) to learn them from")
 		}

@@ -32,6 +32,7 @@ func TestCoordinatorDefaults(t *testing.T) {
 		Gossip:                 Gossip{Bind: "0.0.0.0", Port: "7947", Profile: "lan"},
 		TLS:                    TLS{CAFile: "/var/lib/nico/pki/ca.crt", CertFile: "/var/lib/nico/pki/coordinator.crt", KeyFile: "/var/lib/nico/pki/coordinator.key"},
 		Metrics:                Metrics{Listen: DefaultCoordinatorMetricsListen},
+		StatusPage:             StatusPage{Listen: DefaultStatusPageListen},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("LoadCoordinator =\n%+v\nwant\n%+v", c, want)

@@ -90,6 +90,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.coordinator(1); err != nil {
 		return err
 	}
+	fmt.Printf("status page of cp-1's coordinator (live while the demo runs): http://%s:9490/\n", host(1))
 	d.ctl(ctx, "get", "members")
 
 	step("2. start cp-2 .. cp-5 at once, holding only the join token; each gets its certificates from cp-1's join endpoint, then the coordinator adds them one learner at a time")
@@ -207,6 +208,8 @@ func (d *demo) coordinator(i int) error {
 		"--coordinator.sessionTTL", "5s",
 		"--coordinator.resyncInterval", "250ms",
 		"--metrics.listen", host(i) + ":9480",
+		// each candidate's status page on its own loopback address (docs/statuspage.md)
+		"--statusPage.listen", host(i) + ":9490",
 	}, d.tlsArgs(i, pki.CoordinatorLeaf)...)
 	return d.spawn("coordinator-"+nodeName(i), filepath.Join(d.bin, "nico-coordinator"), args...)
 }

@@ -42,7 +42,9 @@ the client URLs of the voters the gossip mesh names (gossip.seeds). On a
 machine that joins, it waits for the identity its agent writes
 (tls.certFile, by default /var/lib/nico/pki/coordinator.crt) before it
 starts. Under systemd (Type=notify) it sends READY=1 once it campaigns and
-feeds the watchdog while its election session is alive.
+feeds the watchdog while its election session is alive. Every candidate
+serves a read-only status page on statusPage.listen (http://127.0.0.1:9490/
+by default; any other address needs statusPage.tls.*, docs/statuspage.md).
 
 Exit codes:
   0  stopped by SIGTERM or SIGINT (after resigning leadership)
@@ -157,6 +159,12 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer stopMetrics()
+	stopPage, err := startStatusPage(ctx, cfg, st, log) // statuspage.go
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	defer stopPage()
 	defer notifySystemd(ctx, notify, c, log)()
 	if err := c.Run(ctx); err != nil {
 		log.Error("coordinator failed", "err", err)
