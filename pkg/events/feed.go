@@ -1,0 +1,189 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Feed reads the events the store holds and follows new ones with one etcd
+// watch of Range from the revision it read at, so that nothing is missed
+// between the two and nothing is told twice. It keeps the last value of
+// every source key, to tell what a change added even when the watch's
+// revision was compacted away. A Feed is used by one goroutine.
+type Feed struct {
+	st  *store.Store
+	now func() time.Time
+	// values are the source keys' values at rev.
+	values map[string][]byte
+	rev    int64
+}
+
+// NewFeed returns a Feed over st; now times changes the objects do not.
+func NewFeed(st *store.Store, now func() time.Time) *Feed {
+	return &Feed{st: st, now: now, values: map[string][]byte{}}
+}
+
+// Revision is the store revision the feed has read up to.
+func (f *Feed) Revision() int64 { return f.rev }
+
+// read reads every source key at one revision.
+func (f *Feed) read(ctx context.Context) (map[string][]byte, int64, error) {
+	start, end := Range()
+	resp, err := f.st.Client().Get(ctx, start, clientv3.WithRange(end))
+	if err != nil {
+		return nil, 0, fmt.Errorf("events: read %s..%s: %w", start, end, err)
+	}
+	vals := map[string][]byte{}
+	for _, kv := range resp.Kvs {
+		if k := string(kv.Key); Watched(k) {
+			vals[k] = kv.Value
+		}
+	}
+	return vals, resp.Header.Revision, nil
+}
+
+// Backlog reads the store and returns the events its objects still record,
+// oldest first, and the problems of objects it could not read (each names
+// its key; the others' events are still returned).
+func (f *Feed) Backlog(ctx context.Context) ([]Event, []error, error) {
+	vals, rev, err := f.read(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	evs, bad := f.diff(vals, rev)
+	return evs, bad, nil
+}
+
+// diff derives the events from the feed's values to vals, read at rev, and
+// takes vals as the feed's values.
+func (f *Feed) diff(vals map[string][]byte, rev int64) ([]Event, []error) {
+	var out []Event
+	var bad []error
+	at := f.now()
+	seen := map[string]bool{}
+	for k, v := range vals {
+		seen[k] = true
+		if string(f.values[k]) == string(v) {
+			continue
+		}
+		evs, err := Derive(Change{Key: k, Prev: f.values[k], Cur: v, Revision: rev, At: at})
+		if err != nil {
+			bad = append(bad, err)
+		}
+		out = append(out, evs...)
+	}
+	for k, v := range f.values {
+		if !seen[k] {
+			evs, err := Derive(Change{Key: k, Prev: v, Revision: rev, At: at})
+			if err != nil {
+				bad = append(bad, err)
+			}
+			out = append(out, evs...)
+		}
+	}
+	f.values, f.rev = vals, rev
+	Sort(out)
+	return out, bad
+}
+
+// Handler receives what Follow finds: events, oldest first within each
+// change; objects it cannot read; and notices for the user (a compacted
+// watch re-read).
+type Handler struct {
+	Event  func(Event) error
+	Bad    func(error)
+	Notice func(string)
+}
+
+// Follow watches from the revision after the last read and hands the
+// events of every change to h until ctx ends (it then returns nil) or h
+// fails. When etcd has compacted the revision it watches from, it reads
+// the store again, hands over what changed since its last read (each
+// object's changes in between as one, so the steps an operation journaled
+// meanwhile are all there, a flapping liveness only as where it ended),
+// tells h.Notice, and watches on from that read.
+func (f *Feed) Follow(ctx context.Context, h Handler) error {
+	for {
+		err := f.watch(ctx, h)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if !errors.Is(err, rpctypes.ErrCompacted) {
+			return err
+		}
+		from := f.rev + 1
+		vals, rev, rerr := f.read(ctx)
+		if rerr != nil {
+			return rerr
+		}
+		h.Notice(fmt.Sprintf("etcd compacted the history from revision %d on before it could be watched; read the store again at revision %d: changes in between are shown as one change per object", from, rev))
+		evs, bad := f.diff(vals, rev)
+		for _, b := range bad {
+			h.Bad(b)
+		}
+		for _, e := range evs {
+			if err := h.Event(e); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// watch runs one watch from f.rev+1 until it fails or ctx ends.
+func (f *Feed) watch(ctx context.Context, h Handler) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start, end := Range()
+	wch := f.st.Client().Watch(clientv3.WithRequireLeader(wctx), start, clientv3.WithRange(end), clientv3.WithRev(f.rev+1), clientv3.WithPrevKV())
+	for resp := range wch {
+		if err := resp.Err(); err != nil {
+			return fmt.Errorf("events: watch from revision %d: %w", f.rev+1, err)
+		}
+		at := f.now()
+		for _, ev := range resp.Events {
+			k := string(ev.Kv.Key)
+			if !Watched(k) {
+				continue
+			}
+			prev := f.values[k]
+			if ev.PrevKv != nil {
+				prev = ev.PrevKv.Value
+			}
+			c := Change{Key: k, Prev: prev, Revision: ev.Kv.ModRevision, At: at}
+			if ev.Type == clientv3.EventTypePut {
+				c.Cur = ev.Kv.Value
+				f.values[k] = ev.Kv.Value
+			} else {
+				delete(f.values, k)
+			}
+			// Every change up to this one has been handed over: a later
+			// re-read after compaction diffs from here.
+			f.rev = ev.Kv.ModRevision
+			evs, err := Derive(c)
+			if err != nil {
+				h.Bad(err)
+			}
+			for _, e := range evs {
+				if err := h.Event(e); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return fmt.Errorf("events: watch from revision %d closed", f.rev+1)
+}
+
+// Has tells whether key held a value at the feed's last read or change.
+func (f *Feed) Has(key string) bool {
+	_, ok := f.values[key]
+	return ok
+}
