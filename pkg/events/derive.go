@@ -33,7 +33,8 @@ var sources = []source{
 // sourceOf returns the source of key, or nil.
 func sourceOf(key string) *source {
 	for i, s := range sources {
-		if key == s.key || (strings.HasSuffix(s.key, "/") && strings.HasPrefix(key, s.key) && len(key) > len(s.key)) {
+		dir := strings.HasSuffix(s.key, "/")
+		if (!dir && key == s.key) || (dir && strings.HasPrefix(key, s.key) && len(key) > len(s.key)) {
 			return &sources[i]
 		}
 	}
