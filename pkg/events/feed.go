@@ -32,37 +32,39 @@ func NewFeed(st *store.Store, now func() time.Time) *Feed {
 // Revision is the store revision the feed has read up to.
 func (f *Feed) Revision() int64 { return f.rev }
 
-// read reads every source key at one revision.
-func (f *Feed) read(ctx context.Context) (map[string][]byte, int64, error) {
+// read reads every source key at one revision: their values and mod
+// revisions, and the revision read at.
+func (f *Feed) read(ctx context.Context) (map[string][]byte, map[string]int64, int64, error) {
 	start, end := Range()
 	resp, err := f.st.Client().Get(ctx, start, clientv3.WithRange(end))
 	if err != nil {
-		return nil, 0, fmt.Errorf("events: read %s..%s: %w", start, end, err)
+		return nil, nil, 0, fmt.Errorf("events: read %s..%s: %w", start, end, err)
 	}
-	vals := map[string][]byte{}
+	vals, revs := map[string][]byte{}, map[string]int64{}
 	for _, kv := range resp.Kvs {
 		if k := string(kv.Key); Watched(k) {
-			vals[k] = kv.Value
+			vals[k], revs[k] = kv.Value, kv.ModRevision
 		}
 	}
-	return vals, resp.Header.Revision, nil
+	return vals, revs, resp.Header.Revision, nil
 }
 
 // Backlog reads the store and returns the events its objects still record,
 // oldest first, and the problems of objects it could not read (each names
 // its key; the others' events are still returned).
 func (f *Feed) Backlog(ctx context.Context) ([]Event, []error, error) {
-	vals, rev, err := f.read(ctx)
+	vals, revs, rev, err := f.read(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	evs, bad := f.diff(vals, rev)
+	evs, bad := f.diff(vals, revs, rev)
 	return evs, bad, nil
 }
 
-// diff derives the events from the feed's values to vals, read at rev, and
-// takes vals as the feed's values.
-func (f *Feed) diff(vals map[string][]byte, rev int64) ([]Event, []error) {
+// diff derives the events from the feed's values to vals (with their mod
+// revisions revs), read at rev, and takes vals as the feed's values. A
+// deletion is timed at rev.
+func (f *Feed) diff(vals map[string][]byte, revs map[string]int64, rev int64) ([]Event, []error) {
 	var out []Event
 	var bad []error
 	at := f.now()
@@ -72,7 +74,7 @@ func (f *Feed) diff(vals map[string][]byte, rev int64) ([]Event, []error) {
 		if string(f.values[k]) == string(v) {
 			continue
 		}
-		evs, err := Derive(Change{Key: k, Prev: f.values[k], Cur: v, Revision: rev, At: at})
+		evs, err := Derive(Change{Key: k, Prev: f.values[k], Cur: v, Revision: revs[k], At: at})
 		if err != nil {
 			bad = append(bad, err)
 		}
@@ -118,12 +120,12 @@ func (f *Feed) Follow(ctx context.Context, h Handler) error {
 			return err
 		}
 		from := f.rev + 1
-		vals, rev, rerr := f.read(ctx)
+		vals, revs, rev, rerr := f.read(ctx)
 		if rerr != nil {
 			return rerr
 		}
 		h.Notice(fmt.Sprintf("etcd compacted the history from revision %d on before it could be watched; read the store again at revision %d: changes in between are shown as one change per object", from, rev))
-		evs, bad := f.diff(vals, rev)
+		evs, bad := f.diff(vals, revs, rev)
 		for _, b := range bad {
 			h.Bad(b)
 		}

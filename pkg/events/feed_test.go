@@ -106,6 +106,10 @@ func TestFeedBacklogThenWatch(t *testing.T) {
 	if got := reasons(backlog); got != "Registered JoinStarted LearnerAdded" {
 		t.Fatalf("backlog = %s", got)
 	}
+	// Each carries the revision its object was last written at.
+	if backlog[0].Revision >= backlog[1].Revision || backlog[1].Revision != backlog[2].Revision || backlog[2].Revision != f.Revision() {
+		t.Errorf("backlog revisions %d %d %d, read at %d", backlog[0].Revision, backlog[1].Revision, backlog[2].Revision, f.Revision())
+	}
 	read := f.Revision()
 	// Between the backlog and the watch: must be followed, once.
 	record(t, st, op, api.StepLearner, "learner 00000000000000ab promoted")
