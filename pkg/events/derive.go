@@ -28,6 +28,7 @@ var sources = []source{
 	{store.MachinesDir, deriveMachine},
 	{store.PoolsDir, derivePool},
 	{store.EtcdClusterKey, deriveEtcdCluster},
+	{store.GossipKeyKey, deriveGossipKey},
 }
 
 // sourceOf returns the source of key, or nil.

@@ -172,6 +172,11 @@ func TestDerive(t *testing.T) {
 	ecCleared := *ec
 	ecCleared.Status = api.EtcdClusterStatus{UpdatedAt: at(9), Conditions: ec.Status.Conditions}
 
+	gk := api.NewGossipKey()
+	gk.Spec = api.GossipKeySpec{Generation: 3, RotatedBy: "nicoctl", RotatedAt: at(8)}
+	gk2 := *gk
+	gk2.Spec.Generation, gk2.Spec.SecretGeneration, gk2.Spec.RotatedAt = 4, 4, at(9)
+
 	cases := []struct {
 		name      string
 		key       string
@@ -236,6 +241,8 @@ func TestDerive(t *testing.T) {
 		{"a condition's new message keeps its since: timed by the update", store.PoolKey("p"), pool, &poolMsg, []string{"Warning NotReady - - @6"}, "p Ready=false (Provisioning): 1 of 2 running"},
 		{"the etcd cluster's conditions and alarms", store.EtcdClusterKey, nil, ec, []string{"Normal Healthy - - @1", "Warning VersionSkew - - @2", "Warning AlarmRaised - - @2"}, ""},
 		{"an alarm cleared", store.EtcdClusterKey, ec, &ecCleared, []string{"Normal AlarmCleared - - @9"}, "etcd alarm NOSPACE on cp-1 cleared"},
+		{"a gossip key rotated", store.GossipKeyKey, gk, &gk2, []string{"Normal GossipKeyRotated - - @9"}, "gossip key generation 4 (by nicoctl), from a new secret"},
+		{"a gossip key unchanged", store.GossipKeyKey, gk, gk, nil, ""},
 		{"a key that is no source", store.HeartbeatKey("cp-1"), nil, node(api.NodeMember), nil, ""},
 	}
 	for _, tc := range cases {

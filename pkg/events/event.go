@@ -64,10 +64,12 @@ type Change struct {
 	At time.Time
 }
 
-// Sort orders events by time, keeping the order of equal times (the order
-// they were derived in, revision by revision).
+// Sort orders events by time, then revision, keeping the order of the
+// rest (the order they were derived in).
 func Sort(evs []Event) {
-	slices.SortStableFunc(evs, func(a, b Event) int { return a.Time.Compare(b.Time) })
+	slices.SortStableFunc(evs, func(a, b Event) int {
+		return cmp.Or(a.Time.Compare(b.Time), cmp.Compare(a.Revision, b.Revision))
+	})
 }
 
 // event builds an event of the change c with its nodes never nil.
@@ -94,5 +96,5 @@ func firstSet(ts ...time.Time) time.Time {
 	return time.Time{}
 }
 
-// orEmpty returns s or "" when s is only a placeholder.
+// orDash returns s, or "-" when it is empty.
 func orDash(s string) string { return cmp.Or(s, "-") }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/homystack/nico/pkg/store"
@@ -68,26 +70,28 @@ func (f *Feed) diff(vals map[string][]byte, revs map[string]int64, rev int64) ([
 	var out []Event
 	var bad []error
 	at := f.now()
-	seen := map[string]bool{}
-	for k, v := range vals {
-		seen[k] = true
-		if string(f.values[k]) == string(v) {
+	// In key order, so that events of one time and revision (one
+	// transaction) always come out alike.
+	keys := slices.Sorted(maps.Keys(vals))
+	for k := range f.values {
+		if _, ok := vals[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		v, ok := vals[k]
+		if ok && string(f.values[k]) == string(v) {
 			continue
 		}
-		evs, err := Derive(Change{Key: k, Prev: f.values[k], Cur: v, Revision: revs[k], At: at})
+		c := Change{Key: k, Prev: f.values[k], Cur: v, Revision: revs[k], At: at}
+		if !ok {
+			c.Revision = rev // deleted: at or before rev
+		}
+		evs, err := Derive(c)
 		if err != nil {
 			bad = append(bad, err)
 		}
 		out = append(out, evs...)
-	}
-	for k, v := range f.values {
-		if !seen[k] {
-			evs, err := Derive(Change{Key: k, Prev: v, Revision: rev, At: at})
-			if err != nil {
-				bad = append(bad, err)
-			}
-			out = append(out, evs...)
-		}
 	}
 	f.values, f.rev = vals, rev
 	Sort(out)

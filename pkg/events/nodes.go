@@ -19,6 +19,8 @@ const (
 	NodeAlive       = "NodeAlive"
 	NodeSuspect     = "NodeSuspect"
 	NodeDead        = "NodeDead"
+	// GossipKeyRotated: the mesh moved to a new key generation.
+	GossipKeyRotated = "GossipKeyRotated"
 )
 
 // deriveNode: a node's registration and, while watched, its phase
@@ -102,4 +104,21 @@ func deriveLiveness(c Change) ([]Event, error) {
 		out = append(out, c.event(firstSet(l.Since, cur.Status.UpdatedAt), api.KindLiveness, cur.Metadata.Name, typ, reason, msg, "", n))
 	}
 	return out, nil
+}
+
+// deriveGossipKey: a new generation of the mesh's keys (nicoctl gossip
+// rotate-key).
+func deriveGossipKey(c Change) ([]Event, error) {
+	prev, cur, err := decode[api.GossipKey](c)
+	if err != nil || cur == nil || (prev != nil && prev.Spec.Generation == cur.Spec.Generation) || cur.Spec.Generation == 0 {
+		return nil, err
+	}
+	msg := fmt.Sprintf("gossip key generation %d", cur.Spec.Generation)
+	if cur.Spec.RotatedBy != "" {
+		msg += " (by " + cur.Spec.RotatedBy + ")"
+	}
+	if cur.Spec.SecretGeneration == cur.Spec.Generation && cur.Spec.SecretGeneration != 0 {
+		msg += ", from a new secret"
+	}
+	return []Event{c.event(firstSet(cur.Spec.RotatedAt, cur.Metadata.CreatedAt), api.KindGossipKey, cur.Metadata.Name, Normal, GossipKeyRotated, msg, "")}, nil
 }

@@ -18,8 +18,8 @@ in the journal (joins: JoinStarted, LearnerAdded, Promoted, Joined; removals:
 RemovalStarted, LeadershipMoved, RemovingMember, Removed; rollout steps),
 join and removal requests (Refused with its reason), rollouts (RolloutStarted,
 NodeUpdated, RolledBack, RolloutHalted...), generations applied or failed,
-node registrations and liveness (NodeAlive, NodeSuspect, NodeDead), and the
-conditions of machines, pools and the etcd cluster.
+node registrations and liveness (NodeAlive, NodeSuspect, NodeDead), gossip
+key rotations, and the conditions of machines, pools and the etcd cluster.
 
 Without -w it prints the events the stored objects still record (an
 operation keeps its last 32 steps; an object that records only its current
@@ -44,7 +44,7 @@ events come in the order etcd committed them.
   time      RFC 3339 time with nanoseconds
   kind      kind of the object it was read from (Operation, JoinRequest,
             RemoveRequest, Node, Liveness, Rollout, NixosConfiguration,
-            Machine, MachinePool, EtcdCluster)
+            Machine, MachinePool, EtcdCluster, GossipKey)
   name      that object's name
   type      Normal or Warning
   reason    what happened, one CamelCase word
