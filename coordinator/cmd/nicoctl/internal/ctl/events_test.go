@@ -218,6 +218,7 @@ func (w *watcher) next(t *testing.T) events.Event {
 	t.Helper()
 	select {
 	case l := <-w.out.ch:
+		t.Logf("event: %s", l)
 		return eventLines(t, l)[0]
 	case <-w.done:
 		w.mu.Lock()
