@@ -98,14 +98,23 @@ func (f *Feed) diff(vals map[string][]byte, revs map[string]int64, rev int64) ([
 	return out, bad
 }
 
-// Handler receives what Follow finds: events, oldest first within each
-// change; objects it cannot read; and notices for the user (a compacted
-// watch re-read).
+// Handler receives what Follow finds. Every field must be set.
 type Handler struct {
-	Event  func(Event) error
-	Bad    func(error)
+	// Event gets each event, in the order etcd committed their changes;
+	// an error ends Follow with it.
+	Event func(Event) error
+	// Bad gets the problem of an object whose events could not be read.
+	Bad func(error)
+	// Notice gets what the user should know about the watch itself: a
+	// compacted revision read again, a member without a leader.
 	Notice func(string)
 }
+
+// Backoff bounds between watches of a member that has no leader.
+const (
+	minRetry = 200 * time.Millisecond
+	maxRetry = 5 * time.Second
+)
 
 // Follow watches from the revision after the last read and hands the
 // events of every change to h until ctx ends (it then returns nil) or h
@@ -113,22 +122,38 @@ type Handler struct {
 // the store again, hands over what changed since its last read (each
 // object's changes in between as one, so the steps an operation journaled
 // meanwhile are all there, a flapping liveness only as where it ended),
-// tells h.Notice, and watches on from that read.
+// tells h.Notice, and watches on from that read. When the member it
+// watches has no leader (an election, a partition), it tells h.Notice and
+// watches again from where it was, with backoff, until one is elected.
 func (f *Feed) Follow(ctx context.Context, h Handler) error {
+	retry := minRetry
 	for {
+		from := f.rev
 		err := f.watch(ctx, h)
 		if ctx.Err() != nil {
 			return nil
 		}
+		if f.rev > from {
+			retry = minRetry // it watched a while: a new trouble
+		}
+		if errors.Is(err, rpctypes.ErrNoLeader) {
+			h.Notice(fmt.Sprintf("the etcd member has no leader; watching again from revision %d in %s", f.rev+1, retry))
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(retry):
+			}
+			retry = min(2*retry, maxRetry)
+			continue
+		}
 		if !errors.Is(err, rpctypes.ErrCompacted) {
 			return err
 		}
-		from := f.rev + 1
 		vals, revs, rev, rerr := f.read(ctx)
 		if rerr != nil {
 			return rerr
 		}
-		h.Notice(fmt.Sprintf("etcd compacted the history from revision %d on before it could be watched; read the store again at revision %d: changes in between are shown as one change per object", from, rev))
+		h.Notice(fmt.Sprintf("etcd compacted the history from revision %d on before it could be watched; read the store again at revision %d: changes in between are shown as one change per object", from+1, rev))
 		evs, bad := f.diff(vals, revs, rev)
 		for _, b := range bad {
 			h.Bad(b)

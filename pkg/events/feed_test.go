@@ -40,15 +40,17 @@ func record(t *testing.T, st *store.Store, op *api.Operation, step api.OpStep, m
 type follower struct {
 	events  chan Event
 	notices chan string
-	done    chan error
+	done    chan struct{} // closed when Follow returned err
+	err     error
 	cancel  context.CancelFunc
 }
 
 func follow(t *testing.T, f *Feed) *follower {
 	ctx, cancel := context.WithCancel(t.Context())
-	fl := &follower{events: make(chan Event, 100), notices: make(chan string, 10), done: make(chan error, 1), cancel: cancel}
+	fl := &follower{events: make(chan Event, 100), notices: make(chan string, 10), done: make(chan struct{}), cancel: cancel}
 	go func() {
-		fl.done <- f.Follow(ctx, Handler{
+		defer close(fl.done)
+		fl.err = f.Follow(ctx, Handler{
 			Event:  func(e Event) error { fl.events <- e; return nil },
 			Bad:    func(err error) { t.Errorf("bad object: %v", err) },
 			Notice: func(s string) { fl.notices <- s },
@@ -56,8 +58,9 @@ func follow(t *testing.T, f *Feed) *follower {
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-fl.done; err != nil {
-			t.Errorf("Follow: %v", err)
+		<-fl.done
+		if fl.err != nil {
+			t.Errorf("Follow: %v", fl.err)
 		}
 	})
 	return fl
@@ -172,5 +175,34 @@ func TestFeedCompactedWatch(t *testing.T) {
 	case e := <-fl.events:
 		t.Fatalf("extra event %+v", e)
 	default:
+	}
+}
+
+// TestFeedWatchWithoutLeader: a watched member that loses its leader does
+// not end the feed: it says so and watches again until ctx ends.
+func TestFeedWatchWithoutLeader(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	st, err := store.New(etcdtest.NewClient(t, c.Members[0].ClientURL), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFeed(st, time.Now)
+	if _, _, err := f.Backlog(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	fl := follow(t, f)
+	c.Members[1].Close()
+	c.Members[2].Close()
+	for range 2 { // and again, after the first retry
+		select {
+		case s := <-fl.notices:
+			if !strings.Contains(s, "no leader; watching again from revision") {
+				t.Fatalf("notice %q", s)
+			}
+		case <-fl.done:
+			t.Fatalf("Follow ended without a leader: %v", fl.err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("no notice within 30s of the member losing its leader")
+		}
 	}
 }

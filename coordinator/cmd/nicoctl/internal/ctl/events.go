@@ -29,7 +29,9 @@ the revision the backlog was read at: nothing between the two is missed or
 printed twice. A node's phase changes and deletions carry no time of their
 own and are seen only while watching. If etcd compacted the revision before
 the watch reached it, nicoctl reads the store again, prints what changed
-meanwhile (one change per object) and says so on standard error.
+meanwhile (one change per object) and says so on standard error; if the
+member it watches has no leader, it says so and watches again from where it
+was until one is elected.
 
 Times are the writers' clocks, in UTC. The backlog is sorted by time; watched
 events come in the order etcd committed them.
