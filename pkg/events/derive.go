@@ -77,8 +77,8 @@ func Derive(c Change) ([]Event, error) {
 	return evs, nil
 }
 
-// decode reads the two values of c into prev and cur; hasPrev and hasCur
-// tell which exist.
+// decode reads the two values of c into prev and cur, each nil when c has
+// no such value.
 func decode[T any](c Change) (prev, cur *T, err error) {
 	if c.Prev != nil {
 		prev = new(T)

@@ -10,24 +10,24 @@ import (
 
 // Reasons of the operation journal.
 const (
-	JoinStarted     = "JoinStarted"
-	LearnerAdded    = "LearnerAdded"
-	LearnerProgress = "LearnerProgress"
-	Promoted        = "Promoted"
-	Joined          = "Joined"
-	JoinFailed      = "JoinFailed"
-	RemovalStarted  = "RemovalStarted"
-	LeadershipMoved = "LeadershipMoved"
-	RemovingMember  = "RemovingMember"
-	Removed         = "Removed"
-	RemovalFailed   = "RemovalFailed"
-	RolloutStep     = "RolloutStep"
-	RolloutStepDone = "RolloutStepDone"
-	RolloutStepFail = "RolloutStepFailed"
-	OpStarted       = "OpStarted"
-	OpStep          = "OpStep"
-	OpSucceeded     = "OpSucceeded"
-	OpFailed        = "OpFailed"
+	JoinStarted       = "JoinStarted"
+	LearnerAdded      = "LearnerAdded"
+	LearnerProgress   = "LearnerProgress"
+	Promoted          = "Promoted"
+	Joined            = "Joined"
+	JoinFailed        = "JoinFailed"
+	RemovalStarted    = "RemovalStarted"
+	LeadershipMoved   = "LeadershipMoved"
+	RemovingMember    = "RemovingMember"
+	Removed           = "Removed"
+	RemovalFailed     = "RemovalFailed"
+	RolloutStep       = "RolloutStep"
+	RolloutStepDone   = "RolloutStepDone"
+	RolloutStepFailed = "RolloutStepFailed"
+	OpStarted         = "OpStarted"
+	OpStep            = "OpStep"
+	OpSucceeded       = "OpSucceeded"
+	OpFailed          = "OpFailed"
 )
 
 // deriveOp turns each history line an operation gained into an event.
@@ -126,7 +126,7 @@ func classifyOp(op *api.Operation, e api.Event, first, last bool) (typ, reason, 
 	case api.OpRolloutStep:
 		switch {
 		case failed:
-			return Warning, RolloutStepFail, fmt.Sprintf("step of rollout %s on %s halted%s", op.Spec.Request, node, by)
+			return Warning, RolloutStepFailed, fmt.Sprintf("step of rollout %s on %s halted%s", op.Spec.Request, node, by)
 		case done:
 			return Normal, RolloutStepDone, fmt.Sprintf("step of rollout %s on %s finished%s", op.Spec.Request, node, by)
 		case first:
