@@ -136,11 +136,11 @@ func (a *app) rootCmd() *cobra.Command {
 	config.CtlFlags(root.PersistentFlags())
 	root.AddCommand(a.getCmd(), a.removeCmd(), a.statusCmd())
 	root.AddCommand(a.rolloutCmd())
+	root.AddCommand(a.eventsCmd())
 	root.AddCommand(a.poolCmd())
 	root.AddCommand(a.gossipCmd())
 	root.AddCommand(a.tokenCmd())
 	root.AddCommand(a.caCmd())
-	root.AddCommand(a.eventsCmd())
 	return root
 }
 
