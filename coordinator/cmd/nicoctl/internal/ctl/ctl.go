@@ -91,6 +91,11 @@ Exit codes:
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return mainContext(ctx, args, stdout, stderr)
+}
+
+// mainContext is Main under ctx: nicoctl's commands end when it does.
+func mainContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	a := &app{stdout: stdout, stderr: stderr, now: time.Now}
 	root := a.rootCmd()
 	root.SetArgs(args)
@@ -131,6 +136,7 @@ func (a *app) rootCmd() *cobra.Command {
 	config.CtlFlags(root.PersistentFlags())
 	root.AddCommand(a.getCmd(), a.removeCmd(), a.statusCmd())
 	root.AddCommand(a.rolloutCmd())
+	root.AddCommand(a.eventsCmd())
 	root.AddCommand(a.poolCmd())
 	root.AddCommand(a.gossipCmd())
 	root.AddCommand(a.tokenCmd())
