@@ -19,10 +19,6 @@ func upperHalf(base, max time.Duration) *backoff.ExponentialBackOff {
 // doubling to 2 s, jittered.
 func defaultRetry() backoff.BackOff { return upperHalf(100*time.Millisecond, 2*time.Second) }
 
-// promoteRetry is the backoff of Promote while the learner catches up:
-// 50 ms doubling to 1 s, jittered.
-func promoteRetry() backoff.BackOff { return upperHalf(50*time.Millisecond, time.Second) }
-
 // retry calls op until it succeeds, fails with an error Retryable rejects
 // (returned as it is), or ctx ends: then the error wraps both ctx's error
 // and op's last one, so errors.Is finds either.
