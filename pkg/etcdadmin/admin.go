@@ -184,11 +184,12 @@ func (a *Admin) statusWithin(ctx context.Context, url string) (*clientv3.StatusR
 	return st, nil
 }
 
-// AddLearner adds a learner with peerURL, retrying the errors that pass, and
-// returns its ID and the --initial-cluster value it must start with.
+// AddLearner adds a learner with peerURL, retrying the errors that pass
+// every AddEvery, and returns its ID and the --initial-cluster value it
+// must start with.
 func (a *Admin) AddLearner(ctx context.Context, name, peerURL string) (api.MemberID, string, error) {
 	var resp *clientv3.MemberAddResponse
-	err := a.retry(ctx, func(ctx context.Context) error {
+	err := a.retryWith(ctx, backoff.NewConstantBackOff(AddEvery), func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
 		defer cancel()
 		var err error
