@@ -78,9 +78,10 @@ test-short: deps
 	$(GO) test -count=1 -short ./pkg/...
 
 # bench measures join-to-voter latency against the kubeadm-style baseline
-# and client availability through joins and removals.
+# and client availability through joins and removals. pipefail: a failed
+# benchmark fails make bench, not only tee.
 bench: etcd-binaries
-	$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/bench/ | tee bench.out
+	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/bench/ | tee bench.out
 
 # demo: five agents as separate processes on loopback, grown through
 # learners and shrunk by removing two nodes, the etcd leader among them.

@@ -20,12 +20,14 @@ func (a *Agent) join(ctx context.Context) error {
 	defer a.standby.Store(false)
 	stopStandby := func() {}
 	defer func() { stopStandby() }()
-	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
 	a.status("joining the etcd cluster")
+	// The request first: the leader acts on it at once, and the phase
+	// written after it is not on the way.
 	req, err := a.currentJoin(ctx)
 	if err != nil {
 		return err
 	}
+	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
 	events := watchKey(ctx, a.cli, store.JoinKey(a.cfg.Name))
 	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)

@@ -9,7 +9,9 @@ import (
 
 // The leader's controllers, run as one group for the length of a term
 // (Coordinator.term). Each watches only the prefixes it reads; what has no
-// watch (etcd's member list, gossip, the clock) comes with the resync tick.
+// watch (etcd's member list, gossip, the clock) comes with the resync tick;
+// while a learner is a member, membership also wakes itself every
+// LearnerObserveEvery (reconciler.go).
 //
 //	controller            watches                                      writes (fenced)
 //	membership            nodes/ joins/ removals/ heartbeats/ ops/     ops/ active-op joins/ removals/
@@ -22,9 +24,10 @@ import (
 //	identity-revocation   removals/ nodes/ heartbeats/                 removals/, etcd users and roles
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
+	membership := newReconciler(c, fence)
 	return []controller.Controller{
 		&controller.Func{
-			ControllerName: "membership", Resync: resync, Do: newReconciler(c, fence).reconcile,
+			ControllerName: "membership", Resync: resync, Do: membership.reconcile, Wake: membership.wake,
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{

@@ -200,11 +200,12 @@ func (a *Admin) statusWithin(ctx context.Context, url string) (*clientv3.StatusR
 	return st, nil
 }
 
-// AddLearner adds a learner with peerURL, retrying the errors that pass, and
-// returns its ID and the --initial-cluster value it must start with.
+// AddLearner adds a learner with peerURL, retrying the errors that pass
+// every AddEvery, and returns its ID and the --initial-cluster value it
+// must start with.
 func (a *Admin) AddLearner(ctx context.Context, name, peerURL string) (api.MemberID, string, error) {
 	var resp *clientv3.MemberAddResponse
-	err := a.retry(ctx, func(ctx context.Context) error {
+	err := a.retryWith(ctx, backoff.NewConstantBackOff(AddEvery), func(ctx context.Context) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 		defer cancel()
 		var err error
@@ -225,95 +226,6 @@ func InitialCluster(members []*etcdserverpb.Member, id uint64, name string) stri
 		ms[i] = membership.Member{ID: api.MemberID(m.ID), Name: m.Name, PeerURLs: m.PeerURLs}
 	}
 	return membership.InitialCluster(ms, api.MemberID(id), name)
-}
-
-// Promote promotes learner id as soon as etcd accepts it. It asks the
-// leader at leaderURL, or the voters' client URLs when the leader is not
-// known (a learner cannot serve the call), with a fail-fast timeout per
-// call. Not a follower when the leader is known: with authentication on and
-// client certificates as identities, a follower forwards the call to the
-// leader without the caller's identity, the leader refuses it ("auth: user
-// name is empty"; etcd-io/etcd#20757 was fixed for tokens only) and the
-// follower retries in a tight loop until the call times out. The first try is immediate; while etcd answers "not in
-// sync" (or another passing error) it watches the learner's raft index,
-// reporting each increase to progress, and tries again on jittered backoff
-// (50 ms doubling to 1 s), at once when the learner is within 10% of the
-// leader (etcd's own readiness rule). A learner that does not answer yet
-// (it serves clients only after publishing itself) is left to etcd's check.
-func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, learnerURL, leaderURL string, progress func(index uint64)) error {
-	if len(voters) == 0 {
-		return fmt.Errorf("etcdadmin: promote %s: no healthy voter to ask", id)
-	}
-	cli, err := a.promoteClient(voters, leaderURL)
-	if err != nil {
-		return err
-	}
-	if leaderURL == "" {
-		defer cli.Close()
-	}
-	b := promoteRetry()
-	var last uint64
-	for attempt := 0; ; attempt++ {
-		caughtUp := attempt == 0
-		if idx, ok := a.learnerProgress(ctx, learnerURL, leaderURL); ok {
-			if idx.learner > last {
-				last = idx.learner
-				if progress != nil {
-					progress(last)
-				}
-			}
-			caughtUp = caughtUp || float64(idx.learner) >= 0.9*float64(idx.leader)
-		} else {
-			caughtUp = true
-		}
-		if caughtUp {
-			cctx, cancel := context.WithTimeout(ctx, 2*a.health())
-			_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
-			cancel()
-			if err == nil {
-				return nil
-			}
-			if !Retryable(err) {
-				return fmt.Errorf("etcdadmin: promote %s: %w", id, err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %v: %w", id, last, err, ctx.Err())
-		case <-time.After(b.NextBackOff()):
-		}
-	}
-}
-
-// promoteClient is the leader's member client, or, when the leader is not
-// known, a short-lived client of the voters that the caller closes.
-func (a *Admin) promoteClient(voters []string, leaderURL string) (*clientv3.Client, error) {
-	if leaderURL != "" {
-		return a.members.get(leaderURL)
-	}
-	return a.dial(voters)
-}
-
-type raftIndexes struct{ learner, leader uint64 }
-
-// learnerProgress reads the learner's and the leader's raft index; ok is
-// false when either does not answer quickly.
-func (a *Admin) learnerProgress(ctx context.Context, learnerURL, leaderURL string) (raftIndexes, bool) {
-	if learnerURL == "" || leaderURL == "" {
-		return raftIndexes{}, false
-	}
-	probe := min(a.health(), 250*time.Millisecond)
-	sctx, cancel := context.WithTimeout(ctx, probe)
-	defer cancel()
-	ls, err := a.statusWithin(sctx, learnerURL)
-	if err != nil {
-		return raftIndexes{}, false
-	}
-	ld, err := a.statusWithin(sctx, leaderURL)
-	if err != nil {
-		return raftIndexes{}, false
-	}
-	return raftIndexes{learner: ls.RaftIndex, leader: ld.RaftIndex}, true
 }
 
 // Remove removes member id. A member that is already gone is not an error.

@@ -19,14 +19,22 @@ func upperHalf(base, max time.Duration) *backoff.ExponentialBackOff {
 // doubling to 2 s, jittered.
 func defaultRetry() backoff.BackOff { return upperHalf(100*time.Millisecond, 2*time.Second) }
 
-// promoteRetry is the backoff of Promote while the learner catches up:
-// 50 ms doubling to 1 s, jittered.
-func promoteRetry() backoff.BackOff { return upperHalf(50*time.Millisecond, time.Second) }
-
 // retry calls op until it succeeds, fails with an error Retryable rejects
 // (returned as it is), or ctx ends: then the error wraps both ctx's error
 // and op's last one, so errors.Is finds either.
 func (a *Admin) retry(ctx context.Context, op func(context.Context) error) error {
+	return a.retryWith(ctx, a.newRetry(), op)
+}
+
+// AddEvery is how often AddLearner asks again while etcd refuses the
+// learner for a passing reason. The common one is etcd's rule that the
+// leader be connected to a quorum of voters for 5 s (HealthInterval)
+// before a member is added: right after a promotion it refuses for up to
+// 5 s, and a backoff grown to 2 s by then would add up to 2 s more.
+const AddEvery = 50 * time.Millisecond
+
+// retryWith is retry on backoff b.
+func (a *Admin) retryWith(ctx context.Context, b backoff.BackOff, op func(context.Context) error) error {
 	var last error
 	attempts, permanent := 0, false
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
@@ -37,7 +45,7 @@ func (a *Admin) retry(ctx context.Context, op func(context.Context) error) error
 			return struct{}{}, backoff.Permanent(last)
 		}
 		return struct{}{}, last
-	}, backoff.WithBackOff(a.newRetry()), backoff.WithMaxElapsedTime(0))
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(0))
 	if err != nil && !permanent {
 		// With no limit on time or tries, Retry stops only when ctx
 		// ends, and returns ctx's cause alone.

@@ -20,7 +20,6 @@ func TestUpperHalf(t *testing.T) {
 		base, max time.Duration
 	}{
 		{"membership retry", defaultRetry(), 100 * time.Millisecond, 2 * time.Second},
-		{"promote", promoteRetry(), 50 * time.Millisecond, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const slack = time.Microsecond // float rounding

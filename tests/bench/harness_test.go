@@ -180,6 +180,11 @@ func (f *fleet) nodeList() []*node {
 // start runs an agent with cfg until it is removed or the fleet stops.
 func (f *fleet) start(cfg agent.Config) *node {
 	f.provision(cfg)
+	return f.run(cfg)
+}
+
+// run is start for a cfg already provisioned.
+func (f *fleet) run(cfg agent.Config) *node {
 	n := &node{cfg: cfg, dir: filepath.Dir(cfg.DataDir), done: make(chan error, 1)}
 	a := agent.New(cfg, newRuntime(), nopNotifier{}, f.log)
 	ctx, cancel := context.WithCancel(context.Background())

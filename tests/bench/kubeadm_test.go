@@ -15,17 +15,26 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// kubeadmRetry is the fixed interval at which the baseline retries
+// kubeadmRetry is the fixed interval at which the kubeadm baseline retries
 // MemberAddAsLearner and MemberPromote, as kubeadm does
 // (constants.EtcdAPICallRetryInterval).
 const kubeadmRetry = 500 * time.Millisecond
 
-// kubeadm is the baseline: a one-member cluster grown the way kubeadm joins
-// a control-plane node, with plain client calls and fixed-interval polling.
+// tightRetry is the interval of the tight baseline: as fast as a tool can
+// reasonably ask.
+const tightRetry = 10 * time.Millisecond
+
+// kubeadm is a baseline: a one-member cluster grown the way kubeadm joins
+// a control-plane node, with plain client calls and fixed-interval
+// polling: MemberAddAsLearner, then the member started while MemberPromote
+// is retried every interval until it succeeds (kubeadm writes the static
+// pod's manifest and promotes while the kubelet starts it). With
+// kubeadmRetry it is kubeadm; with tightRetry, the tight loop.
 type kubeadm struct {
-	tb  testing.TB
-	cli *clientv3.Client
-	log *slog.Logger
+	tb    testing.TB
+	cli   *clientv3.Client
+	log   *slog.Logger
+	every time.Duration
 }
 
 // kubeadmJoin is one baseline join: its stage times and how many calls
@@ -36,25 +45,35 @@ type kubeadmJoin struct {
 }
 
 // newKubeadm starts the baseline's first member with the same runtime and
-// timings as nico's members.
-func newKubeadm(tb testing.TB) *kubeadm {
+// timings as nico's members; its calls are retried every every.
+func newKubeadm(tb testing.TB, every time.Duration) *kubeadm {
 	peer, client := etcdtest.URLs(tb)
 	rt := newRuntime()
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
-	log := benchLogger(tb).With("arm", "kubeadm")
+	log := benchLogger(tb).With("arm", "kubeadm", "every", every)
 	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench", TLS: etcdtest.MemberTLS(tb, "k-0", peer, client), Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client), log: log}
+	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client), log: log, every: every}
 }
 
-// join adds a learner, starts it, promotes it once etcd lets it and waits
-// until the member list shows a voter; then, untimed, it removes the member
-// again.
-func (k *kubeadm) join(ctx context.Context, name string) (j kubeadmJoin, err error) {
+// join adds a learner, starts it while promoting it until etcd lets it,
+// and waits until the member list shows a voter; then, untimed, it removes
+// the member again.
+func (k *kubeadm) join(ctx context.Context, name string) (kubeadmJoin, error) {
+	j, remove, err := k.add(ctx, name)
+	t1 := time.Now()
+	remove()
+	j.removal = time.Since(t1)
+	return j, err
+}
+
+// add is join without the removal: remove (never nil) removes the member
+// and stops it.
+func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove func(), err error) {
 	peer, client := etcdtest.URLs(k.tb)
 	dir := k.tb.TempDir()
 	tlsFiles := etcdtest.MemberTLS(k.tb, name, peer, client) // untimed, as an agent's certificates are ready before it joins
@@ -62,7 +81,7 @@ func (k *kubeadm) join(ctx context.Context, name string) (j kubeadmJoin, err err
 	wait := watchJoin(ctx, k.cli, peer, t0)
 
 	var added *clientv3.MemberAddResponse
-	err = retryEvery(ctx, func(ctx context.Context) (err error) {
+	err = k.retryEvery(ctx, func(ctx context.Context) (err error) {
 		added, err = k.cli.MemberAddAsLearner(ctx, []string{peer})
 		if err != nil {
 			j.addRetries++
@@ -70,41 +89,50 @@ func (k *kubeadm) join(ctx context.Context, name string) (j kubeadmJoin, err err
 		return err
 	})
 	if err != nil {
-		return j, fmt.Errorf("add learner: %w", err)
+		return j, func() {}, fmt.Errorf("add learner: %w", err)
 	}
 	id := added.Member.ID
 	rt := newRuntime()
-	defer func() {
-		t1 := time.Now()
-		defer func() { j.removal = time.Since(t1) }()
+	started := make(chan error, 1)
+	go func() {
+		started <- rt.Start(ctx, member.Config{
+			Name: name, DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
+			InitialCluster: etcdadmin.InitialCluster(added.Members, id, name), ClusterState: member.StateExisting, ClusterToken: "kubeadm-bench", TLS: tlsFiles, Logger: k.log,
+		})
+	}()
+	remove = func() {
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = retryEvery(rctx, func(ctx context.Context) error { _, err := k.cli.MemberRemove(ctx, id); return err })
+		_ = k.retryEvery(rctx, func(ctx context.Context) error { _, err := k.cli.MemberRemove(ctx, id); return err })
+		<-started
 		_ = rt.Stop(rctx)
 		_ = os.RemoveAll(dir)
-	}()
-	err = rt.Start(ctx, member.Config{
-		Name: name, DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
-		InitialCluster: etcdadmin.InitialCluster(added.Members, id, name), ClusterState: member.StateExisting, ClusterToken: "kubeadm-bench", TLS: tlsFiles, Logger: k.log,
-	})
-	if err != nil {
-		return j, fmt.Errorf("start learner: %w", err)
 	}
-	err = retryEvery(ctx, func(ctx context.Context) error {
+	err = k.retryEvery(ctx, func(ctx context.Context) error {
 		j.promoteTries++
 		_, err := k.cli.MemberPromote(ctx, id)
 		return err
 	})
 	if err != nil {
-		return j, fmt.Errorf("promote: %w", err)
+		return j, remove, fmt.Errorf("promote: %w", err)
 	}
 	j.joinTimes, err = wait()
-	return j, err
+	if err != nil {
+		return j, remove, err
+	}
+	// Untimed: the member must serve before the next join.
+	if err := <-started; err != nil {
+		return j, remove, fmt.Errorf("start learner: %w", err)
+	}
+	started <- nil
+	return j, remove, nil
 }
 
 // retryEvery calls fn, with a 2s bound per call, until it succeeds, every
-// kubeadmRetry.
-func retryEvery(ctx context.Context, fn func(context.Context) error) error {
+// k.every.
+func (k *kubeadm) retryEvery(ctx context.Context, fn func(context.Context) error) error {
+	t := time.NewTicker(k.every)
+	defer t.Stop()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		err := fn(cctx)
@@ -115,7 +143,7 @@ func retryEvery(ctx context.Context, fn func(context.Context) error) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last error: %w)", ctx.Err(), err)
-		case <-time.After(kubeadmRetry):
+		case <-t.C:
 		}
 	}
 }

@@ -1,0 +1,171 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+)
+
+// heldPromote is a MemberAdmin whose Promote is refused as etcd refuses a
+// learner not in sync: the promotion, itself a write, never happens.
+type heldPromote struct{ MemberAdmin }
+
+func (heldPromote) Promote(context.Context, []string, api.MemberID, string, string, func(uint64)) error {
+	return rpctypes.ErrMemberLearnerNotReady
+}
+
+// TestNudgeReadiesASnapshottedLearner: a learner that joins a log of more
+// than 5 000 entries gets it as a snapshot and refuses its own publish
+// ("too many requests") until an entry after the snapshot is applied
+// (docs/etcd-snapshot-join.md). With its promotion held, so that nothing
+// else writes and no client is there, only the leader's nudge gets it
+// ready; without nudges it stays not ready.
+func TestNudgeReadiesASnapshottedLearner(t *testing.T) {
+	for _, nudge := range []bool{false, true} {
+		t.Run(fmt.Sprintf("nudge=%v", nudge), func(t *testing.T) { snapshottedLearner(t, nudge) })
+	}
+}
+
+func snapshottedLearner(t *testing.T, nudge bool) {
+	ctx := t.Context()
+	newRuntime := func() member.Runtime {
+		return member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+	}
+	peer0, client0 := etcdtest.URLs(t)
+	_ = t.TempDir() // removed after the members stopped (cleanups run last first)
+	rt0 := newRuntime()
+	if err := rt0.Start(ctx, member.Config{Name: "cp-0", DataDir: filepath.Join(t.TempDir(), "etcd"), PeerURL: peer0, ClientURL: client0, ClusterToken: "nudge", TLS: etcdtest.MemberTLS(t, "cp-0", peer0, client0)}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt0.Stop(context.Background()) })
+	cli := etcdtest.NewClient(t, client0)
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// More than 5 000 entries; nobody writes afterwards.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < 5200; i += 8 {
+				if _, err := cli.Put(ctx, fmt.Sprintf("/user/fill/%05d", i), "x"); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	h := &execHarness{t: t, st: st, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	h.lead("leader-1")
+	h.c.Now = func() time.Time { return h.now }
+	t.Cleanup(h.c.admin.Close)
+	h.faults = &faultAdmin{next: heldPromote{h.c.admin}}
+	peer, client := etcdtest.URLs(t)
+	for name, urls := range map[string][2]string{"cp-0": {peer0, client0}, "cp-1": {peer, client}} {
+		n := api.NewNode(name)
+		n.Spec = api.NodeSpec{Roles: []api.Role{api.RoleControlPlane}, PeerURL: urls[0], ClientURL: urls[1]}
+		h.put(store.NodeKey(name), n)
+		if _, err := st.Client().Put(ctx, store.HeartbeatKey(name), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := api.NewJoinRequest("cp-1")
+	j.Spec = api.JoinRequestSpec{Node: "cp-1", PeerURL: peer, ClientURL: client, Attempt: 1}
+	h.put(store.JoinKey("cp-1"), j)
+	for _, want := range []membership.Action{membership.StartJoin, membership.AddLearner} {
+		if step, err := h.pass(); err != nil || step.Action != want {
+			t.Fatalf("step %v (%v), want %s", step, err, want)
+		}
+	}
+	if err := st.Get(ctx, store.JoinKey("cp-1"), j); err != nil || j.Status.Phase != api.JoinLearnerAdded {
+		t.Fatalf("join request %+v (%v), want the learner added", j.Status, err)
+	}
+	rt := newRuntime()
+	ready := make(chan error, 1)
+	cfg := member.Config{Name: "cp-1", DataDir: filepath.Join(t.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
+		InitialCluster: j.Status.InitialCluster, ClusterState: member.StateExisting, ClusterToken: "nudge", TLS: etcdtest.MemberTLS(t, "cp-1", peer, client)}
+	go func() { ready <- rt.Start(ctx, cfg) }()
+	t.Cleanup(func() {
+		// etcd does not close a member stuck refusing its publish: one
+		// write lets it out, whatever the test ended on.
+		wctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = cli.Put(wctx, "/user/unstick", "x")
+		_ = rt.Stop(context.Background())
+	})
+
+	// The leader's passes, a second of its clock apart: each plans the
+	// held promotion and, once the learner has not answered for
+	// NudgeAfter, a nudge, which this leader drops when nudge is false.
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		obs, err := observe(ctx, h.st, h.faults.Observe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		step := membership.Plan(obs.Observed, h.c.cfg.Policy, h.now)
+		if step.Action != membership.Promote {
+			t.Fatalf("step %v, want the (held) promotion", step)
+		}
+		step.Nudge = step.Nudge && nudge
+		// The held promotion fails as etcd's refusal does; the runtime
+		// would requeue it.
+		if err := (&executor{c: h.c, admin: h.faults, fence: h.fence, obs: obs, now: h.now}).apply(ctx, step); err != nil && !etcdadmin.Retryable(err) {
+			t.Fatal(err)
+		}
+		h.now = h.now.Add(time.Second)
+		select {
+		case err := <-ready:
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !nudge {
+				t.Fatal("the learner became ready with no write after its snapshot: the case this test is about did not happen")
+			}
+			return
+		case <-time.After(200 * time.Millisecond): // the pace of the passes, not a wait for the condition
+		}
+	}
+	if nudge {
+		t.Fatal("the learner did not become ready within 15 s although the leader nudged")
+	}
+	// Without a nudge it stayed not ready, as a learner (not one that
+	// never started); one write readies it.
+	ms, err := h.c.admin.Observe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 2 || !slices.ContainsFunc(ms, func(m membership.Member) bool { return m.Learner && !m.Healthy }) {
+		t.Fatalf("members %+v, want cp-0 and a learner that does not answer", ms)
+	}
+	if _, err := cli.Put(ctx, "/user/one-write", "x"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the learner did not become ready within 10 s of one write")
+	}
+}
