@@ -2,14 +2,14 @@
 // defragment next, or none and why. One member at a time, the leader last,
 // never beside another change in flight. It is pure.
 //
-//	      +-------- op in flight / CORRUPT / quorum at risk --------+
-//	      v                                                          |
-//	   [Wait] <---+                                                  |
-//	              |  policy off / nothing fragmented                 |
-//	   [None] <---+-------------------- Plan ------------------------+
-//	              |
-//	   [Defrag m] ----> the caller holds the active-op slot, defragments
-//	                    m, releases the slot, and plans again
+//	   +-------- op in flight / CORRUPT / quorum at risk --------+
+//	   v                                                          |
+//	[Wait] <---+                                                  |
+//	           |  policy off / nothing fragmented                 |
+//	[None] <---+-------------------- Plan ------------------------+
+//	           |
+//	[Defrag m] ----> the caller holds the active-op slot, defragments
+//	                 m, releases the slot, and plans again
 package defrag
 
 import (
