@@ -175,3 +175,7 @@ func (c *EtcdCluster) GetMetadata() *ObjectMeta { return &c.Metadata }
 // while one member is defragmented, so that no membership change or
 // rollout step runs beside it.
 const OpDefrag OpType = "Defrag"
+
+// StepDefragment is an OpDefrag operation's one step: the member's
+// Defragment call.
+const StepDefragment OpStep = "Defragment"

@@ -39,6 +39,9 @@ type Observed struct {
 	// Active is the name of the operation holding the one-change-in-flight
 	// slot ("" none).
 	Active string
+	// Done are members already defragmented since their NOSPACE alarm:
+	// the alarm alone does not make them due again.
+	Done map[api.MemberID]bool
 }
 
 // Policy is spec.policy's defragmentation knobs.
@@ -117,7 +120,7 @@ func Plan(obs Observed, pol Policy) Step {
 			}
 		}
 		f := Fragmentation(m)
-		if f > 0 && (noSpace[m.ID] || (f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize)) {
+		if f > 0 && ((noSpace[m.ID] && !obs.Done[m.ID]) || (f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize)) {
 			if !m.Reachable {
 				return Step{Action: Wait, Reason: label(m) + " is due but does not answer"}
 			}

@@ -41,7 +41,7 @@ type Input struct {
 // controller owns it) nor UpdatedAt nor ObservedRevision.
 func Build(in Input) api.EtcdClusterStatus {
 	var st api.EtcdClusterStatus
-	leader := leaderOf(in.Members)
+	leader := LeaderOf(in.Members)
 	alarmsOf := map[api.MemberID][]string{}
 	for _, a := range in.Alarms {
 		alarmsOf[a.Member] = append(alarmsOf[a.Member], a.Type)
@@ -139,8 +139,9 @@ func orID(name string, id api.MemberID) string {
 	return id.String()
 }
 
-// leaderOf is the leader most reachable, error-free members agree on.
-func leaderOf(ms []etcdadmin.MemberStatus) api.MemberID {
+// LeaderOf is the leader most reachable, error-free members agree on (0:
+// none).
+func LeaderOf(ms []etcdadmin.MemberStatus) api.MemberID {
 	votes := map[api.MemberID]int{}
 	for _, m := range ms {
 		if m.Reachable && len(m.Errors) == 0 && m.Leader != 0 {
