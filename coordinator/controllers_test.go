@@ -83,11 +83,21 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 		if len(hs) != 5 {
 			return false
 		}
-		// The etcd-status controller's first status is written (it wakes
-		// the membership controller, which watches the object).
-		ec := &api.EtcdCluster{}
-		if err := st.Get(t.Context(), store.EtcdClusterKey, ec); err != nil || ec.Status.UpdatedAt.IsZero() {
+		// The etcd-status controller's first status is written, and the
+		// two controllers that watch the object have seen every write of
+		// it (the bootstrap, the status): events arrive asynchronously.
+		kv, err := st.GetKV(t.Context(), store.EtcdClusterKey)
+		if err != nil {
 			return false
+		}
+		ec := &api.EtcdCluster{}
+		if err := store.Decode(kv, ec); err != nil || ec.Status.UpdatedAt.IsZero() {
+			return false
+		}
+		for _, h := range hs {
+			if (h.Name == "membership" || h.Name == "etcd-status") && h.Events < uint64(kv.Version) {
+				return false
+			}
 		}
 		for _, h := range hs {
 			if !h.Running || h.LastSuccess.IsZero() {

@@ -218,7 +218,8 @@ func (s *etcdStatuser) put(ctx context.Context, ec *api.EtcdCluster) error {
 
 // statusChanged reports whether next differs from prev in more than its
 // time stamp and the counters that move with every write (raft and
-// applied index, in-use size; a learner's progress to the percent and its
+// applied index, in-use size, a database size moving by less than
+// sizesMoved's step; a learner's progress to the percent and its
 // ETA to the second), or prev is older than statusRefresh.
 func statusChanged(prev, next api.EtcdClusterStatus, now time.Time) bool {
 	if now.Sub(prev.UpdatedAt) >= statusRefresh {
@@ -227,14 +228,38 @@ func statusChanged(prev, next api.EtcdClusterStatus, now time.Time) bool {
 	a, b := significant(prev), significant(next)
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)
-	return string(ja) != string(jb)
+	return string(ja) != string(jb) || sizesMoved(prev, next)
 }
+
+// sizesMoved reports a member whose database size moved by sizeStep and
+// a tenth at least (a database grows by pages with every few writes; a
+// defragmentation worth the name shrinks it by far more).
+func sizesMoved(prev, next api.EtcdClusterStatus) bool {
+	before := map[string]int64{}
+	for _, m := range prev.Members {
+		before[m.Name] = m.DBSize
+	}
+	for _, m := range next.Members {
+		b := before[m.Name]
+		d := m.DBSize - b
+		if d < 0 {
+			d = -d
+		}
+		if d >= max(sizeStep, b/10) {
+			return true
+		}
+	}
+	return false
+}
+
+// sizeStep is a database size change always worth a status write.
+const sizeStep = 1 << 20
 
 func significant(st api.EtcdClusterStatus) api.EtcdClusterStatus {
 	st.UpdatedAt = time.Time{}
 	ms := make([]api.EtcdMemberStatus, len(st.Members))
 	for i, m := range st.Members {
-		m.RaftIndex, m.AppliedIndex, m.DBSizeInUse = 0, 0, 0
+		m.RaftIndex, m.AppliedIndex, m.DBSize, m.DBSizeInUse = 0, 0, 0, 0
 		m.Progress = math.Round(m.Progress*100) / 100
 		m.ETA = api.Duration(time.Duration(m.ETA).Round(time.Second))
 		ms[i] = m
