@@ -18,7 +18,10 @@ import (
 // Defragmentation holds the one-change-in-flight slot (store.ActiveOpKey,
 // an Operation of type api.OpDefrag) for the length of one member's
 // Defragment call, so no membership change or rollout step runs beside it
-// and no two defragmentations run at once. The call is made within the
+// and no two defragmentations run at once. Under NOSPACE the store
+// refuses every write, the slot's included: then no change can start at
+// all, and the defragmentation that must reclaim the space runs without
+// it. The call is made within the
 // pass that took the slot, which releases it after; a slot found taken by
 // an OpDefrag at the start of a pass was left by a term that ended
 // mid-call, and is released once the member is no longer due or
@@ -51,6 +54,9 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 		}
 		s.c.log.Info("disarmed NOSPACE after defragmentation reclaimed space below the quota", "member", id)
 		delete(s.defragged, id)
+		dobs.Alarms = slices.DeleteFunc(slices.Clone(dobs.Alarms), func(a etcdadmin.Alarm) bool {
+			return a.Member == id && a.Type == etcdadmin.AlarmNoSpace
+		})
 		changed = true
 	}
 	if op := obs.store.Active; op != nil {
@@ -62,6 +68,17 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 	step := defrag.Plan(dobs, pol)
 	if step.Action != defrag.Defrag {
 		s.c.log.Debug("defragmentation", "step", step.String())
+		return changed, nil
+	}
+	// Leadership may have moved since the pass read the statuses: plan
+	// again on fresh ones, and go on only when the same member is next.
+	fresh, err := s.admin.Statuses(ctx)
+	if err != nil {
+		return changed, err
+	}
+	dobs.Members, dobs.Leader = fresh, etcdstatus.LeaderOf(fresh)
+	if again := defrag.Plan(dobs, pol); again.Action != defrag.Defrag || again.Member.ID != step.Member.ID {
+		s.c.log.Debug("defragmentation replanned on fresh statuses", "was", step.String(), "now", again.String())
 		return changed, nil
 	}
 	ran, err := s.defragment(ctx, obs, step)
@@ -101,10 +118,15 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 	}
 	_, err = s.c.store.FencedTxn(ctx, s.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}},
 		put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
-	if errors.Is(err, errOpBusy) {
+	held := true
+	switch {
+	case errors.Is(err, errOpBusy):
 		return false, nil
-	}
-	if err != nil {
+	case etcdadmin.NoSpace(err):
+		// NOSPACE: etcd refuses every write, so no change can be journaled
+		// and none can start; the slot is not needed, nor can it be taken.
+		held = false
+	case err != nil:
 		return false, fmt.Errorf("taking the slot for %s: %w", op.Metadata.Name, err)
 	}
 	s.c.log.Info("defragmenting", "member", label, "op", op.Metadata.Name, "reason", step.Reason)
@@ -121,6 +143,9 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 		msg = derr.Error()
 	} else {
 		s.defragged[m.ID] = true
+	}
+	if !held {
+		return true, derr
 	}
 	// Released even when the term ends meanwhile: the fence still decides.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

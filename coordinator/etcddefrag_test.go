@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdstatus"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -42,12 +43,7 @@ func (r *recordingAdmin) Defragment(ctx context.Context, url string, timeout tim
 	r.maxAtOne = max(r.maxAtOne, r.inFlight)
 	r.order = append(r.order, url)
 	r.slot = append(r.slot, slot)
-	for _, m := range ms {
-		if m.Reachable && m.Leader == m.ID {
-			r.leaders = append(r.leaders, m.ID)
-			break
-		}
-	}
+	r.leaders = append(r.leaders, etcdstatus.LeaderOf(ms))
 	r.mu.Unlock()
 	err := r.maintenanceAdmin.Defragment(ctx, url, timeout)
 	r.mu.Lock()
@@ -160,6 +156,7 @@ func TestDefragOneAtATimeLeaderLast(t *testing.T) {
 	for _, m := range ms {
 		urlOf[m.ID] = m.ClientURLs[0]
 	}
+	t.Logf("defragmented %v; leaders then %v; members %v", order, leaders, urlOf)
 	if len(leaders) == len(order) && len(order) > 0 {
 		last := len(order) - 1
 		if order[last] != urlOf[leaders[last]] {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -127,3 +128,7 @@ func (a *Admin) Defragment(ctx context.Context, url string, timeout time.Duratio
 	}
 	return nil
 }
+
+// NoSpace reports etcd's "database space exceeded": the cluster raised
+// NOSPACE and refuses writes until it is disarmed.
+func NoSpace(err error) bool { return err != nil && isEtcdError(err, rpctypes.ErrNoSpace) }
