@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/defrag"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdstatus"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
@@ -98,6 +100,28 @@ func TestDefragOneAtATimeLeaderLast(t *testing.T) {
 		t.Fatal(err)
 	}
 	fragment(t, cl.Client(t), 160) // 10 MiB written, then freed
+	// Each member compacts on its own time, and bbolt counts the pages a
+	// compaction freed as free only from a later commit on (hence the
+	// writes): start once all three are fragmented, so that all are due
+	// at once and the order is the plan's.
+	frag := cl.Client(t)
+	probe := etcdadmin.New(frag, time.Second)
+	defer probe.Close()
+	testwait.For(t, 30*time.Second, "every member fragmented", func() (bool, string) {
+		if _, err := frag.Put(ctx, "/frag-commit", "x"); err != nil {
+			return false, err.Error()
+		}
+		ms, err := probe.Statuses(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range ms {
+			if defrag.Fragmentation(m) < 0.9 {
+				return false, fmt.Sprintf("%s: %d of %d bytes in use", m.Name, m.DBSizeInUse, m.DBSize)
+			}
+		}
+		return true, ""
+	})
 
 	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
 	rec := &recordingAdmin{maintenanceAdmin: c.admin, st: st}
