@@ -86,7 +86,7 @@ func Fragmentation(m etcdadmin.MemberStatus) float64 {
 
 // Plan returns the next member to defragment, or why none. A member is due
 // when its fragmentation reaches the policy's and its database is at least
-// MinDBSize, or when it raised NOSPACE and has any space to reclaim.
+// MinDBSize, or when it raised NOSPACE and was not defragmented since.
 // Followers go first, most fragmented first (then by name); the leader
 // only when no follower is due. It waits while an operation is in flight,
 // while a CORRUPT alarm stands (an operator must act), while a member does
@@ -120,7 +120,10 @@ func Plan(obs Observed, pol Policy) Step {
 			}
 		}
 		f := Fragmentation(m)
-		if f > 0 && ((noSpace[m.ID] && !obs.Done[m.ID]) || (f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize)) {
+		// A NOSPACE member is due even when it shows nothing to reclaim:
+		// bbolt counts freed pages only from a later commit, and under
+		// NOSPACE there is none.
+		if (noSpace[m.ID] && !obs.Done[m.ID]) || (f > 0 && f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize) {
 			if !m.Reachable {
 				return Step{Action: Wait, Reason: label(m) + " is due but does not answer"}
 			}

@@ -41,6 +41,7 @@ func TestPlan(t *testing.T) {
 		{"a learner does not vote", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), sick(tidy(2, "b")), tidy(3, "c"), learner(frag(4, "d"))}, Leader: 1}, pol, Defrag, "d", "67% of 6291456 bytes is free"},
 		{"one voter", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a")}, Leader: 1}, pol, Defrag, "a", "67% of 6291456 bytes is free, the leader last"},
 		{"NOSPACE below the ratio", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
+		{"NOSPACE with nothing counted free yet", Observed{Members: []etcdadmin.MemberStatus{m(1, "a", 6*mib, 6*mib)}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 1, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "a", "0% of 6291456 bytes is free, NOSPACE raised, the leader last"},
 		{"NOSPACE after its defrag", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}, Done: map[api.MemberID]bool{2: true}}, pol, None, "", "no member is fragmented beyond the policy"},
 		{"CORRUPT waits", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), frag(2, "b")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmCorrupt}}}, pol, Wait, "", "CORRUPT alarm on 0000000000000002: an operator must act"},
 	} {
