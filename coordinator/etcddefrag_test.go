@@ -213,6 +213,9 @@ func TestDefragOneAtATimeLeaderLast(t *testing.T) {
 		if roles[api.RoleVoter] != 3 || roles[api.RoleStandby] != 1 || got.Status.FaultTolerance != 1 || got.Status.Leader == "" {
 			return false, fmt.Sprintf("status %+v", got.Status)
 		}
+		for _, m := range got.Status.Members {
+			t.Logf("status: %s %s db %d in use %d leader %v", m.Name, m.Role, m.DBSize, m.DBSizeInUse, m.Leader)
+		}
 		return true, ""
 	})
 	ops, _, err := store.List[api.Operation](ctx, st, store.OpsDir)
@@ -222,6 +225,7 @@ func TestDefragOneAtATimeLeaderLast(t *testing.T) {
 	n := 0
 	for _, op := range ops {
 		if op.Spec.Type == api.OpDefrag {
+			t.Logf("%s: %s", op.Metadata.Name, op.Status.Message)
 			n++
 			if op.Status.Phase != api.OpSucceeded {
 				t.Errorf("%s: %s %s", op.Metadata.Name, op.Status.Phase, op.Status.Message)
