@@ -72,6 +72,12 @@ type Coordinator struct {
 	OnStep func(membership.Step)
 	// Elected, when set, is called each time this candidate becomes leader.
 	Elected func(store.Fence)
+	// OnDefrag, when set, is called as the leader starts (start true) and
+	// ends the defragmentation of a member (coordinator/etcddefrag.go).
+	OnDefrag func(member string, start bool)
+	// maint, when set, replaces admin for the etcd-status controller
+	// (tests wrap it to see the calls).
+	maint maintenanceAdmin
 	// AfterSideEffect, when set, is called after a membership call to etcd
 	// succeeded and before the journal records it: tests crash the leader
 	// there to prove the next leader resumes from the journal.
@@ -79,13 +85,6 @@ type Coordinator struct {
 	// OnRolloutStep, when set, is called with every rollout step the leader
 	// applies.
 	OnRolloutStep func(name string, s rollout.Step)
-	// OnDefrag, when set, is called as the leader starts (start true) and
-	// ends the defragmentation of a member (coordinator/etcddefrag.go).
-	OnDefrag func(member string, start bool)
-
-	// maint, when set, replaces admin for the etcd-status controller
-	// (tests wrap it to see the calls).
-	maint maintenanceAdmin
 
 	live      *livenessTracker
 	lastNudge atomic.Int64 // unix nanoseconds of the latest nudge (coordinator/nudge.go)
