@@ -51,7 +51,7 @@ type Alarm struct {
 // each call bounded by the health timeout. It fails only when the member
 // list cannot be read.
 func (a *Admin) Statuses(ctx context.Context) ([]MemberStatus, error) {
-	lctx, cancel := context.WithTimeout(ctx, a.healthTimeout)
+	lctx, cancel := context.WithTimeout(ctx, a.callTimeout())
 	defer cancel()
 	resp, err := a.cli.MemberList(lctx, clientv3.WithSerializable())
 	if err != nil {
@@ -85,7 +85,7 @@ func (a *Admin) Statuses(ctx context.Context) ([]MemberStatus, error) {
 
 // Alarms lists etcd's active alarms.
 func (a *Admin) Alarms(ctx context.Context) ([]Alarm, error) {
-	cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+	cctx, cancel := context.WithTimeout(ctx, 2*a.callTimeout())
 	defer cancel()
 	resp, err := a.cli.AlarmList(cctx)
 	if err != nil {
@@ -104,7 +104,7 @@ func (a *Admin) Alarms(ctx context.Context) ([]Alarm, error) {
 // DisarmNoSpace disarms the NOSPACE alarm of member id. CORRUPT is never
 // disarmed by nico: there is no call for it here.
 func (a *Admin) DisarmNoSpace(ctx context.Context, id api.MemberID) error {
-	cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+	cctx, cancel := context.WithTimeout(ctx, 2*a.callTimeout())
 	defer cancel()
 	_, err := a.cli.AlarmDisarm(cctx, &clientv3.AlarmMember{MemberID: uint64(id), Alarm: etcdserverpb.AlarmType_NOSPACE})
 	if err != nil {
@@ -132,3 +132,8 @@ func (a *Admin) Defragment(ctx context.Context, url string, timeout time.Duratio
 // NoSpace reports etcd's "database space exceeded": the cluster raised
 // NOSPACE and refuses writes until it is disarmed.
 func NoSpace(err error) bool { return err != nil && isEtcdError(err, rpctypes.ErrNoSpace) }
+
+// callTimeout bounds the maintenance calls to the cluster: the health
+// timeout the Admin was made with (its dial timeout). Per-member Status
+// calls go through status, with the current health timeout.
+func (a *Admin) callTimeout() time.Duration { return a.dialTimeout }
