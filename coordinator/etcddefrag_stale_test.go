@@ -20,9 +20,13 @@ func TestStaleDefragSlotReleased(t *testing.T) {
 	ctx := t.Context()
 	ec := api.NewEtcdCluster()
 	ec.Spec.Voters = 1
-	ec.Spec.Policy.DefragFragmentation = 0.0001 // a fresh database is always this fragmented
-	ec.Spec.Policy.DefragMinDBSize = 1 << 40    // never due here: only the stale slot is at stake
+	ec.Spec.Policy.DefragFragmentation = 0.5
+	ec.Spec.Policy.DefragMinDBSize = 1 << 40 // never due here: only the stale slot is at stake
 	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
+		t.Fatal(err)
+	}
+	fragment(t, cl.Client(t), 32)                                         // 2 MiB written, then freed
+	if _, err := cl.Client(t).Put(ctx, "/frag-commit", "x"); err != nil { // bbolt counts freed pages from the next commit
 		t.Fatal(err)
 	}
 	c, fence := leaderTerm(t, st, "b")
