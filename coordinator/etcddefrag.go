@@ -47,7 +47,17 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 			delete(s.defragged, id)
 		}
 	}
-	dobs := defrag.Observed{Members: obs.members, Alarms: obs.alarms, Leader: etcdstatus.LeaderOf(obs.members), Done: s.defragged}
+	external := map[api.MemberID]bool{}
+	for _, e := range spec.Members {
+		for _, m := range obs.members {
+			for _, u := range e.PeerURLs {
+				if slices.Contains(m.PeerURLs, u) {
+					external[m.ID] = true
+				}
+			}
+		}
+	}
+	dobs := defrag.Observed{Members: obs.members, Alarms: obs.alarms, Leader: etcdstatus.LeaderOf(obs.members), Done: s.defragged, External: external}
 	for _, id := range defrag.Disarm(dobs, s.defragged) {
 		if err := s.admin.DisarmNoSpace(ctx, id); err != nil {
 			return changed, err

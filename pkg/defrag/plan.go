@@ -41,7 +41,9 @@ type Observed struct {
 	Active string
 	// Done are members already defragmented since their NOSPACE alarm:
 	// the alarm alone does not make them due again.
-	Done map[api.MemberID]bool
+	Done map[api.MemberID]bool // External are members nico does not run (spec.members): they count
+	// for quorum, and are never defragmented by nico.
+	External map[api.MemberID]bool
 }
 
 // Policy is spec.policy's defragmentation knobs.
@@ -120,6 +122,9 @@ func Plan(obs Observed, pol Policy) Step {
 			}
 		}
 		f := Fragmentation(m)
+		if obs.External[m.ID] {
+			continue
+		}
 		// A NOSPACE member is due even when it shows nothing to reclaim:
 		// bbolt counts freed pages only from a later commit, and under
 		// NOSPACE there is none.

@@ -43,6 +43,8 @@ func TestPlan(t *testing.T) {
 		{"NOSPACE below the ratio", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
 		{"NOSPACE with nothing counted free yet", Observed{Members: []etcdadmin.MemberStatus{m(1, "a", 6*mib, 6*mib)}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 1, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "a", "0% of 6291456 bytes is free, NOSPACE raised, the leader last"},
 		{"NOSPACE after its defrag", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}, Done: map[api.MemberID]bool{2: true}}, pol, None, "", "no member is fragmented beyond the policy"},
+		{"an external member is not nico's to defragment", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), frag(2, "ext"), tidy(3, "c")}, Leader: 1, External: map[api.MemberID]bool{2: true}}, pol, None, "", "no member is fragmented beyond the policy"},
+		{"an external member counts for quorum", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), sick(tidy(2, "ext")), frag(3, "c")}, Leader: 1, External: map[api.MemberID]bool{2: true}}, pol, Wait, "", "defragmenting c would leave 1 of 3 voters serving, below quorum"},
 		{"CORRUPT waits", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), frag(2, "b")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmCorrupt}}}, pol, Wait, "", "CORRUPT alarm on 0000000000000002: an operator must act"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
