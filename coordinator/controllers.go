@@ -22,6 +22,8 @@ import (
 //	machine-pools         pools/ machines/ hypervisors/ nodes/         pools/ machines/ removals/
 //	                      removals/ heartbeats/
 //	identity-revocation   removals/ nodes/ heartbeats/                 removals/, etcd users and roles
+//	etcd-status           nodes/ active-op etcdcluster                 etcdcluster status, ops/ active-op,
+//	                                                                   etcd defragment, alarm disarm
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
 	membership := newReconciler(c, fence)
@@ -41,6 +43,10 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		&controller.Func{
 			ControllerName: "identity-revocation", Resync: resync, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
 			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
+		},
+		&controller.Func{
+			ControllerName: "etcd-status", Resync: resync, Do: newEtcdStatuser(c, fence).reconcile,
+			Prefixes: []string{store.NodesDir, store.ActiveOpKey, store.EtcdClusterKey},
 		},
 	}
 }

@@ -68,7 +68,7 @@ func TestLeaderControllersConform(t *testing.T) {
 	}
 }
 
-// TestLeaderGroupHealthAndWatches: the elected candidate runs its four
+// TestLeaderGroupHealthAndWatches: the elected candidate runs its five
 // controllers, healthy; writes outside their prefixes wake none of them;
 // when the candidate stops, the records stay, not running.
 func TestLeaderGroupHealthAndWatches(t *testing.T) {
@@ -80,8 +80,24 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 	cd := startCandidate(t, cl, "a", 60*time.Second)
 	ready := func() bool {
 		hs := cd.c.Health()
-		if len(hs) != 4 {
+		if len(hs) != 5 {
 			return false
+		}
+		// The etcd-status controller's first status is written, and the
+		// two controllers that watch the object have seen every write of
+		// it (the bootstrap, the status): events arrive asynchronously.
+		kv, err := st.GetKV(t.Context(), store.EtcdClusterKey)
+		if err != nil {
+			return false
+		}
+		ec := &api.EtcdCluster{}
+		if err := store.Decode(kv, ec); err != nil || ec.Status.UpdatedAt.IsZero() {
+			return false
+		}
+		for _, h := range hs {
+			if (h.Name == "membership" || h.Name == "etcd-status") && h.Events < uint64(kv.Version) {
+				return false
+			}
 		}
 		for _, h := range hs {
 			if !h.Running || h.LastSuccess.IsZero() {

@@ -73,6 +73,12 @@ type Coordinator struct {
 	OnStep func(membership.Step)
 	// Elected, when set, is called each time this candidate becomes leader.
 	Elected func(store.Fence)
+	// OnDefrag, when set, is called as the leader starts (start true) and
+	// ends the defragmentation of a member (coordinator/etcddefrag.go).
+	OnDefrag func(member string, start bool)
+	// maint, when set, replaces admin for the etcd-status controller
+	// (tests wrap it to see the calls).
+	maint maintenanceAdmin
 	// AfterSideEffect, when set, is called after a membership call to etcd
 	// succeeded and before the journal records it: tests crash the leader
 	// there to prove the next leader resumes from the journal.

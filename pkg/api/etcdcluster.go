@@ -170,3 +170,12 @@ func (c *EtcdCluster) GetTypeMeta() *TypeMeta { return &c.TypeMeta }
 
 // GetMetadata implements Object.
 func (c *EtcdCluster) GetMetadata() *ObjectMeta { return &c.Metadata }
+
+// OpDefrag is the operation type that holds the one-change-in-flight slot
+// while one member is defragmented, so that no membership change or
+// rollout step runs beside it.
+const OpDefrag OpType = "Defrag"
+
+// StepDefragment is an OpDefrag operation's one step: the member's
+// Defragment call.
+const StepDefragment OpStep = "Defragment"

@@ -86,6 +86,9 @@ func NewConfig(name, dataDir, peerURL, clientURL, initialCluster, state string) 
 type Options struct {
 	Members int  // how many members; 0 means 1
 	TLS     bool // https URLs, certificates from PKI(t), client and peer cert auth
+	// QuotaBackendBytes is each member's database quota (0: etcd's
+	// default); past it etcd raises NOSPACE.
+	QuotaBackendBytes int64
 }
 
 // Start starts an n-member cluster, with TLS when TLSDefault is set, and
@@ -125,6 +128,7 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 				return
 			}
 			applyTLS(cfg, m.TLS)
+			cfg.QuotaBackendBytes = opts.QuotaBackendBytes
 			e, err := embed.StartEtcd(cfg)
 			if err != nil {
 				errs <- fmt.Errorf("start %s: %w", m.Name, err)

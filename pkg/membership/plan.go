@@ -20,6 +20,9 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 		case api.OpRolloutStep:
 			// The rollout loop owns it; membership changes wait (one change in flight).
 			return Step{Action: Wait, Op: obs.Active, Reason: "rollout step " + obs.Active.Metadata.Name + " is in flight"}
+		case api.OpDefrag:
+			// The etcd-status controller owns it (coordinator/etcddefrag.go).
+			return Step{Action: Wait, Op: obs.Active, Reason: "defragmentation " + obs.Active.Metadata.Name + " is in flight"}
 		default:
 			return Step{Action: FailOp, Op: obs.Active, Reason: fmt.Sprintf("operation type %q is not known to this coordinator", obs.Active.Spec.Type)}
 		}

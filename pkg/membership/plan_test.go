@@ -139,6 +139,11 @@ func TestPlan(t *testing.T) {
 			check: reason("rollout step"),
 		},
 		{
+			name: "a defragmentation in flight blocks joins and removals", action: Wait,
+			obs:   world("VVV").newcomer("n9", newPeer).active(api.OpDefrag, "n1", "", "", 0, t0).remove("n2", false, t0),
+			check: reason("defragmentation"),
+		},
+		{
 			// It may never start until something writes: a learner that got
 			// its log as a snapshot cannot publish itself before an entry
 			// after the snapshot is applied (docs/etcd-snapshot-join.md).

@@ -140,7 +140,7 @@ func TestGetAndStatus(t *testing.T) {
 
 	t.Run("members table", func(t *testing.T) {
 		r := run(t, eps, "get", "members")
-		r.want(t, 0, []string{"ID", "NAME", "STATUS", "HEALTH", "LEADER", "PEER URL", "CLIENT URL", "RAFT INDEX"}, nil)
+		r.want(t, 0, []string{"ID", "NAME", "STATUS", "HEALTH", "LEADER", "PEER URL", "CLIENT URL", "RAFT INDEX", "PROGRESS", "ETA"}, nil)
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		if len(lines) != 2 {
 			t.Fatalf("want a header and one row, got %q", lines)

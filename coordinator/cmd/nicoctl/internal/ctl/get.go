@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
@@ -28,6 +29,11 @@ type MemberView struct {
 	PeerURLs   []string `json:"peerURLs"`
 	ClientURLs []string `json:"clientURLs"`
 	RaftIndex  uint64   `json:"raftIndex"`
+	// Progress is a learner's raft index as a fraction of the leader's
+	// (0..1), and ETA the time left at the catch-up rate the leader's
+	// coordinator observed (EtcdCluster status; 0: not known yet).
+	Progress float64      `json:"progress,omitempty"`
+	ETA      api.Duration `json:"eta,omitempty"`
 }
 
 // Member statuses.
@@ -95,8 +101,11 @@ func (a *app) getMembers(cmd *cobra.Command, _ []string) error {
 		for i, m := range ms {
 			views[i] = memberView(m)
 		}
+		if err := c.learnerProgress(ctx, ms, views); err != nil {
+			return err
+		}
 		return a.emit(views, func(w io.Writer) {
-			row(w, "ID", "NAME", "STATUS", "HEALTH", "LEADER", "PEER URL", "CLIENT URL", "RAFT INDEX")
+			row(w, "ID", "NAME", "STATUS", "HEALTH", "LEADER", "PEER URL", "CLIENT URL", "RAFT INDEX", "PROGRESS", "ETA")
 			for _, v := range views {
 				name := v.Node
 				if name == "" && v.Name != "" {
@@ -112,10 +121,48 @@ func (a *app) getMembers(cmd *cobra.Command, _ []string) error {
 				if v.RaftIndex > 0 {
 					index = fmt.Sprint(v.RaftIndex)
 				}
-				row(w, v.ID, name, v.Status, health, leader, strings.Join(v.PeerURLs, ","), strings.Join(v.ClientURLs, ","), index)
+				progress, eta := "", ""
+				if v.Status != StatusVoter {
+					progress = fmt.Sprintf("%.0f%%", 100*v.Progress)
+					if v.ETA > 0 {
+						eta = time.Duration(v.ETA).String()
+					}
+				}
+				row(w, v.ID, name, v.Status, health, leader, strings.Join(v.PeerURLs, ","), strings.Join(v.ClientURLs, ","), index, progress, eta)
 			}
 		})
 	})
+}
+
+// learnerProgress sets each learner's progress from the raft indexes just
+// read, and its ETA from the leader's EtcdCluster status (no status yet:
+// no ETA).
+func (c *cluster) learnerProgress(ctx context.Context, ms []membership.Member, views []MemberView) error {
+	var leader uint64
+	for _, m := range ms {
+		if m.Leader {
+			leader = m.RaftIndex
+		}
+	}
+	ec := &api.EtcdCluster{}
+	err := c.st.Get(ctx, store.EtcdClusterKey, ec)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("reading the EtcdCluster: %w", err)
+	}
+	eta := map[api.MemberID]api.Duration{}
+	for _, m := range ec.Status.Members {
+		eta[m.ID] = m.ETA
+	}
+	for i, m := range ms {
+		if !m.Learner {
+			continue
+		}
+		if leader > 0 {
+			views[i].Progress = min(1, float64(m.RaftIndex)/float64(leader))
+		}
+		views[i].ETA = eta[m.ID]
+	}
+	return nil
 }
 
 func (a *app) getNodes(cmd *cobra.Command, _ []string) error {

@@ -1,0 +1,185 @@
+// Package defrag plans etcd's defragmentation: which member to
+// defragment next, or none and why. One member at a time, the leader last,
+// never beside another change in flight. It is pure.
+//
+//	   +-------- op in flight / CORRUPT / quorum at risk --------+
+//	   v                                                          |
+//	[Wait] <---+                                                  |
+//	           |  policy off / nothing fragmented                 |
+//	[None] <---+-------------------- Plan ------------------------+
+//	           |
+//	[Defrag m] ----> the caller holds the active-op slot, defragments
+//	                 m, releases the slot, and plans again
+package defrag
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
+)
+
+// Action is what Plan decided.
+type Action string
+
+// Actions.
+const (
+	None   Action = "None"
+	Wait   Action = "Wait"
+	Defrag Action = "Defrag"
+)
+
+// Observed is what Plan looks at.
+type Observed struct {
+	Members []etcdadmin.MemberStatus
+	Alarms  []etcdadmin.Alarm
+	// Leader is the etcd leader's ID (0: unknown).
+	Leader api.MemberID
+	// Active is the name of the operation holding the one-change-in-flight
+	// slot ("" none).
+	Active string
+	// Done are members already defragmented since their NOSPACE alarm:
+	// the alarm alone does not make them due again.
+	Done map[api.MemberID]bool // External are members nico does not run (spec.members): they count
+	// for quorum, and are never defragmented by nico.
+	External map[api.MemberID]bool
+}
+
+// Policy is spec.policy's defragmentation knobs.
+type Policy struct {
+	// Fragmentation is the (db size - in use) / db size that triggers it;
+	// zero never defragments.
+	Fragmentation float64
+	// MinDBSize skips members whose database is smaller.
+	MinDBSize int64
+}
+
+// Step is one decision.
+type Step struct {
+	Action Action
+	Member etcdadmin.MemberStatus
+	Reason string
+}
+
+// String is the step for logs.
+func (s Step) String() string {
+	if s.Action == Defrag {
+		return fmt.Sprintf("%s %s: %s", s.Action, label(s.Member), s.Reason)
+	}
+	return fmt.Sprintf("%s: %s", s.Action, s.Reason)
+}
+
+func label(m etcdadmin.MemberStatus) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return m.ID.String()
+}
+
+// Fragmentation is (db size - in use) / db size, 0 for an empty or unknown
+// size.
+func Fragmentation(m etcdadmin.MemberStatus) float64 {
+	if m.DBSize <= 0 || m.DBSizeInUse >= m.DBSize {
+		return 0
+	}
+	return float64(m.DBSize-m.DBSizeInUse) / float64(m.DBSize)
+}
+
+// Plan returns the next member to defragment, or why none. A member is due
+// when its fragmentation reaches the policy's and its database is at least
+// MinDBSize, or when it raised NOSPACE and was not defragmented since.
+// Followers go first, most fragmented first (then by name); the leader
+// only when no follower is due. It waits while an operation is in flight,
+// while a CORRUPT alarm stands (an operator must act), while a member does
+// not answer, and while blocking a voter would leave fewer healthy voters
+// than quorum (a one-voter cluster is defragmented anyway: there is no
+// other way, and it pauses for the call's length).
+func Plan(obs Observed, pol Policy) Step {
+	if pol.Fragmentation <= 0 {
+		return Step{Action: None, Reason: "defragmentation is off (spec.policy.defragFragmentation is 0)"}
+	}
+	if obs.Active != "" {
+		return Step{Action: Wait, Reason: "operation " + obs.Active + " is in flight"}
+	}
+	noSpace := map[api.MemberID]bool{}
+	for _, a := range obs.Alarms {
+		switch a.Type {
+		case etcdadmin.AlarmCorrupt:
+			return Step{Action: Wait, Reason: "CORRUPT alarm on " + a.Member.String() + ": an operator must act"}
+		case etcdadmin.AlarmNoSpace:
+			noSpace[a.Member] = true
+		}
+	}
+	var due []etcdadmin.MemberStatus
+	voters, healthy := 0, 0
+	for _, m := range obs.Members {
+		ok := m.Reachable && len(m.Errors) == 0
+		if !m.Learner {
+			voters++
+			if ok {
+				healthy++
+			}
+		}
+		f := Fragmentation(m)
+		if obs.External[m.ID] {
+			continue
+		}
+		// A NOSPACE member is due even when it shows nothing to reclaim:
+		// bbolt counts freed pages only from a later commit, and under
+		// NOSPACE there is none.
+		if (noSpace[m.ID] && !obs.Done[m.ID]) || (f > 0 && f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize) {
+			if !m.Reachable {
+				return Step{Action: Wait, Reason: label(m) + " is due but does not answer"}
+			}
+			due = append(due, m)
+		}
+	}
+	if len(due) == 0 {
+		return Step{Action: None, Reason: "no member is fragmented beyond the policy"}
+	}
+	sort.SliceStable(due, func(i, j int) bool {
+		li, lj := due[i].ID == obs.Leader, due[j].ID == obs.Leader
+		if li != lj {
+			return lj
+		}
+		fi, fj := Fragmentation(due[i]), Fragmentation(due[j])
+		if fi != fj {
+			return fi > fj
+		}
+		return label(due[i]) < label(due[j])
+	})
+	m := due[0]
+	if !m.Learner && voters > 1 && healthy-1 < voters/2+1 {
+		return Step{Action: Wait, Reason: fmt.Sprintf("defragmenting %s would leave %d of %d voters serving, below quorum", label(m), healthy-1, voters)}
+	}
+	why := fmt.Sprintf("%.0f%% of %d bytes is free", 100*Fragmentation(m), m.DBSize)
+	if noSpace[m.ID] {
+		why += ", NOSPACE raised"
+	}
+	if m.ID == obs.Leader {
+		why += ", the leader last"
+	}
+	return Step{Action: Defrag, Member: m, Reason: why}
+}
+
+// Disarm returns the members whose NOSPACE alarm may be disarmed: those
+// that were defragmented since the alarm (defragged) and whose database is
+// now below its quota. A member with no known quota is left armed.
+func Disarm(obs Observed, defragged map[api.MemberID]bool) []api.MemberID {
+	byID := map[api.MemberID]etcdadmin.MemberStatus{}
+	for _, m := range obs.Members {
+		byID[m.ID] = m
+	}
+	var out []api.MemberID
+	for _, a := range obs.Alarms {
+		if a.Type != etcdadmin.AlarmNoSpace || !defragged[a.Member] {
+			continue
+		}
+		m, ok := byID[a.Member]
+		if ok && m.Reachable && m.DBSizeQuota > 0 && m.DBSize < m.DBSizeQuota {
+			out = append(out, a.Member)
+		}
+	}
+	return out
+}

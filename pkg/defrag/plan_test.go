@@ -1,0 +1,71 @@
+package defrag
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
+)
+
+const mib = 1 << 20
+
+func m(id api.MemberID, name string, size, inUse int64) etcdadmin.MemberStatus {
+	return etcdadmin.MemberStatus{ID: id, Name: name, Reachable: true, DBSize: size, DBSizeInUse: inUse, DBSizeQuota: 8 * mib}
+}
+
+func TestPlan(t *testing.T) {
+	pol := Policy{Fragmentation: 0.5, MinDBSize: 4 * mib}
+	frag := func(id api.MemberID, name string) etcdadmin.MemberStatus { return m(id, name, 6*mib, 2*mib) } // 67%
+	tidy := func(id api.MemberID, name string) etcdadmin.MemberStatus { return m(id, name, 6*mib, 5*mib) } // 17%
+	sick := func(s etcdadmin.MemberStatus) etcdadmin.MemberStatus { s.Reachable, s.Err = false, "timeout"; return s }
+	learner := func(s etcdadmin.MemberStatus) etcdadmin.MemberStatus { s.Learner = true; return s }
+	for _, tc := range []struct {
+		name   string
+		obs    Observed
+		pol    Policy
+		action Action
+		member string
+		reason string
+	}{
+		{"policy off", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a")}}, Policy{}, None, "", "defragmentation is off (spec.policy.defragFragmentation is 0)"},
+		{"nothing due", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1}, pol, None, "", "no member is fragmented beyond the policy"},
+		{"small database skipped", Observed{Members: []etcdadmin.MemberStatus{m(1, "a", 2*mib, 1), tidy(2, "b"), tidy(3, "c")}, Leader: 1}, pol, None, "", "no member is fragmented beyond the policy"},
+		{"op in flight", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a")}, Active: "join-cp-4"}, pol, Wait, "", "operation join-cp-4 is in flight"},
+		{"a follower first, the leader last", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), frag(2, "b"), tidy(3, "c")}, Leader: 1}, pol, Defrag, "b", "67% of 6291456 bytes is free"},
+		{"the leader once alone", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1}, pol, Defrag, "a", "67% of 6291456 bytes is free, the leader last"},
+		{"most fragmented follower first", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), frag(2, "b"), m(3, "c", 6*mib, mib)}, Leader: 1}, pol, Defrag, "c", "83% of 6291456 bytes is free"},
+		{"name breaks ties", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), frag(3, "c"), frag(2, "b")}, Leader: 1}, pol, Defrag, "b", "67% of 6291456 bytes is free"},
+		{"a due member does not answer", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), sick(frag(2, "b")), frag(3, "c")}, Leader: 1}, pol, Wait, "", "b is due but does not answer"},
+		{"quorum at risk", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), sick(tidy(2, "b")), frag(3, "c")}, Leader: 1}, pol, Wait, "", "defragmenting c would leave 1 of 3 voters serving, below quorum"},
+		{"a learner does not vote", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), sick(tidy(2, "b")), tidy(3, "c"), learner(frag(4, "d"))}, Leader: 1}, pol, Defrag, "d", "67% of 6291456 bytes is free"},
+		{"one voter", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a")}, Leader: 1}, pol, Defrag, "a", "67% of 6291456 bytes is free, the leader last"},
+		{"NOSPACE below the ratio", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
+		{"NOSPACE with nothing counted free yet", Observed{Members: []etcdadmin.MemberStatus{m(1, "a", 6*mib, 6*mib)}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 1, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "a", "0% of 6291456 bytes is free, NOSPACE raised, the leader last"},
+		{"NOSPACE after its defrag", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}, Done: map[api.MemberID]bool{2: true}}, pol, None, "", "no member is fragmented beyond the policy"},
+		{"an external member is not nico's to defragment", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), frag(2, "ext"), tidy(3, "c")}, Leader: 1, External: map[api.MemberID]bool{2: true}}, pol, None, "", "no member is fragmented beyond the policy"},
+		{"an external member counts for quorum", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), sick(tidy(2, "ext")), frag(3, "c")}, Leader: 1, External: map[api.MemberID]bool{2: true}}, pol, Wait, "", "defragmenting c would leave 1 of 3 voters serving, below quorum"},
+		{"CORRUPT waits", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), frag(2, "b")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmCorrupt}}}, pol, Wait, "", "CORRUPT alarm on 0000000000000002: an operator must act"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Plan(tc.obs, tc.pol)
+			if s.Action != tc.action || s.Reason != tc.reason || (tc.member != "" && s.Member.Name != tc.member) {
+				t.Errorf("Plan = %s (member %q), want %s %q: %q", s, s.Member.Name, tc.action, tc.member, tc.reason)
+			}
+		})
+	}
+}
+
+func TestDisarm(t *testing.T) {
+	below, above := m(1, "a", 2*mib, mib), m(2, "b", 9*mib, 8*mib)
+	noQuota := m(3, "c", 2*mib, mib)
+	noQuota.DBSizeQuota = 0
+	obs := Observed{Members: []etcdadmin.MemberStatus{below, above, noQuota, m(4, "d", mib, mib)}, Alarms: []etcdadmin.Alarm{
+		{Member: 1, Type: etcdadmin.AlarmNoSpace}, {Member: 2, Type: etcdadmin.AlarmNoSpace}, {Member: 3, Type: etcdadmin.AlarmNoSpace},
+		{Member: 4, Type: etcdadmin.AlarmNoSpace}, {Member: 1, Type: etcdadmin.AlarmCorrupt},
+	}}
+	got := Disarm(obs, map[api.MemberID]bool{1: true, 2: true, 3: true})
+	if !slices.Equal(got, []api.MemberID{1}) {
+		t.Errorf("Disarm = %v, want [1]: below quota after a defrag; not above quota, not without a quota, not without a defrag, never CORRUPT", got)
+	}
+}
