@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -110,17 +111,32 @@ func TestTheLeaderUsesTheObjectsHealthTimeout(t *testing.T) {
 			return got == d, "health timeout " + got.String()
 		})
 	}
-	wantTimeout(700 * time.Millisecond)
-	ec.Spec.Policy.HealthTimeout = api.Duration(1500 * time.Millisecond)
-	if err := st.UpdateObject(t.Context(), ec); err != nil {
-		t.Fatal(err)
+	// setHealthTimeout changes the spec as nicoctl apply does: read,
+	// change, compare-and-swap, again when the leader's status write came
+	// in between.
+	setHealthTimeout := func(d time.Duration) {
+		t.Helper()
+		for {
+			cur := &api.EtcdCluster{}
+			if err := st.Get(t.Context(), store.EtcdClusterKey, cur); err != nil {
+				t.Fatal(err)
+			}
+			cur.Spec.Policy.HealthTimeout = api.Duration(d)
+			err := st.UpdateObject(t.Context(), cur)
+			if errors.Is(err, store.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
 	}
+	wantTimeout(700 * time.Millisecond)
+	setHealthTimeout(1500 * time.Millisecond)
 	wantTimeout(1500 * time.Millisecond)
 	// Unset again: the candidate's own setting.
-	ec.Spec.Policy.HealthTimeout = 0
-	if err := st.UpdateObject(t.Context(), ec); err != nil {
-		t.Fatal(err)
-	}
+	setHealthTimeout(0)
 	wantTimeout(time.Second)
 	cd.c.admin.SetHealthTimeout(0)
 	if got := cd.c.admin.HealthTimeout(); got <= 0 {
