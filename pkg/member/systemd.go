@@ -42,8 +42,9 @@ type Systemd struct {
 	tlsEnv  bool          // SystemdConfig.TLSInEnvironment
 	every   time.Duration // readiness poll
 
-	mu  sync.Mutex
-	run *systemdRun
+	mu      sync.Mutex
+	run     *systemdRun
+	version string // what the unit's etcd reported at its last start
 }
 
 var _ Runtime = (*Systemd)(nil)
@@ -206,9 +207,12 @@ func (s *Systemd) waitServing(ctx context.Context, cfg Config) error {
 	defer t.Stop()
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := cli.Status(sctx, cfg.ClientURL)
+		resp, err := cli.Status(sctx, cfg.ClientURL)
 		cancel()
 		if err == nil {
+			s.mu.Lock()
+			s.version = resp.Version
+			s.mu.Unlock()
 			return nil
 		}
 		if st, serr := s.units.UnitState(ctx, s.unit); serr == nil && st.Exited() {
