@@ -158,11 +158,12 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 	if err != nil {
 		return fmt.Errorf("agent: local member status: %w", err)
 	}
+	a.etcdVersion.Store(st.Version)
 	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now()}
 	if err := member.WriteMarker(a.cfg.DataDir, mk); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	a.log.Info("member serving", "member", api.MemberID(mk.MemberID), "cluster", api.MemberID(mk.ClusterID))
+	a.log.Info("member serving", "member", api.MemberID(mk.MemberID), "cluster", api.MemberID(mk.ClusterID), "etcdVersion", st.Version)
 	return nil
 }
 

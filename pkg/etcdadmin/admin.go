@@ -141,6 +141,7 @@ func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
 			}
 			out[i].Healthy = len(st.Errors) == 0
 			out[i].RaftIndex = st.RaftIndex
+			out[i].Version = st.Version
 			leaders[i] = st.Leader
 		}(i, m.ClientURLs[0])
 	}

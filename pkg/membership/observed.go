@@ -22,6 +22,8 @@ type Member struct {
 	RaftIndex uint64
 	// Node is the registered node whose peer URL the member has ("": a ghost).
 	Node string
+	// Version is the etcd server version from its status ("": unknown).
+	Version string
 }
 
 // Started tells whether the member has started (published its name or answered).

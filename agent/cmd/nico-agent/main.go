@@ -61,7 +61,10 @@ func run(args []string, stderr io.Writer) int {
 	var rt member.Runtime = member.NewEmbedded()
 	switch cfg.Etcd.Runtime {
 	case config.RuntimeExec:
-		rt = member.NewExec(cfg.Etcd.Binary)
+		if rt, err = newExec(cfg.Etcd); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
 	case config.RuntimeSystemd:
 		units, err := member.DialSystemd(context.Background(), 0)
 		if err != nil {
