@@ -20,6 +20,8 @@ import (
 //	machine-pools         pools/ machines/ hypervisors/ nodes/         pools/ machines/ removals/
 //	                      removals/ heartbeats/
 //	identity-revocation   removals/ nodes/ heartbeats/                 removals/, etcd users and roles
+//	etcd-version          etcdcluster etcdversions/ nodes/ active-op   etcdversions/ ops/ active-op,
+//	                                                                   etcd leader, etcd downgrade
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
 	return []controller.Controller{
@@ -38,6 +40,10 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		&controller.Func{
 			ControllerName: "identity-revocation", Resync: resync, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
 			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
+		},
+		&controller.Func{
+			ControllerName: "etcd-version", Resync: resync, Do: (&versionRoller{c: c, fence: fence}).reconcile,
+			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 	}
 }

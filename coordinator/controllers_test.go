@@ -68,7 +68,7 @@ func TestLeaderControllersConform(t *testing.T) {
 	}
 }
 
-// TestLeaderGroupHealthAndWatches: the elected candidate runs its four
+// TestLeaderGroupHealthAndWatches: the elected candidate runs its five
 // controllers, healthy; writes outside their prefixes wake none of them;
 // when the candidate stops, the records stay, not running.
 func TestLeaderGroupHealthAndWatches(t *testing.T) {
@@ -80,7 +80,7 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 	cd := startCandidate(t, cl, "a", 60*time.Second)
 	ready := func() bool {
 		hs := cd.c.Health()
-		if len(hs) != 4 {
+		if len(hs) != 5 {
 			return false
 		}
 		for _, h := range hs {

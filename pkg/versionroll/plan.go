@@ -17,7 +17,7 @@
 //	spec.version set, path allowed (etcdversion.Check from every running version)
 //	  |
 //	  +-- downgrade below the cluster version, not enabled --> EnableDowngrade (validate, enable)
-//	  +-- a downgrade enabled that spec.version no longer asks for --> CancelDowngrade
+//	  +-- a downgrade enabled that spec.version does not ask for --> CancelDowngrade
 //	  +-- a member asked for the version, not yet serving it healthy --> Wait (or Halt after the step timeout)
 //	  |     ... serving it, healthy, its step still holds the slot --> CloseOp
 //	  +-- next follower not on the version --> SetVersion(node) (takes the slot)
@@ -132,11 +132,13 @@ func OpName(node, v string) string { return OpPrefix + node + "-" + v }
 
 // Plan returns the next step toward obs.Target.
 func Plan(obs Observed, now time.Time) Step {
-	if obs.Downgrading && !asksDowngradeTo(obs.Target, obs.DowngradeTarget) {
-		return Step{Action: CancelDowngrade, Reason: fmt.Sprintf("a downgrade to %s is enabled and spec.version is %q", obs.DowngradeTarget, obs.Target)}
-	}
 	if obs.Target == "" {
+		// nico does not manage the version: a downgrade someone enabled
+		// by hand is theirs.
 		return obs.closeOr(Step{Action: None, Reason: "no spec.version"})
+	}
+	if obs.Downgrading && !asksDowngradeTo(obs.Target, obs.DowngradeTarget) {
+		return Step{Action: CancelDowngrade, Reason: fmt.Sprintf("a downgrade to %s is enabled and spec.version is %s", obs.DowngradeTarget, obs.Target)}
 	}
 	target, err := etcdversion.Parse(obs.Target)
 	if err != nil {

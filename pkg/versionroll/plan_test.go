@@ -231,11 +231,16 @@ func TestPlanTable(t *testing.T) {
 			"SetVersion cp-1 3.7.3: cp-1 runs 3.6.16; the only voter changes version in place"},
 		{"downgrade from 3.5 refused", func() Observed { o := fleet(3, 1, "3.5.35"); o.Target = "3.4.45"; return o }, t0,
 			"Refused 3.4.45: cp-1 runs 3.5.35: etcd version path 3.5.35 -> 3.4.45 refused: etcd's downgrade API downgrades from 3.6 on"},
-		{"downgrade enabled, spec cleared: cancel", func() Observed {
+		{"downgrade enabled, spec.version elsewhere: cancel", func() Observed {
+			o := fleet(3, 1, "3.7.3")
+			o.Target, o.Downgrading, o.DowngradeTarget, o.Cluster = "3.7.3", true, "3.6.0", "3.6.0"
+			return o
+		}, t0, "CancelDowngrade"},
+		{"downgrade enabled by hand, no spec.version: left alone", func() Observed {
 			o := fleet(3, 1, "3.7.3")
 			o.Downgrading, o.DowngradeTarget, o.Cluster = true, "3.6.0", "3.6.0"
 			return o
-		}, t0, "CancelDowngrade"},
+		}, t0, "None"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
