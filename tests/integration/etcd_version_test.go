@@ -1,0 +1,241 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestEtcdMinorUpgradeRolls: three exec-runtime members on etcd 3.6.16,
+// each given both binaries, with a client writing throughout. Refused
+// spec.version values (a downgrade to an old patch, an unknown version)
+// change nothing: no node is asked to change, no downgrade is enabled.
+// spec.version 3.7.3 then rolls one member at a time: every member ends on
+// 3.7.3, the cluster version is 3.7.0, the slot is free, and no write
+// failed after its retries nor was lost.
+func TestEtcdMinorUpgradeRolls(t *testing.T) {
+	bins := etcdtest.Binaries(t)
+	paths := map[string]string{}
+	for _, b := range bins {
+		paths[b.Version] = b.Path
+	}
+	if paths["3.6.16"] == "" || paths["3.7.3"] == "" {
+		t.Skipf("needs etcd 3.6.16 and 3.7.3 binaries (%s), have %v", etcdtest.EnvBinaries, paths)
+	}
+	byVersion, err := member.BinariesByVersion(context.Background(), []string{paths["3.6.16"], paths["3.7.3"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet(t)
+	f.newRuntime = func() member.Runtime {
+		return member.NewExec(paths["3.6.16"], member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+			member.WithBinaries(byVersion), member.WithBinaryVersion("3.6.16"))
+	}
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	c := f.startCoordinator("c-1")
+	f.start(f.agentConfig("cp-2", false))
+	f.start(f.agentConfig("cp-3", false))
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	nodes := []string{"cp-1", "cp-2", "cp-3"}
+	f.waitEtcdVersions(30*time.Second, "3.6.16", nodes...)
+	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
+
+	st := f.store()
+	ctx := t.Context()
+	// Every write to etcdversions/ from here on, to check the refusals.
+	start, err := st.Client().Get(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := start.Header.Revision + 1
+
+	for _, refused := range []string{"3.5.20", "3.9.1"} {
+		f.setEtcdVersion(refused)
+		f.waitVersionPasses(c, 2)
+		if resp, err := st.Client().Get(ctx, st.Prefix()+store.EtcdVersionsDir, clientv3.WithPrefix(), clientv3.WithRev(0)); err != nil || len(resp.Kvs) != 0 {
+			t.Fatalf("spec.version %s (refused) wrote desired versions: %v %v", refused, resp, err)
+		}
+	}
+	adm := etcdadmin.New(f.client(), time.Second)
+	t.Cleanup(adm.Close)
+	if vs, err := adm.VersionState(ctx, f.nodes["cp-1"].cfg.ClientURL); err != nil || vs.Downgrading || vs.Cluster != "3.6.0" {
+		t.Fatalf("after refused paths: %+v %v, want cluster 3.6.0 and no downgrade", vs, err)
+	}
+
+	w := startWorkload(t, f.client())
+	f.setEtcdVersion("3.7.3")
+	f.waitEtcdVersions(3*time.Minute, "3.7.3", nodes...)
+	testwait.For(t, 60*time.Second, "cluster version 3.7.0 and the slot free", func() (bool, string) {
+		vs, err := adm.VersionState(ctx, f.nodes["cp-1"].cfg.ClientURL)
+		if err != nil {
+			return false, err.Error()
+		}
+		resp, err := st.Client().Get(ctx, st.Prefix()+store.ActiveOpKey)
+		if err != nil {
+			return false, err.Error()
+		}
+		return vs.Cluster == "3.7.0" && len(resp.Kvs) == 0, fmt.Sprintf("%+v, active-op %v", vs, resp.Kvs)
+	})
+	w.stopAndCheck(t)
+
+	// The refused versions were never asked of any node.
+	hist, err := st.Client().Get(ctx, st.Prefix()+store.EtcdVersionsDir, clientv3.WithPrefix())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kv := range hist.Kvs {
+		v := &api.NodeEtcdVersion{}
+		if err := store.Decode(kv, v); err != nil {
+			t.Fatal(err)
+		}
+		if v.Spec.Version != "3.7.3" || kv.Version != 1 || kv.CreateRevision < from {
+			t.Errorf("%s: desired %s (written %d times), want 3.7.3 once", kv.Key, v.Spec.Version, kv.Version)
+		}
+	}
+	if len(hist.Kvs) != 3 {
+		t.Errorf("%d nodes were asked to change version, want 3", len(hist.Kvs))
+	}
+}
+
+// setEtcdVersion writes spec.version, retrying on a concurrent status write.
+func (f *fleet) setEtcdVersion(v string) {
+	f.t.Helper()
+	st := f.store()
+	testwait.For(f.t, 10*time.Second, "spec.version "+v+" written", func() (bool, string) {
+		ec := &api.EtcdCluster{}
+		if err := st.Get(f.t.Context(), store.EtcdClusterKey, ec); err != nil {
+			return false, err.Error()
+		}
+		ec.Spec.Version = v
+		err := st.Update(f.t.Context(), store.EtcdClusterKey, ec)
+		if errors.Is(err, store.ErrConflict) {
+			return false, err.Error()
+		}
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		return true, ""
+	})
+}
+
+// waitVersionPasses waits for n whole passes of the etcd-version
+// controller that began after now.
+func (f *fleet) waitVersionPasses(c *coord, n int) {
+	f.t.Helper()
+	last := time.Now()
+	for i := range n {
+		testwait.For(f.t, 30*time.Second, fmt.Sprintf("etcd-version pass %d", i+1), func() (bool, string) {
+			for _, h := range c.c.Health() {
+				if h.Name == "etcd-version" && h.LastSuccess.After(last) {
+					last = h.LastSuccess
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", c.c.Health())
+		})
+	}
+}
+
+// waitEtcdVersions waits until every named node reports running etcd v.
+func (f *fleet) waitEtcdVersions(within time.Duration, v string, names ...string) {
+	f.t.Helper()
+	st := f.store()
+	testwait.For(f.t, within, "nodes "+fmt.Sprint(names)+" on etcd "+v, func() (bool, string) {
+		var off []string
+		for _, name := range names {
+			n := &api.Node{}
+			if err := st.Get(f.t.Context(), store.NodeKey(name), n); err != nil {
+				return false, err.Error()
+			}
+			if n.Status.EtcdVersion != v {
+				off = append(off, fmt.Sprintf("%s=%q %s", name, n.Status.EtcdVersion, n.Status.EtcdVersionError))
+			}
+		}
+		return len(off) == 0, fmt.Sprint(off)
+	})
+}
+
+// workload writes keys one after another, each retried until it succeeds
+// or failAfter passes; a write that never succeeded is a failure.
+type workload struct {
+	cli    *clientv3.Client
+	stop   chan struct{}
+	done   sync.WaitGroup
+	n      atomic.Int64 // acknowledged writes
+	failed atomic.Int64
+	errs   atomic.Int64 // attempts that failed and were retried
+}
+
+const failAfter = 20 * time.Second
+
+func startWorkload(t *testing.T, cli *clientv3.Client) *workload {
+	w := &workload{cli: cli, stop: make(chan struct{})}
+	w.done.Add(1)
+	go func() {
+		defer w.done.Done()
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+			key := fmt.Sprintf("workload/%06d", i)
+			deadline := time.Now().Add(failAfter)
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_, err := cli.Put(ctx, key, "v")
+				cancel()
+				if err == nil {
+					w.n.Add(1)
+					break
+				}
+				w.errs.Add(1)
+				if time.Now().After(deadline) {
+					t.Logf("write %s failed after %s of retries: %v", key, failAfter, err)
+					w.failed.Add(1)
+					break
+				}
+				select {
+				case <-w.stop:
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// stopAndCheck ends the workload and checks that no write failed and every
+// acknowledged write is there.
+func (w *workload) stopAndCheck(t *testing.T) {
+	t.Helper()
+	close(w.stop)
+	w.done.Wait()
+	resp, err := w.cli.Get(t.Context(), "workload/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("workload: %d writes acknowledged, %d attempts retried, %d failed after retries", w.n.Load(), w.errs.Load(), w.failed.Load())
+	if w.failed.Load() != 0 {
+		t.Errorf("%d writes failed after %s of retries", w.failed.Load(), failAfter)
+	}
+	if resp.Count < w.n.Load() || w.n.Load() == 0 {
+		t.Errorf("%d workload keys stored, %d writes acknowledged", resp.Count, w.n.Load())
+	}
+}
