@@ -65,7 +65,7 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 	for _, refused := range []string{"3.5.20", "3.9.1"} {
 		f.setEtcdVersion(refused)
 		f.waitVersionPasses(c, 2)
-		if resp, err := st.Client().Get(ctx, st.Prefix()+store.EtcdVersionsDir, clientv3.WithPrefix(), clientv3.WithRev(0)); err != nil || len(resp.Kvs) != 0 {
+		if resp, err := st.Client().Get(ctx, store.EtcdVersionsDir, clientv3.WithPrefix()); err != nil || len(resp.Kvs) != 0 {
 			t.Fatalf("spec.version %s (refused) wrote desired versions: %v %v", refused, resp, err)
 		}
 	}
@@ -83,7 +83,7 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		resp, err := st.Client().Get(ctx, st.Prefix()+store.ActiveOpKey)
+		resp, err := st.Client().Get(ctx, store.ActiveOpKey)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -92,7 +92,7 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 	w.stopAndCheck(t)
 
 	// The refused versions were never asked of any node.
-	hist, err := st.Client().Get(ctx, st.Prefix()+store.EtcdVersionsDir, clientv3.WithPrefix())
+	hist, err := st.Client().Get(ctx, store.EtcdVersionsDir, clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
 	}
