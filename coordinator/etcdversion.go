@@ -108,7 +108,7 @@ func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool
 	leaderURL := ""
 	for _, m := range o.Members {
 		vm := versionroll.Member{Name: m.Name, Node: m.Node, ID: m.ID, Voter: !m.Learner, Healthy: m.Healthy, Leader: m.Leader,
-			Alive: o.Alive[m.Node], Version: m.Version, Error: nodeErr[m.Node]}
+			Alive: o.Alive[m.Node], Version: m.Version, StorageVersion: m.StorageVersion, Error: nodeErr[m.Node]}
 		if len(m.ClientURLs) > 0 {
 			vm.ClientURL = m.ClientURLs[0]
 			if m.Leader || (leaderURL == "" && m.Healthy) {

@@ -22,8 +22,9 @@ type Member struct {
 	RaftIndex uint64
 	// Node is the registered node whose peer URL the member has ("": a ghost).
 	Node string
-	// Version is the etcd server version from its status ("": unknown).
-	Version string
+	// Version is the etcd server version from its status ("": unknown),
+	// StorageVersion the version of its data's schema ("3.6.0").
+	Version, StorageVersion string
 }
 
 // Started tells whether the member has started (published its name or answered).

@@ -55,8 +55,11 @@ type Member struct {
 	Leader     bool
 	// Alive: the node's heartbeat is live.
 	Alive bool
-	// Version is the etcd version the member reports ("": unknown).
-	Version string
+	// Version is the etcd version the member reports ("": unknown);
+	// StorageVersion its data's schema version ("3.6.0"), which etcd
+	// lowers on every member once a downgrade is enabled: an older binary
+	// refuses to start on a newer schema.
+	Version, StorageVersion string
 	// Want is the node's desired version (its NodeEtcdVersion, "": none)
 	// and WantSince when the leader asked for it.
 	Want      string
@@ -181,6 +184,9 @@ func Plan(obs Observed, now time.Time) Step {
 			leader = m
 			continue
 		}
+		if why := notMigrated(obs, m, target); why != "" {
+			return Step{Action: Wait, Node: m.Node, Reason: why}
+		}
 		return obs.set(m, "one member at a time, followers first")
 	}
 	for _, m := range ours {
@@ -194,7 +200,25 @@ func Plan(obs Observed, now time.Time) Step {
 			return Step{Action: Halt, Node: leader.Node, Reason: fmt.Sprintf("%s leads etcd and no healthy voter on %s can take leadership", leader.Node, obs.Target)}
 		}
 	}
+	if why := notMigrated(obs, leader, target); why != "" {
+		return Step{Action: Wait, Node: leader.Node, Reason: why}
+	}
 	return obs.set(leader, "the only voter changes version in place")
+}
+
+// notMigrated says why m cannot restart on target yet, or "": a member
+// going down a minor waits for etcd to lower the cluster version and its
+// storage version to target's minor, as etcd's downgrade requires.
+func notMigrated(obs Observed, m *Member, target etcdversion.Version) string {
+	v, err := etcdversion.Parse(m.Version)
+	if err != nil || v.Minor <= target.Minor {
+		return ""
+	}
+	want := target.MinorString() + ".0"
+	if obs.Cluster != want || m.StorageVersion != want {
+		return fmt.Sprintf("waiting for etcd to lower the cluster version (%s) and %s's storage version (%q) to %s before it downgrades", obs.Cluster, m.Node, m.StorageVersion, want)
+	}
+	return ""
 }
 
 // checkPaths refuses a target that some member cannot go to in one step.

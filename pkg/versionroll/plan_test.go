@@ -17,7 +17,7 @@ func fleet(n, leader int, v string) Observed {
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("cp-%d", i)
 		obs.Members = append(obs.Members, Member{Name: name, Node: name, ID: api.MemberID(i), ClientURL: "http://" + name,
-			Voter: true, Healthy: true, Alive: true, Leader: i == leader, Version: v})
+			Voter: true, Healthy: true, Alive: true, Leader: i == leader, Version: v, StorageVersion: minorOf(v)})
 	}
 	return obs
 }
@@ -74,15 +74,24 @@ func (s *sim) apply(t *testing.T, st Step) {
 		}
 	case EnableDowngrade:
 		s.obs.Downgrading, s.obs.DowngradeTarget, s.obs.Cluster = true, minorOf(st.Version), minorOf(st.Version)
+		for i := range ms {
+			ms[i].StorageVersion = minorOf(st.Version)
+		}
 	case CancelDowngrade:
 		s.obs.Downgrading = false
 		s.obs.Cluster = minorOf(ms[0].Version)
+		for i := range ms {
+			ms[i].StorageVersion = s.obs.Cluster
+		}
 	case Wait:
 	}
 	// Agents follow their wanted version.
 	for i := range ms {
 		if ms[i].Want != "" && ms[i].Want != ms[i].Version && !s.stuck[ms[i].Node] {
 			ms[i].Version = ms[i].Want
+			if ms[i].StorageVersion == "" {
+				ms[i].StorageVersion = minorOf(ms[i].Want)
+			}
 		}
 	}
 	if s.obs.Downgrading {
@@ -229,6 +238,19 @@ func TestPlanTable(t *testing.T) {
 		}, t0, "Halt cp-1: cp-1 leads etcd and no healthy voter on 3.7.3 can take leadership"},
 		{"single voter rolls in place", func() Observed { o := fleet(1, 1, "3.6.16"); o.Target = "3.7.3"; return o }, t0,
 			"SetVersion cp-1 3.7.3: cp-1 runs 3.6.16; the only voter changes version in place"},
+		{"downgrade enabled, storage not yet migrated: wait", func() Observed {
+			o := fleet(3, 1, "3.7.3")
+			o.Target, o.Downgrading, o.DowngradeTarget, o.Cluster = "3.6.16", true, "3.6.0", "3.6.0"
+			return o
+		}, t0, "Wait cp-2: waiting for etcd to lower the cluster version (3.6.0) and cp-2's storage version (\"3.7.0\") to 3.6.0"},
+		{"downgrade enabled, storage migrated: roll", func() Observed {
+			o := fleet(3, 1, "3.7.3")
+			o.Target, o.Downgrading, o.DowngradeTarget, o.Cluster = "3.6.16", true, "3.6.0", "3.6.0"
+			for i := range o.Members {
+				o.Members[i].StorageVersion = "3.6.0"
+			}
+			return o
+		}, t0, "SetVersion cp-2 3.6.16"},
 		{"downgrade from 3.5 refused", func() Observed { o := fleet(3, 1, "3.5.35"); o.Target = "3.4.45"; return o }, t0,
 			"Refused 3.4.45: cp-1 runs 3.5.35: etcd version path 3.5.35 -> 3.4.45 refused: etcd's downgrade API downgrades from 3.6 on"},
 		{"downgrade enabled, spec.version elsewhere: cancel", func() Observed {

@@ -239,3 +239,58 @@ func (w *workload) stopAndCheck(t *testing.T) {
 		t.Errorf("%d workload keys stored, %d writes acknowledged", resp.Count, w.n.Load())
 	}
 }
+
+// TestEtcdDowngradeGoesThroughTheDowngradeAPI: three exec members on etcd
+// 3.7.3 go to 3.6.16: the leader enables etcd's downgrade (the cluster
+// version drops to 3.6.0), the members restart on 3.6.16 one at a time,
+// and etcd ends the downgrade once all run 3.6; no write fails.
+func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
+	bins := etcdtest.Binaries(t)
+	paths := map[string]string{}
+	for _, b := range bins {
+		paths[b.Version] = b.Path
+	}
+	if paths["3.6.16"] == "" || paths["3.7.3"] == "" {
+		t.Skipf("needs etcd 3.6.16 and 3.7.3 binaries (%s), have %v", etcdtest.EnvBinaries, paths)
+	}
+	byVersion, err := member.BinariesByVersion(context.Background(), []string{paths["3.6.16"], paths["3.7.3"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFleet(t)
+	f.newRuntime = func() member.Runtime {
+		return member.NewExec(paths["3.7.3"], member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+			member.WithBinaries(byVersion), member.WithBinaryVersion("3.7.3"))
+	}
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	f.start(f.agentConfig("cp-2", false))
+	f.start(f.agentConfig("cp-3", false))
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	nodes := []string{"cp-1", "cp-2", "cp-3"}
+	f.waitEtcdVersions(30*time.Second, "3.7.3", nodes...)
+	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
+	adm := etcdadmin.New(f.client(), time.Second)
+	t.Cleanup(adm.Close)
+	url := f.nodes["cp-1"].cfg.ClientURL
+
+	w := startWorkload(t, f.client())
+	f.setEtcdVersion("3.6.16")
+	testwait.For(t, 60*time.Second, "the downgrade enabled", func() (bool, string) {
+		vs, err := adm.VersionState(t.Context(), url)
+		if err != nil {
+			return false, err.Error()
+		}
+		return vs.Downgrading || vs.Cluster == "3.6.0", fmt.Sprintf("%+v", vs)
+	})
+	f.waitEtcdVersions(3*time.Minute, "3.6.16", nodes...)
+	testwait.For(t, 60*time.Second, "the downgrade finished at cluster version 3.6.0", func() (bool, string) {
+		vs, err := adm.VersionState(t.Context(), url)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !vs.Downgrading && vs.Cluster == "3.6.0", fmt.Sprintf("%+v", vs)
+	})
+	w.stopAndCheck(t)
+}
