@@ -51,8 +51,28 @@ func (c *Coordinator) bootstrapCluster(now time.Time, members []membership.Membe
 // ensureCluster writes the bootstrap EtcdCluster when the observation has
 // none, fenced and only while the key is absent, and returns the one to
 // plan with: the stored one, or the one just written (or, when another
-// write won, that one on the next pass).
+// write won, that one on the next pass). Its spec.policy.healthTimeout
+// (unset: this candidate's setting) bounds the leader's calls to each
+// member from then on.
 func (c *Coordinator) ensureCluster(ctx context.Context, fence store.Fence, o *observation, now time.Time) (*api.EtcdCluster, error) {
+	ec, err := c.storedOrBootstrapCluster(ctx, fence, o, now)
+	if err != nil {
+		return nil, err
+	}
+	c.admin.SetHealthTimeout(healthTimeoutOf(ec.Spec.Policy, c.cfg.HealthTimeout))
+	return ec, nil
+}
+
+// healthTimeoutOf is the policy's health timeout, or fallback when unset.
+func healthTimeoutOf(p api.EtcdPolicy, fallback time.Duration) time.Duration {
+	if p.HealthTimeout > 0 {
+		return time.Duration(p.HealthTimeout)
+	}
+	return fallback
+}
+
+// storedOrBootstrapCluster is ensureCluster's read-or-write.
+func (c *Coordinator) storedOrBootstrapCluster(ctx context.Context, fence store.Fence, o *observation, now time.Time) (*api.EtcdCluster, error) {
 	if o.cluster != nil {
 		return o.cluster, nil
 	}

@@ -86,3 +86,44 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestTheLeaderUsesTheObjectsHealthTimeout: spec.policy.healthTimeout, not
+// the candidate's coordinator.healthTimeout, bounds the leader's calls to
+// each member once the object says it, and a change reaches it.
+func TestTheLeaderUsesTheObjectsHealthTimeout(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := api.NewEtcdCluster()
+	ec.Spec.Policy.HealthTimeout = api.Duration(700 * time.Millisecond)
+	if err := st.CreateObject(t.Context(), ec); err != nil {
+		t.Fatal(err)
+	}
+	cd := startCandidate(t, cl, "a", 60*time.Second) // coordinator.healthTimeout 1s
+	defer cd.stop(t)
+	wantTimeout := func(d time.Duration) {
+		t.Helper()
+		testwait.For(t, 20*time.Second, "the leader's health timeout "+d.String(), func() (bool, string) {
+			got := cd.c.admin.HealthTimeout()
+			return got == d, "health timeout " + got.String()
+		})
+	}
+	wantTimeout(700 * time.Millisecond)
+	ec.Spec.Policy.HealthTimeout = api.Duration(1500 * time.Millisecond)
+	if err := st.UpdateObject(t.Context(), ec); err != nil {
+		t.Fatal(err)
+	}
+	wantTimeout(1500 * time.Millisecond)
+	// Unset again: the candidate's own setting.
+	ec.Spec.Policy.HealthTimeout = 0
+	if err := st.UpdateObject(t.Context(), ec); err != nil {
+		t.Fatal(err)
+	}
+	wantTimeout(time.Second)
+	cd.c.admin.SetHealthTimeout(0)
+	if got := cd.c.admin.HealthTimeout(); got <= 0 {
+		t.Fatalf("SetHealthTimeout(0) left %s", got)
+	}
+}

@@ -32,7 +32,7 @@ func (x *executor) nudge(ctx context.Context, s membership.Step) {
 	if s.Op != nil {
 		value = s.Op.Metadata.Name
 	}
-	wctx, cancel := context.WithTimeout(ctx, x.c.cfg.HealthTimeout)
+	wctx, cancel := context.WithTimeout(ctx, x.c.admin.HealthTimeout())
 	defer cancel()
 	_, err := x.c.store.FencedTxn(wctx, x.fence, nil, clientv3.OpPut(store.NudgeKey, value))
 	switch {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/spf13/pflag"
 )
@@ -14,6 +15,12 @@ type Coordinator struct {
 	Etcd       EtcdClient
 	Store      Store
 	SessionTTL time.Duration // "coordinator.sessionTTL": whole seconds
+	// The membership settings below (learner timeouts, health timeout,
+	// dead-member replacement) are only the bootstrap defaults of the
+	// EtcdCluster's spec.policy: the leader that finds no EtcdCluster writes
+	// them into the first one; from then on the object decides (change it
+	// with nicoctl apply).
+
 	// LearnerStartTimeout: a learner that never starts is removed after it
 	// ("coordinator.learnerStartTimeout").
 	LearnerStartTimeout time.Duration
@@ -42,6 +49,12 @@ type Coordinator struct {
 type EtcdClient struct {
 	Endpoints   []string      // "etcd.endpoints"
 	DialTimeout time.Duration // "etcd.dialTimeout"
+}
+
+// bootstrapDefault is the help text's note on a membership setting that
+// is the bootstrap default of spec.policy.field.
+func bootstrapDefault(field string) string {
+	return "the bootstrap default of EtcdCluster spec.policy." + field + "; once the object exists, change it with nicoctl apply"
 }
 
 // CoordinatorFlags registers every key of the coordinator as a flag on fs,
@@ -73,13 +86,13 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 		durationKey("etcd.dialTimeout", &c.Etcd.DialTimeout, 5*time.Second, "how long to wait for an etcd connection", between(0, time.Minute, false)),
 		stringKey("store.prefix", &c.Store.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("coordinator.sessionTTL", &c.SessionTTL, 10*time.Second, "TTL of the leader's election session, in whole seconds", between(2*time.Second, 5*time.Minute, true)),
-		durationKey("coordinator.learnerStartTimeout", &c.LearnerStartTimeout, 2*time.Minute, "remove a learner that has not started after this long", between(time.Second, 0, false)),
-		durationKey("coordinator.learnerProgressTimeout", &c.LearnerProgressTimeout, 2*time.Minute, "remove a learner that has stopped catching up for this long", between(time.Second, 0, false)),
-		durationKey("coordinator.healthTimeout", &c.HealthTimeout, 2*time.Second, "timeout of each member status call", between(100*time.Millisecond, 30*time.Second, false)),
+		durationKey("coordinator.learnerStartTimeout", &c.LearnerStartTimeout, 2*time.Minute, "remove a learner that has not started after this long; "+bootstrapDefault("learnerStartTimeout"), between(api.MinLearnerTimeout, 0, false)),
+		durationKey("coordinator.learnerProgressTimeout", &c.LearnerProgressTimeout, 2*time.Minute, "remove a learner that has stopped catching up for this long; "+bootstrapDefault("learnerProgressTimeout"), between(api.MinLearnerTimeout, 0, false)),
+		durationKey("coordinator.healthTimeout", &c.HealthTimeout, 2*time.Second, "timeout of each member status call; "+bootstrapDefault("healthTimeout"), between(api.MinHealthTimeout, api.MaxHealthTimeout, false)),
 		durationKey("coordinator.resyncInterval", &c.ResyncInterval, time.Second, "how often to re-read the cluster besides watching it", positive),
 		stringKey("log.level", &c.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logging.Levels...)),
 		stringKey("log.format", &c.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
-		durationKey("coordinator.replaceDeadMembersAfter", &c.ReplaceDeadMembersAfter, 0, "file the removal of a voter whose node has been dead (gossip and lease) this long, if quorum allows; 0 never does", offOrAtLeast(10*time.Second)),
+		durationKey("coordinator.replaceDeadMembersAfter", &c.ReplaceDeadMembersAfter, 0, "file the removal of a voter whose node has been dead (gossip and lease) this long, if quorum allows; 0 never does; "+bootstrapDefault("replaceDeadMembersAfter"), offOrAtLeast(api.MinReplaceDeadMembersAfter)),
 	}
 	keys = append(keys, gossipKeys(&c.Gossip, &c.TokenFile, CoordinatorGossipPort)...)
 	keys = append(keys, tlsKeys(&c.TLS, "coordinator")...)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -31,7 +32,7 @@ var ErrClosed = errors.New("etcdadmin: closed")
 // closing the cluster-wide client closes it too.
 type Admin struct {
 	cli           *clientv3.Client
-	healthTimeout time.Duration
+	healthTimeout atomic.Int64 // nanoseconds; see SetHealthTimeout
 	newRetry      func() backoff.BackOff
 	dialTimeout   time.Duration
 	members       *memberClients
@@ -48,11 +49,11 @@ func WithRetry(newB func() backoff.BackOff) Option { return func(a *Admin) { a.n
 // New returns an Admin that uses cli for cluster-wide calls.
 func New(cli *clientv3.Client, healthTimeout time.Duration, opts ...Option) *Admin {
 	a := &Admin{
-		cli:           cli,
-		healthTimeout: healthTimeout,
-		dialTimeout:   healthTimeout,
-		newRetry:      defaultRetry,
+		cli:         cli,
+		dialTimeout: healthTimeout,
+		newRetry:    defaultRetry,
 	}
+	a.healthTimeout.Store(int64(healthTimeout))
 	for _, o := range opts {
 		o(a)
 	}
@@ -60,6 +61,21 @@ func New(cli *clientv3.Client, healthTimeout time.Duration, opts ...Option) *Adm
 	a.stopAfter = context.AfterFunc(cli.Ctx(), a.members.close)
 	return a
 }
+
+// SetHealthTimeout changes the bound of each call to one member, from the
+// next call on (the leader applies its EtcdCluster's spec.policy.healthTimeout
+// with it); d <= 0 is ignored. The dial timeout of member clients stays the
+// one New was given.
+func (a *Admin) SetHealthTimeout(d time.Duration) {
+	if d > 0 {
+		a.healthTimeout.Store(int64(d))
+	}
+}
+
+// HealthTimeout returns the bound of each call to one member.
+func (a *Admin) HealthTimeout() time.Duration { return a.health() }
+
+func (a *Admin) health() time.Duration { return time.Duration(a.healthTimeout.Load()) }
 
 // Close closes the per-member clients; calls to one member fail with
 // ErrClosed afterwards. It is idempotent.
@@ -110,7 +126,7 @@ var retryableErrors = []error{
 // Observe lists the members and asks each for its status, in parallel. It
 // fails only when the member list cannot be read.
 func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
-	lctx, cancel := context.WithTimeout(ctx, a.healthTimeout)
+	lctx, cancel := context.WithTimeout(ctx, a.health())
 	defer cancel()
 	resp, err := a.cli.MemberList(lctx, clientv3.WithSerializable())
 	if err != nil {
@@ -167,7 +183,7 @@ func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
 
 // status calls Status on one member with the fail-fast timeout.
 func (a *Admin) status(ctx context.Context, url string) (*clientv3.StatusResponse, error) {
-	sctx, cancel := context.WithTimeout(ctx, a.healthTimeout)
+	sctx, cancel := context.WithTimeout(ctx, a.health())
 	defer cancel()
 	return a.statusWithin(sctx, url)
 }
@@ -190,7 +206,7 @@ func (a *Admin) statusWithin(ctx context.Context, url string) (*clientv3.StatusR
 func (a *Admin) AddLearner(ctx context.Context, name, peerURL string) (api.MemberID, string, error) {
 	var resp *clientv3.MemberAddResponse
 	err := a.retry(ctx, func(ctx context.Context) error {
-		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 		defer cancel()
 		var err error
 		resp, err = a.cli.MemberAddAsLearner(clientv3.WithRequireLeader(cctx), []string{peerURL})
@@ -252,7 +268,7 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 			caughtUp = true
 		}
 		if caughtUp {
-			cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+			cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 			_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
 			cancel()
 			if err == nil {
@@ -287,7 +303,7 @@ func (a *Admin) learnerProgress(ctx context.Context, learnerURL, leaderURL strin
 	if learnerURL == "" || leaderURL == "" {
 		return raftIndexes{}, false
 	}
-	probe := min(a.healthTimeout, 250*time.Millisecond)
+	probe := min(a.health(), 250*time.Millisecond)
 	sctx, cancel := context.WithTimeout(ctx, probe)
 	defer cancel()
 	ls, err := a.statusWithin(sctx, learnerURL)
@@ -304,7 +320,7 @@ func (a *Admin) learnerProgress(ctx context.Context, learnerURL, leaderURL strin
 // Remove removes member id. A member that is already gone is not an error.
 func (a *Admin) Remove(ctx context.Context, id api.MemberID) error {
 	err := a.retry(ctx, func(ctx context.Context) error {
-		cctx, cancel := context.WithTimeout(ctx, 2*a.healthTimeout)
+		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 		defer cancel()
 		_, err := a.cli.MemberRemove(clientv3.WithRequireLeader(cctx), uint64(id))
 		return err
@@ -323,7 +339,7 @@ func (a *Admin) MoveLeader(ctx context.Context, leaderURL string, to api.MemberI
 		return err
 	}
 	err = a.retry(ctx, func(ctx context.Context) error {
-		cctx, cancel := context.WithTimeout(ctx, 5*a.healthTimeout)
+		cctx, cancel := context.WithTimeout(ctx, 5*a.health())
 		defer cancel()
 		_, err := cli.MoveLeader(cctx, uint64(to))
 		return err

@@ -42,7 +42,7 @@ func (a *Admin) VersionState(ctx context.Context, url string) (VersionState, err
 // clusterVersion reads etcdcluster from the member's /version endpoint:
 // etcd's gRPC API does not return the cluster version.
 func (a *Admin) clusterVersion(ctx context.Context, url string) (string, error) {
-	cctx, cancel := context.WithTimeout(ctx, a.healthTimeout)
+	cctx, cancel := context.WithTimeout(ctx, a.health())
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/version", nil)
 	if err != nil {
@@ -74,7 +74,7 @@ func (a *Admin) clusterVersion(ctx context.Context, url string) (string, error) 
 // the downgrade by itself once every member runs the target minor.
 func (a *Admin) EnableDowngrade(ctx context.Context, target string) error {
 	for _, action := range []clientv3.DowngradeAction{clientv3.DowngradeValidate, clientv3.DowngradeEnable} {
-		cctx, cancel := context.WithTimeout(ctx, 5*a.healthTimeout)
+		cctx, cancel := context.WithTimeout(ctx, 5*a.health())
 		_, err := a.cli.Downgrade(cctx, action, target)
 		cancel()
 		if err != nil {
@@ -91,7 +91,7 @@ func (a *Admin) EnableDowngrade(ctx context.Context, target string) error {
 // CancelDowngrade cancels the downgrade in progress (downgrade cancel):
 // etcd restores the cluster version from the members' versions.
 func (a *Admin) CancelDowngrade(ctx context.Context) error {
-	cctx, cancel := context.WithTimeout(ctx, 5*a.healthTimeout)
+	cctx, cancel := context.WithTimeout(ctx, 5*a.health())
 	defer cancel()
 	if _, err := a.cli.Downgrade(cctx, clientv3.DowngradeCancel, ""); err != nil {
 		return fmt.Errorf("etcdadmin: downgrade cancel: %w", err)

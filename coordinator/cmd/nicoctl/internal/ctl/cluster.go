@@ -22,6 +22,8 @@ type cluster struct {
 	st        *store.Store
 	admin     *etcdadmin.Admin
 	clusterID api.MemberID
+	// health bounds each call to one member.
+	health time.Duration
 }
 
 // connect dials the endpoints and checks that the cluster answers within
@@ -56,7 +58,7 @@ func (a *app) connect(ctx context.Context) (*cluster, error) {
 		return nil, withCode(ExitUsage, err)
 	}
 	health := min(max(a.cfg.Timeout/3, 100*time.Millisecond), 2*time.Second)
-	return &cluster{cli: cli, st: st, admin: etcdadmin.New(cli, health), clusterID: api.MemberID(resp.Header.ClusterId)}, nil
+	return &cluster{cli: cli, st: st, admin: etcdadmin.New(cli, health), clusterID: api.MemberID(resp.Header.ClusterId), health: health}, nil
 }
 
 // Close closes the connection.

@@ -135,6 +135,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.gossipCmd())
 	root.AddCommand(a.tokenCmd())
 	root.AddCommand(a.caCmd())
+	root.AddCommand(a.applyCmd(), a.describeCmd())
 	return root
 }
 

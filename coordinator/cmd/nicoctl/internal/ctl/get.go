@@ -78,7 +78,7 @@ func (a *app) getCmd() *cobra.Command {
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    runE(a.getOps),
 	}
-	return group("get", "Show members, nodes or operations", "get: members, nodes or ops", members, nodes, ops)
+	return group("get", "Show members, nodes, operations or the EtcdCluster", "get: members, nodes, ops or etcdcluster", members, nodes, ops, a.etcdClusterGetCmd())
 }
 
 func (a *app) getMembers(cmd *cobra.Command, _ []string) error {

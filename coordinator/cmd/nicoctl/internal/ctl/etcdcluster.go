@@ -1,0 +1,304 @@
+package ctl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdversion"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// readEtcdCluster decodes an EtcdCluster and checks it on its own: kind,
+// apiVersion, name and every spec field (api.EtcdClusterSpec.Validate).
+// Its status, if any, is ignored: the leader writes status.
+func readEtcdCluster(raw []byte) (*api.EtcdCluster, error) {
+	ec := &api.EtcdCluster{}
+	if err := decodeStrict(raw, ec); err != nil {
+		return nil, fmt.Errorf("EtcdCluster: %w", err)
+	}
+	switch {
+	case ec.APIVersion != api.Version:
+		return nil, fmt.Errorf("apiVersion %q is not accepted; want %s", ec.APIVersion, api.Version)
+	case ec.Metadata.Name == "":
+		ec.Metadata.Name = api.EtcdClusterName
+	case ec.Metadata.Name != api.EtcdClusterName:
+		return nil, fmt.Errorf("metadata.name %q is not accepted; the fleet has one EtcdCluster, named %s", ec.Metadata.Name, api.EtcdClusterName)
+	}
+	if err := ec.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	return ec, nil
+}
+
+// clusterFacts are what an applied EtcdCluster is checked against.
+type clusterFacts struct {
+	// stored is the EtcdCluster in the store (nil: none yet).
+	stored *api.EtcdCluster
+	// members is etcd's member list, matched to nodes.
+	members []membership.Member
+	nodes   []*api.Node
+	// running are the server versions the members report (those that
+	// answered), as "3.6.16".
+	running []string
+}
+
+// checkAgainst refuses what spec cannot be given the cluster as it is: a
+// version change that is no path etcd supports (from the stored
+// spec.version and from every version the members run), and an external
+// member whose name or URLs etcd or a registered node already has (unless
+// the stored spec already declared that very member). Each error is a
+// *api.FieldError naming the field.
+func checkAgainst(spec api.EtcdClusterSpec, f clusterFacts) error {
+	var errs []error
+	errs = append(errs, checkVersionPath(spec, f)...)
+	errs = append(errs, checkExternalMembers(spec, f)...)
+	return errors.Join(errs...)
+}
+
+// checkVersionPath checks a changed spec.version as a path from the
+// stored spec.version, and from each version the members run.
+func checkVersionPath(spec api.EtcdClusterSpec, f clusterFacts) []error {
+	if spec.Version == "" || (f.stored != nil && f.stored.Spec.Version == spec.Version) {
+		return nil
+	}
+	type source struct{ what, version string }
+	var froms []source
+	if f.stored != nil && f.stored.Spec.Version != "" {
+		froms = append(froms, source{"the stored spec.version", f.stored.Spec.Version})
+	}
+	for _, v := range uniq(f.running) {
+		froms = append(froms, source{"a member's running version", v})
+	}
+	if len(froms) == 0 && f.stored != nil && f.stored.Status.ClusterVersion != "" {
+		froms = append(froms, source{"the cluster version", f.stored.Status.ClusterVersion})
+	}
+	var errs []error
+	for _, from := range froms {
+		_, err := etcdversion.CheckStrings(from.version, spec.Version)
+		if err == nil {
+			continue
+		}
+		fe := &api.FieldError{Field: "spec.version", Value: spec.Version,
+			Reason:   fmt.Sprintf("from %s %s: %v", from.what, from.version, err),
+			Accepted: "keep the version, or choose a step etcd supports: a patch within the minor, one minor up from its latest patch, or one minor down to its latest patch"}
+		var pe *etcdversion.PathError
+		if errors.As(err, &pe) {
+			fe.Reason = fmt.Sprintf("from %s %s: %s", from.what, from.version, pe.Reason)
+			if pe.Next != "" {
+				fe.Accepted = pe.Next
+			}
+		}
+		errs = append(errs, fe)
+	}
+	return errs
+}
+
+// versionStep names the step a spec.version change takes from the stored
+// one, for the apply's message ("" when there is none to name).
+func versionStep(spec api.EtcdClusterSpec, f clusterFacts) string {
+	from := ""
+	switch {
+	case spec.Version == "":
+		return ""
+	case f.stored != nil && f.stored.Spec.Version != "":
+		from = f.stored.Spec.Version
+	case len(f.running) > 0:
+		from = uniq(f.running)[0]
+	default:
+		return ""
+	}
+	step, err := etcdversion.CheckStrings(from, spec.Version)
+	if err != nil || step.Kind == etcdversion.KindNone {
+		return ""
+	}
+	return step.String()
+}
+
+// checkExternalMembers refuses an external member that etcd or a
+// registered node already has, unless the stored spec declared the same
+// member (name and URL) before: that one is nico's to on-board.
+func checkExternalMembers(spec api.EtcdClusterSpec, f clusterFacts) []error {
+	declared := map[string]bool{} // name + " " + url of the stored spec's external members
+	if f.stored != nil {
+		for _, m := range f.stored.Spec.Members {
+			for _, u := range append(append([]string(nil), m.PeerURLs...), m.ClientURLs...) {
+				declared[m.Name+" "+norm(u)] = true
+			}
+		}
+	}
+	owner := map[string]string{} // URL -> who has it
+	names := map[string]string{} // name -> who has it
+	for _, m := range f.members {
+		who := "etcd member " + m.ID.String()
+		if l := label(m); l != m.ID.String() {
+			who = fmt.Sprintf("etcd member %s (%s)", l, m.ID)
+		}
+		for _, u := range append(append([]string(nil), m.PeerURLs...), m.ClientURLs...) {
+			owner[norm(u)] = who
+		}
+		if m.Name != "" {
+			names[m.Name] = who
+		}
+	}
+	for _, n := range f.nodes {
+		who := "registered node " + n.Metadata.Name
+		for _, u := range []string{n.Spec.PeerURL, n.Spec.ClientURL} {
+			if u != "" && owner[norm(u)] == "" {
+				owner[norm(u)] = who
+			}
+		}
+		names[n.Metadata.Name] = who
+	}
+	var errs []error
+	for i, m := range spec.Members {
+		at := fmt.Sprintf("spec.members[%d]", i)
+		wasDeclared := false
+		for _, u := range m.PeerURLs {
+			wasDeclared = wasDeclared || declared[m.Name+" "+norm(u)]
+		}
+		if who := names[m.Name]; who != "" && !wasDeclared {
+			errs = append(errs, &api.FieldError{Field: at + ".name", Value: m.Name, Reason: "already the name of " + who,
+				Accepted: "name a member etcd does not have yet"})
+		}
+		for _, list := range []struct {
+			name, noun string
+			urls       []string
+		}{{"peerURLs", "peer URL", m.PeerURLs}, {"clientURLs", "client URL", m.ClientURLs}} {
+			for j, u := range list.urls {
+				who := owner[norm(u)]
+				if who == "" || declared[m.Name+" "+norm(u)] {
+					continue
+				}
+				errs = append(errs, &api.FieldError{Field: fmt.Sprintf("%s.%s[%d]", at, list.name, j), Value: u,
+					Reason:   "already the " + list.noun + " of " + who,
+					Accepted: "declare an external member with URLs no member or registered node has (nico's own members come from their registered nodes)"})
+			}
+		}
+	}
+	return errs
+}
+
+// specEqual compares two specs by their JSON form (nil and empty lists
+// alike).
+func specEqual(a, b api.EtcdClusterSpec) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// norm is a URL as compared: without a trailing slash.
+func norm(u string) string { return strings.TrimSuffix(u, "/") }
+
+// uniq sorts and de-duplicates versions, oldest first.
+func uniq(vs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range vs {
+		if v != "" && !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, errA := etcdversion.Parse(out[i])
+		b, errB := etcdversion.Parse(out[j])
+		if errA != nil || errB != nil {
+			return out[i] < out[j]
+		}
+		return a.Compare(b) < 0
+	})
+	return out
+}
+
+// facts reads what an apply is checked against.
+func (c *cluster) facts(ctx context.Context) (clusterFacts, error) {
+	var f clusterFacts
+	stored := &api.EtcdCluster{}
+	switch err := c.st.Get(ctx, store.EtcdClusterKey, stored); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return f, fmt.Errorf("reading the EtcdCluster: %w", err)
+	default:
+		f.stored = stored
+	}
+	nodes, err := c.nodes(ctx)
+	if err != nil {
+		return f, err
+	}
+	f.nodes = nodes
+	if f.members, err = c.members(ctx, nodes); err != nil {
+		return f, err
+	}
+	f.running = c.runningVersions(ctx, f.members)
+	return f, nil
+}
+
+// runningVersions asks each started member for its server version; those
+// that do not answer within the health timeout are left out.
+func (c *cluster) runningVersions(ctx context.Context, ms []membership.Member) []string {
+	var out []string
+	for _, m := range ms {
+		if !m.Started() || len(m.ClientURLs) == 0 {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, c.health)
+		resp, err := c.cli.Status(sctx, m.ClientURLs[0])
+		cancel()
+		if err == nil && resp.Version != "" {
+			out = append(out, resp.Version)
+		}
+	}
+	return out
+}
+
+// applyEtcdCluster writes ec's spec over the stored EtcdCluster (keeping
+// its status), or creates it, after checking it against the cluster; a
+// conflicting write meanwhile re-reads and re-checks. A refusal writes
+// nothing and ends nicoctl with ExitRefused.
+func (a *app) applyEtcdCluster(ctx context.Context, c *cluster, ec *api.EtcdCluster) error {
+	for {
+		f, err := c.facts(ctx)
+		if err != nil {
+			return err
+		}
+		if err := checkAgainst(ec.Spec, f); err != nil {
+			return withCode(ExitRefused, fmt.Errorf("EtcdCluster refused, nothing written:\n%w", err))
+		}
+		step := versionStep(ec.Spec, f)
+		verb := "created"
+		if f.stored == nil {
+			obj := api.NewEtcdCluster()
+			obj.Metadata.CreatedAt = time.Now().UTC()
+			obj.Spec = ec.Spec
+			err = c.st.CreateObject(ctx, obj)
+		} else {
+			verb = "configured"
+			if specEqual(f.stored.Spec, ec.Spec) {
+				fmt.Fprintln(a.stdout, "EtcdCluster etcd unchanged")
+				return nil
+			}
+			f.stored.Spec = ec.Spec
+			err = c.st.UpdateObject(ctx, f.stored)
+		}
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrExists) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("writing the EtcdCluster: %w", err)
+		}
+		msg := "EtcdCluster etcd " + verb
+		if step != "" {
+			msg += "; version: " + step
+		}
+		fmt.Fprintln(a.stdout, msg)
+		return nil
+	}
+}

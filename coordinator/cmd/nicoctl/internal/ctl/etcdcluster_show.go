@@ -1,0 +1,205 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/spf13/cobra"
+)
+
+// etcdClusterGetCmd is `nicoctl get etcdcluster`.
+func (a *app) etcdClusterGetCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "etcdcluster",
+		Aliases: []string{"etcdclusters", "ec"},
+		Short:   "Show the EtcdCluster: voters, version, leader, fault tolerance, the external members' start values",
+		Args:    cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			return a.withEtcdCluster(cmd.Context(), func(ec *api.EtcdCluster) error {
+				return a.emit(ec, func(w io.Writer) { a.etcdClusterTable(w, ec) })
+			})
+		}),
+	}
+}
+
+// describeCmd is `nicoctl describe`.
+func (a *app) describeCmd() *cobra.Command {
+	ec := &cobra.Command{
+		Use:     "etcdcluster",
+		Aliases: []string{"etcdclusters", "ec"},
+		Short:   "Describe the EtcdCluster: spec, policy, members with role, health, index and DB size, conditions",
+		Args:    cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error {
+			return a.withEtcdCluster(cmd.Context(), func(ec *api.EtcdCluster) error {
+				return a.emit(ec, func(w io.Writer) { a.describeEtcdCluster(w, ec) })
+			})
+		}),
+	}
+	return group("describe", "Describe an object in detail", "describe: etcdcluster", ec)
+}
+
+// withEtcdCluster reads the EtcdCluster and runs fn with it.
+func (a *app) withEtcdCluster(ctx context.Context, fn func(*api.EtcdCluster) error) error {
+	return a.withCluster(ctx, func(ctx context.Context, c *cluster) error {
+		ec := &api.EtcdCluster{}
+		err := c.st.Get(ctx, store.EtcdClusterKey, ec)
+		if errors.Is(err, store.ErrNotFound) {
+			return withCode(ExitNotFound, errors.New("no EtcdCluster yet: the coordinator's leader writes one when it starts, or write one with 'nicoctl apply -f'"))
+		}
+		if err != nil {
+			return fmt.Errorf("reading the EtcdCluster: %w", err)
+		}
+		return fn(ec)
+	})
+}
+
+// etcdClusterTable is the one-line summary, and the --initial-cluster
+// values of the external members in flight.
+func (a *app) etcdClusterTable(w io.Writer, ec *api.EtcdCluster) {
+	s := ec.Status
+	row(w, "NAME", "VOTERS", "VERSION", "CLUSTER VERSION", "LEADER", "FAULT TOLERANCE", "EXTERNAL", "AGE", "CONDITIONS")
+	row(w, ec.Metadata.Name, fmt.Sprintf("%d/%d", s.Voters, ec.Spec.Voters), ec.Spec.Version, s.ClusterVersion, s.Leader,
+		fmt.Sprintf("can lose %d", s.FaultTolerance), len(ec.Spec.Members), age(a.now(), ec.Metadata.CreatedAt), conditionCell(s.Conditions))
+	if len(s.External) > 0 {
+		fmt.Fprintln(w)
+		row(w, "EXTERNAL MEMBER", "START WITH")
+		for _, x := range s.External {
+			row(w, x.Name, startFlags(x))
+		}
+	}
+}
+
+// startFlags are the etcd flags an external member must start with.
+func startFlags(x api.ExternalMemberStart) string {
+	return fmt.Sprintf("--name=%s --initial-cluster=%s --initial-cluster-state=%s", x.Name, x.InitialCluster, x.InitialClusterState)
+}
+
+// describeEtcdCluster writes the object for people.
+func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
+	now := a.now()
+	sp, st, p := ec.Spec, ec.Status, ec.Spec.Policy
+	field(w, "Name", ec.Metadata.Name)
+	field(w, "Created", stamp(now, ec.Metadata.CreatedAt))
+	field(w, "Revision", ec.Metadata.Revision)
+	fmt.Fprintln(w, "Spec:")
+	field(w, "  Voters", sp.Voters)
+	version := sp.Version
+	if version == "" {
+		version = "- (none: no version is rolled)"
+	}
+	field(w, "  Version", version)
+	if len(sp.Members) == 0 {
+		field(w, "  External members", "-")
+	} else {
+		fmt.Fprintln(w, "  External members:")
+		row(w, "    NAME", "KIND", "PEER URLS", "CLIENT URLS")
+		for _, m := range sp.Members {
+			row(w, "    "+m.Name, m.Kind, strings.Join(m.PeerURLs, ","), strings.Join(m.ClientURLs, ","))
+		}
+	}
+	fmt.Fprintln(w, "Policy:")
+	unset := func(d api.Duration, zero string) string {
+		if d == 0 {
+			return zero
+		}
+		return time.Duration(d).String()
+	}
+	field(w, "  Learner start timeout", unset(p.LearnerStartTimeout, "- (the leader's setting)"))
+	field(w, "  Learner progress timeout", unset(p.LearnerProgressTimeout, "- (the leader's setting)"))
+	field(w, "  Health timeout", unset(p.HealthTimeout, "- (the leader's setting)"))
+	field(w, "  Replace dead members after", unset(p.ReplaceDeadMembersAfter, "never"))
+	if p.DefragFragmentation == 0 {
+		field(w, "  Defragment at", "never")
+	} else {
+		field(w, "  Defragment at", fmt.Sprintf("%.0f%% fragmentation, databases over %s", 100*p.DefragFragmentation, bytesCell(p.DefragMinDBSize)))
+	}
+	fmt.Fprintln(w, "Status:")
+	field(w, "  Observed revision", st.ObservedRevision)
+	field(w, "  Voters", fmt.Sprintf("%d (can lose %d)", st.Voters, st.FaultTolerance))
+	field(w, "  Leader", st.Leader)
+	field(w, "  Cluster version", st.ClusterVersion)
+	field(w, "  Alarms", strings.Join(st.Alarms, ", "))
+	field(w, "  Updated", stamp(now, st.UpdatedAt))
+	fmt.Fprintln(w, "Members:")
+	if len(st.Members) == 0 {
+		fmt.Fprintln(w, "  (none reported yet)")
+	} else {
+		row(w, "  NAME", "NODE", "ROLE", "HEALTH", "LEADER", "VERSION", "TERM", "INDEX", "APPLIED", "DB SIZE", "IN USE", "PROGRESS", "MESSAGE")
+		for _, m := range st.Members {
+			health, leader := "unhealthy", ""
+			if m.Healthy {
+				health = "healthy"
+			}
+			if m.Leader {
+				leader = "*"
+			}
+			row(w, "  "+m.Name, m.Node, m.Role, health, leader, m.Version, zeroDash(m.RaftTerm), zeroDash(m.RaftIndex), zeroDash(m.AppliedIndex),
+				bytesCell(m.DBSize), bytesCell(m.DBSizeInUse), progressCell(m), oneLine(m.Message))
+		}
+	}
+	fmt.Fprintln(w, "Conditions:")
+	if len(st.Conditions) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	} else {
+		row(w, "  TYPE", "STATUS", "REASON", "SINCE", "MESSAGE")
+		for _, c := range st.Conditions {
+			row(w, "  "+c.Type, c.Status, c.Reason, age(now, c.Since), oneLine(c.Message))
+		}
+	}
+	if len(st.External) > 0 {
+		fmt.Fprintln(w, "External members start with:")
+		for _, x := range st.External {
+			fmt.Fprintf(w, "  %s:\t%s\n", x.Name, startFlags(x))
+		}
+	}
+}
+
+// stamp is a time and how long ago it was.
+func stamp(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return fmt.Sprintf("%s (%s ago)", t.Format(time.RFC3339), age(now, t))
+}
+
+// zeroDash shows 0 as "-".
+func zeroDash(n uint64) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// bytesCell is a size in B, KiB, MiB or GiB ("" for 0).
+func bytesCell(n int64) string {
+	switch {
+	case n <= 0:
+		return ""
+	case n < 1<<10:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	case n < 1<<30:
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	default:
+		return fmt.Sprintf("%.1fGiB", float64(n)/(1<<30))
+	}
+}
+
+// progressCell is a learner's catch-up progress and ETA.
+func progressCell(m api.EtcdMemberStatus) string {
+	if m.Role != api.RoleLearner || m.Progress == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("%.0f%%", 100*m.Progress)
+	if m.ETA > 0 {
+		s += fmt.Sprintf(" (ETA %s)", time.Duration(m.ETA).Round(time.Second))
+	}
+	return s
+}
