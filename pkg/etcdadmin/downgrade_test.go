@@ -26,9 +26,11 @@ func TestDowngradeEnableAndCancel(t *testing.T) {
 		}
 		return vs
 	}
-	if vs := state(); vs.Cluster != "3.7.0" || vs.Downgrading {
-		t.Fatalf("fresh cluster: %+v, want cluster 3.7.0 and no downgrade", vs)
-	}
+	// A fresh cluster decides its version shortly after it starts.
+	testwait.For(t, 30*time.Second, "cluster version 3.7.0", func() (bool, string) {
+		vs := state()
+		return vs.Cluster == "3.7.0" && !vs.Downgrading, fmt.Sprintf("%+v", vs)
+	})
 	if err := a.EnableDowngrade(ctx(t), "3.5.35"); err == nil {
 		t.Fatal("downgrade to 3.5 (two minors down) was enabled")
 	}
