@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/version"
 )
@@ -24,7 +25,9 @@ import (
 //     cannot run another; UseVersion refuses any other version.
 //   - Systemd runs whatever binary the unit names (services.etcd.package on
 //     NixOS): the version changes with a new NixOS generation, rolled by
-//     the generation rollout, and UseVersion refuses any other version.
+//     the generation rollout (a switch does not restart etcd); UseVersion
+//     accepts the version that generation's etcd reports
+//     (SystemdConfig.Binary) and refuses any other.
 //
 // The agent asks UseVersion for the version the leader wants for its node
 // (store.NodeEtcdVersionKey) and restarts the member; the leader waits for
@@ -145,12 +148,35 @@ func (s *Systemd) Version() string {
 	return s.version
 }
 
-// UseVersion accepts only the version the unit already runs: its binary is
-// the unit's (services.etcd.package), changed by a new NixOS generation.
+// UseVersion accepts the version the unit already runs, or the version of
+// SystemdConfig.Binary: the unit runs its package's etcd
+// (services.etcd.package), which only a new NixOS generation changes; the
+// next Start restarts the unit on it.
 func (s *Systemd) UseVersion(v string) error {
 	if cur := s.Version(); v == cur && cur != "" {
 		return nil
 	}
-	return fmt.Errorf("%w: etcd %s; %s runs the binary its unit names (%q): roll a NixOS generation that sets services.etcd.package to etcd %s",
-		ErrVersionUnavailable, v, s.unit, s.Version(), v)
+	if s.binary != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if bv, err := BinaryVersion(ctx, s.binary); err == nil && bv == v {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: etcd %s; %s runs its package's etcd (%q, %s is %q): roll a NixOS generation whose services.etcd.package is etcd %s",
+		ErrVersionUnavailable, v, s.unit, s.Version(), s.binary, s.binaryVersion(), v)
+}
+
+// binaryVersion is SystemdConfig.Binary's version, or why it is unknown.
+func (s *Systemd) binaryVersion() string {
+	if s.binary == "" {
+		return "not set"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, err := BinaryVersion(ctx, s.binary)
+	if err != nil {
+		return err.Error()
+	}
+	return v
 }

@@ -3,10 +3,12 @@ package member_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/member/systemdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -88,4 +90,23 @@ func serverVersion(ctx context.Context, t *testing.T, cli *clientv3.Client, url 
 		t.Fatal(err)
 	}
 	return st.Version
+}
+
+// TestSystemdUseVersionFollowsTheSystemsEtcd: the systemd runtime accepts
+// the version its unit's binary (as the switched system names it) reports,
+// and refuses another, naming the package to roll.
+func TestSystemdUseVersionFollowsTheSystemsEtcd(t *testing.T) {
+	bin := etcdtest.Binaries(t)[0]
+	units := systemdtest.NewUnits()
+	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: t.TempDir() + "/etcd.env", Binary: bin.Path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.UseVersion(bin.Version); err != nil {
+		t.Fatalf("UseVersion(%s), the binary's own version: %v", bin.Version, err)
+	}
+	err = rt.UseVersion("3.4.45")
+	if !errors.Is(err, member.ErrVersionUnavailable) || !strings.Contains(err.Error(), "services.etcd.package") {
+		t.Fatalf("UseVersion(3.4.45) = %v, want ErrVersionUnavailable naming services.etcd.package", err)
+	}
 }

@@ -72,7 +72,7 @@ func run(args []string, stderr io.Writer) int {
 			return 1
 		}
 		defer units.Close()
-		if rt, err = member.NewSystemd(member.SystemdConfig{Units: units, Unit: cfg.Etcd.Unit, EnvironmentFile: cfg.Etcd.EnvFile}); err != nil {
+		if rt, err = member.NewSystemd(member.SystemdConfig{Units: units, Unit: cfg.Etcd.Unit, EnvironmentFile: cfg.Etcd.EnvFile, Binary: cfg.Etcd.Binary}); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}
