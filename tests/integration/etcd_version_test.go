@@ -113,13 +113,19 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 // setEtcdVersion writes spec.version, retrying on a concurrent status write.
 func (f *fleet) setEtcdVersion(v string) {
 	f.t.Helper()
+	f.editEtcdCluster("spec.version "+v, func(ec *api.EtcdCluster) { ec.Spec.Version = v })
+}
+
+// editEtcdCluster changes the EtcdCluster, retrying on a concurrent write.
+func (f *fleet) editEtcdCluster(what string, edit func(*api.EtcdCluster)) {
+	f.t.Helper()
 	st := f.store()
-	testwait.For(f.t, 10*time.Second, "spec.version "+v+" written", func() (bool, string) {
+	testwait.For(f.t, 10*time.Second, what+" written", func() (bool, string) {
 		ec := &api.EtcdCluster{}
 		if err := st.Get(f.t.Context(), store.EtcdClusterKey, ec); err != nil {
 			return false, err.Error()
 		}
-		ec.Spec.Version = v
+		edit(ec)
 		err := st.Update(f.t.Context(), store.EtcdClusterKey, ec)
 		if errors.Is(err, store.ErrConflict) {
 			return false, err.Error()
@@ -293,4 +299,74 @@ func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
 		return !vs.Downgrading && vs.Cluster == "3.6.0", fmt.Sprintf("%+v", vs)
 	})
 	w.stopAndCheck(t)
+}
+
+// TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion: members with no
+// etcd 3.7.3 binary. The first node asked reports why, keeps serving
+// 3.6.16, and after policy.versionStepTimeout the roll halts with the slot
+// released: no other node is asked, and a membership change could run.
+func TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion(t *testing.T) {
+	bins := etcdtest.Binaries(t)
+	old := ""
+	for _, b := range bins {
+		if b.Version == "3.6.16" {
+			old = b.Path
+		}
+	}
+	if old == "" {
+		t.Skipf("needs the etcd 3.6.16 binary (%s)", etcdtest.EnvBinaries)
+	}
+	f := newFleet(t)
+	f.newRuntime = func() member.Runtime {
+		return member.NewExec(old, member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+			member.WithBinaries(map[string]string{"3.6.16": old}), member.WithBinaryVersion("3.6.16"))
+	}
+	f.start(f.agentConfig("cp-1", true))
+	f.waitVoters(30*time.Second, "cp-1")
+	f.startCoordinator("c-1")
+	f.start(f.agentConfig("cp-2", false))
+	f.start(f.agentConfig("cp-3", false))
+	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	nodes := []string{"cp-1", "cp-2", "cp-3"}
+	f.waitEtcdVersions(30*time.Second, "3.6.16", nodes...)
+	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
+
+	f.editEtcdCluster("spec.version 3.7.3, a 3 s step", func(ec *api.EtcdCluster) {
+		ec.Spec.Version = "3.7.3"
+		ec.Spec.Policy.VersionStepTimeout = api.Duration(3 * time.Second)
+	})
+	st := f.store()
+	var asked string
+	testwait.For(t, 60*time.Second, "a node that reports it cannot run 3.7.3", func() (bool, string) {
+		resp, err := st.Client().Get(t.Context(), store.EtcdVersionsDir, clientv3.WithPrefix())
+		if err != nil || len(resp.Kvs) == 0 {
+			return false, fmt.Sprintf("no desired version yet (%v)", err)
+		}
+		asked = store.Name(string(resp.Kvs[0].Key))
+		n := &api.Node{}
+		if err := st.Get(t.Context(), store.NodeKey(asked), n); err != nil {
+			return false, err.Error()
+		}
+		return n.Status.EtcdVersionError != "" && n.Status.EtcdVersion == "3.6.16", fmt.Sprintf("%s: %+v", asked, n.Status)
+	})
+	testwait.For(t, 30*time.Second, "the halted step's slot released", func() (bool, string) {
+		resp, err := st.Client().Get(t.Context(), store.ActiveOpKey)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(resp.Kvs) == 0, fmt.Sprintf("active-op %v", resp.Kvs)
+	})
+	op := &api.Operation{}
+	if err := st.Get(t.Context(), store.OpKey("etcdversion-"+asked+"-3.7.3"), op); err != nil || op.Status.Phase != api.OpFailed {
+		t.Fatalf("the halted step's operation: %+v %v, want Failed", op.Status, err)
+	}
+	f.waitVersionPasses(f.coords["c-1"], 2)
+	resp, err := st.Client().Get(t.Context(), store.EtcdVersionsDir, clientv3.WithPrefix())
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("after the halt %d nodes were asked (%v), want only %s", len(resp.Kvs), err, asked)
+	}
+	f.waitEtcdVersions(10*time.Second, "3.6.16", nodes...)
+	if bad := unhealthyMembers(t.Context(), f.client()); len(bad) > 0 {
+		t.Fatalf("unhealthy members after the halt: %v", bad)
+	}
 }
