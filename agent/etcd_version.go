@@ -116,3 +116,28 @@ func (a *Agent) reportEtcdVersionError(ctx context.Context, msg string) {
 	a.nodeMu.Unlock()
 	a.setPhase(ctx, phase, m)
 }
+
+// useEtcdVersion makes the next start run etcd v when the runtime has it;
+// otherwise the runtime keeps its default, and the version roll asks again.
+func (a *Agent) useEtcdVersion(v, why string) {
+	vr, ok := a.runtime.(member.Versioned)
+	if !ok || vr.Version() == "" || vr.Version() == v {
+		return // one binary of unknown version, or already v
+	}
+	if err := vr.UseVersion(v); err != nil {
+		a.log.Warn("cannot start the member on etcd "+v, "why", why, "err", err)
+		return
+	}
+	a.log.Info("starting the member on etcd "+v, "why", why)
+}
+
+// useClusterEtcdVersion starts a joining member on the EtcdCluster's
+// spec.version when the runtime has it, so that it joins on the version
+// the cluster is rolled to rather than the runtime's default.
+func (a *Agent) useClusterEtcdVersion(ctx context.Context) {
+	ec := &api.EtcdCluster{}
+	if err := a.st.Get(ctx, store.EtcdClusterKey, ec); err != nil || ec.Spec.Version == "" {
+		return
+	}
+	a.useEtcdVersion(ec.Spec.Version, "the EtcdCluster's spec.version")
+}

@@ -43,6 +43,9 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	if hasMarker && marker.EtcdVersion != "" {
+		a.useEtcdVersion(marker.EtcdVersion, "the version that last served the data dir")
+	}
 	if verr != nil {
 		a.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
 		return a.restartMember(ctx)
@@ -159,7 +162,7 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 		return fmt.Errorf("agent: local member status: %w", err)
 	}
 	a.etcdVersion.Store(st.Version)
-	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now()}
+	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now(), EtcdVersion: st.Version}
 	if err := member.WriteMarker(a.cfg.DataDir, mk); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

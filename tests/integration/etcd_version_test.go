@@ -24,7 +24,8 @@ import (
 // change nothing: no node is asked to change, no downgrade is enabled.
 // spec.version 3.7.3 then rolls one member at a time: every member ends on
 // 3.7.3, the cluster version is 3.7.0, the slot is free, and no write
-// failed after its retries nor was lost.
+// failed after its retries nor was lost. A restarted agent runs 3.7.3
+// again, not its runtime's default.
 func TestEtcdMinorUpgradeRolls(t *testing.T) {
 	bins := etcdtest.Binaries(t)
 	paths := map[string]string{}
@@ -90,6 +91,17 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 		return vs.Cluster == "3.7.0" && len(resp.Kvs) == 0, fmt.Sprintf("%+v, active-op %v", vs, resp.Kvs)
 	})
 	w.stopAndCheck(t)
+
+	// A restarted agent, whose runtime defaults to 3.6.16, starts its
+	// member on the version that last served its data (3.6.16 would
+	// refuse the 3.7 schema).
+	n3 := f.nodes["cp-3"]
+	if err := n3.stop(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+	f.startWith(n3.cfg, f.newRuntime())
+	f.waitEtcdVersions(60*time.Second, "3.7.3", "cp-3")
+	f.waitVoters(60*time.Second, nodes...)
 
 	// The refused versions were never asked of any node.
 	hist, err := st.Client().Get(ctx, store.EtcdVersionsDir, clientv3.WithPrefix())
