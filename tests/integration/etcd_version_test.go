@@ -314,9 +314,11 @@ func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
 }
 
 // TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion: members with no
-// etcd 3.7.3 binary. The first node asked reports why, keeps serving
-// 3.6.16, and after policy.versionStepTimeout the roll halts with the slot
-// released: no other node is asked, and a membership change could run.
+// etcd 3.7.3 binary, or one that does not start. The first node asked
+// reports why and keeps serving 3.6.16 (on the binary that ran, started
+// again), and after policy.versionStepTimeout the roll halts with the
+// slot released: no other node is asked, and a membership change could
+// run.
 func TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion(t *testing.T) {
 	bins := etcdtest.Binaries(t)
 	old := ""
@@ -328,10 +330,22 @@ func TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion(t *testing.T) {
 	if old == "" {
 		t.Skipf("needs the etcd 3.6.16 binary (%s)", etcdtest.EnvBinaries)
 	}
+	for _, tt := range []struct {
+		name     string
+		binaries map[string]string
+	}{
+		{"no binary", map[string]string{"3.6.16": old}},
+		{"a binary that does not start", map[string]string{"3.6.16": old, "3.7.3": "/bin/false"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) { testVersionRollHalts(t, old, tt.binaries) })
+	}
+}
+
+func testVersionRollHalts(t *testing.T, old string, binaries map[string]string) {
 	f := newFleet(t)
 	f.newRuntime = func() member.Runtime {
 		return member.NewExec(old, member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
-			member.WithBinaries(map[string]string{"3.6.16": old}), member.WithBinaryVersion("3.6.16"))
+			member.WithBinaries(binaries), member.WithBinaryVersion("3.6.16"))
 	}
 	f.start(f.agentConfig("cp-1", true))
 	f.waitVoters(30*time.Second, "cp-1")
