@@ -157,6 +157,12 @@ type Agent struct {
 	// upgradeAsked: a generation brought a new agent, or the Reloader
 	// wants one (agent/upgrade.go).
 	upgradeAsked atomic.Bool
+	// etcdWant is the etcd version the leader wants here ("" none), kept
+	// by the etcd-version controller; etcdVersion the one the running
+	// member reported at its start; etcdFailed a wanted version that
+	// could not run, not tried again (the member supervisor's only).
+	etcdWant, etcdVersion atomic.Value
+	etcdFailed            string
 
 	cacheMu sync.Mutex
 	cached  []string // the endpoints last written to cfg.EndpointsCache
@@ -263,7 +269,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.cfg.Applier != nil {
 		gens = a.generations()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload))
+	var ev controller.Controller
+	if a.controlPlane() {
+		ev = a.etcdVersionWatch()
+	}
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev))
 }
 
 // connect makes the store client: the configured endpoints plus the local
@@ -313,6 +323,7 @@ func (a *Agent) register(ctx context.Context) error {
 		n.Spec.PeerURL, n.Spec.ClientURL = a.cfg.PeerURL, a.cfg.ClientURL
 	}
 	n.Status.AgentVersion = a.cfg.Version
+	n.Status.EtcdVersion = a.runningEtcdVersion()
 	n.Status.Certificate = a.nodeCertPEM()
 	n.Status.GossipAddr = a.gossipAddr() // agent/gossip.go
 	n.Status.Phase = api.NodeRegistered
@@ -365,6 +376,7 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 	a.node.Status.Phase = phase
 	a.node.Status.Message = msg
 	a.node.Status.UpdatedAt = a.Now()
+	a.node.Status.EtcdVersion = a.runningEtcdVersion()
 	if cert != "" {
 		a.node.Status.Certificate = cert
 	}
@@ -380,6 +392,16 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 }
 
 func (a *Agent) status(msg string) { _ = a.notify.Status(msg) }
+
+// runningEtcdVersion is the version the local member reported at its
+// start, "" when this agent runs none.
+func (a *Agent) runningEtcdVersion() string {
+	if !a.running.Load() {
+		return ""
+	}
+	v, _ := a.etcdVersion.Load().(string)
+	return v
+}
 
 // shutdown stops the member and drops the heartbeat so others see the node
 // go at once.

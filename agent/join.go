@@ -126,6 +126,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 			return false, nil
 		}
 		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
+		a.useClusterEtcdVersion(ctx)
 		if err := a.startMember(ctx, j.Status.InitialCluster, "existing"); err != nil {
 			if errors.Is(err, member.ErrRemoved) {
 				return false, err

@@ -43,6 +43,9 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
+	if hasMarker && marker.EtcdVersion != "" {
+		a.useEtcdVersion(marker.EtcdVersion, "the version that last served the data dir")
+	}
 	if verr != nil {
 		a.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
 		return a.restartMember(ctx)
@@ -158,11 +161,12 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 	if err != nil {
 		return fmt.Errorf("agent: local member status: %w", err)
 	}
-	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now()}
+	a.etcdVersion.Store(st.Version)
+	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now(), EtcdVersion: st.Version}
 	if err := member.WriteMarker(a.cfg.DataDir, mk); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	a.log.Info("member serving", "member", api.MemberID(mk.MemberID), "cluster", api.MemberID(mk.ClusterID))
+	a.log.Info("member serving", "member", api.MemberID(mk.MemberID), "cluster", api.MemberID(mk.ClusterID), "etcdVersion", st.Version)
 	return nil
 }
 

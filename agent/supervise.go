@@ -69,7 +69,7 @@ func (a *Agent) memberSupervisor() controller.Controller {
 			select {
 			case <-a.runtime.Done():
 			default:
-				return nil
+				return a.followEtcdVersion(ctx)
 			}
 			err := a.runtime.Err()
 			if errors.Is(err, member.ErrRemoved) {

@@ -24,6 +24,8 @@ import (
 //	identity-revocation   removals/ nodes/ heartbeats/                 removals/, etcd users and roles
 //	etcd-status           nodes/ active-op etcdcluster                 etcdcluster status, ops/ active-op,
 //	                                                                   etcd defragment, alarm disarm
+//	etcd-version          etcdcluster etcdversions/ nodes/ active-op   etcdversions/ ops/ active-op,
+//	                                                                   etcd leader, etcd downgrade
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
 	membership := newReconciler(c, fence)
@@ -47,6 +49,10 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		&controller.Func{
 			ControllerName: "etcd-status", Resync: resync, Do: newEtcdStatuser(c, fence).reconcile,
 			Prefixes: []string{store.NodesDir, store.ActiveOpKey, store.EtcdClusterKey},
+		},
+		&controller.Func{
+			ControllerName: "etcd-version", Resync: resync, Do: (&versionRoller{c: c, fence: fence}).reconcile,
+			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 	}
 }

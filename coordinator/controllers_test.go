@@ -80,7 +80,7 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 	cd := startCandidate(t, cl, "a", 60*time.Second)
 	ready := func() bool {
 		hs := cd.c.Health()
-		if len(hs) != 5 {
+		if len(hs) != len(cd.c.leaderControllers(store.Fence{})) {
 			return false
 		}
 		// The etcd-status controller's first status is written, and the

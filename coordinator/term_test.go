@@ -53,7 +53,7 @@ func TestTermEndsWithItsSessionAndTheNextWaitsItsBackoff(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("not elected")
 	}
-	testwait.True(t, 20*time.Second, "the group running", func() bool { return len(c.Health()) == 5 && allRunning(c, true) })
+	testwait.True(t, 20*time.Second, "the group running", func() bool { return len(c.Health()) == len(c.leaderControllers(store.Fence{})) && allRunning(c, true) })
 
 	resp, err := st.Client().Get(t.Context(), first.Key)
 	if err != nil || len(resp.Kvs) != 1 {
@@ -121,7 +121,9 @@ func TestTermSurvivesAClosedWatch(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	testwait.True(t, 20*time.Second, "the group running", func() bool { return len(c.Health()) == 5 && allRunning(c, true) && c.Healthy() })
+	testwait.True(t, 20*time.Second, "the group running", func() bool {
+		return len(c.Health()) == len(c.leaderControllers(store.Fence{})) && allRunning(c, true) && c.Healthy()
+	})
 
 	// m1 and m2 stop: m0 has no leader, and after a few election timeouts
 	// etcd closes the watches that require one.

@@ -77,6 +77,10 @@ type EtcdPolicy struct {
 	// DefragFragmentation defragments a member once (db size - in use) /
 	// db size reaches it, one member at a time, leader last; zero never does.
 	DefragFragmentation float64 `json:"defragFragmentation,omitempty"`
+	// VersionStepTimeout bounds one member's etcd version change (from
+	// the leader asking until it serves the version, healthy) before the
+	// version roll halts; zero is 5 minutes.
+	VersionStepTimeout Duration `json:"versionStepTimeout,omitempty"`
 	// DefragMinDBSize skips defragmentation of members whose database is
 	// smaller than this many bytes (fragmentation of a small file is cheap).
 	DefragMinDBSize int64 `json:"defragMinDBSize,omitempty"`

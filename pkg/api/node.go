@@ -72,7 +72,13 @@ type NodeStatus struct {
 	ClusterID    MemberID    `json:"clusterID,omitempty"`
 	Lease        int64       `json:"lease,omitempty"`
 	AgentVersion string      `json:"agentVersion,omitempty"`
-	Message      string      `json:"message,omitempty"`
+	// EtcdVersion is the etcd server version the node's running member
+	// reports (its Status), "" while none runs.
+	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// EtcdVersionError says why the node does not run the etcd version
+	// the leader wants for it (its NodeEtcdVersion), "" when it does.
+	EtcdVersionError string `json:"etcdVersionError,omitempty"`
+	Message          string `json:"message,omitempty"`
 	// Certificate is the node certificate (PEM) the agent holds, kept
 	// current on renewal: public, and what nicoctl gossip rotate-key
 	// --new-secret seals the new gossip secret to.

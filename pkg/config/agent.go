@@ -66,8 +66,13 @@ func (a Agent) HasRole(r string) bool { return slices.Contains(a.Roles, r) }
 
 // Etcd is how the agent runs its local etcd member and reaches the cluster.
 type Etcd struct {
-	Runtime      string        // "etcd.runtime": RuntimeEmbedded or RuntimeExec
-	Binary       string        // "etcd.binary": the etcd binary of RuntimeExec
+	Runtime string // "etcd.runtime": RuntimeEmbedded or RuntimeExec
+	Binary  string // "etcd.binary": the etcd binary of RuntimeExec
+	// Binaries ("etcd.binaries") are further etcd binaries RuntimeExec may
+	// run, by path; the agent asks each its version (etcd --version) and
+	// runs the one of the version the leader asks for its node (the
+	// EtcdCluster's spec.version, rolled one node at a time).
+	Binaries     []string
 	Unit         string        // "etcd.unit": the systemd unit of RuntimeSystemd
 	EnvFile      string        // "etcd.environmentFile": written for the unit by RuntimeSystemd
 	DataDir      string        // "etcd.dataDir": the member's data; <dataDir>/etcd when unset
@@ -134,6 +139,8 @@ func agentKeys(a *Agent) ([]key, []rule) {
 		stringKey("dataDir", &a.DataDir, "/var/lib/nico", "the agent's state directory", absPath(false)),
 		stringKey("etcd.runtime", &a.Etcd.Runtime, RuntimeEmbedded, "how to run the local etcd member: embedded (in the agent), exec (the etcd binary as a child) or systemd (etcd.service, set up by the NixOS module)", runtime),
 		stringKey("etcd.binary", &a.Etcd.Binary, "etcd", "the etcd binary, a path or a name on PATH, for runtime exec", notEmpty),
+		listKey("etcd.binaries", &a.Etcd.Binaries, nil, "further etcd binaries, by path, that runtime exec may run when the EtcdCluster's spec.version asks for their version (each is asked etcd --version)",
+			each(absPath(false)), noDuplicates),
 		stringKey("etcd.unit", &a.Etcd.Unit, "etcd.service", "the systemd unit that runs etcd, for runtime systemd", notEmpty),
 		stringKey("etcd.environmentFile", &a.Etcd.EnvFile, "/run/nico/etcd.env", "the EnvironmentFile the agent writes for the etcd unit, for runtime systemd", absPath(false)),
 		stringKey("etcd.dataDir", &a.Etcd.DataDir, "", "the etcd member's data directory; empty means <dataDir>/etcd", absPath(true)),

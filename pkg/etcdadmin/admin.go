@@ -157,6 +157,7 @@ func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
 			}
 			out[i].Healthy = len(st.Errors) == 0
 			out[i].RaftIndex = st.RaftIndex
+			out[i].Version, out[i].StorageVersion = st.Version, st.StorageVersion
 			leaders[i] = st.Leader
 		}(i, m.ClientURLs[0])
 	}

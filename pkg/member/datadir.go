@@ -26,6 +26,10 @@ type Marker struct {
 	MemberID  uint64    `json:"memberID"`
 	ClusterID uint64    `json:"clusterID"`
 	WrittenAt time.Time `json:"writtenAt"`
+	// EtcdVersion is the etcd version that last served this data dir: a
+	// restarted agent runs that version again (an older binary refuses a
+	// newer schema), not its default binary.
+	EtcdVersion string `json:"etcdVersion,omitempty"`
 }
 
 // WriteMarker writes m to dir/nico-member.json atomically (a temp file in dir,

@@ -35,11 +35,12 @@ const tailLines = 8
 // NOTIFY_SOCKET. Its stdout and stderr go to the Config's logger at debug
 // level, one record per line with the field "line".
 type Exec struct {
-	binary string
-	opts   options
+	opts options
 
-	mu  sync.Mutex
-	run *execRun // latest run; nil before the first Start
+	mu      sync.Mutex
+	binary  string   // what the next Start runs (UseVersion changes it)
+	version string   // binary's etcd version ("" unknown)
+	run     *execRun // latest run; nil before the first Start
 }
 
 var _ Runtime = (*Exec)(nil)
@@ -67,7 +68,8 @@ type execRun struct {
 // NewExec returns an idle runtime that runs binary (a path to etcd, or a name
 // looked up in PATH at Start); it starts no goroutines.
 func NewExec(binary string, opts ...Option) *Exec {
-	return &Exec{binary: binary, opts: newOptions(opts)}
+	o := newOptions(opts)
+	return &Exec{binary: binary, version: o.binaryVersion, opts: o}
 }
 
 // Start runs the etcd child and returns once its client URL answers a
@@ -91,8 +93,9 @@ func (m *Exec) Start(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("member: start %s: %w", cfg.Name, ErrRunning)
 	}
 	m.run = r
+	binary := m.binary
 	m.mu.Unlock()
-	return r.start(ctx, m.binary, cfg, m.opts)
+	return r.start(ctx, binary, cfg, m.opts)
 }
 
 // Stop sends SIGTERM to the child's process group, SIGKILL after the grace

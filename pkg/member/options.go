@@ -12,6 +12,8 @@ type options struct {
 	tick, election time.Duration
 	grace          time.Duration
 	extraArgs      []string
+	binaries       map[string]string // WithBinaries: etcd version -> binary
+	binaryVersion  string            // WithBinaryVersion
 }
 
 func newOptions(opts []Option) options {

@@ -40,10 +40,12 @@ type Systemd struct {
 	unit    string
 	envFile string
 	tlsEnv  bool          // SystemdConfig.TLSInEnvironment
+	binary  string        // SystemdConfig.Binary
 	every   time.Duration // readiness poll
 
-	mu  sync.Mutex
-	run *systemdRun
+	mu      sync.Mutex
+	run     *systemdRun
+	version string // what the unit's etcd reported at its last start
 }
 
 var _ Runtime = (*Systemd)(nil)
@@ -62,6 +64,12 @@ type SystemdConfig struct {
 	// as systemd credentials, since the etcd user cannot read pki.dir. The
 	// readiness client uses Config.TLS either way.
 	TLSInEnvironment bool
+	// Binary is the etcd the unit runs as the switched system names it
+	// (/run/current-system/sw/bin/etcd on NixOS): UseVersion asks it its
+	// version, so that a generation that brought another etcd package can
+	// be restarted into it. Empty: UseVersion accepts only the running
+	// version.
+	Binary string
 }
 
 // NewSystemd returns an idle Systemd runtime; it starts nothing.
@@ -72,7 +80,7 @@ func NewSystemd(c SystemdConfig) (*Systemd, error) {
 	if c.EnvironmentFile == "" || c.EnvironmentFile[0] != '/' {
 		return nil, fmt.Errorf("member: SystemdConfig.EnvironmentFile is %q, want an absolute path", c.EnvironmentFile)
 	}
-	s := &Systemd{units: c.Units, journal: c.Journal, unit: c.Unit, envFile: c.EnvironmentFile, tlsEnv: c.TLSInEnvironment, every: c.PollInterval}
+	s := &Systemd{units: c.Units, journal: c.Journal, unit: c.Unit, envFile: c.EnvironmentFile, tlsEnv: c.TLSInEnvironment, binary: c.Binary, every: c.PollInterval}
 	if s.journal == nil {
 		s.journal = Journalctl{}
 	}
@@ -206,9 +214,12 @@ func (s *Systemd) waitServing(ctx context.Context, cfg Config) error {
 	defer t.Stop()
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := cli.Status(sctx, cfg.ClientURL)
+		resp, err := cli.Status(sctx, cfg.ClientURL)
 		cancel()
 		if err == nil {
+			s.mu.Lock()
+			s.version = resp.Version
+			s.mu.Unlock()
 			return nil
 		}
 		if st, serr := s.units.UnitState(ctx, s.unit); serr == nil && st.Exited() {

@@ -27,6 +27,9 @@ type Member struct {
 	// does not run it, and judges it by its etcd health alone. A member
 	// with no Node but an External is not a ghost.
 	External string
+	// Version is the etcd server version from its status ("": unknown),
+	// StorageVersion the version of its data's schema ("3.6.0").
+	Version, StorageVersion string
 }
 
 // Started tells whether the member has started (published its name or answered).

@@ -35,3 +35,7 @@ func digits(s string) int {
 	}
 	return i
 }
+
+// Natural is the rolling order of node names: digit runs compare as
+// numbers (cp-2 before cp-10). The etcd version roll orders by it too.
+func Natural(a, b string) int { return natural(a, b) }

@@ -19,7 +19,13 @@ const (
 	NudgeKey = "nudge"
 	// EtcdClusterKey holds the fleet's one EtcdCluster.
 	EtcdClusterKey = "etcdcluster"
+	// EtcdVersionsDir holds each node's desired etcd version
+	// (api.NodeEtcdVersion), written by the leader's etcd version roll.
+	EtcdVersionsDir = "etcdversions/"
 )
+
+// NodeEtcdVersionKey is where the etcd version node name should run is.
+func NodeEtcdVersionKey(name string) string { return EtcdVersionsDir + name }
 
 // NodeKey is where node name is registered.
 func NodeKey(name string) string { return NodesDir + name }

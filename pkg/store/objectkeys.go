@@ -32,6 +32,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindGossipKey:          func(string) string { return GossipKeyKey },
 	api.KindLiveness:           func(string) string { return LivenessKey },
 	api.KindEtcdCluster:        func(string) string { return EtcdClusterKey },
+	api.KindNodeEtcdVersion:    NodeEtcdVersionKey,
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping

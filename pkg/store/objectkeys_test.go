@@ -1,6 +1,8 @@
 package store
 
 import (
+	"time"
+
 	"errors"
 	"go/ast"
 	"go/parser"
@@ -32,6 +34,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewGossipKey(), "gossip-key"},
 		{api.NewLiveness(), "liveness"},
 		{api.NewEtcdCluster(), "etcdcluster"},
+		{api.NewNodeEtcdVersion("cp-1", "3.7.3", time.Time{}), "etcdversions/cp-1"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -63,7 +63,10 @@ func run(args []string, stderr io.Writer) int {
 	var rt member.Runtime = member.NewEmbedded()
 	switch cfg.Etcd.Runtime {
 	case config.RuntimeExec:
-		rt = member.NewExec(cfg.Etcd.Binary)
+		if rt, err = newExec(cfg.Etcd); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
 	case config.RuntimeSystemd:
 		units, err := member.DialSystemd(context.Background(), 0)
 		if err != nil {
@@ -71,7 +74,7 @@ func run(args []string, stderr io.Writer) int {
 			return 1
 		}
 		defer units.Close()
-		if rt, err = member.NewSystemd(member.SystemdConfig{Units: units, Unit: cfg.Etcd.Unit, EnvironmentFile: cfg.Etcd.EnvFile}); err != nil {
+		if rt, err = member.NewSystemd(member.SystemdConfig{Units: units, Unit: cfg.Etcd.Unit, EnvironmentFile: cfg.Etcd.EnvFile, Binary: cfg.Etcd.Binary}); err != nil {
 			fmt.Fprintln(stderr, err)
 			return 2
 		}

@@ -1,0 +1,143 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// etcdVersionResync is the etcd-version controller's resync tick, besides
+// its watch.
+const etcdVersionResync = 30 * time.Second
+
+// An etcd version change reaches a node as its NodeEtcdVersion (written by
+// the leader's version roll, one node at a time). The etcd-version
+// controller keeps the wanted version and wakes the member supervisor,
+// which owns the member's process and so alone restarts it:
+//
+//	wanted == running, or none wanted      nothing
+//	wanted != running, runtime has it      stop (leadership handed off),
+//	                                       start on the wanted binary,
+//	                                       report Node.Status.EtcdVersion
+//	runtime has no such binary             report EtcdVersionError; keep running
+//	the wanted binary does not start       start again on the previous one,
+//	                                       report EtcdVersionError; not retried
+//	                                       until another version is wanted
+
+// etcdVersionWatch is the controller that follows this node's desired etcd
+// version.
+func (a *Agent) etcdVersionWatch() controller.Controller {
+	return &controller.Func{ControllerName: "etcd-version", Prefixes: []string{store.NodeEtcdVersionKey(a.cfg.Name)}, Resync: etcdVersionResync, Do: func(ctx context.Context) error {
+		want := &api.NodeEtcdVersion{}
+		err := a.st.Get(ctx, store.NodeEtcdVersionKey(a.cfg.Name), want)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			a.etcdWant.Store("")
+		case err != nil:
+			return fmt.Errorf("agent: read desired etcd version: %w", err)
+		default:
+			a.etcdWant.Store(want.Spec.Version)
+		}
+		select {
+		case a.upgrade <- struct{}{}:
+		default:
+		}
+		return nil
+	}}
+}
+
+// followEtcdVersion restarts the running member on the wanted etcd
+// version, if one is wanted that it does not run. Called by the member
+// supervisor only.
+func (a *Agent) followEtcdVersion(ctx context.Context) error {
+	want, _ := a.etcdWant.Load().(string)
+	running, _ := a.etcdVersion.Load().(string)
+	if want == "" || want == running || want == a.etcdFailed {
+		return nil
+	}
+	vr, ok := a.runtime.(member.Versioned)
+	if !ok {
+		a.etcdFailed = want
+		a.reportEtcdVersionError(ctx, fmt.Sprintf("etcd %s wanted: this runtime cannot change etcd version", want))
+		return nil
+	}
+	if err := vr.UseVersion(want); err != nil {
+		a.etcdFailed = want
+		a.log.Warn("cannot run the wanted etcd version", "want", want, "running", running, "err", err)
+		a.reportEtcdVersionError(ctx, err.Error())
+		return nil
+	}
+	a.log.Info("restarting the member on another etcd version", "from", running, "to", want)
+	a.healthy.Store(false)
+	if err := a.stopMember(ctx); err != nil {
+		return fmt.Errorf("agent: stop member for etcd %s: %w", want, err)
+	}
+	err := a.startMember(ctx, "", "existing")
+	if err == nil {
+		a.healthy.Store(true)
+		a.etcdFailed = ""
+		a.reportEtcdVersionError(ctx, "")
+		return nil
+	}
+	if errors.Is(err, member.ErrRemoved) {
+		return exitError{err: ErrRemoved, why: "the cluster removed this member while it changed version"}
+	}
+	// Back to the binary that ran: the member stays up and the leader's
+	// step runs into its deadline with the reason in the node's status.
+	a.etcdFailed = want
+	a.log.Error("member did not start on the wanted etcd version; starting the previous one again", "want", want, "previous", running, "err", err)
+	if uerr := vr.UseVersion(running); uerr != nil {
+		return fmt.Errorf("agent: etcd %s did not start (%w) and %s is no longer available: %w", want, err, running, uerr)
+	}
+	if serr := a.startMember(ctx, "", "existing"); serr != nil {
+		return fmt.Errorf("agent: etcd %s did not start (%w), nor %s again: %w", want, err, running, serr)
+	}
+	a.healthy.Store(true)
+	a.reportEtcdVersionError(ctx, fmt.Sprintf("etcd %s did not start: %v", want, err))
+	return nil
+}
+
+// reportEtcdVersionError records why the wanted etcd version does not run
+// ("" clears it) with the running version, in the node's status.
+func (a *Agent) reportEtcdVersionError(ctx context.Context, msg string) {
+	a.nodeMu.Lock()
+	if a.node == nil {
+		a.nodeMu.Unlock()
+		return
+	}
+	a.node.Status.EtcdVersionError = msg
+	phase, m := a.node.Status.Phase, a.node.Status.Message
+	a.nodeMu.Unlock()
+	a.setPhase(ctx, phase, m)
+}
+
+// useEtcdVersion makes the next start run etcd v when the runtime has it;
+// otherwise the runtime keeps its default, and the version roll asks again.
+func (a *Agent) useEtcdVersion(v, why string) {
+	vr, ok := a.runtime.(member.Versioned)
+	if !ok || vr.Version() == "" || vr.Version() == v {
+		return // one binary of unknown version, or already v
+	}
+	if err := vr.UseVersion(v); err != nil {
+		a.log.Warn("cannot start the member on etcd "+v, "why", why, "err", err)
+		return
+	}
+	a.log.Info("starting the member on etcd "+v, "why", why)
+}
+
+// useClusterEtcdVersion starts a joining member on the EtcdCluster's
+// spec.version when the runtime has it, so that it joins on the version
+// the cluster is rolled to rather than the runtime's default.
+func (a *Agent) useClusterEtcdVersion(ctx context.Context) {
+	ec := &api.EtcdCluster{}
+	if err := a.st.Get(ctx, store.EtcdClusterKey, ec); err != nil || ec.Spec.Version == "" {
+		return
+	}
+	a.useEtcdVersion(ec.Spec.Version, "the EtcdCluster's spec.version")
+}

@@ -1,0 +1,195 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/versionroll"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// versionRoller is the leader's etcd-version controller: it rolls the
+// EtcdCluster's spec.version across the members nico runs with
+// versionroll.Plan, one member at a time. A step writes the node's
+// NodeEtcdVersion (the agent restarts its member on that version) and
+// takes the one-change slot (store.ActiveOpKey, an Operation of type
+// RolloutStep, which membership changes and generation rollouts wait for)
+// in one transaction fenced on leadership; the slot is released once the
+// member serves the version, healthy. The downgrade API calls and the
+// leadership transfer go to etcd directly, as the rollout's do.
+type versionRoller struct {
+	c     *Coordinator
+	fence store.Fence
+	last  string
+}
+
+// reconcile is the etcd-version controller's Reconcile (controllers.go).
+func (r *versionRoller) reconcile(ctx context.Context) error {
+	_, err := r.once(ctx)
+	return err
+}
+
+// once plans and applies one step.
+func (r *versionRoller) once(ctx context.Context) (versionroll.Step, error) {
+	obs, ok, err := r.observe(ctx)
+	if err != nil || !ok {
+		return versionroll.Step{Action: versionroll.None}, err
+	}
+	now := r.c.Now()
+	step := versionroll.Plan(obs, now)
+	if s := step.String(); s != r.last {
+		lvl := r.c.log.Info
+		switch step.Action {
+		case versionroll.None, versionroll.Wait:
+			lvl = r.c.log.Debug
+		case versionroll.Refused, versionroll.Halt:
+			lvl = r.c.log.Warn
+		}
+		lvl("etcd version step", "action", string(step.Action), "node", step.Node, "version", step.Version, "reason", step.Reason)
+		r.last = s
+	}
+	if err := r.apply(ctx, step, now); err != nil {
+		return step, fmt.Errorf("etcd version: %s: %w", step.Action, err)
+	}
+	return step, nil
+}
+
+// observe gathers the planner's input; ok is false when there is nothing
+// to roll (no EtcdCluster, no spec.version and no version step held).
+func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool, error) {
+	// Cheap first: with no spec.version and no version step held there
+	// is nothing to ask the members.
+	resp, err := r.c.store.Txn(ctx, nil, clientv3.OpGet(store.EtcdClusterKey), clientv3.OpGet(store.ActiveOpKey))
+	if err != nil {
+		return versionroll.Observed{}, false, fmt.Errorf("coordinator: etcd version: %w", err)
+	}
+	idle := true
+	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 && strings.HasPrefix(string(kvs[0].Value), versionroll.OpPrefix) {
+		idle = false
+	}
+	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		ec := &api.EtcdCluster{}
+		if err := store.Decode(kvs[0], ec); err != nil {
+			return versionroll.Observed{}, false, fmt.Errorf("coordinator: etcd version: %w", err)
+		}
+		idle = idle && ec.Spec.Version == ""
+	}
+	if idle {
+		return versionroll.Observed{}, false, nil
+	}
+	o, err := observe(ctx, r.c.store, r.c.admin.Observe)
+	if err != nil {
+		return versionroll.Observed{}, false, err
+	}
+	obs := versionroll.Observed{}
+	if o.Active != nil {
+		obs.ActiveOp = o.Active.Metadata.Name
+	}
+	if o.cluster != nil {
+		obs.Target = o.cluster.Spec.Version
+		obs.StepTimeout = time.Duration(o.cluster.Spec.Policy.VersionStepTimeout)
+	}
+	wants, _, err := store.List[api.NodeEtcdVersion](ctx, r.c.store, store.EtcdVersionsDir)
+	if err != nil {
+		return obs, false, err
+	}
+	want := map[string]*api.NodeEtcdVersion{}
+	for _, w := range wants {
+		want[w.Metadata.Name] = w
+	}
+	nodeErr := map[string]string{}
+	for _, n := range o.Nodes {
+		nodeErr[n.Metadata.Name] = n.Status.EtcdVersionError
+	}
+	leaderURL := ""
+	for _, m := range o.Members {
+		vm := versionroll.Member{Name: m.Name, Node: m.Node, ID: m.ID, Voter: !m.Learner, Healthy: m.Healthy, Leader: m.Leader,
+			Alive: o.Alive[m.Node], Version: m.Version, StorageVersion: m.StorageVersion, Error: nodeErr[m.Node]}
+		if len(m.ClientURLs) > 0 {
+			vm.ClientURL = m.ClientURLs[0]
+			if m.Leader || (leaderURL == "" && m.Healthy) {
+				leaderURL = vm.ClientURL
+			}
+		}
+		if w := want[m.Node]; w != nil && m.Node != "" {
+			vm.Want, vm.WantSince = w.Spec.Version, w.Spec.Since
+		}
+		obs.Members = append(obs.Members, vm)
+	}
+	if leaderURL == "" {
+		return obs, true, nil // Plan waits: no leader, no healthy voter
+	}
+	vs, err := r.c.admin.VersionState(ctx, leaderURL)
+	if err != nil {
+		return obs, false, err
+	}
+	obs.Cluster, obs.Downgrading, obs.DowngradeTarget = vs.Cluster, vs.Downgrading, vs.DowngradeTarget
+	return obs, true, nil
+}
+
+// apply carries out step.
+func (r *versionRoller) apply(ctx context.Context, s versionroll.Step, now time.Time) error {
+	switch s.Action {
+	case versionroll.EnableDowngrade:
+		return r.c.admin.EnableDowngrade(ctx, s.Version)
+	case versionroll.CancelDowngrade:
+		return r.c.admin.CancelDowngrade(ctx)
+	case versionroll.TransferLeader:
+		return r.c.admin.MoveLeader(ctx, s.LeaderURL, s.To)
+	case versionroll.SetVersion:
+		return r.setVersion(ctx, s, now)
+	case versionroll.CloseOp:
+		return r.closeOp(ctx, s.Op, api.OpSucceeded, s.Reason, now)
+	case versionroll.Halt:
+		if s.Op != "" {
+			return r.closeOp(ctx, s.Op, api.OpFailed, s.Reason, now)
+		}
+	}
+	return nil
+}
+
+// setVersion writes the node's desired version and takes the slot.
+func (r *versionRoller) setVersion(ctx context.Context, s versionroll.Step, now time.Time) error {
+	want := api.NewNodeEtcdVersion(s.Node, s.Version, now)
+	want.Metadata.CreatedAt = now
+	put, err := store.PutObjectOp(want)
+	if err != nil {
+		return err
+	}
+	op := api.NewOperation(s.Op)
+	op.Metadata.CreatedAt = now
+	op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: s.Node, Request: api.EtcdClusterName, StartedBy: r.c.cfg.Name}
+	op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.c.cfg.Name}
+	op.Record(now, r.c.cfg.Name, s.Reason)
+	putOp, err := store.PutObjectOp(op)
+	if err != nil {
+		return err
+	}
+	guards := []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}
+	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, putOp, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
+	return err
+}
+
+// closeOp ends version step name and releases the slot it holds.
+func (r *versionRoller) closeOp(ctx context.Context, name string, phase api.OpPhase, why string, now time.Time) error {
+	op := &api.Operation{}
+	if err := r.c.store.Get(ctx, store.OpKey(name), op); err != nil {
+		return err
+	}
+	op.Status.Phase, op.Status.Step = phase, api.StepDone
+	op.Record(now, r.c.cfg.Name, why)
+	put, err := store.PutObjectOp(op)
+	if err != nil {
+		return err
+	}
+	guards := []store.Guard{{
+		Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", name),
+		Err: fmt.Errorf("coordinator: version step %s is no longer the active operation", name),
+	}}
+	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, clientv3.OpDelete(store.ActiveOpKey))
+	return err
+}
