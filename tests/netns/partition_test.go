@@ -220,7 +220,8 @@ func TestPartition(t *testing.T) {
 
 // plannerWorld is three voters on n1..n3 and a pending join of n9.
 func plannerWorld(live map[string]membership.Liveness) membership.Observed {
-	o := membership.Observed{Alive: map[string]bool{}, Liveness: live}
+	// spec.voters 5: n9 would grow the cluster (with 3, it is a standby).
+	o := membership.Observed{Alive: map[string]bool{}, Liveness: live, Cluster: api.EtcdClusterSpec{Voters: 5}}
 	for i := 1; i <= 3; i++ {
 		name := fmt.Sprintf("n%d", i)
 		peer := fmt.Sprintf("https://10.0.0.%d:2380", i)
