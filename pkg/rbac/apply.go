@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/pki"
@@ -56,43 +57,108 @@ func Observe(ctx context.Context, auth clientv3.Auth, nodes []NodeIdentity) (Sta
 	return s, nil
 }
 
-// Apply performs changes in order. A role or user that already exists
-// counts as added, a permission or role already revoked as revoked, so
-// that two appliers racing (two join endpoints) both succeed.
+// Apply performs changes: first the roles and users to add, then the
+// rest. Within each step the changes run concurrently (etcd batches the
+// proposals, so a node's dozen auth writes cost about one round trip, not
+// a dozen), except that changes to the same permission of a role, or to
+// the same role of a user, run one after another in the order given. A
+// role or user that already exists counts as added, a permission or role
+// already revoked as revoked, so that two appliers racing (two join
+// endpoints) both succeed. All errors are returned, joined.
 func Apply(ctx context.Context, auth clientv3.Auth, changes []Change) error {
+	var adds, rest []Change
 	for _, c := range changes {
-		var err error
-		switch c.Op {
-		case AddRole:
-			_, err = auth.RoleAdd(ctx, c.Role)
-			if errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
-				err = nil
-			}
-		case GrantPermission:
-			_, err = auth.RoleGrantPermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd, permType(c.Perm.Type))
-		case RevokePermission:
-			_, err = auth.RoleRevokePermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd)
-			if errors.Is(err, rpctypes.ErrPermissionNotGranted) {
-				err = nil
-			}
-		case AddUser:
-			_, err = auth.UserAddWithOptions(ctx, c.User, "", &clientv3.UserAddOptions{NoPassword: true})
-			if errors.Is(err, rpctypes.ErrUserAlreadyExist) {
-				err = nil
-			}
-		case GrantRole:
-			_, err = auth.UserGrantRole(ctx, c.User, c.Role)
-		case RevokeRole:
-			_, err = auth.UserRevokeRole(ctx, c.User, c.Role)
-			if errors.Is(err, rpctypes.ErrRoleNotGranted) {
-				err = nil
-			}
-		default:
-			err = fmt.Errorf("unknown change %q", c.Op)
+		if c.Op == AddRole || c.Op == AddUser {
+			adds = append(adds, c)
+		} else {
+			rest = append(rest, c)
 		}
-		if err != nil {
-			return fmt.Errorf("rbac: %s: %w", c, err)
+	}
+	if err := applyConcurrently(ctx, auth, adds); err != nil {
+		return err
+	}
+	return applyConcurrently(ctx, auth, rest)
+}
+
+// applyConcurrently runs one goroutine per thing changed (see changeOn),
+// each doing that thing's changes in order, and waits for all of them.
+func applyConcurrently(ctx context.Context, auth clientv3.Auth, changes []Change) error {
+	var order []string
+	groups := map[string][]Change{}
+	for _, c := range changes {
+		k := changeOn(c)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
 		}
+		groups[k] = append(groups[k], c)
+	}
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, k := range order {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, c := range groups[k] {
+				if err := applyOne(ctx, auth, c); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// changeOn names what c changes: a role, a user, one permission of a role
+// or one role of a user. Two changes with the same name must not race.
+func changeOn(c Change) string {
+	switch c.Op {
+	case AddRole:
+		return "role\x00" + c.Role
+	case AddUser:
+		return "user\x00" + c.User
+	case GrantPermission, RevokePermission:
+		return "perm\x00" + c.Role + "\x00" + c.Perm.Key + "\x00" + c.Perm.RangeEnd
+	case GrantRole, RevokeRole:
+		return "grant\x00" + c.User + "\x00" + c.Role
+	}
+	return "other\x00" + string(c.Op)
+}
+
+// applyOne performs one change.
+func applyOne(ctx context.Context, auth clientv3.Auth, c Change) error {
+	var err error
+	switch c.Op {
+	case AddRole:
+		_, err = auth.RoleAdd(ctx, c.Role)
+		if errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+			err = nil
+		}
+	case GrantPermission:
+		_, err = auth.RoleGrantPermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd, permType(c.Perm.Type))
+	case RevokePermission:
+		_, err = auth.RoleRevokePermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd)
+		if errors.Is(err, rpctypes.ErrPermissionNotGranted) {
+			err = nil
+		}
+	case AddUser:
+		_, err = auth.UserAddWithOptions(ctx, c.User, "", &clientv3.UserAddOptions{NoPassword: true})
+		if errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+			err = nil
+		}
+	case GrantRole:
+		_, err = auth.UserGrantRole(ctx, c.User, c.Role)
+	case RevokeRole:
+		_, err = auth.UserRevokeRole(ctx, c.User, c.Role)
+		if errors.Is(err, rpctypes.ErrRoleNotGranted) {
+			err = nil
+		}
+	default:
+		err = fmt.Errorf("unknown change %q", c.Op)
+	}
+	if err != nil {
+		return fmt.Errorf("rbac: %s: %w", c, err)
 	}
 	return nil
 }
