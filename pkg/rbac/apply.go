@@ -18,9 +18,8 @@ var ErrNoName = errors.New("rbac: node has no name")
 
 // Observe reads the users and roles Plan looks at for nodes: the built-in
 // root role and user, nico-coordinator, and each node's role and user.
-// Absent ones are absent from the state.
+// Absent ones are absent from the state. The reads run concurrently.
 func Observe(ctx context.Context, auth clientv3.Auth, nodes []NodeIdentity) (State, error) {
-	s := State{Roles: map[string][]Perm{}, Users: map[string][]string{}}
 	roles := []string{RootRole}
 	users := []string{pki.RootIdentity, pki.CoordinatorIdentity}
 	for _, n := range nodes {
@@ -30,29 +29,53 @@ func Observe(ctx context.Context, auth clientv3.Auth, nodes []NodeIdentity) (Sta
 		roles = append(roles, NodeRole(n.Name))
 		users = append(users, NodeRole(n.Name))
 	}
-	for _, r := range roles {
-		resp, err := auth.RoleGet(ctx, r)
-		if errors.Is(err, rpctypes.ErrRoleNotFound) {
-			continue
-		}
-		if err != nil {
-			return State{}, fmt.Errorf("rbac: get role %s: %w", r, err)
-		}
-		perms := make([]Perm, 0, len(resp.Perm))
-		for _, p := range resp.Perm {
-			perms = append(perms, Perm{Type: PermType(p.PermType.String()), Key: string(p.Key), RangeEnd: string(p.RangeEnd)})
-		}
-		s.Roles[r] = perms
+	rolePerms := make([][]Perm, len(roles))
+	userRoles := make([][]string, len(users))
+	found := make([]bool, len(roles)+len(users))
+	errs := make([]error, len(roles)+len(users))
+	var wg sync.WaitGroup
+	for i, r := range roles {
+		wg.Go(func() {
+			resp, err := auth.RoleGet(ctx, r)
+			switch {
+			case errors.Is(err, rpctypes.ErrRoleNotFound):
+			case err != nil:
+				errs[i] = fmt.Errorf("rbac: get role %s: %w", r, err)
+			default:
+				perms := make([]Perm, 0, len(resp.Perm))
+				for _, p := range resp.Perm {
+					perms = append(perms, Perm{Type: PermType(p.PermType.String()), Key: string(p.Key), RangeEnd: string(p.RangeEnd)})
+				}
+				rolePerms[i], found[i] = perms, true
+			}
+		})
 	}
-	for _, u := range users {
-		resp, err := auth.UserGet(ctx, u)
-		if errors.Is(err, rpctypes.ErrUserNotFound) {
-			continue
+	for i, u := range users {
+		wg.Go(func() {
+			resp, err := auth.UserGet(ctx, u)
+			switch {
+			case errors.Is(err, rpctypes.ErrUserNotFound):
+			case err != nil:
+				errs[len(roles)+i] = fmt.Errorf("rbac: get user %s: %w", u, err)
+			default:
+				userRoles[i], found[len(roles)+i] = resp.Roles, true
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return State{}, err
+	}
+	s := State{Roles: map[string][]Perm{}, Users: map[string][]string{}}
+	for i, r := range roles {
+		if found[i] {
+			s.Roles[r] = rolePerms[i]
 		}
-		if err != nil {
-			return State{}, fmt.Errorf("rbac: get user %s: %w", u, err)
+	}
+	for i, u := range users {
+		if found[len(roles)+i] {
+			s.Users[u] = userRoles[i]
 		}
-		s.Users[u] = resp.Roles
 	}
 	return s, nil
 }
@@ -95,16 +118,14 @@ func applyConcurrently(ctx context.Context, auth clientv3.Auth, changes []Change
 	errs := make([]error, len(order))
 	var wg sync.WaitGroup
 	for i, k := range order {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for _, c := range groups[k] {
 				if err := applyOne(ctx, auth, c); err != nil {
 					errs[i] = err
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
