@@ -80,71 +80,20 @@ func Observe(ctx context.Context, auth clientv3.Auth, nodes []NodeIdentity) (Sta
 	return s, nil
 }
 
-// Apply performs changes: first the roles and users to add, then the
-// rest. Within each step the changes run concurrently (etcd batches the
-// proposals, so a node's dozen auth writes cost about one round trip, not
-// a dozen), except that changes to the same permission of a role, or to
-// the same role of a user, run one after another in the order given. A
-// role or user that already exists counts as added, a permission or role
-// already revoked as revoked, so that two appliers racing (two join
-// endpoints) both succeed. All errors are returned, joined.
+// Apply performs changes in order. A role or user that already exists
+// counts as added, a permission or role already revoked as revoked, so
+// that two appliers racing (two join endpoints) both succeed. The changes
+// run one after another on purpose: with authentication on, etcd refuses
+// an auth request received before another auth change was applied
+// (ErrAuthOldRevision; the client retries it), so concurrent changes would
+// still land one at a time, with the losers proposed again.
 func Apply(ctx context.Context, auth clientv3.Auth, changes []Change) error {
-	var adds, rest []Change
 	for _, c := range changes {
-		if c.Op == AddRole || c.Op == AddUser {
-			adds = append(adds, c)
-		} else {
-			rest = append(rest, c)
+		if err := applyOne(ctx, auth, c); err != nil {
+			return err
 		}
 	}
-	if err := applyConcurrently(ctx, auth, adds); err != nil {
-		return err
-	}
-	return applyConcurrently(ctx, auth, rest)
-}
-
-// applyConcurrently runs one goroutine per thing changed (see changeOn),
-// each doing that thing's changes in order, and waits for all of them.
-func applyConcurrently(ctx context.Context, auth clientv3.Auth, changes []Change) error {
-	var order []string
-	groups := map[string][]Change{}
-	for _, c := range changes {
-		k := changeOn(c)
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], c)
-	}
-	errs := make([]error, len(order))
-	var wg sync.WaitGroup
-	for i, k := range order {
-		wg.Go(func() {
-			for _, c := range groups[k] {
-				if err := applyOne(ctx, auth, c); err != nil {
-					errs[i] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// changeOn names what c changes: a role, a user, one permission of a role
-// or one role of a user. Two changes with the same name must not race.
-func changeOn(c Change) string {
-	switch c.Op {
-	case AddRole:
-		return "role\x00" + c.Role
-	case AddUser:
-		return "user\x00" + c.User
-	case GrantPermission, RevokePermission:
-		return "perm\x00" + c.Role + "\x00" + c.Perm.Key + "\x00" + c.Perm.RangeEnd
-	case GrantRole, RevokeRole:
-		return "grant\x00" + c.User + "\x00" + c.Role
-	}
-	return "other\x00" + string(c.Op)
+	return nil
 }
 
 // applyOne performs one change.

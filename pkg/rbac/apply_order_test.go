@@ -75,10 +75,9 @@ func (notAdded) Error() string { return "role or user not added yet" }
 
 var errNotAdded = notAdded{}
 
-// TestApplyAddsBeforeGrantsAndKeepsOrderPerPermission: Apply runs changes
-// concurrently, yet every grant finds its role and user made, all of a
-// plan's changes happen, and two changes to the same permission run in the
-// order given.
+// TestApplyAddsBeforeGrantsAndKeepsOrderPerPermission: every grant finds
+// its role and user made, all of a plan's changes happen, and two changes
+// to the same permission run in the order given.
 func TestApplyAddsBeforeGrantsAndKeepsOrderPerPermission(t *testing.T) {
 	nodes := []rbac.NodeIdentity{{Name: "cp-1", Roles: []api.Role{api.RoleControlPlane, api.RoleHypervisor}}}
 	changes := rbac.Plan(store.DefaultPrefix, nodes, rbac.State{})
