@@ -24,11 +24,11 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: inspect data dir: %w", err)
 	}
+	if !has && !a.cfg.Bootstrap {
+		return nil // a fresh joiner: nothing to check against the cluster
+	}
 	view, verr := a.clusterView(ctx)
 	if !has {
-		if !a.cfg.Bootstrap {
-			return nil
-		}
 		if verr == nil {
 			a.log.Warn("bootstrap is set but a cluster already answers at etcd.endpoints: joining it instead", "cluster", view.clusterID)
 			return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/pki"
@@ -17,9 +18,8 @@ var ErrNoName = errors.New("rbac: node has no name")
 
 // Observe reads the users and roles Plan looks at for nodes: the built-in
 // root role and user, nico-coordinator, and each node's role and user.
-// Absent ones are absent from the state.
+// Absent ones are absent from the state. The reads run concurrently.
 func Observe(ctx context.Context, auth clientv3.Auth, nodes []NodeIdentity) (State, error) {
-	s := State{Roles: map[string][]Perm{}, Users: map[string][]string{}}
 	roles := []string{RootRole}
 	users := []string{pki.RootIdentity, pki.CoordinatorIdentity}
 	for _, n := range nodes {
@@ -29,70 +29,106 @@ func Observe(ctx context.Context, auth clientv3.Auth, nodes []NodeIdentity) (Sta
 		roles = append(roles, NodeRole(n.Name))
 		users = append(users, NodeRole(n.Name))
 	}
-	for _, r := range roles {
-		resp, err := auth.RoleGet(ctx, r)
-		if errors.Is(err, rpctypes.ErrRoleNotFound) {
-			continue
-		}
-		if err != nil {
-			return State{}, fmt.Errorf("rbac: get role %s: %w", r, err)
-		}
-		perms := make([]Perm, 0, len(resp.Perm))
-		for _, p := range resp.Perm {
-			perms = append(perms, Perm{Type: PermType(p.PermType.String()), Key: string(p.Key), RangeEnd: string(p.RangeEnd)})
-		}
-		s.Roles[r] = perms
+	rolePerms := make([][]Perm, len(roles))
+	userRoles := make([][]string, len(users))
+	found := make([]bool, len(roles)+len(users))
+	errs := make([]error, len(roles)+len(users))
+	var wg sync.WaitGroup
+	for i, r := range roles {
+		wg.Go(func() {
+			resp, err := auth.RoleGet(ctx, r)
+			switch {
+			case errors.Is(err, rpctypes.ErrRoleNotFound):
+			case err != nil:
+				errs[i] = fmt.Errorf("rbac: get role %s: %w", r, err)
+			default:
+				perms := make([]Perm, 0, len(resp.Perm))
+				for _, p := range resp.Perm {
+					perms = append(perms, Perm{Type: PermType(p.PermType.String()), Key: string(p.Key), RangeEnd: string(p.RangeEnd)})
+				}
+				rolePerms[i], found[i] = perms, true
+			}
+		})
 	}
-	for _, u := range users {
-		resp, err := auth.UserGet(ctx, u)
-		if errors.Is(err, rpctypes.ErrUserNotFound) {
-			continue
+	for i, u := range users {
+		wg.Go(func() {
+			resp, err := auth.UserGet(ctx, u)
+			switch {
+			case errors.Is(err, rpctypes.ErrUserNotFound):
+			case err != nil:
+				errs[len(roles)+i] = fmt.Errorf("rbac: get user %s: %w", u, err)
+			default:
+				userRoles[i], found[len(roles)+i] = resp.Roles, true
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return State{}, err
+	}
+	s := State{Roles: map[string][]Perm{}, Users: map[string][]string{}}
+	for i, r := range roles {
+		if found[i] {
+			s.Roles[r] = rolePerms[i]
 		}
-		if err != nil {
-			return State{}, fmt.Errorf("rbac: get user %s: %w", u, err)
+	}
+	for i, u := range users {
+		if found[len(roles)+i] {
+			s.Users[u] = userRoles[i]
 		}
-		s.Users[u] = resp.Roles
 	}
 	return s, nil
 }
 
 // Apply performs changes in order. A role or user that already exists
 // counts as added, a permission or role already revoked as revoked, so
-// that two appliers racing (two join endpoints) both succeed.
+// that two appliers racing (two join endpoints) both succeed. The changes
+// run one after another on purpose: with authentication on, etcd refuses
+// an auth request received before another auth change was applied
+// (ErrAuthOldRevision; the client retries it), so concurrent changes would
+// still land one at a time, with the losers proposed again.
 func Apply(ctx context.Context, auth clientv3.Auth, changes []Change) error {
 	for _, c := range changes {
-		var err error
-		switch c.Op {
-		case AddRole:
-			_, err = auth.RoleAdd(ctx, c.Role)
-			if errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
-				err = nil
-			}
-		case GrantPermission:
-			_, err = auth.RoleGrantPermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd, permType(c.Perm.Type))
-		case RevokePermission:
-			_, err = auth.RoleRevokePermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd)
-			if errors.Is(err, rpctypes.ErrPermissionNotGranted) {
-				err = nil
-			}
-		case AddUser:
-			_, err = auth.UserAddWithOptions(ctx, c.User, "", &clientv3.UserAddOptions{NoPassword: true})
-			if errors.Is(err, rpctypes.ErrUserAlreadyExist) {
-				err = nil
-			}
-		case GrantRole:
-			_, err = auth.UserGrantRole(ctx, c.User, c.Role)
-		case RevokeRole:
-			_, err = auth.UserRevokeRole(ctx, c.User, c.Role)
-			if errors.Is(err, rpctypes.ErrRoleNotGranted) {
-				err = nil
-			}
-		default:
-			err = fmt.Errorf("unknown change %q", c.Op)
+		if err := applyOne(ctx, auth, c); err != nil {
+			return err
 		}
-		if err != nil {
-			return fmt.Errorf("rbac: %s: %w", c, err)
+	}
+	return nil
+}
+
+// applyOne performs one change.
+func applyOne(ctx context.Context, auth clientv3.Auth, c Change) error {
+	var err error
+	switch c.Op {
+	case AddRole:
+		_, err = auth.RoleAdd(ctx, c.Role)
+		if errors.Is(err, rpctypes.ErrRoleAlreadyExist) {
+			err = nil
 		}
+	case GrantPermission:
+		_, err = auth.RoleGrantPermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd, permType(c.Perm.Type))
+	case RevokePermission:
+		_, err = auth.RoleRevokePermission(ctx, c.Role, c.Perm.Key, c.Perm.RangeEnd)
+		if errors.Is(err, rpctypes.ErrPermissionNotGranted) {
+			err = nil
+		}
+	case AddUser:
+		_, err = auth.UserAddWithOptions(ctx, c.User, "", &clientv3.UserAddOptions{NoPassword: true})
+		if errors.Is(err, rpctypes.ErrUserAlreadyExist) {
+			err = nil
+		}
+	case GrantRole:
+		_, err = auth.UserGrantRole(ctx, c.User, c.Role)
+	case RevokeRole:
+		_, err = auth.UserRevokeRole(ctx, c.User, c.Role)
+		if errors.Is(err, rpctypes.ErrRoleNotGranted) {
+			err = nil
+		}
+	default:
+		err = fmt.Errorf("unknown change %q", c.Op)
+	}
+	if err != nil {
+		return fmt.Errorf("rbac: %s: %w", c, err)
 	}
 	return nil
 }

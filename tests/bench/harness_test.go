@@ -314,8 +314,13 @@ func (f *fleet) waitVoters(ctx context.Context, n int) error {
 // clients yet) and a voter; and how long its untimed removal took.
 type joinTimes struct{ added, named, voter, removal time.Duration }
 
-// pollEvery is how often watchJoin reads the member list.
-const pollEvery = 20 * time.Millisecond
+// pollEvery is how often watchJoin reads the member list (-nico.poll):
+// the resolution of every join time.
+var pollEvery = 20 * time.Millisecond
+
+func init() {
+	flag.DurationVar(&pollEvery, "nico.poll", pollEvery, "how often a join benchmark reads the member list (the resolution of its times)")
+}
 
 // watchJoin polls the member list (serializable, from cli's endpoint) until
 // the member with peerURL is a voter; the returned func waits for that.
