@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -141,6 +142,7 @@ const (
 // is wiped at the next start (prepareMember), which finds it removed.
 func (a *Agent) removed(ctx context.Context, why string) error {
 	a.healthy.Store(false)
+	failpoint.Hit(failpoint.AgentRemoved)
 	a.log.Warn("node removed from the cluster; wiping member data", "why", why)
 	var errs []error
 	if !a.controlPlane() {
