@@ -1,0 +1,156 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// scenario is one run: a cluster, its clients' workload and the invariant
+// watcher; finish checks everything and records a summary row.
+type scenario struct {
+	t       *testing.T
+	name    string
+	c       *cluster
+	cli     *clientv3.Client
+	st      *store.Store
+	w       *watcher
+	stop    context.CancelFunc
+	wait    func() *history
+	started time.Time
+
+	mu      sync.Mutex
+	faulted map[string]bool
+}
+
+// newScenario makes n namespaces and starts the first voters agents in
+// them (cp-1 bootstraps, the rest join one at a time through learners)
+// and a coordinator candidate on cp-1, and waits for those voters.
+func newScenario(t *testing.T, name string, n, voters int) *scenario {
+	t.Helper()
+	c := newCluster(t, n)
+	s := &scenario{t: t, name: name, c: c, faulted: map[string]bool{}}
+	c.startAgent(0)
+	s.cli = c.client()
+	c.waitVoters(s.cli, 60*time.Second, c.nodes[0].name)
+	c.startCoordinator(0)
+	var names []string
+	for i := range voters {
+		if i > 0 {
+			c.startAgent(i)
+		}
+		names = append(names, c.nodes[i].name)
+	}
+	c.waitVoters(s.cli, 120*time.Second, names...)
+	// store.New takes its client over (scopes it to the prefix).
+	st, err := store.New(c.client(), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.st = st
+	return s
+}
+
+// fault marks node as faulted on purpose (the quorum invariant counts it
+// as answering) or clears it.
+func (s *scenario) fault(node string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faulted[node] = on
+}
+
+func (s *scenario) faultedNodes() map[string]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]bool{}
+	for k, v := range s.faulted {
+		out[k] = v
+	}
+	return out
+}
+
+// startWorkload starts the invariant watcher and clients clients.
+func (s *scenario) startWorkload(clients int, seed uint64) {
+	s.t.Helper()
+	w := newWatcher(s.cli, s.st, s.faultedNodes)
+	s.w = w
+	ctx, cancel := context.WithCancel(context.Background())
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() { defer done.Done(); w.run(ctx) }()
+	_, wait := runWorkload(ctx, s.c.client, clients, seed)
+	s.stop = func() { cancel(); done.Wait() }
+	s.wait = wait
+	s.started = time.Now()
+	s.t.Cleanup(func() { cancel(); done.Wait(); wait() })
+}
+
+// leader is the coordinator leader's candidate name.
+func (s *scenario) leader() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	name, _ := s.st.Leader(ctx)
+	return name
+}
+
+// waitLeader waits until candidate name leads.
+func (s *scenario) waitLeader(within time.Duration, name string) {
+	s.t.Helper()
+	testwait.For(s.t, within, name+" to lead", func() (bool, string) {
+		l := s.leader()
+		return l == name, "leader " + l
+	})
+}
+
+// finish stops the workload, checks the history and the invariants, and
+// records the run. converged is how long the scenario took to converge
+// after its fault (0 if it states none).
+func (s *scenario) finish(converged time.Duration) {
+	s.t.Helper()
+	s.stop()
+	h := s.wait()
+	v := check(s.t, s.cli, h, filepath.Join(reportDir(), strings.ReplaceAll(s.name, "/", "_")+".html"))
+	viol := s.w.Violations()
+	record(row{Scenario: s.name, Violations: len(viol), Lost: len(v.Lost), Verdict: string(v.Linearizable),
+		Stall: v.Stall, Converge: converged, Ops: v.Ops})
+	s.t.Logf("%s: %d ops (%d failed or unknown), linearizable %s, %d lost, longest stall %s, converged in %s",
+		s.name, v.Ops, v.Failed, v.Linearizable, len(v.Lost), v.Stall.Round(time.Millisecond), converged.Round(time.Millisecond))
+	if v.Ops == 0 {
+		s.t.Error("the clients recorded no operation")
+	}
+	if v.Linearizable != "Ok" {
+		s.t.Errorf("history is %s, not linearizable", v.Linearizable)
+	}
+	if len(v.Lost) > 0 {
+		s.t.Errorf("%d acknowledged writes lost: %v", len(v.Lost), v.Lost[:min(len(v.Lost), 10)])
+	}
+	if len(viol) > 0 {
+		s.t.Errorf("invariants breached:\n%s", strings.Join(viol, "\n"))
+	}
+}
+
+// names returns the node names of indexes.
+func (s *scenario) names(idx ...int) []string {
+	var out []string
+	for _, i := range idx {
+		out = append(out, s.c.nodes[i].name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func fmtDur(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
