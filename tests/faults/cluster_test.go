@@ -19,6 +19,7 @@ import (
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/pkg/token"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 )
 
 // cluster is the nodes of one scenario: node i (cp-<i+1>) lives in
@@ -223,7 +224,10 @@ func (c *cluster) client() *clientv3.Client {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cli, err := etcdclient.New(etcdclient.Config{Endpoints: c.endpoints(), DialTimeout: 2 * time.Second, TLS: tlsCfg})
+	// Keepalives find a black-holed endpoint (a cut node) so the balancer
+	// stops sending to it.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.endpoints(), DialTimeout: 2 * time.Second, TLS: tlsCfg,
+		DialKeepAliveTime: time.Second, DialKeepAliveTimeout: time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -89,6 +89,12 @@ func (h *history) add(op porcupine.Operation, ok bool, value string) {
 	}
 }
 
+func (h *history) ackedCount() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.acked)
+}
+
 func (h *history) noteStall(d time.Duration) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

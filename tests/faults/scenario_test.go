@@ -26,6 +26,7 @@ type scenario struct {
 	w       *watcher
 	stop    context.CancelFunc
 	wait    func() *history
+	h       *history
 	started time.Time
 
 	mu      sync.Mutex
@@ -87,7 +88,8 @@ func (s *scenario) startWorkload(clients int, seed uint64) {
 	var done sync.WaitGroup
 	done.Add(1)
 	go func() { defer done.Done(); w.run(ctx) }()
-	_, wait := runWorkload(ctx, s.c.client, clients, seed)
+	h, wait := runWorkload(ctx, s.c.client, clients, seed)
+	s.h = h
 	s.stop = func() { cancel(); done.Wait() }
 	s.wait = wait
 	s.started = time.Now()
@@ -153,4 +155,63 @@ func fmtDur(d time.Duration) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+// waitWrites waits until the clients have had n more writes acknowledged.
+func (s *scenario) waitWrites(within time.Duration, n int) {
+	s.t.Helper()
+	from := s.h.ackedCount()
+	testwait.True(s.t, within, fmt.Sprintf("%d more acknowledged writes", n), func() bool { return s.h.ackedCount() >= from+n })
+}
+
+// waitCaughtUp waits until every voter answers and has applied the
+// leader's commit index as seen when the wait began.
+func (s *scenario) waitCaughtUp(within time.Duration) {
+	s.t.Helper()
+	var target uint64
+	testwait.For(s.t, within, "every voter caught up", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := s.cli.MemberList(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		var behind []string
+		for _, m := range resp.Members {
+			if len(m.ClientURLs) == 0 {
+				return false, m.Name + " not started"
+			}
+			st, err := s.cli.Status(ctx, m.ClientURLs[0])
+			if err != nil {
+				behind = append(behind, m.Name+": "+err.Error())
+				continue
+			}
+			if target == 0 && st.Leader == m.ID {
+				target = st.RaftAppliedIndex
+			}
+			if target == 0 || st.RaftAppliedIndex < target {
+				behind = append(behind, fmt.Sprintf("%s at %d", m.Name, st.RaftAppliedIndex))
+			}
+		}
+		return len(behind) == 0, fmt.Sprintf("target %d; %v", target, behind)
+	})
+}
+
+// follower is the index of a node whose member does not lead etcd.
+func (s *scenario) follower() int {
+	s.t.Helper()
+	var idx int
+	testwait.For(s.t, 20*time.Second, "an etcd follower", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		for i := len(s.c.nodes) - 1; i >= 0; i-- {
+			st, err := s.cli.Status(ctx, s.c.clientURL(i))
+			if err == nil && st.Leader != 0 && st.Leader != st.Header.MemberId {
+				idx = i
+				return true, ""
+			}
+		}
+		return false, "no member answers as a follower"
+	})
+	return idx
 }
