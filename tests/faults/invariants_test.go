@@ -18,7 +18,8 @@ import (
 //   - at most one membership change in flight (running operations),
 //   - at most one learner,
 //   - never below quorum: of the voters, those that answer plus those the
-//     harness is faulting on purpose are a majority,
+//     harness is faulting on purpose are a majority (a minority that lasts
+//     belowQuorumFor),
 //   - the etcd leader never removed while leading: a member that leaves the
 //     list was not the leader at the previous sample.
 //
@@ -34,7 +35,14 @@ type watcher struct {
 	violations []string
 	lastLeader uint64
 	lastIDs    map[uint64]string
+
+	belowSince    time.Time // the first sample below quorum of a run of them
+	belowReported bool
 }
+
+// belowQuorumFor is how long the voters that answer must stay a minority
+// to count as a breach: a busy member may miss one status call.
+const belowQuorumFor = 3 * time.Second
 
 const sampleEvery = 200 * time.Millisecond
 
@@ -95,7 +103,10 @@ func (w *watcher) sample(ctx context.Context) {
 		if len(m.ClientURLs) == 0 {
 			continue // an added voter that never started: counts against quorum
 		}
-		if st, err := w.cli.Status(sctx, m.ClientURLs[0]); err == nil {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		st, err := w.cli.Status(cctx, m.ClientURLs[0])
+		ccancel()
+		if err == nil {
 			answering++
 			if st.Leader != 0 {
 				leader = st.Leader
@@ -105,8 +116,14 @@ func (w *watcher) sample(ctx context.Context) {
 	if learners > 1 {
 		w.breach("%d learners", learners)
 	}
-	if answering < voters/2+1 {
-		w.breach("below quorum: %d of %d voters answer or are faulted", answering, voters)
+	switch {
+	case answering >= voters/2+1:
+		w.belowSince = time.Time{}
+	case w.belowSince.IsZero():
+		w.belowSince = time.Now()
+	case time.Since(w.belowSince) >= belowQuorumFor && !w.belowReported:
+		w.belowReported = true
+		w.breach("below quorum for %s: %d of %d voters answer or are faulted", belowQuorumFor, answering, voters)
 	}
 	ops, _, err := store.List[api.Operation](sctx, w.st, store.OpsDir)
 	if err != nil {

@@ -215,3 +215,15 @@ func (s *scenario) follower() int {
 	})
 	return idx
 }
+
+// revision is the store's current revision.
+func (s *scenario) revision() int64 {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rev, err := s.st.Revision(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return rev
+}
