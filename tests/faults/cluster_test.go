@@ -263,3 +263,30 @@ func (c *cluster) waitVoters(cli *clientv3.Client, within time.Duration, names .
 		return true, ""
 	})
 }
+
+// killAgent kills node i's agent and its etcd member with SIGKILL and
+// waits until both are gone (the etcd child, in its own process group,
+// outlives a killed agent for a moment and holds its ports).
+func (c *cluster) killAgent(i int) {
+	c.t.Helper()
+	a := c.nodes[i].agent
+	pid, ok := a.etcdPid()
+	a.kill9()
+	if !ok {
+		return
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	testwait.True(c.t, 30*time.Second, fmt.Sprintf("%s's etcd (pid %d) gone", c.nodes[i].name, pid), func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return err != nil
+	})
+}
+
+// killEtcd kills node i's etcd member with SIGKILL, leaving its agent to
+// restart it.
+func (c *cluster) killEtcd(i int) {
+	if pid, ok := c.nodes[i].agent.etcdPid(); ok {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,10 +44,7 @@ func TestLearnerKilledBeforeCatchUp(t *testing.T) {
 	s.waitWrites(30*time.Second, 200) // some data for the learner to catch up on
 	c.startAgent(3)
 	testwait.True(t, 60*time.Second, "cp-4's etcd running", func() bool { _, ok := c.nodes[3].agent.etcdPid(); return ok })
-	if pid, ok := c.nodes[3].agent.etcdPid(); ok {
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-	}
-	c.nodes[3].agent.kill9()
+	c.killAgent(3)
 	killed := time.Now()
 	c.startAgent(3)
 	c.waitVoters(s.cli, 120*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")

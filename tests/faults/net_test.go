@@ -98,7 +98,7 @@ func newNetwork(t *testing.T, n int) *network {
 
 func (w *network) close() {
 	for _, ns := range w.ns {
-		_ = run("ip", "netns", "del", ns)
+		delNamespace(ns)
 	}
 	_ = run("iptables", "-D", "FORWARD", "-i", w.bridge, "-o", w.bridge, "-j", "ACCEPT")
 	_ = run("ip", "link", "del", w.bridge)
@@ -128,7 +128,7 @@ func cleanLeftovers(t *testing.T) {
 		}
 		if pid, ok := ownerPid(strings.TrimPrefix(f[0], namePrefix)); ok && !alive(pid) {
 			t.Logf("removing namespace %s left by pid %d", f[0], pid)
-			_ = run("ip", "netns", "del", f[0])
+			delNamespace(f[0])
 		}
 	}
 }
@@ -182,4 +182,15 @@ func (w *network) heal() {
 	for _, ns := range w.ns {
 		must(w.t, "ip", "netns", "exec", ns, "iptables", "-F")
 	}
+}
+
+// delNamespace kills every process left in ns, then deletes it.
+func delNamespace(ns string) {
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	_ = run("ip", "netns", "del", ns)
 }

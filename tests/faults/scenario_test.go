@@ -181,7 +181,9 @@ func (s *scenario) waitCaughtUp(within time.Duration) {
 			if len(m.ClientURLs) == 0 {
 				return false, m.Name + " not started"
 			}
-			st, err := s.cli.Status(ctx, m.ClientURLs[0])
+			cctx, ccancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := s.cli.Status(cctx, m.ClientURLs[0])
+			ccancel()
 			if err != nil {
 				behind = append(behind, m.Name+": "+err.Error())
 				continue
