@@ -9,9 +9,6 @@ import (
 	"strings"
 )
 
-// Env names the environment variable listing the armed points.
-const Env = "NICO_FAILPOINT"
-
 func init() {
 	armed := strings.Split(os.Getenv(Env), ",")
 	Hit = func(name string) {

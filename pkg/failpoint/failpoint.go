@@ -32,6 +32,9 @@ const (
 // All lists every named point.
 var All = []string{CoordAfterMemberAdd, CoordAfterJournalLearner, CoordBeforePromote, CoordAfterPromote, AgentBeforeLearnerStart, AgentRemoved}
 
+// Env names the environment variable listing the armed points.
+const Env = "NICO_FAILPOINT"
+
 // ExitCode is the status a process exits with at an armed failpoint.
 const ExitCode = 86
 
