@@ -142,8 +142,8 @@ const (
 // is wiped at the next start (prepareMember), which finds it removed.
 func (a *Agent) removed(ctx context.Context, why string) error {
 	a.healthy.Store(false)
-	failpoint.Hit(failpoint.AgentRemoved)
 	a.log.Warn("node removed from the cluster; wiping member data", "why", why)
+	failpoint.Hit(failpoint.AgentRemoved)
 	var errs []error
 	if !a.controlPlane() {
 		if err := a.stopMember(ctx); err != nil {
