@@ -132,7 +132,7 @@ func (c *cluster) spawn(i int, name, path string, env []string, args ...string) 
 		c.t.Fatal(err)
 	}
 	cmd := exec.Command("ip", append([]string{"netns", "exec", c.net.ns[i], path}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(childEnv(), env...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -289,4 +289,17 @@ func (c *cluster) killEtcd(i int) {
 	if pid, ok := c.nodes[i].agent.etcdPid(); ok {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
+}
+
+// childEnv is the test's environment without NICO_* variables: nico's
+// programs read those as configuration (NICO_ETCD_BINARIES would be
+// etcd.binaries).
+func childEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "NICO_") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
