@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -44,6 +45,13 @@ func newScenario(t *testing.T, name string, n, voters int) *scenario {
 	s.cli = c.client()
 	c.waitVoters(s.cli, 60*time.Second, c.nodes[0].name)
 	c.startCoordinator(0)
+	// store.New takes its client over (scopes it to the prefix).
+	st, err := store.New(c.client(), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.st = st
+	s.allowVoters(5)
 	var names []string
 	for i := range voters {
 		if i > 0 {
@@ -52,12 +60,6 @@ func newScenario(t *testing.T, name string, n, voters int) *scenario {
 		names = append(names, c.nodes[i].name)
 	}
 	c.waitVoters(s.cli, 120*time.Second, names...)
-	// store.New takes its client over (scopes it to the prefix).
-	st, err := store.New(c.client(), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.st = st
 	return s
 }
 
@@ -228,4 +230,36 @@ func (s *scenario) revision() int64 {
 		s.t.Fatal(err)
 	}
 	return rev
+}
+
+// allowVoters sets the EtcdCluster's spec.voters to n once the leader has
+// written the bootstrap object, so that a fourth node joins as a voter
+// rather than waiting as a standby. It edits the stored JSON, leaving
+// every other field as it is.
+func (s *scenario) allowVoters(n int) {
+	s.t.Helper()
+	testwait.For(s.t, 60*time.Second, fmt.Sprintf("spec.voters set to %d", n), func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		kv, err := s.st.GetKV(ctx, store.EtcdClusterKey)
+		if err != nil {
+			return false, err.Error()
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(kv.Value, &obj); err != nil {
+			s.t.Fatalf("decode the EtcdCluster: %v", err)
+		}
+		spec, _ := obj["spec"].(map[string]any)
+		if spec == nil {
+			spec = map[string]any{}
+			obj["spec"] = spec
+		}
+		spec["voters"] = n
+		b, err := json.Marshal(obj)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		_, err = s.st.Txn(ctx, []clientv3.Cmp{store.Unchanged(store.EtcdClusterKey, kv.ModRevision)}, clientv3.OpPut(store.EtcdClusterKey, string(b)))
+		return err == nil, fmt.Sprint(err)
+	})
 }
