@@ -15,7 +15,7 @@ test: export NICO_REQUIRE_NIX := 1
 # (coordinator/statuspage) when chromium is missing; make deps installs it.
 test: export NICO_REQUIRE_CHROMIUM := 1
 
-.PHONY: all deps build etcd-binaries test test-short test-netns e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash systemd-fixtures
+.PHONY: all deps build etcd-binaries test test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash systemd-fixtures
 
 all: build
 
@@ -50,6 +50,22 @@ test: etcd-binaries vet nix-check
 # so, otherwise. It takes about 10 s, so make test runs it too when root.
 test-netns: deps
 	$(GO) test -count=1 -v -run 'TestPartition|TestAdvertiseWithoutPrivateAddress' ./tests/netns/
+
+# e2e-faults runs the whole fault matrix of tests/faults (root): a network
+# namespace per node, real agents (exec etcd runtime) and coordinators built
+# with -tags failpoints; the coordinator leader killed at every failpoint of
+# a join, a learner killed before it catches up, a one-way partition, an
+# agent killed at its removal failpoint and a seeded random sequence
+# (NICO_FAULTS_SEED=n replays one), besides the smoke
+# scenarios make test runs. It writes the summary table (and, for a history
+# that is not linearizable, porcupine's visualisation) to FAULTS_REPORT.
+FAULTS_REPORT ?= $(CURDIR)/faults-report.md
+e2e-faults: etcd-binaries
+	@rm -f $(FAULTS_REPORT)
+	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
+		NICO_FAULTS_E2E=1 NICO_FAULTS_REPORT=$(FAULTS_REPORT) \
+		$(GO) test -count=1 -v -timeout 40m ./tests/faults/
+	@echo "summary: $(FAULTS_REPORT)"; cat $(FAULTS_REPORT)
 
 # e2e-vm boots a real VM (libvirtd + qemu; software emulation unless a probe
 # guest boots under /dev/kvm) inside a network namespace and checks that it
@@ -118,4 +134,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN) bench.out
+	rm -rf $(BIN) bench.out faults-report.md

@@ -24,7 +24,7 @@
             inherit version;
             go = goFor final;
             # make vendor-hash rewrites this line; make nix-check compares it.
-            vendorHash = "sha256-gvFutT0g+QpDEVDglK97OfRGaZkMat19Km28vlkAAIk=";
+            vendorHash = "sha256-5fmAa5eebGJ61hYTRQEAzZQWv3LWwshbb8ec6FIBHJk=";
           };
         in
         {

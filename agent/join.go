@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -125,6 +126,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 		if a.running.Load() {
 			return false, nil
 		}
+		failpoint.Hit(failpoint.AgentBeforeLearnerStart)
 		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
 		a.useClusterEtcdVersion(ctx)
 		if err := a.startMember(ctx, j.Status.InitialCluster, "existing"); err != nil {

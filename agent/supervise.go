@@ -10,6 +10,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -145,6 +146,7 @@ func (a *Agent) removed(ctx context.Context, why string) error {
 		return a.backToStandby(ctx, why)
 	}
 	a.log.Warn("node removed from the cluster; wiping member data", "why", why)
+	failpoint.Hit(failpoint.AgentRemoved)
 	var errs []error
 	if !a.controlPlane() {
 		if err := a.stopMember(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/requests"
@@ -157,8 +158,13 @@ func (x *executor) addLearner(ctx context.Context, s membership.Step) error {
 	if err != nil {
 		return err
 	}
+	failpoint.Hit(failpoint.CoordAfterMemberAdd)
 	x.sideEffectDone(s)
-	return x.learnerAdded(ctx, s, id, initial)
+	if err := x.learnerAdded(ctx, s, id, initial); err != nil {
+		return err
+	}
+	failpoint.Hit(failpoint.CoordAfterJournalLearner)
+	return nil
 }
 
 // learnerAdded journals the learner and hands the node its initial cluster.
@@ -192,6 +198,7 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 	before := op.Status.LearnerIndex
 	pctx, cancel := context.WithTimeout(ctx, x.stepBound())
 	defer cancel()
+	failpoint.Hit(failpoint.CoordBeforePromote)
 	err := x.members().Promote(pctx, s.Voters, s.Member, s.LearnerURL, s.LeaderURL, func(idx uint64) {
 		if idx > op.Status.LearnerIndex {
 			op.Status.LearnerIndex = idx
@@ -210,6 +217,7 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 		}
 		return err
 	}
+	failpoint.Hit(failpoint.CoordAfterPromote)
 	x.sideEffectDone(s)
 	op.Record(x.c.Now(), x.c.cfg.Name, fmt.Sprintf("learner %s promoted", s.Member))
 	return x.commit(ctx, nil, op)

@@ -1,0 +1,5 @@
+//go:build !failpoints
+
+package failpoint
+
+const armedBuild = false

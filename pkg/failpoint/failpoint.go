@@ -1,0 +1,42 @@
+// Package failpoint names the points in nico where a fault test can make
+// the process exit: the coordinator's executor around a join's side
+// effects and the agent's join and removal paths.
+//
+// In the default build Hit is a no-op and nothing reads the environment.
+// Built with -tags failpoints (tests/faults does), Hit exits the process
+// with ExitCode when its name is listed in the NICO_FAILPOINT environment
+// variable (comma separated), as if it had been killed there.
+package failpoint
+
+// The named points.
+const (
+	// CoordAfterMemberAdd is right after etcd accepted a learner's
+	// MemberAdd, before the operation journals it.
+	CoordAfterMemberAdd = "coordinator-after-member-add"
+	// CoordAfterJournalLearner is right after the learner was journaled
+	// and its join request told the initial cluster.
+	CoordAfterJournalLearner = "coordinator-after-journal-learner"
+	// CoordBeforePromote is before the coordinator asks etcd to promote.
+	CoordBeforePromote = "coordinator-before-promote"
+	// CoordAfterPromote is after etcd promoted the learner, before the
+	// journal records it.
+	CoordAfterPromote = "coordinator-after-promote"
+	// AgentBeforeLearnerStart is in the agent once it was added as a
+	// learner, before it starts its member.
+	AgentBeforeLearnerStart = "agent-before-learner-start"
+	// AgentRemoved is in the agent once it found itself removed, before it
+	// wipes its member's data.
+	AgentRemoved = "agent-removed"
+)
+
+// All lists every named point.
+var All = []string{CoordAfterMemberAdd, CoordAfterJournalLearner, CoordBeforePromote, CoordAfterPromote, AgentBeforeLearnerStart, AgentRemoved}
+
+// Env names the environment variable listing the armed points.
+const Env = "NICO_FAILPOINT"
+
+// ExitCode is the status a process exits with at an armed failpoint.
+const ExitCode = 86
+
+// Hit marks the point name; a no-op unless built with -tags failpoints.
+var Hit = func(name string) {}

@@ -1,0 +1,162 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// watcher samples etcd's member list, each voter's status and nico's
+// journal every sampleEvery and records each breach of the design's
+// invariants:
+//   - at most one membership change in flight (running operations),
+//   - at most one learner,
+//   - never below quorum: of the voters, those that answer plus those the
+//     harness is faulting on purpose are a majority (a minority that lasts
+//     belowQuorumFor),
+//   - the etcd leader never removed while leading: a member that leaves the
+//     list was not the leader at the previous sample.
+//
+// Sampling misses what happens between two samples; etcd itself refuses
+// most of these (a second learner, a removal below quorum), so a breach
+// here is one nico made etcd accept.
+type watcher struct {
+	cli     *clientv3.Client
+	st      *store.Store
+	faulted func() map[string]bool
+
+	mu         sync.Mutex
+	violations []string
+	lastLeader uint64
+	lastIDs    map[uint64]string
+
+	belowSince    time.Time // the first sample below quorum of a run of them
+	belowReported bool
+}
+
+// belowQuorumFor is how long the voters that answer must stay a minority
+// to count as a breach: a busy member may miss one status call.
+const belowQuorumFor = 3 * time.Second
+
+const sampleEvery = 200 * time.Millisecond
+
+// newWatcher samples through cli (unscoped) and st.
+func newWatcher(cli *clientv3.Client, st *store.Store, faulted func() map[string]bool) *watcher {
+	return &watcher{cli: cli, st: st, faulted: faulted}
+}
+
+// run samples until ctx ends.
+func (w *watcher) run(ctx context.Context) {
+	tick := time.NewTicker(sampleEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			w.sample(ctx)
+		}
+	}
+}
+
+func (w *watcher) breach(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.violations = append(w.violations, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
+}
+
+// Violations returns every breach seen so far.
+func (w *watcher) Violations() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.violations...)
+}
+
+func (w *watcher) sample(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := w.cli.MemberList(sctx)
+	if err != nil {
+		return // no quorum reachable from the test: nothing to judge
+	}
+	learners, voters, answering := 0, 0, 0
+	var leader uint64
+	ids := map[uint64]string{}
+	faulted := w.faulted()
+	for _, m := range resp.Members {
+		ids[m.ID] = m.Name
+		if m.IsLearner {
+			learners++
+			continue
+		}
+		voters++
+		if faulted[m.Name] {
+			answering++
+			continue
+		}
+		if len(m.ClientURLs) == 0 {
+			continue // an added voter that never started: counts against quorum
+		}
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		st, err := w.cli.Status(cctx, m.ClientURLs[0])
+		ccancel()
+		if err == nil {
+			answering++
+			if st.Leader != 0 {
+				leader = st.Leader
+			}
+		}
+	}
+	if learners > 1 {
+		w.breach("%d learners", learners)
+	}
+	switch {
+	case answering >= voters/2+1:
+		w.belowSince = time.Time{}
+	case w.belowSince.IsZero():
+		w.belowSince = time.Now()
+	case time.Since(w.belowSince) >= belowQuorumFor && !w.belowReported:
+		w.belowReported = true
+		w.breach("below quorum for %s: %d of %d voters answer or are faulted", belowQuorumFor, answering, voters)
+	}
+	ops, _, err := store.List[api.Operation](sctx, w.st, store.OpsDir)
+	if err != nil {
+		return
+	}
+	w.mu.Lock()
+	for id, name := range w.lastIDs {
+		if _, ok := ids[id]; !ok && id == w.lastLeader && !movedAway(ops, api.MemberID(id)) {
+			w.violations = append(w.violations, fmt.Sprintf("%s etcd leader %s (%s) removed while leading", time.Now().Format("15:04:05.000"), name, api.MemberID(id)))
+		}
+	}
+	w.lastIDs, w.lastLeader = ids, leader
+	w.mu.Unlock()
+	running := 0
+	for _, op := range ops {
+		if op.Status.Phase == api.OpRunning {
+			running++
+		}
+	}
+	if running > 1 {
+		w.breach("%d operations running at once", running)
+	}
+}
+
+// movedAway tells whether a removal journaled moving etcd leadership away
+// from id (between two samples the leader may move and then be removed).
+func movedAway(ops []*api.Operation, id api.MemberID) bool {
+	for _, op := range ops {
+		for _, e := range op.Status.History {
+			if strings.HasPrefix(e.Message, "moved etcd leadership from "+id.String()+" ") {
+				return true
+			}
+		}
+	}
+	return false
+}
