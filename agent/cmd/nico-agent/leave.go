@@ -26,6 +26,7 @@ func leave(args []string, stderr io.Writer) int {
 	config.AgentFlags(fs)
 	force := fs.Bool("force", false, "remove even if the quorum projection says it is unsafe")
 	timeout := fs.Duration("wait", 5*time.Minute, "how long to wait for the coordinator's answer")
+	setUsage(fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, "%s", err)
 	}

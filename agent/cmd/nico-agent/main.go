@@ -39,7 +39,7 @@ func run(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "leave" {
 		return leave(args[1:], stderr)
 	}
-	if len(args) > 0 && args[0] == "version" {
+	if wantsVersion(args) {
 		fmt.Fprintln(stderr, "nico-agent", Version)
 		return 0
 	}
@@ -47,6 +47,7 @@ func run(args []string, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("nico-agent", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config.AgentFlags(fs)
+	setUsage(fs, stderr)
 	if err := fs.Parse(args); err != nil {
 		return usageError(stderr, "%s", err)
 	}
