@@ -35,6 +35,11 @@ func LoadCtl(fs *pflag.FlagSet) (Ctl, error) {
 	if err := load(fs, keys, rules); err != nil {
 		return Ctl{}, err
 	}
+	// nicoctl runs in a shell: relative certificate paths mean the
+	// working directory's.
+	if err := c.TLS.absolute(); err != nil {
+		return Ctl{}, err
+	}
 	return c, nil
 }
 
@@ -48,5 +53,5 @@ func ctlKeys(c *Ctl) ([]key, []rule) {
 		stringKey("store.prefix", &c.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("timeout", &c.Timeout, 5*time.Second, "how long to wait for the cluster to answer", positive),
 		output,
-	}, append(tlsKeys(&c.TLS, "root"), secretsKeys(&c.Secrets)...)...), nil
+	}, append(tlsKeysChecked(&c.TLS, "root", anyPath), secretsKeys(&c.Secrets)...)...), nil
 }

@@ -59,11 +59,14 @@ func (p *PKI) withDefaults(dataDir string) {
 
 // tlsKeys are the client TLS keys of the coordinator and nicoctl; identity
 // names the certificate's file in DefaultPKIDir ("coordinator", "root").
-func tlsKeys(t *TLS, identity string) []key {
+func tlsKeys(t *TLS, identity string) []key { return tlsKeysChecked(t, identity, absPath(false)) }
+
+// tlsKeysChecked are tlsKeys with path checking each file's path.
+func tlsKeysChecked(t *TLS, identity string, path func(string) error) []key {
 	return []key{
-		stringKey("tls.caFile", &t.CAFile, filepath.Join(DefaultPKIDir, "ca.crt"), "the cluster CA certificate (PEM) that etcd's server certificates chain to", absPath(false)),
-		stringKey("tls.certFile", &t.CertFile, filepath.Join(DefaultPKIDir, identity+".crt"), "the client certificate (PEM) presented to etcd; its Common Name is the etcd user", absPath(false)),
-		stringKey("tls.keyFile", &t.KeyFile, filepath.Join(DefaultPKIDir, identity+".key"), "the private key (PEM) of tls.certFile", absPath(false)),
+		stringKey("tls.caFile", &t.CAFile, filepath.Join(DefaultPKIDir, "ca.crt"), "the cluster CA certificate (PEM) that etcd's server certificates chain to", path),
+		stringKey("tls.certFile", &t.CertFile, filepath.Join(DefaultPKIDir, identity+".crt"), "the client certificate (PEM) presented to etcd; its Common Name is the etcd user", path),
+		stringKey("tls.keyFile", &t.KeyFile, filepath.Join(DefaultPKIDir, identity+".key"), "the private key (PEM) of tls.certFile", path),
 	}
 }
 
@@ -87,4 +90,25 @@ func httpsURL(example string) func(string) error {
 		}
 		return nil
 	}
+}
+
+// anyPath accepts a non-empty path, absolute or relative to the working
+// directory.
+func anyPath(v string) error {
+	if v == "" {
+		return fmt.Errorf(`"" is not accepted; use a file's path (absolute, or relative to the working directory)`)
+	}
+	return nil
+}
+
+// absolute resolves the files' relative paths against the working directory.
+func (t *TLS) absolute() error {
+	for _, p := range []*string{&t.CAFile, &t.CertFile, &t.KeyFile} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("resolve %q: %w", *p, err)
+		}
+		*p = abs
+	}
+	return nil
 }

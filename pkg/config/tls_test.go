@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"testing"
 )
 
@@ -34,7 +35,7 @@ func TestPKIAndTLSInvalidValues(t *testing.T) {
 		{agentErr, map[string]string{"NICO_PKI_CAKEYFILE": "/ca.key"}, []string{"config: pki.caCertFile:", `"/ca.key"`, "certificate file too"}},
 		{coordinatorErr, map[string]string{"NICO_TLS_CAFILE": "ca.crt"}, []string{"config: tls.caFile:", `"ca.crt"`, "absolute path"}},
 		{coordinatorErr, map[string]string{"NICO_TLS_CERTFILE": "./c.pem"}, []string{"config: tls.certFile:", `"./c.pem"`, "absolute path"}},
-		{ctlErr, map[string]string{"NICO_TLS_KEYFILE": "k"}, []string{"config: tls.keyFile:", `"k"`, "absolute path"}},
+		{coordinatorErr, map[string]string{"NICO_TLS_KEYFILE": "k"}, []string{"config: tls.keyFile:", `"k"`, "absolute path"}},
 	}
 	for _, tt := range tests {
 		t.Run(wantsName(tt.wants), func(t *testing.T) {
@@ -44,6 +45,23 @@ func TestPKIAndTLSInvalidValues(t *testing.T) {
 				t.Errorf("errors on keys %q, want exactly one", keys)
 			}
 		})
+	}
+}
+
+// TestCtlRelativeTLSPaths: nicoctl, run from a shell, takes certificate
+// paths relative to the working directory and resolves them.
+func TestCtlRelativeTLSPaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	c, err := loadCtl(t, input{env: map[string]string{"NICO_TLS_KEYFILE": "k", "NICO_TLS_CERTFILE": "./certs/c.pem"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(dir, "k"); c.TLS.KeyFile != want {
+		t.Errorf("tls.keyFile = %q, want %q", c.TLS.KeyFile, want)
+	}
+	if want := filepath.Join(dir, "certs", "c.pem"); c.TLS.CertFile != want {
+		t.Errorf("tls.certFile = %q, want %q", c.TLS.CertFile, want)
 	}
 }
 

@@ -34,6 +34,12 @@ func (a *app) connect(ctx context.Context) (*cluster, error) {
 	unreachable := func(err error) error {
 		return withCode(ExitUsage, fmt.Errorf("cannot reach etcd at %s: %w", eps, err))
 	}
+	if err := a.checkIdentity(); err != nil {
+		return nil, err
+	}
+	if err := probe(ctx, a.cfg.Endpoints); err != nil {
+		return nil, unreachable(err)
+	}
 	tlsCfg, err := etcdclient.Files{CA: a.cfg.TLS.CAFile, Cert: a.cfg.TLS.CertFile, Key: a.cfg.TLS.KeyFile}.Load(a.cfg.Endpoints)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -101,11 +102,12 @@ func mainContext(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "nicoctl: %v\n", err)
 		if exitCode(err) == ExitUsage && isUsage(err) {
-			fmt.Fprintf(stderr, "Run 'nicoctl --help' for usage.\n")
+			// The help of the command that refused, not always the root's.
+			fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", cmd.CommandPath())
 		}
 	}
 	return exitCode(err)
@@ -151,13 +153,30 @@ func group(use, short, what string, subs ...*cobra.Command) *cobra.Command {
 	c := &cobra.Command{
 		Use:   use,
 		Short: short,
-		Args:  cobra.NoArgs,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			return withCode(ExitUsage, fmt.Errorf("unknown command %q for %q; it accepts %s (see '%s --help')",
+				args[0], cmd.CommandPath(), strings.Join(subNames(cmd), ", "), cmd.CommandPath()))
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return fmt.Errorf("%s needs to be told what to %s", cmd.CommandPath(), what)
 		},
 	}
 	c.AddCommand(subs...)
 	return c
+}
+
+// subNames are the names of cmd's visible subcommands.
+func subNames(cmd *cobra.Command) []string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() {
+			names = append(names, c.Name())
+		}
+	}
+	return names
 }
 
 // runE wraps a command body so that its unmarked errors end nicoctl with
