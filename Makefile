@@ -15,7 +15,7 @@ test: export NICO_REQUIRE_NIX := 1
 # (coordinator/statuspage) when chromium is missing; make deps installs it.
 test: export NICO_REQUIRE_CHROMIUM := 1
 
-.PHONY: all deps build etcd-binaries test test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs vendor-hash systemd-fixtures
+.PHONY: all deps build etcd-binaries test test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs vendor-hash systemd-fixtures
 
 all: build
 
@@ -113,6 +113,11 @@ NIXPKGS_LIB ?= $(wildcard $(CURDIR)/.cache/nixpkgs-lib/lib)
 # YAML, assertions, types); docs/options.md is current; vendorHash matches.
 nix-check: deps
 	NIXPKGS_LIB=$(NIXPKGS_LIB) tests/nixos/nix-check.sh check
+
+# cli-docs regenerates docs/cli.md, nicoctl's reference, from its help texts
+# (TestReferenceUpToDate fails when they drift apart).
+cli-docs: deps
+	$(GO) run ./coordinator/cmd/nicoctl/internal/clidocs > docs/cli.md.tmp && mv docs/cli.md.tmp docs/cli.md
 
 # nix-docs regenerates docs/options.md from nixos-module/.
 nix-docs: deps
