@@ -40,7 +40,7 @@ func run(args []string, stderr io.Writer) int {
 		return leave(args[1:], stderr)
 	}
 	if wantsVersion(args) {
-		fmt.Fprintln(stderr, "nico-agent", Version)
+		fmt.Fprintln(versionOut, "nico-agent", Version)
 		return 0
 	}
 	firstBootEnv()

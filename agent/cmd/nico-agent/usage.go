@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/spf13/pflag"
 )
@@ -45,6 +46,10 @@ func setUsage(fs *pflag.FlagSet, w io.Writer) {
 		fs.PrintDefaults()
 	}
 }
+
+// versionOut is where the version is printed: standard output, for
+// $(nico-agent --version).
+var versionOut io.Writer = os.Stdout
 
 // wantsVersion reports whether args ask for the version only.
 func wantsVersion(args []string) bool {

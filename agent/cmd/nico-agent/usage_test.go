@@ -9,12 +9,13 @@ import (
 // TestVersionFlagPrintsVersionAndExitsZero: --version prints the build's
 // version and exits 0 without starting anything.
 func TestVersionFlagPrintsVersionAndExitsZero(t *testing.T) {
-	old := Version
+	old, oldOut := Version, versionOut
 	Version = "v1.2.3-test"
-	defer func() { Version = old }()
+	defer func() { Version, versionOut = old, oldOut }()
 	for _, arg := range []string{"--version", "version"} {
-		var out bytes.Buffer
-		if code := run([]string{arg}, &out); code != 0 {
+		var out, errb bytes.Buffer
+		versionOut = &out
+		if code := run([]string{arg}, &errb); code != 0 {
 			t.Fatalf("%s: exit %d, want 0; output:\n%s", arg, code, out.String())
 		}
 		if got := strings.TrimSpace(out.String()); got != "nico-agent v1.2.3-test" {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // whatToPass is how to point nicoctl at a cluster, for errors that say
@@ -50,7 +51,9 @@ func probe(ctx context.Context, endpoints []string) error {
 		if err != nil || u.Host == "" {
 			return nil
 		}
-		var d net.Dialer
+		// A port that refuses answers at once; a slow host is the etcd
+		// client's to wait for, within --timeout.
+		d := net.Dialer{Timeout: time.Second}
 		conn, err := d.DialContext(ctx, "tcp", u.Host)
 		if err == nil {
 			conn.Close()
