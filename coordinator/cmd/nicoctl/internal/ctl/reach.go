@@ -64,5 +64,5 @@ func probe(ctx context.Context, endpoints []string) error {
 		}
 		refused = append(refused, ep)
 	}
-	return fmt.Errorf("connection refused at %s: is etcd running there? (--endpoints, NICO_ENDPOINTS) %w", strings.Join(refused, ", "), syscall.ECONNREFUSED)
+	return fmt.Errorf("%w at %s: is etcd running there? (--endpoints, NICO_ENDPOINTS)", syscall.ECONNREFUSED, strings.Join(refused, ", "))
 }
