@@ -91,6 +91,11 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("status page of cp-1's coordinator (live while the demo runs): http://%s:9490/\n", host(1))
+	// The agent registers its node object a moment after etcd starts; the
+	// table names the member after its node once it has.
+	if err := waitNodePhase(ctx, cli, api.NodeMember, nodeName(1)); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
 	d.ctl(ctx, "get", "members")
 
 	step("2. start cp-2 .. cp-5 at once, holding only the join token; each gets its certificates from cp-1's join endpoint, then the coordinator adds them one learner at a time")
@@ -99,7 +104,15 @@ func (d *demo) run(ctx context.Context) error {
 			return err
 		}
 	}
+	say("each change is printed as it happens, then the member table read just after it (it may already show the next step)")
 	if err := d.followJoins(ctx, cli); err != nil {
+		return err
+	}
+	say("all five are voters; waiting for their node objects to say Member and for every member to answer")
+	if err := waitNodePhase(ctx, cli, api.NodeMember, nodeName(1), nodeName(2), nodeName(3), nodeName(4), nodeName(5)); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, cli); err != nil {
 		return err
 	}
 	for i := 2; i <= 3; i++ {
@@ -155,13 +168,14 @@ func (d *demo) run(ctx context.Context) error {
 // followJoins prints the member table each time a learner is added or
 // promoted, until five voters.
 func (d *demo) followJoins(ctx context.Context, cli *clientv3.Client) error {
-	var last []member
+	// What the table already showed (cp-1, a voter) is not news.
+	last, _ := listMembers(ctx, cli)
 	for {
 		ms, err := listMembers(ctx, cli)
 		if err == nil && !slices.Equal(ms, last) {
 			for _, m := range ms {
 				if !slices.Contains(last, m) {
-					say("-> %s is now a %s", m.name, m.state())
+					say("-> %s", m.change())
 				}
 			}
 			last = ms

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// poll calls ok every 100ms until it reports true or ctx ends; what names
+// the condition in the error.
+func poll(ctx context.Context, what string, ok func() (bool, string)) error {
+	last := ""
+	for {
+		done, seen := ok()
+		if done {
+			return nil
+		}
+		if seen != "" {
+			last = seen
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last seen: %s)", what, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitNodePhase waits until every named node's object is in phase want, so
+// a table printed next agrees with the member table printed before it.
+func waitNodePhase(ctx context.Context, cli *clientv3.Client, want api.NodePhase, names ...string) error {
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, fmt.Sprintf("nodes %v to be %s", names, want), func() (bool, string) {
+		for _, name := range names {
+			n := &api.Node{}
+			if err := st.Get(ctx, store.NodeKey(name), n); err != nil {
+				return false, name + ": " + err.Error()
+			}
+			if n.Status.Phase != want {
+				return false, fmt.Sprintf("%s is %q", name, n.Status.Phase)
+			}
+		}
+		return true, ""
+	})
+}
+
+// waitHealthy waits until every member answers its status on its client URL.
+func waitHealthy(ctx context.Context, cli *clientv3.Client) error {
+	return poll(ctx, "every member to be healthy", func() (bool, string) {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		resp, err := cli.MemberList(cctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range resp.Members {
+			if len(m.ClientURLs) == 0 {
+				return false, m.Name + " has not started"
+			}
+			if _, err := cli.Status(cctx, m.ClientURLs[0]); err != nil {
+				return false, m.Name + ": " + err.Error()
+			}
+		}
+		return true, ""
+	})
+}
+
+// waitRolloutPlanned waits until the coordinator leader has listed the
+// nodes rollout name will roll, so its status starts with a real count.
+func waitRolloutPlanned(ctx context.Context, cli *clientv3.Client, name string) error {
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, "rollout "+name+" to be planned", func() (bool, string) {
+		r := &api.Rollout{}
+		if err := st.Get(ctx, store.RolloutKey(name), r); err != nil {
+			return false, err.Error()
+		}
+		return len(r.Status.Nodes) > 0, string(r.Status.Phase)
+	})
+}
