@@ -127,7 +127,7 @@ func (d *demo) run(ctx context.Context) error {
 	d.ctl(ctx, "status")
 
 	step("3. roll a new generation: one node at a time, the etcd leader last after a leadership transfer")
-	if err := d.rollout(ctx); err != nil {
+	if err := d.rollout(ctx, cli); err != nil {
 		return err
 	}
 
