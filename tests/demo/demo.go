@@ -34,6 +34,9 @@ type demo struct {
 	procs []*proc
 	nodes []string // node name -> index+11 is its loopback address
 	token string   // the join token file (tls.go)
+	// ctlTLS are nicoctl's certificate flags, from copies that outlive
+	// cp-1's removal (stay.go).
+	ctlTLS []string
 }
 
 func newDemo(bin string, keep bool) (*demo, error) {
@@ -64,7 +67,9 @@ func (d *demo) allClientURLs() []string {
 	return out
 }
 
-func (d *demo) run(ctx context.Context) error {
+// run runs the demo under ctx; with stay set, it then leaves the cluster
+// running until stay ends.
+func (d *demo) run(ctx, stay context.Context) error {
 	say("nico demo: five control-plane agents on loopback, mutual TLS everywhere, working dir %s", d.dir)
 	if err := d.writeToken(); err != nil {
 		return err
@@ -95,6 +100,9 @@ func (d *demo) run(ctx context.Context) error {
 	// table names the member after its node once it has.
 	if err := waitNodePhase(ctx, cli, api.NodeMember, nodeName(1)); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if err := d.copyClientCerts(); err != nil {
+		return err
 	}
 	d.ctl(ctx, "get", "members")
 
@@ -162,6 +170,9 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	say("3 voters left; the etcd leader is now %s", newLeader)
+	if stay != nil {
+		d.stay(stay, cli)
+	}
 	return nil
 }
 
@@ -281,7 +292,7 @@ func (d *demo) ctl(ctx context.Context, args ...string) {
 
 func (d *demo) ctlMust(ctx context.Context, args ...string) error {
 	full := append(slices.Clone(args), "--endpoints", d.endpoints())
-	full = append(full, d.tlsArgs(1, pki.RootLeaf)...)
+	full = append(full, d.ctlTLS...)
 	fmt.Printf("\n$ nicoctl %s\n", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, filepath.Join(d.bin, "nicoctl"), full...)
 	var out bytes.Buffer

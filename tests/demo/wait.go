@@ -10,12 +10,15 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// poll calls ok every 100ms until it reports true or ctx ends; what names
-// the condition in the error.
-func poll(ctx context.Context, what string, ok func() (bool, string)) error {
+// poll calls ok every 100ms, each call under a 2s timeout of its own (the
+// client may try an endpoint that is not up yet), until it reports true or
+// ctx ends; what names the condition in the error.
+func poll(ctx context.Context, what string, ok func(context.Context) (bool, string)) error {
 	last := ""
 	for {
-		done, seen := ok()
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		done, seen := ok(cctx)
+		cancel()
 		if done {
 			return nil
 		}
@@ -37,7 +40,7 @@ func waitNodePhase(ctx context.Context, cli *clientv3.Client, want api.NodePhase
 	if err != nil {
 		return err
 	}
-	return poll(ctx, fmt.Sprintf("nodes %v to be %s", names, want), func() (bool, string) {
+	return poll(ctx, fmt.Sprintf("nodes %v to be %s", names, want), func(ctx context.Context) (bool, string) {
 		for _, name := range names {
 			n := &api.Node{}
 			if err := st.Get(ctx, store.NodeKey(name), n); err != nil {
@@ -53,10 +56,8 @@ func waitNodePhase(ctx context.Context, cli *clientv3.Client, want api.NodePhase
 
 // waitHealthy waits until every member answers its status on its client URL.
 func waitHealthy(ctx context.Context, cli *clientv3.Client) error {
-	return poll(ctx, "every member to be healthy", func() (bool, string) {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		resp, err := cli.MemberList(cctx)
+	return poll(ctx, "every member to be healthy", func(ctx context.Context) (bool, string) {
+		resp, err := cli.MemberList(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -64,7 +65,7 @@ func waitHealthy(ctx context.Context, cli *clientv3.Client) error {
 			if len(m.ClientURLs) == 0 {
 				return false, m.Name + " has not started"
 			}
-			if _, err := cli.Status(cctx, m.ClientURLs[0]); err != nil {
+			if _, err := cli.Status(ctx, m.ClientURLs[0]); err != nil {
 				return false, m.Name + ": " + err.Error()
 			}
 		}
@@ -79,7 +80,7 @@ func waitRolloutPlanned(ctx context.Context, cli *clientv3.Client, name string) 
 	if err != nil {
 		return err
 	}
-	return poll(ctx, "rollout "+name+" to be planned", func() (bool, string) {
+	return poll(ctx, "rollout "+name+" to be planned", func(ctx context.Context) (bool, string) {
 		r := &api.Rollout{}
 		if err := st.Get(ctx, store.RolloutKey(name), r); err != nil {
 			return false, err.Error()
