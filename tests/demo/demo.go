@@ -98,7 +98,7 @@ func (d *demo) run(ctx, stay context.Context) error {
 	fmt.Printf("status page of cp-1's coordinator (live while the demo runs): http://%s:9490/\n", host(1))
 	// The agent registers its node object a moment after etcd starts; the
 	// table names the member after its node once it has.
-	if err := waitNodePhase(ctx, cli, api.NodeMember, nodeName(1)); err != nil {
+	if err := d.waitNodePhase(ctx, api.NodeMember, nodeName(1)); err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	if err := d.copyClientCerts(); err != nil {
@@ -117,7 +117,7 @@ func (d *demo) run(ctx, stay context.Context) error {
 		return err
 	}
 	say("all five are voters; waiting for their node objects to say Member and for every member to answer")
-	if err := waitNodePhase(ctx, cli, api.NodeMember, nodeName(1), nodeName(2), nodeName(3), nodeName(4), nodeName(5)); err != nil {
+	if err := d.waitNodePhase(ctx, api.NodeMember, nodeName(1), nodeName(2), nodeName(3), nodeName(4), nodeName(5)); err != nil {
 		return err
 	}
 	if err := waitHealthy(ctx, cli); err != nil {
@@ -135,7 +135,7 @@ func (d *demo) run(ctx, stay context.Context) error {
 	d.ctl(ctx, "status")
 
 	step("3. roll a new generation: one node at a time, the etcd leader last after a leadership transfer")
-	if err := d.rollout(ctx, cli); err != nil {
+	if err := d.rollout(ctx); err != nil {
 		return err
 	}
 

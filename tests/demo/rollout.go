@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // applyScript is the demo agents' exec applier: it records each generation
@@ -31,12 +29,12 @@ const rolloutName = "demo-revision-v2"
 
 // rollout rolls a new generation across the fleet and shows the order the
 // nodes applied it in.
-func (d *demo) rollout(ctx context.Context, cli *clientv3.Client) error {
+func (d *demo) rollout(ctx context.Context) error {
 	if err := d.ctlMust(ctx, "rollout", "start", rolloutName, "--git-repo", "https://example.org/fleet.git", "--revision", "v2"); err != nil {
 		return err
 	}
 	// The leader lists the nodes first; follow it from there.
-	if err := waitRolloutPlanned(ctx, cli, rolloutName); err != nil {
+	if err := d.waitRolloutPlanned(ctx, rolloutName); err != nil {
 		return err
 	}
 	if err := d.ctlMust(ctx, "rollout", "status", "-w", rolloutName); err != nil {

@@ -35,12 +35,13 @@ func poll(ctx context.Context, what string, ok func(context.Context) (bool, stri
 
 // waitNodePhase waits until every named node's object is in phase want, so
 // a table printed next agrees with the member table printed before it.
-func waitNodePhase(ctx context.Context, cli *clientv3.Client, want api.NodePhase, names ...string) error {
-	st, err := store.New(cli, store.DefaultPrefix)
-	if err != nil {
-		return err
-	}
+func (d *demo) waitNodePhase(ctx context.Context, want api.NodePhase, names ...string) error {
 	return poll(ctx, fmt.Sprintf("nodes %v to be %s", names, want), func(ctx context.Context) (bool, string) {
+		st, done, err := d.freshStore(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer done()
 		for _, name := range names {
 			n := &api.Node{}
 			if err := st.Get(ctx, store.NodeKey(name), n); err != nil {
@@ -75,16 +76,33 @@ func waitHealthy(ctx context.Context, cli *clientv3.Client) error {
 
 // waitRolloutPlanned waits until the coordinator leader has listed the
 // nodes rollout name will roll, so its status starts with a real count.
-func waitRolloutPlanned(ctx context.Context, cli *clientv3.Client, name string) error {
-	st, err := store.New(cli, store.DefaultPrefix)
-	if err != nil {
-		return err
-	}
+func (d *demo) waitRolloutPlanned(ctx context.Context, name string) error {
 	return poll(ctx, "rollout "+name+" to be planned", func(ctx context.Context) (bool, string) {
+		st, done, err := d.freshStore(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer done()
 		r := &api.Rollout{}
 		if err := st.Get(ctx, store.RolloutKey(name), r); err != nil {
 			return false, err.Error()
 		}
 		return len(r.Status.Nodes) > 0, string(r.Status.Phase)
 	})
+}
+
+// freshStore is a store on a client of its own, closed by done. The waits
+// read through a new client each time: the demo's long-lived client was
+// made before the agent turned etcd authentication on.
+func (d *demo) freshStore(ctx context.Context) (*store.Store, func(), error) {
+	cli, err := d.client(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return st, func() { cli.Close() }, nil
 }
