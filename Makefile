@@ -101,8 +101,10 @@ bench: etcd-binaries
 
 # demo: five agents as separate processes on loopback, grown through
 # learners and shrunk by removing two nodes, the etcd leader among them.
+# KEEP=1 leaves the cluster running afterwards (Ctrl-C stops it) and prints
+# the nicoctl command line to reach it.
 demo: build
-	$(GO) run ./tests/demo -bin $(BIN)
+	$(GO) run ./tests/demo -bin $(BIN)$(if $(KEEP), -keep-running)
 
 # nixpkgs' lib, to evaluate the NixOS module without nixpkgs: NIXPKGS_LIB,
 # else <nixpkgs> on NIX_PATH, else a copy in .cache/nixpkgs-lib (never

@@ -209,7 +209,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		if s.Action == rollout.Halt {
 			op.Status.Phase = api.OpFailed
 		}
-		op.Record(now, r.c.cfg.Name, s.String())
+		op.Record(now, r.c.cfg.Name, s.Outcome(ro.Spec.Undo))
 		put, err := store.PutObjectOp(op)
 		if err != nil {
 			return err

@@ -34,6 +34,9 @@ type demo struct {
 	procs []*proc
 	nodes []string // node name -> index+11 is its loopback address
 	token string   // the join token file (tls.go)
+	// ctlTLS are nicoctl's certificate flags, from copies that outlive
+	// cp-1's removal (stay.go).
+	ctlTLS []string
 }
 
 func newDemo(bin string, keep bool) (*demo, error) {
@@ -64,7 +67,9 @@ func (d *demo) allClientURLs() []string {
 	return out
 }
 
-func (d *demo) run(ctx context.Context) error {
+// run runs the demo under ctx; with stay set, it then leaves the cluster
+// running until stay ends.
+func (d *demo) run(ctx, stay context.Context) error {
 	say("nico demo: five control-plane agents on loopback, mutual TLS everywhere, working dir %s", d.dir)
 	if err := d.writeToken(); err != nil {
 		return err
@@ -91,6 +96,14 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	fmt.Printf("status page of cp-1's coordinator (live while the demo runs): http://%s:9490/\n", host(1))
+	// The agent registers its node object a moment after etcd starts; the
+	// table names the member after its node once it has.
+	if err := d.waitNodePhase(ctx, api.NodeMember, nodeName(1)); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if err := d.copyClientCerts(); err != nil {
+		return err
+	}
 	d.ctl(ctx, "get", "members")
 
 	step("2. start cp-2 .. cp-5 at once, holding only the join token; each gets its certificates from cp-1's join endpoint, then the coordinator adds them one learner at a time")
@@ -99,7 +112,15 @@ func (d *demo) run(ctx context.Context) error {
 			return err
 		}
 	}
+	say("each change is printed as it happens, then the member table read just after it (it may already show the next step)")
 	if err := d.followJoins(ctx, cli); err != nil {
+		return err
+	}
+	say("all five are voters; waiting for their node objects to say Member and for every member to answer")
+	if err := d.waitNodePhase(ctx, api.NodeMember, nodeName(1), nodeName(2), nodeName(3), nodeName(4), nodeName(5)); err != nil {
+		return err
+	}
+	if err := waitHealthy(ctx, cli); err != nil {
 		return err
 	}
 	for i := 2; i <= 3; i++ {
@@ -149,19 +170,23 @@ func (d *demo) run(ctx context.Context) error {
 		return err
 	}
 	say("3 voters left; the etcd leader is now %s", newLeader)
+	if stay != nil {
+		d.stay(stay, cli)
+	}
 	return nil
 }
 
 // followJoins prints the member table each time a learner is added or
 // promoted, until five voters.
 func (d *demo) followJoins(ctx context.Context, cli *clientv3.Client) error {
-	var last []member
+	// What the table already showed (cp-1, a voter) is not news.
+	last, _ := listMembers(ctx, cli)
 	for {
 		ms, err := listMembers(ctx, cli)
 		if err == nil && !slices.Equal(ms, last) {
 			for _, m := range ms {
 				if !slices.Contains(last, m) {
-					say("-> %s is now a %s", m.name, m.state())
+					say("-> %s", m.change())
 				}
 			}
 			last = ms
@@ -267,7 +292,7 @@ func (d *demo) ctl(ctx context.Context, args ...string) {
 
 func (d *demo) ctlMust(ctx context.Context, args ...string) error {
 	full := append(slices.Clone(args), "--endpoints", d.endpoints())
-	full = append(full, d.tlsArgs(1, pki.RootLeaf)...)
+	full = append(full, d.ctlTLS...)
 	fmt.Printf("\n$ nicoctl %s\n", strings.Join(args, " "))
 	cmd := exec.CommandContext(ctx, filepath.Join(d.bin, "nicoctl"), full...)
 	var out bytes.Buffer

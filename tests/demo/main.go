@@ -5,7 +5,11 @@
 // Every process and temporary directory is cleaned up; it exits non-zero if
 // any step fails or the whole run takes longer than its deadline.
 //
-// Usage: go run ./tests/demo -bin bin
+// With -keep-running (make demo KEEP=1) it leaves the cluster running at
+// the end, printing the nicoctl command line to reach it, until Ctrl-C or
+// SIGTERM.
+//
+// Usage: go run ./tests/demo -bin bin [-keep-running]
 package main
 
 import (
@@ -23,15 +27,20 @@ func main() {
 	bin := flag.String("bin", "bin", "directory with nico-agent, nico-coordinator and nicoctl")
 	deadline := flag.Duration("deadline", 2*time.Minute, "fail if the demo takes longer")
 	keep := flag.Bool("keep", false, "keep the temporary directory (logs, data) for inspection")
+	keepRunning := flag.Bool("keep-running", false, "leave the cluster running after the demo until Ctrl-C or SIGTERM, printing the nicoctl command line to reach it (make demo KEEP=1)")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	signals, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, *deadline)
+	ctx, cancel := context.WithTimeout(signals, *deadline)
 	defer cancel()
+	var stay context.Context // nil: stop when the demo ends
+	if *keepRunning {
+		stay = signals
+	}
 	start := time.Now()
 	d, err := newDemo(*bin, *keep)
 	if err == nil {
-		err = d.run(ctx)
+		err = d.run(ctx, stay)
 		if cerr := d.cleanup(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}

@@ -14,11 +14,12 @@ type member struct {
 	learner bool
 }
 
-func (m member) state() string {
+// change says in a user's words what becoming m means.
+func (m member) change() string {
 	if m.learner {
-		return "learner"
+		return m.name + " was added as a learner: it copies the data and does not vote yet"
 	}
-	return "voter"
+	return m.name + " was promoted: it is a voter now"
 }
 
 func listMembers(ctx context.Context, cli *clientv3.Client) ([]member, error) {

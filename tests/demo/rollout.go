@@ -23,16 +23,25 @@ func (d *demo) applierArgs() []string {
 	return []string{"--generations.applier", "exec", "--generations.command", "/bin/sh," + script}
 }
 
+// rolloutName names the demo's rollout after what it rolls, not after a
+// generation number: generations are counted per node.
+const rolloutName = "demo-revision-v2"
+
 // rollout rolls a new generation across the fleet and shows the order the
 // nodes applied it in.
 func (d *demo) rollout(ctx context.Context) error {
-	if err := d.ctlMust(ctx, "rollout", "start", "demo-v2", "--git-repo", "https://example.org/fleet.git", "--revision", "v2"); err != nil {
+	if err := d.ctlMust(ctx, "rollout", "start", rolloutName, "--git-repo", "https://example.org/fleet.git", "--revision", "v2"); err != nil {
 		return err
 	}
-	if err := d.ctlMust(ctx, "rollout", "status", "-w", "demo-v2"); err != nil {
+	// The leader lists the nodes first; follow it from there.
+	if err := d.waitRolloutPlanned(ctx, rolloutName); err != nil {
 		return err
 	}
-	d.ctl(ctx, "rollout", "status", "demo-v2")
+	if err := d.ctlMust(ctx, "rollout", "status", "-w", rolloutName); err != nil {
+		return err
+	}
+	d.ctl(ctx, "rollout", "status", rolloutName)
+	say("GENERATION counts each node's own configurations: revision v2 is the first one nico gave these nodes, so it is generation 1 on each")
 	b, err := os.ReadFile(filepath.Join(d.dir, "generations.log"))
 	if err != nil {
 		return fmt.Errorf("rollout: no node applied anything: %w", err)

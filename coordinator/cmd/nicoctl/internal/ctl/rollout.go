@@ -298,6 +298,10 @@ func rolloutLine(r *api.Rollout, now time.Time) string {
 	var b strings.Builder
 	phase := string(r.Status.Phase)
 	if phase == "" {
+		if total == 0 {
+			// Not planned yet: no node count to show.
+			return r.Metadata.Name + " waiting for the coordinator leader to list the nodes it will roll"
+		}
 		phase = "Pending"
 	}
 	fmt.Fprintf(&b, "%s %s %d/%d nodes", r.Metadata.Name, phase, done, total)

@@ -17,6 +17,9 @@ import (
 func TestRolloutLine(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	r := api.NewRollout("r1")
+	if got, want := rolloutLine(r, t0), "r1 waiting for the coordinator leader to list the nodes it will roll"; got != want {
+		t.Fatalf("unplanned: got %q\nwant %q", got, want)
+	}
 	r.Status = api.RolloutStatus{Phase: api.RolloutRunning, StartedAt: t0, Current: []string{"dp-3"},
 		Nodes: []api.NodeProgress{{Name: "dp-1", Phase: api.NodeDone}, {Name: "dp-2", Phase: api.NodeDone}, {Name: "dp-3", Phase: api.NodeApplying}, {Name: "cp-1"}}}
 	if got, want := rolloutLine(r, t0.Add(20*time.Second)), "r1 Running 2/4 nodes, current dp-3, elapsed 20s, about 20s left"; got != want {
