@@ -106,6 +106,17 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 			s.Retry = true
 			return s
 		}
+		// A learner is judged on its progress once it has answered (its
+		// status now, or an index the journal recorded). Named is not
+		// enough: a learner whose first publish etcd lost is named by the
+		// cluster and answers nobody until its publish timeout (6 s) and
+		// retry; until it answers, the start timeout bounds it.
+		answered := m.Healthy || op.Status.LearnerIndex > 0
+		if !answered && waited >= pol.LearnerStartTimeout {
+			s := with(base, AbortJoin, fmt.Sprintf("learner did not answer within %s", pol.LearnerStartTimeout))
+			s.Retry = true
+			return s
+		}
 		// Not answering is not ready: its name may show already (its
 		// first publish, lost to it, can arrive in its snapshot) while it
 		// still refuses to publish itself.
@@ -120,7 +131,7 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		// suspect node, an unsafe projection): not stalled. The next
 		// promotion attempt records its index, and the timeout runs again
 		// from there.
-		if stalled := now.Sub(last); m.Started() && stalled >= pol.LearnerProgressTimeout && m.RaftIndex <= op.Status.LearnerIndex {
+		if stalled := now.Sub(last); answered && stalled >= pol.LearnerProgressTimeout && m.RaftIndex <= op.Status.LearnerIndex {
 			s := with(base, AbortJoin, fmt.Sprintf("learner made no progress for %s (raft index %d)", stalled.Round(time.Second), op.Status.LearnerIndex))
 			s.Retry = true
 			return s

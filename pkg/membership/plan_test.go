@@ -332,3 +332,22 @@ func TestPlanIsPure(t *testing.T) {
 		t.Fatalf("same input, different plans: %s vs %s", a, b)
 	}
 }
+
+// TestNamedLearnerIsJudgedOnProgressOnlyOnceItAnswered: a learner the
+// cluster names but that answers nobody (etcd lost its first publish; it
+// retries after its 6 s publish timeout) is bounded by the start timeout,
+// not the progress timeout, which would abort it while it publishes.
+func TestNamedLearnerIsJudgedOnProgressOnlyOnceItAnswered(t *testing.T) {
+	pol := Policy{LearnerStartTimeout: 2 * time.Minute, LearnerProgressTimeout: 10 * time.Second}
+	named := world("VVVN").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0)
+	if s := Plan(named, pol, t0.Add(30*time.Second)); s.Action == AbortJoin {
+		t.Fatalf("named learner that has not answered yet, 30 s after its add: %s, want no abort before the start timeout", s)
+	}
+	if s := Plan(named, pol, t0.Add(3*time.Minute)); s.Action != AbortJoin || !strings.Contains(s.Reason, "did not answer within 2m0s") {
+		t.Fatalf("named learner that never answered, past the start timeout: %s, want AbortJoin", s)
+	}
+	answered := learnerWorld(true, t0).with(func(o *Observed) { o.Active.Status.LearnerIndex = o.Members[3].RaftIndex })
+	if s := Plan(answered, pol, t0.Add(30*time.Second)); s.Action != AbortJoin || !strings.Contains(s.Reason, "no progress") {
+		t.Fatalf("learner that answered and then stalled past the progress timeout: %s, want AbortJoin", s)
+	}
+}
