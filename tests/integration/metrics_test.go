@@ -56,7 +56,10 @@ func TestMetricsMoveDuringAJoin(t *testing.T) {
 		}
 		joins, _ := mfs.Value("nico_membership_operations_total", "type", "Join", "outcome", "succeeded")
 		voters, _ := mfs.Value("nico_etcd_members", "role", "voter")
-		return joins == 1 && voters == 2, fmt.Sprintf("joins succeeded %v, voters %v", joins, voters)
+		// The in-flight gauge follows the pass after the one that closed
+		// the join (it is set from what a pass observes): wait for it too.
+		inFlight, _ := mfs.Value("nico_membership_operations_in_flight")
+		return joins == 1 && voters == 2 && inFlight == 0, fmt.Sprintf("joins succeeded %v, voters %v, in flight %v", joins, voters, inFlight)
 	})
 	if !sawInFlight {
 		t.Error("never saw nico_membership_operations_in_flight 1 during the join")
