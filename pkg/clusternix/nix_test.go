@@ -55,12 +55,12 @@ func loadExpr(file string) string {
 
 // loaded is what loadExpr evaluates to.
 type loaded struct {
-	SchemaVersion        int                `json:"schemaVersion"`
-	Name                 string             `json:"name"`
-	Version              string             `json:"version"`
+	SchemaVersion        int                 `json:"schemaVersion"`
+	Name                 string              `json:"name"`
+	Version              string              `json:"version"`
 	ControlPlaneEndpoint clusternix.Endpoint `json:"controlPlaneEndpoint"`
-	FirstServer          *string            `json:"firstServer"`
-	FirstIsFirst         *bool              `json:"firstIsFirst"`
+	FirstServer          *string             `json:"firstServer"`
+	FirstIsFirst         *bool               `json:"firstIsFirst"`
 	Etcd                 struct {
 		Provider  string   `json:"provider"`
 		Endpoints []string `json:"endpoints"`
