@@ -84,7 +84,7 @@ let
     && want (p == "nico" -> e.prefix != null) "etcd.prefix" "a key prefix with etcd.provider \"nico\"" e.prefix;
 
   pathKeys = [
-    "apiserverEtcdClientCert" "apiserverEtcdClientKey" "caCert" "caKey" "etcdCACert" "frontProxyCACert"
+    "apiserverCert" "apiserverEtcdClientCert" "apiserverEtcdClientKey" "apiserverKey" "caCert" "caKey" "etcdCACert" "frontProxyCACert"
     "frontProxyCAKey" "joinToken" "kubeconfig" "machineSSHKey" "serviceAccountKey" "serviceAccountPub"
   ];
 

@@ -133,6 +133,7 @@ func TestSchemaLoadsRendered(t *testing.T) {
 			}
 			want := map[string]string{
 				"joinToken": c.Paths.JoinToken, "machineSSHKey": c.Paths.MachineSSHKey, "caCert": c.Paths.CACert, "caKey": c.Paths.CAKey,
+				"apiserverCert": c.Paths.APIServerCert, "apiserverKey": c.Paths.APIServerKey,
 				"etcdCACert": c.Paths.EtcdCACert, "apiserverEtcdClientCert": c.Paths.APIServerEtcdClientCert,
 				"apiserverEtcdClientKey": c.Paths.APIServerEtcdClientKey, "serviceAccountKey": c.Paths.ServiceAccountKey,
 				"serviceAccountPub": c.Paths.ServiceAccountPub, "frontProxyCACert": c.Paths.FrontProxyCACert,

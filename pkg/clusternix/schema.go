@@ -87,6 +87,8 @@ type Paths struct {
 	MachineSSHKey           string // this machine's SSH private key
 	CACert                  string // the cluster CA (ca.crt)
 	CAKey                   string // its key (ca.key), on control-plane machines
+	APIServerCert           string // the API server's serving certificate (apiserver.crt)
+	APIServerKey            string // and its key
 	EtcdCACert              string // the CA of the etcd servers' certificates (etcd/ca.crt)
 	APIServerEtcdClientCert string // the API server's etcd client certificate
 	APIServerEtcdClientKey  string // and its key
@@ -106,6 +108,8 @@ func DefaultPaths() Paths {
 		MachineSSHKey:           "/var/lib/nico/cluster/machine-ssh-key",
 		CACert:                  pki + "ca.crt",
 		CAKey:                   pki + "ca.key",
+		APIServerCert:           pki + "apiserver.crt",
+		APIServerKey:            pki + "apiserver.key",
 		EtcdCACert:              pki + "etcd/ca.crt",
 		APIServerEtcdClientCert: pki + "apiserver-etcd-client.crt",
 		APIServerEtcdClientKey:  pki + "apiserver-etcd-client.key",
@@ -117,12 +121,14 @@ func DefaultPaths() Paths {
 	}
 }
 
-// pathFields lists Paths by their cluster.nix attribute names, sorted.
+// fields lists Paths by their cluster.nix attribute names, sorted.
 func (p Paths) fields() []field {
 	return []field{
+		{"apiserverCert", p.APIServerCert},
 		{"apiserverEtcdClientCert", p.APIServerEtcdClientCert},
 		{"apiserverEtcdClientKey", p.APIServerEtcdClientKey},
 		{"caCert", p.CACert},
+		{"apiserverKey", p.APIServerKey},
 		{"caKey", p.CAKey},
 		{"etcdCACert", p.EtcdCACert},
 		{"frontProxyCACert", p.FrontProxyCACert},
