@@ -59,6 +59,11 @@
       };
       nixosModules.nico = self.nixosModules.default;
 
+      # The Nix side of cluster.nix's schema, which a KubernetesCluster's
+      # flake loads its cluster.nix with (examples/k3s, examples/kubernetes):
+      # nico.lib.clusterSchema.load ./cluster.nix. Pure builtins.
+      lib.clusterSchema = import ./nixos-module/lib/cluster-schema.nix;
+
       devShells = forAllSystems (pkgs: {
         default = pkgs.mkShell {
           packages = [ (goFor pkgs) pkgs.gopls pkgs.etcd pkgs.gnumake pkgs.git pkgs.pkg-config pkgs.libvirt ];

@@ -11,7 +11,9 @@
 #   2. when nixpkgs' lib is found (NIXPKGS_LIB=/path/to/lib, or <nixpkgs>
 #      on NIX_PATH): nixos-module/ evaluated with lib.evalModules against
 #      tests/nixos/eval/stubs.nix (tests/nixos/eval/checks.nix), the
-#      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), every
+#      flake's outputs that need no nixpkgs (eval/flake-outputs.nix), the
+#      example flakes examples/k3s and examples/kubernetes on every machine
+#      of pkg/clusternix's sample cluster.nix files (eval/examples.nix), every
 #      VM test's node configurations (eval/vm-tests.nix) and the files the
 #      module renders for them loaded by nico's own config loaders
 #      (tests/nixos/loadconfig), docs/options.md compared with the
@@ -97,6 +99,7 @@ else
   echo "nix-check: evaluating nixos-module/ with $lib"
   nix-instantiate --eval --strict tests/nixos/eval -A checks --arg lib "import $lib"
   nix-instantiate --eval --strict tests/nixos/eval/flake-outputs.nix --arg lib "import $lib"
+  nix-instantiate --eval --strict tests/nixos/eval/examples.nix --arg lib "import $lib"
   if err=$(nix-instantiate --eval --strict tests/nixos/eval -A badHostName --arg lib "import $lib" 2>&1); then
     echo "nix-check: a host named Cp_1 evaluated ($err); want an error asking for services.nico.settings.name" >&2; exit 1
   elif ! grep -q 'set services.nico.settings.name, for instance to "cp-1"' <<<"$err"; then

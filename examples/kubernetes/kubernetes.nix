@@ -1,0 +1,63 @@
+# This machine's part of the cluster cluster.nix describes, with nixpkgs'
+# services.kubernetes: the API server, controller-manager and scheduler on
+# a control-plane machine, the kubelet and kube-proxy on every machine. The
+# certificates and keys are the ones nico delivers (kubeadm's layout), the
+# datastore nico's etcd under the cluster's prefix (or an external one).
+#
+# No services.kubernetes.roles: the components are enabled one by one, so
+# the module neither runs an etcd of its own nor issues certificates
+# (easyCerts). The components authenticate with the kubeconfig nico
+# delivers (paths.kubeconfig); a production flake gives each its own
+# client certificate.
+{ lib, cluster, machine, ... }:
+let
+  p = cluster.paths;
+  cp = machine.role == "controlPlane";
+  kubeconfigFlag = "--kubeconfig=${p.kubeconfig}";
+in
+{
+  assertions = [{
+    assertion = cluster.etcd.provider != "distribution";
+    message = "examples/kubernetes: nixpkgs' services.kubernetes has no datastore of its own; the KubernetesCluster ${cluster.name} has etcd.provider distribution: use nico or external";
+  }];
+
+  services.kubernetes = {
+    roles = [ ];
+    easyCerts = false;
+    masterAddress = cluster.controlPlaneEndpoint.host;
+    apiserverAddress = cluster.serverURL;
+    caFile = p.caCert;
+
+    apiserver = lib.mkIf cp {
+      enable = true;
+      advertiseAddress = machine.address;
+      etcd = {
+        servers = cluster.etcd.endpoints;
+        caFile = p.etcdCACert;
+        certFile = p.apiserverEtcdClientCert;
+        keyFile = p.apiserverEtcdClientKey;
+      };
+      clientCaFile = p.caCert;
+      tlsCertFile = p.apiserverCert;
+      tlsKeyFile = p.apiserverKey;
+      serviceAccountKeyFile = p.serviceAccountPub;
+      serviceAccountSigningKeyFile = p.serviceAccountKey;
+      extraOpts = lib.concatStringsSep " " ([ "--requestheader-client-ca-file=${p.frontProxyCACert}" ]
+        ++ lib.optional (cluster.etcd.prefix != null) "--etcd-prefix=${cluster.etcd.prefix}");
+    };
+
+    # A later --kubeconfig wins over the one the module writes.
+    controllerManager = lib.mkIf cp {
+      enable = true;
+      serviceAccountKeyFile = p.serviceAccountKey;
+      rootCaFile = p.caCert;
+      extraOpts = "${kubeconfigFlag} --cluster-signing-cert-file=${p.caCert} --cluster-signing-key-file=${p.caKey}";
+    };
+    scheduler = lib.mkIf cp { enable = true; extraOpts = kubeconfigFlag; };
+
+    kubelet = { enable = true; extraOpts = kubeconfigFlag; };
+    proxy = { enable = true; extraOpts = kubeconfigFlag; };
+  };
+
+  networking.firewall.allowedTCPPorts = [ 10250 ] ++ lib.optional cp 6443;
+}

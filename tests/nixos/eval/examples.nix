@@ -1,0 +1,159 @@
+# Evaluates the example flakes examples/k3s and examples/kubernetes with
+# nixpkgs' lib alone (make nix-check): each example's outputs.nix (what its
+# flake.nix returns) is called with the cluster.nix files pkg/clusternix
+# renders (its golden files, pkg/clusternix/testdata), so every
+# nixosConfigurations.<machine> loads cluster.nix through the real schema
+# (nixos-module/lib/cluster-schema.nix) and evaluates the example's module
+# and nico's real module for EVERY machine of each sample. nixpkgs is a
+# stand-in: lib.nixosSystem is lib.evalModules over stubs.nix (the options
+# nico's module sets) and example-stubs.nix (services.k3s and
+# services.kubernetes declared, not implemented), so what is checked is the
+# value each example sets, not what k3s or kube-apiserver does with it.
+{ lib }:
+
+let
+  pkgs = import ./pkgs.nix { inherit lib; };
+  schema = import ../../../nixos-module/lib/cluster-schema.nix;
+  samples = lib.genAttrs [ "nico-ha" "distribution" "external-single" ]
+    (name: ../../../pkg/clusternix/testdata + "/${name}.cluster.nix");
+  clusterOf = sample: schema.load samples.${sample};
+
+  # nixpkgs as the examples use it; k3sVersion is the stub package's.
+  nixpkgsWith = k3sVersion: {
+    lib = lib // {
+      nixosSystem = { system, modules, specialArgs ? { } }: lib.evalModules {
+        inherit specialArgs;
+        modules = [
+          (import ./stubs.nix { inherit lib pkgs; })
+          (import ./example-stubs.nix { inherit lib k3sVersion; })
+          { _module.args.pkgs = pkgs; }
+        ] ++ modules;
+      };
+    };
+  };
+  # nico's flake as the examples use it: the schema and the module.
+  nico = { lib.clusterSchema = schema; nixosModules.default = ../../../nixos-module; };
+
+  outputsWith = { example, sample, k3sVersion ? (clusterOf sample).version, nicoFlake ? nico }:
+    import (../../../examples + "/${example}/outputs.nix") {
+      nixpkgs = nixpkgsWith k3sVersion;
+      nico = nicoFlake;
+      clusterFile = samples.${sample};
+    };
+
+  failedAssertions = cfg: map (a: a.message) (lib.filter (a: !a.assertion) cfg.assertions);
+  hasPrefix = p: s: lib.hasPrefix p s;
+
+  # forMachines returns, for every machine of sample, the named checks f makes.
+  forMachines = example: sample: f:
+    let
+      out = outputsWith { inherit example sample; };
+      c = clusterOf sample;
+    in
+    {
+      "${example}/${sample}: nixosConfigurations are the cluster's machines and minimal" =
+        lib.attrNames out.nixosConfigurations == lib.sort lib.lessThan (c.machineNames ++ [ "minimal" ]);
+      "${example}/${sample}: minimal runs nico's agent and no Kubernetes" =
+        let m = out.nixosConfigurations.minimal.config; in
+        m.systemd.services ? nico-agent && !m.services.k3s.enable && !m.services.kubernetes.kubelet.enable;
+    } // lib.foldl' (acc: name:
+      let
+        cfg = out.nixosConfigurations.${name}.config;
+        m = c.machine name;
+      in
+      acc // lib.mapAttrs' (check: ok: lib.nameValuePair "${example}/${sample}/${name}: ${check}" ok) (f {
+        inherit cfg m c name;
+        server = m.role == "controlPlane";
+        shared = c.etcd.provider != "distribution";
+      } // {
+        "host name, nico's agent, no failed assertion" =
+          cfg.networking.hostName == name && cfg.systemd.services ? nico-agent && failedAssertions cfg == [ ];
+      })) { } c.machineNames;
+
+  k3s = { cfg, m, c, name, server, shared }:
+    let
+      k = cfg.services.k3s;
+      has = f: lib.elem f k.extraFlags;
+    in
+    {
+      "k3s server on the control plane, agent on the data plane" = k.enable && k.role == (if server then "server" else "agent");
+      "tokenFile is cluster.nix's paths.joinToken" = k.tokenFile == c.paths.joinToken && k.token == "";
+      "clusterInit exactly on the first server with embedded etcd" = k.clusterInit == (server && !shared && c.firstServer == name);
+      "serverAddr: agents the endpoint, joining servers the first one, others none" =
+        k.serverAddr == (if !server then c.serverURL else if shared || c.firstServer == name then "" else c.firstServerURL)
+        && (!server -> hasPrefix "https://" k.serverAddr);
+      "--datastore-endpoint and its certificates on servers with nico's or an external etcd" =
+        lib.all (f: has f == (server && shared)) [
+          "--datastore-endpoint=${lib.concatStringsSep "," c.etcd.endpoints}"
+          "--datastore-cafile=${c.paths.etcdCACert}"
+          "--datastore-certfile=${c.paths.apiserverEtcdClientCert}"
+          "--datastore-keyfile=${c.paths.apiserverEtcdClientKey}"
+        ];
+      "the API server's --etcd-prefix is cluster.nix's etcd.prefix" =
+        lib.any (hasPrefix "--kube-apiserver-arg=etcd-prefix=") k.extraFlags == (server && c.etcd.prefix != null)
+        && (server && c.etcd.prefix != null -> has "--kube-apiserver-arg=etcd-prefix=${c.etcd.prefix}");
+      "--node-name is the machine's" = has "--node-name=${name}";
+    };
+
+  kubernetes = { cfg, m, c, name, server, ... }:
+    let
+      k = cfg.services.kubernetes;
+      a = k.apiserver;
+    in
+    {
+      "no roles and no easyCerts: no etcd or certificates of the module's own" = k.roles == [ ] && !k.easyCerts;
+      "control plane runs the API server, controller-manager and scheduler; data plane none" =
+        a.enable == server && k.controllerManager.enable == server && k.scheduler.enable == server;
+      "kubelet and kube-proxy on every machine, with the delivered kubeconfig" =
+        k.kubelet.enable && k.proxy.enable && k.kubelet.extraOpts == "--kubeconfig=${c.paths.kubeconfig}";
+      "the cluster CA and endpoint" = k.caFile == c.paths.caCert && k.apiserverAddress == c.serverURL;
+    } // lib.optionalAttrs server {
+      "the API server on cluster.nix's etcd with the apiserver-etcd-client pair" =
+        a.etcd.servers == c.etcd.endpoints && a.etcd.caFile == c.paths.etcdCACert
+        && a.etcd.certFile == c.paths.apiserverEtcdClientCert && a.etcd.keyFile == c.paths.apiserverEtcdClientKey;
+      "the API server's serving pair, client CA, service-account keys" =
+        a.tlsCertFile == c.paths.apiserverCert && a.tlsKeyFile == c.paths.apiserverKey && a.clientCaFile == c.paths.caCert
+        && a.serviceAccountKeyFile == c.paths.serviceAccountPub && a.serviceAccountSigningKeyFile == c.paths.serviceAccountKey
+        && a.advertiseAddress == m.address;
+      "--etcd-prefix exactly when cluster.nix has one" =
+        lib.hasInfix "--etcd-prefix=" a.extraOpts == (c.etcd.prefix != null)
+        && (c.etcd.prefix != null -> lib.hasInfix "--etcd-prefix=${c.etcd.prefix}" a.extraOpts)
+        && lib.hasInfix "--requestheader-client-ca-file=${c.paths.frontProxyCACert}" a.extraOpts;
+      "the controller-manager signs with the cluster CA and the service-account key" =
+        k.controllerManager.serviceAccountKeyFile == c.paths.serviceAccountKey
+        && lib.hasInfix "--cluster-signing-key-file=${c.paths.caKey}" k.controllerManager.extraOpts;
+    };
+
+  failedOn = out: name: failedAssertions out.nixosConfigurations.${name}.config;
+
+  checks =
+    forMachines "k3s" "nico-ha" k3s
+    // forMachines "k3s" "distribution" k3s
+    // forMachines "k3s" "external-single" k3s
+    // forMachines "kubernetes" "nico-ha" kubernetes
+    // forMachines "kubernetes" "external-single" kubernetes
+    // {
+      "k3s: a k3s package of another minor than cluster.nix's version fails an assertion naming both" =
+        lib.any (lib.hasInfix "is k3s 1.35.0, but the KubernetesCluster prod asks for Kubernetes 1.37.2")
+          (failedOn (outputsWith { example = "k3s"; sample = "nico-ha"; k3sVersion = "1.35.0"; }) "cp-1");
+      "kubernetes: etcd.provider distribution fails an assertion naming it" =
+        lib.any (lib.hasInfix "has etcd.provider distribution: use nico or external")
+          (failedOn (outputsWith { example = "kubernetes"; sample = "distribution"; }) "s1");
+      "both: flake.nix itself, in the repository (no cluster.nix), has #minimal only; inputs nixpkgs and nico" =
+        lib.all (example:
+          let flake = import (../../../examples + "/${example}/flake.nix"); in
+          lib.attrNames (flake.outputs { nixpkgs = nixpkgsWith "1.37.2"; inherit nico; }).nixosConfigurations == [ "minimal" ]
+          && flake.inputs.nico.url == "github:homystack/nico" && flake.inputs.nixpkgs.url == "github:NixOS/nixpkgs/nixos-unstable"
+          && !builtins.pathExists (../../../examples + "/${example}/cluster.nix")) [ "k3s" "kubernetes" ];
+      "both: a cluster.nix with a field the schema does not have is refused" =
+        let
+          drifted = nico // { lib.clusterSchema = schema // { load = f: schema.validate (import f // { region = "eu"; }); }; };
+          refused = example: !(builtins.tryEval (builtins.deepSeq
+            (lib.attrNames (outputsWith { inherit example; sample = "nico-ha"; nicoFlake = drifted; }).nixosConfigurations) true)).success;
+        in
+        refused "k3s" && refused "kubernetes";
+    };
+  failed = lib.attrNames (lib.filterAttrs (_: ok: !ok) checks);
+in
+if failed == [ ] then "${toString (lib.length (lib.attrNames checks))} example checks passed (k3s and kubernetes, every machine of the sample cluster.nix files)"
+else throw "example checks failed:\n  ${lib.concatStringsSep "\n  " failed}"
