@@ -1,6 +1,7 @@
-# A Kubernetes cluster (nixpkgs' services.kubernetes) on machines nico manages. nico writes cluster.nix next
-# to this file on every machine of the KubernetesCluster (and the join
-# token, SSH key and certificates to the paths it names), then builds
+# A Kubernetes cluster (nixpkgs' services.kubernetes) on machines nico
+# manages. nico writes cluster.nix next to this file on every machine of
+# the KubernetesCluster (and the join token, SSH key and certificates to
+# the paths it names), then builds
 # nixosConfigurations.<machine>; on release it switches to #minimal.
 # See README.md.
 {
