@@ -50,7 +50,7 @@ func nixEval(t testing.TB, expr string) ([]byte, error) {
 // loadExpr is a Nix expression that loads file through the schema and
 // keeps the fields and helpers that are data.
 func loadExpr(file string) string {
-	return fmt.Sprintf(`let c = (import %s).load %s; in removeAttrs c [ "machine" "isFirstServer" ] // { firstIsFirst = if c.firstServer == null then null else c.isFirstServer c.firstServer; }`, schemaFile, file)
+	return fmt.Sprintf(`let c = (import (/. + %s)).load (/. + %s); in removeAttrs c [ "machine" "isFirstServer" ] // { firstIsFirst = if c.firstServer == null then null else c.isFirstServer c.firstServer; }`, clusternix.Quote(schemaFile), clusternix.Quote(file))
 }
 
 // loaded is what loadExpr evaluates to.

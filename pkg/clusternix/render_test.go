@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/homystack/nico/pkg/clusternix"
@@ -31,6 +32,10 @@ func TestRenderGolden(t *testing.T) {
 			want, err := os.ReadFile(golden)
 			if err != nil {
 				t.Fatalf("%v (run go test -run TestRenderGolden -update)", err)
+			}
+			paths := strings.Split(strings.SplitN(strings.SplitN(string(got), "paths = {\n", 2)[1], "\n  };", 2)[0], "\n")
+			if !slices.IsSorted(paths) || len(paths) != 14 {
+				t.Errorf("paths are not the 14 sorted by name:\n%s", strings.Join(paths, "\n"))
 			}
 			if string(got) != string(want) {
 				t.Errorf("cluster.nix differs from %s (go test -run TestRenderGolden -update rewrites it):\n%s", golden, got)

@@ -25,8 +25,8 @@
     apiserverCert = "/etc/kubernetes/pki/apiserver.crt";
     apiserverEtcdClientCert = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
     apiserverEtcdClientKey = "/etc/kubernetes/pki/apiserver-etcd-client.key";
-    caCert = "/etc/kubernetes/pki/ca.crt";
     apiserverKey = "/etc/kubernetes/pki/apiserver.key";
+    caCert = "/etc/kubernetes/pki/ca.crt";
     caKey = "/etc/kubernetes/pki/ca.key";
     etcdCACert = "/etc/kubernetes/pki/etcd/ca.crt";
     frontProxyCACert = "/etc/kubernetes/pki/front-proxy-ca.crt";
