@@ -22,7 +22,7 @@ in
     serverAddr =
       if !server then cluster.serverURL
       else if sharedEtcd || machine.isFirstServer then ""
-      else cluster.firstServerURL;
+      else cluster.url cluster.firstServerMachine.address 6443; # the first server's supervisor
     extraFlags = [ "--node-name=${machine.name}" ]
       ++ lib.optionals server [ "--tls-san=${cluster.controlPlaneEndpoint.host}" "--write-kubeconfig-mode=0600" ]
       ++ lib.optionals (server && sharedEtcd) ([

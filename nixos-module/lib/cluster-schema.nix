@@ -15,7 +15,8 @@
 #   machineNames, controlPlaneNames, dataPlaneNames   (sorted)
 #   isFirstServer NAME
 #   serverURL        https://HOST:PORT of controlPlaneEndpoint
-#   firstServerURL   https://ADDRESS:PORT of the first server, or null
+#   url HOST PORT    https://HOST:PORT (an IPv6 address in brackets)
+#   firstServerMachine  the first server's machine (as machine returns it), or null
 #   etcdServers      etcd.endpoints joined with ","
 let
   inherit (builtins)
@@ -119,7 +120,7 @@ let
 
   helpers = c:
     let
-      url = host: "https://${bracket host}:${toString c.controlPlaneEndpoint.port}";
+      url = host: port: "https://${bracket host}:${toString port}";
       withRole = role: map (n: {
         name = n.name;
         value = n // { inherit role; address = head n.addresses; isFirstServer = n.name == c.firstServer; };
@@ -136,8 +137,9 @@ let
       controlPlaneNames = sortedNames (map (n: n.name) c.nodes.controlPlane);
       dataPlaneNames = sortedNames (map (n: n.name) c.nodes.dataPlane);
       isFirstServer = name: c.firstServer != null && name == c.firstServer;
-      serverURL = url c.controlPlaneEndpoint.host;
-      firstServerURL = if c.firstServer == null then null else url machines.${c.firstServer}.address;
+      inherit url;
+      serverURL = url c.controlPlaneEndpoint.host c.controlPlaneEndpoint.port;
+      firstServerMachine = if c.firstServer == null then null else machines.${c.firstServer};
       etcdServers = concatStringsSep "," c.etcd.endpoints;
     };
 

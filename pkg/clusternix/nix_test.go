@@ -50,7 +50,7 @@ func nixEval(t testing.TB, expr string) ([]byte, error) {
 // loadExpr is a Nix expression that loads file through the schema and
 // keeps the fields and helpers that are data.
 func loadExpr(file string) string {
-	return fmt.Sprintf(`let c = (import (/. + %s)).load (/. + %s); in removeAttrs c [ "machine" "isFirstServer" ] // { firstIsFirst = if c.firstServer == null then null else c.isFirstServer c.firstServer; }`, clusternix.Quote(schemaFile), clusternix.Quote(file))
+	return fmt.Sprintf(`let c = (import (/. + %s)).load (/. + %s); in removeAttrs c [ "machine" "isFirstServer" "url" ] // { firstIsFirst = if c.firstServer == null then null else c.isFirstServer c.firstServer; ipv6URL = c.url "fd00::1" 6443; }`, clusternix.Quote(schemaFile), clusternix.Quote(file))
 }
 
 // loaded is what loadExpr evaluates to.
@@ -73,11 +73,14 @@ type loaded struct {
 		Addresses     []string `json:"addresses"`
 		IsFirstServer bool     `json:"isFirstServer"`
 	} `json:"machines"`
-	MachineNames      []string `json:"machineNames"`
-	ControlPlaneNames []string `json:"controlPlaneNames"`
-	ServerURL         string   `json:"serverURL"`
-	FirstServerURL    *string  `json:"firstServerURL"`
-	EtcdServers       string   `json:"etcdServers"`
+	MachineNames       []string `json:"machineNames"`
+	ControlPlaneNames  []string `json:"controlPlaneNames"`
+	ServerURL          string   `json:"serverURL"`
+	FirstServerMachine *struct {
+		Name string `json:"name"`
+	} `json:"firstServerMachine"`
+	IPv6URL     string `json:"ipv6URL"`
+	EtcdServers string `json:"etcdServers"`
 }
 
 // writeRendered renders c into a temporary cluster.nix.
@@ -149,8 +152,11 @@ func TestSchemaLoadsRendered(t *testing.T) {
 			if l.ServerURL != fmt.Sprintf("https://%s:%d", host, c.ControlPlaneEndpoint.Port) {
 				t.Errorf("serverURL %q", l.ServerURL)
 			}
-			if (l.FirstServerURL == nil) != (c.FirstServer == "") {
-				t.Errorf("firstServerURL %v with firstServer %q", l.FirstServerURL, c.FirstServer)
+			if (l.FirstServerMachine == nil) != (c.FirstServer == "") || (l.FirstServerMachine != nil && l.FirstServerMachine.Name != c.FirstServer) {
+				t.Errorf("firstServerMachine %v with firstServer %q", l.FirstServerMachine, c.FirstServer)
+			}
+			if l.IPv6URL != "https://[fd00::1]:6443" {
+				t.Errorf("url \"fd00::1\" 6443 = %q", l.IPv6URL)
 			}
 			if l.EtcdServers != strings.Join(l.Etcd.Endpoints, ",") {
 				t.Errorf("etcdServers %q", l.EtcdServers)

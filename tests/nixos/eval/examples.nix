@@ -80,7 +80,8 @@ let
       "tokenFile is cluster.nix's paths.joinToken" = k.tokenFile == c.paths.joinToken && k.token == "";
       "clusterInit exactly on the first server with embedded etcd" = k.clusterInit == (server && !shared && c.firstServer == name);
       "serverAddr: agents the endpoint, joining servers the first one, others none" =
-        k.serverAddr == (if !server then c.serverURL else if shared || c.firstServer == name then "" else c.firstServerURL)
+        k.serverAddr == (if !server then c.serverURL else if shared || c.firstServer == name then ""
+          else "https://${lib.head (lib.head (lib.filter (n: n.name == c.firstServer) c.nodes.controlPlane)).addresses}:6443")
         && (!server -> hasPrefix "https://" k.serverAddr);
       "--datastore-endpoint and its certificates on servers with nico's or an external etcd" =
         lib.all (f: has f == (server && shared)) [
