@@ -16,6 +16,7 @@ func FuzzRenderLoads(f *testing.F) {
 	f.Add("prod", "10.0.0.1", "api.example", "/clusters/prod/registry", "https://10.0.0.1:2379", "/etc/kubernetes/pki/ca.crt", 6443)
 	f.Add("a", "fd00::1", "fd00::10", "/x", "http://[fd00::2]:1", "/a+b@c", 1)
 	f.Add(`"${x}"`, "a\nb", `\`, "/a/", "https://h:2379/", "/a b", 0)
+	f.Add("b", "h.example", "h.example", "/p", "https://h:2379/", "/c", 2379)
 	f.Fuzz(func(t *testing.T, name, addr, host, prefix, endpoint, caPath string, port int) {
 		c := clusters["nico-ha"]()
 		c.Name, c.ControlPlaneEndpoint = name, clusternix.Endpoint{Host: host, Port: port}

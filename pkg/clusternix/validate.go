@@ -138,7 +138,7 @@ func validateEtcd(e Etcd, firstServer string) []error {
 func endpointURL(s string) string {
 	const want = "an etcd client URL https://HOST:PORT or http://HOST:PORT, with no path"
 	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.RawQuery != "" || u.Fragment != "" || (u.Path != "" && u.Path != "/") || u.Opaque != "" {
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Path != "" || u.Opaque != "" {
 		return want
 	}
 	host, port, err := net.SplitHostPort(u.Host)

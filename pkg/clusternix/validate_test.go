@@ -33,6 +33,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"nico without prefix", func(c *clusternix.Cluster) { c.Etcd.Prefix = "" }, `etcd.prefix "": want a key prefix with etcd.provider nico`},
 		{"prefix", func(c *clusternix.Cluster) { c.Etcd.Prefix = "/clusters/prod/" }, `etcd.prefix "/clusters/prod/": want a key prefix such as /clusters/NAME/registry`},
 		{"endpoint", func(c *clusternix.Cluster) { c.Etcd.Endpoints[1] = "10.0.0.1:2379" }, `etcd.endpoints[1] "10.0.0.1:2379": want an etcd client URL https://HOST:PORT`},
+		{"endpoint's trailing slash", func(c *clusternix.Cluster) { c.Etcd.Endpoints[2] = "https://10.0.0.3:2379/" }, `etcd.endpoints[2] "https://10.0.0.3:2379/": want an etcd client URL`},
 		{"endpoint path", func(c *clusternix.Cluster) { c.Etcd.Endpoints[0] = "https://10.0.0.1:2379/v3" }, `etcd.endpoints[0] "https://10.0.0.1:2379/v3": want an etcd client URL`},
 		{"distribution with endpoints", func(c *clusternix.Cluster) {
 			c.Etcd.Provider = clusternix.EtcdDistribution
