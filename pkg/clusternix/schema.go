@@ -10,6 +10,10 @@ package clusternix
 // renders (the file's schemaVersion).
 const SchemaVersion = 1
 
+// FileName is where cluster.nix goes in the flake's directory: the
+// additionalFiles path of each machine's NixosConfiguration.
+const FileName = "cluster.nix"
+
 // Cluster is the content of one cluster.nix.
 type Cluster struct {
 	// Name is the KubernetesCluster's name, a DNS label.
