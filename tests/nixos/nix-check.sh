@@ -94,12 +94,16 @@ rm -f "$scripts"
 lib=$(find_lib)
 if [ -z "$lib" ]; then
   echo "nix-check: NOTE nixpkgs' lib not found (set NIXPKGS_LIB=/path/to/nixpkgs/lib or put nixpkgs on NIX_PATH):"
-  echo "nix-check: NOTE ran the parse and script checks only; the module, the VM tests' nodes, the rendered configs and docs/options.md were NOT checked"
+  echo "nix-check: NOTE ran the parse and script checks only; the module, the VM tests' nodes, the example flakes, the rendered configs and docs/options.md were NOT checked"
 else
   echo "nix-check: evaluating nixos-module/ with $lib"
   nix-instantiate --eval --strict tests/nixos/eval -A checks --arg lib "import $lib"
   nix-instantiate --eval --strict tests/nixos/eval/flake-outputs.nix --arg lib "import $lib"
-  nix-instantiate --eval --strict tests/nixos/eval/examples.nix --arg lib "import $lib"
+  # The example flakes, also as nico writes them: cluster.nix beside flake.nix.
+  copies=$(mktemp -d)
+  for ex in k3s kubernetes; do cp -r "examples/$ex" "$copies/" && cp pkg/clusternix/testdata/nico-ha.cluster.nix "$copies/$ex/cluster.nix"; done
+  nix-instantiate --eval --strict tests/nixos/eval/examples.nix --arg lib "import $lib" --argstr copies "$copies" || { rm -rf "$copies"; exit 1; }
+  rm -rf "$copies"
   if err=$(nix-instantiate --eval --strict tests/nixos/eval -A badHostName --arg lib "import $lib" 2>&1); then
     echo "nix-check: a host named Cp_1 evaluated ($err); want an error asking for services.nico.settings.name" >&2; exit 1
   elif ! grep -q 'set services.nico.settings.name, for instance to "cp-1"' <<<"$err"; then

@@ -9,7 +9,11 @@
 # nico's module sets) and example-stubs.nix (services.k3s and
 # services.kubernetes declared, not implemented), so what is checked is the
 # value each example sets, not what k3s or kube-apiserver does with it.
-{ lib }:
+#
+# copies (tests/nixos/nix-check.sh passes it): a directory holding a copy of
+# each example with nico-ha.cluster.nix beside its flake.nix as cluster.nix,
+# as nico writes it, to evaluate flake.nix itself with a cluster.nix.
+{ lib, copies ? null }:
 
 let
   pkgs = import ./pkgs.nix { inherit lib; };
@@ -146,6 +150,23 @@ let
           lib.attrNames (flake.outputs { nixpkgs = nixpkgsWith "1.37.2"; inherit nico; }).nixosConfigurations == [ "minimal" ]
           && flake.inputs.nico.url == "github:homystack/nico" && flake.inputs.nixpkgs.url == "github:NixOS/nixpkgs/nixos-unstable"
           && !builtins.pathExists (../../../examples + "/${example}/cluster.nix")) [ "k3s" "kubernetes" ];
+    } // lib.optionalAttrs (copies != null) {
+      "both: flake.nix with cluster.nix beside it has every machine and #minimal, each as outputs.nix makes it" =
+        lib.all (example:
+          let
+            flake = import (/. + copies + "/${example}/flake.nix");
+            fromFlake = (flake.outputs { nixpkgs = nixpkgsWith "1.37.2"; inherit nico; }).nixosConfigurations;
+            fromOutputs = (outputsWith { inherit example; sample = "nico-ha"; }).nixosConfigurations;
+            view = cfg: {
+              inherit (cfg.services) k3s;
+              inherit (cfg.services.kubernetes.apiserver) enable etcd extraOpts;
+              inherit (cfg.services.kubernetes) kubelet;
+              inherit (cfg.networking) hostName;
+            };
+          in
+          lib.attrNames fromFlake == lib.attrNames fromOutputs
+          && lib.all (n: builtins.toJSON (view fromFlake.${n}.config) == builtins.toJSON (view fromOutputs.${n}.config)) (lib.attrNames fromFlake)) [ "k3s" "kubernetes" ];
+    } // {
       "both: a cluster.nix with a field the schema does not have is refused" =
         let
           drifted = nico // { lib.clusterSchema = schema // { load = f: schema.validate (import f // { region = "eu"; }); }; };
