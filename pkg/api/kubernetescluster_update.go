@@ -110,7 +110,7 @@ func (s KubernetesClusterSpec) CheckFleetEtcd(running []string) []error {
 		sup, known := kubeversion.Lookup(k)
 		if err := kubeversion.CheckEtcd(k, e); err != nil && known {
 			errs = append(errs, &FieldError{Field: "spec.version", Value: s.Version,
-				Reason:   fmt.Sprintf("the fleet's etcd runs %s, and Kubernetes %s supports %s", e, k.MinorString(), sup),
+				Reason:   fmt.Sprintf("the fleet's etcd runs %s, and Kubernetes %s supports %s", e, k.MinorString(), sup.Range()),
 				Accepted: "choose a Kubernetes minor that supports etcd " + e.MinorString() + " (README, Kubernetes versions), or change the fleet's etcd version first"})
 		}
 	}

@@ -89,7 +89,7 @@ func TestCheckEtcd(t *testing.T) {
 		}
 	}
 	err := CheckEtcd(MustParse("1.33.0"), etcdversion.MustParse("3.6.16"))
-	if err == nil || !strings.Contains(err.Error(), "1.33: etcd 3.5.24 to 3.5.x (kubeadm deploys 3.5.24)") {
+	if err == nil || !strings.Contains(err.Error(), "Kubernetes 1.33 supports etcd 3.5.24 to 3.5.x (kubeadm deploys 3.5.24)") {
 		t.Errorf("refusal does not say what is supported: %v", err)
 	}
 }

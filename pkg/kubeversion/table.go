@@ -37,10 +37,13 @@ func (s Support) Accepts(e etcdversion.Version) bool {
 		(e.Major < maxMinor.Major || (e.Major == maxMinor.Major && e.Minor <= maxMinor.Minor))
 }
 
-// String is "1.37: etcd 3.5.24 to 3.7.x (kubeadm deploys 3.7.0)".
-func (s Support) String() string {
-	return fmt.Sprintf("%s: etcd %s to %s.x (kubeadm deploys %s)", s.Minor.MinorString(), s.MinEtcd, s.MaxEtcdMinor().MinorString(), s.Kubeadm)
+// Range is "etcd 3.5.24 to 3.7.x (kubeadm deploys 3.7.0)".
+func (s Support) Range() string {
+	return fmt.Sprintf("etcd %s to %s.x (kubeadm deploys %s)", s.MinEtcd, s.MaxEtcdMinor().MinorString(), s.Kubeadm)
 }
+
+// String is "1.37: etcd 3.5.24 to 3.7.x (kubeadm deploys 3.7.0)".
+func (s Support) String() string { return s.Minor.MinorString() + ": " + s.Range() }
 
 // table is the facts of kubeadm's SupportedEtcdVersion map and
 // MinExternalEtcdVersion (cmd/kubeadm/app/constants), oldest first:
@@ -99,5 +102,5 @@ func CheckEtcd(v Version, e etcdversion.Version) error {
 	if s.Accepts(e) {
 		return nil
 	}
-	return fmt.Errorf("%w: Kubernetes %s does not support etcd %s; it supports %s", ErrUnsupported, v, e, s)
+	return fmt.Errorf("%w: Kubernetes %s does not support etcd %s; Kubernetes %s supports %s", ErrUnsupported, v, e, v.MinorString(), s.Range())
 }
