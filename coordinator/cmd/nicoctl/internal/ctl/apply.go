@@ -246,7 +246,7 @@ func (a *app) planApply(ctx context.Context, c *cluster, docs []*document) ([]wr
 		needRunning = needRunning || (d.kc != nil && d.kc.Spec.Version != "" && d.kc.Spec.Etcd.ProviderOrDefault() == api.EtcdProviderNico)
 	}
 	if needRunning {
-		v, err := c.fleetEtcdVersions(ctx)
+		v, err := c.fleetEtcdVersions(ctx, docs)
 		if err != nil {
 			return nil, err
 		}
@@ -258,6 +258,9 @@ func (a *app) planApply(ctx context.Context, c *cluster, docs []*document) ([]wr
 		switch {
 		case d.ec != nil:
 			w, err = a.planEtcdCluster(ctx, c, d.ec)
+			if err == nil {
+				err = checkClustersSupport(ctx, c.st, d.ec.Spec.Version, docs)
+			}
 		case d.pool != nil:
 			w, err = planPool(ctx, c.st, d.pool)
 		case d.kc != nil:

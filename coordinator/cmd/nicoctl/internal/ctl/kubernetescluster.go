@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdversion"
 	"github.com/homystack/nico/pkg/kubeversion"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -70,8 +73,9 @@ func (a *app) planKubernetesCluster(ctx context.Context, c *cluster, kc *api.Kub
 }
 
 // fleetEtcdVersions are the etcd versions the fleet's members run (those
-// that answer), for the Kubernetes version check of provider nico.
-func (c *cluster) fleetEtcdVersions(ctx context.Context) ([]string, error) {
+// that answer) and the one its EtcdCluster asks for (the file's, else the
+// stored one's), for the Kubernetes version check of provider nico.
+func (c *cluster) fleetEtcdVersions(ctx context.Context, docs []*document) ([]string, error) {
 	nodes, err := c.nodes(ctx)
 	if err != nil {
 		return nil, err
@@ -80,5 +84,68 @@ func (c *cluster) fleetEtcdVersions(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return uniq(c.runningVersions(ctx, ms)), nil
+	out := c.runningVersions(ctx, ms)
+	target := ""
+	for _, d := range docs {
+		if d.ec != nil {
+			target = d.ec.Spec.Version
+		}
+	}
+	if target == "" {
+		ec := &api.EtcdCluster{}
+		if err := c.st.Get(ctx, store.EtcdClusterKey, ec); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("reading the EtcdCluster: %w", err)
+		}
+		target = ec.Spec.Version
+	}
+	return uniq(append(out, target)), nil
+}
+
+// checkClustersSupport refuses an EtcdCluster spec.version that a
+// KubernetesCluster on the fleet's etcd (provider nico) does not support:
+// the stored clusters, or their new spec where the file has one. A
+// refusal is a *refusal.
+func checkClustersSupport(ctx context.Context, st *store.Store, etcdVersion string, docs []*document) error {
+	if etcdVersion == "" {
+		return nil
+	}
+	e, err := etcdversion.Parse(etcdVersion)
+	if err != nil {
+		return nil // readEtcdCluster names it
+	}
+	stored, err := listClusters(ctx, st)
+	if err != nil {
+		return err
+	}
+	specs := map[string]api.KubernetesClusterSpec{}
+	for _, kc := range stored {
+		specs[kc.Metadata.Name] = kc.Spec
+	}
+	for _, d := range docs {
+		if d.kc != nil {
+			specs[d.kc.Metadata.Name] = d.kc.Spec
+		}
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(specs)) {
+		s := specs[name]
+		if s.Version == "" || s.Etcd.ProviderOrDefault() != api.EtcdProviderNico {
+			continue
+		}
+		k, err := kubeversion.Parse(s.Version)
+		if err != nil {
+			continue
+		}
+		sup, known := kubeversion.Lookup(k)
+		if !known || kubeversion.CheckEtcd(k, e) == nil {
+			continue
+		}
+		errs = append(errs, &api.FieldError{Field: "spec.version", Value: etcdVersion,
+			Reason:   fmt.Sprintf("KubernetesCluster %s runs Kubernetes %s on the fleet's etcd, and Kubernetes %s supports %s", name, s.Version, k.MinorString(), sup.Range()),
+			Accepted: "choose an etcd version every KubernetesCluster with etcd.provider nico supports (README, Kubernetes versions), or change their versions first"})
+	}
+	if len(errs) > 0 {
+		return &refusal{errors.Join(errs...)}
+	}
+	return nil
 }

@@ -136,6 +136,20 @@ func TestKubernetesClusterApply(t *testing.T) {
 			clusterYAML("prod", "1.37.2"))
 		refused(t, ExitRefused, []string{"spec.controlPlaneEndpoint", "immutable"}, clusterYAML("prod", "1.35.1", "controlPlaneEndpoint: 10.0.0.100"))
 	})
+
+	t.Run("an etcd version a cluster on the fleet's etcd does not support", func(t *testing.T) {
+		old := api.NewKubernetesCluster("old")
+		old.Spec = api.KubernetesClusterSpec{ControlPlane: api.MachineSet{Machines: []string{"x-1"}}, Version: "1.33.1"}
+		if err := st.CreateObject(testCtx(t), old); err != nil {
+			t.Fatal(err)
+		}
+		refused(t, ExitRefused, []string{`spec.version: "3.6.16" is not accepted`, "KubernetesCluster old runs Kubernetes 1.33.1 on the fleet's etcd",
+			"supports etcd 3.5.24 to 3.5.x"}, etcdClusterYAML(3, "3.6.16"))
+		// The same file moving old to 1.34 makes the etcd version acceptable.
+		oldDoc := "apiVersion: nico.homystack.com/v1alpha1\nkind: KubernetesCluster\nmetadata: {name: old}\nspec:\n  controlPlane: {machines: [x-1]}\n  version: 1.34.0\n"
+		run(t, eps, "apply", "-f", write(etcdClusterYAML(3, "3.6.16"), oldDoc)).
+			want(t, 0, []string{"EtcdCluster etcd created", "KubernetesCluster old configured (generation 2)"}, nil)
+	})
 }
 
 func TestKubernetesClusterGetDescribeDelete(t *testing.T) {
