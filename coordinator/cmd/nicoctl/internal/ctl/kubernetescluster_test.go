@@ -202,6 +202,12 @@ func TestKubernetesClusterGetDescribeDelete(t *testing.T) {
 		t.Errorf("events not in time order:\n%s", evs)
 	}
 	run(t, eps, "describe", "cluster", "nope").want(t, ExitNotFound, nil, []string{"no KubernetesCluster named nope"})
+	// What describe -o yaml prints, apply takes back (status and metadata kept as stored).
+	y := filepath.Join(t.TempDir(), "prod.yaml")
+	if err := os.WriteFile(y, []byte(run(t, eps, "describe", "cluster", "prod", "-o", "yaml").stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run(t, eps, "apply", "-f", y).want(t, 0, []string{"KubernetesCluster prod unchanged"}, nil)
 	run(t, eps, "events", "--for", "cluster/prod").want(t, 0, []string{"KubernetesCluster/prod", "ClusterCreated", "NotDataPlaneReady"}, nil)
 
 	t.Run("kubeconfig", func(t *testing.T) {
