@@ -34,6 +34,8 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindEtcdCluster:        func(string) string { return EtcdClusterKey },
 	api.KindNodeEtcdVersion:    NodeEtcdVersionKey,
 	api.KindKubernetesCluster:  ClusterKey,
+	api.KindSecret:             NamedSecretKey,
+	api.KindNodeSecrets:        NodeNamedSecretsKey,
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping
