@@ -180,6 +180,9 @@ func strip(s api.NixosConfigurationSpec) api.NixosConfigurationSpec {
 	if len(s.AdditionalFiles) == 0 {
 		s.AdditionalFiles = nil
 	}
+	if len(s.HostFiles) == 0 {
+		s.HostFiles = nil
+	}
 	return s
 }
 

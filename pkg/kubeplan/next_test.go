@@ -102,14 +102,18 @@ func TestMachineSpec(t *testing.T) {
 	c := api.NewKubernetesCluster("k1")
 	c.Spec.ConfigurationSubdir, c.Spec.CredentialsRef = "k3s", "git"
 	s := MachineSpec(SpecInput{Cluster: c, DefaultGitRepo: "https://git.example/default", ClusterNix: "{ }",
-		Files: []api.AdditionalFile{{Path: "pki/ca.crt", SecretRef: &api.SecretKeyRef{Name: "k1-ca", Key: "tls.crt"}}}}, "cp-1")
+		HostFiles: []api.HostFile{{Path: "/etc/kubernetes/pki/sa.pub", SecretRef: &api.SecretKeyRef{Name: "k1-sa", Key: "tls.crt"}},
+			{Path: "/etc/kubernetes/pki/ca.crt", SecretRef: &api.SecretKeyRef{Name: "k1-ca", Key: "tls.crt"}}}}, "cp-1")
 	if s.GitRepo != "https://git.example/default" || s.Flake != "#cp-1" || s.OnRemoveFlake != "#minimal" || s.ConfigurationSubdir != "k3s" || s.CredentialsRef != "git" {
 		t.Fatalf("spec %+v", s)
 	}
-	if len(s.AdditionalFiles) != 2 || s.AdditionalFiles[0].Path != ClusterNixPath || s.AdditionalFiles[0].Inline != "{ }" || s.AdditionalFiles[1].SecretRef == nil {
+	if len(s.AdditionalFiles) != 1 || s.AdditionalFiles[0].Path != ClusterNixPath || s.AdditionalFiles[0].Inline != "{ }" {
 		t.Fatalf("files %+v", s.AdditionalFiles)
 	}
-	if r := ReleaseSpec(c, "x"); r.Flake != OnRemoveFlake || len(r.AdditionalFiles) != 0 || r.GitRepo != "x" {
+	if len(s.HostFiles) != 2 || s.HostFiles[0].Path != "/etc/kubernetes/pki/ca.crt" || s.HostFiles[1].SecretRef.Name != "k1-sa" {
+		t.Fatalf("host files %+v, want both, by path", s.HostFiles)
+	}
+	if r := ReleaseSpec(c, "x"); r.Flake != OnRemoveFlake || len(r.AdditionalFiles)+len(r.HostFiles) != 0 || r.GitRepo != "x" {
 		t.Fatalf("release %+v", r)
 	}
 }

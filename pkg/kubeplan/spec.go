@@ -22,21 +22,23 @@ type SpecInput struct {
 	DefaultGitRepo string
 	// ClusterNix is cluster.nix's content ("": none delivered).
 	ClusterNix string
-	// Files are the machine's host files (secrets by reference).
-	Files []api.AdditionalFile
+	// HostFiles are the machine's certificates, keys and tokens, written
+	// on the host outside the Nix store (secrets by reference).
+	HostFiles []api.HostFile
 }
 
 // MachineSpec is the configuration machine runs in the cluster: the
 // cluster's repository and directory, the flake output "#<machine>",
-// OnRemoveFlake, cluster.nix inline and the host files, sorted by path.
+// OnRemoveFlake, cluster.nix inline in the flake and the host files,
+// sorted by path.
 func MachineSpec(in SpecInput, machine string) api.NixosConfigurationSpec {
 	s := baseSpec(in.Cluster, in.DefaultGitRepo)
 	s.Flake = "#" + machine
 	if in.ClusterNix != "" {
 		s.AdditionalFiles = append(s.AdditionalFiles, api.AdditionalFile{Path: ClusterNixPath, Inline: in.ClusterNix})
 	}
-	s.AdditionalFiles = append(s.AdditionalFiles, in.Files...)
-	slices.SortStableFunc(s.AdditionalFiles, func(a, b api.AdditionalFile) int { return strings.Compare(a.Path, b.Path) })
+	s.HostFiles = slices.Clone(in.HostFiles)
+	slices.SortStableFunc(s.HostFiles, func(a, b api.HostFile) int { return strings.Compare(a.Path, b.Path) })
 	return s
 }
 
