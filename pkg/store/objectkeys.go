@@ -34,6 +34,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindEtcdCluster:        func(string) string { return EtcdClusterKey },
 	api.KindNodeEtcdVersion:    NodeEtcdVersionKey,
 	api.KindKubernetesCluster:  ClusterKey,
+	api.KindComponentReport:    ComponentReportKey,
 	api.KindSecret:             NamedSecretKey,
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
 }
