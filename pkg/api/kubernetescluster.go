@@ -11,6 +11,16 @@ const KindKubernetesCluster = "KubernetesCluster"
 // already write, and it is the only one accepted for this kind.
 const ClusterAPIVersion = "nico.homystack.com/v1alpha1"
 
+// APIVersionFor is the apiVersion obj's type is stored with, whatever it
+// holds: ClusterAPIVersion for a KubernetesCluster, Version for every
+// other kind.
+func APIVersionFor(obj Object) string {
+	if _, ok := obj.(*KubernetesCluster); ok {
+		return ClusterAPIVersion
+	}
+	return Version
+}
+
 // KubernetesCluster turns machines into a Kubernetes cluster whose
 // distribution lives in the user's flake; nico selects the machines,
 // delivers cluster.nix, the PKI and tokens through a Rollout, orders the

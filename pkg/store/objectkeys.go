@@ -34,9 +34,9 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindEtcdCluster:        func(string) string { return EtcdClusterKey },
 	api.KindNodeEtcdVersion:    NodeEtcdVersionKey,
 	api.KindKubernetesCluster:  ClusterKey,
-	api.KindComponentReport:    ComponentReportKey,
 	api.KindSecret:             NamedSecretKey,
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
+	api.KindComponentReport:    ComponentReportKey,
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping
