@@ -103,7 +103,15 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		return fmt.Errorf("etcd members: %w", err)
 	}
 	endpoint := clusterEndpoint(kc, sel, f)
-	nix, nixErr := renderClusterNix(kc, sel, f, members, endpoint)
+	// Nothing rolls until the whole control plane is selected: cluster.nix
+	// names every control-plane node.
+	cpComplete := len(sel.ControlPlane) > 0 && sel.MissingControlPlane == 0 && endpoint != "" &&
+		!slices.ContainsFunc(sel.Held, func(m string) bool { return slices.Contains(kc.Spec.ControlPlane.Machines, m) })
+	var nix string
+	var nixErr error
+	if cpComplete && !deleting {
+		nix, nixErr = renderClusterNix(kc, sel, f, members, endpoint)
+	}
 
 	rf := kubeplan.RollFacts{Current: map[string]*api.NixosConfigurationSpec{}, Release: map[string]api.NixosConfigurationSpec{},
 		Rollouts: f.owned(name), Drain: kc.Spec.Drain != nil && !deleting}
@@ -119,7 +127,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 			rf.Release[m] = kubeplan.ReleaseSpec(kc, cc.c.Clusters.DefaultGitRepo)
 		}
 	}
-	if nixErr == nil {
+	if cpComplete && nixErr == nil && !deleting {
 		for _, m := range sel.All() {
 			if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved {
 				continue // rolled once its agent has registered it
@@ -139,7 +147,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		facts.Halted = plan.Reason
 		judged = kubeplan.Judge(facts)
 	}
-	if nixErr != nil && !deleting {
+	if nixErr != nil && judged.Phase != kubeplan.Failed && !deleting {
 		judged.Phase, judged.Message = kubeplan.Failed, "cluster.nix: "+nixErr.Error()
 	}
 	cc.log(name, plan)

@@ -32,6 +32,8 @@ type kcHarness struct {
 	unhealthy map[string]bool
 	// probing: which components the agents report (none until set).
 	probing []string
+	// hold: machines whose agents do not apply yet.
+	hold map[string]bool
 }
 
 func newKCHarness(t *testing.T) *kcHarness {
@@ -39,7 +41,7 @@ func newKCHarness(t *testing.T) *kcHarness {
 	cl := etcdtest.Start(t, 1)
 	st := dialStore(t, cl)
 	c, fence := leaderTerm(t, st, "leader")
-	h := &kcHarness{t: t, st: st, c: c, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}}
+	h := &kcHarness{t: t, st: st, c: c, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}, hold: map[string]bool{}}
 	c.Now = func() time.Time { return h.now }
 	c.Clusters = ClusterHooks{DefaultGitRepo: "https://git.example/fleet", Secrets: h.secrets}
 	h.cc, h.ro = newClusterController(c, fence), &rollouter{c: c, fence: fence}
@@ -108,7 +110,7 @@ func (h *kcHarness) pass() {
 func (h *kcHarness) agents() {
 	h.t.Helper()
 	for _, cfg := range h.configs() {
-		if cfg.Settled() != api.GenerationPending {
+		if cfg.Settled() != api.GenerationPending || h.hold[cfg.Metadata.Name] {
 			continue
 		}
 		cfg.Status.Generation, cfg.Status.Attempt, cfg.Status.Phase = cfg.Spec.Generation, cfg.Spec.Attempt, api.GenerationApplied

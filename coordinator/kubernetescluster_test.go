@@ -31,12 +31,15 @@ func TestClusterProvisionsInOrder(t *testing.T) {
 	firstTrue := map[string]int{}
 	var phases []api.ClusterPhase
 	apiReadyAt := -1
+	h.hold["dp-1"], h.hold["dp-2"] = true, true
 	for i := 0; i < 30; i++ {
 		switch i {
 		case 3:
 			h.probing = []string{api.ComponentAPIServer}
 		case 6:
 			h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+		case 9: // the data plane's agents apply only now
+			h.hold = map[string]bool{}
 		}
 		h.pass()
 		kc := h.cluster("k1")

@@ -117,7 +117,8 @@ func (s Status) Condition(t string) Condition {
 // when the one it depends on is: etcd, then the API servers (every
 // control-plane machine runs the cluster's configuration and its /readyz
 // answers), then controller-manager and scheduler (every replica healthy),
-// then the data plane (every data-plane machine runs its configuration).
+// then the data plane (the control plane ready and every data-plane
+// machine running its configuration).
 func Judge(f Facts) Status {
 	var s Status
 	apiserver := func(m Member) Probe { return m.APIServer }
@@ -164,6 +165,8 @@ func Judge(f Facts) Status {
 		dp.Reason, dp.Message = ReasonWaitingForMachines, fmt.Sprintf("waiting for %s", plural(sel.MissingDataPlane, "data-plane machine"))
 	case !api.Status:
 		dp.Reason, dp.Message = ReasonWaitingForAPIServer, "the data plane rolls once the API servers are ready"
+	case !cp.Status:
+		dp.Reason, dp.Message = ReasonWaitingForControl, "waiting for "+ControlPlaneReady
 	case len(f.DataPlane) == 0:
 		dp.Status, dp.Reason, dp.Message = true, ReasonNoDataPlane, "the cluster has no data-plane machine"
 	case s.DataPlane.Ready < s.DataPlane.Total:
