@@ -256,3 +256,5 @@ func (s *fakeSecrets) Delete(_ context.Context, _ store.Fence, c *api.Kubernetes
 	s.deleted = append(s.deleted, c.Metadata.Name)
 	return nil
 }
+
+func clientv3WithPrefix() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithPrefix()} }
