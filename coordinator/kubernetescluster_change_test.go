@@ -40,7 +40,11 @@ func TestClaimRace(t *testing.T) {
 		start := make(chan struct{})
 		wg.Add(2)
 		go func() { defer wg.Done(); <-start; selA, errA = h.cc.claim(context.Background(), fa, a, want) }()
-		go func() { defer wg.Done(); <-start; selB, errB = h.cc.claim(context.Background(), fb, b, kubeplan.Selection{ControlPlane: slices.Clone(machines)}) }()
+		go func() {
+			defer wg.Done()
+			<-start
+			selB, errB = h.cc.claim(context.Background(), fb, b, kubeplan.Selection{ControlPlane: slices.Clone(machines)})
+		}()
 		close(start)
 		wg.Wait()
 		if errA != nil || errB != nil {
@@ -192,4 +196,3 @@ func (h *kcHarness) untilInSync() {
 	}
 	h.t.Fatalf("k1 never in sync: %+v", h.cluster("k1").Status)
 }
-
