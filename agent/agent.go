@@ -109,6 +109,9 @@ type Config struct {
 	// Metrics, when set, counts the generations applied and rolled back
 	// (package metrics).
 	Metrics *metrics.Agent
+	// ComponentProbes says where the Kubernetes component probes find the
+	// cluster's files (agent/componentprobes.go).
+	ComponentProbes ComponentProbeConfig
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -273,7 +276,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		ev = a.etcdVersionWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev))
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, a.componentProbes()))
 }
 
 // connect makes the store client: the configured endpoints plus the local
