@@ -67,6 +67,12 @@ func (cc *clusterController) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes clusters: %w", err)
 	}
+	if len(f.clusters) == 0 {
+		return nil
+	}
+	if f.members, err = cc.c.admin.Observe(ctx); err != nil {
+		return fmt.Errorf("kubernetes clusters: etcd members: %w", err)
+	}
 	var errs []error
 	for _, kc := range f.clusters {
 		if err := cc.pass(ctx, f, kc); err != nil {
@@ -98,14 +104,11 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 			return fmt.Errorf("secrets: %w", err)
 		}
 	}
-	members, err := cc.c.admin.Observe(ctx)
-	if err != nil {
-		return fmt.Errorf("etcd members: %w", err)
-	}
+	members := f.members
 	endpoint := clusterEndpoint(kc, sel, f)
-	// Nothing rolls until the whole control plane is selected: cluster.nix
-	// names every control-plane node.
-	cpComplete := len(sel.ControlPlane) > 0 && sel.MissingControlPlane == 0 && endpoint != "" &&
+	// Nothing rolls until the whole control plane is selected and every
+	// named machine exists: cluster.nix names every control-plane node.
+	cpComplete := len(sel.ControlPlane) > 0 && sel.MissingControlPlane == 0 && len(sel.Unknown) == 0 && endpoint != "" &&
 		!slices.ContainsFunc(sel.Held, func(m string) bool { return slices.Contains(kc.Spec.ControlPlane.Machines, m) })
 	var nix string
 	var nixErr error
@@ -159,6 +162,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	}
 	var kubeconfig string
 	if s := cc.c.Clusters.Secrets; s != nil && !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status {
+		var err error
 		if kubeconfig, err = s.Kubeconfig(ctx, cc.fence, kc, "https://"+endpoint); err != nil {
 			return fmt.Errorf("kubeconfig: %w", err)
 		}

@@ -3,8 +3,10 @@ package coordinator
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/kubeplan"
@@ -195,4 +197,37 @@ func (h *kcHarness) untilInSync() {
 		}
 	}
 	h.t.Fatalf("k1 never in sync: %+v", h.cluster("k1").Status)
+}
+
+// TestComponentsFollowTheReports: a component reported unhealthy turns
+// its condition false and the cluster back to Provisioning, naming the
+// machine and the reason; reports older than three probe intervals count
+// as none.
+func TestComponentsFollowTheReports(t *testing.T) {
+	h := newKCHarness(t)
+	h.machine("cp-1", "role", "cp")
+	h.machine("cp-2", "role", "cp")
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster("k1", 2, 0))
+	h.untilPhase(api.ClusterReady)
+	h.unhealthy["cp-2/"+api.ComponentScheduler] = true
+	h.pass()
+	h.pass()
+	kc := h.cluster("k1")
+	c := api.FindClusterCondition(kc.Status.Conditions, api.CondSchedulerReady)
+	if kc.Status.Phase != api.ClusterProvisioning || c.Status != api.ConditionFalse || !strings.Contains(c.Message, "cp-2: healthz: 500") {
+		t.Fatalf("phase %s scheduler %+v", kc.Status.Phase, c)
+	}
+	if api.FindClusterCondition(kc.Status.Conditions, api.CondAPIServerReady).Status != api.ConditionTrue {
+		t.Fatal("the API servers' condition fell with the scheduler's")
+	}
+	h.unhealthy = map[string]bool{}
+	h.untilPhase(api.ClusterReady)
+	h.silent = true
+	h.now = h.now.Add(31 * time.Second) // past 3 x the default 10s interval
+	h.pass()
+	kc = h.cluster("k1")
+	if c := api.FindClusterCondition(kc.Status.Conditions, api.CondAPIServerReady); c.Status != api.ConditionFalse || !strings.Contains(c.Message, "not reported yet") {
+		t.Fatalf("stale reports: %+v", c)
+	}
 }

@@ -27,7 +27,8 @@ type clusterFleet struct {
 	configs  map[string]*api.NixosConfiguration
 	rollouts []*api.Rollout // oldest first
 	reports  map[string]*api.ComponentReport
-	now      time.Time
+	// members are etcd's members, read once per pass.
+	members []membership.Member
 }
 
 // readClusterFleet reads every input of the cluster controller in one
