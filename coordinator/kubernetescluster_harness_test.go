@@ -231,7 +231,8 @@ type fakeSecrets struct {
 	deleted    []string
 }
 
-func (s *fakeSecrets) Ensure(_ context.Context, _ store.Fence, c *api.KubernetesCluster, cp, dp []string) (map[string][]api.HostFile, error) {
+func (s *fakeSecrets) Ensure(_ context.Context, _ store.Fence, c *api.KubernetesCluster, req SecretsRequest) (map[string][]api.HostFile, error) {
+	cp, dp := req.ControlPlane, req.DataPlane
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ensured == nil {
