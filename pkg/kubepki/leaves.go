@@ -1,6 +1,7 @@
 package kubepki
 
 import (
+	"crypto"
 	"crypto/x509"
 	"net"
 	"net/url"
@@ -147,7 +148,7 @@ func observe(l Leaf, s *api.Secret) (*x509.Certificate, string) {
 	if err != nil {
 		return nil, ""
 	}
-	if pub, ok := key.Public().(interface{ Equal(x any) bool }); !ok || !pub.Equal(cert.PublicKey) {
+	if pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(cert.PublicKey) {
 		return nil, ""
 	}
 	return cert, server
