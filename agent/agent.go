@@ -109,6 +109,10 @@ type Config struct {
 	// Metrics, when set, counts the generations applied and rolled back
 	// (package metrics).
 	Metrics *metrics.Agent
+	// OnConnect, when set, is given the store each time the agent has
+	// connected to etcd (nico-agent binds its applier's secret source,
+	// the machine's projected secrets, to it).
+	OnConnect func(st *store.Store)
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -303,6 +307,9 @@ func (a *Agent) connect(ctx context.Context) error {
 	}
 	a.cli, a.st = cli, st
 	a.cacheEndpoints(eps)
+	if a.cfg.OnConnect != nil {
+		a.cfg.OnConnect(st)
+	}
 	return nil
 }
 

@@ -10,7 +10,7 @@ import (
 
 // newApplier builds the generations applier the configuration asks for
 // (nil for none).
-func newApplier(cfg config.Agent) (apply.Applier, error) {
+func newApplier(cfg config.Agent, secrets apply.Secrets) (apply.Applier, error) {
 	g := cfg.Generations
 	work := g.WorkDir
 	if work == "" {
@@ -23,7 +23,6 @@ func newApplier(cfg config.Agent) (apply.Applier, error) {
 	for _, u := range g.HTTPChecks {
 		gate.Checks = append(gate.Checks, apply.HTTPCheck{URL: u})
 	}
-	secrets := apply.DirSecrets(g.SecretsDir)
 	// spec.hostFiles: written outside the flake, under the allowed roots;
 	// the manifest of what was written survives restarts.
 	hostFiles := &apply.HostFiles{Roots: g.HostFileRoots, Manifest: filepath.Join(work, "host-files.json"), Secrets: secrets}
