@@ -112,6 +112,10 @@ type Config struct {
 	// ComponentProbes says where the Kubernetes component probes find the
 	// cluster's files (agent/componentprobes.go).
 	ComponentProbes ComponentProbeConfig
+	// OnConnect, when set, is given the store each time the agent has
+	// connected to etcd (nico-agent binds its applier's secret source,
+	// the machine's projected secrets, to it).
+	OnConnect func(st *store.Store)
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -306,6 +310,9 @@ func (a *Agent) connect(ctx context.Context) error {
 	}
 	a.cli, a.st = cli, st
 	a.cacheEndpoints(eps)
+	if a.cfg.OnConnect != nil {
+		a.cfg.OnConnect(st)
+	}
 	return nil
 }
 
