@@ -36,6 +36,8 @@ type ClusterSecrets interface {
 	// Kubeconfig writes the admin kubeconfig for server (once the control
 	// plane is ready) and returns the secret's name.
 	Kubeconfig(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, server string) (string, error)
+	// Released drops what machines, no longer in the cluster, were given.
+	Released(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, machines []string) error
 	// Delete removes every secret of the cluster, its etcd user and role
 	// and the data under its prefix.
 	Delete(ctx context.Context, fence store.Fence, c *api.KubernetesCluster) error
