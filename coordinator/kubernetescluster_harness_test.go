@@ -22,11 +22,11 @@ import (
 // pass by pass against real etcd, and plays the machines' agents: they
 // apply every configuration at once and report their components.
 type kcHarness struct {
-	t       *testing.T
-	cl      *etcdtest.Cluster
-	st      *store.Store
+	t  *testing.T
+	cl *etcdtest.Cluster
+	st *store.Store
 	// nodeCA, when set, issues each machine's node certificate.
-	nodeCA *pki.CA
+	nodeCA  *pki.CA
 	c       *Coordinator
 	cc      *clusterController
 	ro      *rollouter
