@@ -30,6 +30,10 @@ type ComponentProbeConfig struct {
 	// ("": clusternix.DefaultPaths().Kubeconfig); without it, leases are
 	// not checked.
 	Kubeconfig string
+	// URLs, by component (api.ComponentAPIServer, ...), override the
+	// cluster's probe URLs on this machine (a machine whose components
+	// listen elsewhere, several test machines on one host).
+	URLs map[string]string
 	// ReadFile reads those files (os.ReadFile when nil).
 	ReadFile func(string) ([]byte, error)
 }
@@ -130,6 +134,11 @@ func (p *componentProber) myCluster(ctx context.Context) (*api.KubernetesCluster
 // with the reason.
 func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) []api.ComponentHealth {
 	targets, err := kubeprobe.Targets(kc.Spec.Probes, p.cfg.ClusterCA, p.cfg.ReadFile)
+	for i := range targets {
+		if u := p.cfg.URLs[targets[i].Name]; u != "" {
+			targets[i].URL = u
+		}
+	}
 	if err != nil {
 		var out []api.ComponentHealth
 		for _, name := range []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler} {
@@ -143,8 +152,11 @@ func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) 
 		pr.Identities = append(pr.Identities, h)
 	}
 	if data, err := p.cfg.ReadFile(p.cfg.Kubeconfig); err == nil {
-		server := ""
-		if u, err := url.Parse(probes.APIServer.URL); err == nil && u.Host != "" {
+		server, apiURL := "", probes.APIServer.URL
+		if u := p.cfg.URLs[api.ComponentAPIServer]; u != "" {
+			apiURL = u
+		}
+		if u, err := url.Parse(apiURL); err == nil && u.Host != "" {
 			server = u.Scheme + "://" + u.Host
 		}
 		if l, err := kubeprobe.LeasesFromKubeconfig(data, server); err == nil {

@@ -21,7 +21,8 @@ import (
 )
 
 // TestComponentProbesReport: the agent of a machine in a cluster's control
-// plane probes the API server (verified with the cluster CA from its file)
+// plane probes the API server (verified with the cluster CA from its file,
+// at the URL the agent's configuration overrides)
 // and the controller-manager of a real HTTPS server, once per interval,
 // and reports them; a broken component is reported unhealthy at the next
 // round, an API server whose certificate another CA signed too; a machine
@@ -47,7 +48,8 @@ func TestComponentProbesReport(t *testing.T) {
 
 	now := time.Unix(1_700_000_000, 0).UTC()
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
-		ComponentProbes: ComponentProbeConfig{ClusterCA: caFile, Kubeconfig: filepath.Join(t.TempDir(), "absent.conf")}}, nil, quietNotifier{}, logging.Test(t))
+		ComponentProbes: ComponentProbeConfig{ClusterCA: caFile, Kubeconfig: filepath.Join(t.TempDir(), "absent.conf"),
+			URLs: map[string]string{api.ComponentAPIServer: srv.URL + "/readyz"}}}, nil, quietNotifier{}, logging.Test(t))
 	a.cli, a.st = st.Client(), st
 	a.Now = func() time.Time { return now }
 	ctrl := a.componentProbes()
@@ -67,7 +69,7 @@ func TestComponentProbesReport(t *testing.T) {
 	}
 	kc := api.NewKubernetesCluster("k1")
 	kc.Spec.Probes = api.ClusterProbes{
-		APIServer:         &api.ComponentProbe{URL: srv.URL + "/readyz"},
+		APIServer:         &api.ComponentProbe{URL: "https://127.0.0.1:1/readyz"}, // overridden on this machine
 		ControllerManager: &api.ComponentProbe{URL: srv.URL + "/healthz"},
 		Scheduler:         &api.ComponentProbe{Disabled: true},
 		Interval:          api.Duration(10 * time.Second),
