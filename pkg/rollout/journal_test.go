@@ -28,3 +28,24 @@ func TestConfigureTemplatesAndOwners(t *testing.T) {
 		t.Fatalf("dp-1 got %+v, want the shared template at generation 5", shared.Spec)
 	}
 }
+
+// TestFleetRolloutLeavesClusterMachines: a rollout of every node leaves
+// out a machine whose configuration a KubernetesCluster owns (its
+// cluster's rollouts roll it), and takes it when the rollout names it.
+func TestFleetRolloutLeavesClusterMachines(t *testing.T) {
+	s := newSim(0, 2, "")
+	owned := s.obs.Nodes[1].Config
+	owned.Metadata.OwnerReferences = []api.OwnerReference{{APIVersion: api.ClusterAPIVersion, Kind: api.KindKubernetesCluster, Name: "k1"}}
+	if st := Plan(s.obs, s.now); st.Action != Init || len(st.Order) != 1 || st.Order[0].Name != "dp-1" {
+		t.Fatalf("fleet rollout: %s, want dp-1 only", st)
+	}
+	s.obs.Rollout.Spec.Nodes = []string{"dp-1", "dp-2"}
+	if st := Plan(s.obs, s.now); st.Action != Init || len(st.Order) != 2 {
+		t.Fatalf("named: %s, want both", st)
+	}
+	s.obs.Rollout.Spec.Nodes = nil
+	s.obs.Rollout.Metadata.OwnerReferences = owned.Metadata.OwnerReferences
+	if st := Plan(s.obs, s.now); st.Action != Init || len(st.Order) != 2 {
+		t.Fatalf("the cluster's own rollout: %s, want both", st)
+	}
+}
