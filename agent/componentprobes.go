@@ -41,8 +41,10 @@ type ComponentProbeConfig struct {
 // componentProber is the agent's component-probes controller: on a
 // machine that is in the control plane of a KubernetesCluster (it holds
 // the cluster's claim and is among status.controlPlane.machines), it
-// probes the components the cluster's spec.probes names each interval and
-// writes the machine's ComponentReport; elsewhere it keeps no report.
+// probes the components the cluster's spec.probes names each interval (at
+// each of its own ticks while a component is not healthy, so that one
+// coming up is seen soon) and writes the machine's ComponentReport;
+// elsewhere it keeps no report.
 //
 //	claim + cluster (watch, tick) --> control plane here? --no--> delete report
 //	                                        | yes, interval elapsed
@@ -54,6 +56,9 @@ type componentProber struct {
 	cluster  string
 	lastAt   time.Time
 	reported bool
+	// healthy: every component was healthy in the last round; until then
+	// rounds follow the agent's tick, then the cluster's interval.
+	healthy bool
 }
 
 func (a *Agent) componentProbes() controller.Controller {
@@ -94,7 +99,11 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	}
 	now := p.a.Now()
 	probes := kc.Spec.Probes.WithDefaults()
-	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < time.Duration(probes.Interval) {
+	every := time.Duration(probes.Interval)
+	if !p.healthy {
+		every = min(every, p.cfg.Interval) // a component coming up is seen at the next tick
+	}
+	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < every {
 		return nil
 	}
 	r := api.NewComponentReport(p.a.cfg.Name)
@@ -105,6 +114,7 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 		return fmt.Errorf("agent: component probes: report: %w", err)
 	}
 	p.cluster, p.lastAt, p.reported = kc.Metadata.Name, now, true
+	p.healthy = !slices.ContainsFunc(r.Status.Components, func(h api.ComponentHealth) bool { return !h.Healthy })
 	return nil
 }
 

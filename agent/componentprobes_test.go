@@ -48,7 +48,7 @@ func TestComponentProbesReport(t *testing.T) {
 
 	now := time.Unix(1_700_000_000, 0).UTC()
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
-		ComponentProbes: ComponentProbeConfig{ClusterCA: caFile, Kubeconfig: filepath.Join(t.TempDir(), "absent.conf"),
+		ComponentProbes: ComponentProbeConfig{Interval: time.Second, ClusterCA: caFile, Kubeconfig: filepath.Join(t.TempDir(), "absent.conf"),
 			URLs: map[string]string{api.ComponentAPIServer: srv.URL + "/readyz"}}}, nil, quietNotifier{}, logging.Test(t))
 	a.cli, a.st = st.Client(), st
 	a.Now = func() time.Time { return now }
@@ -99,6 +99,12 @@ func TestComponentProbesReport(t *testing.T) {
 	r = report()
 	if cm := r.Component(api.ComponentControllerManager); cm.Healthy || !strings.Contains(cm.Message, "500") || !r.Component(api.ComponentAPIServer).Healthy {
 		t.Fatalf("after the break: %+v", r.Status.Components)
+	}
+	// While a component is unhealthy, rounds follow the agent's tick.
+	broken.Store(false)
+	now = now.Add(time.Second)
+	if r := report(); !r.Component(api.ComponentControllerManager).Healthy || !r.Status.CheckedAt.Equal(now) {
+		t.Fatalf("not probed at the agent's tick while unhealthy: %+v", r.Status)
 	}
 	// A wrong cluster CA (another cluster's) fails the API server's probe.
 	_, otherCA := tlsServer(t, mux)
