@@ -178,6 +178,8 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	if deleting && plan.Action == kubeplan.None && len(f.claimedBy(name)) == 0 {
 		return cc.finishDeletion(ctx, kc, f)
 	}
+	// In sync: every selected machine runs the cluster's configuration.
+	inSync := plan.Action == kubeplan.None && !deleting && cpComplete && nixErr == nil && sel.Missing() == 0 && len(rf.Desired) == len(sel.All())
 	var kubeconfig string
 	if s := cc.c.Clusters.Secrets; s != nil && !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status {
 		var err error
@@ -186,7 +188,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		}
 	}
 	return cc.writeStatus(ctx, kc, statusUpdate{judged: judged, sel: sel, endpoint: endpoint, kubeconfig: kubeconfig,
-		rollouts: f.owned(name), inSync: plan.Action == kubeplan.None && !deleting && nixErr == nil, facts: facts})
+		rollouts: f.owned(name), inSync: inSync, facts: facts})
 }
 
 func (cc *clusterController) log(cluster string, p kubeplan.RollPlan) {

@@ -135,6 +135,9 @@ func TestClusterWaitsForMachinesAndFailsOnUnknown(t *testing.T) {
 	if kc.Status.Phase != api.ClusterProvisioning || cp == nil || cp.Reason != api.ReasonWaitingForMachines || !strings.Contains(kc.Status.Message, "3 machines missing") {
 		t.Fatalf("k1 %s %q %+v, want Provisioning, WaitingForMachines, 3 missing", kc.Status.Phase, kc.Status.Message, cp)
 	}
+	if kc.Status.Version != "" {
+		t.Fatalf("k1's status.version %q before any machine rolled", kc.Status.Version)
+	}
 	k2 := h.cluster("k2")
 	if k2.Status.Phase != api.ClusterFailed || !strings.Contains(k2.Status.Message, "cp-9") {
 		t.Fatalf("k2 %s %q, want Failed naming cp-9", k2.Status.Phase, k2.Status.Message)
