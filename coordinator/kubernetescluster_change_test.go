@@ -234,3 +234,32 @@ func TestComponentsFollowTheReports(t *testing.T) {
 		t.Fatalf("stale reports: %+v", c)
 	}
 }
+
+// TestDistributionServersJoinOneAtATime: with etcd provider distribution,
+// the first server in cluster.nix is the one the control plane's rollout
+// starts with, and the servers roll one at a time.
+func TestDistributionServersJoinOneAtATime(t *testing.T) {
+	h := newKCHarness(t)
+	for _, m := range []string{"cp-1", "cp-2", "cp-10"} {
+		h.machine(m)
+	}
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Version = "1.37.2"
+	kc.Spec.ControlPlane.Machines = []string{"cp-10", "cp-2", "cp-1"}
+	kc.Spec.Etcd.Provider = api.EtcdProviderDistribution
+	kc.Spec.Rollout.MaxUnavailable = "3"
+	h.create(kc)
+	h.hold = map[string]bool{"cp-1": true, "cp-2": true, "cp-10": true}
+	h.pass()
+	rs := h.rollouts()
+	if len(rs) != 1 || rs[0].Spec.MaxUnavailable != "1" {
+		t.Fatalf("rollouts %+v, want one, one machine at a time", rs)
+	}
+	nix := rs[0].Spec.Templates["cp-10"].AdditionalFiles[0].Inline
+	if !strings.Contains(nix, `firstServer = "cp-1";`) {
+		t.Fatalf("cluster.nix:\n%s\nwant firstServer cp-1", nix)
+	}
+	if cur := rs[0].Status.Current; !slices.Equal(cur, []string{"cp-1"}) {
+		t.Fatalf("the rollout started with %v, want cp-1", cur)
+	}
+}

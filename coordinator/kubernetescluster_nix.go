@@ -9,6 +9,7 @@ import (
 	"github.com/homystack/nico/pkg/clusternix"
 	"github.com/homystack/nico/pkg/kubeplan"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/rollout"
 )
 
 // DefaultAPIServerPort is the port of a control-plane endpoint that names
@@ -76,9 +77,12 @@ func renderClusterNix(kc *api.KubernetesCluster, sel kubeplan.Selection, f *clus
 			c.Etcd.Endpoints = slices.Clone(e.Endpoints)
 		}
 	case api.EtcdProviderDistribution:
+		// The first server is the one the control plane's rollout starts
+		// with (name order, one at a time): it initialises the datastore
+		// and the others join it one by one.
 		c.Etcd = clusternix.Etcd{Provider: clusternix.EtcdDistribution}
 		if len(sel.ControlPlane) > 0 {
-			c.FirstServer = sel.ControlPlane[0]
+			c.FirstServer = slices.MinFunc(sel.ControlPlane, rollout.Natural)
 		}
 	}
 	b, err := clusternix.Render(c)
