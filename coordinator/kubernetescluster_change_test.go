@@ -263,3 +263,28 @@ func TestDistributionServersJoinOneAtATime(t *testing.T) {
 		t.Fatalf("the rollout started with %v, want cp-1", cur)
 	}
 }
+
+// TestRolloutNameTakenIsSkipped: a rollout someone else named like the
+// cluster's next one does not stop the cluster: it takes the next name.
+func TestRolloutNameTakenIsSkipped(t *testing.T) {
+	h := newKCHarness(t)
+	h.machine("cp-1")
+	other := api.NewRollout("k1-1")
+	other.Status.Phase = api.RolloutSucceeded
+	if err := h.st.PutObject(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Version = "1.37.2"
+	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
+	h.create(kc)
+	h.hold["cp-1"] = true
+	h.pass()
+	var names []string
+	for _, r := range h.rollouts() {
+		names = append(names, r.Metadata.Name)
+	}
+	if !slices.Equal(names, []string{"k1-1", "k1-2"}) {
+		t.Fatalf("rollouts %v, want the cluster's as k1-2 beside the other k1-1", names)
+	}
+}

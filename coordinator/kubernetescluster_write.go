@@ -102,8 +102,10 @@ func (cc *clusterController) applyPlan(ctx context.Context, kc *api.KubernetesCl
 func (cc *clusterController) writeRollout(ctx context.Context, kc *api.KubernetesCluster, p kubeplan.RollPlan, f *clusterFleet, release bool) error {
 	owned := f.owned(kc.Metadata.Name)
 	seq := 0
-	for _, r := range owned {
-		seq = max(seq, rolloutSeq(r.Metadata.Name))
+	for _, r := range f.rollouts { // anyone's <cluster>-<n>: a name taken is skipped
+		if strings.HasPrefix(r.Metadata.Name, kc.Metadata.Name+"-") && !strings.Contains(r.Metadata.Name[len(kc.Metadata.Name)+1:], "-") {
+			seq = max(seq, rolloutSeq(r.Metadata.Name))
+		}
 	}
 	r := api.NewRollout(fmt.Sprintf("%s-%d", kc.Metadata.Name, seq+1))
 	r.Metadata.CreatedAt = cc.c.Now().UTC()
