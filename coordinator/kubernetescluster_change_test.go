@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -286,5 +287,28 @@ func TestRolloutNameTakenIsSkipped(t *testing.T) {
 	}
 	if !slices.Equal(names, []string{"k1-1", "k1-2"}) {
 		t.Fatalf("rollouts %v, want the cluster's as k1-2 beside the other k1-1", names)
+	}
+}
+
+// TestDeposedLeaderWritesNothing: a cluster pass under a fence that no
+// longer holds ends with store.ErrNotLeader (the term ends) and writes no
+// claim, rollout or status; the leader's next pass does.
+func TestDeposedLeaderWritesNothing(t *testing.T) {
+	h := newKCHarness(t)
+	h.machine("cp-1")
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Version = "1.37.2"
+	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
+	h.create(kc)
+	deposed := newClusterController(h.c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
+	if err := deposed.reconcile(t.Context()); !errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("deposed pass: %v, want ErrNotLeader", err)
+	}
+	if c, r, st := h.claims(), h.rollouts(), h.cluster("k1").Status; len(c) != 0 || len(r) != 0 || st.Phase != "" {
+		t.Fatalf("a deposed leader wrote: claims %v, %d rollouts, status %+v", c, len(r), st)
+	}
+	h.pass()
+	if c := h.claims(); c["cp-1"] != "k1" || len(h.rollouts()) != 1 {
+		t.Fatalf("the leader's pass: claims %v, %d rollouts", c, len(h.rollouts()))
 	}
 }
