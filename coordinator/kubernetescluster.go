@@ -144,8 +144,12 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		selected[m] = true
 	}
 	for _, m := range f.claimedBy(name) {
-		if !selected[m] {
-			rf.Release[m] = kubeplan.ReleaseSpec(kc, cc.c.Clusters.DefaultGitRepo)
+		if selected[m] {
+			continue
+		}
+		rf.Release[m] = kubeplan.ReleaseSpec(kc, cc.c.Clusters.DefaultGitRepo)
+		if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved {
+			delete(rf.Current, m) // gone from the fleet: nothing to roll, only the claim to drop
 		}
 	}
 	if cpComplete && nixErr == nil && !deleting {

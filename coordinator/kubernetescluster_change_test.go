@@ -312,3 +312,34 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 		t.Fatalf("the leader's pass: claims %v, %d rollouts", c, len(h.rollouts()))
 	}
 }
+
+// TestMachineGoneFromTheFleetIsUnclaimed: a machine the cluster holds
+// whose node left the fleet is not rolled (a rollout would halt on it):
+// its claim is dropped and the cluster takes another.
+func TestMachineGoneFromTheFleetIsUnclaimed(t *testing.T) {
+	h := newKCHarness(t)
+	h.machine("cp-1", "role", "cp")
+	h.machine("cp-2", "role", "cp")
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster("k1", 1, 0))
+	h.untilPhase(api.ClusterReady)
+	n := api.NewNode("cp-1")
+	if err := h.st.Get(t.Context(), store.NodeKey("cp-1"), n); err != nil {
+		t.Fatal(err)
+	}
+	n.Status.Phase = api.NodeRemoved
+	if err := h.st.UpdateObject(t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
+	h.pass()
+	h.pass()
+	if c := h.claims(); c["cp-1"] != "" || c["cp-2"] != "k1" {
+		t.Fatalf("claims %v, want cp-1 dropped and cp-2 taken", c)
+	}
+	for _, r := range h.rollouts() {
+		if slices.Contains(r.Spec.Nodes, "cp-1") && r.Spec.DeleteConfigurations {
+			t.Fatalf("a release rollout of the removed cp-1: %+v", r.Spec)
+		}
+	}
+	h.untilPhase(api.ClusterReady)
+}
