@@ -343,3 +343,31 @@ func TestMachineGoneFromTheFleetIsUnclaimed(t *testing.T) {
 	}
 	h.untilPhase(api.ClusterReady)
 }
+
+// TestPauseFollowsTheCluster: spec.rollout.paused reaches the cluster's
+// rollout, the one in flight too.
+func TestPauseFollowsTheCluster(t *testing.T) {
+	h := newKCHarness(t)
+	h.machine("cp-1")
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Version = "1.37.2"
+	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
+	kc.Spec.Rollout.Paused = true
+	h.create(kc)
+	h.pass()
+	rs := h.rollouts()
+	if len(rs) != 1 || !rs[0].Spec.Paused || rs[0].Status.Phase != api.RolloutPaused {
+		t.Fatalf("rollouts %+v, want one, paused", rs)
+	}
+	kc = h.cluster("k1")
+	kc.Spec.Rollout.Paused = false
+	kc.Metadata.Generation++
+	if err := h.st.UpdateObject(t.Context(), kc); err != nil {
+		t.Fatal(err)
+	}
+	h.pass()
+	h.pass()
+	if r := h.rollouts()[0]; r.Spec.Paused || r.Status.Phase == api.RolloutPaused {
+		t.Fatalf("rollout after resume: paused %v phase %s", r.Spec.Paused, r.Status.Phase)
+	}
+}
