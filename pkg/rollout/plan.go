@@ -151,7 +151,9 @@ func Plan(obs Observed, now time.Time) Step {
 }
 
 // planInit orders the nodes: data plane then control plane (or the
-// reverse), each by name.
+// reverse), each by name. A rollout of every node (no spec.nodes) leaves
+// out the machines whose configuration a KubernetesCluster owns, unless
+// it is that cluster's.
 func planInit(obs Observed) Step {
 	r := obs.Rollout
 	var dp, cp []api.NodeProgress
@@ -160,6 +162,9 @@ func planInit(obs Observed) Step {
 		known[n.Name] = true
 		if len(r.Spec.Nodes) > 0 && !slices.Contains(r.Spec.Nodes, n.Name) {
 			continue
+		}
+		if len(r.Spec.Nodes) == 0 && heldByOther(r, n.Config) {
+			continue // a cluster's machine rolls with its cluster's rollouts only
 		}
 		p := api.NodeProgress{Name: n.Name, ControlPlane: n.ControlPlane}
 		if n.ControlPlane {
@@ -360,4 +365,18 @@ func (o Observed) node(name string) *Node {
 		}
 	}
 	return nil
+}
+
+// heldByOther tells whether cfg is owned by a KubernetesCluster that does
+// not own r.
+func heldByOther(r *api.Rollout, cfg *api.NixosConfiguration) bool {
+	if cfg == nil {
+		return false
+	}
+	for _, o := range cfg.Metadata.OwnerReferences {
+		if o.Kind == api.KindKubernetesCluster && !slices.Contains(r.Metadata.OwnerReferences, o) {
+			return true
+		}
+	}
+	return false
 }

@@ -36,6 +36,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindKubernetesCluster:  ClusterKey,
 	api.KindSecret:             NamedSecretKey,
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
+	api.KindComponentReport:    ComponentReportKey,
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping

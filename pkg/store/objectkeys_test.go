@@ -38,6 +38,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewKubernetesCluster("k1"), "clusters/k1"},
 		{api.NewSecret("demo-ca"), "secrets/named/demo-ca"},
 		{api.NewNodeSecrets("cp-1"), "secrets/nodes/cp-1/named-secrets"},
+		{api.NewComponentReport("cp-1"), "componentreports/cp-1"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
