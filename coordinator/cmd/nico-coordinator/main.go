@@ -57,6 +57,9 @@ Flags (each also a key of the --config YAML file):
 `
 
 func run(args []string, stderr io.Writer) int {
+	// The logger's goroutines (metrics, status page, controllers) and run's
+	// own error lines share stderr: one lock orders them, whatever it is.
+	stderr = &lockedWriter{w: stderr}
 	fs := pflag.NewFlagSet("nico-coordinator", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
@@ -181,4 +184,17 @@ func usageError(w io.Writer, format string, err error) int {
 	}
 	fmt.Fprintf(w, "%s: "+format+"\n", "nico-coordinator", err)
 	return 2
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+// Write implements io.Writer.
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
