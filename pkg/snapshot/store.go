@@ -6,9 +6,10 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/homystack/nico/pkg/api"
 )
 
 // Store keeps snapshots and their Meta off the node they were taken on.
@@ -59,50 +60,16 @@ func Open(dest string, creds *S3Credentials) (Store, error) {
 			Endpoint: u.Host, Bucket: bucket, Prefix: prefix,
 			Insecure: u.Query().Get("tls") == "false", Credentials: c,
 		})
-	case strings.HasPrefix(dest, "file://"):
-		return NewDirStore(strings.TrimPrefix(dest, "file://"))
 	default:
-		return NewDirStore(dest)
+		return NewDirStore(strings.TrimPrefix(dest, "file://"))
 	}
 }
 
-// AcceptedDestinations says what a destination may be, for error messages.
-const AcceptedDestinations = "use an absolute directory path (/mnt/share/etcd), file:///PATH, or s3://HOST[:PORT]/BUCKET[/PREFIX][?tls=false]"
-
 // ValidDestination returns an error naming dest and what is accepted when
-// Open cannot open it.
+// Open cannot open it (api.SnapshotDestinationProblem).
 func ValidDestination(dest string) error {
-	bad := func(reason string) error {
-		return fmt.Errorf("snapshot: destination %q is not accepted: %s; %s", dest, reason, AcceptedDestinations)
-	}
-	switch {
-	case strings.HasPrefix(dest, "s3://"):
-		u, err := url.Parse(dest)
-		if err != nil {
-			return bad(err.Error())
-		}
-		if u.User != nil {
-			return bad("credentials do not belong in the URL (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
-		}
-		if u.Host == "" {
-			return bad("no host")
-		}
-		bucket, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
-		if bucket == "" {
-			return bad("no bucket")
-		}
-		for k := range u.Query() {
-			if k != "tls" {
-				return bad(fmt.Sprintf("unknown parameter %q (only tls=false)", k))
-			}
-		}
-		return nil
-	case strings.Contains(dest, "://") && !strings.HasPrefix(dest, "file://"):
-		return bad("unknown scheme")
-	}
-	p := strings.TrimPrefix(dest, "file://")
-	if !filepath.IsAbs(p) {
-		return bad("not an absolute path")
+	if p := api.SnapshotDestinationProblem(dest); p != "" {
+		return fmt.Errorf("snapshot: destination %q is not accepted: %s; %s", dest, p, api.AcceptedSnapshotDestinations)
 	}
 	return nil
 }
