@@ -177,3 +177,31 @@ type SnapshotVerification struct {
 	By       string   `json:"by,omitempty"`
 	Message  string   `json:"message,omitempty"`
 }
+
+// KindSnapshotDrill is the kind of the newest restore drill's report.
+const KindSnapshotDrill = "SnapshotDrill"
+
+// SnapshotDrillName is the name of the one SnapshotDrill: each drill
+// replaces the last.
+const SnapshotDrillName = "last"
+
+// SnapshotDrill is the report of the newest restore drill, written by
+// `nicoctl snapshot verify`; the coordinator leader copies it, fenced,
+// into the EtcdCluster's status.snapshots.lastVerified (nicoctl is no
+// writer of the EtcdCluster's status).
+type SnapshotDrill struct {
+	TypeMeta `json:",inline"`
+	Metadata ObjectMeta           `json:"metadata"`
+	Status   SnapshotVerification `json:"status"`
+}
+
+// NewSnapshotDrill returns a drill report holding v.
+func NewSnapshotDrill(v SnapshotVerification) *SnapshotDrill {
+	return &SnapshotDrill{TypeMeta: TypeMeta{APIVersion: Version, Kind: KindSnapshotDrill}, Metadata: ObjectMeta{Name: SnapshotDrillName}, Status: v}
+}
+
+// GetTypeMeta implements Object.
+func (d *SnapshotDrill) GetTypeMeta() *TypeMeta { return &d.TypeMeta }
+
+// GetMetadata implements Object.
+func (d *SnapshotDrill) GetMetadata() *ObjectMeta { return &d.Metadata }
