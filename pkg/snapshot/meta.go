@@ -68,6 +68,9 @@ var (
 	// ErrOtherCluster: the snapshot was taken from another etcd cluster
 	// than the one it is checked against.
 	ErrOtherCluster = errors.New("snapshot: from another cluster")
+	// ErrMismatch: a restored snapshot serves other keys or another
+	// revision than its file holds (the drill ran, and failed).
+	ErrMismatch = errors.New("snapshot: restored member does not match the file")
 	// ErrBadName: a name that is not a snapshot name.
 	ErrBadName = errors.New("snapshot: bad name")
 )

@@ -43,8 +43,9 @@ type VerifyResult struct {
 // Verify checks the snapshot file at path, restores it into a throwaway
 // single-member cluster (a temporary data dir, etcd's restore, an
 // embedded etcd on 127.0.0.1 ports), and counts the keys and reads the
-// revision the member serves; they must match the file's. Nothing outside
-// the temporary dir is touched.
+// revision the member serves; they must match the file's (ErrMismatch).
+// A file that fails Check is refused (ErrCorrupt) before anything is
+// restored. Nothing outside the temporary dir is touched.
 func Verify(ctx context.Context, path string, opts VerifyOptions) (VerifyResult, error) {
 	start := time.Now()
 	st, err := Check(path)
@@ -111,8 +112,9 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (VerifyResult,
 		return VerifyResult{}, fmt.Errorf("snapshot: verify %s: count keys: %w", path, err)
 	}
 	res := VerifyResult{Status: st, Keys: resp.Count, Revision: resp.Header.Revision, Took: time.Since(start)}
-	if res.Keys != int64(st.TotalKeys) || res.Revision != st.Revision {
-		return res, fmt.Errorf("%w: %s: the restored member serves %d keys at revision %d, the file holds %d at revision %d", ErrCorrupt, path, res.Keys, res.Revision, st.TotalKeys, st.Revision)
+	// An empty database holds revision 0; a member serves at least 1.
+	if res.Keys != int64(st.TotalKeys) || res.Revision != max(st.Revision, 1) {
+		return res, fmt.Errorf("%w: %s: the restored member serves %d keys at revision %d, the file holds %d at revision %d", ErrMismatch, path, res.Keys, res.Revision, st.TotalKeys, st.Revision)
 	}
 	return res, nil
 }
