@@ -140,7 +140,9 @@ type snapshotRow struct {
 	Where string `json:"where"`
 }
 
-func snapshotView(m snapshot.Meta, where string) snapshotRow { return snapshotRow{Meta: m, Where: where} }
+func snapshotView(m snapshot.Meta, where string) snapshotRow {
+	return snapshotRow{Meta: m, Where: where}
+}
 
 func (a *app) snapshotListCmd() *cobra.Command {
 	var from string
