@@ -122,7 +122,7 @@ func (s *snapshotter) save(ctx context.Context, spec api.EtcdSnapshotsSpec, reas
 	if err != nil {
 		return snapshot.Meta{}, st.Where(), err
 	}
-	src, err := snapshot.PickSource(ms)
+	src, err := snapshot.PickSource(ms, s.c.cfg.Name) // a candidate is named after its node
 	if err != nil {
 		return snapshot.Meta{}, st.Where(), err
 	}

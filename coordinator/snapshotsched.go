@@ -65,6 +65,9 @@ func (s *snapshotSchedule) reconcile(ctx context.Context) error {
 	if !st.LastFailureAt.IsZero() && now.Sub(st.LastFailureAt) < min(interval, scheduleRetryAfter) {
 		return nil
 	}
+	if adopted, err := s.adoptNewer(ctx, spec, st.Last, now); err != nil || adopted {
+		return err
+	}
 	_, _, err := s.c.snaps.take(ctx, s.fence, spec, snapshot.ReasonScheduled, metrics.TriggerScheduled)
 	if errors.Is(err, store.ErrNotLeader) {
 		return err
@@ -72,6 +75,41 @@ func (s *snapshotSchedule) reconcile(ctx context.Context) error {
 	// A failure is in status.snapshots.lastFailure, the failures counter
 	// and the log; the next try waits scheduleRetryAfter.
 	return nil
+}
+
+// adoptNewer makes the newest stored snapshot of this cluster
+// status.snapshots.last when it is newer than last and younger than the
+// interval: one taken on demand (nicoctl snapshot save) resets the
+// schedule. A store that cannot be listed is left to take's own error.
+func (s *snapshotSchedule) adoptNewer(ctx context.Context, spec api.EtcdSnapshotsSpec, last *api.SnapshotRecord, now time.Time) (bool, error) {
+	st, err := s.c.snapshotStore(spec.Destination)
+	if err != nil {
+		return false, nil
+	}
+	ms, err := st.List(ctx)
+	if err != nil {
+		return false, nil
+	}
+	resp, err := s.c.store.Client().MemberList(ctx)
+	if err != nil {
+		return false, fmt.Errorf("snapshots: %w", err)
+	}
+	for _, m := range ms { // newest first
+		if m.ClusterID != api.MemberID(resp.Header.ClusterId) {
+			continue
+		}
+		if now.Sub(m.TakenAt) >= time.Duration(spec.Interval) || (last != nil && !m.TakenAt.After(last.TakenAt)) {
+			return false, nil
+		}
+		rec := &api.SnapshotRecord{Name: m.Name, Where: st.Where(), TakenAt: m.TakenAt, Revision: m.Revision, Size: m.Size, Member: m.MemberName, Reason: m.Reason}
+		if err := s.c.snaps.updateStatus(ctx, s.fence, func(st *api.EtcdSnapshotsStatus) { st.Last = rec }); err != nil {
+			return false, err
+		}
+		s.c.snapMetrics().Observe(m.TakenAt, m.Size, time.Duration(spec.Interval))
+		s.c.log.Info("etcd snapshot taken elsewhere counts as the scheduled one", "snapshot", m.Name, "reason", m.Reason)
+		return true, nil
+	}
+	return false, nil
 }
 
 // foldDrill copies the newest drill report into status.snapshots.lastVerified

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/pki"
@@ -95,6 +96,26 @@ func TestScheduledSnapshotsFollowTheInjectedClock(t *testing.T) {
 	ms, err := ds.List(t.Context())
 	if err != nil || len(ms) != 2 || ms[0].Name != last().Name || !taken[ms[1].Name] || ms[1].Name == first.Name {
 		t.Fatalf("directory holds %d snapshots (%v); want the 2 newest, the first pruned", len(ms), err)
+	}
+
+	// An on-demand snapshot half an interval later resets the schedule:
+	// once the scheduled one is due, the leader adopts it instead.
+	clk.Advance(30 * time.Minute)
+	src := snapshot.Source{Name: cl.Members[0].Name, ClientURL: cl.Members[0].ClientURL}
+	od, err := snapshot.Save(t.Context(), src, etcdclient.TLSOf(cli), ds, snapshot.TakeOptions{Dir: t.TempDir(), Now: clk.Now, Reason: snapshot.ReasonOnDemand})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := last().Name
+	testwait.For(t, 30*time.Second, "the on-demand snapshot adopted", func() (bool, string) {
+		l := last()
+		if l.Name == before {
+			clk.Advance(5 * time.Minute)
+		}
+		return l.Name == od.Name, "last: " + l.Name
+	})
+	if l := last(); l.Reason != snapshot.ReasonOnDemand || l.Where != dir {
+		t.Fatalf("adopted %+v, want the on-demand snapshot in %s", l, dir)
 	}
 
 	// nicoctl snapshot verify files a drill report; the leader folds it in.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -26,13 +27,18 @@ type Source struct {
 
 // PickSource chooses the member to take a snapshot from among ms (as
 // etcdadmin.Admin.Statuses lists them): a voter that answered and reports
-// no errors; a follower before the leader, which the stream would slow,
-// and among followers the one that has applied most.
-func PickSource(ms []etcdadmin.MemberStatus) (Source, error) {
+// no errors; one not named in avoid (the taker's own node, so that even a
+// store on its disk holds the snapshot off the member's node) before one
+// that is; a follower before the leader, which the stream would slow; and
+// among those the one that has applied most.
+func PickSource(ms []etcdadmin.MemberStatus, avoid ...string) (Source, error) {
 	var best *etcdadmin.MemberStatus
 	better := func(m, than *etcdadmin.MemberStatus) bool {
 		if than == nil {
 			return true
+		}
+		if mAvoid, tAvoid := slices.Contains(avoid, m.Name), slices.Contains(avoid, than.Name); mAvoid != tAvoid {
+			return !mAvoid
 		}
 		mLeader, tLeader := m.Leader == m.ID, than.Leader == than.ID
 		if mLeader != tLeader {

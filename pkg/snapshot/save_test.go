@@ -64,4 +64,12 @@ func TestPickSourceNeedsAHealthyVoter(t *testing.T) {
 	if s, err := snapshot.PickSource(ms); err != nil || s.Name != "d" {
 		t.Fatalf("PickSource = %v, %v; want the leader d, the one healthy voter", s, err)
 	}
+	// Another node's member before the taker's own, even the leader.
+	ms = append(ms, etcdadmin.MemberStatus{ID: 5, Name: "e", Leader: 4, Reachable: true, AppliedIndex: 9, ClientURLs: []string{"https://e"}})
+	if s, err := snapshot.PickSource(ms, "e"); err != nil || s.Name != "d" {
+		t.Fatalf("PickSource avoiding e = %v, %v; want d", s, err)
+	}
+	if s, err := snapshot.PickSource(ms); err != nil || s.Name != "e" {
+		t.Fatalf("PickSource = %v, %v; want the follower e", s, err)
+	}
 }
