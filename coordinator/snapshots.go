@@ -71,8 +71,8 @@ func (c *Coordinator) snapMetrics() *metrics.Snapshots {
 	return c.Metrics.Snapshots
 }
 
-// take takes one snapshot into spec's destination, records it (or the
-// failure) in status.snapshots and prunes by spec's retention.
+// take takes one snapshot into spec's destination, prunes by spec's
+// retention and records it (or the failure) in status.snapshots.
 func (s *snapshotter) take(ctx context.Context, fence store.Fence, spec api.EtcdSnapshotsSpec, reason, trigger string) (snapshot.Meta, string, error) {
 	m, where, err := s.save(ctx, spec, reason)
 	now := s.c.Now()
@@ -89,10 +89,6 @@ func (s *snapshotter) take(ctx context.Context, fence store.Fence, spec api.Etcd
 	s.c.snapMetrics().Taken(trigger)
 	s.c.snapMetrics().Observe(m.TakenAt, m.Size, time.Duration(spec.Interval))
 	s.c.log.Info("etcd snapshot stored", "snapshot", m.Name, "where", where, "member", m.MemberName, "revision", m.Revision, "size", m.Size, "reason", reason)
-	rec := &api.SnapshotRecord{Name: m.Name, Where: where, TakenAt: m.TakenAt, Revision: m.Revision, Size: m.Size, Member: m.MemberName, Reason: reason}
-	if err := s.updateStatus(ctx, fence, func(st *api.EtcdSnapshotsStatus) { st.Last = rec }); err != nil {
-		return m, where, err
-	}
 	if spec.Keep > 0 || spec.MaxAge > 0 {
 		st, err := s.c.snapshotStore(spec.Destination)
 		if err == nil {
@@ -106,6 +102,12 @@ func (s *snapshotter) take(ctx context.Context, fence store.Fence, spec api.Etcd
 			// The snapshot is stored; the next one prunes again.
 			s.c.log.Warn("etcd snapshot retention", "where", where, "err", err)
 		}
+	}
+	// Last, so that a status naming the snapshot also says the store
+	// was pruned for it.
+	rec := &api.SnapshotRecord{Name: m.Name, Where: where, TakenAt: m.TakenAt, Revision: m.Revision, Size: m.Size, Member: m.MemberName, Reason: reason}
+	if err := s.updateStatus(ctx, fence, func(st *api.EtcdSnapshotsStatus) { st.Last = rec }); err != nil {
+		return m, where, err
 	}
 	return m, where, nil
 }

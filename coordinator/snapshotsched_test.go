@@ -85,7 +85,7 @@ func TestScheduledSnapshotsFollowTheInjectedClock(t *testing.T) {
 		if l := last(); !taken[l.Name] {
 			taken[l.Name] = true
 		} else {
-			clk.Advance(10 * time.Minute)
+			clk.Advance(5 * time.Minute)
 		}
 		return len(taken) == 3, "taken so far: " + last().Name
 	})
@@ -96,26 +96,6 @@ func TestScheduledSnapshotsFollowTheInjectedClock(t *testing.T) {
 	ms, err := ds.List(t.Context())
 	if err != nil || len(ms) != 2 || ms[0].Name != last().Name || !taken[ms[1].Name] || ms[1].Name == first.Name {
 		t.Fatalf("directory holds %d snapshots (%v); want the 2 newest, the first pruned", len(ms), err)
-	}
-
-	// An on-demand snapshot half an interval later resets the schedule:
-	// once the scheduled one is due, the leader adopts it instead.
-	clk.Advance(30 * time.Minute)
-	src := snapshot.Source{Name: cl.Members[0].Name, ClientURL: cl.Members[0].ClientURL}
-	od, err := snapshot.Save(t.Context(), src, etcdclient.TLSOf(cli), ds, snapshot.TakeOptions{Dir: t.TempDir(), Now: clk.Now, Reason: snapshot.ReasonOnDemand})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := last().Name
-	testwait.For(t, 30*time.Second, "the on-demand snapshot adopted", func() (bool, string) {
-		l := last()
-		if l.Name == before {
-			clk.Advance(5 * time.Minute)
-		}
-		return l.Name == od.Name, "last: " + l.Name
-	})
-	if l := last(); l.Reason != snapshot.ReasonOnDemand || l.Where != dir {
-		t.Fatalf("adopted %+v, want the on-demand snapshot in %s", l, dir)
 	}
 
 	// nicoctl snapshot verify files a drill report; the leader folds it in.
@@ -131,4 +111,64 @@ func TestScheduledSnapshotsFollowTheInjectedClock(t *testing.T) {
 		v := got.Status.Snapshots.LastVerified
 		return v != nil && v.Name == rep.Name && v.OK
 	})
+}
+
+// TestOnDemandSnapshotResetsTheSchedule: when the scheduled snapshot is
+// due and one of this cluster was taken on demand within the interval
+// (nicoctl snapshot save), the leader adopts it as status.snapshots.last
+// and takes none.
+func TestOnDemandSnapshotResetsTheSchedule(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	cli := etcdtest.NewClient(t, cl.Endpoints()...)
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	dir := t.TempDir()
+	ds, err := snapshot.NewDirStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := snapshot.Source{Name: cl.Members[0].Name, ClientURL: cl.Members[0].ClientURL}
+	od, err := snapshot.Save(t.Context(), src, etcdclient.TLSOf(cli), ds,
+		snapshot.TakeOptions{Dir: t.TempDir(), Now: func() time.Time { return t0.Add(-10 * time.Minute) }, Reason: snapshot.ReasonOnDemand})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := api.NewEtcdCluster()
+	ec.Spec.Voters = 1
+	ec.Spec.Snapshots = api.EtcdSnapshotsSpec{Destination: dir, Interval: api.Duration(time.Hour)}
+	ec.Status.Snapshots.Last = &api.SnapshotRecord{Name: "etcd-old", Where: dir, TakenAt: t0.Add(-61 * time.Minute), Reason: snapshot.ReasonScheduled}
+	if err := st.Put(t.Context(), store.EtcdClusterKey, ec); err != nil {
+		t.Fatal(err)
+	}
+	ccli := etcdtest.Dial(t, pki.CoordinatorIdentity, 0, cl.Endpoints()...)
+	defer ccli.Close()
+	cst, err := store.New(ccli, store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clockwork.NewFakeClockAt(t0)
+	c := New(Config{Name: "a", SessionTTL: 5 * time.Second, ResyncInterval: time.Minute, Clock: clk, SnapshotTempDir: t.TempDir()}, cst, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	testwait.For(t, 30*time.Second, "the on-demand snapshot adopted", func() (bool, string) {
+		got := api.NewEtcdCluster()
+		if err := st.Get(t.Context(), store.EtcdClusterKey, got); err != nil {
+			t.Fatal(err)
+		}
+		l := got.Status.Snapshots.Last
+		return l.Name == od.Name && l.Reason == snapshot.ReasonOnDemand, "last: " + l.Name
+	})
+	if ms, err := ds.List(t.Context()); err != nil || len(ms) != 1 {
+		t.Fatalf("store holds %d snapshots (%v); want only the on-demand one", len(ms), err)
+	}
 }
