@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/snapshot"
@@ -92,7 +91,7 @@ func (a *app) snapshotSaveCmd() *cobra.Command {
 			}
 			return a.emit(snapshotView(m, st.Where()), func(w io.Writer) {
 				fmt.Fprintf(w, "snapshot %s stored in %s\n", m.Name, st.Where())
-				fmt.Fprintf(w, "revision %d, %d keys, %s, sha256 %s, from %s of cluster %s\n", m.Revision, m.TotalKeys, humanize.IBytes(uint64(m.Size)), m.SHA256, m.MemberName, m.ClusterID)
+				fmt.Fprintf(w, "revision %d, %d keys, %s, sha256 %s, from %s of cluster %s\n", m.Revision, m.TotalKeys, bytesCell(m.Size), m.SHA256, m.MemberName, m.ClusterID)
 			})
 		}),
 	}
@@ -167,7 +166,7 @@ func (a *app) snapshotListCmd() *cobra.Command {
 				return a.emit(rows, func(w io.Writer) {
 					row(w, "NAME", "AGE", "SIZE", "REVISION", "KEYS", "MEMBER", "CLUSTER", "REASON", "WHERE")
 					for _, r := range rows {
-						row(w, r.Name, age(now, r.TakenAt), humanize.IBytes(uint64(r.Size)), r.Revision, r.TotalKeys, r.MemberName, r.ClusterID, oneLine(r.Reason), r.Where)
+						row(w, r.Name, age(now, r.TakenAt), bytesCell(r.Size), r.Revision, r.TotalKeys, r.MemberName, r.ClusterID, oneLine(r.Reason), r.Where)
 					}
 				})
 			})
