@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -75,6 +76,9 @@ func (s EtcdSnapshotsSpec) TimeoutOrDefault() time.Duration {
 // AcceptedSnapshotDestinations says what a destination may be.
 const AcceptedSnapshotDestinations = "use an absolute directory (/mnt/share/etcd, a mounted share), file:///PATH, or s3://HOST[:PORT]/BUCKET[/PREFIX] with ?tls=false for plain http"
 
+// bucketRE is what S3 accepts as a bucket name.
+var bucketRE = regexp.MustCompile(`^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$`)
+
 // SnapshotDestinationProblem returns why dest is not a snapshot
 // destination, or "".
 func SnapshotDestinationProblem(dest string) string {
@@ -90,8 +94,12 @@ func SnapshotDestinationProblem(dest string) string {
 		if u.Host == "" {
 			return "no host"
 		}
-		if b, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/"); b == "" {
+		b, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+		if b == "" {
 			return "no bucket"
+		}
+		if !bucketRE.MatchString(b) {
+			return fmt.Sprintf("bucket %q is not an S3 bucket name (3 to 63 lowercase letters, digits, '.' and '-', starting and ending with a letter or digit)", b)
 		}
 		for k, v := range u.Query() {
 			if k != "tls" || len(v) != 1 || (v[0] != "false" && v[0] != "true") {
