@@ -41,6 +41,10 @@ import (
 // every membership pass.
 const snapshotRetryAfter = 30 * time.Second
 
+// maxBeforeChangeTimeout bounds a snapshot before a change, whatever
+// spec.snapshots.timeout says: it blocks the pass that makes the change.
+const maxBeforeChangeTimeout = 4 * time.Minute
+
 // errSnapshotHeld: a change waits for a snapshot (spec.snapshots.beforeChange
 // Required) that failed.
 var errSnapshotHeld = errors.New("coordinator: the change waits for a snapshot")
@@ -154,6 +158,9 @@ func (s *snapshotter) before(ctx context.Context, fence store.Fence, ec *api.Etc
 		return "", fmt.Errorf("%w: %s: the last attempt failed (%v); next try at %s (spec.snapshots.beforeChange is %s)",
 			errSnapshotHeld, what, heldErr, held.UTC().Format(time.RFC3339), api.SnapshotRequired)
 	}
+	// It runs inside the membership or rollout pass, which the controller
+	// runtime counts as stalled after 5 minutes.
+	spec.Timeout = api.Duration(min(spec.TimeoutOrDefault(), maxBeforeChangeTimeout))
 	m, where, err := s.take(ctx, fence, spec, snapshot.ReasonBeforeOp+" "+what, metrics.TriggerBeforeChange)
 	if errors.Is(err, store.ErrNotLeader) {
 		return "", err
