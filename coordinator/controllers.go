@@ -29,6 +29,8 @@ import (
 //	kubernetes-clusters   clusters/ clusterclaims/ componentreports/    clusters/ (status, deletion) clusterclaims/
 //	                      nodes/ heartbeats/ machines/ nixosconfigs/   rollouts/ (its own), secrets (hooks)
 //	                      rollouts/
+//	snapshots             etcdcluster snapshot-drill                   etcdcluster status.snapshots,
+//	                                                                   snapshots in the destination
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
 	membership := newReconciler(c, fence)
@@ -61,6 +63,12 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			ControllerName: "kubernetes-clusters", Resync: resync, Do: newClusterController(c, fence).reconcile,
 			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir},
+		},
+		&controller.Func{
+			ControllerName: "snapshots", Resync: resync, Do: (&snapshotSchedule{c: c, fence: fence}).reconcile,
+			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
+			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
+			Policy: controller.HealthPolicy{StallAfter: -1},
 		},
 	}
 }

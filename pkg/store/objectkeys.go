@@ -37,6 +37,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindSecret:             NamedSecretKey,
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
 	api.KindComponentReport:    ComponentReportKey,
+	api.KindSnapshotDrill:      func(string) string { return SnapshotDrillKey },
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping

@@ -148,6 +148,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.caCmd())
 	root.AddCommand(a.applyCmd(), a.describeCmd())
 	root.AddCommand(a.deleteCmd())
+	root.AddCommand(a.snapshotCmd())
 	return root
 }
 
