@@ -1,6 +1,11 @@
 package kubepki
 
-import "github.com/homystack/nico/pkg/api"
+import (
+	"path/filepath"
+	"reflect"
+
+	"github.com/homystack/nico/pkg/api"
+)
 
 // Role is a machine's part in a cluster.
 type Role string
@@ -115,4 +120,16 @@ func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
 		ref(p.ControllerManagerConf, ControllerManagerSecret(c), KeyValue, modePrivate),
 		ref(p.SchedulerConf, SchedulerSecret(c), KeyValue, modePrivate),
 	)
+}
+
+// Under is p with every path moved under root (a sandbox machine's
+// directory in tests; the exec applier's roots then name root).
+func (p Paths) Under(root string) Paths {
+	v := reflect.ValueOf(&p).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String && f.String() != "" {
+			f.SetString(filepath.Join(root, f.String()))
+		}
+	}
+	return p
 }
