@@ -89,6 +89,9 @@ func (h *HostFiles) Sync(ctx context.Context, files []api.HostFile) (HostFilesRe
 		}
 		res.Removed = append(res.Removed, p)
 	}
+	if slices.Equal(prev, want) {
+		return res, nil // nothing to record: no write on every pass
+	}
 	return res, h.saveManifest(want)
 }
 
