@@ -215,3 +215,40 @@ func TestRenew(t *testing.T) {
 		t.Fatalf("right after renewal: %v, %v", due, err)
 	}
 }
+
+// TestEnsureConcurrently: two passes at once (a deposed leader's last and
+// the new leader's first) both succeed and leave one CA, which every leaf
+// chains to once a pass has looked again.
+func TestEnsureConcurrently(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	c := kubepki.Cluster{Name: "demo", Endpoint: "https://10.0.0.1:6443", NicoCA: etcdtest.PKI(t), Machines: []string{"cp-1"}}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := kubepki.Ensure(ctx, e.sec, c, t0); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kubepki.Ensure(ctx, e.sec, c, t0); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.ParseCert(e.secret(t, "demo-ca").Spec.Data[kubepki.KeyCert])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range kubepki.Leaves(c) {
+		if l.Issuer != "demo-ca" || l.Kubeconfig {
+			continue
+		}
+		crt, _ := pki.ParseCert(e.secret(t, l.Secret).Spec.Data[kubepki.KeyCert])
+		if err := crt.CheckSignatureFrom(ca); err != nil {
+			t.Errorf("%s does not chain to the one CA: %v", l.Secret, err)
+		}
+	}
+	if res, err := kubepki.Ensure(ctx, e.sec, c, t0); err != nil || len(res.Created)+len(res.Renewed) != 0 {
+		t.Fatalf("after the race: %+v, %v", res, err)
+	}
+}
