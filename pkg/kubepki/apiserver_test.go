@@ -100,6 +100,7 @@ func TestRealAPIServer(t *testing.T) {
 	defer logFile.Close()
 	cmd := exec.Command(filepath.Join(bin, "kube-apiserver"), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +140,8 @@ func TestRealAPIServer(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond) // polling the condition (readyz) itself
 	}
-	kubeconfig := filepath.Join(t.TempDir(), "admin.conf")
-	if err := os.WriteFile(kubeconfig, e.secret(t, "demo-kubeconfig").Spec.Data[kubepki.KeyValue], 0o600); err != nil {
-		t.Fatal(err)
-	}
+	t.Logf("kube-apiserver ready after %s", time.Since(started).Round(time.Millisecond))
+	kubeconfig := paths.Kubeconfig // delivered: admin.conf
 	kubectl := func(args ...string) string {
 		t.Helper()
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)

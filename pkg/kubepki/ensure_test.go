@@ -24,10 +24,12 @@ func TestEnsure(t *testing.T) {
 	ctx := ctxOf(t)
 	nico := etcdtest.PKI(t)
 	c := kubepki.Cluster{Name: "demo", Endpoint: "https://k8s.example:6443", APIServerNames: []string{"10.0.0.11", "cp-1.example"}, Machines: []string{"cp-1", "w-1"}, NicoCA: nico}
+	start := time.Now()
 	res, err := kubepki.Ensure(ctx, e.sec, c, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("first pass: %d secrets made, %d leaves issued in %s", len(res.Created), len(res.Renewed), time.Since(start).Round(time.Millisecond))
 	wantCreated := []string{"demo-ca", "demo-proxy", "demo-sa", "demo-join-token", "demo-ssh.cp-1", "demo-ssh.w-1"}
 	if !slices.Equal(res.Created, wantCreated) {
 		t.Fatalf("created %v, want %v", res.Created, wantCreated)
@@ -43,7 +45,9 @@ func TestEnsure(t *testing.T) {
 		t.Fatalf("issued %v, want %v", renewed, want)
 	}
 	caBefore := e.secret(t, "demo-ca").Spec.Data[kubepki.KeyKey]
+	start = time.Now()
 	again, err := kubepki.Ensure(ctx, e.sec, c, t0.Add(time.Hour))
+	t.Logf("second pass (nothing due) in %s", time.Since(start).Round(time.Millisecond))
 	if err != nil || len(again.Created)+len(again.Renewed)+len(again.Deleted) != 0 {
 		t.Fatalf("second pass: %+v, %v", again, err)
 	}
