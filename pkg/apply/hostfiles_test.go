@@ -284,3 +284,30 @@ func TestNixOSWritesHostFilesBeforeTheBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestNixOSRollbackRestoresHostFiles: a generation that fails its
+// activation is rolled back with the files the previous one wrote: its
+// new file goes, the file it stopped listing comes back.
+func TestNixOSRollbackRestoresHostFiles(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "etc-kubernetes")
+	hf := &HostFiles{Roots: []string{root}, Manifest: filepath.Join(t.TempDir(), "host-files.json")}
+	n := NewNixOS(NixOSConfig{WorkDir: t.TempDir(), Runner: applytest.New("/nix/store/initial-nixos-system-m1"), Gate: fastGate, HostFiles: hf})
+	oldFile := api.HostFile{Path: root + "/old.conf", Inline: "old"}
+	newFile := api.HostFile{Path: root + "/new.conf", Inline: "new"}
+	s := spec("good-1")
+	s.HostFiles = []api.HostFile{oldFile}
+	if _, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 1, Spec: s}); err != nil {
+		t.Fatal(err)
+	}
+	s = spec("broken")
+	s.HostFiles = []api.HostFile{newFile}
+	if r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 2, Spec: s}); !errors.Is(err, ErrActivate) || !r.RolledBack {
+		t.Fatalf("broken generation: %+v, %v", r, err)
+	}
+	if readFile(t, oldFile.Path) != "old" {
+		t.Fatal("the previous generation's file was not restored")
+	}
+	if _, err := os.Stat(newFile.Path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the rolled-back generation's file is still there: %v", err)
+	}
+}
