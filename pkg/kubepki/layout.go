@@ -63,7 +63,9 @@ type Layout struct {
 	// Paths are where files land (DefaultPaths when zero).
 	Paths Paths
 	// NicoCACertPEM is nico's CA certificate, the etcd CA of provider
-	// nico (public: written inline).
+	// nico (public: written inline). Give the trust bundle (pki.dir's
+	// ca.crt) rather than the signing CA alone: during a CA rotation the
+	// etcd members' certificates may be signed by either CA.
 	NicoCACertPEM []byte
 }
 
