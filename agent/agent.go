@@ -85,6 +85,10 @@ type Config struct {
 	// Applier applies the node's desired NixOS generation (agent/generation.go);
 	// nil: the agent does not manage generations.
 	Applier apply.Applier
+	// HostFiles, when set, is the Applier's host-file writer: the agent
+	// re-syncs the applied generation's host files when the machine's
+	// projected secrets change (agent/generation.go).
+	HostFiles *apply.HostFiles
 	// Hypervisor, on a host with the hypervisor role, runs the libvirt
 	// domains placed on it (package agent/hypervisor); nil: none.
 	Hypervisor *hypervisor.Setup
@@ -109,10 +113,6 @@ type Config struct {
 	// Metrics, when set, counts the generations applied and rolled back
 	// (package metrics).
 	Metrics *metrics.Agent
-	// HostFiles, when set, is the Applier's host-file writer: the agent
-	// re-syncs the applied generation's host files when the machine's
-	// projected secrets change (agent/generation.go).
-	HostFiles *apply.HostFiles
 	// OnConnect, when set, is given the store each time the agent has
 	// connected to etcd (nico-agent binds its applier's secret source,
 	// the machine's projected secrets, to it).
