@@ -165,6 +165,9 @@ type Agent struct {
 	// upgradeAsked: a generation brought a new agent, or the Reloader
 	// wants one (agent/upgrade.go).
 	upgradeAsked atomic.Bool
+	// hostFiles is when the generations controller (its only user) last
+	// synced the applied generation's host files, and from what.
+	hostFiles hostFilesMark
 	// etcdWant is the etcd version the leader wants here ("" none), kept
 	// by the etcd-version controller; etcdVersion the one the running
 	// member reported at its start; etcdFailed a wanted version that

@@ -11,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // generations is the controller that applies the node's desired NixOS
@@ -215,12 +216,46 @@ func (a *Agent) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) er
 	if a.cfg.HostFiles == nil || c.Settled() != api.GenerationApplied || c.Status.AppliedGeneration != c.Spec.Generation {
 		return nil
 	}
+	// One read of the projection's revision per pass, not one per file:
+	// the files are synced when it or the generation moved, and at least
+	// every hostFilesResync (secrets from local files, a file changed by
+	// hand).
+	mark := hostFilesMark{generation: c.Spec.Generation, attempt: c.Spec.Attempt}
+	kv, err := a.st.GetKV(ctx, store.NodeNamedSecretsKey(a.cfg.Name), clientv3.WithKeysOnly())
+	switch {
+	case err == nil:
+		mark.projection = kv.ModRevision
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("agent: host files: %w", err)
+	}
+	now := a.Now()
+	if last := a.hostFiles; last.same(mark) && now.Sub(last.at) < hostFilesResync {
+		return nil
+	}
 	res, err := a.cfg.HostFiles.Sync(ctx, c.Spec.HostFiles)
 	if err != nil {
 		return fmt.Errorf("agent: host files of generation %d: %w", c.Spec.Generation, err)
 	}
+	mark.at = now
+	a.hostFiles = mark
 	if len(res.Written)+len(res.Removed) > 0 {
 		a.log.Info("host files synced", "generation", c.Spec.Generation, "written", res.Written, "removed", res.Removed)
 	}
 	return nil
+}
+
+// hostFilesResync bounds how long an applied generation's host files go
+// unchecked while neither it nor the machine's projected secrets change.
+const hostFilesResync = time.Minute
+
+// hostFilesMark is what a host-file sync was made from, and when.
+type hostFilesMark struct {
+	generation int64
+	attempt    int
+	projection int64 // the projected secrets' mod revision (0: none)
+	at         time.Time
+}
+
+func (m hostFilesMark) same(o hostFilesMark) bool {
+	return m.generation == o.generation && m.attempt == o.attempt && m.projection == o.projection && !m.at.IsZero()
 }
