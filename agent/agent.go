@@ -85,6 +85,10 @@ type Config struct {
 	// Applier applies the node's desired NixOS generation (agent/generation.go);
 	// nil: the agent does not manage generations.
 	Applier apply.Applier
+	// HostFiles, when set, is the Applier's host-file writer: the agent
+	// re-syncs the applied generation's host files when the machine's
+	// projected secrets change (agent/generation.go).
+	HostFiles *apply.HostFiles
 	// Hypervisor, on a host with the hypervisor role, runs the libvirt
 	// domains placed on it (package agent/hypervisor); nil: none.
 	Hypervisor *hypervisor.Setup
@@ -164,6 +168,9 @@ type Agent struct {
 	// upgradeAsked: a generation brought a new agent, or the Reloader
 	// wants one (agent/upgrade.go).
 	upgradeAsked atomic.Bool
+	// hostFiles is when the generations controller (its only user) last
+	// synced the applied generation's host files, and from what.
+	hostFiles hostFilesMark
 	// etcdWant is the etcd version the leader wants here ("" none), kept
 	// by the etcd-version controller; etcdVersion the one the running
 	// member reported at its start; etcdFailed a wanted version that

@@ -45,7 +45,14 @@ func Ensure(ctx context.Context, s *secrets.Store, c Cluster, now time.Time) (Re
 		err := s.Create(ctx, sec)
 		if errors.Is(err, store.ErrExists) {
 			// Made concurrently (another leader's last pass): theirs stays.
-			return s.Get(ctx, store.NamedSecretKey(name), sec)
+			if err := s.Get(ctx, store.NamedSecretKey(name), sec); err != nil {
+				return fmt.Errorf("kubepki: read %s: %w", name, err)
+			}
+			if sec.Spec.Cluster != c.Name {
+				return fmt.Errorf("%w: %s is %q's, not %s's", ErrNotOwned, name, sec.Spec.Cluster, c.Name)
+			}
+			have[name] = sec
+			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("kubepki: create %s: %w", name, err)
@@ -179,7 +186,9 @@ func renew(ctx context.Context, s *secrets.Store, c Cluster, have map[string]*ap
 		sec := have[d.Leaf.Secret]
 		if sec == nil {
 			sec = newSecret(c.Name, d.Leaf.Secret, data)
-			err = s.Create(ctx, sec)
+			if err = s.Create(ctx, sec); errors.Is(err, store.ErrExists) {
+				continue // issued concurrently; the next pass judges it
+			}
 		} else {
 			sec.Spec.Data = data
 			err = s.Update(ctx, sec)

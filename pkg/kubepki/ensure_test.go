@@ -24,10 +24,12 @@ func TestEnsure(t *testing.T) {
 	ctx := ctxOf(t)
 	nico := etcdtest.PKI(t)
 	c := kubepki.Cluster{Name: "demo", Endpoint: "https://k8s.example:6443", APIServerNames: []string{"10.0.0.11", "cp-1.example"}, Machines: []string{"cp-1", "w-1"}, NicoCA: nico}
+	start := time.Now()
 	res, err := kubepki.Ensure(ctx, e.sec, c, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("first pass: %d secrets made, %d leaves issued in %s", len(res.Created), len(res.Renewed), time.Since(start).Round(time.Millisecond))
 	wantCreated := []string{"demo-ca", "demo-proxy", "demo-sa", "demo-join-token", "demo-ssh.cp-1", "demo-ssh.w-1"}
 	if !slices.Equal(res.Created, wantCreated) {
 		t.Fatalf("created %v, want %v", res.Created, wantCreated)
@@ -43,7 +45,9 @@ func TestEnsure(t *testing.T) {
 		t.Fatalf("issued %v, want %v", renewed, want)
 	}
 	caBefore := e.secret(t, "demo-ca").Spec.Data[kubepki.KeyKey]
+	start = time.Now()
 	again, err := kubepki.Ensure(ctx, e.sec, c, t0.Add(time.Hour))
+	t.Logf("second pass (nothing due) in %s", time.Since(start).Round(time.Millisecond))
 	if err != nil || len(again.Created)+len(again.Renewed)+len(again.Deleted) != 0 {
 		t.Fatalf("second pass: %+v, %v", again, err)
 	}
@@ -213,5 +217,42 @@ func TestRenew(t *testing.T) {
 	}
 	if due, err := kubepki.Renew(ctx, e.sec, c, t0.Add(5*24*time.Hour)); err != nil || len(due) != 0 {
 		t.Fatalf("right after renewal: %v, %v", due, err)
+	}
+}
+
+// TestEnsureConcurrently: two passes at once (a deposed leader's last and
+// the new leader's first) both succeed and leave one CA, which every leaf
+// chains to once a pass has looked again.
+func TestEnsureConcurrently(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxOf(t)
+	c := kubepki.Cluster{Name: "demo", Endpoint: "https://10.0.0.1:6443", NicoCA: etcdtest.PKI(t), Machines: []string{"cp-1"}}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { _, err := kubepki.Ensure(ctx, e.sec, c, t0); errs <- err }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kubepki.Ensure(ctx, e.sec, c, t0); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := pki.ParseCert(e.secret(t, "demo-ca").Spec.Data[kubepki.KeyCert])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range kubepki.Leaves(c) {
+		if l.Issuer != "demo-ca" || l.Kubeconfig {
+			continue
+		}
+		crt, _ := pki.ParseCert(e.secret(t, l.Secret).Spec.Data[kubepki.KeyCert])
+		if err := crt.CheckSignatureFrom(ca); err != nil {
+			t.Errorf("%s does not chain to the one CA: %v", l.Secret, err)
+		}
+	}
+	if res, err := kubepki.Ensure(ctx, e.sec, c, t0); err != nil || len(res.Created)+len(res.Renewed) != 0 {
+		t.Fatalf("after the race: %+v, %v", res, err)
 	}
 }
