@@ -18,6 +18,7 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -161,7 +162,7 @@ func coordinatorCost(b *testing.B, bin etcdtest.Binary) (idle, joins cost) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	declareVoters(b, cst, 7)
+	fleetkit.SetVoters(b, cst, 7)
 	c := coordinator.New(coordinator.Config{Name: "cp-0", SessionTTL: 10 * time.Second, Policy: learnerPolicy, HealthTimeout: healthTimeout}, cst, benchLogger(b))
 	cctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

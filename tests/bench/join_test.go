@@ -12,6 +12,7 @@ import (
 
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -176,11 +177,11 @@ func (f *fleet) join(ctx context.Context, name string) (joinTimes, error) {
 
 // add is join without the removal.
 func (f *fleet) add(ctx context.Context, name string) (joinTimes, *node, error) {
-	cfg := f.agentConfig(name, false)
-	f.provision(cfg) // untimed, as the baselines' certificates
+	cfg := f.AgentConfig(name, false)
+	fleetkit.Provision(f.TB, cfg, f.Endpoints()) // untimed, as the baselines' certificates
 	t0 := time.Now()
 	wait := watchJoin(ctx, f.cli, cfg.PeerURL, t0)
-	n := f.run(cfg)
+	n := f.Run(cfg, f.NewRuntime())
 	jt, err := wait()
 	return jt, n, err
 }

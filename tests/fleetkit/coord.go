@@ -18,6 +18,9 @@ type Coord struct {
 	Name string
 	C    *coordinator.Coordinator
 	Cli  *clientv3.Client
+	// Store is the candidate's store over Cli (store.New scopes Cli
+	// itself: never make a second store of Cli).
+	Store *store.Store
 	// Steps receives the membership steps it plans (dropped when full).
 	Steps chan membership.Step
 	// Cancel ends its Run; Done receives what Run returned.
@@ -36,7 +39,7 @@ func (f *Fleet) StartCoordinator(name string, opts ...func(*Coord)) *Coord {
 	if err != nil {
 		f.TB.Fatal(err)
 	}
-	c := &Coord{Name: name, Cli: cli, Done: make(chan error, 1), Steps: make(chan membership.Step, 1000)}
+	c := &Coord{Name: name, Cli: cli, Store: st, Done: make(chan error, 1), Steps: make(chan membership.Step, 1000)}
 	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: CoordSession, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip}, st, f.Log.With("test-coord", name))
 	c.C.OnStep = func(s membership.Step) {
 		select {
@@ -55,9 +58,6 @@ func (f *Fleet) StartCoordinator(name string, opts ...func(*Coord)) *Coord {
 	f.mu.Unlock()
 	return c
 }
-
-// Store is a store over the candidate's own client.
-func (c *Coord) Store() (*store.Store, error) { return store.New(c.Cli, store.DefaultPrefix) }
 
 // Stop ends the candidate (it resigns) and closes its client; once.
 func (c *Coord) Stop() {

@@ -37,6 +37,12 @@ const (
 // DefaultPolicy is a fleet's membership policy unless a test sets Policy.
 var DefaultPolicy = membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second}
 
+// EmbeddedRuntime is an in-process etcd member with the fleet's raft
+// timings: each agent's runtime unless the test sets Fleet.NewRuntime.
+func EmbeddedRuntime() member.Runtime {
+	return member.NewEmbedded(member.WithTimings(TickInterval, ElectionTimeout))
+}
+
 // Fleet is a set of agents and coordinator candidates under test. Set its
 // exported fields before the first Start.
 type Fleet struct {
@@ -72,7 +78,7 @@ func New(tb testing.TB) *Fleet {
 		dir: tb.TempDir(),
 		TB:  tb, nodes: map[string]*Node{}, coords: map[string]*Coord{},
 		Policy:       DefaultPolicy,
-		NewRuntime:   func() member.Runtime { return member.NewEmbedded(member.WithTimings(TickInterval, ElectionTimeout)) },
+		NewRuntime:   EmbeddedRuntime,
 		Log:          slog.New(slog.DiscardHandler),
 		ClusterToken: "nico-test",
 		Version:      "test",
