@@ -102,7 +102,7 @@ type costMember struct {
 }
 
 func startCostMember(ctx context.Context, tb testing.TB, bin etcdtest.Binary, name, peer, client, initial, state string) (*costMember, error) {
-	m := &costMember{name: name, peer: peer, client: client, rt: member.NewExec(bin.Path, member.WithTimings(tickInterval, electionTimeout))}
+	m := &costMember{name: name, peer: peer, client: client, rt: fleetkit.ExecRuntime(bin.Path)}
 	cfg := member.Config{
 		Name: name, DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
 		InitialCluster: initial, ClusterState: state, ClusterToken: "cost", TLS: etcdtest.MemberTLS(tb, name, peer, client),

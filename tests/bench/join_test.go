@@ -5,8 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -208,33 +206,14 @@ func stages(jts []joinTimes) (added, named, voter, removal summary) {
 // fill writes what fillWith says and returns the database size.
 func fill(ctx context.Context, cli *clientv3.Client, fillWith storeFill) (int64, error) {
 	val := strings.Repeat("x", fillWith.size)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				var err error
-				switch {
-				case i < fillWith.keys:
-					_, err = cli.Put(ctx, fmt.Sprintf("/bench/fill/%06d", i), val)
-				case i < fillWith.keys+fillWith.pad:
-					_, err = cli.Put(ctx, "/bench/pad", fmt.Sprint(i))
-				default:
-					return
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, fmt.Errorf("fill: %w", err)
+	err := fleetkit.Fill(ctx, cli, 16, fillWith.keys+fillWith.pad, func(i int) (string, string) {
+		if i < fillWith.keys {
+			return fmt.Sprintf("/bench/fill/%06d", i), val
+		}
+		return "/bench/pad", fmt.Sprint(i)
+	})
+	if err != nil {
+		return 0, err
 	}
 	st, err := cli.Status(ctx, cli.Endpoints()[0])
 	if err != nil {

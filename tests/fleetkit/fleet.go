@@ -43,6 +43,12 @@ func EmbeddedRuntime() member.Runtime {
 	return member.NewEmbedded(member.WithTimings(TickInterval, ElectionTimeout))
 }
 
+// ExecRuntime is a member run as a child process of the etcd binary at
+// path with the fleet's raft timings; opts add to them (WithBinaries).
+func ExecRuntime(path string, opts ...member.Option) member.Runtime {
+	return member.NewExec(path, append([]member.Option{member.WithTimings(TickInterval, ElectionTimeout)}, opts...)...)
+}
+
 // Fleet is a set of agents and coordinator candidates under test. Set its
 // exported fields before the first Start.
 type Fleet struct {

@@ -40,7 +40,7 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 	}
 	f := newFleet(t)
 	f.NewRuntime = func() member.Runtime {
-		return member.NewExec(paths["3.6.16"], member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+		return fleetkit.ExecRuntime(paths["3.6.16"],
 			member.WithBinaries(byVersion), member.WithBinaryVersion("3.6.16"))
 	}
 	f.Start(f.AgentConfig("cp-1", true))
@@ -140,7 +140,7 @@ func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
 	}
 	f := newFleet(t)
 	f.NewRuntime = func() member.Runtime {
-		return member.NewExec(paths["3.7.3"], member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+		return fleetkit.ExecRuntime(paths["3.7.3"],
 			member.WithBinaries(byVersion), member.WithBinaryVersion("3.7.3"))
 	}
 	f.Start(f.AgentConfig("cp-1", true))
@@ -207,7 +207,7 @@ func TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion(t *testing.T) {
 func testVersionRollHalts(t *testing.T, old string, binaries map[string]string) {
 	f := newFleet(t)
 	f.NewRuntime = func() member.Runtime {
-		return member.NewExec(old, member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+		return fleetkit.ExecRuntime(old,
 			member.WithBinaries(binaries), member.WithBinaryVersion("3.6.16"))
 	}
 	f.Start(f.AgentConfig("cp-1", true))

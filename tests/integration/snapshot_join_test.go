@@ -1,14 +1,13 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/tests/fleetkit"
 )
 
 // snapshotJoinEntries is how many writes the cluster takes before the join:
@@ -59,28 +58,8 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 // fillLog makes n raft entries: n single-key puts, a few at a time.
 func fillLog(t *testing.T, f *fleet, n int) {
 	t.Helper()
-	cli := f.Client()
-	const workers = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-				_, err := cli.Put(ctx, fmt.Sprintf("/user/fill/%05d", i), fillValue)
-				cancel()
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	err := fleetkit.Fill(t.Context(), f.Client(), 16, n, func(i int) (string, string) { return fmt.Sprintf("/user/fill/%05d", i), fillValue })
+	if err != nil {
 		t.Fatalf("fill the log: %v", err)
 	}
 }
