@@ -249,3 +249,18 @@ func WaitObj[T any, PT interface {
 	})
 	return got
 }
+
+// Grow bootstraps names[0], waits until it is a voter, starts the
+// candidate coord, starts the other names at once and waits until all are
+// voters, settled; it returns the nodes in the order of names.
+func (f *Fleet) Grow(coord string, names ...string) []*Node {
+	f.TB.Helper()
+	nodes := []*Node{f.Start(f.AgentConfig(names[0], true))}
+	f.WaitVoters(30*time.Second, names[0])
+	f.StartCoordinator(coord)
+	for _, name := range names[1:] {
+		nodes = append(nodes, f.Start(f.AgentConfig(name, false)))
+	}
+	f.WaitVoters(90*time.Second, names...)
+	return nodes
+}

@@ -43,12 +43,8 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 		return fleetkit.ExecRuntime(paths["3.6.16"],
 			member.WithBinaries(byVersion), member.WithBinaryVersion("3.6.16"))
 	}
-	f.Start(f.AgentConfig("cp-1", true))
-	f.WaitVoters(30*time.Second, "cp-1")
-	c := f.StartCoordinator("c-1")
-	f.Start(f.AgentConfig("cp-2", false))
-	f.Start(f.AgentConfig("cp-3", false))
-	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Grow("c-1", "cp-1", "cp-2", "cp-3")
+	c := f.Coord("c-1")
 	nodes := []string{"cp-1", "cp-2", "cp-3"}
 	f.waitEtcdVersions(30*time.Second, "3.6.16", nodes...)
 	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
@@ -143,12 +139,7 @@ func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
 		return fleetkit.ExecRuntime(paths["3.7.3"],
 			member.WithBinaries(byVersion), member.WithBinaryVersion("3.7.3"))
 	}
-	f.Start(f.AgentConfig("cp-1", true))
-	f.WaitVoters(30*time.Second, "cp-1")
-	f.StartCoordinator("c-1")
-	f.Start(f.AgentConfig("cp-2", false))
-	f.Start(f.AgentConfig("cp-3", false))
-	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 	nodes := []string{"cp-1", "cp-2", "cp-3"}
 	f.waitEtcdVersions(30*time.Second, "3.7.3", nodes...)
 	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
@@ -210,12 +201,7 @@ func testVersionRollHalts(t *testing.T, old string, binaries map[string]string) 
 		return fleetkit.ExecRuntime(old,
 			member.WithBinaries(binaries), member.WithBinaryVersion("3.6.16"))
 	}
-	f.Start(f.AgentConfig("cp-1", true))
-	f.WaitVoters(30*time.Second, "cp-1")
-	f.StartCoordinator("c-1")
-	f.Start(f.AgentConfig("cp-2", false))
-	f.Start(f.AgentConfig("cp-3", false))
-	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 	nodes := []string{"cp-1", "cp-2", "cp-3"}
 	f.waitEtcdVersions(30*time.Second, "3.6.16", nodes...)
 	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })

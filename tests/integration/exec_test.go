@@ -20,12 +20,7 @@ func TestExecRuntime(t *testing.T) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
 			f := newFleet(t)
 			f.NewRuntime = func() member.Runtime { return member.NewExec(bin.Path) }
-			f.Start(f.AgentConfig("cp-1", true))
-			f.WaitVoters(30*time.Second, "cp-1")
-			f.StartCoordinator("c-1")
-			f.Start(f.AgentConfig("cp-2", false))
-			f.Start(f.AgentConfig("cp-3", false))
-			f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+			f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 
 			leader := f.EtcdLeader()
 			f.requestRemoval(leader, false)

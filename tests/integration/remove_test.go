@@ -84,12 +84,7 @@ func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
 // refuses and says why, and no member is removed. Forced, it goes through.
 func TestRemovalThatLosesQuorumIsRefused(t *testing.T) {
 	f := newFleet(t)
-	f.Start(f.AgentConfig("cp-1", true))
-	f.WaitVoters(30*time.Second, "cp-1")
-	f.StartCoordinator("c-1")
-	f.Start(f.AgentConfig("cp-2", false))
-	n3 := f.Start(f.AgentConfig("cp-3", false))
-	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	n3 := f.Grow("c-1", "cp-1", "cp-2", "cp-3")[2]
 	_ = n3.Stop()
 
 	f.requestRemoval("cp-2", false)
