@@ -85,6 +85,10 @@ type Config struct {
 	// Applier applies the node's desired NixOS generation (agent/generation.go);
 	// nil: the agent does not manage generations.
 	Applier apply.Applier
+	// HostFiles, when set, is the Applier's host-file writer: the agent
+	// re-syncs the applied generation's host files when the machine's
+	// projected secrets change (agent/generation.go).
+	HostFiles *apply.HostFiles
 	// Hypervisor, on a host with the hypervisor role, runs the libvirt
 	// domains placed on it (package agent/hypervisor); nil: none.
 	Hypervisor *hypervisor.Setup
@@ -109,6 +113,10 @@ type Config struct {
 	// Metrics, when set, counts the generations applied and rolled back
 	// (package metrics).
 	Metrics *metrics.Agent
+	// OnConnect, when set, is given the store each time the agent has
+	// connected to etcd (nico-agent binds its applier's secret source,
+	// the machine's projected secrets, to it).
+	OnConnect func(st *store.Store)
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -157,6 +165,9 @@ type Agent struct {
 	// upgradeAsked: a generation brought a new agent, or the Reloader
 	// wants one (agent/upgrade.go).
 	upgradeAsked atomic.Bool
+	// hostFiles is when the generations controller (its only user) last
+	// synced the applied generation's host files, and from what.
+	hostFiles hostFilesMark
 	// etcdWant is the etcd version the leader wants here ("" none), kept
 	// by the etcd-version controller; etcdVersion the one the running
 	// member reported at its start; etcdFailed a wanted version that
@@ -303,6 +314,9 @@ func (a *Agent) connect(ctx context.Context) error {
 	}
 	a.cli, a.st = cli, st
 	a.cacheEndpoints(eps)
+	if a.cfg.OnConnect != nil {
+		a.cfg.OnConnect(st)
+	}
 	return nil
 }
 

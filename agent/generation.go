@@ -11,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // generations is the controller that applies the node's desired NixOS
@@ -25,11 +26,21 @@ import (
 // asked for, it applies nothing more. An apply may rightly take long (a
 // build): that is no stall.
 //
-//	watch/tick --> read config --(settled)--> wait
+// With HostFiles set, it also watches the machine's projected secrets:
+// while the spec's generation is the one applied, its host files are
+// synced on every pass, so a renewed certificate lands on the host
+// without a new generation (in this controller, so never concurrently
+// with an apply that writes another generation's files).
+//
+//	watch/tick --> read config --(settled)--> wait (Applied: sync host files)
 //	                   |
 //	                   +--(new generation or attempt)--> status Applying --> Apply --> status Applied | Failed
 func (a *Agent) generations() controller.Controller {
-	return &controller.Func{ControllerName: "generations", Prefixes: []string{store.NixosConfigKey(a.cfg.Name)}, Resync: a.cfg.RetryInterval,
+	prefixes := []string{store.NixosConfigKey(a.cfg.Name)}
+	if a.cfg.HostFiles != nil {
+		prefixes = append(prefixes, store.NodeNamedSecretsKey(a.cfg.Name))
+	}
+	return &controller.Func{ControllerName: "generations", Prefixes: prefixes, Resync: a.cfg.RetryInterval,
 		Policy: controller.HealthPolicy{StallAfter: -1}, Do: func(ctx context.Context) error {
 			if a.upgradeAsked.Load() {
 				return nil // the new agent applies what comes next
@@ -53,7 +64,7 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 	}
 	a.gossipApplied(c.Status.AppliedGeneration)
 	if c.Settled() != api.GenerationPending {
-		return nil
+		return a.syncHostFiles(ctx, c)
 	}
 	gen, attempt := c.Spec.Generation, c.Spec.Attempt
 	started := a.Now()
@@ -197,4 +208,54 @@ func generationOutcome(p api.GenerationPhase, rolledBack bool) string {
 		return metrics.GenerationRolledBack
 	}
 	return metrics.GenerationFailed
+}
+
+// syncHostFiles rewrites the host files of the applied generation whose
+// contents changed (a renewed secret), when HostFiles is set.
+func (a *Agent) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) error {
+	if a.cfg.HostFiles == nil || c.Settled() != api.GenerationApplied || c.Status.AppliedGeneration != c.Spec.Generation {
+		return nil
+	}
+	// One read of the projection's revision per pass, not one per file:
+	// the files are synced when it or the generation moved, and at least
+	// every hostFilesResync (secrets from local files, a file changed by
+	// hand).
+	mark := hostFilesMark{generation: c.Spec.Generation, attempt: c.Spec.Attempt}
+	kv, err := a.st.GetKV(ctx, store.NodeNamedSecretsKey(a.cfg.Name), clientv3.WithKeysOnly())
+	switch {
+	case err == nil:
+		mark.projection = kv.ModRevision
+	case !errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("agent: host files: %w", err)
+	}
+	now := a.Now()
+	if last := a.hostFiles; last.same(mark) && now.Sub(last.at) < hostFilesResync {
+		return nil
+	}
+	res, err := a.cfg.HostFiles.Sync(ctx, c.Spec.HostFiles)
+	if err != nil {
+		return fmt.Errorf("agent: host files of generation %d: %w", c.Spec.Generation, err)
+	}
+	mark.at = now
+	a.hostFiles = mark
+	if len(res.Written)+len(res.Removed) > 0 {
+		a.log.Info("host files synced", "generation", c.Spec.Generation, "written", res.Written, "removed", res.Removed)
+	}
+	return nil
+}
+
+// hostFilesResync bounds how long an applied generation's host files go
+// unchecked while neither it nor the machine's projected secrets change.
+const hostFilesResync = time.Minute
+
+// hostFilesMark is what a host-file sync was made from, and when.
+type hostFilesMark struct {
+	generation int64
+	attempt    int
+	projection int64 // the projected secrets' mod revision (0: none)
+	at         time.Time
+}
+
+func (m hostFilesMark) same(o hostFilesMark) bool {
+	return m.generation == o.generation && m.attempt == o.attempt && m.projection == o.projection && !m.at.IsZero()
 }

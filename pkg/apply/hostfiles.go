@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,8 @@ import (
 //	lists and the spec does not ─▶ save the manifest
 //
 // Nothing is written when a path is refused or a secret cannot be read.
-// The manifest (the paths last written) survives restarts when Manifest is
-// set. Sync is safe for concurrent use.
+// The manifest (the lists of the last two Syncs that changed the list, no
+// contents) survives restarts when Manifest is set. Sync is safe for concurrent use.
 type HostFiles struct {
 	// Roots are the directories files may lie under
 	// (DefaultHostFileRoots when nil).
@@ -40,8 +41,8 @@ type HostFiles struct {
 	// Secrets resolves secretRefs (nil: a secretRef fails).
 	Secrets Secrets
 
-	mu      sync.Mutex
-	written []string // the manifest when Manifest is empty
+	mu  sync.Mutex
+	mem hostManifest // the manifest when Manifest is empty
 }
 
 // HostFilesResult is what a Sync did, by path.
@@ -53,6 +54,23 @@ type HostFilesResult struct {
 func (h *HostFiles) Sync(ctx context.Context, files []api.HostFile) (HostFilesResult, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.sync(ctx, files)
+}
+
+// Revert makes the host hold the files of the Sync before the last one
+// that changed the list (a rolled-back generation's): the nixos applier
+// calls it when it rolls back, so the system it restores finds its files.
+func (h *HostFiles) Revert(ctx context.Context) (HostFilesResult, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	m, err := h.loadManifest()
+	if err != nil {
+		return HostFilesResult{}, err
+	}
+	return h.sync(ctx, m.Previous)
+}
+
+func (h *HostFiles) sync(ctx context.Context, files []api.HostFile) (HostFilesResult, error) {
 	var res HostFilesResult
 	roots := h.roots()
 	if err := ValidateHostFiles(files, roots); err != nil {
@@ -76,11 +94,12 @@ func (h *HostFiles) Sync(ctx context.Context, files []api.HostFile) (HostFilesRe
 			res.Unchanged = append(res.Unchanged, p)
 		}
 	}
-	prev, err := h.loadManifest()
+	m, err := h.loadManifest()
 	if err != nil {
 		return res, err
 	}
-	for _, p := range prev {
+	for _, f := range m.Files {
+		p := filepath.Clean(f.Path)
 		if slices.Contains(want, p) || hostPathOK(p, roots) != nil {
 			continue // still wanted, or never ours to remove (roots changed)
 		}
@@ -89,7 +108,16 @@ func (h *HostFiles) Sync(ctx context.Context, files []api.HostFile) (HostFilesRe
 		}
 		res.Removed = append(res.Removed, p)
 	}
-	return res, h.saveManifest(want)
+	if reflect.DeepEqual(m.Files, files) || len(m.Files) == 0 && len(files) == 0 {
+		return res, nil // the same list: nothing to record, no write on every pass
+	}
+	return res, h.saveManifest(hostManifest{Files: files, Previous: m.Files})
+}
+
+// hostManifest is what the last two Syncs that changed the list wrote.
+type hostManifest struct {
+	Files    []api.HostFile `json:"files,omitempty"`
+	Previous []api.HostFile `json:"previous,omitempty"`
 }
 
 func (h *HostFiles) roots() []string {
@@ -251,30 +279,30 @@ func resolveOwner(owner string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-func (h *HostFiles) loadManifest() ([]string, error) {
+func (h *HostFiles) loadManifest() (hostManifest, error) {
 	if h.Manifest == "" {
-		return slices.Clone(h.written), nil
+		return h.mem, nil
 	}
+	var m hostManifest
 	b, err := os.ReadFile(h.Manifest)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return m, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("apply: host files manifest: %w", err)
+		return m, fmt.Errorf("apply: host files manifest: %w", err)
 	}
-	var paths []string
-	if err := json.Unmarshal(b, &paths); err != nil {
-		return nil, fmt.Errorf("apply: host files manifest %s: %w", h.Manifest, err)
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("apply: host files manifest %s: %w", h.Manifest, err)
 	}
-	return paths, nil
+	return m, nil
 }
 
-func (h *HostFiles) saveManifest(paths []string) error {
-	h.written = slices.Clone(paths)
+func (h *HostFiles) saveManifest(m hostManifest) error {
+	h.mem = m
 	if h.Manifest == "" {
 		return nil
 	}
-	b, _ := json.Marshal(paths)
+	b, _ := json.Marshal(m)
 	if err := os.MkdirAll(filepath.Dir(h.Manifest), 0o700); err != nil {
 		return fmt.Errorf("apply: host files manifest: %w", err)
 	}

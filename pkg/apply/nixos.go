@@ -308,6 +308,12 @@ func (n *NixOS) rollback(ctx context.Context, gen Generation, prev string, op ap
 			return Result{}, errors.Join(cause, fmt.Errorf("%w: %w", ErrRollback, err))
 		}
 	}
+	// The restored system finds the files of the generation it ran.
+	if n.cfg.HostFiles != nil {
+		if _, err := n.cfg.HostFiles.Revert(ctx); err != nil {
+			return Result{}, errors.Join(cause, fmt.Errorf("%w: host files: %w", ErrRollback, err))
+		}
+	}
 	unit := "nico-rollback-" + strconv.FormatInt(gen.Number, 10)
 	if gen.Attempt > 0 {
 		unit += "-" + strconv.Itoa(gen.Attempt)

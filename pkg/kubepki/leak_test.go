@@ -1,0 +1,14 @@
+package kubepki_test
+
+import (
+	"testing"
+
+	"github.com/homystack/nico/pkg/etcdtest/leakcheck"
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package when a test leaves a goroutine behind (the
+// package starts none; its tests run etcd and kube-apiserver).
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, leakcheck.EtcdIgnores()...)
+}
