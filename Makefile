@@ -113,8 +113,14 @@ bench: etcd-binaries
 # learners and shrunk by removing two nodes, the etcd leader among them.
 # KEEP=1 leaves the cluster running afterwards (Ctrl-C stops it) and prints
 # the nicoctl command line to reach it.
-demo: build
-	$(GO) run ./tests/demo -bin $(BIN)$(if $(KEEP), -keep-running)
+# demo builds the programs without cgo into bin/demo (the demo defines no
+# VM, so no libvirt) and needs Go and git only, not make deps' packages.
+demo:
+	@.ci/deps.sh demo
+	$(GO) mod download
+	@mkdir -p $(BIN)/demo
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/demo/ ./agent/cmd/nico-agent ./coordinator/cmd/nico-coordinator ./coordinator/cmd/nicoctl
+	$(GO) run ./tests/demo -bin $(BIN)/demo$(if $(KEEP), -keep-running)
 
 # nixpkgs' lib, to evaluate the NixOS module without nixpkgs: NIXPKGS_LIB,
 # else <nixpkgs> on NIX_PATH, else a copy in .cache/nixpkgs-lib (never

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the Makefile's targets use, when run as root
-# and when one is missing. Go itself must be on PATH (Go 1.26).
+# Installs the Debian packages the Makefile's targets use (with "demo", only
+# make demo's), when run as root and when one is missing. Go itself must be
+# on PATH (Go 1.26).
 set -euo pipefail
 command -v go >/dev/null || { echo "deps: go is not on PATH; install Go 1.26 first" >&2; exit 1; }
 pkgs=()
 need() { command -v "$1" >/dev/null 2>&1 || pkgs+=("$2"); }
 need git git
+# .ci/deps.sh demo: only what make demo uses (Go and git: it builds without
+# cgo; its etcd members run inside the agents), none of the test tiers' packages.
+if [ "${1:-}" != demo ]; then
 need gcc gcc
 need ip iproute2
 # iptables cuts a node off in the gossip partition test (tests/netns)
@@ -30,6 +34,7 @@ need mypy mypy
 # libvirt's C library and headers for pkg/libvirt (cgo), found through pkg-config
 need pkg-config pkg-config
 pkg-config --exists libvirt 2>/dev/null || pkgs+=(libvirt-dev)
+fi
 if [ ${#pkgs[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     echo "deps: installing ${pkgs[*]}"

@@ -123,6 +123,11 @@ let
   # switch reads that generation's settings; see restartIfChanged below.
   agentConfigLink = "/etc/nico/agent.yaml";
 
+  # The typed metrics.* and statusPage.* options, and their assertions.
+  endpoints = import ./endpoints.nix { inherit lib; };
+  metricsServes = program: "${program}'s `/metrics` (Prometheus) and `/debug/pprof/` (docs/monitoring.md)";
+  coordSettings = cfg.coordinator.settings;
+
 in
 {
   options.services.nico = {
@@ -215,6 +220,13 @@ in
       settings = mkOption {
         type = types.submodule {
           freeformType = settingsFormat.type;
+          options.metrics = endpoints.options { serves = metricsServes "the coordinator"; defaultListen = "127.0.0.1:9480"; clients = "scrapers"; };
+          options.statusPage = endpoints.options {
+            serves = "the read-only status page (docs/statuspage.md)";
+            defaultListen = "127.0.0.1:9490";
+            clients = "readers (whose Common Name must be root, nico-coordinator or nico-viewer)";
+            tlsNote = " With `tls.certFile` set it is TLS on loopback too.";
+          };
           options.etcd.endpoints = mkOption {
             type = types.listOf types.str;
             default = if cfg.seeds != [ ] then [ ] else [ cfg.settings.etcd.clientURL ];
@@ -424,6 +436,8 @@ in
             description = "Labels of this machine (key=value) in its Node. `topology` names its failure domain: the coordinator spreads etcd voters over its values.";
           };
 
+          metrics = endpoints.options { serves = metricsServes "the agent"; defaultListen = "127.0.0.1:9479"; clients = "scrapers"; };
+
           hypervisor.uri = mkOption {
             type = types.str;
             default = "qemu:///system";
@@ -502,7 +516,9 @@ in
           assertion = cfg.hypervisor.storagePools != { } -> isHypervisor;
           message = "services.nico.hypervisor.storagePools is set but services.nico.roles does not include \"hypervisor\" (roles are ${builtins.toJSON cfg.roles}).";
         }
-      ];
+      ] ++ endpoints.assertions "services.nico.settings.metrics" st.metrics inStore
+      ++ lib.optionals cfg.coordinator.enable (endpoints.assertions "services.nico.coordinator.settings.metrics" coordSettings.metrics inStore
+        ++ endpoints.assertions "services.nico.coordinator.settings.statusPage" coordSettings.statusPage inStore);
 
       warnings = lib.optional (st.gossip.advertise == sharedNATAddress)
         "services.nico.settings.gossip.advertise is ${sharedNATAddress}, the address QEMU's (and VirtualBox's) user-mode NAT gives every guest: other machines cannot reach this one there, and every such machine would advertise the same address. Set it to this host's address on the network the fleet shares (in NixOS VM tests, config.networking.primaryIPAddress).";

@@ -1,7 +1,8 @@
 // Package statuspage serves the coordinator's read-only status page: the
 // etcd members with role, health, raft index and learner progress, the
 // nodes with liveness and generation, the operation in flight, rollouts
-// with their current node, ETA and timeline, and machine pools.
+// with their current node, ETA and timeline, machine pools and
+// Kubernetes clusters.
 //
 // Every candidate renders the page itself from the store (and etcd's
 // member list), leader or not: each can read both, so nothing is

@@ -28,7 +28,9 @@ func newStore(t *testing.T, n int) (*etcdtest.Cluster, *store.Store) {
 // put writes obj where it lives.
 func put(t *testing.T, st *store.Store, obj api.Object) {
 	t.Helper()
-	obj.GetTypeMeta().APIVersion = api.Version
+	if obj.GetTypeMeta().APIVersion == "" { // a KubernetesCluster has its own
+		obj.GetTypeMeta().APIVersion = api.Version
+	}
 	if err := st.PutObject(context.Background(), obj); err != nil {
 		t.Fatalf("put %s %s: %v", obj.GetTypeMeta().Kind, obj.GetMetadata().Name, err)
 	}
@@ -48,7 +50,7 @@ func node(name string, ms api.MemberState) *api.Node {
 
 // fleet writes a fleet in the middle of things: a node with a generation
 // and liveness, a join in flight with its journal, a rollout on its second
-// node, a machine pool and the EtcdCluster.
+// node, a machine pool, a Kubernetes cluster and the EtcdCluster.
 func fleet(t *testing.T, st *store.Store, member string) {
 	t.Helper()
 	ctx := context.Background()
@@ -95,6 +97,16 @@ func fleet(t *testing.T, st *store.Store, member string) {
 	p.Spec.Count = 3
 	p.Status = api.MachinePoolStatus{Machines: 3, Running: 2, Pending: 1}
 	put(t, st, p)
+
+	k := api.NewKubernetesCluster("prod")
+	k.Spec.Version = "1.37.2"
+	k.Spec.ControlPlane.Machines = []string{member}
+	k.Status = api.KubernetesClusterStatus{Phase: api.ClusterProvisioning, ControlPlaneEndpoint: "10.0.0.1:6443",
+		ControlPlane: api.ReplicaStatus{Ready: 0, Total: 1, Machines: []string{member}},
+		Components:   []api.ComponentStatus{{Name: api.ComponentEtcd, ReplicaStatus: api.ReplicaStatus{Ready: 1, Total: 1}}, {Name: api.ComponentAPIServer, ReplicaStatus: api.ReplicaStatus{Total: 1}}},
+		Conditions:   []api.ClusterCondition{{Type: api.CondEtcdReady, Status: api.ConditionTrue}, {Type: api.CondAPIServerReady, Status: api.ConditionFalse, Reason: "NotAnswering"}},
+		Rollout:      "prod-1"}
+	put(t, st, k)
 
 	ec := api.NewEtcdCluster()
 	ec.Status.FaultTolerance = 0

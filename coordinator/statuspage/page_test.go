@@ -13,7 +13,7 @@ import (
 // store: members from etcd's member list (health and index asked of the
 // members, no EtcdCluster status row yet), nodes with liveness and
 // generation, the join in flight with its journal, the rollout with its
-// current node, ETA and timeline, and the pool.
+// current node, ETA and timeline, the pool and the Kubernetes cluster.
 func TestRenderPage(t *testing.T) {
 	c, st := newStore(t, 1)
 	member := c.Members[0].Name
@@ -48,6 +48,12 @@ func TestRenderPage(t *testing.T) {
 		`<b>cp-9</b> (control plane): Pending`,
 		`<tr id="pool-workers"><td>workers</td><td>3</td><td>3</td><td>2</td><td>1</td>`,
 		`fault tolerance 0 · etcd 3.6.0`,
+		`<tr id="kubernetes-prod" data-phase="Provisioning">`,
+		`<td>- / 1.37.2</td>`,
+		`0/1 ready`,
+		`kube-apiserver 0/1`,
+		`APIServerReady=False (NotAnswering)`,
+		`rollout prod-1`,
 		`new EventSource("events")`,
 	} {
 		if !strings.Contains(page, want) {

@@ -4,16 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
 	"io"
-	"log"
 	"log/slog"
-	"net"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/homystack/nico/pkg/httpserve"
 	"github.com/homystack/nico/pkg/pki"
 )
 
@@ -27,8 +24,8 @@ const ViewerIdentity = "nico-viewer"
 var ReaderIdentities = []string{pki.RootIdentity, pki.CoordinatorIdentity, ViewerIdentity}
 
 // ErrNeedsTLS: an address beyond loopback was given no TLS configuration
-// that requires client certificates.
-var ErrNeedsTLS = errors.New("statuspage: a listen address other than loopback needs TLS with client certificates")
+// that requires client certificates (httpserve's rule).
+var ErrNeedsTLS = httpserve.ErrNeedsTLS
 
 // keepAlive is how often an idle event stream gets a comment, so that
 // proxies and browsers keep it open.
@@ -45,46 +42,22 @@ type Server struct {
 	Hub *Hub
 	Log *slog.Logger
 
-	ln net.Listener
+	ep *httpserve.Endpoint
 }
 
-// Loopback tells whether the host of listen is "localhost" or a loopback IP.
-func Loopback(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil || host == "" {
-		return false
+// endpoint is the server's endpoint, made on first use.
+func (s *Server) endpoint() *httpserve.Endpoint {
+	if s.ep == nil {
+		s.ep = &httpserve.Endpoint{Name: "the status page", Listen: s.Listen, TLS: s.TLS, TLSOnLoopback: true, Handler: s.Handler(), Log: s.Log}
 	}
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
+	return s.ep
 }
 
 // Bind opens the listener (none for Listen ""), after checking the TLS rule.
-func (s *Server) Bind() error {
-	if s.Listen == "" {
-		return nil
-	}
-	secure := s.TLS != nil
-	if !Loopback(s.Listen) && (s.TLS == nil || s.TLS.ClientAuth != tls.RequireAndVerifyClientCert) {
-		return fmt.Errorf("%w: %q", ErrNeedsTLS, s.Listen)
-	}
-	ln, err := net.Listen("tcp", s.Listen)
-	if err != nil {
-		return fmt.Errorf("statuspage: listen on %s: %w", s.Listen, err)
-	}
-	if secure {
-		ln = tls.NewListener(ln, s.TLS)
-	}
-	s.ln = ln
-	return nil
-}
+func (s *Server) Bind() error { return s.endpoint().Bind() }
 
 // Addr is the bound address, "" before Bind.
-func (s *Server) Addr() string {
-	if s.ln == nil {
-		return ""
-	}
-	return s.ln.Addr().String()
-}
+func (s *Server) Addr() string { return s.endpoint().Addr() }
 
 // Handler serves "/" and "/events", to readers only when over TLS.
 func (s *Server) Handler() http.Handler {
@@ -176,41 +149,29 @@ func writeEvent(w io.Writer, b []byte) {
 // Run binds (unless Bind was called), then serves and runs the hub until
 // ctx ends.
 func (s *Server) Run(ctx context.Context) error {
-	if s.ln == nil {
+	if s.Addr() == "" {
 		if err := s.Bind(); err != nil {
 			return err
 		}
 	}
-	if s.ln == nil {
+	if s.Addr() == "" { // Listen "": nothing to serve, no store to watch
 		<-ctx.Done()
 		return nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	if s.Log != nil {
-		srv.ErrorLog = slog.NewLogLogger(s.Log.Handler(), slog.LevelDebug) // refused handshakes are the reader's problem
-		s.Log.Info("serving the status page", "addr", s.Addr(), "tls", s.TLS != nil)
-	} else {
-		srv.ErrorLog = log.New(io.Discard, "", 0)
-	}
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = s.Hub.Run(ctx) }()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(s.ln) }()
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		err = fmt.Errorf("statuspage: serve: %w", err)
-	}
-	cancel() // ends the event streams (their requests' context derives from ctx)
-	sctx, scancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer scancel()
-	_ = srv.Shutdown(sctx)
-	if err == nil {
-		<-errc
-	}
+	err := s.endpoint().Serve(ctx)
+	cancel()
 	<-hubDone
 	return err
+}
+
+// Start binds, then runs the page in the background until ctx ends or the
+// returned stop is called; stop waits for it. A refused TLS rule is
+// returned; an address that cannot be bound is logged and nothing is
+// served: the candidate must not stop over its status page.
+func (s *Server) Start(ctx context.Context) (stop func(), err error) {
+	return s.endpoint().Start(ctx, s.Run)
 }

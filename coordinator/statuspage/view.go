@@ -24,6 +24,8 @@ type View struct {
 	Op       *OpView
 	Rollouts []RolloutView
 	Pools    []PoolRow
+	// Kubernetes are the KubernetesCluster objects.
+	Kubernetes []KubernetesRow
 	// Problems are the parts that could not be read, each with its reason.
 	Problems []string
 }
@@ -88,6 +90,9 @@ func Read(ctx context.Context, st *store.Store, now time.Time) (View, error) {
 	for _, p := range pools {
 		v.Pools = append(v.Pools, PoolRow{Name: p.Metadata.Name, Count: p.Spec.Count, Machines: p.Status.Machines,
 			Running: p.Status.Running, Pending: p.Status.Pending, Conditions: p.Status.Conditions})
+	}
+	if v.Kubernetes, err = readKubernetes(ctx, st); err != nil {
+		problem("Kubernetes clusters", err)
 	}
 	return v, nil
 }

@@ -14,9 +14,12 @@ type Ctl struct {
 	Endpoints []string      // "endpoints": client URLs of the etcd cluster
 	Prefix    string        // "store.prefix"
 	Timeout   time.Duration // "timeout": how long to wait for an answer
-	Output    string        // "output" (-o): table, json or yaml
-	TLS       TLS           // nicoctl's client certificate (tls.go), root's by default
-	Secrets   Secrets       // the store's secrets key (secrets.go), for nicoctl token
+	// DialTimeout ("dialTimeout") bounds connecting to the endpoints (TCP
+	// and TLS): a host that never answers fails after it, not Timeout.
+	DialTimeout time.Duration
+	Output      string  // "output" (-o): table, json or yaml
+	TLS         TLS     // nicoctl's client certificate (tls.go), root's by default
+	Secrets     Secrets // the store's secrets key (secrets.go), for nicoctl token
 }
 
 // CtlFlags registers every key of nicoctl as a flag on fs, plus --config.
@@ -52,6 +55,7 @@ func ctlKeys(c *Ctl) ([]key, []rule) {
 			nonEmptyList("list the client URLs of the etcd cluster, e.g. https://10.0.0.1:2379"), each(httpsURL("https://10.0.0.1:2379")), noDuplicates),
 		stringKey("store.prefix", &c.Prefix, DefaultPrefix, "nico's keyspace prefix in etcd", storePrefix),
 		durationKey("timeout", &c.Timeout, 5*time.Second, "how long to wait for the cluster to answer", positive),
+		durationKey("dialTimeout", &c.DialTimeout, 2*time.Second, "how long to wait for a connection (TCP and TLS) to an endpoint before giving up on it; an endpoint that never answers fails after this, not --timeout", between(0, time.Minute, false)),
 		output,
 	}, append(tlsKeysChecked(&c.TLS, "root", anyPath), secretsKeys(&c.Secrets)...)...), nil
 }

@@ -1,10 +1,5 @@
 package config
 
-import (
-	"fmt"
-	"net"
-)
-
 // Default /metrics addresses: on loopback, where no TLS is needed
 // (docs/monitoring.md).
 const (
@@ -35,28 +30,7 @@ func metricsKeys(m *Metrics, def string) []key {
 
 // metricsRule: an address beyond loopback needs the three TLS files.
 func metricsRule(m *Metrics) rule {
-	return rule{keys: []string{"metrics.listen", "metrics.tls.certFile", "metrics.tls.keyFile", "metrics.tls.clientCAFile"}, check: func() error {
-		if m.Listen == "" || loopbackListen(m.Listen) {
-			return nil
-		}
-		if m.CertFile == "" || m.KeyFile == "" || m.ClientCAFile == "" {
-			return fmt.Errorf("%q is not accepted without metrics.tls.certFile, metrics.tls.keyFile and metrics.tls.clientCAFile; bind to loopback (e.g. 127.0.0.1:9479) or give the server certificate, its key and the CA of the scrapers' client certificates", m.Listen)
-		}
-		return nil
-	}}
-}
-
-// loopbackListen tells whether host:port names a loopback host.
-func loopbackListen(v string) bool {
-	host, _, err := net.SplitHostPort(v)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return endpointTLS{prefix: "metrics", listen: &m.Listen, certFile: &m.CertFile, keyFile: &m.KeyFile, clientCA: &m.ClientCAFile, example: DefaultAgentMetricsListen, clients: "scrapers'"}.rule()
 }
 
 // orEmpty accepts "" besides what check accepts.

@@ -15,8 +15,10 @@ import (
 var durationBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 
 // Coordinator holds the metrics of one coordinator candidate. Its gauges
-// that describe the cluster are set by the leader on each membership pass;
-// a candidate that follows exports them as it last saw them, and its
+// that describe the cluster are set by the leader on each membership pass.
+// A candidate that stops leading drops its per-member, per-node and
+// per-rollout series and reports no operation in flight; its cluster-wide
+// gauges (fault tolerance, voters) keep the values it last saw, and its
 // nico_coordinator_is_leader says so (alerts select on it).
 type Coordinator struct {
 	isLeader      prometheus.Gauge
@@ -96,6 +98,19 @@ func (c *Coordinator) Leading(yes bool) {
 	}
 	c.isLeader.Set(v)
 	c.leaderChanges.Inc()
+	if yes {
+		return
+	}
+	// A follower decides nothing: what it last saw of members, nodes and
+	// rollouts would read as the leader's, so those series go.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range []*prometheus.GaugeVec{c.learner, c.memberVoter, c.members, c.nodes, c.nodeLiveness, c.rollProgress, c.rollHalted} {
+		v.Reset()
+	}
+	clear(c.last)
+	c.inFlight.Set(0)
+	c.opAge.Set(0)
 }
 
 // MembershipPass records what the leader saw on one membership pass at

@@ -10,6 +10,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -142,5 +143,37 @@ func TestMembershipPassDropsSeriesThatWentAway(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(c.tolerance); got != -1 {
 		t.Errorf("fault tolerance of 2 voters, one unhealthy = %v, want -1 (quorum lost)", got)
+	}
+}
+
+// TestFollowerDropsWhatItLastSaw: a candidate that stops leading exports
+// no member, node or rollout series and no operation in flight; leading
+// again, its next pass sets them anew.
+func TestFollowerDropsWhatItLastSaw(t *testing.T) {
+	c := NewCoordinator(NewRegistry())
+	now := time.Unix(1000, 0)
+	obs := membership.Observed{
+		Members: []membership.Member{{ID: 1, Node: "cp-1", Leader: true, Healthy: true, RaftIndex: 10}, {ID: 2, Node: "cp-2", Learner: true, RaftIndex: 5}},
+		Nodes:   []*api.Node{{Metadata: api.ObjectMeta{Name: "cp-1"}}}, Alive: map[string]bool{"cp-1": true},
+	}
+	c.Leading(true)
+	c.MembershipPass(obs, nil, now)
+	ro := api.NewRollout("r1")
+	ro.Status.Phase = api.RolloutHalted
+	c.RolloutStep(ro, now)
+	c.inFlight.Set(1)
+	c.Leading(false)
+	for name, v := range map[string]*prometheus.GaugeVec{"learner": c.learner, "member voter": c.memberVoter, "members": c.members, "nodes": c.nodes, "liveness": c.nodeLiveness, "rollout progress": c.rollProgress, "rollout halted": c.rollHalted} {
+		if n := testutil.CollectAndCount(v); n != 0 {
+			t.Errorf("%s: %d series after leadership ended, want 0", name, n)
+		}
+	}
+	if got := testutil.ToFloat64(c.inFlight); got != 0 {
+		t.Errorf("in flight %v on a follower, want 0", got)
+	}
+	c.Leading(true)
+	c.MembershipPass(obs, nil, now)
+	if n := testutil.CollectAndCount(c.learner); n != 1 {
+		t.Errorf("learner series %d once leading again, want 1", n)
 	}
 }

@@ -17,18 +17,6 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 )
 
-// TestLoopback: only loopback hosts count; an empty host is every address.
-func TestLoopback(t *testing.T) {
-	for listen, want := range map[string]bool{
-		"127.0.0.1:9479": true, "127.0.0.2:9479": true, "[::1]:9479": true, "localhost:9479": true,
-		":9479": false, "0.0.0.0:9479": false, "10.0.0.1:9479": false, "nonsense": false,
-	} {
-		if got := Loopback(listen); got != want {
-			t.Errorf("Loopback(%q) = %v, want %v", listen, got, want)
-		}
-	}
-}
-
 // TestBeyondLoopbackNeedsClientCertificates: a server bound beyond loopback
 // refuses to start without TLS requiring client certificates, and once
 // started with it, answers neither /metrics nor pprof to a client without

@@ -6,6 +6,7 @@ import (
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/httpserve"
 	"github.com/homystack/nico/pkg/pki"
 )
 
@@ -14,7 +15,7 @@ import (
 // requiring client certificates of metrics.tls.clientCAFile.
 func ServerFor(m config.Metrics, reg *Registry, log *slog.Logger) (*Server, error) {
 	s := &Server{Listen: m.Listen, Registry: reg, Log: log}
-	if m.Listen != "" && !Loopback(m.Listen) {
+	if m.Listen != "" && !httpserve.Loopback(m.Listen) {
 		t, err := pki.ServerTLS(m.ClientCAFile, m.CertFile, m.KeyFile, true)
 		if err != nil {
 			return nil, err

@@ -42,7 +42,7 @@ type phase struct {
 // At the end every acknowledged write must be readable.
 func BenchmarkAvailability(b *testing.B) {
 	f := newFleet(b, "cp-1")
-	cli := etcdtest.Dial(b, pki.RootIdentity, time.Second, f.endpoints()...)
+	cli := etcdtest.Dial(b, pki.RootIdentity, time.Second, f.Endpoints()...)
 	defer cli.Close()
 	wctx, stopWriter := context.WithCancel(b.Context())
 	writes := make(chan []write, 1)
@@ -58,34 +58,26 @@ func BenchmarkAvailability(b *testing.B) {
 	time.Sleep(10 * time.Second)
 	mark("grow 1->5")
 	for i := 2; i <= 5; i++ {
-		f.start(f.agentConfig(fmt.Sprintf("cp-%d", i), false))
+		f.Start(f.AgentConfig(fmt.Sprintf("cp-%d", i), false))
 	}
-	if err := f.waitVoters(ctx, 5); err != nil {
-		b.Fatal(err)
-	}
+	f.WaitVoterCount(5*time.Minute, 5)
 	mark("quiet, 5 voters")
 	time.Sleep(5 * time.Second)
-	leader, err := f.etcdLeader(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mark("remove leader " + leader.cfg.Name)
+	leader := f.etcdLeader()
+	mark("remove leader " + leader.Cfg.Name)
 	if err := f.remove(ctx, leader); err != nil {
 		b.Fatal(err)
 	}
 	// Then a follower of the new leader: the first by name.
-	newLeader, err := f.etcdLeader(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
+	newLeader := f.etcdLeader()
 	var other *node
-	for _, n := range f.nodeList() {
+	for _, n := range f.Nodes() {
 		if n != newLeader {
 			other = n
 			break
 		}
 	}
-	mark("remove follower " + other.cfg.Name)
+	mark("remove follower " + other.Cfg.Name)
 	if err := f.remove(ctx, other); err != nil {
 		b.Fatal(err)
 	}
@@ -95,7 +87,7 @@ func BenchmarkAvailability(b *testing.B) {
 	stopWriter()
 	ws := <-writes
 
-	acked, lost, extra, err := verify(ctx, etcdtest.Dial(b, pki.RootIdentity, 0, f.endpoints()...), ws)
+	acked, lost, extra, err := verify(ctx, etcdtest.Dial(b, pki.RootIdentity, 0, f.Endpoints()...), ws)
 	if err != nil {
 		b.Fatal(err)
 	}

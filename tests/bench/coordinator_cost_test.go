@@ -18,6 +18,7 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -101,7 +102,7 @@ type costMember struct {
 }
 
 func startCostMember(ctx context.Context, tb testing.TB, bin etcdtest.Binary, name, peer, client, initial, state string) (*costMember, error) {
-	m := &costMember{name: name, peer: peer, client: client, rt: member.NewExec(bin.Path, member.WithTimings(tickInterval, electionTimeout))}
+	m := &costMember{name: name, peer: peer, client: client, rt: fleetkit.ExecRuntime(bin.Path)}
 	cfg := member.Config{
 		Name: name, DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
 		InitialCluster: initial, ClusterState: state, ClusterToken: "cost", TLS: etcdtest.MemberTLS(tb, name, peer, client),
@@ -161,7 +162,7 @@ func coordinatorCost(b *testing.B, bin etcdtest.Binary) (idle, joins cost) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	declareVoters(b, cst, 7)
+	fleetkit.SetVoters(b, cst, 7)
 	c := coordinator.New(coordinator.Config{Name: "cp-0", SessionTTL: 10 * time.Second, Policy: learnerPolicy, HealthTimeout: healthTimeout}, cst, benchLogger(b))
 	cctx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -15,23 +15,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/agent"
-	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
-	"github.com/homystack/nico/pkg/member"
-	"github.com/homystack/nico/pkg/membership"
-	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/fleetkit"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -42,25 +35,18 @@ var (
 )
 
 // Raft timings of every member in these benchmarks, nico's and the
-// baseline's alike.
+// baseline's alike, and the settings the agents and the coordinator run
+// with: the shared harness's (tests/fleetkit), as in tests/integration.
 const (
-	tickInterval    = 50 * time.Millisecond
-	electionTimeout = 500 * time.Millisecond
+	tickInterval    = fleetkit.TickInterval
+	electionTimeout = fleetkit.ElectionTimeout
+	agentRetry      = fleetkit.AgentRetry
+	coordResync     = fleetkit.CoordResync
+	healthTimeout   = fleetkit.HealthTimeout
 )
 
-// Settings the agents and the coordinator run with: those of
-// tests/integration.
-var (
-	agentRetry    = 500 * time.Millisecond
-	coordResync   = 200 * time.Millisecond
-	coordSession  = 2 * time.Second
-	healthTimeout = time.Second
-	learnerPolicy = membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second}
-)
-
-func newRuntime() member.Runtime {
-	return member.NewEmbedded(member.WithTimings(tickInterval, electionTimeout))
-}
+// learnerPolicy is the coordinators' membership policy.
+var learnerPolicy = fleetkit.DefaultPolicy
 
 func benchLogger(tb testing.TB) *slog.Logger {
 	if *flagLog == "" {
@@ -73,141 +59,59 @@ func benchLogger(tb testing.TB) *slog.Logger {
 	return log
 }
 
-// fleet is a bootstrap agent and a coordinator, and the agents started since.
+// fleet is the shared harness (tests/fleetkit) grown from a bootstrap
+// agent and one coordinator candidate.
 type fleet struct {
-	tb  testing.TB
-	log *slog.Logger
+	*fleetkit.Fleet
 	// cli is a raw client of the bootstrap member, for polls and data.
-	cli   *clientv3.Client
-	st    *store.Store
-	coord context.CancelFunc
-	done  chan error
-
-	mu    sync.Mutex
-	nodes map[string]*node
+	cli *clientv3.Client
+	// st is a store over the candidate's client.
+	st *store.Store
 }
 
 // node is one running agent.
-type node struct {
-	cfg    agent.Config
-	dir    string
-	cancel context.CancelFunc
-	done   chan error
-}
+type node = fleetkit.Node
 
 // newFleet bootstraps boot and runs a coordinator, and returns once the
 // member is a voter and the coordinator leads.
 func newFleet(tb testing.TB, boot string) *fleet {
-	f := &fleet{tb: tb, log: benchLogger(tb), nodes: map[string]*node{}, done: make(chan error, 1)}
-	// Cleanups run last first: the temporary directories must outlive the
-	// members, or etcd exits the process when it cannot purge its WAL.
-	_ = tb.TempDir()
-	tb.Cleanup(f.stop)
-	n := f.start(f.agentConfig(boot, true))
-	f.cli = etcdtest.NewClient(tb, n.cfg.ClientURL)
+	return bootFleet(tb, "c-"+boot, func(f *fleet) *node { return f.Start(f.AgentConfig(boot, true)) })
+}
+
+// bootFleet starts the bootstrap agent with startBoot, waits until its
+// member is a voter, asks for seven voters (the benchmarks want every
+// control-plane host they start a voter; a coordinator would write its
+// bootstrap default of three), then runs the candidate coord and returns
+// once it leads.
+func bootFleet(tb testing.TB, coord string, startBoot func(*fleet) *node) *fleet {
+	f := &fleet{Fleet: fleetkit.New(tb)}
+	f.Log = benchLogger(tb)
+	f.ClusterToken, f.Version = "nico-bench", "bench"
+	n := startBoot(f)
+	f.cli = etcdtest.NewClient(tb, n.Cfg.ClientURL)
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
-	if _, err := watchJoin(ctx, f.cli, n.cfg.PeerURL, time.Now())(); err != nil {
-		tb.Fatalf("bootstrap %s: %v", boot, err)
+	if _, err := watchJoin(ctx, f.cli, n.Cfg.PeerURL, time.Now())(); err != nil {
+		tb.Fatalf("bootstrap %s: %v", n.Name, err)
 	}
-	cli := etcdtest.Dial(tb, pki.CoordinatorIdentity, time.Second, n.cfg.ClientURL)
-	tb.Cleanup(func() { cli.Close() })
-	var err error
-	if f.st, err = store.New(cli, store.DefaultPrefix); err != nil {
-		tb.Fatal(err)
-	}
-	declareVoters(tb, f.st, 7)
-	c := coordinator.New(coordinator.Config{Name: "c-" + boot, SessionTTL: coordSession, Policy: learnerPolicy, ResyncInterval: coordResync, HealthTimeout: healthTimeout}, f.st, f.log)
-	cctx, stop := context.WithCancel(context.Background())
-	f.coord = stop
-	go func() { f.done <- c.Run(cctx) }()
-	for {
-		if name, _ := coordinator.Leader(ctx, f.st); name != "" {
-			return f
-		}
-		select {
-		case <-ctx.Done():
-			tb.Fatalf("coordinator not elected: %v", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// agentConfig is a control-plane agent on fresh loopback ports and a fresh
-// data dir, pointed at every running agent's member; on https URLs
-// (etcdtest.TLSDefault) with a pki.dir that start provisions.
-func (f *fleet) agentConfig(name string, bootstrap bool) agent.Config {
-	dir := f.tb.TempDir()
-	peer, client := etcdtest.URLs(f.tb)
-	cfg := agent.Config{
-		Name: name, Roles: []api.Role{api.RoleControlPlane}, Bootstrap: bootstrap,
-		DataDir: filepath.Join(dir, "etcd"), PeerURL: peer, ClientURL: client,
-		ClusterToken: "nico-bench", Endpoints: f.endpoints(), DialTimeout: 3 * time.Second,
-		Prefix: store.DefaultPrefix, HeartbeatTTL: 3 * time.Second, RetryInterval: agentRetry, Version: "bench",
-	}
-	if strings.HasPrefix(client, "https://") {
-		cfg.PKI.Dir = pki.Dir(filepath.Join(dir, "pki"))
-	}
-	return cfg
-}
-
-// provision gives a new agent what its join would have (fleetkit.Provision).
-func (f *fleet) provision(cfg agent.Config) { fleetkit.Provision(f.tb, cfg, f.endpoints()) }
-
-func (f *fleet) endpoints() []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var eps []string
-	for _, n := range f.nodes {
-		eps = append(eps, n.cfg.ClientURL)
-	}
-	slices.Sort(eps)
-	return eps
-}
-
-// nodeList returns the running agents ordered by name.
-func (f *fleet) nodeList() []*node {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	var ns []*node
-	for _, n := range f.nodes {
-		ns = append(ns, n)
-	}
-	slices.SortFunc(ns, func(a, b *node) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
-	return ns
-}
-
-// start runs an agent with cfg until it is removed or the fleet stops.
-func (f *fleet) start(cfg agent.Config) *node {
-	f.provision(cfg)
-	return f.run(cfg)
-}
-
-// run is start for a cfg already provisioned.
-func (f *fleet) run(cfg agent.Config) *node {
-	n := &node{cfg: cfg, dir: filepath.Dir(cfg.DataDir), done: make(chan error, 1)}
-	a := agent.New(cfg, newRuntime(), nopNotifier{}, f.log)
-	ctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	f.mu.Lock()
-	f.nodes[cfg.Name] = n
-	f.mu.Unlock()
-	go func() { n.done <- a.Run(ctx) }()
-	return n
+	f.SetVoters(7)
+	f.st = f.StartCoordinator(coord).Store
+	f.WaitLeader(60 * time.Second)
+	return f
 }
 
 // remove files a removal request for n, waits until the coordinator has
 // done it and the agent has stopped, and deletes the node's data.
 func (f *fleet) remove(ctx context.Context, n *node) error {
-	r := api.NewRemoveRequest(n.cfg.Name)
+	r := api.NewRemoveRequest(n.Name)
 	r.Metadata.CreatedAt = time.Now()
 	r.Spec.RequestedBy = "bench"
-	if err := f.st.Put(ctx, store.RemovalKey(n.cfg.Name), r); err != nil {
-		return fmt.Errorf("request removal of %s: %w", n.cfg.Name, err)
+	if err := f.st.Put(ctx, store.RemovalKey(n.Name), r); err != nil {
+		return fmt.Errorf("request removal of %s: %w", n.Name, err)
 	}
 	// Waited on a watch of the request; ctx bounds the wait.
 	var answer error
-	err := testwait.KeyUntil(ctx, f.st.Client(), store.RemovalKey(n.cfg.Name), 24*time.Hour, func(kv *mvccpb.KeyValue) (bool, string) {
+	err := testwait.KeyUntil(ctx, f.st.Client(), store.RemovalKey(n.Name), 24*time.Hour, func(kv *mvccpb.KeyValue) (bool, string) {
 		if kv == nil {
 			return true, "" // the agent clears its request once it has left
 		}
@@ -217,7 +121,7 @@ func (f *fleet) remove(ctx context.Context, n *node) error {
 		}
 		switch got.Status.Phase {
 		case api.RemoveRefused, api.RemoveFailed:
-			answer = fmt.Errorf("removal of %s: %s: %s", n.cfg.Name, got.Status.Phase, got.Status.Message)
+			answer = fmt.Errorf("removal of %s: %s: %s", n.Name, got.Status.Phase, got.Status.Message)
 			return true, ""
 		case api.RemoveDone:
 			return true, ""
@@ -225,87 +129,39 @@ func (f *fleet) remove(ctx context.Context, n *node) error {
 		return false, fmt.Sprintf("last phase %q", got.Status.Phase)
 	})
 	if err != nil {
-		return fmt.Errorf("removal of %s: %w", n.cfg.Name, err)
+		return fmt.Errorf("removal of %s: %w", n.Name, err)
 	}
 	if answer != nil {
 		return answer
 	}
 	select {
-	case err := <-n.done:
+	case err := <-n.Done:
+		n.Done <- err
 		if !errors.Is(err, agent.ErrRemoved) {
-			return fmt.Errorf("removed agent %s returned %v, want ErrRemoved", n.cfg.Name, err)
+			return fmt.Errorf("removed agent %s returned %v, want ErrRemoved", n.Name, err)
 		}
 	case <-ctx.Done():
-		return fmt.Errorf("removed agent %s did not stop: %w", n.cfg.Name, ctx.Err())
+		return fmt.Errorf("removed agent %s did not stop: %w", n.Name, ctx.Err())
 	}
-	n.done <- agent.ErrRemoved
-	f.mu.Lock()
-	delete(f.nodes, n.cfg.Name)
-	f.mu.Unlock()
-	return os.RemoveAll(n.dir)
+	// Its member must be gone before its data dir is.
+	select {
+	case <-n.Runtime.Done():
+	case <-ctx.Done():
+		return fmt.Errorf("member of removed agent %s did not exit: %w", n.Name, ctx.Err())
+	}
+	f.Forget(n.Name)
+	return os.RemoveAll(filepath.Dir(n.Cfg.DataDir))
 }
 
-// stop ends the coordinator, then every agent.
-func (f *fleet) stop() {
-	if f.coord != nil {
-		f.coord()
-		<-f.done
+// etcdLeader returns the node whose member leads etcd.
+func (f *fleet) etcdLeader() *node {
+	f.TB.Helper()
+	name := f.EtcdLeader()
+	n := f.Node(name)
+	if n == nil {
+		f.TB.Fatalf("etcd leader %q is no node of the fleet", name)
 	}
-	var wg sync.WaitGroup
-	for _, n := range f.nodeList() {
-		wg.Go(func() {
-			n.cancel()
-			select {
-			case <-n.done:
-			case <-time.After(30 * time.Second):
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// etcdLeader returns the node whose member leads etcd, asking each member
-// through the store's client, which follows the member list.
-func (f *fleet) etcdLeader(ctx context.Context) (*node, error) {
-	cli := f.st.Client()
-	for {
-		if ms, err := cli.MemberList(ctx); err == nil {
-			for _, m := range ms.Members {
-				if len(m.ClientURLs) == 0 {
-					continue
-				}
-				sctx, cancel := context.WithTimeout(ctx, time.Second)
-				st, err := cli.Status(sctx, m.ClientURLs[0])
-				cancel()
-				f.mu.Lock()
-				n := f.nodes[m.Name]
-				f.mu.Unlock()
-				if err == nil && st.Leader == m.ID && n != nil {
-					return n, nil
-				}
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("no etcd leader: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// waitVoters waits until the cluster has exactly n members, all voters.
-func (f *fleet) waitVoters(ctx context.Context, n int) error {
-	for {
-		ms, err := f.st.Client().MemberList(ctx)
-		if err == nil && len(ms.Members) == n && !slices.ContainsFunc(ms.Members, func(m *etcdserverpb.Member) bool { return m.IsLearner }) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %d voters: %w", n, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return n
 }
 
 // joinTimes are the moments, counted from the start of a join, at which the
@@ -364,22 +220,4 @@ func watchJoin(ctx context.Context, cli *clientv3.Client, peerURL string, t0 tim
 		}
 	}()
 	return func() (joinTimes, error) { r := <-ch; return r.jt, r.err }
-}
-
-type nopNotifier struct{}
-
-func (nopNotifier) Ready() error        { return nil }
-func (nopNotifier) Status(string) error { return nil }
-func (nopNotifier) Stopping() error     { return nil }
-
-// declareVoters writes the fleet's EtcdCluster asking for n voters before
-// a coordinator runs (it would write its bootstrap default of three): the
-// benchmarks want every control-plane host they start a voter.
-func declareVoters(tb testing.TB, st *store.Store, n int) {
-	tb.Helper()
-	ec := api.NewEtcdCluster()
-	ec.Spec.Voters = n
-	if err := st.Put(tb.Context(), store.EtcdClusterKey, ec); err != nil {
-		tb.Fatal(err)
-	}
 }

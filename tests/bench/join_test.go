@@ -5,13 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -176,11 +175,11 @@ func (f *fleet) join(ctx context.Context, name string) (joinTimes, error) {
 
 // add is join without the removal.
 func (f *fleet) add(ctx context.Context, name string) (joinTimes, *node, error) {
-	cfg := f.agentConfig(name, false)
-	f.provision(cfg) // untimed, as the baselines' certificates
+	cfg := f.AgentConfig(name, false)
+	fleetkit.Provision(f.TB, cfg, f.Endpoints()) // untimed, as the baselines' certificates
 	t0 := time.Now()
 	wait := watchJoin(ctx, f.cli, cfg.PeerURL, t0)
-	n := f.run(cfg)
+	n := f.Run(cfg, f.NewRuntime())
 	jt, err := wait()
 	return jt, n, err
 }
@@ -207,33 +206,14 @@ func stages(jts []joinTimes) (added, named, voter, removal summary) {
 // fill writes what fillWith says and returns the database size.
 func fill(ctx context.Context, cli *clientv3.Client, fillWith storeFill) (int64, error) {
 	val := strings.Repeat("x", fillWith.size)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1)) - 1
-				var err error
-				switch {
-				case i < fillWith.keys:
-					_, err = cli.Put(ctx, fmt.Sprintf("/bench/fill/%06d", i), val)
-				case i < fillWith.keys+fillWith.pad:
-					_, err = cli.Put(ctx, "/bench/pad", fmt.Sprint(i))
-				default:
-					return
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return 0, fmt.Errorf("fill: %w", err)
+	err := fleetkit.Fill(ctx, cli, 16, fillWith.keys+fillWith.pad, func(i int) (string, string) {
+		if i < fillWith.keys {
+			return fmt.Sprintf("/bench/fill/%06d", i), val
+		}
+		return "/bench/pad", fmt.Sprint(i)
+	})
+	if err != nil {
+		return 0, err
 	}
 	st, err := cli.Status(ctx, cli.Endpoints()[0])
 	if err != nil {

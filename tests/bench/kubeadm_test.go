@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -48,7 +49,7 @@ type kubeadmJoin struct {
 // timings as nico's members; its calls are retried every every.
 func newKubeadm(tb testing.TB, every time.Duration) *kubeadm {
 	peer, client := etcdtest.URLs(tb)
-	rt := newRuntime()
+	rt := fleetkit.EmbeddedRuntime()
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
 	log := benchLogger(tb).With("arm", "kubeadm", "every", every)
@@ -92,7 +93,7 @@ func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove f
 		return j, func() {}, fmt.Errorf("add learner: %w", err)
 	}
 	id := added.Member.ID
-	rt := newRuntime()
+	rt := fleetkit.EmbeddedRuntime()
 	started := make(chan error, 1)
 	go func() {
 		started <- rt.Start(ctx, member.Config{

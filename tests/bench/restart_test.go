@@ -2,10 +2,7 @@ package bench
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
-
-	"github.com/homystack/nico/agent"
 
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/member"
@@ -100,18 +97,3 @@ func (a restartApplier) Apply(ctx context.Context, gen apply.Generation) (apply.
 }
 
 func (a restartApplier) Current(ctx context.Context) (string, error) { return a.next.Current(ctx) }
-
-// startWith runs an agent with cfg and runtime rt (the harness's start
-// makes its own runtime).
-func (f *fleet) startWith(cfg agent.Config, rt member.Runtime) *node {
-	f.provision(cfg)
-	n := &node{cfg: cfg, dir: filepath.Dir(cfg.DataDir), done: make(chan error, 1)}
-	a := agent.New(cfg, rt, nopNotifier{}, f.log)
-	ctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	f.mu.Lock()
-	f.nodes[cfg.Name] = n
-	f.mu.Unlock()
-	go func() { n.done <- a.Run(ctx) }()
-	return n
-}

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/homystack/nico/agent"
-	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -38,7 +38,7 @@ var (
 func BenchmarkRollout(b *testing.B) {
 	cps, dps := *flagRollCP, *flagRollDP
 	f := newRollBenchFleet(b, cps, dps)
-	cli := etcdtest.Dial(b, pki.RootIdentity, time.Second, f.endpoints()...)
+	cli := etcdtest.Dial(b, pki.RootIdentity, time.Second, f.Endpoints()...)
 	defer cli.Close()
 	wctx, stopWriter := context.WithCancel(b.Context())
 	writes := make(chan []write, 1)
@@ -142,9 +142,6 @@ func BenchmarkRollout(b *testing.B) {
 // coordinator; it returns once every member is a voter and every node has
 // applied generation 1 (a first rollout, not measured).
 func newRollBenchFleet(b *testing.B, cps, dps int) *fleet {
-	f := &fleet{tb: b, log: benchLogger(b), nodes: map[string]*node{}, done: make(chan error, 1)}
-	_ = b.TempDir()
-	b.Cleanup(f.stop)
 	secs := fmt.Sprintf("%.3f", flagRollApply.Seconds())
 	withApplier := func(cfg agent.Config) agent.Config {
 		x, err := apply.NewExec(apply.ExecConfig{Command: []string{"sleep", secs}, Gate: apply.Gate{Interval: 50 * time.Millisecond}})
@@ -154,44 +151,26 @@ func newRollBenchFleet(b *testing.B, cps, dps int) *fleet {
 		cfg.Applier = x
 		return cfg
 	}
-	startCP := func(cfg agent.Config) *node {
+	startCP := func(f *fleet, cfg agent.Config) *node {
 		cfg = withApplier(cfg)
 		if !*flagRollRestart {
-			return f.start(cfg)
+			return f.Start(cfg)
 		}
-		rt := newRestarting(newRuntime())
+		rt := newRestarting(fleetkit.EmbeddedRuntime())
 		cfg.Applier = restartApplier{rt: rt, next: cfg.Applier}
-		return f.startWith(cfg, rt)
+		return f.StartWith(cfg, rt)
 	}
-	boot := startCP(f.agentConfig("cp-01", true))
+	f := bootFleet(b, "c-1", func(f *fleet) *node { return startCP(f, f.AgentConfig("cp-01", true)) })
 	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
-	bootCli := etcdtest.Dial(b, pki.RootIdentity, 0, boot.cfg.ClientURL)
-	b.Cleanup(func() { bootCli.Close() })
-	if _, err := watchJoin(ctx, bootCli, boot.cfg.PeerURL, time.Now())(); err != nil {
-		b.Fatalf("bootstrap: %v", err)
-	}
-	cli := etcdtest.Dial(b, pki.CoordinatorIdentity, time.Second, boot.cfg.ClientURL)
-	b.Cleanup(func() { cli.Close() })
-	var err error
-	if f.st, err = store.New(cli, store.DefaultPrefix); err != nil {
-		b.Fatal(err)
-	}
-	declareVoters(b, f.st, 7)
-	c := coordinator.New(coordinator.Config{Name: "c-1", SessionTTL: coordSession, Policy: learnerPolicy, ResyncInterval: coordResync, HealthTimeout: healthTimeout}, f.st, f.log)
-	cctx, stop := context.WithCancel(context.Background())
-	f.coord = stop
-	go func() { f.done <- c.Run(cctx) }()
 	for i := 2; i <= cps; i++ {
-		startCP(f.agentConfig(fmt.Sprintf("cp-%02d", i), false))
+		startCP(f, f.AgentConfig(fmt.Sprintf("cp-%02d", i), false))
 	}
-	if err := f.waitVoters(ctx, cps); err != nil {
-		b.Fatal(err)
-	}
+	f.WaitVoterCount(5*time.Minute, cps)
 	for i := 1; i <= dps; i++ {
-		cfg := f.agentConfig(fmt.Sprintf("dp-%02d", i), false)
+		cfg := f.AgentConfig(fmt.Sprintf("dp-%02d", i), false)
 		cfg.Roles = []api.Role{api.RoleWorker}
-		f.start(withApplier(cfg))
+		f.Start(withApplier(cfg))
 	}
 	// Every node registered and alive, then a first generation everywhere.
 	for {

@@ -1,6 +1,3 @@
-// Package fleetkit holds what the harnesses of tests/integration and
-// tests/bench share (test packages cannot import each other): giving an
-// in-process agent what its join would have given it.
 package fleetkit
 
 import (

@@ -26,6 +26,7 @@ import (
 	"github.com/homystack/nico/pkg/secretbox"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
@@ -60,13 +61,13 @@ func TestCARotation(t *testing.T) {
 
 	t0 := time.Now()
 	cp1 := r.startMachine("cp-1", api.RoleControlPlane, true)
-	f.waitVoters(60*time.Second, "cp-1")
+	f.WaitVoters(60*time.Second, "cp-1")
 	r.startServices(cp1)
 	cp2 := r.startMachine("cp-2", api.RoleControlPlane, false)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2")
 	r.startServices(cp2)
 	cp3 := r.startMachine("cp-3", api.RoleControlPlane, false)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	r.startServices(cp3)
 	w1 := r.startMachine("w-1", api.RoleWorker, false)
 	r.waitHealthy(w1)
@@ -75,7 +76,7 @@ func TestCARotation(t *testing.T) {
 	step("starting the fleet", t0)
 
 	// The new CA, made by the operator off the fleet.
-	out := filepath.Join(f.tempDir(), "ca-next")
+	out := filepath.Join(f.TempDir(), "ca-next")
 	r.nicoctl(0, "ca", "new", "--out", out, "--common-name", "nico CA next")
 	nd := pki.Dir(out)
 	next, err := pki.LoadCA(nd.CACert(), nd.CAKey())
@@ -83,7 +84,7 @@ func TestCARotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.next = next
-	oldFile := filepath.Join(f.tempDir(), "old-ca.crt")
+	oldFile := filepath.Join(f.TempDir(), "old-ca.crt")
 	if err := pki.WriteFile(oldFile, r.old.CertPEM); err != nil {
 		t.Fatal(err)
 	}
@@ -153,9 +154,9 @@ func TestCARotation(t *testing.T) {
 	}
 	// Every member, agent and coordinator works with the new CA alone.
 	cli := r.newClient(cps, r.newRoot(cp1))
-	waitVotersThrough(r.t, cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
+	fleetkit.WaitVotersThrough(r.t, cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
 	for _, m := range all {
-		if !m.n.agent.Healthy() {
+		if !m.n.Agent.Healthy() {
 			t.Errorf("%s is not healthy at the end", m.name)
 		}
 	}
@@ -271,7 +272,7 @@ func (r *rotation) stopServices() {
 // startMachine provisions a machine from the test CA (the old one) and
 // runs its agent.
 func (r *rotation) startMachine(name string, role api.Role, bootstrap bool) *machine {
-	cfg := r.f.agentConfig(name, bootstrap)
+	cfg := r.f.AgentConfig(name, bootstrap)
 	cfg.Roles = []api.Role{role}
 	m := &machine{name: name, cfg: cfg}
 	r.machines = append(r.machines, m)
@@ -284,7 +285,7 @@ func (r *rotation) startMachine(name string, role api.Role, bootstrap bool) *mac
 		}
 		m.joinListen = fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(r.t))
 	}
-	r.f.provision(cfg)
+	fleetkit.Provision(r.t, cfg, r.f.Endpoints())
 	r.runAgent(m)
 	return m
 }
@@ -292,14 +293,7 @@ func (r *rotation) startMachine(name string, role api.Role, bootstrap bool) *mac
 // runAgent runs m's agent on a fresh runtime (its data dir and pki.dir are
 // kept), as the machine's service manager would.
 func (r *rotation) runAgent(m *machine) {
-	n := &node{name: m.name, cfg: m.cfg, runtime: r.f.newRuntime(), done: make(chan error, 1), notify: &notifier{}}
-	n.agent = agent.New(m.cfg, n.runtime, n.notify, r.f.log.With("test-node", m.name))
-	ctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	go func() { n.done <- n.agent.Run(ctx) }()
-	r.f.mu.Lock()
-	r.f.nodes[m.name] = n
-	r.f.mu.Unlock()
+	n := r.f.Run(m.cfg, r.f.NewRuntime())
 	m.n = n
 }
 
@@ -324,13 +318,13 @@ func (r *rotation) startServices(m *machine) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	c := coordinator.New(coordinator.Config{Name: "c-" + m.name, SessionTTL: 2 * time.Second, Policy: r.f.policy, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second}, st, r.f.log.With("test-coord", m.name))
+	c := coordinator.New(coordinator.Config{Name: "c-" + m.name, SessionTTL: 2 * time.Second, Policy: r.f.Policy, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second}, st, r.f.Log.With("test-coord", m.name))
 	m.coord = runService(func(ctx context.Context) error { return c.Run(ctx) }, func() { cli.Close() })
 	if m.joinListen != "" {
 		je := joinendpoint.New(joinendpoint.Config{
 			Name: m.name, Dir: d, Listen: m.joinListen, Endpoints: []string{m.cfg.ClientURL},
 			Prefix: m.cfg.Prefix, Poll: 100 * time.Millisecond,
-		}, r.f.log.With("test-node", m.name))
+		}, r.f.Log.With("test-node", m.name))
 		m.je = runService(je.Run, nil)
 	}
 }
@@ -344,12 +338,10 @@ func runService(fn func(context.Context) error, closeFn func()) *service {
 
 // cpEndpoints are the client URLs of the control-plane machines.
 func (r *rotation) cpEndpoints() []string {
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
 	var eps []string
-	for _, n := range r.f.nodes {
-		if n.cfg.Roles[0] == api.RoleControlPlane {
-			eps = append(eps, n.cfg.ClientURL)
+	for _, n := range r.f.Nodes() {
+		if n.Cfg.Roles[0] == api.RoleControlPlane {
+			eps = append(eps, n.Cfg.ClientURL)
 		}
 	}
 	slices.Sort(eps)
@@ -369,7 +361,7 @@ func (r *rotation) restart(m *machine) {
 		r.t.Errorf("%s coordinator: %v", m.name, err)
 	}
 	m.je, m.coord = nil, nil
-	if err := m.n.stop(); err != nil && !errors.Is(err, context.Canceled) {
+	if err := m.n.Stop(); err != nil && !errors.Is(err, context.Canceled) {
 		r.t.Fatalf("stopping %s: %v", m.name, err)
 	}
 	r.runAgent(m)
@@ -377,7 +369,7 @@ func (r *rotation) restart(m *machine) {
 	if m.controlPlane() {
 		r.startServices(m)
 		cli := r.newClient(nil, r.rootOf(m))
-		waitVotersThrough(r.t, cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
+		fleetkit.WaitVotersThrough(r.t, cli, 60*time.Second, "cp-1", "cp-2", "cp-3")
 	}
 	r.t.Logf("CA rotation: restarted %s in %s", m.name, time.Since(t0).Round(time.Millisecond))
 }
@@ -388,12 +380,12 @@ func (r *rotation) waitHealthy(m *machine) {
 	n := m.n
 	testwait.For(r.t, 90*time.Second, m.name+" healthy", func() (bool, string) {
 		select {
-		case err := <-n.done:
-			n.done <- err
+		case err := <-n.Done:
+			n.Done <- err
 			r.t.Fatalf("%s's agent stopped: %v", m.name, err)
 		default:
 		}
-		return n.agent.Healthy(), "not healthy"
+		return n.Agent.Healthy(), "not healthy"
 	})
 }
 
@@ -411,10 +403,8 @@ func (r *rotation) waitHeartbeat(m *machine) {
 }
 
 func (r *rotation) cp1() *machine {
-	r.f.mu.Lock()
-	defer r.f.mu.Unlock()
-	n := r.f.nodes["cp-1"]
-	return &machine{name: "cp-1", cfg: n.cfg}
+	n := r.f.Node("cp-1")
+	return &machine{name: "cp-1", cfg: n.Cfg}
 }
 
 // rootOf presents m's root certificate, read on every handshake (it

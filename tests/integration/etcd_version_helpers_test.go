@@ -28,7 +28,7 @@ func (f *fleet) setEtcdVersion(v string) {
 // editEtcdCluster changes the EtcdCluster, retrying on a concurrent write.
 func (f *fleet) editEtcdCluster(what string, edit func(*api.EtcdCluster)) {
 	f.t.Helper()
-	st := f.store()
+	st := f.Store()
 	testwait.For(f.t, 10*time.Second, what+" written", func() (bool, string) {
 		ec := &api.EtcdCluster{}
 		if err := st.Get(f.t.Context(), store.EtcdClusterKey, ec); err != nil {
@@ -53,13 +53,13 @@ func (f *fleet) waitVersionPasses(c *coord, n int) {
 	last := time.Now()
 	for i := range n {
 		testwait.For(f.t, 30*time.Second, fmt.Sprintf("etcd-version pass %d", i+1), func() (bool, string) {
-			for _, h := range c.c.Health() {
+			for _, h := range c.C.Health() {
 				if h.Name == "etcd-version" && h.LastSuccess.After(last) {
 					last = h.LastSuccess
 					return true, ""
 				}
 			}
-			return false, fmt.Sprintf("%+v", c.c.Health())
+			return false, fmt.Sprintf("%+v", c.C.Health())
 		})
 	}
 }
@@ -67,7 +67,7 @@ func (f *fleet) waitVersionPasses(c *coord, n int) {
 // waitEtcdVersions waits until every named node reports running etcd v.
 func (f *fleet) waitEtcdVersions(within time.Duration, v string, names ...string) {
 	f.t.Helper()
-	st := f.store()
+	st := f.Store()
 	testwait.For(f.t, within, "nodes "+fmt.Sprint(names)+" on etcd "+v, func() (bool, string) {
 		var off []string
 		for _, name := range names {

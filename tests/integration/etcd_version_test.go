@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -38,21 +39,17 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFleet(t)
-	f.newRuntime = func() member.Runtime {
-		return member.NewExec(paths["3.6.16"], member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+	f.NewRuntime = func() member.Runtime {
+		return fleetkit.ExecRuntime(paths["3.6.16"],
 			member.WithBinaries(byVersion), member.WithBinaryVersion("3.6.16"))
 	}
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	c := f.startCoordinator("c-1")
-	f.start(f.agentConfig("cp-2", false))
-	f.start(f.agentConfig("cp-3", false))
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Grow("c-1", "cp-1", "cp-2", "cp-3")
+	c := f.Coord("c-1")
 	nodes := []string{"cp-1", "cp-2", "cp-3"}
 	f.waitEtcdVersions(30*time.Second, "3.6.16", nodes...)
 	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
 
-	st := f.store()
+	st := f.Store()
 	ctx := t.Context()
 	// Every write to etcdversions/ from here on, to check the refusals.
 	start, err := st.Client().Get(ctx, "x")
@@ -68,17 +65,17 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 			t.Fatalf("spec.version %s (refused) wrote desired versions: %v %v", refused, resp, err)
 		}
 	}
-	adm := etcdadmin.New(f.client(), time.Second)
+	adm := etcdadmin.New(f.Client(), time.Second)
 	t.Cleanup(adm.Close)
-	if vs, err := adm.VersionState(ctx, f.nodes["cp-1"].cfg.ClientURL); err != nil || vs.Downgrading || vs.Cluster != "3.6.0" {
+	if vs, err := adm.VersionState(ctx, f.Node("cp-1").Cfg.ClientURL); err != nil || vs.Downgrading || vs.Cluster != "3.6.0" {
 		t.Fatalf("after refused paths: %+v %v, want cluster 3.6.0 and no downgrade", vs, err)
 	}
 
-	w := startWorkload(t, f.client())
+	w := startWorkload(t, f.Client())
 	f.setEtcdVersion("3.7.3")
 	f.waitEtcdVersions(3*time.Minute, "3.7.3", nodes...)
 	testwait.For(t, 60*time.Second, "cluster version 3.7.0 and the slot free", func() (bool, string) {
-		vs, err := adm.VersionState(ctx, f.nodes["cp-1"].cfg.ClientURL)
+		vs, err := adm.VersionState(ctx, f.Node("cp-1").Cfg.ClientURL)
 		if err != nil {
 			return false, err.Error()
 		}
@@ -93,13 +90,13 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 	// A restarted agent, whose runtime defaults to 3.6.16, starts its
 	// member on the version that last served its data (3.6.16 would
 	// refuse the 3.7 schema).
-	n3 := f.nodes["cp-3"]
-	if err := n3.stop(); err != nil && !errors.Is(err, context.Canceled) {
+	n3 := f.Node("cp-3")
+	if err := n3.Stop(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	f.startWith(n3.cfg, f.newRuntime())
+	f.StartWith(n3.Cfg, f.NewRuntime())
 	f.waitEtcdVersions(60*time.Second, "3.7.3", "cp-3")
-	f.waitVoters(60*time.Second, nodes...)
+	f.WaitVoters(60*time.Second, nodes...)
 
 	// The refused versions were never asked of any node.
 	hist, err := st.Client().Get(ctx, store.EtcdVersionsDir, clientv3.WithPrefix())
@@ -138,24 +135,19 @@ func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFleet(t)
-	f.newRuntime = func() member.Runtime {
-		return member.NewExec(paths["3.7.3"], member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+	f.NewRuntime = func() member.Runtime {
+		return fleetkit.ExecRuntime(paths["3.7.3"],
 			member.WithBinaries(byVersion), member.WithBinaryVersion("3.7.3"))
 	}
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	f.start(f.agentConfig("cp-2", false))
-	f.start(f.agentConfig("cp-3", false))
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 	nodes := []string{"cp-1", "cp-2", "cp-3"}
 	f.waitEtcdVersions(30*time.Second, "3.7.3", nodes...)
 	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
-	adm := etcdadmin.New(f.client(), time.Second)
+	adm := etcdadmin.New(f.Client(), time.Second)
 	t.Cleanup(adm.Close)
-	url := f.nodes["cp-1"].cfg.ClientURL
+	url := f.Node("cp-1").Cfg.ClientURL
 
-	w := startWorkload(t, f.client())
+	w := startWorkload(t, f.Client())
 	f.setEtcdVersion("3.6.16")
 	testwait.For(t, 60*time.Second, "the downgrade enabled", func() (bool, string) {
 		vs, err := adm.VersionState(t.Context(), url)
@@ -205,16 +197,11 @@ func TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion(t *testing.T) {
 
 func testVersionRollHalts(t *testing.T, old string, binaries map[string]string) {
 	f := newFleet(t)
-	f.newRuntime = func() member.Runtime {
-		return member.NewExec(old, member.WithTimings(50*time.Millisecond, 500*time.Millisecond),
+	f.NewRuntime = func() member.Runtime {
+		return fleetkit.ExecRuntime(old,
 			member.WithBinaries(binaries), member.WithBinaryVersion("3.6.16"))
 	}
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	f.start(f.agentConfig("cp-2", false))
-	f.start(f.agentConfig("cp-3", false))
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 	nodes := []string{"cp-1", "cp-2", "cp-3"}
 	f.waitEtcdVersions(30*time.Second, "3.6.16", nodes...)
 	waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
@@ -223,7 +210,7 @@ func testVersionRollHalts(t *testing.T, old string, binaries map[string]string) 
 		ec.Spec.Version = "3.7.3"
 		ec.Spec.Policy.VersionStepTimeout = api.Duration(3 * time.Second)
 	})
-	st := f.store()
+	st := f.Store()
 	var asked string
 	testwait.For(t, 60*time.Second, "a node that reports it cannot run 3.7.3", func() (bool, string) {
 		resp, err := st.Client().Get(t.Context(), store.EtcdVersionsDir, clientv3.WithPrefix())
@@ -248,13 +235,13 @@ func testVersionRollHalts(t *testing.T, old string, binaries map[string]string) 
 	if err := st.Get(t.Context(), store.OpKey("etcdversion-"+asked+"-3.7.3"), op); err != nil || op.Status.Phase != api.OpFailed {
 		t.Fatalf("the halted step's operation: %+v %v, want Failed", op.Status, err)
 	}
-	f.waitVersionPasses(f.coords["c-1"], 2)
+	f.waitVersionPasses(f.Coord("c-1"), 2)
 	resp, err := st.Client().Get(t.Context(), store.EtcdVersionsDir, clientv3.WithPrefix())
 	if err != nil || len(resp.Kvs) != 1 {
 		t.Fatalf("after the halt %d nodes were asked (%v), want only %s", len(resp.Kvs), err, asked)
 	}
 	f.waitEtcdVersions(10*time.Second, "3.6.16", nodes...)
-	if bad := unhealthyMembers(t.Context(), f.client()); len(bad) > 0 {
+	if bad := fleetkit.UnhealthyMembers(t.Context(), f.Client()); len(bad) > 0 {
 		t.Fatalf("unhealthy members after the halt: %v", bad)
 	}
 }

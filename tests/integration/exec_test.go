@@ -19,20 +19,15 @@ func TestExecRuntime(t *testing.T) {
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
 			f := newFleet(t)
-			f.newRuntime = func() member.Runtime { return member.NewExec(bin.Path) }
-			f.start(f.agentConfig("cp-1", true))
-			f.waitVoters(30*time.Second, "cp-1")
-			f.startCoordinator("c-1")
-			f.start(f.agentConfig("cp-2", false))
-			f.start(f.agentConfig("cp-3", false))
-			f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+			f.NewRuntime = func() member.Runtime { return member.NewExec(bin.Path) }
+			f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 
-			leader := f.etcdLeader()
+			leader := f.EtcdLeader()
 			f.requestRemoval(leader, false)
 			waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey(leader), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
 			select {
-			case err := <-f.nodes[leader].done:
-				f.nodes[leader].done <- err
+			case err := <-f.Node(leader).Done:
+				f.Node(leader).Done <- err
 				if !errors.Is(err, agent.ErrRemoved) {
 					t.Fatalf("removed agent returned %v", err)
 				}

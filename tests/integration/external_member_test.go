@@ -34,11 +34,11 @@ func TestExternalMember(t *testing.T) {
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
 			f := newFleet(t)
-			f.newRuntime = func() member.Runtime { return member.NewExec(bin.Path) }
-			f.start(f.agentConfig("cp-1", true))
-			f.waitVoters(30*time.Second, "cp-1")
-			f.startCoordinator("c-1")
-			st := f.store()
+			f.NewRuntime = func() member.Runtime { return member.NewExec(bin.Path) }
+			f.Start(f.AgentConfig("cp-1", true))
+			f.WaitVoters(30*time.Second, "cp-1")
+			f.StartCoordinator("c-1")
+			st := f.Store()
 			waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "the bootstrap EtcdCluster", func(*api.EtcdCluster) bool { return true })
 
 			peer, client := etcdtest.URLs(t)
@@ -57,14 +57,14 @@ func TestExternalMember(t *testing.T) {
 			}
 
 			proc := startExternalEtcd(t, bin.Path, ext.Name, peer, client, start)
-			f.waitVoters(60*time.Second, "cp-1", "ext-1")
+			f.WaitVoters(60*time.Second, "cp-1", "ext-1")
 			waitObj[api.EtcdCluster](f, 30*time.Second, store.EtcdClusterKey, "status.external cleared once ext-1 is a voter", func(ec *api.EtcdCluster) bool {
 				return len(ec.Status.External) == 0 && len(ec.Spec.Members) == 1
 			})
 
 			// nicoctl counts it as the planner does: a healthy voter, no ghost.
 			root := etcdtest.IssueFiles(t, t.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
-			code, out, errb := runNicoctl(t, "--endpoints", strings.Join(f.endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key, "status", "-o", "json")
+			code, out, errb := runNicoctl(t, "--endpoints", strings.Join(f.Endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key, "status", "-o", "json")
 			var v struct {
 				Voters        int  `json:"voters"`
 				HealthyVoters int  `json:"healthyVoters"`
@@ -76,20 +76,20 @@ func TestExternalMember(t *testing.T) {
 
 			// Two voters, one of them external: a node's join needs both
 			// healthy, so it goes on only if ext-1 counts for quorum.
-			f.start(f.agentConfig("cp-2", false))
-			f.waitVoters(90*time.Second, "cp-1", "cp-2", "ext-1")
+			f.Start(f.AgentConfig("cp-2", false))
+			f.WaitVoters(90*time.Second, "cp-1", "cp-2", "ext-1")
 
 			// It leads when it leaves the spec: leadership moves first.
 			moveLeaderTo(t, f, peer)
-			c := f.coords["c-1"]
-			for len(c.steps) > 0 {
-				<-c.steps
+			c := f.Coord("c-1")
+			for len(c.Steps) > 0 {
+				<-c.Steps
 			}
 			setExternalMembers(t, st)
-			f.waitVoters(60*time.Second, "cp-1", "cp-2")
+			f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 			var actions []string
-			for len(c.steps) > 0 {
-				if s := <-c.steps; s.Action != membership.Wait {
+			for len(c.Steps) > 0 {
+				if s := <-c.Steps; s.Action != membership.Wait {
 					actions = append(actions, string(s.Action))
 				}
 			}
@@ -143,7 +143,7 @@ func setExternalMembers(t *testing.T, st *store.Store, members ...api.EtcdMember
 // current leader.
 func moveLeaderTo(t *testing.T, f *fleet, peer string) {
 	t.Helper()
-	cli := f.client()
+	cli := f.Client()
 	defer cli.Close()
 	testwait.For(t, 30*time.Second, "leadership at "+peer, func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -181,7 +181,7 @@ func moveLeaderTo(t *testing.T, f *fleet, peer string) {
 
 // isLearner tells whether the member at peer is a learner.
 func isLearner(f *fleet, peer string) (bool, error) {
-	cli := f.client()
+	cli := f.Client()
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

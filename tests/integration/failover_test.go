@@ -19,32 +19,32 @@ import (
 // finishes the join.
 func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
 	var once sync.Once
 	crashed := make(chan struct{})
 	var c1 *coord
-	c1 = f.startCoordinator("c-1", func(c *coord) {
-		c.c.AfterSideEffect = func(s membership.Step) {
+	c1 = f.StartCoordinator("c-1", func(c *coord) {
+		c.C.AfterSideEffect = func(s membership.Step) {
 			if s.Action == membership.AddLearner {
-				once.Do(func() { c1.cli.Close(); close(crashed) })
+				once.Do(func() { c1.Cli.Close(); close(crashed) })
 			}
 		}
 	})
-	testwait.For(t, 20*time.Second, "c-1 leads", func() (bool, string) { n := f.leaderName(); return n == "c-1", n })
-	f.startCoordinator("c-2")
+	testwait.For(t, 20*time.Second, "c-1 leads", func() (bool, string) { n := f.LeaderName(); return n == "c-1", n })
+	f.StartCoordinator("c-2")
 
-	rt := &gated{Runtime: f.newRuntime(), open: make(chan struct{})}
-	f.startWith(f.agentConfig("cp-2", false), rt)
+	rt := &gated{Runtime: f.NewRuntime(), open: make(chan struct{})}
+	f.StartWith(f.AgentConfig("cp-2", false), rt)
 	select {
 	case <-crashed:
 	case <-time.After(60 * time.Second):
 		t.Fatal("leader never added the learner")
 	}
-	go c1.stop()
-	testwait.For(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.leaderName(); return n == "c-2", n })
+	go c1.Stop()
+	testwait.For(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.LeaderName(); return n == "c-2", n })
 	close(rt.open)
-	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 	// The join request and the op are closed in one transaction.
 	waitObj[api.JoinRequest](f, 30*time.Second, store.JoinKey("cp-2"), "join closed", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined })
 
@@ -71,16 +71,16 @@ func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 // old fence; every decision it tries is refused.
 func TestDeposedLeaderCannotWrite(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
 	fences := make(chan store.Fence, 4)
-	c1 := f.startCoordinator("c-1", func(c *coord) { c.c.Elected = func(fe store.Fence) { fences <- fe } })
+	c1 := f.StartCoordinator("c-1", func(c *coord) { c.C.Elected = func(fe store.Fence) { fences <- fe } })
 	old := <-fences
-	c1.crash()
-	f.startCoordinator("c-2")
-	testwait.For(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.leaderName(); return n == "c-2", n })
+	c1.Crash()
+	f.StartCoordinator("c-2")
+	testwait.For(t, 30*time.Second, "c-2 takes over", func() (bool, string) { n := f.LeaderName(); return n == "c-2", n })
 
-	st := f.store()
+	st := f.Store()
 	op, _ := store.PutOp(store.OpKey("forged"), api.NewOperation("forged"))
 	if _, err := st.FencedTxn(t.Context(), old, nil, op); err == nil || !strings.Contains(err.Error(), store.ErrNotLeader.Error()) {
 		t.Fatalf("deposed leader's write: %v, want ErrNotLeader", err)

@@ -22,16 +22,16 @@ import (
 // rollout, and nothing is switched.
 func TestBadGenerationInput(t *testing.T) {
 	f := newFleet(t)
-	rf := &rollFleet{fleet: f, dir: f.tempDir()}
+	rf := &rollFleet{fleet: f, dir: f.TempDir()}
 	machine := applytest.New("/nix/store/initial-nixos-system-w-1")
-	rf.start(rf.agentConfig("cp-1", true))
-	rf.waitVoters(30*time.Second, "cp-1")
-	rf.startCoordinator("c-1")
-	cfg := rf.agentConfig("w-1", false)
+	rf.Start(rf.AgentConfig("cp-1", true))
+	rf.WaitVoters(30*time.Second, "cp-1")
+	rf.StartCoordinator("c-1")
+	cfg := rf.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
-	cfg.Applier = apply.NewNixOS(apply.NixOSConfig{WorkDir: rf.tempDir(), Runner: machine, Gate: apply.Gate{Deadline: 5 * time.Second, Interval: 50 * time.Millisecond}})
-	n := rf.start(cfg)
-	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	cfg.Applier = apply.NewNixOS(apply.NixOSConfig{WorkDir: rf.TempDir(), Runner: machine, Gate: apply.Gate{Deadline: 5 * time.Second, Interval: 50 * time.Millisecond}})
+	n := rf.Start(cfg)
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 
 	cases := []struct {
 		name  string
@@ -49,7 +49,7 @@ func TestBadGenerationInput(t *testing.T) {
 			t.Fatalf("%s: halted at %s: %s", c.name, r.Status.HaltedNode, r.Status.HaltedReason)
 		}
 		got := &api.NixosConfiguration{}
-		if err := rf.store().Get(t.Context(), store.NixosConfigKey("w-1"), got); err != nil || got.Status.Phase != api.GenerationFailed || !strings.Contains(got.Status.LastError, c.cause) {
+		if err := rf.Store().Get(t.Context(), store.NixosConfigKey("w-1"), got); err != nil || got.Status.Phase != api.GenerationFailed || !strings.Contains(got.Status.LastError, c.cause) {
 			t.Fatalf("%s: status %+v %v", c.name, got.Status, err)
 		}
 		if sw := machine.Switched(); len(sw) != 0 || machine.Running() != "initial" {
@@ -60,7 +60,7 @@ func TestBadGenerationInput(t *testing.T) {
 	rf.startRollout("good", "good-1", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
 	rf.waitRollout("good", 60*time.Second, "good succeeded", phaseIs(api.RolloutSucceeded))
 	got := &api.NixosConfiguration{}
-	if err := rf.store().Get(t.Context(), store.NixosConfigKey("w-1"), got); err != nil || machine.Running() != "good-1" || got.Status.Toplevel != "/nix/store/good-1-nixos-system-w-1" || len(got.Status.History) != 4 {
+	if err := rf.Store().Get(t.Context(), store.NixosConfigKey("w-1"), got); err != nil || machine.Running() != "good-1" || got.Status.Toplevel != "/nix/store/good-1-nixos-system-w-1" || len(got.Status.History) != 4 {
 		t.Fatalf("status %+v %v, running %s", got.Status, err, machine.Running())
 	}
 }
@@ -69,24 +69,24 @@ func TestBadGenerationInput(t *testing.T) {
 // generation it already applied; it does apply the next one.
 func TestAgentRestartDoesNotReapply(t *testing.T) {
 	f := newFleet(t)
-	rf := &rollFleet{fleet: f, dir: f.tempDir()}
-	rf.start(rf.agentConfig("cp-1", true))
-	rf.waitVoters(30*time.Second, "cp-1")
-	rf.startCoordinator("c-1")
-	cfg := rf.agentConfig("w-1", false)
+	rf := &rollFleet{fleet: f, dir: f.TempDir()}
+	rf.Start(rf.AgentConfig("cp-1", true))
+	rf.WaitVoters(30*time.Second, "cp-1")
+	rf.StartCoordinator("c-1")
+	cfg := rf.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
 	cfg.Applier = rf.applier("w-1")
-	n := rf.start(cfg)
-	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n := rf.Start(cfg)
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
 	rf.waitRollout("r1", 60*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))
 
-	if err := n.stop(); err != nil {
+	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Applier = rf.applier("w-1") // a fresh applier: only the store says what was applied
-	n = rf.start(cfg)
-	testwait.For(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n = rf.Start(cfg)
+	testwait.For(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	// The next generation is applied; by then a re-apply of v1 would have
 	// happened first (the agent works through its configuration in order).
 	rf.startRollout("r2", "v2", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
@@ -103,28 +103,28 @@ func TestAgentRestartDoesNotReapply(t *testing.T) {
 // applies its configuration's onRemoveFlake.
 func TestRemovedNodeSwitchesToOnRemoveFlake(t *testing.T) {
 	f := newFleet(t)
-	dir := f.tempDir()
+	dir := f.TempDir()
 	logPath := filepath.Join(dir, "log")
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	cfg := f.agentConfig("w-1", false)
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	cfg := f.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
 	x, err := apply.NewExec(apply.ExecConfig{Command: []string{"sh", "-c", `echo "$NICO_MACHINE $NICO_FLAKE_ATTR $NICO_REVISION" >> ` + logPath}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Applier = x
-	n := f.start(cfg)
-	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n := f.Start(cfg)
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	rf := &rollFleet{fleet: f, dir: dir}
 	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Template.OnRemoveFlake, r.Spec.Nodes = "#released", []string{"w-1"} })
 	rf.waitRollout("r1", 60*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))
 
 	f.requestRemoval("w-1", false)
 	select {
-	case err := <-n.done:
-		n.done <- err
+	case err := <-n.Done:
+		n.Done <- err
 		if !errors.Is(err, agent.ErrRemoved) {
 			t.Fatalf("w-1 returned %v", err)
 		}
@@ -136,7 +136,7 @@ func TestRemovedNodeSwitchesToOnRemoveFlake(t *testing.T) {
 		t.Fatalf("applied: %q", got)
 	}
 	c := &api.NixosConfiguration{}
-	if err := f.store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil || !strings.Contains(c.Status.History[len(c.Status.History)-1].Message, "onRemoveFlake #released") {
+	if err := f.Store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil || !strings.Contains(c.Status.History[len(c.Status.History)-1].Message, "onRemoveFlake #released") {
 		t.Fatalf("%+v %v", c.Status, err)
 	}
 }

@@ -17,21 +17,21 @@ import (
 // mesh sees each new one; its health digest is published with it.
 func TestGossipMetadataFollowsGenerations(t *testing.T) {
 	f := newFleet(t)
-	rf := &rollFleet{fleet: f, dir: f.tempDir()}
+	rf := &rollFleet{fleet: f, dir: f.TempDir()}
 	m1 := f.startMesh("cp-1", 71)
-	cfg := rf.agentConfig("cp-1", true)
+	cfg := rf.AgentConfig("cp-1", true)
 	cfg.Gossip = m1
-	rf.start(cfg)
-	rf.waitVoters(30*time.Second, "cp-1")
-	rf.startCoordinator("c-1")
+	rf.Start(cfg)
+	rf.WaitVoters(30*time.Second, "cp-1")
+	rf.StartCoordinator("c-1")
 
 	mw := f.startMesh("w-1", 72, m1.Addr())
-	wcfg := rf.agentConfig("w-1", false)
+	wcfg := rf.AgentConfig("w-1", false)
 	wcfg.Roles = []api.Role{api.RoleWorker}
 	wcfg.Applier = rf.applier("w-1")
 	wcfg.Gossip = mw
-	n := rf.start(wcfg)
-	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n := rf.Start(wcfg)
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 
 	seen := func(what string, cond func(gossip.Meta) bool) {
 		t.Helper()
@@ -47,7 +47,7 @@ func TestGossipMetadataFollowsGenerations(t *testing.T) {
 		rf.startRollout(name, rev, func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
 		rf.waitRollout(name, 60*time.Second, name+" succeeded", phaseIs(api.RolloutSucceeded))
 		c := &api.NixosConfiguration{}
-		if err := rf.store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil {
+		if err := rf.Store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil {
 			t.Fatal(err)
 		}
 		want := strconv.FormatInt(c.Status.AppliedGeneration, 10)

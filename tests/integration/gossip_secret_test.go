@@ -38,31 +38,31 @@ func TestGossipSecretRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.log = log
+	f.Log = log
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(logs.String())
 		}
 	})
-	cp := f.agentConfig("cp-1", true)
+	cp := f.AgentConfig("cp-1", true)
 	if cp.PKI.Dir == "" {
 		t.Skip("plaintext etcd (NICO_ETCDTEST_TLS=0): no node certificates to seal to")
 	}
 	m1 := f.startMesh("cp-1", 71)
 	seed := m1.Addr()
 	cp.Gossip = m1
-	f.start(cp)
-	f.waitVoters(30*time.Second, "cp-1")
+	f.Start(cp)
+	f.WaitVoters(30*time.Second, "cp-1")
 
 	meshes := map[string]*gossip.Mesh{"cp-1": m1}
 	dirs := map[string]pki.Dir{"cp-1": cp.PKI.Dir}
 	for i, name := range []string{"w-1", "w-2"} {
 		m := f.startMesh(name, 72+i, seed)
-		c := f.agentConfig(name, false)
+		c := f.AgentConfig(name, false)
 		c.Roles = []api.Role{api.RoleWorker}
 		c.Gossip = m
-		n := f.start(c)
-		testwait.For(t, 30*time.Second, name+" ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+		n := f.Start(c)
+		testwait.For(t, 30*time.Second, name+" ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 		meshes[name], dirs[name] = m, c.PKI.Dir
 	}
 	oneMesh := func() (bool, string) {
@@ -81,12 +81,12 @@ func TestGossipSecretRotation(t *testing.T) {
 	}
 
 	root := etcdtest.IssueFiles(t, t.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
-	args := []string{"--endpoints", strings.Join(f.endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+	args := []string{"--endpoints", strings.Join(f.Endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
 		"gossip", "rotate-key", "--new-secret"}
 	if code, out, errb := runNicoctl(t, args...); code != 0 || !strings.Contains(out, "sealed to 3 node(s)") {
 		t.Fatalf("nicoctl gossip rotate-key --new-secret: exit %d\n%s%s", code, out, errb)
 	}
-	k, err := gossipkey.Current(t.Context(), f.store())
+	k, err := gossipkey.Current(t.Context(), f.Store())
 	if err != nil || k.Spec.SecretGeneration != 1 || k.Spec.Generation != 1 {
 		t.Fatalf("stored key %+v, %v; want generation 1 from a new secret", k.Spec, err)
 	}
@@ -130,7 +130,7 @@ func TestGossipSecretRotation(t *testing.T) {
 	// never heard.
 	for _, gen := range []uint64{0, 1, 2} {
 		stale, err := gossip.New(gossip.Config{Name: "stale", BindAddr: "127.0.0.74", Profile: gossip.ProfileFast, Token: []byte("integration-token"),
-			KeyGeneration: gen, Logger: f.log.With("mesh", "stale")})
+			KeyGeneration: gen, Logger: f.Log.With("mesh", "stale")})
 		if err != nil {
 			t.Fatal(err)
 		}

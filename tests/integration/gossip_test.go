@@ -24,7 +24,7 @@ func (f *fleet) startMesh(name string, ip int, seeds ...string) *gossip.Mesh {
 func (f *fleet) startMeshOn(name string, ip, port int, seeds ...string) *gossip.Mesh {
 	f.t.Helper()
 	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), BindPort: port, Profile: gossip.ProfileFast,
-		Token: []byte("integration-token"), Seeds: seeds, Logger: f.log.With("mesh", name)})
+		Token: []byte("integration-token"), Seeds: seeds, Logger: f.Log.With("mesh", name)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -49,27 +49,27 @@ func TestSelfJoinFromOneSeed(t *testing.T) {
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 61)
 	seed := m1.Addr()
-	cfg := f.agentConfig("cp-1", true)
+	cfg := f.AgentConfig("cp-1", true)
 	cfg.Gossip = m1
-	f.start(cfg)
-	f.waitVoters(30*time.Second, "cp-1")
-	f.gossip = f.startMesh("coord-1", 60, seed)
-	f.startCoordinator("coord-1")
+	f.Start(cfg)
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.Gossip = f.startMesh("coord-1", 60, seed)
+	f.StartCoordinator("coord-1")
 
 	var meshes []*gossip.Mesh
 	var agents []*node
 	for i, name := range []string{"cp-2", "cp-3"} {
 		m := f.startMesh(name, 62+i, seed)
 		meshes = append(meshes, m)
-		c := f.agentConfig(name, false)
+		c := f.AgentConfig(name, false)
 		c.Endpoints, c.Gossip = nil, m
-		agents = append(agents, f.start(c))
+		agents = append(agents, f.Start(c))
 	}
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 
 	// nicoctl gossip rotate-key: every agent follows without a restart,
 	// and the mesh holds together meanwhile.
-	if _, err := gossipkey.Rotate(context.Background(), f.store(), "test", time.Now()); err != nil {
+	if _, err := gossipkey.Rotate(context.Background(), f.Store(), "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, 30*time.Second, "agents on key generation 1", func() (bool, string) {
@@ -85,7 +85,7 @@ func TestSelfJoinFromOneSeed(t *testing.T) {
 	// sees it dead, yet its member answers and its lease is live.
 	_ = meshes[1].Shutdown()
 	testwait.For(t, 30*time.Second, "cp-3 dead in the coordinator's mesh", func() (bool, string) {
-		s, _ := f.gossip.(*gossip.Mesh).Node("cp-3")
+		s, _ := f.Gossip.(*gossip.Mesh).Node("cp-3")
 		return s.State == gossip.Dead, fmt.Sprintf("%+v", s)
 	})
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-3 alive through etcd in the liveness record", func(l *api.Liveness) bool {
@@ -93,7 +93,7 @@ func TestSelfJoinFromOneSeed(t *testing.T) {
 		return n.State == "alive" && strings.HasPrefix(n.Reason, "etcd member answers") && l.Status.Nodes["cp-2"].State == "alive"
 	})
 	// Its agent and member stop too: dead.
-	if err := agents[1].stop(); err != nil {
+	if err := agents[1].Stop(); err != nil {
 		t.Fatal(err)
 	}
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-3 dead in the liveness record", func(l *api.Liveness) bool {

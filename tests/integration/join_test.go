@@ -17,21 +17,22 @@ import (
 // never holds two learners.
 func TestConcurrentJoinsAreSerialized(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.setVoters(5) // every host a voter: four of them
-	f.startCoordinator("c-1")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(5) // every host a voter: four of them
+	f.StartCoordinator("c-1")
 	mon := f.watchLearners()
 	for _, n := range []string{"cp-2", "cp-3", "cp-4"} {
-		f.start(f.agentConfig(n, false))
+		f.Start(f.AgentConfig(n, false))
 	}
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")
 	if max := mon(); max > 1 {
 		t.Fatalf("saw %d learners at once", max)
 	}
-	for name, n := range f.nodes {
+	for _, n := range f.Nodes() {
+		name := n.Name
 		testwait.For(t, 10*time.Second, name+" ready", func() (bool, string) {
-			ready, err := n.notify.readyState()
+			ready, err := n.Notify.ReadyState()
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -66,7 +67,7 @@ func assertSerialized(t *testing.T, ops []*api.Operation) {
 // watchLearners polls the member list until the returned func is called,
 // which returns the most learners seen at once.
 func (f *fleet) watchLearners() func() int {
-	cli := f.client()
+	cli := f.Client()
 	ctx, cancel := context.WithCancel(context.Background())
 	max := 0
 	done := make(chan struct{})
@@ -103,7 +104,7 @@ func (f *fleet) watchLearners() func() int {
 // ops reads the operation journal.
 func (f *fleet) ops() []*api.Operation {
 	f.t.Helper()
-	st := f.store()
+	st := f.Store()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	ops, _, err := store.List[api.Operation](ctx, st, store.OpsDir)

@@ -46,9 +46,9 @@ func TestJoinWithToken(t *testing.T) {
 	}
 
 	w := startJoiner(f, "w-1", api.RoleWorker, tokenFile(t, f, worker), listen)
-	testwait.For(t, 60*time.Second, "w-1 ready", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
+	testwait.For(t, 60*time.Second, "w-1 ready", func() (bool, string) { return w.Agent.Healthy(), "not healthy" })
 	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "w-1 registered", func(n *api.Node) bool { return n.Status.Phase == api.NodeRegistered })
-	b, err := os.ReadFile(w.cfg.PKI.Dir.Cert(pki.NodeLeaf))
+	b, err := os.ReadFile(w.Cfg.PKI.Dir.Cert(pki.NodeLeaf))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +61,8 @@ func TestJoinWithToken(t *testing.T) {
 
 	r := startJoiner(f, "w-2", api.RoleWorker, tokenFile(t, f, revoked), listen)
 	select {
-	case err := <-r.done:
-		r.done <- err
+	case err := <-r.Done:
+		r.Done <- err
 		if !errors.Is(err, token.ErrRevoked) || !strings.Contains(err.Error(), "token "+revoked.ID+" was revoked") || strings.Contains(err.Error(), revoked.Secret) {
 			t.Fatalf("w-2 with a revoked token: %v", err)
 		}
@@ -70,10 +70,10 @@ func TestJoinWithToken(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("w-2 with a revoked token did not stop")
 	}
-	if _, err := os.Stat(r.cfg.PKI.Dir.CACert()); err == nil {
+	if _, err := os.Stat(r.Cfg.PKI.Dir.CACert()); err == nil {
 		t.Fatal("w-2 got a CA certificate")
 	}
-	if resp, err := f.client().Get(ctx, store.DefaultPrefix+store.NodeKey("w-2")); err != nil || len(resp.Kvs) != 0 {
+	if resp, err := f.Client().Get(ctx, store.DefaultPrefix+store.NodeKey("w-2")); err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("w-2 registered: %v %v", resp, err)
 	}
 }
@@ -86,15 +86,15 @@ func TestJoinWithToken(t *testing.T) {
 func TestJoinControlPlaneWithToken(t *testing.T) {
 	f := newFleet(t)
 	listen, reg := bootstrapWithJoinEndpoint(t, f)
-	f.startCoordinator("c-1")
+	f.StartCoordinator("c-1")
 	tok, _, err := reg.Create(t.Context(), token.Spec{Roles: []api.Role{api.RoleControlPlane}, TTL: time.Hour}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp2 := startJoiner(f, "cp-2", api.RoleControlPlane, tokenFile(t, f, tok), listen)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2")
-	testwait.For(t, 30*time.Second, "cp-2 ready", func() (bool, string) { return cp2.agent.Healthy(), "not healthy" })
-	d := cp2.cfg.PKI.Dir
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2")
+	testwait.For(t, 30*time.Second, "cp-2 ready", func() (bool, string) { return cp2.Agent.Healthy(), "not healthy" })
+	d := cp2.Cfg.PKI.Dir
 	for _, file := range []string{d.CAKey(), d.SecretsKey(), d.Cert(pki.CoordinatorLeaf), d.Cert(pki.RootLeaf), d.Cert(pki.EtcdPeerLeaf), d.Cert(pki.EtcdServerLeaf)} {
 		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("cp-2 %s: %v", file, err)
@@ -103,15 +103,15 @@ func TestJoinControlPlaneWithToken(t *testing.T) {
 	// cp-2 serves the join endpoint too, with the keys it received.
 	listen2 := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	je := joinendpoint.New(joinendpoint.Config{
-		Name: "cp-2", Dir: d, Listen: listen2, Endpoints: []string{cp2.cfg.ClientURL}, Prefix: cp2.cfg.Prefix, Poll: 100 * time.Millisecond,
-	}, f.log.With("test-node", "cp-2"))
+		Name: "cp-2", Dir: d, Listen: listen2, Endpoints: []string{cp2.Cfg.ClientURL}, Prefix: cp2.Cfg.Prefix, Poll: 100 * time.Millisecond,
+	}, f.Log.With("test-node", "cp-2"))
 	runEndpoint(t, je)
 	wt, _, err := reg.Create(t.Context(), token.Spec{Roles: []api.Role{api.RoleWorker}, TTL: time.Hour}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
 	w := startJoiner(f, "w-1", api.RoleWorker, tokenFile(t, f, wt), listen2)
-	testwait.For(t, 60*time.Second, "w-1 ready through cp-2", func() (bool, string) { return w.agent.Healthy(), "not healthy" })
+	testwait.For(t, 60*time.Second, "w-1 ready through cp-2", func() (bool, string) { return w.Agent.Healthy(), "not healthy" })
 }
 
 // bootstrapWithJoinEndpoint starts the bootstrap machine cp-1 on TLS with
@@ -129,13 +129,13 @@ func bootstrapWithJoinEndpoint(t *testing.T, f *fleet) (string, *token.Registry)
 	if err := pki.WriteFile(cp.PKI.Dir.SecretsKey(), key); err != nil {
 		t.Fatal(err)
 	}
-	f.start(cp)
-	f.waitVoters(60*time.Second, "cp-1")
+	f.Start(cp)
+	f.WaitVoters(60*time.Second, "cp-1")
 	listen := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	runEndpoint(t, joinendpoint.New(joinendpoint.Config{
 		Name: "cp-1", Dir: cp.PKI.Dir, Listen: listen, Endpoints: []string{cp.ClientURL},
 		Prefix: cp.Prefix, TokenFile: bootFile, Bootstrap: true, Poll: 100 * time.Millisecond,
-	}, f.log.With("test-node", "cp-1")))
+	}, f.Log.With("test-node", "cp-1")))
 	st, err := store.New(etcdtest.NewClient(t, cp.ClientURL), store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
@@ -160,10 +160,10 @@ func runEndpoint(t *testing.T, je *joinendpoint.Endpoint) {
 // tlsAgentConfig is f.agentConfig on https URLs with a pki.dir, whatever
 // etcdtest.TLSDefault says.
 func tlsAgentConfig(f *fleet, name string, bootstrap bool) agent.Config {
-	cfg := f.agentConfig(name, bootstrap)
+	cfg := f.AgentConfig(name, bootstrap)
 	cfg.PeerURL, cfg.ClientURL = etcdtest.URLsFor(f.t, true)
-	cfg.Endpoints = slicesWithout(f.endpoints(), "http://")
-	cfg.PKI.Dir = pki.Dir(filepath.Join(f.tempDir(), "pki"))
+	cfg.Endpoints = slicesWithout(f.Endpoints(), "http://")
+	cfg.PKI.Dir = pki.Dir(filepath.Join(f.TempDir(), "pki"))
 	return cfg
 }
 
@@ -180,7 +180,7 @@ func slicesWithout(eps []string, prefix string) []string {
 // tokenFile writes tok into a 0600 file.
 func tokenFile(t *testing.T, f *fleet, tok token.Token) string {
 	t.Helper()
-	p := filepath.Join(f.tempDir(), "token")
+	p := filepath.Join(f.TempDir(), "token")
 	if err := os.WriteFile(p, []byte(tok.Reveal()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -193,17 +193,10 @@ func tokenFile(t *testing.T, f *fleet, tok token.Token) string {
 func startJoiner(f *fleet, name string, role api.Role, tokenFile, endpoint string) *node {
 	cfg := tlsAgentConfig(f, name, false)
 	cfg.Roles = []api.Role{role}
-	n := &node{name: name, cfg: cfg, runtime: f.newRuntime(), done: make(chan error, 1), notify: &notifier{}}
-	if role == api.RoleControlPlane {
-		n.notify.onReady = func() error { return f.checkVoter(cfg.PeerURL) }
-	}
-	n.agent = agent.New(cfg, n.runtime, n.notify, f.log.With("test-node", name))
-	n.agent.ObtainCerts = joinendpoint.Obtain(joinendpoint.ClientConfig{Name: name, Roles: cfg.Roles, Endpoints: []string{endpoint}, TokenFile: tokenFile}, f.log.With("test-node", name))
-	ctx, cancel := context.WithCancel(context.Background())
-	n.cancel = cancel
-	go func() { n.done <- n.agent.Run(ctx) }()
-	f.mu.Lock()
-	f.nodes[name] = n
-	f.mu.Unlock()
-	return n
+	return f.Run(cfg, f.NewRuntime(), func(n *node) {
+		if role == api.RoleControlPlane {
+			n.Notify.OnReady = func() error { return f.CheckVoter(cfg.PeerURL) }
+		}
+		n.Agent.ObtainCerts = joinendpoint.Obtain(joinendpoint.ClientConfig{Name: name, Roles: cfg.Roles, Endpoints: []string{endpoint}, TokenFile: tokenFile}, f.Log.With("test-node", name))
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -239,7 +240,7 @@ func pollMembers(t *testing.T, cli *clientv3.Client, want func(map[string]bool) 
 		defer close(p.done)
 		for ctx.Err() == nil {
 			cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
-			ms, err := members(cctx, cli)
+			ms, err := fleetkit.Members(cctx, cli)
 			ccancel()
 			if err == nil {
 				p.polls++

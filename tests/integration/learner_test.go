@@ -11,6 +11,7 @@ import (
 
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/tests/fleetkit"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
@@ -21,13 +22,13 @@ import (
 // to wipe and retry; once the member can start, the node joins.
 func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
 	f := newFleet(t)
-	f.policy.LearnerStartTimeout = 3 * time.Second
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	rt := &failing{Runtime: f.newRuntime()}
+	f.Policy.LearnerStartTimeout = 3 * time.Second
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	rt := &failing{Runtime: f.NewRuntime()}
 	rt.fail.Store(true)
-	f.startWith(f.agentConfig("cp-2", false), rt)
+	f.StartWith(f.AgentConfig("cp-2", false), rt)
 
 	j := waitObj[api.JoinRequest](f, 60*time.Second, store.JoinKey("cp-2"), "second join attempt", func(j *api.JoinRequest) bool { return j.Spec.Attempt >= 2 })
 	var failed *api.Operation
@@ -40,7 +41,7 @@ func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
 		t.Fatalf("no failed join op with the timeout reason; ops: %+v", f.ops())
 	}
 	// The learner is gone: only cp-1 is a member.
-	ms, err := members(t.Context(), f.client())
+	ms, err := fleetkit.Members(t.Context(), f.Client())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
 		}
 	}
 	rt.fail.Store(false)
-	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 	t.Logf("joined at attempt %d after %d start attempts", j.Spec.Attempt, rt.starts.Load())
 }
 
@@ -59,18 +60,18 @@ func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
 // the same join.
 func TestAgentKilledMidJoinRecovers(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	cfg := f.agentConfig("cp-2", false)
-	rt := &gated{Runtime: f.newRuntime(), open: make(chan struct{})}
-	n := f.startWith(cfg, rt)
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	cfg := f.AgentConfig("cp-2", false)
+	rt := &gated{Runtime: f.NewRuntime(), open: make(chan struct{})}
+	n := f.StartWith(cfg, rt)
 	j := waitObj[api.JoinRequest](f, 60*time.Second, store.JoinKey("cp-2"), "learner added", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinLearnerAdded })
-	if err := n.stop(); err != nil && !errors.Is(err, context.Canceled) {
+	if err := n.Stop(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("agent stop: %v", err)
 	}
-	f.start(cfg)
-	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	f.Start(cfg)
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 	final := waitObj[api.JoinRequest](f, 10*time.Second, store.JoinKey("cp-2"), "joined", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined })
 	if final.Status.MemberID != j.Status.MemberID || final.Spec.Attempt != 1 {
 		t.Fatalf("join resumed as member %s attempt %d, want the learner %s of attempt 1", final.Status.MemberID, final.Spec.Attempt, j.Status.MemberID)
@@ -82,23 +83,23 @@ func TestAgentKilledMidJoinRecovers(t *testing.T) {
 // gone, wipes the data (keeping a copy) and joins with a new member ID.
 func TestRemovedNodeRejoinsWithNewID(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	f.start(f.agentConfig("cp-2", false))
-	cfg3 := f.agentConfig("cp-3", false)
-	n3 := f.start(cfg3)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	f.Start(f.AgentConfig("cp-2", false))
+	cfg3 := f.AgentConfig("cp-3", false)
+	n3 := f.Start(cfg3)
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	old := waitObj[api.JoinRequest](f, 10*time.Second, store.JoinKey("cp-3"), "joined", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined }).Status.MemberID
 
-	_ = n3.stop()
+	_ = n3.Stop()
 	f.requestRemoval("cp-3", false)
 	waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey("cp-3"), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
-	f.waitVoters(30*time.Second, "cp-1", "cp-2")
+	f.WaitVoters(30*time.Second, "cp-1", "cp-2")
 
-	cfg3.Endpoints = f.endpoints()
-	f.start(cfg3)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	cfg3.Endpoints = f.Endpoints()
+	f.Start(cfg3)
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	now := waitObj[api.JoinRequest](f, 10*time.Second, store.JoinKey("cp-3"), "rejoined", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined }).Status.MemberID
 	if now == old || now == 0 {
 		t.Fatalf("rejoined as %s, old member was %s: want a new ID", now, old)
@@ -118,7 +119,7 @@ func (f *fleet) requestRemoval(node string, force bool) {
 	r := api.NewRemoveRequest(node)
 	r.Metadata.CreatedAt = time.Now()
 	r.Spec.Force = force
-	if err := f.store().Put(f.t.Context(), store.RemovalKey(node), r); err != nil {
+	if err := f.Store().Put(f.t.Context(), store.RemovalKey(node), r); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -148,25 +149,25 @@ func (r *slowReturn) Start(ctx context.Context, cfg member.Config) error {
 // not file a new join request.
 func TestRemovedWhileJoining(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	rt := &slowReturn{Runtime: f.newRuntime(), release: make(chan struct{})}
-	n := f.startWith(f.agentConfig("cp-2", false), rt)
-	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	rt := &slowReturn{Runtime: f.NewRuntime(), release: make(chan struct{})}
+	n := f.StartWith(f.AgentConfig("cp-2", false), rt)
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 	f.requestRemoval("cp-2", false)
 	waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey("cp-2"), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
 	close(rt.release)
 	select {
-	case err := <-n.done:
-		n.done <- err
+	case err := <-n.Done:
+		n.Done <- err
 		if !errors.Is(err, agent.ErrRemoved) {
 			t.Fatalf("agent returned %v, want ErrRemoved", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("agent removed while joining did not stop")
 	}
-	if err := f.store().Get(t.Context(), store.JoinKey("cp-2"), &api.JoinRequest{}); !errors.Is(err, store.ErrNotFound) {
+	if err := f.Store().Get(t.Context(), store.JoinKey("cp-2"), &api.JoinRequest{}); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a join request is back after the removal: %v", err)
 	}
 }

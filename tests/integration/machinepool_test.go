@@ -29,11 +29,11 @@ type hvHost struct {
 // startHypervisor runs a hypervisor host's agent, as nico-agent does with
 // roles [hypervisor].
 func (f *fleet) startHypervisor(name string, o libvirttest.Options) *hvHost {
-	h := &hvHost{name: name, hv: libvirt.New(libvirttest.URI(f.t, o), f.log.With("test-hv", name))}
-	cfg := f.agentConfig(name, false)
+	h := &hvHost{name: name, hv: libvirt.New(libvirttest.URI(f.t, o), f.Log.With("test-hv", name))}
+	cfg := f.AgentConfig(name, false)
 	cfg.Roles = []api.Role{api.RoleHypervisor}
 	cfg.Hypervisor = &agenthv.Setup{HV: h.hv, Config: agenthv.Config{Resync: 200 * time.Millisecond, StopGrace: time.Second}}
-	f.start(cfg)
+	f.Start(cfg)
 	return h
 }
 
@@ -53,7 +53,7 @@ func (h *hvHost) domains(t *testing.T) []string {
 
 func (f *fleet) putPool(p *api.MachinePool) {
 	f.t.Helper()
-	st := f.store()
+	st := f.Store()
 	old := api.NewMachinePool(p.Metadata.Name)
 	if err := st.Get(f.t.Context(), store.PoolKey(p.Metadata.Name), old); err == nil {
 		old.Spec = p.Spec
@@ -66,7 +66,7 @@ func (f *fleet) putPool(p *api.MachinePool) {
 
 func (f *fleet) machines() map[string]*api.Machine {
 	f.t.Helper()
-	ms, _, err := store.List[api.Machine](f.t.Context(), f.store(), store.MachinesDir)
+	ms, _, err := store.List[api.Machine](f.t.Context(), f.Store(), store.MachinesDir)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -85,9 +85,9 @@ func (f *fleet) machines() map[string]*api.Machine {
 // clear condition and nothing is created.
 func TestMachinePoolOnLibvirt(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
 	hosts := []*hvHost{
 		f.startHypervisor("hv-1", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
 		f.startHypervisor("hv-2", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
@@ -125,9 +125,9 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 	workers := map[string]*node{}
 	for i := 0; i < 3; i++ {
 		name := placement.MachineName("web", i)
-		cfg := f.agentConfig(name, false)
+		cfg := f.AgentConfig(name, false)
 		cfg.Roles = []api.Role{api.RoleWorker}
-		workers[name] = f.start(cfg)
+		workers[name] = f.Start(cfg)
 	}
 	testwait.For(t, 60*time.Second, "machines discoverable", func() (bool, string) {
 		for name, m := range f.machines() {
@@ -151,8 +151,8 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 	pool.Spec.Count = 2
 	f.putPool(pool)
 	select {
-	case err := <-workers["web-2"].done:
-		workers["web-2"].done <- err
+	case err := <-workers["web-2"].Done:
+		workers["web-2"].Done <- err
 		if !errors.Is(err, agent.ErrRemoved) {
 			t.Fatalf("web-2's agent returned %v, want ErrRemoved", err)
 		}
@@ -165,7 +165,7 @@ func TestMachinePoolOnLibvirt(t *testing.T) {
 			fmt.Sprintf("%d machines, running %v", len(ms), running())
 	})
 	r := &api.RemoveRequest{}
-	if err := f.store().Get(t.Context(), store.RemovalKey("web-2"), r); err != nil || r.Status.Phase != api.RemoveDone {
+	if err := f.Store().Get(t.Context(), store.RemovalKey("web-2"), r); err != nil || r.Status.Phase != api.RemoveDone {
 		t.Fatalf("removal of web-2: %+v %v", r.Status, err)
 	}
 	waitObj[api.MachinePool](f, 30*time.Second, store.PoolKey("web"), "pool ready", func(p *api.MachinePool) bool {

@@ -28,23 +28,23 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 101)
 	seed := m1.Addr()
-	cfg1 := f.agentConfig("cp-1", true)
+	cfg1 := f.AgentConfig("cp-1", true)
 	cfg1.Gossip = m1
-	cp1 := f.start(cfg1)
-	f.waitVoters(30*time.Second, "cp-1")
-	f.setVoters(5) // every host a voter: four of them
-	f.gossip = f.startMesh("coord-1", 100, seed)
-	f.startCoordinator("coord-1")
+	cp1 := f.Start(cfg1)
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(5) // every host a voter: four of them
+	f.Gossip = f.startMesh("coord-1", 100, seed)
+	f.StartCoordinator("coord-1")
 	meshes := map[string]*gossip.Mesh{}
 	ips := map[string]int{}
 	for i, name := range []string{"cp-2", "cp-3", "cp-4"} {
 		meshes[name] = f.startMesh(name, 102+i, seed)
 		ips[name] = 102 + i
-		c := f.agentConfig(name, false)
+		c := f.AgentConfig(name, false)
 		c.Gossip = meshes[name]
-		f.start(c)
+		f.Start(c)
 	}
-	f.waitVoters(120*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")
+	f.WaitVoters(120*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")
 	aliveThroughGossip := func(names ...string) func(*api.Liveness) bool {
 		return func(l *api.Liveness) bool {
 			for _, n := range names {
@@ -59,26 +59,24 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 
 	// The bootstrap host goes: its agent and mesh member stop, and it is
 	// removed from the cluster.
-	if err := cp1.stop(); err != nil {
+	if err := cp1.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	_ = m1.Leave(time.Second)
 	_ = m1.Shutdown()
 	f.requestRemoval("cp-1", false)
 	waitObj(f, 90*time.Second, store.RemovalKey("cp-1"), "cp-1's removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
-	f.waitVoters(60*time.Second, "cp-2", "cp-3", "cp-4")
+	f.WaitVoters(60*time.Second, "cp-2", "cp-3", "cp-4")
 
 	// cp-2 is killed: its mesh member vanishes without a leave, its agent
 	// and member stop.
-	f.mu.Lock()
-	cp2 := f.nodes["cp-2"]
-	f.mu.Unlock()
+	cp2 := f.Node("cp-2")
 	_, port, _ := net.SplitHostPort(meshes["cp-2"].Addr())
 	_ = meshes["cp-2"].Shutdown()
-	if err := cp2.stop(); err != nil {
+	if err := cp2.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	coordMesh := f.gossip.(*gossip.Mesh)
+	coordMesh := f.Gossip.(*gossip.Mesh)
 	testwait.For(t, 30*time.Second, "cp-2 dead in the coordinator's mesh", func() (bool, string) {
 		s, _ := coordMesh.Node("cp-2")
 		return s.State == gossip.Dead, fmt.Sprintf("%+v", s)
@@ -87,10 +85,10 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 	// Started again, on its gossip port, with only the removed seed.
 	p, _ := strconv.Atoi(port)
 	m2 := f.startMeshOn("cp-2", ips["cp-2"], p, seed)
-	cfg2 := cp2.cfg
+	cfg2 := cp2.Cfg
 	cfg2.Gossip = m2
 	restarted := time.Now()
-	n2 := f.start(cfg2)
+	n2 := f.Start(cfg2)
 	waitReady(t, n2)
 	t.Logf("cp-2's agent ready %s after the restart", time.Since(restarted).Round(time.Millisecond))
 	testwait.For(t, 30*time.Second, "cp-2 back in the mesh (the coordinator's member and cp-2's see each other alive)", func() (bool, string) {
@@ -101,7 +99,7 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 	t.Logf("cp-2 back in the mesh %s after the restart", time.Since(restarted).Round(time.Millisecond))
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 alive through gossip in the liveness record", aliveThroughGossip("cp-2", "cp-3", "cp-4"))
 	n := api.NewNode("cp-2")
-	if err := f.store().Get(t.Context(), store.NodeKey("cp-2"), n); err != nil || n.Status.GossipAddr != m2.Addr() {
+	if err := f.Store().Get(t.Context(), store.NodeKey("cp-2"), n); err != nil || n.Status.GossipAddr != m2.Addr() {
 		t.Fatalf("cp-2's node record publishes gossip address %q (err %v), want %s", n.Status.GossipAddr, err, m2.Addr())
 	}
 }
@@ -115,7 +113,7 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 func TestVoterCutOffFromTheMeshIsAliveWhileItServes(t *testing.T) {
 	f, c, cut := newSuspectFleet(t, 5*time.Second)
 	cut.setCut(true)
-	coordMesh := f.gossip.(*gossip.Mesh)
+	coordMesh := f.Gossip.(*gossip.Mesh)
 	testwait.For(t, 60*time.Second, "cp-2 dead in the coordinator's mesh", func() (bool, string) {
 		s, _ := coordMesh.Node("cp-2")
 		return s.State == gossip.Dead, fmt.Sprintf("%+v", s)
@@ -125,7 +123,7 @@ func TestVoterCutOffFromTheMeshIsAliveWhileItServes(t *testing.T) {
 		return n.State == "alive" && n.Reason == "etcd member answers, lease live; gossip dead"
 	})
 	drainSteps(c)
-	cp3 := f.start(f.agentConfig("cp-3", false))
+	cp3 := f.Start(f.AgentConfig("cp-3", false))
 	unhealthy := func(s membership.Step) bool {
 		return strings.Contains(s.Reason, "cp-2 is unhealthy") || strings.Contains(s.Reason, "cp-2 is suspect")
 	}
@@ -133,7 +131,7 @@ func TestVoterCutOffFromTheMeshIsAliveWhileItServes(t *testing.T) {
 		return s.Op != nil && s.Request == "cp-3" && s.Action == membership.Promote
 	}
 	waitSteps(t, c, 90*time.Second, "cp-3 promoted while cp-2 is out of the mesh", 1, done, unhealthy)
-	f.waitVoters(60*time.Second, "cp-1", "cp-2", "cp-3")
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
 	if s, _ := coordMesh.Node("cp-2"); s.State != gossip.Dead {
 		t.Fatalf("cp-2 is %s in the coordinator's mesh: the join was to complete while it was out", s.State)

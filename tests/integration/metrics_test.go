@@ -16,14 +16,14 @@ import (
 // join-to-voter time, and the fault tolerance of two voters.
 func TestMetricsMoveDuringAJoin(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
 	reg := metrics.NewRegistry()
-	f.startCoordinator("c-1", func(c *coord) {
-		c.c.Metrics = metrics.NewCoordinator(reg)
-		reg.MustRegister(metrics.ControllerHealth("coordinator", c.c.Health))
+	f.StartCoordinator("c-1", func(c *coord) {
+		c.C.Metrics = metrics.NewCoordinator(reg)
+		reg.MustRegister(metrics.ControllerHealth("coordinator", c.C.Health))
 	})
-	srv := &metrics.Server{Listen: "127.0.0.1:0", Registry: reg, Log: f.log}
+	srv := &metrics.Server{Listen: "127.0.0.1:0", Registry: reg, Log: f.Log}
 	stop, err := srv.Start(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestMetricsMoveDuringAJoin(t *testing.T) {
 		t.Fatal("a join counted before any")
 	}
 
-	f.start(f.agentConfig("cp-2", false))
+	f.Start(f.AgentConfig("cp-2", false))
 	sawInFlight := false
 	testwait.For(t, 90*time.Second, "the join closed in the metrics", func() (bool, string) {
 		mfs := scrape()

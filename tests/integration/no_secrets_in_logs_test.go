@@ -21,7 +21,6 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
-	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/secretbox"
@@ -29,6 +28,7 @@ import (
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/pkg/token"
+	"github.com/homystack/nico/tests/fleetkit"
 )
 
 // TestNoSecretsInLogs runs a cluster's life with every secret nico makes:
@@ -224,7 +224,7 @@ func TestNoSecretsInLogs(t *testing.T) {
 // runAgent runs an agent until the returned stop is called (idempotent).
 func runAgent(t *testing.T, cfg agent.Config, log *slog.Logger) func() error {
 	t.Helper()
-	a := agent.New(cfg, member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond)), &notifier{}, log)
+	a := agent.New(cfg, fleetkit.EmbeddedRuntime(), &fleetkit.Notifier{}, log)
 	rctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(rctx) }()

@@ -197,23 +197,23 @@ func clientAs(t *testing.T, eps []string, cfg *tls.Config) *clientv3.Client {
 // can then neither read nor write its own keys.
 func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	cfg := f.agentConfig("w-1", false)
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	cfg := f.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
 	if cfg.PKI.Dir == "" {
 		t.Skip("plaintext etcd (NICO_ETCDTEST_TLS=0): no identities to revoke")
 	}
-	n := f.start(cfg)
-	testwait.For(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n := f.Start(cfg)
+	testwait.For(t, 30*time.Second, "worker ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 
 	d := cfg.PKI.Dir
 	tlsCfg, err := pki.ClientTLS(d.CACert(), d.Cert(pki.NodeLeaf), d.Key(pki.NodeLeaf))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w1 := clientAs(t, f.endpoints(), tlsCfg)
+	w1 := clientAs(t, f.Endpoints(), tlsCfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	p := store.DefaultPrefix
@@ -222,7 +222,7 @@ func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 	}
 
 	f.requestRemoval("w-1", false)
-	n.waitRemoved(t, 30*time.Second, "removed worker did not stop")
+	n.WaitRemoved(t, 30*time.Second, "removed worker did not stop")
 	// The agent could still record its removal with its identity.
 	waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker marked removed", func(n *api.Node) bool { return n.Status.Phase == api.NodeRemoved })
 	r := waitObj[api.RemoveRequest](f, 30*time.Second, store.RemovalKey("w-1"), "identity revoked", func(r *api.RemoveRequest) bool {
@@ -230,7 +230,7 @@ func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 	})
 	t.Logf("identity revoked at %s", r.Status.IdentityRevokedAt)
 
-	root := f.client()
+	root := f.Client()
 	if _, err := root.UserGet(ctx, pki.NodeIdentity("w-1")); !errors.Is(err, rpctypes.ErrUserNotFound) {
 		t.Fatalf("etcd user of removed w-1: %v, want not found", err)
 	}
@@ -258,11 +258,11 @@ func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
 
 	// A worker that is down when it is removed loses its identity as the
 	// removal finishes (no agent is there to record it).
-	cfg2 := f.agentConfig("w-2", false)
+	cfg2 := f.AgentConfig("w-2", false)
 	cfg2.Roles = []api.Role{api.RoleWorker}
-	n2 := f.start(cfg2)
-	testwait.For(t, 30*time.Second, "w-2 ready", func() (bool, string) { return n2.agent.Healthy(), "not healthy" })
-	if err := n2.stop(); err != nil {
+	n2 := f.Start(cfg2)
+	testwait.For(t, 30*time.Second, "w-2 ready", func() (bool, string) { return n2.Agent.Healthy(), "not healthy" })
+	if err := n2.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	f.requestRemoval("w-2", false)

@@ -11,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 )
 
 // TestRemovingTheEtcdLeaderMovesLeadershipFirst: the node whose member leads
@@ -18,28 +19,28 @@ import (
 // then removes the member. The removed agent wipes its data and stops.
 func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	cli := f.client()
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	cli := f.Client()
 	removedWhileLeading := make(chan string, 1)
-	f.startCoordinator("c-1", func(c *coord) {
-		c.c.OnStep = func(s membership.Step) {
+	f.StartCoordinator("c-1", func(c *coord) {
+		c.C.OnStep = func(s membership.Step) {
 			if s.Action != membership.RemoveMember {
 				return
 			}
 			// The invariant: the member removed is not the etcd leader.
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			if st, err := cli.Status(ctx, f.endpoints()[0]); err == nil && st.Leader == uint64(s.Member) {
+			if st, err := cli.Status(ctx, f.Endpoints()[0]); err == nil && st.Leader == uint64(s.Member) {
 				removedWhileLeading <- s.Member.String()
 			}
 		}
 	})
-	f.start(f.agentConfig("cp-2", false))
-	f.start(f.agentConfig("cp-3", false))
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.Start(f.AgentConfig("cp-2", false))
+	f.Start(f.AgentConfig("cp-3", false))
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 
-	leader := f.etcdLeader()
+	leader := f.EtcdLeader()
 	f.requestRemoval(leader, false)
 	waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey(leader), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
 	select {
@@ -53,7 +54,7 @@ func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
 			rest = append(rest, n)
 		}
 	}
-	f.waitVoters(30*time.Second, rest...)
+	f.WaitVoters(30*time.Second, rest...)
 	op := f.ops()[len(f.ops())-1]
 	var moved, removed int
 	for i, e := range op.Status.History {
@@ -68,14 +69,14 @@ func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
 		t.Fatalf("history does not show a leader move before the removal: %+v", op.Status.History)
 	}
 	select {
-	case err := <-f.nodes[leader].done:
+	case err := <-f.Node(leader).Done:
 		if !errors.Is(err, agent.ErrRemoved) {
 			t.Fatalf("removed agent returned %v, want ErrRemoved", err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("removed agent did not stop")
 	}
-	f.nodes[leader].done <- agent.ErrRemoved
+	f.Node(leader).Done <- agent.ErrRemoved
 }
 
 // TestRemovalThatLosesQuorumIsRefused: with one of three members down,
@@ -83,20 +84,15 @@ func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
 // refuses and says why, and no member is removed. Forced, it goes through.
 func TestRemovalThatLosesQuorumIsRefused(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	f.start(f.agentConfig("cp-2", false))
-	n3 := f.start(f.agentConfig("cp-3", false))
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
-	_ = n3.stop()
+	n3 := f.Grow("c-1", "cp-1", "cp-2", "cp-3")[2]
+	_ = n3.Stop()
 
 	f.requestRemoval("cp-2", false)
 	r := waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey("cp-2"), "removal answered", func(r *api.RemoveRequest) bool { return r.Status.Phase.Finished() })
 	if r.Status.Phase != api.RemoveRefused || !strings.Contains(r.Status.Message, "cp-3 is unhealthy") || !strings.Contains(r.Status.Message, "quorum") {
 		t.Fatalf("removal %s: %q; want Refused naming the unhealthy cp-3 and quorum", r.Status.Phase, r.Status.Message)
 	}
-	ms, err := members(t.Context(), f.client())
+	ms, err := fleetkit.Members(t.Context(), f.Client())
 	if err != nil || len(ms) != 3 {
 		t.Fatalf("members after refusal: %v %v", ms, err)
 	}

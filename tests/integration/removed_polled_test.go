@@ -27,12 +27,12 @@ import (
 // as removed and its heartbeat gone; started again, it joins anew.
 func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	cfg2 := f.agentConfig("cp-2", false)
-	n2 := f.start(cfg2)
-	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	cfg2 := f.AgentConfig("cp-2", false)
+	n2 := f.Start(cfg2)
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 
 	pctx, stopPolls := context.WithCancel(context.Background())
 	var answered atomic.Int64
@@ -63,7 +63,7 @@ func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
 	testwait.For(t, 30*time.Second, "pollers answered", func() (bool, string) { return answered.Load() > 0, "no answer yet" })
 
 	f.requestRemoval("cp-2", false)
-	n2.waitRemoved(t, 90*time.Second, "removed cp-2 did not stop")
+	n2.WaitRemoved(t, 90*time.Second, "removed cp-2 did not stop")
 	stopPolls()
 	wg.Wait()
 	t.Logf("%d Status calls answered by cp-2", answered.Load())
@@ -75,15 +75,15 @@ func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
 		t.Fatalf("copies of cp-2's wiped data dir: %v, want one", copies)
 	}
 	node := &api.Node{}
-	if err := f.store().Get(t.Context(), store.NodeKey("cp-2"), node); err != nil || node.Status.Phase != api.NodeRemoved || node.Status.MemberState != api.MemberNone {
+	if err := f.Store().Get(t.Context(), store.NodeKey("cp-2"), node); err != nil || node.Status.Phase != api.NodeRemoved || node.Status.MemberState != api.MemberNone {
 		t.Fatalf("cp-2's node record: %s/%s (%v), want %s/%s", node.Status.Phase, node.Status.MemberState, err, api.NodeRemoved, api.MemberNone)
 	}
-	resp, err := f.client().Get(t.Context(), store.DefaultPrefix+store.HeartbeatKey("cp-2"))
+	resp, err := f.Client().Get(t.Context(), store.DefaultPrefix+store.HeartbeatKey("cp-2"))
 	if err != nil || resp.Count != 0 {
 		t.Fatalf("cp-2's heartbeat key: %d (%v), want gone", resp.Count, err)
 	}
 
 	// Started again, the node clears its finished removal and joins anew.
-	f.start(cfg2)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2")
+	f.Start(cfg2)
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2")
 }

@@ -32,16 +32,16 @@ type rollFleet struct {
 
 func newRollFleet(t *testing.T, cps, dps int) *rollFleet {
 	f := newFleet(t)
-	rf := &rollFleet{fleet: f, dir: f.tempDir()}
+	rf := &rollFleet{fleet: f, dir: f.TempDir()}
 	for i := 1; i <= cps; i++ {
-		cfg := rf.agentConfig(fmt.Sprintf("cp-%d", i), i == 1)
+		cfg := rf.AgentConfig(fmt.Sprintf("cp-%d", i), i == 1)
 		cfg.Applier = rf.applier(cfg.Name)
-		rf.start(cfg)
+		rf.Start(cfg)
 		if i == 1 {
-			rf.waitVoters(30*time.Second, "cp-1")
+			rf.WaitVoters(30*time.Second, "cp-1")
 			for _, c := range []string{"c-1", "c-2"} {
-				rf.startCoordinator(c, func(c *coord) {
-					c.c.OnRolloutStep = func(_ string, s rollout.Step) {
+				rf.StartCoordinator(c, func(c *coord) {
+					c.C.OnRolloutStep = func(_ string, s rollout.Step) {
 						if s.Action == rollout.TransferLeader {
 							rf.mu.Lock()
 							rf.transfers = append(rf.transfers, s.Nodes[0])
@@ -56,13 +56,13 @@ func newRollFleet(t *testing.T, cps, dps int) *rollFleet {
 	for i := 1; i <= cps; i++ {
 		names = append(names, fmt.Sprintf("cp-%d", i))
 	}
-	rf.waitVoters(90*time.Second, names...)
+	rf.WaitVoters(90*time.Second, names...)
 	for i := 1; i <= dps; i++ {
-		cfg := rf.agentConfig(fmt.Sprintf("dp-%d", i), false)
+		cfg := rf.AgentConfig(fmt.Sprintf("dp-%d", i), false)
 		cfg.Roles = []api.Role{api.RoleWorker}
 		cfg.Applier = rf.applier(cfg.Name)
-		n := rf.start(cfg)
-		testwait.For(t, 30*time.Second, cfg.Name+" ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+		n := rf.Start(cfg)
+		testwait.For(t, 30*time.Second, cfg.Name+" ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	}
 	return rf
 }
@@ -108,7 +108,7 @@ func (rf *rollFleet) startRollout(name, revision string, edit func(*api.Rollout)
 	if edit != nil {
 		edit(r)
 	}
-	if err := rf.store().Create(rf.t.Context(), store.RolloutKey(name), r); err != nil {
+	if err := rf.Store().Create(rf.t.Context(), store.RolloutKey(name), r); err != nil {
 		rf.t.Fatal(err)
 	}
 }
@@ -116,7 +116,7 @@ func (rf *rollFleet) startRollout(name, revision string, edit func(*api.Rollout)
 // editRollout changes a rollout's spec with compare-and-swap.
 func (rf *rollFleet) editRollout(name string, edit func(*api.Rollout)) {
 	rf.t.Helper()
-	st := rf.store()
+	st := rf.Store()
 	for {
 		r := &api.Rollout{}
 		if err := st.Get(rf.t.Context(), store.RolloutKey(name), r); err != nil {
@@ -163,7 +163,7 @@ func TestRollout(t *testing.T) {
 
 	// 1. Order: data plane one at a time, then control-plane followers, the
 	// etcd leader last after it handed leadership to an updated voter.
-	leader := rf.etcdLeader()
+	leader := rf.EtcdLeader()
 	rf.startRollout("r1", "v1", nil)
 	r1 := rf.waitRollout("r1", 120*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))
 	order := machines(rf.log("v1"))
@@ -176,7 +176,7 @@ func TestRollout(t *testing.T) {
 	if !slices.Equal(transfers, []string{leader}) {
 		t.Fatalf("leadership transfers %v, want one away from %s", transfers, leader)
 	}
-	if now := rf.etcdLeader(); now == leader {
+	if now := rf.EtcdLeader(); now == leader {
 		t.Fatalf("%s still leads etcd after it rolled last", now)
 	}
 	if done, total := r1.Counts(); done != 6 || total != 6 {
@@ -184,11 +184,11 @@ func TestRollout(t *testing.T) {
 	}
 	for _, n := range r1.Status.Nodes {
 		c := &api.NixosConfiguration{}
-		if err := rf.store().Get(ctx, store.NixosConfigKey(n.Name), c); err != nil || c.Status.AppliedGeneration != 1 || c.Status.Phase != api.GenerationApplied {
+		if err := rf.Store().Get(ctx, store.NixosConfigKey(n.Name), c); err != nil || c.Status.AppliedGeneration != 1 || c.Status.Phase != api.GenerationApplied {
 			t.Fatalf("%s config %+v %v", n.Name, c.Status, err)
 		}
 	}
-	rf.waitVoters(10*time.Second, "cp-1", "cp-2", "cp-3") // the step slot was released
+	rf.WaitVoters(10*time.Second, "cp-1", "cp-2", "cp-3") // the step slot was released
 
 	// 2. Bad on the second node: rolled back there, halted, nobody else touched.
 	rf.startRollout("r2", "bad-dp-2", nil)
@@ -203,7 +203,7 @@ func TestRollout(t *testing.T) {
 		t.Fatalf("running: dp-1 %s dp-2 %s dp-3 %s", rf.running("dp-1"), rf.running("dp-2"), rf.running("dp-3"))
 	}
 	c := &api.NixosConfiguration{}
-	if err := rf.store().Get(ctx, store.NixosConfigKey("dp-2"), c); err != nil || c.Status.Phase != api.GenerationFailed || c.Status.AppliedGeneration != 1 || !strings.Contains(c.Status.LastError, "health") {
+	if err := rf.Store().Get(ctx, store.NixosConfigKey("dp-2"), c); err != nil || c.Status.Phase != api.GenerationFailed || c.Status.AppliedGeneration != 1 || !strings.Contains(c.Status.LastError, "health") {
 		t.Fatalf("dp-2 status %+v %v", c.Status, err)
 	}
 
@@ -219,11 +219,11 @@ func TestRollout(t *testing.T) {
 	// 4. The coordinator leader dies mid-rollout; the next one resumes.
 	rf.startRollout("r3", "slow-v3", nil)
 	rf.waitRollout("r3", 60*time.Second, "r3 at its 3rd step", func(r *api.Rollout) bool { return r.Status.Step >= 3 })
-	old := rf.leaderName()
+	old := rf.LeaderName()
 	rf.mu.Lock()
-	victim := rf.coords[old]
+	victim := rf.Coord(old)
 	rf.mu.Unlock()
-	victim.crash()
+	victim.Crash()
 	r3 := rf.waitRollout("r3", 120*time.Second, "r3 succeeded", phaseIs(api.RolloutSucceeded))
 	if r3.Status.Leader == old {
 		t.Fatalf("r3 finished by %s, the crashed leader", old)

@@ -1,14 +1,13 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/tests/fleetkit"
 )
 
 // snapshotJoinEntries is how many writes the cluster takes before the join:
@@ -41,16 +40,16 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			f := newFleet(t)
 			if r.rt != nil {
-				f.newRuntime = r.rt
+				f.NewRuntime = r.rt
 			}
-			f.start(f.agentConfig("cp-1", true))
-			f.waitVoters(30*time.Second, "cp-1")
-			f.startCoordinator("c-1")
+			f.Start(f.AgentConfig("cp-1", true))
+			f.WaitVoters(30*time.Second, "cp-1")
+			f.StartCoordinator("c-1")
 			fillLog(t, f, snapshotJoinEntries)
 			// Idle from here: nobody writes but nico itself.
 			start := time.Now()
-			f.start(f.agentConfig("cp-2", false))
-			f.waitVoters(snapshotJoinBound, "cp-1", "cp-2")
+			f.Start(f.AgentConfig("cp-2", false))
+			f.WaitVoters(snapshotJoinBound, "cp-1", "cp-2")
 			t.Logf("%s: join into %d entries -> voter in %s", r.name, snapshotJoinEntries, time.Since(start).Round(time.Millisecond))
 		})
 	}
@@ -59,28 +58,8 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 // fillLog makes n raft entries: n single-key puts, a few at a time.
 func fillLog(t *testing.T, f *fleet, n int) {
 	t.Helper()
-	cli := f.client()
-	const workers = 16
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += workers {
-				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-				_, err := cli.Put(ctx, fmt.Sprintf("/user/fill/%05d", i), fillValue)
-				cancel()
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	err := fleetkit.Fill(t.Context(), f.Client(), 16, n, func(i int) (string, string) { return fmt.Sprintf("/user/fill/%05d", i), fillValue })
+	if err != nil {
 		t.Fatalf("fill the log: %v", err)
 	}
 }

@@ -25,30 +25,30 @@ func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) 
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 71)
 	seed := m1.Addr()
-	cp := f.agentConfig("cp-1", true)
+	cp := f.AgentConfig("cp-1", true)
 	cp.Gossip = m1
-	f.start(cp)
-	f.waitVoters(30*time.Second, "cp-1")
+	f.Start(cp)
+	f.WaitVoters(30*time.Second, "cp-1")
 
-	cache := filepath.Join(f.tempDir(), "etcd-endpoints.json")
-	cfg := f.agentConfig("w-1", false)
+	cache := filepath.Join(f.TempDir(), "etcd-endpoints.json")
+	cfg := f.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
 	cfg.Endpoints, cfg.EndpointsCache, cfg.DiscoverGrace = nil, cache, time.Second
 	cfg.Gossip = f.startMesh("w-1", 72, seed)
-	n := f.start(cfg)
-	testwait.For(t, 30*time.Second, "w-1 ready through gossip", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n := f.Start(cfg)
+	testwait.For(t, 30*time.Second, "w-1 ready through gossip", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	testwait.For(t, 10*time.Second, "w-1 to cache the endpoints", func() (bool, string) {
 		_, err := os.Stat(cache)
 		return err == nil, fmt.Sprint(err)
 	})
-	if err := n.stop(); err != nil {
+	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	_ = cfg.Gossip.(*gossip.Mesh).Shutdown()
 
 	// Two rotations while w-1 is off.
 	for range 2 {
-		if _, err := gossipkey.Rotate(context.Background(), f.store(), "test", time.Now()); err != nil {
+		if _, err := gossipkey.Rotate(context.Background(), f.Store(), "test", time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -62,8 +62,8 @@ func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) 
 		t.Fatalf("a generation-0 member joined a generation-2 mesh: %v", err)
 	}
 	cfg.Gossip = stale
-	n = f.start(cfg)
-	testwait.For(t, 60*time.Second, "w-1 ready again through its endpoints cache", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n = f.Start(cfg)
+	testwait.For(t, 60*time.Second, "w-1 ready again through its endpoints cache", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	testwait.For(t, 30*time.Second, "w-1 back in the mesh on generation 2", func() (bool, string) {
 		s, ok := m1.Node("w-1")
 		return stale.KeyGeneration() == 2 && ok && s.State == gossip.Alive, fmt.Sprintf("w-1 at generation %d, seen by cp-1 as %+v", stale.KeyGeneration(), s)

@@ -18,11 +18,11 @@ import (
 func TestStatusPageShowsAJoinLive(t *testing.T) {
 	statuspagetest.Chromium(t) // skip before starting a fleet
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
 
-	srv := &statuspage.Server{Listen: "127.0.0.1:0", Hub: &statuspage.Hub{Store: f.store(), Debounce: 100 * time.Millisecond}}
+	srv := &statuspage.Server{Listen: "127.0.0.1:0", Hub: &statuspage.Hub{Store: f.Store(), Debounce: 100 * time.Millisecond}}
 	if err := srv.Bind(); err != nil {
 		t.Fatal(err)
 	}
@@ -40,13 +40,13 @@ func TestStatusPageShowsAJoinLive(t *testing.T) {
 	b.Load("http://"+srv.Addr()+"/", `#member-cp-1[data-role="voter"]`)
 	b.WaitFor(`body:not(.stale) #conn`)
 
-	rt := &gated{Runtime: f.newRuntime(), open: make(chan struct{})}
-	f.startWith(f.agentConfig("cp-2", false), rt)
+	rt := &gated{Runtime: f.NewRuntime(), open: make(chan struct{})}
+	f.StartWith(f.AgentConfig("cp-2", false), rt)
 	b.WaitFor(`#members tr[data-role="learner"]`) // added by the leader, not started: no name yet
 	b.WaitFor(`#op[data-step="Learner"]`)
 	b.Screenshot(artifacts, "join-learner.png")
 	close(rt.open)
-	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 	b.WaitFor(`#member-cp-2[data-role="voter"]`)
 	b.WaitFor(`#node-cp-2[data-member="voter"]`)
 	if b.Reloaded() {

@@ -17,15 +17,15 @@ import (
 // over the whole suspect window. Once cp-2 answers again cp-3 is removed.
 func TestNoRemovalWhileAVoterIsSuspect(t *testing.T) {
 	f, c, cut := newSuspectFleet(t, 3*time.Minute)
-	cp3 := f.start(f.agentConfig("cp-3", false))
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	cp3 := f.Start(f.AgentConfig("cp-3", false))
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
 	testwait.For(t, 30*time.Second, "cp-3's join finished", func() (bool, string) {
 		j := api.NewJoinRequest("cp-3")
-		err := f.store().Get(t.Context(), store.JoinKey("cp-3"), j)
+		err := f.Store().Get(t.Context(), store.JoinKey("cp-3"), j)
 		return err == nil && j.Status.Phase == api.JoinJoined, string(j.Status.Phase)
 	})
-	cli := f.client()
+	cli := f.Client()
 	w := watchJournal(t, cli)
 	cut.setCut(true)
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 suspect in the liveness record", func(l *api.Liveness) bool {
@@ -41,13 +41,13 @@ func TestNoRemovalWhileAVoterIsSuspect(t *testing.T) {
 	}, nil)
 	t.Logf("the leader waits: %s", s.Reason)
 	r := api.NewRemoveRequest("cp-3")
-	if err := f.store().Get(t.Context(), store.RemovalKey("cp-3"), r); err != nil || r.Status.Phase.Finished() {
+	if err := f.Store().Get(t.Context(), store.RemovalKey("cp-3"), r); err != nil || r.Status.Phase.Finished() {
 		t.Fatalf("cp-3's removal request: phase %q, err %v; want it pending", r.Status.Phase, err)
 	}
 	members.stop(t, "while cp-2 was suspect")
 	heal(f, cut)
-	cp3.waitRemoved(t, 90*time.Second, "cp-3 was not removed after cp-2 was alive again")
-	f.waitVoters(60*time.Second, "cp-1", "cp-2")
+	cp3.WaitRemoved(t, 90*time.Second, "cp-3 was not removed after cp-2 was alive again")
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 
 	w.stop(t).opsOnlyAfter(t, "suspect", "cp-2 was suspect")
 }

@@ -24,14 +24,14 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 	// Memberlist keeps a peer suspect this long before declaring it dead:
 	// longer than the window the test holds it suspect.
 	f, c, cut := newSuspectFleet(t, 3*time.Minute)
-	cli := f.client()
+	cli := f.Client()
 	w := watchJournal(t, cli)
 	cut.setCut(true)
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-2 suspect in the liveness record", func(l *api.Liveness) bool {
 		return l.Status.Nodes["cp-2"].State == "suspect"
 	})
 	members := pollMembers(t, cli, votersOnly)
-	cp3 := f.start(f.agentConfig("cp-3", false))
+	cp3 := f.Start(f.AgentConfig("cp-3", false))
 
 	// The join is pending, and the leader re-plans it again and again
 	// (at least every resync, 200 ms), each time waiting on cp-2: 25
@@ -41,12 +41,12 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 	}, nil)
 	t.Logf("the leader waits: %s", s.Reason)
 	j := api.NewJoinRequest("cp-3")
-	if err := f.store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinPending {
+	if err := f.Store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinPending {
 		t.Fatalf("cp-3's join request: phase %q, err %v; want it pending", j.Status.Phase, err)
 	}
 	members.stop(t, "while cp-2 was suspect")
 	heal(f, cut)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
 
 	w.stop(t).opsOnlyAfter(t, "suspect", "cp-2 was suspect")
@@ -65,10 +65,10 @@ func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
 	// (docs/etcd-snapshot-join.md): 8 s was shorter than that sum and
 	// aborted the join in one fresh make test.
 	const progressTimeout = 15 * time.Second
-	f, c, cut := newSuspectFleet(t, 3*time.Minute, func(f *fleet) { f.policy.LearnerProgressTimeout = progressTimeout })
-	cli := f.client()
+	f, c, cut := newSuspectFleet(t, 3*time.Minute, func(f *fleet) { f.Policy.LearnerProgressTimeout = progressTimeout })
+	cli := f.Client()
 	gate := make(chan struct{})
-	cp3 := f.startWith(f.agentConfig("cp-3", false), &gated{Runtime: f.newRuntime(), open: gate})
+	cp3 := f.StartWith(f.AgentConfig("cp-3", false), &gated{Runtime: f.NewRuntime(), open: gate})
 	waitObj(f, 60*time.Second, store.JoinKey("cp-3"), "cp-3 added as a learner", func(j *api.JoinRequest) bool {
 		return j.Status.Phase == api.JoinLearnerAdded
 	})
@@ -101,12 +101,12 @@ func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
 	t.Logf("the leader waits: %s", s.Reason)
 	members.stop(t, "while cp-2 was suspect")
 	heal(f, cut)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	waitReady(t, cp3)
 
 	w.stop(t).noOpsWhile(t, "suspect", "cp-2 was suspect")
 	j := api.NewJoinRequest("cp-3")
-	if err := f.store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinJoined || j.Spec.Attempt > 1 {
+	if err := f.Store().Get(context.Background(), store.JoinKey("cp-3"), j); err != nil || j.Status.Phase != api.JoinJoined || j.Spec.Attempt > 1 {
 		t.Fatalf("cp-3's join request: attempt %d, %+v, err %v; want it joined at the first attempt", j.Spec.Attempt, j.Status, err)
 	}
 }
@@ -128,19 +128,19 @@ func newSuspectFleet(t *testing.T, suspicion time.Duration, opts ...func(*fleet)
 	}
 	m1 := f.startTunedMesh("cp-1", 71, tune)
 	seed := m1.Addr()
-	cfg := f.agentConfig("cp-1", true)
+	cfg := f.AgentConfig("cp-1", true)
 	cfg.Gossip = m1
-	f.start(cfg)
-	f.waitVoters(30*time.Second, "cp-1")
-	f.gossip = f.startTunedMesh("coord-1", 70, tune, seed)
-	c := f.startCoordinator("coord-1")
+	f.Start(cfg)
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.Gossip = f.startTunedMesh("coord-1", 70, tune, seed)
+	c := f.StartCoordinator("coord-1")
 
 	cut := newCuttable(t, "127.0.0.72")
 	m2 := f.startTunedMesh("cp-2", 72, func(c *memberlist.Config) { tune(c); c.Transport = cut }, seed)
-	cfg2 := f.agentConfig("cp-2", false)
+	cfg2 := f.AgentConfig("cp-2", false)
 	cfg2.Gossip = m2
-	f.start(cfg2)
-	f.waitVoters(90*time.Second, "cp-1", "cp-2")
+	f.Start(cfg2)
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2")
 	waitObj(f, 30*time.Second, store.LivenessKey, "cp-1 and cp-2 alive through gossip", func(l *api.Liveness) bool {
 		a, b := l.Status.Nodes["cp-1"], l.Status.Nodes["cp-2"]
 		return a.State == "alive" && a.Reason == "gossip" && b.State == "alive" && b.Reason == "gossip"
@@ -153,7 +153,7 @@ func newSuspectFleet(t *testing.T, suspicion time.Duration, opts ...func(*fleet)
 func (f *fleet) startTunedMesh(name string, ip int, tune func(*memberlist.Config), seeds ...string) *gossip.Mesh {
 	f.t.Helper()
 	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), Profile: gossip.ProfileFast,
-		Token: []byte("integration-token"), Seeds: seeds, Logger: f.log.With("mesh", name), Tune: tune})
+		Token: []byte("integration-token"), Seeds: seeds, Logger: f.Log.With("mesh", name), Tune: tune})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func waitSteps(t *testing.T, c *coord, within time.Duration, what string, n int,
 	var last, seen membership.Step
 	for got := 0; got < n; {
 		select {
-		case s := <-c.steps:
+		case s := <-c.Steps:
 			seen = s
 			if forbid != nil && forbid(s) {
 				t.Fatalf("%s: the leader took step %s", what, s)
@@ -205,7 +205,7 @@ func waitSteps(t *testing.T, c *coord, within time.Duration, what string, n int,
 func drainSteps(c *coord) {
 	for {
 		select {
-		case <-c.steps:
+		case <-c.Steps:
 		default:
 			return
 		}
@@ -218,10 +218,10 @@ func drainSteps(c *coord) {
 // teardown, while the other members are stopping.)
 func waitReady(t *testing.T, n *node) {
 	t.Helper()
-	testwait.For(t, 30*time.Second, n.name+" ready", func() (bool, string) {
-		ready, err := n.notify.readyState()
+	testwait.For(t, 30*time.Second, n.Name+" ready", func() (bool, string) {
+		ready, err := n.Notify.ReadyState()
 		if err != nil {
-			t.Fatalf("%s: %v", n.name, err)
+			t.Fatalf("%s: %v", n.Name, err)
 		}
 		return ready > 0, "no READY yet"
 	})

@@ -26,10 +26,10 @@ import (
 // one running (here the test binary: the loop guard).
 func TestAgentRestartsIntoTheAgentItsGenerationInstalls(t *testing.T) {
 	f := newFleet(t)
-	rf := &rollFleet{fleet: f, dir: f.tempDir()}
-	rf.start(rf.agentConfig("cp-1", true))
-	rf.waitVoters(30*time.Second, "cp-1")
-	rf.startCoordinator("c-1")
+	rf := &rollFleet{fleet: f, dir: f.TempDir()}
+	rf.Start(rf.AgentConfig("cp-1", true))
+	rf.WaitVoters(30*time.Second, "cp-1")
+	rf.StartCoordinator("c-1")
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -51,18 +51,18 @@ if [ "$NICO_REVISION" = v2 ]; then echo /nix/store/new-nico/bin/nico-agent > %s;
 		}
 		return x
 	}
-	cfg := rf.agentConfig("w-1", false)
+	cfg := rf.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
 	cfg.Applier = newApplier()
 	cfg.AgentPathFile = pathFile
-	n := rf.start(cfg)
-	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n := rf.Start(cfg)
+	testwait.For(t, 30*time.Second, "w-1 ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 
 	// v1 keeps the agent: no restart.
 	rf.startRollout("r1", "v1", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
 	rf.waitRollout("r1", 60*time.Second, "r1 succeeded", phaseIs(api.RolloutSucceeded))
 	select {
-	case err := <-n.done:
+	case err := <-n.Done:
 		t.Fatalf("w-1 stopped after a generation that keeps its agent: %v", err)
 	default:
 	}
@@ -70,8 +70,8 @@ if [ "$NICO_REVISION" = v2 ]; then echo /nix/store/new-nico/bin/nico-agent > %s;
 	// v2 brings a new agent: Run ends with ErrUpgraded, v2 left Applying.
 	rf.startRollout("r2", "v2", func(r *api.Rollout) { r.Spec.Nodes = []string{"w-1"} })
 	select {
-	case err := <-n.done:
-		n.done <- err
+	case err := <-n.Done:
+		n.Done <- err
 		if !errors.Is(err, agent.ErrUpgraded) {
 			t.Fatalf("w-1 returned %v, want ErrUpgraded", err)
 		}
@@ -79,28 +79,28 @@ if [ "$NICO_REVISION" = v2 ]; then echo /nix/store/new-nico/bin/nico-agent > %s;
 		t.Fatal("w-1 did not stop to restart into the new agent")
 	}
 	c := &api.NixosConfiguration{}
-	if err := rf.store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil {
+	if err := rf.Store().Get(t.Context(), store.NixosConfigKey("w-1"), c); err != nil {
 		t.Fatal(err)
 	}
 	if c.Status.Phase != api.GenerationApplying || c.Status.AppliedGeneration == c.Spec.Generation {
 		t.Fatalf("while w-1 restarts its generation status is %+v, want Applying and not applied", c.Status)
 	}
 	r := &api.Rollout{}
-	if err := rf.store().Get(t.Context(), store.RolloutKey("r2"), r); err != nil || r.Status.Phase == api.RolloutSucceeded {
+	if err := rf.Store().Get(t.Context(), store.RolloutKey("r2"), r); err != nil || r.Status.Phase == api.RolloutSucceeded {
 		t.Fatalf("rollout r2 is %q while w-1 restarts (%v)", r.Status.Phase, err)
 	}
-	if err := n.stop(); err != nil && !errors.Is(err, agent.ErrUpgraded) {
+	if err := n.Stop(); err != nil && !errors.Is(err, agent.ErrUpgraded) {
 		t.Fatal(err)
 	}
 
 	// The service manager starts the agent again: it reports v2 without
 	// running it a second time, and stays up.
 	cfg.Applier = newApplier()
-	n = rf.start(cfg)
+	n = rf.Start(cfg)
 	rf.waitRollout("r2", 60*time.Second, "r2 succeeded", phaseIs(api.RolloutSucceeded))
-	testwait.For(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	testwait.For(t, 30*time.Second, "w-1 ready again", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	select {
-	case err := <-n.done:
+	case err := <-n.Done:
 		t.Fatalf("the restarted w-1 stopped again: %v", err)
 	case <-time.After(2 * time.Second):
 	}

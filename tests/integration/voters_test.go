@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"testing"
 	"time"
 
@@ -23,19 +22,19 @@ import (
 // etcd leader while it leads, and keeps the shed hosts as standbys.
 func TestVotersStandbysGrowAndShrink(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.setVoters(3)
-	cli := f.client()
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(3)
+	cli := f.Client()
 	removedWhileLeading := make(chan string, 1)
-	f.startCoordinator("c-1", func(c *coord) {
-		c.c.OnStep = func(s membership.Step) {
+	f.StartCoordinator("c-1", func(c *coord) {
+		c.C.OnStep = func(s membership.Step) {
 			if s.Action != membership.RemoveMember {
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
-			for _, ep := range f.endpoints() {
+			for _, ep := range f.Endpoints() {
 				if st, err := cli.Status(ctx, ep); err == nil {
 					if st.Leader == uint64(s.Member) {
 						select {
@@ -51,10 +50,10 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 	mon := f.watchLearners()
 	names := []string{"cp-1", "cp-2", "cp-3", "cp-4", "cp-5"}
 	for _, n := range names[1:] {
-		f.start(f.agentConfig(n, false))
+		f.Start(f.AgentConfig(n, false))
 	}
 
-	voters := f.waitVoterCount(120*time.Second, 3)
+	voters := f.WaitVoterCount(120*time.Second, 3)
 	standbys := f.waitStandbys(30*time.Second, 2)
 	for _, s := range standbys {
 		if slices.Contains(voters, s) {
@@ -62,9 +61,9 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 		}
 	}
 	for _, name := range names {
-		n := f.nodes[name]
+		n := f.Node(name)
 		testwait.For(t, 30*time.Second, name+" ready", func() (bool, string) {
-			ready, err := n.notify.readyState()
+			ready, err := n.Notify.ReadyState()
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -73,12 +72,12 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 	}
 	t.Logf("voters %v, standbys %v", voters, standbys)
 
-	f.setVoters(5)
-	f.waitVoters(180*time.Second, names...)
+	f.SetVoters(5)
+	f.WaitVoters(180*time.Second, names...)
 
-	leader := f.etcdLeader()
-	f.setVoters(3)
-	kept := f.waitVoterCount(120*time.Second, 3)
+	leader := f.EtcdLeader()
+	f.SetVoters(3)
+	kept := f.WaitVoterCount(120*time.Second, 3)
 	if !slices.Contains(kept, leader) {
 		t.Fatalf("voters %v after the shrink: the etcd leader %s was removed, not a follower", kept, leader)
 	}
@@ -94,36 +93,36 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 		if slices.Contains(kept, name) {
 			continue
 		}
-		n := f.nodes[name]
+		n := f.Node(name)
 		select {
-		case err := <-n.done:
-			n.done <- err
+		case err := <-n.Done:
+			n.Done <- err
 			if !errors.Is(err, agent.ErrStandby) {
 				t.Fatalf("shed %s returned %v, want ErrStandby", name, err)
 			}
 		case <-time.After(60 * time.Second):
 			t.Fatalf("shed %s did not stop", name)
 		}
-		if err := n.stop(); !errors.Is(err, agent.ErrStandby) {
+		if err := n.Stop(); !errors.Is(err, agent.ErrStandby) {
 			t.Fatalf("stopping shed %s: %v", name, err)
 		}
-		f.start(n.cfg)
+		f.Start(n.Cfg)
 	}
 	shed := f.waitStandbys(60*time.Second, 2)
 	for _, s := range shed {
 		if slices.Contains(kept, s) {
 			t.Fatalf("standby %s is a voter (voters %v)", s, kept)
 		}
-		n := f.nodes[s]
+		n := f.Node(s)
 		testwait.For(t, 30*time.Second, s+" ready again", func() (bool, string) {
-			ready, err := n.notify.readyState()
+			ready, err := n.Notify.ReadyState()
 			if err != nil {
 				t.Fatalf("%s: %v", s, err)
 			}
 			return ready >= 1, fmt.Sprintf("READY sent %d times", ready)
 		})
 	}
-	if got := f.waitVoterCount(10*time.Second, 3); !slices.Equal(got, kept) {
+	if got := f.WaitVoterCount(10*time.Second, 3); !slices.Equal(got, kept) {
 		t.Fatalf("voters %v once the shed hosts are standbys, want %v", got, kept)
 	}
 	if max := mon(); max > 1 {
@@ -132,47 +131,11 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 	assertSerialized(t, f.ops())
 }
 
-// waitVoterCount waits until the cluster has exactly n voters, no
-// learner and no operation in flight, every member answering, and
-// returns the voters' names, sorted.
-func (f *fleet) waitVoterCount(within time.Duration, n int) []string {
-	f.t.Helper()
-	cli := f.client()
-	var voters []string
-	testwait.For(f.t, within, fmt.Sprintf("%d voters", n), func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		ms, err := members(ctx, cli)
-		if err != nil {
-			return false, err.Error()
-		}
-		voters = voters[:0]
-		for name, learner := range ms {
-			if !learner {
-				voters = append(voters, name)
-			}
-		}
-		sort.Strings(voters)
-		if len(voters) != n || len(ms) != n {
-			return false, fmt.Sprint(ms)
-		}
-		active, err := cli.Get(ctx, store.DefaultPrefix+store.ActiveOpKey)
-		if err != nil || len(active.Kvs) > 0 {
-			return false, fmt.Sprintf("members %v, an operation is still active", ms)
-		}
-		if sick := unhealthyMembers(ctx, cli); len(sick) > 0 {
-			return false, fmt.Sprintf("members %v, not answering: %v", ms, sick)
-		}
-		return true, ""
-	})
-	return slices.Clone(voters)
-}
-
 // waitStandbys waits until n join requests are pending and marked
 // Standby, and returns their nodes.
 func (f *fleet) waitStandbys(within time.Duration, n int) []string {
 	f.t.Helper()
-	st := f.store()
+	st := f.Store()
 	var out []string
 	testwait.For(f.t, within, fmt.Sprintf("%d standbys", n), func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -14,24 +14,24 @@ import (
 // ErrRemoved and its heartbeat is gone.
 func TestWorkerRegistersAndLeaves(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.startCoordinator("c-1")
-	cfg := f.agentConfig("w-1", false)
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.StartCoordinator("c-1")
+	cfg := f.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
-	n := f.start(cfg)
-	testwait.For(t, 30*time.Second, "worker ready", func() (bool, string) { return n.agent.Healthy(), "not healthy" })
+	n := f.Start(cfg)
+	testwait.For(t, 30*time.Second, "worker ready", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	node := waitObj[api.Node](f, 10*time.Second, store.NodeKey("w-1"), "worker registered", func(n *api.Node) bool {
 		return n.Status.Phase == api.NodeRegistered && n.Status.UpdatedAt.After(n.Metadata.CreatedAt)
 	})
 	if node.Spec.PeerURL != "" || node.Status.MemberID != 0 {
 		t.Fatalf("worker has member fields: %+v", node)
 	}
-	f.waitVoters(5*time.Second, "cp-1") // no member was added for it
+	f.WaitVoters(5*time.Second, "cp-1") // no member was added for it
 
 	f.requestRemoval("w-1", false)
-	n.waitRemoved(t, 30*time.Second, "removed worker did not stop")
-	resp, err := f.client().Get(t.Context(), store.DefaultPrefix+store.HeartbeatKey("w-1"))
+	n.WaitRemoved(t, 30*time.Second, "removed worker did not stop")
+	resp, err := f.Client().Get(t.Context(), store.DefaultPrefix+store.HeartbeatKey("w-1"))
 	if err != nil || len(resp.Kvs) != 0 {
 		t.Fatalf("heartbeat of removed worker: %v %v", resp, err)
 	}

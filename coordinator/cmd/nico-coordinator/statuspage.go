@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 
 	"github.com/homystack/nico/coordinator/statuspage"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/httpserve"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -21,27 +21,12 @@ import (
 func startStatusPage(ctx context.Context, cfg config.Coordinator, st *store.Store, log *slog.Logger) (stop func(), err error) {
 	sp := cfg.StatusPage
 	var tlsCfg *tls.Config
-	if sp.Listen != "" && (sp.CertFile != "" || !statuspage.Loopback(sp.Listen)) {
+	if sp.Listen != "" && (sp.CertFile != "" || !httpserve.Loopback(sp.Listen)) {
 		if tlsCfg, err = pki.ServerTLS(sp.ClientCAFile, sp.CertFile, sp.KeyFile, true); err != nil {
 			return nil, fmt.Errorf("nico-coordinator: statusPage.tls: %w", err)
 		}
 	}
 	plog := log.With("component", "status-page")
 	srv := &statuspage.Server{Listen: sp.Listen, TLS: tlsCfg, Hub: &statuspage.Hub{Store: st, Log: plog}, Log: plog}
-	if err := srv.Bind(); err != nil {
-		if errors.Is(err, statuspage.ErrNeedsTLS) {
-			return nil, err
-		}
-		plog.Error("not serving the status page", "err", err)
-		return func() {}, nil
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Run(ctx); err != nil {
-			plog.Error("status page stopped", "err", err)
-		}
-	}()
-	return func() { cancel(); <-done }, nil
+	return srv.Start(ctx)
 }

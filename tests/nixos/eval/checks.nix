@@ -155,6 +155,7 @@ let
         join = { listen = ":7950"; endpoints = [ ]; };
         generations = { applier = "none"; command = [ ]; healthDeadline = "2m"; checkCommands = [ ]; httpChecks = [ ]; allowFailedUnits = [ ]; agentPathFile = "/etc/nico/agent-path"; };
         hypervisor = { uri = "qemu:///system"; labels = [ ]; domainType = "auto"; };
+        metrics.listen = "127.0.0.1:9479";
       }
       && lib.hasSuffix "nico-agent.yaml" agentYamlFile;
     "etcd reads the agent's environment file and is not started at boot" =
@@ -260,6 +261,8 @@ let
       coordYaml tls == {
         name = "cp-t";
         etcd.endpoints = [ "https://10.0.0.1:2379" ];
+        metrics.listen = "127.0.0.1:9480";
+        statusPage.listen = "127.0.0.1:9490";
         tls = {
           caFile = "/var/lib/nico-pki/ca.crt";
           certFile = "/var/lib/nico-pki/coordinator.crt";
@@ -277,6 +280,8 @@ let
       coordYaml cp2 == {
         name = "cp-2";
         etcd.endpoints = [ ];
+        metrics.listen = "127.0.0.1:9480";
+        statusPage.listen = "127.0.0.1:9490";
         gossip = { seeds = [ "10.0.0.1" ]; profile = "lan"; advertise = "10.0.0.2"; };
         tokenFile = "/run/keys/nico-token";
         tls = {
@@ -356,7 +361,42 @@ let
     "assertion: the hypervisor role with a package built without libvirt" =
       anyContains "is built without libvirt"
         (failedAssertions (host [{ services.nico = { enable = true; roles = [ "hypervisor" ]; seeds = [ "a" ]; tokenFile = "/t"; package = pkgs.nico; }; }]));
-    "every assertion has a check that makes it fire" = lib.length cp1.assertions == 12;
+    "assertion: the agent's metrics beyond loopback without TLS" =
+      anyContains "services.nico.settings.metrics.listen (0.0.0.0:9479) is not a loopback address"
+        (failedAssertions (cpWith { settings.metrics.listen = "0.0.0.0:9479"; }));
+    "assertion: the agent's metrics key in the Nix store" =
+      anyContains "services.nico.settings.metrics.tls.keyFile (/nix/store/x-m.key) is in the Nix store"
+        (failedAssertions (cpWith { settings.metrics.tls.keyFile = "/nix/store/x-m.key"; }));
+    "assertion: the coordinator's metrics on every address without TLS" =
+      anyContains "services.nico.coordinator.settings.metrics.listen (:9480) is not a loopback address"
+        (failedAssertions (cpWith { coordinator.settings.metrics.listen = ":9480"; }));
+    "assertion: the coordinator's metrics key in the Nix store" =
+      anyContains "services.nico.coordinator.settings.metrics.tls.keyFile (/nix/store/x-c.key) is in the Nix store"
+        (failedAssertions (cpWith { coordinator.settings.metrics.tls.keyFile = "/nix/store/x-c.key"; }));
+    "assertion: the status page beyond loopback without TLS" =
+      anyContains "services.nico.coordinator.settings.statusPage.listen (10.0.0.1:9490) is not a loopback address"
+        (failedAssertions (cpWith { coordinator.settings.statusPage.listen = "10.0.0.1:9490"; }));
+    "assertion: the status page key in the Nix store" =
+      anyContains "services.nico.coordinator.settings.statusPage.tls.keyFile (/nix/store/x-s.key) is in the Nix store"
+        (failedAssertions (cpWith { coordinator.settings.statusPage.tls.keyFile = "/nix/store/x-s.key"; }));
+    "metrics and status page: loopback, [::1] and localhost need no TLS; beyond loopback with the three files passes; empty serves nothing" =
+      failedAssertions (cpWith { settings.metrics.listen = "[::1]:9479"; coordinator.settings.metrics.listen = "localhost:9480"; coordinator.settings.statusPage.listen = ""; }) == [ ]
+      && failedAssertions (cpWith { settings.metrics = { listen = "10.0.0.1:9479"; tls = { certFile = "/var/lib/nico/m.crt"; keyFile = "/var/lib/nico/m.key"; clientCAFile = "/var/lib/nico/pki/ca.crt"; }; }; }) == [ ];
+    "YAML: metrics.tls.* and statusPage.tls.* rendered when set, left out when null" =
+      let
+        h = cpWith {
+          settings.metrics = { listen = "10.0.0.1:9479"; tls = { certFile = "/m.crt"; keyFile = "/m.key"; clientCAFile = "/ca.crt"; }; };
+          coordinator.settings.statusPage = { listen = "10.0.0.1:9490"; tls = { certFile = "/s.crt"; keyFile = "/s.key"; clientCAFile = "/ca.crt"; }; };
+        };
+      in
+      (builtins.fromJSON h.environment.etc."nico/agent.yaml".source.text).metrics == { listen = "10.0.0.1:9479"; tls = { certFile = "/m.crt"; keyFile = "/m.key"; clientCAFile = "/ca.crt"; }; }
+      && (coordYaml h).statusPage == { listen = "10.0.0.1:9490"; tls = { certFile = "/s.crt"; keyFile = "/s.key"; clientCAFile = "/ca.crt"; }; }
+      && (coordYaml h).metrics == { listen = "127.0.0.1:9480"; };
+    "type error: metrics.listen without a port" =
+      evalFails (_: (cpWith { settings.metrics.listen = "10.0.0.1"; }).services.nico.settings.metrics.listen);
+    "type error: a relative statusPage.tls.certFile" =
+      evalFails (_: (cpWith { coordinator.settings.statusPage.tls.certFile = "page.crt"; }).services.nico.coordinator.settings.statusPage.tls.certFile);
+    "every assertion has a check that makes it fire" = lib.length cp1.assertions == 18;
 
     "type error: unknown role" =
       evalFails (_: (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "master" ]; }; }]).services.nico.roles);

@@ -25,8 +25,8 @@ import (
 //	  ──▶ ca activate (control plane; agents re-issue their leaves) ──▶ ca renew-node (other machines)
 //	  ──▶ ca untrust old (every machine) ──▶ restart one at a time
 func (a *app) caCmd() *cobra.Command {
-	return group("ca", "Rotate the cluster CA, one machine's pki.dir at a time", "ca: new, trust, activate, renew-node, untrust or status",
-		a.caNewCmd(), a.caTrustCmd(), a.caActivateCmd(), a.caRenewNodeCmd(), a.caUntrustCmd(), a.caStatusCmd())
+	return group("ca", "Rotate the cluster CA, one machine's pki.dir at a time; issue status page viewer certificates", "ca: new, trust, activate, renew-node, untrust, status or viewer",
+		a.caNewCmd(), a.caTrustCmd(), a.caActivateCmd(), a.caRenewNodeCmd(), a.caUntrustCmd(), a.caStatusCmd(), a.caViewerCmd())
 }
 
 // pkiDirFlag adds --pki-dir to c.

@@ -157,7 +157,7 @@ func TestCACommandErrors(t *testing.T) {
 	run(t, nil, "ca", "status", "--pki-dir", missing).want(t, 1, nil, []string{filepath.Join(missing, "ca.crt"), "is --pki-dir"})
 	run(t, nil, "ca", "new").want(t, 2, nil, []string{`--out ""`})
 	run(t, nil, "ca", "new", "--out", t.TempDir(), "--validity", "-1h").want(t, 2, nil, []string{"--validity -1h0m0s"})
-	run(t, nil, "ca").want(t, 2, nil, []string{"new, trust, activate, renew-node, untrust or status"})
+	run(t, nil, "ca").want(t, 2, nil, []string{"new, trust, activate, renew-node, untrust, status or viewer"})
 
 	// A worker holds no ca.key: activating there is refused.
 	nd := pki.Dir(filepath.Join(t.TempDir(), "next"))

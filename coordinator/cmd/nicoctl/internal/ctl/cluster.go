@@ -37,12 +37,12 @@ func (a *app) connect(ctx context.Context) (*cluster, error) {
 	if err := a.checkIdentity(); err != nil {
 		return nil, err
 	}
-	if err := probe(ctx, a.cfg.Endpoints); err != nil {
-		return nil, unreachable(err)
-	}
 	tlsCfg, err := etcdclient.Files{CA: a.cfg.TLS.CAFile, Cert: a.cfg.TLS.CertFile, Key: a.cfg.TLS.KeyFile}.Load(a.cfg.Endpoints)
 	if err != nil {
 		return nil, withCode(ExitUsage, err)
+	}
+	if err := probe(ctx, a.cfg.Endpoints, tlsCfg, a.cfg.DialTimeout); err != nil {
+		return nil, unreachable(err)
 	}
 	cli, err := etcdclient.New(etcdclient.Config{Endpoints: a.cfg.Endpoints, DialTimeout: a.cfg.Timeout, TLS: tlsCfg})
 	if err != nil {

@@ -77,10 +77,12 @@ const longHelp = `nicoctl reads and changes a nico fleet through its etcd cluste
 It reads members, nodes and operations, and files requests (such as the removal
 of a node) for the coordinator's leader, waiting for its answer. Settings come
 from flags, then NICO_* environment variables (NICO_ENDPOINTS, NICO_CONFIG,
-NICO_TIMEOUT, NICO_OUTPUT, NICO_STORE_PREFIX, NICO_TLS_CAFILE, NICO_TLS_CERTFILE,
-NICO_TLS_KEYFILE), then the config file (YAML, with the flags' names as keys:
-endpoints, timeout, output, store.prefix, tls.caFile...). Certificate paths may
-be relative to the working directory. Shell completion: nicoctl completion
+NICO_TIMEOUT, NICO_DIALTIMEOUT, NICO_OUTPUT, NICO_STORE_PREFIX, NICO_TLS_CAFILE,
+NICO_TLS_CERTFILE, NICO_TLS_KEYFILE), then the config file (YAML, with the
+flags' names as keys: endpoints, timeout, dialTimeout, output, store.prefix,
+tls.caFile...). Certificate paths may be relative to the working directory.
+An endpoint that refuses fails at once; one that never answers fails after
+--dialTimeout (connecting, TLS included), before --timeout bounds the answer. Shell completion: nicoctl completion
 bash|zsh|fish (see nicoctl completion --help); reference: docs/cli.md.
 
 Exit codes:

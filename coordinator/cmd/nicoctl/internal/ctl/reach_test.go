@@ -37,6 +37,39 @@ func TestRefusedPortFailsFast(t *testing.T) {
 	}
 }
 
+// silentEndpoint is an https URL on a loopback port whose listener never
+// accepts: the kernel completes the TCP handshake, but nothing ever answers
+// TLS, as with a host that has hung or a firewall that swallows the reply.
+func silentEndpoint(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return "https://" + ln.Addr().String()
+}
+
+// TestSilentEndpointFailsWithinTheDialTimeout: an endpoint that never
+// answers fails once the dial timeout is up, not the whole --timeout,
+// with the same exit code as a refused port and an error that names the
+// endpoint and --dialTimeout.
+func TestSilentEndpointFailsWithinTheDialTimeout(t *testing.T) {
+	ep := silentEndpoint(t)
+	start := time.Now()
+	r := run(t, []string{ep}, "status", "--timeout", "20s")
+	elapsed := time.Since(start)
+	r.want(t, ExitUsage, nil, []string{"cannot reach etcd at " + ep, "--dialTimeout", "--endpoints"})
+	if elapsed > 10*time.Second {
+		t.Errorf("took %s to give up on a silent endpoint; want about the 2s dial timeout, well under the 20s timeout", elapsed)
+	}
+	start = time.Now()
+	run(t, []string{ep, refusedEndpoint(t)}, "get", "members", "--timeout", "20s", "--dialTimeout", "300ms").want(t, ExitUsage, nil, []string{ep, "--dialTimeout"})
+	if elapsed := time.Since(start); elapsed > 5*time.Second {
+		t.Errorf("took %s with --dialTimeout 300ms", elapsed)
+	}
+}
+
 // TestRelativeCertificatePaths: certificate paths relative to the working
 // directory are accepted and reach the cluster.
 func TestRelativeCertificatePaths(t *testing.T) {

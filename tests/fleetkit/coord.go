@@ -1,0 +1,76 @@
+package fleetkit
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/homystack/nico/coordinator"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Coord is one coordinator candidate of the fleet, on its own client.
+type Coord struct {
+	Name string
+	C    *coordinator.Coordinator
+	Cli  *clientv3.Client
+	// Store is the candidate's store over Cli (store.New scopes Cli
+	// itself: never make a second store of Cli).
+	Store *store.Store
+	// Steps receives the membership steps it plans (dropped when full).
+	Steps chan membership.Step
+	// Cancel ends its Run; Done receives what Run returned.
+	Cancel context.CancelFunc
+	Done   chan error
+
+	stopOnce sync.Once
+}
+
+// StartCoordinator runs a candidate with its own client (the coordinator
+// identity) of the fleet's members; opts adjust it before it runs.
+func (f *Fleet) StartCoordinator(name string, opts ...func(*Coord)) *Coord {
+	f.TB.Helper()
+	cli := etcdtest.Dial(f.TB, pki.CoordinatorIdentity, time.Second, f.Endpoints()...)
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		f.TB.Fatal(err)
+	}
+	c := &Coord{Name: name, Cli: cli, Store: st, Done: make(chan error, 1), Steps: make(chan membership.Step, 1000)}
+	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: CoordSession, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip}, st, f.Log.With("test-coord", name))
+	c.C.OnStep = func(s membership.Step) {
+		select {
+		case c.Steps <- s:
+		default:
+		}
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.Cancel = cancel
+	go func() { c.Done <- c.C.Run(ctx) }()
+	f.mu.Lock()
+	f.coords[name] = c
+	f.mu.Unlock()
+	return c
+}
+
+// Stop ends the candidate (it resigns) and closes its client; once.
+func (c *Coord) Stop() {
+	c.stopOnce.Do(func() {
+		c.Cancel()
+		<-c.Done
+		c.Cli.Close()
+	})
+}
+
+// Crash kills the candidate without resigning: its connection drops, and
+// its session lease is left to expire.
+func (c *Coord) Crash() {
+	c.Cli.Close()
+	c.Stop()
+}
