@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/etcdtest"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -122,3 +123,20 @@ func restoreAndCheck(t *testing.T, n int, bin string, killAt Step) {
 func TestRestoreSingleVoter(t *testing.T) { restoreAndCheck(t, 1, "", "") }
 
 func TestRestoreThreeVoters(t *testing.T) { restoreAndCheck(t, 3, "", "") }
+
+// TestRestoreResumesAfterAKill: the process running the restore dies
+// (its members with it) after the restore step and after the first
+// rejoin; a new one resumes from the journal file and finishes.
+func TestRestoreResumesAfterAKill(t *testing.T) {
+	for _, at := range []Step{StepRestore, StepRejoin} {
+		t.Run(string(at), func(t *testing.T) { restoreAndCheck(t, 3, "", at) })
+	}
+}
+
+// TestRestoreWithEtcdBinaries restores members run as etcd binaries
+// (NICO_ETCD_BINARIES) with etcdutl's library of the go.mod version.
+func TestRestoreWithEtcdBinaries(t *testing.T) {
+	for _, b := range etcdtest.Binaries(t) {
+		t.Run(b.Version, func(t *testing.T) { restoreAndCheck(t, 2, b.Path, StepStart) })
+	}
+}

@@ -2,8 +2,10 @@ package restore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/homystack/nico/pkg/member"
@@ -66,15 +68,19 @@ func (r *Runner) resume(ctx context.Context, j *Journal) error {
 	if stepIndex(j.Step) <= stepIndex(StepStart) || j.Step == StepDone {
 		return nil
 	}
-	if _, err := r.Fleet.Serve(ctx, j.Target, false); err != nil {
-		return fmt.Errorf("restore: resume %s: serve %s: %w", j.ID, j.Target, err)
+	// Together: a member waits for a quorum of its peers to serve.
+	nodes := append([]string{j.Target}, j.Others[:j.Rejoined]...)
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			if _, err := r.Fleet.Serve(ctx, n, false); err != nil {
+				errs[i] = fmt.Errorf("restore: resume %s: serve %s: %w", j.ID, n, err)
+			}
+		})
 	}
-	for _, n := range j.Others[:j.Rejoined] {
-		if _, err := r.Fleet.Serve(ctx, n, false); err != nil {
-			return fmt.Errorf("restore: resume %s: serve %s: %w", j.ID, n, err)
-		}
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // step does j's current step and moves it on.

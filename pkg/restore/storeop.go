@@ -133,15 +133,17 @@ func ReserveSlot(ctx context.Context, cli *clientv3.Client, prefix string, j *Jo
 	if err != nil {
 		return err
 	}
-	resp, err := st.Txn(ctx, []clientv3.Cmp{store.Absent(store.ActiveOpKey)}, put, clientv3.OpPut(store.ActiveOpKey, j.ID))
-	if err != nil {
+	_, err = st.Txn(ctx, []clientv3.Cmp{store.Absent(store.ActiveOpKey)}, put, clientv3.OpPut(store.ActiveOpKey, j.ID))
+	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("restore: reserve the slot: %w", err)
 	}
-	if !resp.Succeeded {
-		cur, _ := st.ActiveOp(ctx)
-		name, typ := "?", api.OpType("?")
-		if cur != nil {
-			name, typ = cur.Metadata.Name, cur.Spec.Type
+	if err != nil {
+		name, typ := "?", api.OpType("unknown type")
+		if kv, kerr := st.GetKV(ctx, store.ActiveOpKey); kerr == nil && kv != nil {
+			name = string(kv.Value)
+		}
+		if cur, cerr := st.ActiveOp(ctx); cerr == nil && cur != nil {
+			typ = cur.Spec.Type
 		}
 		if name == j.ID {
 			return nil

@@ -164,3 +164,5 @@ func CheckFleet(info Info, fleet time.Time, target string) error {
 	}
 	return fmt.Errorf("%w: %s has no node %q registered (it has %v): not a snapshot of the cluster that target served", ErrBadSnapshot, info.Path, target, info.Nodes)
 }
+
+func decodeJSON(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -1,0 +1,128 @@
+package restore
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// ErrHasQuorum refuses a recovery of a cluster that still has quorum.
+var ErrHasQuorum = errors.New("restore: the cluster still has quorum")
+
+// ErrNoSurvivor is returned when no member answers at all.
+var ErrNoSurvivor = errors.New("restore: no member answers")
+
+// Survivor is one member that still answers, as it reports itself
+// (Maintenance Status answers without quorum).
+type Survivor struct {
+	Node      string `json:"node"`
+	ClientURL string `json:"clientURL"`
+	MemberID  uint64 `json:"memberID"`
+	Applied   uint64 `json:"appliedIndex"`
+	Revision  int64  `json:"revision"`
+	RaftTerm  uint64 `json:"raftTerm"`
+	Leader    uint64 `json:"leader,omitempty"`
+	Learner   bool   `json:"learner,omitempty"`
+	Err       string `json:"error,omitempty"`
+}
+
+// Survey asks every member's client URL (node name -> URL; in a fleet
+// they come from the gossip mesh's metadata, which needs no etcd) for its
+// status, each within timeout. Members that do not answer are listed with
+// their error. The most advanced voter comes first (applied index, then
+// revision, then term).
+func Survey(ctx context.Context, urls map[string]string, tlsCfg *tls.Config, timeout time.Duration) []Survivor {
+	out := make([]Survivor, 0, len(urls))
+	for node, u := range urls {
+		s := Survivor{Node: node, ClientURL: u}
+		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{u}, DialTimeout: timeout, TLS: tlsCfg, Logger: zap.NewNop()})
+		if err == nil {
+			sctx, cancel := context.WithTimeout(ctx, timeout)
+			st, serr := cli.Status(sctx, u)
+			cancel()
+			cli.Close()
+			err = serr
+			if serr == nil {
+				s.MemberID, s.Applied, s.Revision = st.Header.MemberId, st.RaftAppliedIndex, st.Header.Revision
+				s.RaftTerm, s.Leader, s.Learner = st.RaftTerm, st.Leader, st.IsLearner
+			}
+		}
+		if err != nil {
+			s.Err = err.Error()
+		}
+		out = append(out, s)
+	}
+	sort.SliceStable(out, func(i, k int) bool { return ahead(out[i], out[k]) })
+	return out
+}
+
+// ahead orders survivors: answering voters, most advanced first.
+func ahead(a, b Survivor) bool {
+	if (a.Err == "") != (b.Err == "") {
+		return a.Err == ""
+	}
+	if a.Learner != b.Learner {
+		return !a.Learner
+	}
+	if a.Applied != b.Applied {
+		return a.Applied > b.Applied
+	}
+	if a.Revision != b.Revision {
+		return a.Revision > b.Revision
+	}
+	if a.RaftTerm != b.RaftTerm {
+		return a.RaftTerm > b.RaftTerm
+	}
+	return a.Node < b.Node
+}
+
+// CheckQuorumLost refuses when the cluster can still commit: a
+// linearizable read through the survivors answers within timeout, or
+// the voters that answer are a majority of voters (voters).
+func CheckQuorumLost(ctx context.Context, survivors []Survivor, voters int, tlsCfg *tls.Config, timeout time.Duration) error {
+	var eps []string
+	for _, s := range survivors {
+		if s.Err == "" && !s.Learner {
+			eps = append(eps, s.ClientURL)
+		}
+	}
+	if len(eps) == 0 {
+		return fmt.Errorf("%w: none of the %d members answers its status", ErrNoSurvivor, len(survivors))
+	}
+	if len(eps) > voters/2 {
+		return fmt.Errorf("%w: %d of %d voters answer (quorum is %d); a recovery would throw their cluster away: remove the dead members instead", ErrHasQuorum, len(eps), voters, voters/2+1)
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: timeout, TLS: tlsCfg, Logger: zap.NewNop()})
+	if err != nil {
+		return fmt.Errorf("restore: dial the survivors: %w", err)
+	}
+	defer cli.Close()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if resp, err := cli.Get(rctx, "health"); err == nil {
+		return fmt.Errorf("%w: a linearizable read answered at revision %d", ErrHasQuorum, resp.Header.Revision)
+	}
+	return nil
+}
+
+// RecoverJournal is the journal of a recovery onto the first survivor (the
+// most advanced), the other answering voters and learners rejoining in
+// the order given.
+func RecoverJournal(survivors []Survivor, now time.Time) (*Journal, error) {
+	if len(survivors) == 0 || survivors[0].Err != "" {
+		return nil, ErrNoSurvivor
+	}
+	j := &Journal{ID: "recover-" + now.UTC().Format("20060102t150405"), Kind: KindRecover, Target: survivors[0].Node, Step: StepStop, StartedAt: now, UpdatedAt: now}
+	for _, s := range survivors[1:] {
+		if s.Err == "" {
+			j.Others = append(j.Others, s.Node)
+		}
+	}
+	return j, nil
+}
