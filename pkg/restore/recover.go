@@ -112,9 +112,10 @@ func CheckQuorumLost(ctx context.Context, survivors []Survivor, voters int, tlsC
 }
 
 // RecoverJournal is the journal of a recovery onto the first survivor (the
-// most advanced), the other answering voters and learners rejoining in
-// the order given.
-func RecoverJournal(survivors []Survivor, now time.Time) (*Journal, error) {
+// most advanced): the other answering members rejoin in the order given,
+// then the nodes of replace (machines that replace the dead members, with
+// empty data dirs).
+func RecoverJournal(survivors []Survivor, replace []string, now time.Time) (*Journal, error) {
 	if len(survivors) == 0 || survivors[0].Err != "" {
 		return nil, ErrNoSurvivor
 	}
@@ -124,5 +125,6 @@ func RecoverJournal(survivors []Survivor, now time.Time) (*Journal, error) {
 			j.Others = append(j.Others, s.Node)
 		}
 	}
+	j.Others = append(j.Others, replace...)
 	return j, nil
 }

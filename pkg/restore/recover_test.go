@@ -1,0 +1,107 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func (f *testFleet) urls() map[string]string {
+	out := map[string]string{}
+	for _, m := range f.Members {
+		out[m.Name] = m.ClientURL
+	}
+	return out
+}
+
+// TestRecoverAfterQuorumLoss: three voters with data, two killed for
+// good (their data dirs gone). The survey finds the survivor, the
+// recovery makes it a one-member cluster with every write it had applied,
+// and the two replacement machines rejoin as learners and are promoted.
+func TestRecoverAfterQuorumLoss(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	f := startFleet(t, 3, "")
+	cli := f.client()
+	f.seed(ctx, fleetTime)
+	for i := range 50 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("k%02d", i), fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cli.Close()
+	for _, m := range f.Members[1:] {
+		if err := m.Runtime.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.RemoveAll(m.DataDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	survivors := Survey(ctx, f.urls(), nil, time.Second)
+	if survivors[0].Node != "cp-1" || survivors[0].Err != "" || survivors[1].Err == "" || survivors[2].Err == "" {
+		t.Fatalf("survey: %+v, want cp-1 first and answering, the two others not", survivors)
+	}
+	if err := CheckQuorumLost(ctx, survivors, 3, nil, 2*time.Second); err != nil {
+		t.Fatalf("quorum of 3 with 1 survivor: %v", err)
+	}
+	j, err := RecoverJournal(survivors, []string{"cp-2", "cp-3"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Fleet: f, Journal: FileJournal{Path: filepath.Join(t.TempDir(), "journal.json")}, Prefix: prefix}
+	if err := r.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	ncli := f.client()
+	for i := range 50 {
+		resp, err := ncli.Get(ctx, fmt.Sprintf("k%02d", i))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("write k%02d applied before the loss: %v %v", i, resp, err)
+		}
+	}
+	list, err := ncli.MemberList(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Members) != 3 {
+		t.Fatalf("%d members after recovery, want 3: %v", len(list.Members), list.Members)
+	}
+	for _, m := range list.Members {
+		if m.IsLearner {
+			t.Fatalf("%s still a learner", m.Name)
+		}
+	}
+}
+
+// TestRecoverRefusedWithQuorum: with all three voters, and with one of
+// three down, the cluster has quorum: recover is refused with the reason,
+// and the survey changed nothing.
+func TestRecoverRefusedWithQuorum(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := startFleet(t, 3, "")
+	check := func(what string) {
+		t.Helper()
+		s := Survey(ctx, f.urls(), nil, time.Second)
+		err := CheckQuorumLost(ctx, s, 3, nil, 2*time.Second)
+		if !errors.Is(err, ErrHasQuorum) {
+			t.Fatalf("%s: CheckQuorumLost = %v, want ErrHasQuorum", what, err)
+		}
+		t.Logf("%s: refused: %v", what, err)
+	}
+	check("all voters up")
+	if err := f.Members[2].Runtime.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("one of three down")
+	for _, m := range f.Members[:2] {
+		if isDone(m.Runtime.Done()) {
+			t.Fatalf("%s stopped by a refused recovery", m.Name)
+		}
+	}
+}
