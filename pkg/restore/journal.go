@@ -57,9 +57,9 @@ type Journal struct {
 }
 
 // record appends a line to the history.
-func (j *Journal) record(at time.Time, msg string) {
+func (j *Journal) record(at time.Time, step Step, msg string) {
 	j.UpdatedAt = at
-	j.History = append(j.History, at.UTC().Format(time.RFC3339Nano)+" "+string(j.Step)+": "+msg)
+	j.History = append(j.History, at.UTC().Format(time.RFC3339Nano)+" "+string(step)+": "+msg)
 	if n := len(j.History); n > 64 {
 		j.History = j.History[n-64:]
 	}

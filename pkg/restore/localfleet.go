@@ -76,9 +76,31 @@ func (f *LocalFleet) Stop(ctx context.Context, node string, fence *member.Fence)
 		return err
 	}
 	if fence != nil {
-		return member.WriteFence(m.DataDir, *fence)
+		if err := member.WriteFence(m.DataDir, *fence); err != nil {
+			return err
+		}
+	}
+	// A member this process does not run (its agent's) must be down too.
+	if err := f.answers(ctx, m); err == nil {
+		return fmt.Errorf("%w: %s still serves at %s: stop its nico-agent (its data dir is fenced now: it will not start again) and run the same command again, the journal resumes", ErrStillServing, node, m.ClientURL)
 	}
 	return nil
+}
+
+// ErrStillServing: a member that must be stopped still answers.
+var ErrStillServing = errors.New("restore: member still serves")
+
+// answers asks m's client URL for its status within a second.
+func (f *LocalFleet) answers(ctx context.Context, m *LocalMember) error {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, TLS: f.ClientTLS, Logger: zap.NewNop()})
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	_, err = cli.Status(sctx, m.ClientURL)
+	return err
 }
 
 // Restore implements Fleet with etcdutl's snapshot restore library.

@@ -43,7 +43,7 @@ func (r *Runner) Run(ctx context.Context, j *Journal) error {
 		if err != nil {
 			return fmt.Errorf("restore: %s step %s: %w", j.ID, from, err)
 		}
-		j.record(r.Now(), msg)
+		j.record(r.Now(), from, msg)
 		if err := r.Journal.Save(j); err != nil {
 			return err
 		}
