@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -90,8 +92,18 @@ func (f *LocalFleet) Stop(ctx context.Context, node string, fence *member.Fence)
 // ErrStillServing: a member that must be stopped still answers.
 var ErrStillServing = errors.New("restore: member still serves")
 
-// answers asks m's client URL for its status within a second.
+// answers asks m's client URL for its status within a second; nothing
+// listening there is an answer at once.
 func (f *LocalFleet) answers(ctx context.Context, m *LocalMember) error {
+	u, err := url.Parse(m.ClientURL)
+	if err != nil {
+		return err
+	}
+	conn, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return err
+	}
+	conn.Close()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.ClientURL}, DialTimeout: time.Second, TLS: f.ClientTLS, Logger: zap.NewNop()})
 	if err != nil {
 		return err

@@ -89,14 +89,24 @@ func (r *Runner) step(ctx context.Context, j *Journal) (string, error) {
 	case StepStop:
 		// Every member is stopped and fenced before the new cluster
 		// starts: an old member never serves beside it.
-		for _, n := range append([]string{j.Target}, j.Others...) {
+		// All at once: a member stopped alone waits on its peers.
+		nodes := append([]string{j.Target}, j.Others...)
+		errs := make([]error, len(nodes))
+		var wg sync.WaitGroup
+		for i, n := range nodes {
 			var f *member.Fence
 			if n != j.Target || j.Kind == KindRestore {
 				f = &member.Fence{By: j.ID, At: r.Now(), Reason: fmt.Sprintf("%s onto %s", j.Kind, j.Target)}
 			}
-			if err := r.Fleet.Stop(ctx, n, f); err != nil {
-				return "", fmt.Errorf("stop %s: %w", n, err)
-			}
+			wg.Go(func() {
+				if err := r.Fleet.Stop(ctx, n, f); err != nil {
+					errs[i] = fmt.Errorf("stop %s: %w", n, err)
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return "", err
 		}
 		j.Step = StepRestore
 		if j.Kind == KindRecover {
