@@ -5,6 +5,9 @@ BIN := bin
 ETCD_VERSIONS := v3.6.16 v3.7.3
 ETCD_CACHE := .cache/etcd
 ETCD_BINARIES := $(foreach v,$(ETCD_VERSIONS),$(CURDIR)/$(ETCD_CACHE)/$(v)/etcd)
+# SeaweedFS's weed (an S3 gateway) for the snapshot store's S3 tests.
+WEED_VERSION := v0.0.0-20261109003541-7506e5f91cd6
+WEED_CACHE := .cache/weed
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
@@ -15,7 +18,7 @@ test: export NICO_REQUIRE_NIX := 1
 # (coordinator/statuspage) when chromium is missing; make deps installs it.
 test: export NICO_REQUIRE_CHROMIUM := 1
 
-.PHONY: all deps build etcd-binaries test test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs vendor-hash systemd-fixtures
+.PHONY: all deps build etcd-binaries weed-binary test test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs vendor-hash systemd-fixtures
 
 all: build
 
@@ -33,6 +36,12 @@ build: deps
 etcd-binaries: deps
 	@for v in $(ETCD_VERSIONS); do tests/etcdbin/build.sh $$v $(ETCD_CACHE)/$$v || exit 1; done
 
+# weed-binary builds SeaweedFS's weed once into .cache/weed (a cold build
+# costs about 8 minutes on 2 cores and leaves a 160 MB binary); pkg/snapshot's
+# S3 store tests run it as a real S3-compatible server.
+weed-binary: deps
+	@tests/weedbin/build.sh $(WEED_VERSION) $(WEED_CACHE)
+
 vet: deps
 	$(GO) vet ./...
 
@@ -41,8 +50,9 @@ vet: deps
 # binaries of both versions), the network-namespace tests and, as root, the
 # real-systemd tier (tests/systemd). Packages that start goroutines check
 # for leaks (goleak) in their TestMain.
-test: etcd-binaries vet nix-check
+test: etcd-binaries weed-binary vet nix-check
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
+		NICO_WEED_BINARY=$(CURDIR)/$(WEED_CACHE)/weed NICO_REQUIRE_WEED=1 \
 		$(GO) test -race -count=1 -timeout 24m ./...
 
 # test-netns runs the gossip partition and advertise tests across network namespaces

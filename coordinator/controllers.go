@@ -26,6 +26,8 @@ import (
 //	                                                                   etcd defragment, alarm disarm
 //	etcd-version          etcdcluster etcdversions/ nodes/ active-op   etcdversions/ ops/ active-op,
 //	                                                                   etcd leader, etcd downgrade
+//	snapshots             etcdcluster snapshot-drill                   etcdcluster status.snapshots,
+//	                                                                   snapshots in the destination
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
 	membership := newReconciler(c, fence)
@@ -53,6 +55,12 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		&controller.Func{
 			ControllerName: "etcd-version", Resync: resync, Do: (&versionRoller{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
+		},
+		&controller.Func{
+			ControllerName: "snapshots", Resync: resync, Do: (&snapshotSchedule{c: c, fence: fence}).reconcile,
+			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
+			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
+			Policy: controller.HealthPolicy{StallAfter: -1},
 		},
 	}
 }

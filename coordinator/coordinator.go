@@ -27,6 +27,7 @@ import (
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/rollout"
+	"github.com/homystack/nico/pkg/snapshot"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/client/v3/concurrency"
@@ -58,6 +59,9 @@ type Config struct {
 	// term loop's backoff, and is the default of Coordinator.Now; nil:
 	// the real clock.
 	Clock clockwork.Clock
+	// SnapshotTempDir holds a snapshot between its stream and its upload
+	// ("": the system's temporary directory); coordinator/snapshots.go.
+	SnapshotTempDir string
 }
 
 // Coordinator is one candidate.
@@ -89,11 +93,15 @@ type Coordinator struct {
 	// Metrics, when set, records leadership, membership passes and rollout
 	// steps (package metrics).
 	Metrics *metrics.Coordinator
+	// OpenSnapshotStore, when set, replaces snapshot.Open for
+	// spec.snapshots.destination (tests hand in a fake or a failing store).
+	OpenSnapshotStore func(dest string) (snapshot.Store, error)
 
 	live      *livenessTracker
 	lastNudge atomic.Int64 // unix nanoseconds of the latest nudge (coordinator/nudge.go)
 	rt        *controller.Runtime
 	candidacy candidacy // what systemd is told (coordinator/health.go)
+	snaps     *snapshotter
 }
 
 // New returns a candidate. It starts nothing: call Run.
@@ -117,7 +125,7 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 		cfg.Clock = clockwork.NewRealClock()
 	}
 	log = log.With("component", "coordinator", "candidate", cfg.Name)
-	return &Coordinator{
+	c := &Coordinator{
 		cfg:   cfg,
 		store: st,
 		admin: etcdadmin.New(st.Client(), cfg.HealthTimeout),
@@ -130,6 +138,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 			controller.WithBackoff(requeueBackoff),
 			controller.WithFatal(isNotLeader)),
 	}
+	c.snaps = &snapshotter{c: c}
+	return c
 }
 
 // requeueBackoff is the leader controllers' retry policy: a failed step is

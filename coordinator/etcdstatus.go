@@ -163,6 +163,7 @@ func (s *etcdStatuser) writeStatus(ctx context.Context, obs *etcdObservation) er
 			Active: active, Progress: prog, Prev: ec.Status, Now: now,
 		})
 		next.External = ec.Status.External
+		next.Snapshots = ec.Status.Snapshots // the snapshot controller's (snapshots.go)
 		next.ObservedRevision = s.observedRevision(ec)
 		next.UpdatedAt = now
 		if !statusChanged(ec.Status, next, now) {

@@ -46,14 +46,22 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 	case membership.None, membership.Wait:
 		return nil
 	case membership.StartJoin:
-		return x.start(ctx, s.Op, nil)
+		note, held, err := x.snapshotBefore(ctx, s)
+		if err != nil || held {
+			return err
+		}
+		return x.start(ctx, s.Op, nil, note)
 	case membership.StartRemove:
+		note, held, err := x.snapshotBefore(ctx, s)
+		if err != nil || held {
+			return err
+		}
 		if s.Op.Spec.External {
-			return x.start(ctx, s.Op, nil)
+			return x.start(ctx, s.Op, nil, note)
 		}
 		r := x.removal(s.Request)
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRunning, Operation: s.Op.Metadata.Name, UpdatedAt: x.now}
-		return x.start(ctx, s.Op, r)
+		return x.start(ctx, s.Op, r, note)
 	case membership.AddLearner:
 		return x.addLearner(ctx, s)
 	case membership.AdoptLearner:
@@ -132,10 +140,14 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 	}
 }
 
-// start journals a new operation; it fails if another is active.
-func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Object) error {
+// start journals a new operation, with note (the snapshot taken before
+// it) when set; it fails if another is active.
+func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Object, note string) error {
 	op.Spec.StartedBy = x.c.cfg.Name
 	op.Status.Leader = x.c.cfg.Name
+	if note != "" {
+		op.Record(x.now, x.c.cfg.Name, note)
+	}
 	op.Record(x.now, x.c.cfg.Name, "started")
 	put, err := store.PutObjectOp(op)
 	if err != nil {

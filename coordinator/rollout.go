@@ -149,9 +149,17 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	}
 	guards := []store.Guard{g}
 	opName := ro.Status.Operation
+	note := ""
 	switch s.Action {
 	case rollout.None, rollout.Wait:
 		return nil
+	case rollout.Start:
+		var held bool
+		if note, held, err = r.snapshotBefore(ctx, ro, obs, s, now); err != nil || held {
+			return err
+		}
+	}
+	switch s.Action {
 	case rollout.TransferLeader:
 		if err := r.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
@@ -193,6 +201,9 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		op.Metadata.CreatedAt = now
 		op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: strings.Join(s.Nodes, ","), Request: ro.Metadata.Name, StartedBy: r.c.cfg.Name}
 		op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.c.cfg.Name}
+		if note != "" {
+			op.Record(now, r.c.cfg.Name, note)
+		}
 		op.Record(now, r.c.cfg.Name, s.Reason)
 		put, err := store.PutObjectOp(op)
 		if err != nil {

@@ -46,6 +46,9 @@ type EtcdClusterSpec struct {
 	// Version is the desired etcd version of the members nico runs, as
 	// "3.6.16" ("": whatever each node runs; no version change is rolled).
 	Version string `json:"version,omitempty"`
+	// Snapshots is where and how often snapshots are taken
+	// (etcdsnapshots.go); empty: none.
+	Snapshots EtcdSnapshotsSpec `json:"snapshots,omitzero"`
 }
 
 // EtcdMemberSpec is one declared member that nico does not run.
@@ -114,6 +117,9 @@ type EtcdClusterStatus struct {
 	// External holds, for each external member in flight, the values it
 	// must start with.
 	External []ExternalMemberStart `json:"external,omitempty"`
+	// Snapshots is the last snapshot, failure and verified restore
+	// (etcdsnapshots.go).
+	Snapshots EtcdSnapshotsStatus `json:"snapshots,omitzero"`
 	// Conditions: Healthy, Reconciled, VersionSkew.
 	Conditions []Condition `json:"conditions,omitempty"`
 	UpdatedAt  time.Time   `json:"updatedAt,omitempty"`

@@ -83,6 +83,7 @@ func (s EtcdClusterSpec) Validate() error {
 	}
 	errs = append(errs, validateMembers(s.Members)...)
 	errs = append(errs, s.Policy.validate()...)
+	errs = append(errs, s.Snapshots.validate()...)
 	return errors.Join(errs...)
 }
 

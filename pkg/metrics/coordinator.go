@@ -37,6 +37,8 @@ type Coordinator struct {
 	rollProgress  *prometheus.GaugeVec
 	rollHalted    *prometheus.GaugeVec
 	rollSteps     *prometheus.HistogramVec
+	// Snapshots are the etcd snapshot metrics (snapshots.go).
+	Snapshots *Snapshots
 
 	mu sync.Mutex // held through a membership pass
 	// counted is the last operation whose outcome was counted: the planner
@@ -78,6 +80,7 @@ func NewCoordinator(r *Registry) *Coordinator {
 	}
 	r.MustRegister(c.isLeader, c.leaderChanges, c.ops, c.opDuration, c.inFlight, c.opAge, c.joinToVoter, c.learner, c.tolerance,
 		c.members, c.healthyVoters, c.wantVoters, c.memberVoter, c.nodes, c.nodeLiveness, c.rollProgress, c.rollHalted, c.rollSteps)
+	c.Snapshots = newSnapshots(r)
 	return c
 }
 

@@ -22,6 +22,9 @@ const (
 	// EtcdVersionsDir holds each node's desired etcd version
 	// (api.NodeEtcdVersion), written by the leader's etcd version roll.
 	EtcdVersionsDir = "etcdversions/"
+	// SnapshotDrillKey holds the newest restore drill's report
+	// (api.SnapshotDrill), written by nicoctl snapshot verify.
+	SnapshotDrillKey = "snapshot-drill"
 )
 
 // NodeEtcdVersionKey is where the etcd version node name should run is.

@@ -33,6 +33,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindLiveness:           func(string) string { return LivenessKey },
 	api.KindEtcdCluster:        func(string) string { return EtcdClusterKey },
 	api.KindNodeEtcdVersion:    NodeEtcdVersionKey,
+	api.KindSnapshotDrill:      func(string) string { return SnapshotDrillKey },
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping

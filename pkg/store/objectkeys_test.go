@@ -35,6 +35,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewLiveness(), "liveness"},
 		{api.NewEtcdCluster(), "etcdcluster"},
 		{api.NewNodeEtcdVersion("cp-1", "3.7.3", time.Time{}), "etcdversions/cp-1"},
+		{api.NewSnapshotDrill(api.SnapshotVerification{}), "snapshot-drill"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -119,6 +119,7 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 	} else {
 		field(w, "  Defragment at", fmt.Sprintf("%.0f%% fragmentation, databases over %s", 100*p.DefragFragmentation, bytesCell(p.DefragMinDBSize)))
 	}
+	describeSnapshots(w, now, sp.Snapshots, st.Snapshots)
 	fmt.Fprintln(w, "Status:")
 	field(w, "  Observed revision", st.ObservedRevision)
 	field(w, "  Voters", fmt.Sprintf("%d (can lose %d)", st.Voters, st.FaultTolerance))

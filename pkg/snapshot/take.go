@@ -1,0 +1,114 @@
+package snapshot
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Taken is a snapshot streamed into a local file and checked; the caller
+// puts it in a Store and removes Path.
+type Taken struct {
+	Path string
+	Meta Meta
+}
+
+// TakeOptions say what Take records and how it reports progress.
+type TakeOptions struct {
+	// Dir holds the local file ("": os.TempDir()).
+	Dir string
+	// Now stamps Meta.TakenAt (nil: time.Now).
+	Now func() time.Time
+	// Reason, MemberName and Node are copied into the Meta.
+	Reason, MemberName, Node string
+	// Progress, when set, is called with the bytes received so far.
+	Progress func(received int64)
+}
+
+// Take streams a snapshot from the member cli talks to (give it a client
+// of that one member's endpoint: etcd's snapshot is that member's
+// point-in-time state), writes it to a file in opts.Dir and checks it.
+// The Meta names the cluster and member from the stream's header.
+func Take(ctx context.Context, cli *clientv3.Client, opts TakeOptions) (*Taken, error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	eps := cli.Endpoints()
+	if len(eps) != 1 {
+		return nil, fmt.Errorf("snapshot: take: the client has endpoints %v; give it the one member's endpoint to take from", eps)
+	}
+	// The snapshot stream's header carries no IDs: ask the member.
+	sresp, err := cli.Status(ctx, eps[0])
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: take from %s: status: %w", eps[0], err)
+	}
+	cluster, member := api.MemberID(sresp.Header.ClusterId), api.MemberID(sresp.Header.MemberId)
+	at := now().UTC()
+	resp, err := cli.SnapshotWithVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: take from %v: %w", cli.Endpoints(), err)
+	}
+	defer resp.Snapshot.Close()
+	f, err := os.CreateTemp(opts.Dir, "nico-snapshot-*.db.part")
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: take: %w", err)
+	}
+	path := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			os.Remove(path)
+		}
+	}()
+	var w io.Writer = f
+	if opts.Progress != nil {
+		w = &progressWriter{w: f, fn: opts.Progress}
+	}
+	if _, err := io.Copy(w, resp.Snapshot); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("snapshot: take from %v: stream: %w", cli.Endpoints(), err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("snapshot: take: sync %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("snapshot: take: close %s: %w", path, err)
+	}
+	st, err := Check(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: take from %v: %w", cli.Endpoints(), err)
+	}
+	ok = true
+	return &Taken{Path: path, Meta: Meta{
+		Name:        NameFor(cluster, at, st.Revision),
+		ClusterID:   cluster,
+		MemberID:    member,
+		MemberName:  opts.MemberName,
+		Node:        opts.Node,
+		EtcdVersion: resp.Version,
+		TakenAt:     at,
+		Reason:      opts.Reason,
+		Status:      st,
+	}}, nil
+}
+
+// progressWriter reports the running byte count after each write.
+type progressWriter struct {
+	w  io.Writer
+	n  int64
+	fn func(int64)
+}
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n, err := p.w.Write(b)
+	p.n += int64(n)
+	p.fn(p.n)
+	return n, err
+}
