@@ -3,11 +3,14 @@ package restore
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 )
@@ -127,4 +130,29 @@ func RecoverJournal(survivors []Survivor, replace []string, now time.Time) (*Jou
 	}
 	j.Others = append(j.Others, replace...)
 	return j, nil
+}
+
+// RecoveryAllowed reads the EtcdCluster from the survivor at url with a
+// serializable read (no quorum needed) and reports whether its policy lets
+// a recovery go on without the operator's confirmation.
+func RecoveryAllowed(ctx context.Context, url, prefix string, tlsCfg *tls.Config, timeout time.Duration) (bool, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{url}, DialTimeout: timeout, TLS: tlsCfg, Logger: zap.NewNop()})
+	if err != nil {
+		return false, fmt.Errorf("restore: dial %s: %w", url, err)
+	}
+	defer cli.Close()
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := cli.Get(rctx, prefix+store.EtcdClusterKey, clientv3.WithSerializable())
+	if err != nil {
+		return false, fmt.Errorf("restore: read the EtcdCluster from %s: %w", url, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return false, nil
+	}
+	var c api.EtcdCluster
+	if err := json.Unmarshal(resp.Kvs[0].Value, &c); err != nil {
+		return false, fmt.Errorf("restore: decode the EtcdCluster from %s: %w", url, err)
+	}
+	return c.Spec.Policy.RecoverWithoutConfirmation, nil
 }

@@ -2,13 +2,27 @@ package restore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+func putObject(ctx context.Context, cli *clientv3.Client, key string, obj api.Object) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	_, err = cli.Put(ctx, prefix+key, string(b))
+	return err
+}
 
 func (f *testFleet) urls() map[string]string {
 	out := map[string]string{}
@@ -28,6 +42,11 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 	f := startFleet(t, 3, "")
 	cli := f.client()
 	f.seed(ctx, fleetTime)
+	ec := &api.EtcdCluster{TypeMeta: api.TypeMeta{APIVersion: api.Version, Kind: api.KindEtcdCluster}, Metadata: api.ObjectMeta{Name: "etcd", CreatedAt: fleetTime}}
+	ec.Spec.Policy.RecoverWithoutConfirmation = true
+	if err := putObject(ctx, cli, store.EtcdClusterKey, ec); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 50 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("k%02d", i), fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
@@ -48,6 +67,9 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 	}
 	if err := CheckQuorumLost(ctx, survivors, 3, nil, 2*time.Second); err != nil {
 		t.Fatalf("quorum of 3 with 1 survivor: %v", err)
+	}
+	if ok, err := RecoveryAllowed(ctx, survivors[0].ClientURL, prefix, nil, time.Second); err != nil || !ok {
+		t.Fatalf("RecoveryAllowed with spec.policy.recoverWithoutConfirmation = %v, %v; want true (read without quorum)", ok, err)
 	}
 	j, err := RecoverJournal(survivors, []string{"cp-2", "cp-3"}, time.Now())
 	if err != nil {

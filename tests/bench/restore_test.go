@@ -76,6 +76,7 @@ func BenchmarkRestore(b *testing.B) {
 		wg.Go(func() { _ = m.Runtime.Stop(ctx) })
 	}
 	wg.Wait()
+	b.Logf("  manual stop                  %s", time.Since(t0).Round(time.Millisecond))
 	manualRestore(ctx, b, f, snap)
 	allHealthy(ctx, b, f, 3)
 	manual := time.Since(t0)
@@ -158,6 +159,11 @@ func fillCluster(ctx context.Context, b *testing.B, f *restore.LocalFleet, mib i
 // member promote (until in sync) for each other member in turn.
 func manualRestore(ctx context.Context, b *testing.B, f *restore.LocalFleet, snap string) {
 	b.Helper()
+	last := time.Now()
+	lap := func(what string) {
+		b.Logf("  manual %-21s %s", what, time.Since(last).Round(time.Millisecond))
+		last = time.Now()
+	}
 	first := f.Members[0]
 	for _, m := range f.Members {
 		if _, err := member.Wipe(m.DataDir, time.Now()); err != nil {
@@ -168,9 +174,11 @@ func manualRestore(ctx context.Context, b *testing.B, f *restore.LocalFleet, sna
 		PeerURLs: []string{first.PeerURL}, InitialCluster: first.Name + "=" + first.PeerURL, InitialClusterToken: "manual", RevisionBump: 1_000_000_000, MarkCompacted: true}); err != nil {
 		b.Fatal(err)
 	}
+	lap("etcdutl restore")
 	if err := first.Runtime.Start(ctx, member.Config{Name: first.Name, DataDir: first.DataDir, PeerURL: first.PeerURL, ClientURL: first.ClientURL, ClusterToken: "manual"}); err != nil {
 		b.Fatal(err)
 	}
+	lap("start " + first.Name)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{first.ClientURL}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		b.Fatal(err)
@@ -200,6 +208,7 @@ func manualRestore(ctx context.Context, b *testing.B, f *restore.LocalFleet, sna
 		}); err != nil {
 			b.Fatal(err)
 		}
+		lap("rejoin " + m.Name)
 	}
 }
 

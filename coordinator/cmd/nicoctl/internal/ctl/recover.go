@@ -36,7 +36,8 @@ nicoctl asks every member of --fleet for its status (a member answers it without
 quorum), lists the survivors with their applied index and revision, and proposes the
 most advanced one. It refuses (exit 3, nothing changed) when the cluster still has
 quorum: a majority of --voters answers, or a linearizable read does. Nothing is done
-without confirmation: --yes, or "yes" typed at the prompt on a terminal. Then every
+without confirmation: --yes, "yes" typed at the prompt on a terminal, or the
+EtcdCluster's spec.policy.recoverWithoutConfirmation (read from the survivor). Then every
 member is stopped (the others' data dirs fenced), the survivor is started with
 --force-new-cluster (a one-member cluster with everything it had applied), and the
 other survivors, then the --replace nodes (new machines for the lost members, empty
@@ -94,7 +95,14 @@ func (a *app) recover(ctx context.Context, o recoverOpts, stdin io.Reader) error
 	}
 	fmt.Fprintf(a.stdout, "proposal: make %s (applied index %d, revision %d) a one-member cluster; then %v rejoin as learners\n",
 		j.Target, survivors[0].Applied, survivors[0].Revision, j.Others)
-	if !o.yes && !confirmed(stdin, a.stdout) {
+	allowed, err := restore.RecoveryAllowed(ctx, survivors[0].ClientURL, a.cfg.Prefix, fleet.ClientTLS, max(a.cfg.Timeout/2, time.Second))
+	if err != nil {
+		fmt.Fprintf(a.stderr, "nicoctl: %v: asking for confirmation\n", err)
+	}
+	if allowed && !o.yes {
+		fmt.Fprintln(a.stdout, "the EtcdCluster's spec.policy.recoverWithoutConfirmation allows it: going on")
+	}
+	if !o.yes && !allowed && !confirmed(stdin, a.stdout) {
 		return withCode(ExitRefused, errors.New("recover not confirmed: nothing changed (answer yes at the prompt, or pass --yes)"))
 	}
 	if err := jf.Save(j); err != nil {
