@@ -58,8 +58,9 @@ func BenchmarkRestore(b *testing.B) {
 	}
 	f.ClusterToken = "nico-" + j.ID
 	last := time.Now()
+	var nicoSteps []string
 	r := &restore.Runner{Fleet: f, Journal: restore.FileJournal{Path: filepath.Join(b.TempDir(), "journal.json")}, Prefix: "/nico/v1/", AfterStep: func(s restore.Step) error {
-		b.Logf("  nico step %-20s %s", s, time.Since(last).Round(time.Millisecond))
+		nicoSteps = append(nicoSteps, fmt.Sprintf("%s %s", s, time.Since(last).Round(time.Millisecond)))
 		last = time.Now()
 		return nil
 	}}
@@ -76,12 +77,14 @@ func BenchmarkRestore(b *testing.B) {
 		wg.Go(func() { _ = m.Runtime.Stop(ctx) })
 	}
 	wg.Wait()
-	b.Logf("  manual stop                  %s", time.Since(t0).Round(time.Millisecond))
-	manualRestore(ctx, b, f, snap)
+	manualSteps := []string{fmt.Sprintf("stop %s", time.Since(t0).Round(time.Millisecond))}
+	manualRestore(ctx, b, f, snap, &manualSteps)
 	allHealthy(ctx, b, f, 3)
 	manual := time.Since(t0)
 	b.StopTimer()
 	b.Logf("restore of %d MiB to 3 healthy voters: nicoctl restore %s, etcdutl restore + manual learner rejoins %s", bytes>>20, nico.Round(time.Millisecond), manual.Round(time.Millisecond))
+	b.Logf("nico steps: %s", strings.Join(nicoSteps, ", "))
+	b.Logf("manual steps: %s", strings.Join(manualSteps, ", "))
 	b.ReportMetric(float64(bytes>>20), "MiB")
 	b.ReportMetric(nico.Seconds(), "nico-s")
 	b.ReportMetric(manual.Seconds(), "manual-s")
@@ -157,11 +160,11 @@ func fillCluster(ctx context.Context, b *testing.B, f *restore.LocalFleet, mib i
 // manualRestore is what an operator types: etcdutl snapshot restore on
 // one member, start it, then etcdctl member add --learner, start and
 // member promote (until in sync) for each other member in turn.
-func manualRestore(ctx context.Context, b *testing.B, f *restore.LocalFleet, snap string) {
+func manualRestore(ctx context.Context, b *testing.B, f *restore.LocalFleet, snap string, steps *[]string) {
 	b.Helper()
 	last := time.Now()
 	lap := func(what string) {
-		b.Logf("  manual %-21s %s", what, time.Since(last).Round(time.Millisecond))
+		*steps = append(*steps, fmt.Sprintf("%s %s", what, time.Since(last).Round(time.Millisecond)))
 		last = time.Now()
 	}
 	first := f.Members[0]
