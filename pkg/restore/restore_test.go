@@ -28,6 +28,12 @@ func restoreAndCheck(t *testing.T, n int, bin string, killAt Step) {
 			t.Fatal(err)
 		}
 	}
+	if _, err := cli.Put(ctx, prefix+"election/694d7a1b2c3d", "cp-1"); err != nil { // a coordinator's campaign
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, prefix+"joins/cp-4", "{}"); err != nil {
+		t.Fatal(err)
+	}
 	old, err := cli.Get(ctx, "k000")
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +120,11 @@ func restoreAndCheck(t *testing.T, n int, bin string, killAt Step) {
 	w := ncli.Watch(ctx, "k000", clientv3.WithRev(old.Header.Revision))
 	if wr := <-w; wr.CompactRevision == 0 {
 		t.Fatalf("a watch from the old revision %d was not told it is compacted: %+v", old.Header.Revision, wr)
+	}
+	for _, dir := range []string{"election/", "joins/"} {
+		if resp, _ := ncli.Get(ctx, prefix+dir, clientv3.WithPrefix()); resp == nil || len(resp.Kvs) != 0 {
+			t.Fatalf("the snapshot's %s keys survived the restore: %v", dir, resp)
+		}
 	}
 	if act, _ := ncli.Get(ctx, prefix+"active-op"); len(act.Kvs) != 0 {
 		t.Fatalf("the slot is still held after the restore: %s", act.Kvs[0].Value)

@@ -49,9 +49,9 @@ func openStore(ctx context.Context, f Fleet, prefix string) (*store.Store, func(
 
 // takeSlot copies j into the new cluster and makes it the operation in
 // flight. The snapshot may hold an operation that was in flight when it was
-// taken, and join requests of the old members: that operation is marked
-// failed (superseded) and the requests deleted, so the coordinator resumes
-// nothing of the old cluster.
+// taken, join and removal requests of the old members and the old leader's
+// election key: that operation is marked failed (superseded), the rest
+// deleted, so the coordinator resumes nothing of the old cluster.
 func takeSlot(ctx context.Context, f Fleet, prefix string, j *Journal) error {
 	st, done, err := openStore(ctx, f, prefix)
 	if err != nil {
@@ -79,6 +79,10 @@ func takeSlot(ctx context.Context, f Fleet, prefix string, j *Journal) error {
 	ops = append(ops, put,
 		clientv3.OpPut(store.ActiveOpKey, j.ID),
 		clientv3.OpDelete(store.JoinsDir, clientv3.WithPrefix()),
+		// The snapshot's election keys would let a coordinator elected in
+		// the old cluster pass its fence (the key's create revision) in
+		// the new one: every candidate campaigns again.
+		clientv3.OpDelete(store.ElectionPrefix, clientv3.WithPrefix()),
 		clientv3.OpDelete(store.RemovalsDir, clientv3.WithPrefix()))
 	if _, err := st.Txn(ctx, nil, ops...); err != nil {
 		return fmt.Errorf("journal %s in the new cluster: %w", j.ID, err)
