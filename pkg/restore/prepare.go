@@ -46,15 +46,16 @@ func Prepare(ctx context.Context, req Request) (*Journal, error) {
 		return nil, err
 	}
 	var fleet time.Time
+	var live bool
 	if req.Live != nil {
 		if err := liveMember(ctx, req.Live, req.Target); err != nil {
 			return nil, err
 		}
-		if fleet, err = liveFleet(ctx, req.Live, req.Prefix); err != nil {
+		if fleet, live, err = liveFleet(ctx, req.Live, req.Prefix); err != nil {
 			return nil, err
 		}
 	}
-	if err := CheckFleet(info, fleet, req.Target); err != nil {
+	if err := CheckFleet(info, fleet, live, req.Target); err != nil {
 		return nil, err
 	}
 	j := &Journal{
@@ -91,19 +92,19 @@ func liveMember(ctx context.Context, cli *clientv3.Client, target string) error 
 	return fmt.Errorf("%w: --target %q is not a voter of the live cluster %s (members: %s)", ErrNotMember, target, api.MemberID(resp.Header.ClusterId), strings.Join(names, ", "))
 }
 
-// liveFleet reads the live cluster's EtcdCluster creation time (zero when
-// it has none).
-func liveFleet(ctx context.Context, cli *clientv3.Client, prefix string) (time.Time, error) {
+// liveFleet reads the live cluster's EtcdCluster creation time; ok is
+// false when it has none.
+func liveFleet(ctx context.Context, cli *clientv3.Client, prefix string) (created time.Time, ok bool, err error) {
 	resp, err := cli.Get(ctx, prefix+store.EtcdClusterKey)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("restore: read the live EtcdCluster: %w", err)
+		return time.Time{}, false, fmt.Errorf("restore: read the live EtcdCluster: %w", err)
 	}
 	if len(resp.Kvs) == 0 {
-		return time.Time{}, nil
+		return time.Time{}, false, nil
 	}
 	var c api.EtcdCluster
 	if err := decodeJSON(resp.Kvs[0].Value, &c); err != nil {
-		return time.Time{}, fmt.Errorf("restore: decode the live EtcdCluster: %w", err)
+		return time.Time{}, false, fmt.Errorf("restore: decode the live EtcdCluster: %w", err)
 	}
-	return c.Metadata.CreatedAt, nil
+	return c.Metadata.CreatedAt, true, nil
 }

@@ -47,7 +47,7 @@ func restoreAndCheck(t *testing.T, n int, bin string, killAt Step) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckFleet(info, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "cp-1"); err != nil {
+	if err := CheckFleet(info, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), true, "cp-1"); err != nil {
 		t.Fatal(err)
 	}
 	const bump = 1_000_000

@@ -36,7 +36,9 @@ type Info struct {
 	EtcdVersion string `json:"etcdVersion,omitempty"`
 	// Fleet is the createdAt of the snapshot's EtcdCluster object: the
 	// fleet's identity (zero when the snapshot holds none).
-	Fleet time.Time `json:"fleet,omitempty"`
+	Fleet time.Time `json:"fleet,omitzero"`
+	// HasFleet tells whether the snapshot holds an EtcdCluster at all.
+	HasFleet bool `json:"hasFleet"`
 	// Nodes are the nodes registered in the snapshot.
 	Nodes []string `json:"nodes,omitempty"`
 }
@@ -141,20 +143,19 @@ func readFleet(path, prefix string, info *Info) error {
 		if err := json.Unmarshal(v, &c); err != nil {
 			return fmt.Errorf("decode %s: %w", clusterKey, err)
 		}
-		info.Fleet = c.Metadata.CreatedAt
+		info.Fleet, info.HasFleet = c.Metadata.CreatedAt, true
 	}
 	return nil
 }
 
-// CheckFleet refuses a snapshot that is not of the fleet whose EtcdCluster
-// was created at fleet (zero: the live cluster did not answer, then the
-// snapshot must at least hold an EtcdCluster), or that has no Node record
-// for target.
-func CheckFleet(info Info, fleet time.Time, target string) error {
-	if info.Fleet.IsZero() {
+// CheckFleet refuses a snapshot that holds no EtcdCluster, that is not of
+// the fleet whose EtcdCluster was created at fleet (when live: the live
+// cluster answered and holds one), or that has no Node record for target.
+func CheckFleet(info Info, fleet time.Time, live bool, target string) error {
+	if !info.HasFleet {
 		return fmt.Errorf("%w: %s holds no nico EtcdCluster object: not a snapshot of a nico fleet (or taken under another store.prefix)", ErrBadSnapshot, info.Path)
 	}
-	if !fleet.IsZero() && !fleet.Equal(info.Fleet) {
+	if live && !fleet.Equal(info.Fleet) {
 		return fmt.Errorf("%w: %s is a snapshot of another cluster: its EtcdCluster was created at %s, this fleet's at %s", ErrBadSnapshot, info.Path, info.Fleet.UTC().Format(time.RFC3339Nano), fleet.UTC().Format(time.RFC3339Nano))
 	}
 	for _, n := range info.Nodes {
