@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 )
 
@@ -63,7 +64,9 @@ func WriteFence(dir string, f Fence) error {
 // when the data dir is not fenced.
 func ReadFence(dir string) (f Fence, ok bool, err error) {
 	b, err := os.ReadFile(filepath.Join(dir, FenceFile))
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// No data dir, or not a directory: nothing fenced (the runtime
+		// reports what is wrong with the dir itself).
 		return Fence{}, false, nil
 	}
 	if err != nil {
