@@ -47,7 +47,7 @@ run the same command again to resume.`,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return a.recover(cmd.Context(), o, os.Stdin) }),
 	}
 	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members (as for restore)")
-	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file (default: FILE.recover.json)")
+	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with restore (default: FILE.journal.json beside --fleet)")
 	c.Flags().StringSliceVar(&o.replace, "replace", nil, "members of --fleet that replace lost ones (empty data dirs), to join after the survivors")
 	c.Flags().IntVar(&o.voters, "voters", 0, "how many voters the cluster had (default: the members of --fleet)")
 	c.Flags().BoolVar(&o.yes, "yes", false, "do it without asking")
@@ -59,7 +59,7 @@ func (a *app) recover(ctx context.Context, o recoverOpts, stdin io.Reader) error
 		return withCode(ExitUsage, errors.New("recover needs --fleet FILE"))
 	}
 	if o.journal == "" {
-		o.journal = o.fleet + ".recover.json"
+		o.journal = journalOf(o.fleet)
 	}
 	jf := restore.FileJournal{Path: o.journal}
 	j, resumed, err := a.resumable(jf, restore.KindRecover, func(*restore.Journal) bool { return true })

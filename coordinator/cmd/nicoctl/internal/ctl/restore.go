@@ -45,7 +45,7 @@ must be stopped (systemctl stop nico-agent) first; nicoctl says which.`,
 	c.Flags().StringVar(&o.from, "from", "", "the snapshot file (etcd snapshot save format)")
 	c.Flags().StringVar(&o.target, "target", "", "the voter to restore onto (default: the first member of --fleet)")
 	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members: name, dataDir, peerURL, clientURL (docs/disaster-recovery.md)")
-	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file (default: SNAPSHOT.restore.json)")
+	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
 	c.Flags().Uint64Var(&o.bump, "bump-revision", 1_000_000_000, "how far past the snapshot's revision the restored cluster starts (etcdutl's --bump-revision); 0 keeps it and does not mark it compacted")
 	return c
 }
@@ -55,7 +55,7 @@ func (a *app) restore(ctx context.Context, o restoreOpts) error {
 		return withCode(ExitUsage, errors.New("restore needs --from SNAPSHOT and --fleet FILE"))
 	}
 	if o.journal == "" {
-		o.journal = o.from + ".restore.json"
+		o.journal = journalOf(o.fleet)
 	}
 	jf := restore.FileJournal{Path: o.journal}
 	j, resumed, err := a.resumable(jf, restore.KindRestore, func(j *restore.Journal) bool {
@@ -95,6 +95,11 @@ func (a *app) restore(ctx context.Context, o restoreOpts) error {
 	}
 	return a.runJournal(ctx, fleet, jf, j)
 }
+
+// journalOf is the default journal of the fleet file fleet: one for
+// restore and recover, so that a second one is refused while one is
+// unfinished, whichever snapshot it names.
+func journalOf(fleet string) string { return fleet + ".journal.json" }
 
 // resumable loads the journal at jf: an unfinished one of kind that
 // matches is resumed, another unfinished one refuses (one restore or

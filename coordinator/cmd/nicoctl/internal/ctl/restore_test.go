@@ -68,6 +68,13 @@ members:
 	if act, err := st.Client().Get(ctx, store.ActiveOpKey); err != nil || len(act.Kvs) != 1 {
 		t.Fatalf("the live cluster's slot is not held by the restore: %v %v", act, err)
 	}
+	// While that restore is unfinished, no other restore or recovery starts.
+	other := filepath.Join(dir, "other.db")
+	if err := os.Link(snap, other); err != nil {
+		t.Fatal(err)
+	}
+	run(t, nil, "restore", "--from", other, "--fleet", fleet).want(t, ExitRefused, nil, []string{"another operation is in flight", "at step StopAndFence"})
+	run(t, nil, "recover", "--fleet", fleet, "--yes").want(t, ExitRefused, nil, []string{"another operation is in flight", "at step StopAndFence"})
 	m.Close() // the agent stops
 	run(t, nil, "restore", "--from", snap, "--fleet", fleet, "--timeout", "1s").want(t, 0, []string{"resuming at step StopAndFence", "done in"}, nil)
 
