@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -121,8 +122,15 @@ func (f *LocalFleet) Restore(ctx context.Context, node, snap string, bump uint64
 	if err != nil {
 		return err
 	}
-	if _, err := member.Wipe(m.DataDir, f.now()); err != nil {
-		return err
+	// The old data dir (fenced by the stop) is kept as the wiped copy; an
+	// unfenced one is what a restore killed mid-way left: removed, so that
+	// the copy of the old data survives a retry.
+	if _, fenced, _ := member.ReadFence(m.DataDir); fenced {
+		if _, err := member.Wipe(m.DataDir, f.now()); err != nil {
+			return err
+		}
+	} else if err := os.RemoveAll(m.DataDir); err != nil {
+		return fmt.Errorf("restore: remove a partial restore in %s: %w", m.DataDir, err)
 	}
 	err = snapshot.NewV3(zap.NewNop()).Restore(snapshot.RestoreConfig{
 		SnapshotPath:        snap,
