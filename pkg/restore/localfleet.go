@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -323,4 +324,21 @@ func isDone(c <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// Unfence removes the fences that operation by wrote (an aborted restore
+// that stopped nothing yet); other fences stay.
+func (f *LocalFleet) Unfence(by string) error {
+	for _, m := range f.Members {
+		fence, ok, err := member.ReadFence(m.DataDir)
+		if err != nil {
+			return err
+		}
+		if ok && fence.By == by {
+			if err := os.Remove(filepath.Join(m.DataDir, member.FenceFile)); err != nil {
+				return fmt.Errorf("restore: unfence %s: %w", m.Name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -156,3 +156,24 @@ func ReserveSlot(ctx context.Context, cli *clientv3.Client, prefix string, j *Jo
 	}
 	return nil
 }
+
+// ReleaseLive frees the live (old) cluster's slot if it still holds j,
+// journaling j's Operation there as failed with reason.
+func ReleaseLive(ctx context.Context, cli *clientv3.Client, prefix string, j *Journal, reason string) error {
+	st, err := store.New(cli, prefix)
+	if err != nil {
+		return err
+	}
+	op := operation(j)
+	op.Status.Phase = api.OpFailed
+	op.Record(j.UpdatedAt, "nicoctl", reason)
+	put, err := store.PutObjectOp(op)
+	if err != nil {
+		return err
+	}
+	_, err = st.Txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", j.ID)}, put, clientv3.OpDelete(store.ActiveOpKey))
+	if err != nil && !errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("restore: release the live slot of %s: %w", j.ID, err)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdclient"
@@ -17,6 +18,7 @@ import (
 type restoreOpts struct {
 	from, target, fleet, journal string
 	bump                         uint64
+	abort                        bool
 }
 
 func (a *app) restoreCmd() *cobra.Command {
@@ -46,11 +48,15 @@ must be stopped (systemctl stop nico-agent) first; nicoctl says which.`,
 	c.Flags().StringVar(&o.target, "target", "", "the voter to restore onto (default: the first member of --fleet)")
 	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members: name, dataDir, peerURL, clientURL (docs/disaster-recovery.md)")
 	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
+	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of --fleet's journal while it is still at its first step (nothing stopped by nicoctl, nothing restored): remove its fences, free the live cluster's slot")
 	c.Flags().Uint64Var(&o.bump, "bump-revision", 1_000_000_000, "how far past the snapshot's revision the restored cluster starts (etcdutl's --bump-revision); 0 keeps it and does not mark it compacted")
 	return c
 }
 
 func (a *app) restore(ctx context.Context, o restoreOpts) error {
+	if o.abort {
+		return a.abort(ctx, o)
+	}
 	if o.from == "" || o.fleet == "" {
 		return withCode(ExitUsage, errors.New("restore needs --from SNAPSHOT and --fleet FILE"))
 	}
@@ -94,6 +100,46 @@ func (a *app) restore(ctx context.Context, o restoreOpts) error {
 			j.ID, o.from, j.Snapshot.SHA256[:12], j.Snapshot.Revision, j.Snapshot.Keys, j.Target, j.Others)
 	}
 	return a.runJournal(ctx, fleet, jf, j)
+}
+
+// abort abandons the journal's operation while nothing is past its first
+// step: the old cluster is then whole (its members fenced only on disk).
+func (a *app) abort(ctx context.Context, o restoreOpts) error {
+	if o.fleet == "" {
+		return withCode(ExitUsage, errors.New("restore --abort needs --fleet FILE"))
+	}
+	if o.journal == "" {
+		o.journal = journalOf(o.fleet)
+	}
+	jf := restore.FileJournal{Path: o.journal}
+	j, ok, err := jf.Load()
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if !ok || j.Step == restore.StepDone {
+		return withCode(ExitNotFound, fmt.Errorf("no unfinished restore or recovery in %s", o.journal))
+	}
+	if j.Step != restore.StepStop {
+		return withCode(ExitRefused, fmt.Errorf("%s is at step %s, past stopping the old cluster: it cannot be abandoned, run its command again to finish it", j.ID, j.Step))
+	}
+	fleet, err := restore.LoadFleet(o.fleet, "", a.logger())
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if err := fleet.Unfence(j.ID); err != nil {
+		return err
+	}
+	if live := a.liveClient(ctx); live != nil {
+		defer live.Close()
+		if err := restore.ReleaseLive(ctx, live, a.cfg.Prefix, j, "aborted with nicoctl restore --abort"); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(o.journal, o.journal+".aborted"); err != nil {
+		return fmt.Errorf("put the journal aside: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "%s aborted: its fences removed, the live cluster's slot freed (when it answered); the journal is now %s.aborted\n", j.ID, o.journal)
+	return nil
 }
 
 // journalOf is the default journal of the fleet file fleet: one for

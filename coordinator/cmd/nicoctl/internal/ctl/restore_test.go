@@ -12,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/restore"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/snapshot"
@@ -97,4 +98,55 @@ members:
 	if act, _ := cli.Get(ctx, store.DefaultPrefix+store.ActiveOpKey); len(act.Kvs) != 0 {
 		t.Fatalf("slot still held after the restore: %s", act.Kvs[0].Value)
 	}
+}
+
+// TestRestoreAbort: a restore refused at its first step (the member is
+// still served) is abandoned with --abort: its fence is removed, the live
+// slot freed, the member untouched; past that step --abort is refused.
+func TestRestoreAbort(t *testing.T) {
+	ctx := testCtx(t)
+	c := etcdtest.Start(t, 1)
+	m := c.Members[0]
+	st := newStore(t, c)
+	ec := &api.EtcdCluster{TypeMeta: api.TypeMeta{APIVersion: api.Version, Kind: api.KindEtcdCluster}, Metadata: api.ObjectMeta{Name: "etcd", CreatedAt: time.Now().UTC()}}
+	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
+		t.Fatal(err)
+	}
+	registerNode(t, st, m.Name, m)
+	dir := t.TempDir()
+	root := etcdtest.IssueFiles(t, dir, pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+	snap := filepath.Join(dir, "snap.db")
+	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: c.Endpoints(), TLS: etcdtest.ClientTLS(t, pki.RootIdentity), DialTimeout: 5 * time.Second}, snap); err != nil {
+		t.Fatal(err)
+	}
+	fleet := filepath.Join(dir, "fleet.yaml")
+	yaml := fmt.Sprintf("tls: {caFile: %q, certFile: %q, keyFile: %q}\nmembers:\n  - {name: %s, dataDir: %q, peerURL: %s, clientURL: %s}\n",
+		root.CA, root.Cert, root.Key, m.Name, m.DataDir, m.PeerURL, m.ClientURL)
+	if err := os.WriteFile(fleet, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c.Endpoints(), "restore", "--abort", "--fleet", fleet).want(t, ExitNotFound, nil, []string{"no unfinished restore"})
+	run(t, c.Endpoints(), "restore", "--from", snap, "--fleet", fleet).want(t, ExitRefused, nil, []string{"still serves"})
+	if _, fenced, _ := member.ReadFence(m.DataDir); !fenced {
+		t.Fatal("the refused restore did not fence the data dir")
+	}
+	run(t, c.Endpoints(), "restore", "--abort", "--fleet", fleet).want(t, 0, []string{"aborted"}, nil)
+	if _, fenced, _ := member.ReadFence(m.DataDir); fenced {
+		t.Fatal("the fence outlived --abort")
+	}
+	if act, err := st.Client().Get(ctx, store.ActiveOpKey); err != nil || len(act.Kvs) != 0 {
+		t.Fatalf("the live slot after --abort: %v %v", act, err)
+	}
+	// The journal is free: the next restore is checked anew.
+	run(t, c.Endpoints(), "restore", "--from", snap, "--fleet", fleet).want(t, ExitRefused, []string{"verified"}, []string{"still serves"})
+	jf := restore.FileJournal{Path: fleet + ".journal.json"}
+	j, ok, err := jf.Load()
+	if err != nil || !ok {
+		t.Fatalf("journal: %v %v", ok, err)
+	}
+	j.Step = restore.StepStart // as if the target had been restored
+	if err := jf.Save(j); err != nil {
+		t.Fatal(err)
+	}
+	run(t, c.Endpoints(), "restore", "--abort", "--fleet", fleet).want(t, ExitRefused, nil, []string{"cannot be abandoned"})
 }
