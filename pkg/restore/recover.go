@@ -61,8 +61,13 @@ func Survey(ctx context.Context, urls map[string]string, tlsCfg *tls.Config, tim
 		}
 		out = append(out, s)
 	}
-	sort.SliceStable(out, func(i, k int) bool { return ahead(out[i], out[k]) })
+	sortSurvivors(out)
 	return out
+}
+
+// sortSurvivors puts the most advanced answering voter first.
+func sortSurvivors(ss []Survivor) {
+	sort.SliceStable(ss, func(i, k int) bool { return ahead(ss[i], ss[k]) })
 }
 
 // ahead orders survivors: answering voters, most advanced first.
@@ -121,6 +126,10 @@ func CheckQuorumLost(ctx context.Context, survivors []Survivor, voters int, tlsC
 func RecoverJournal(survivors []Survivor, replace []string, now time.Time) (*Journal, error) {
 	if len(survivors) == 0 || survivors[0].Err != "" {
 		return nil, ErrNoSurvivor
+	}
+	if survivors[0].Learner {
+		// A learner may lack entries every lost voter had acknowledged.
+		return nil, fmt.Errorf("%w: only learners answer (%s); a learner's log may miss acknowledged writes: restore from a snapshot instead", ErrNoSurvivor, survivors[0].Node)
 	}
 	j := &Journal{ID: "recover-" + now.UTC().Format("20060102t150405"), Kind: KindRecover, Target: survivors[0].Node, Step: StepStop, StartedAt: now, UpdatedAt: now}
 	for _, s := range survivors[1:] {

@@ -127,3 +127,21 @@ func TestRecoverRefusedWithQuorum(t *testing.T) {
 		}
 	}
 }
+
+// TestRecoverJournalOrder: the most advanced answering voter is the
+// target, the other answering members rejoin, then the replacements; a
+// learner is never the target.
+func TestRecoverJournalOrder(t *testing.T) {
+	ss := []Survivor{{Node: "c", Applied: 9}, {Node: "l", Applied: 20, Learner: true}, {Node: "a", Applied: 10, Revision: 5}, {Node: "b", Err: "refused"}, {Node: "d", Applied: 10, Revision: 7}}
+	sortSurvivors(ss)
+	j, err := RecoverJournal(ss, []string{"new-1"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Target != "d" || fmt.Sprint(j.Others) != "[a c l new-1]" {
+		t.Fatalf("target %s, others %v; want d, [a c l new-1]", j.Target, j.Others)
+	}
+	if _, err := RecoverJournal([]Survivor{{Node: "l", Learner: true}}, nil, time.Now()); !errors.Is(err, ErrNoSurvivor) {
+		t.Fatalf("a learner alone: %v, want ErrNoSurvivor", err)
+	}
+}
