@@ -24,6 +24,18 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: inspect data dir: %w", err)
 	}
+	if has {
+		if f, fenced, ferr := member.ReadFence(a.cfg.DataDir); ferr == nil && fenced {
+			// A restore or recovery superseded this cluster: never serve
+			// it again, join the new one through the learner path.
+			backup, err := member.Wipe(a.cfg.DataDir, a.Now())
+			if err != nil {
+				return fmt.Errorf("agent: wipe fenced data dir: %w", err)
+			}
+			a.log.Warn("wiped a fenced data dir; will join the new cluster with a new member ID", "by", f.By, "copy", backup)
+			return nil
+		}
+	}
 	if !has && !a.cfg.Bootstrap {
 		return nil // a fresh joiner: nothing to check against the cluster
 	}
@@ -67,7 +79,7 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 // wiped instead, and the node joins anew.
 func (a *Agent) restartMember(ctx context.Context) error {
 	err := a.startMember(ctx, "", "existing")
-	if !errors.Is(err, member.ErrRemoved) {
+	if !errors.Is(err, member.ErrRemoved) && !errors.Is(err, member.ErrFenced) {
 		return err
 	}
 	backup, werr := member.Wipe(a.cfg.DataDir, a.Now())

@@ -77,6 +77,10 @@ type EtcdPolicy struct {
 	// ReplaceDeadMembersAfter replaces a voter whose node has been dead this
 	// long with a standby, if quorum allows; zero never does.
 	ReplaceDeadMembersAfter Duration `json:"replaceDeadMembersAfter,omitempty"`
+	// RecoverWithoutConfirmation lets nicoctl recover go on after a quorum
+	// loss without --yes or a prompt (docs/disaster-recovery.md); nothing
+	// recovers by itself either way.
+	RecoverWithoutConfirmation bool `json:"recoverWithoutConfirmation,omitempty"`
 	// DefragFragmentation defragments a member once (db size - in use) /
 	// db size reaches it, one member at a time, leader last; zero never does.
 	DefragFragmentation float64 `json:"defragFragmentation,omitempty"`

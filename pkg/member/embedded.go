@@ -300,6 +300,7 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 	ec.AdvertiseClientUrls = []url.URL{*cu}
 	ec.InitialCluster = cfg.InitialCluster
 	ec.ClusterState = cfg.ClusterState
+	ec.ForceNewCluster = cfg.ForceNewCluster
 	if cfg.ClusterToken != "" {
 		ec.InitialClusterToken = cfg.ClusterToken
 	}

@@ -223,6 +223,9 @@ func execArgs(cfg Config, opts options) []string {
 		"--initial-cluster-state=" + cfg.ClusterState,
 		"--log-outputs=stderr",
 	}
+	if cfg.ForceNewCluster {
+		args = append(args, "--force-new-cluster")
+	}
 	if cfg.ClusterToken != "" {
 		args = append(args, "--initial-cluster-token="+cfg.ClusterToken)
 	}

@@ -65,6 +65,9 @@ type Config struct {
 	InitialCluster string // "name=peerURL,name2=peerURL2"; empty means "Name=PeerURL"
 	ClusterState   string // "new" or "existing"; empty means "new"
 	ClusterToken   string // empty means etcd's default
+	// ForceNewCluster starts the member from its data as the one member of
+	// a new cluster (etcd's --force-new-cluster): quorum-loss recovery only.
+	ForceNewCluster bool
 	// TLS is the member's certificates; with it both URLs are https. nil
 	// runs plaintext http (tests that predate TLS only).
 	TLS    *TLS
@@ -131,6 +134,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	if !strings.Contains(cfg.InitialCluster, cfg.Name+"=") {
 		return cfg, fmt.Errorf("member: Config.InitialCluster %q has no entry for Config.Name %q, want \"%s=%s,...\"",
 			cfg.InitialCluster, cfg.Name, cfg.Name, cfg.PeerURL)
+	}
+	if err := checkFence(cfg.DataDir); err != nil {
+		return cfg, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

@@ -23,6 +23,9 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 		case api.OpDefrag:
 			// The etcd-status controller owns it (coordinator/etcddefrag.go).
 			return Step{Action: Wait, Op: obs.Active, Reason: "defragmentation " + obs.Active.Metadata.Name + " is in flight"}
+		case api.OpRestore, api.OpRecover:
+			// nicoctl restore or recover drives it (pkg/restore) and rejoins the members itself.
+			return Step{Action: Wait, Op: obs.Active, Reason: string(obs.Active.Spec.Type) + " " + obs.Active.Metadata.Name + " is in flight"}
 		default:
 			return Step{Action: FailOp, Op: obs.Active, Reason: fmt.Sprintf("operation type %q is not known to this coordinator", obs.Active.Spec.Type)}
 		}

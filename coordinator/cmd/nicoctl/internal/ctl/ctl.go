@@ -151,6 +151,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.applyCmd(), a.describeCmd())
 	root.AddCommand(a.deleteCmd())
 	root.AddCommand(a.snapshotCmd())
+	root.AddCommand(a.restoreCmd(), a.recoverCmd())
 	return root
 }
 

@@ -1,0 +1,212 @@
+package ctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdclient"
+	"github.com/homystack/nico/pkg/restore"
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// restoreOpts are the flags of restore.
+type restoreOpts struct {
+	from, target, fleet, journal string
+	bump                         uint64
+	abort                        bool
+}
+
+func (a *app) restoreCmd() *cobra.Command {
+	var o restoreOpts
+	c := &cobra.Command{
+		Use:   "restore --from SNAPSHOT --fleet FILE [--target NODE]",
+		Short: "Restore the etcd cluster from a snapshot as a new cluster, then rejoin the other members",
+		Long: `Restore the fleet's etcd cluster from a snapshot file, as one journaled operation
+(docs/disaster-recovery.md).
+
+Before anything changes, nicoctl checks the snapshot (etcd's appended sha256, its bolt
+database, that it holds this fleet's EtcdCluster and a Node record for the target) and,
+when the cluster still answers at --endpoints, that the target is one of its voters and
+that no other operation holds the one-change slot (it then holds it). Refusals exit 3
+and change nothing. Then every member of --fleet is stopped and its data dir fenced
+(never served again), the snapshot is restored onto the target as a new cluster (a new
+cluster ID, the revision bumped by --bump-revision and marked compacted, so watchers
+re-list), the target starts, the operation is journaled in the new cluster, and the
+other members are wiped and rejoin one at a time as learners, each promoted once in
+sync. The journal (--journal) is saved after every step: run the same command again to
+resume a restore that was interrupted. Members of --fleet still served by their agent
+must be stopped (systemctl stop nico-agent) first; nicoctl says which.`,
+		Args: cobra.NoArgs,
+		RunE: runE(func(cmd *cobra.Command, _ []string) error { return a.restore(cmd.Context(), o) }),
+	}
+	c.Flags().StringVar(&o.from, "from", "", "the snapshot file (etcd snapshot save format)")
+	c.Flags().StringVar(&o.target, "target", "", "the voter to restore onto (default: the first member of --fleet)")
+	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members: name, dataDir, peerURL, clientURL (docs/disaster-recovery.md)")
+	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
+	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of --fleet's journal while it is still at its first step (nothing stopped by nicoctl, nothing restored): remove its fences, free the live cluster's slot")
+	c.Flags().Uint64Var(&o.bump, "bump-revision", 1_000_000_000, "how far past the snapshot's revision the restored cluster starts (etcdutl's --bump-revision); 0 keeps it and does not mark it compacted")
+	return c
+}
+
+func (a *app) restore(ctx context.Context, o restoreOpts) error {
+	if o.abort {
+		return a.abort(ctx, o)
+	}
+	if o.from == "" || o.fleet == "" {
+		return withCode(ExitUsage, errors.New("restore needs --from SNAPSHOT and --fleet FILE"))
+	}
+	if o.journal == "" {
+		o.journal = journalOf(o.fleet)
+	}
+	jf := restore.FileJournal{Path: o.journal}
+	j, resumed, err := a.resumable(jf, restore.KindRestore, func(j *restore.Journal) bool {
+		return j.Snapshot.Path == o.from && (o.target == "" || j.Target == o.target)
+	})
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	token := "nico-restore-" + now.UTC().Format("20060102t150405")
+	if resumed {
+		token = "nico-" + j.ID
+	}
+	fleet, err := restore.LoadFleet(o.fleet, token, a.logger())
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	defer fleet.Close()
+	if !resumed {
+		if o.target == "" {
+			o.target = fleet.Names()[0]
+		}
+		live := a.liveClient(ctx)
+		if live != nil {
+			defer live.Close()
+		}
+		j, err = restore.Prepare(ctx, restore.Request{Snapshot: o.from, Target: o.target, Members: fleet.Names(), Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
+		if err != nil {
+			return withCode(ExitRefused, err)
+		}
+		fleet.ClusterToken = "nico-" + j.ID
+		if err := jf.Save(j); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.stdout, "%s: snapshot %s verified (sha256 %s, revision %d, %d keys); restoring onto %s, then %v rejoin\n",
+			j.ID, o.from, j.Snapshot.SHA256[:12], j.Snapshot.Revision, j.Snapshot.Keys, j.Target, j.Others)
+	}
+	return a.runJournal(ctx, fleet, jf, j)
+}
+
+// abort abandons the journal's operation while nothing is past its first
+// step: the old cluster is then whole (its members fenced only on disk).
+func (a *app) abort(ctx context.Context, o restoreOpts) error {
+	if o.fleet == "" {
+		return withCode(ExitUsage, errors.New("restore --abort needs --fleet FILE"))
+	}
+	if o.journal == "" {
+		o.journal = journalOf(o.fleet)
+	}
+	jf := restore.FileJournal{Path: o.journal}
+	j, ok, err := jf.Load()
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if !ok || j.Step == restore.StepDone {
+		return withCode(ExitNotFound, fmt.Errorf("no unfinished restore or recovery in %s", o.journal))
+	}
+	if j.Step != restore.StepStop {
+		return withCode(ExitRefused, fmt.Errorf("%s is at step %s, past stopping the old cluster: it cannot be abandoned, run its command again to finish it", j.ID, j.Step))
+	}
+	fleet, err := restore.LoadFleet(o.fleet, "", a.logger())
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if err := fleet.Unfence(j.ID); err != nil {
+		return err
+	}
+	if live := a.liveClient(ctx); live != nil {
+		defer live.Close()
+		if err := restore.ReleaseLive(ctx, live, a.cfg.Prefix, j, "aborted with nicoctl restore --abort"); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(o.journal, o.journal+".aborted"); err != nil {
+		return fmt.Errorf("put the journal aside: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "%s aborted: its fences removed, the live cluster's slot freed (when it answered); the journal is now %s.aborted\n", j.ID, o.journal)
+	return nil
+}
+
+// journalOf is the default journal of the fleet file fleet: one for
+// restore and recover, so that a second one is refused while one is
+// unfinished, whichever snapshot it names.
+func journalOf(fleet string) string { return fleet + ".journal.json" }
+
+// resumable loads the journal at jf: an unfinished one of kind that
+// matches is resumed, another unfinished one refuses (one restore or
+// recovery at a time).
+func (a *app) resumable(jf restore.FileJournal, kind restore.Kind, same func(*restore.Journal) bool) (*restore.Journal, bool, error) {
+	j, ok, err := jf.Load()
+	if err != nil {
+		return nil, false, withCode(ExitUsage, err)
+	}
+	if !ok || j.Step == restore.StepDone {
+		return nil, false, nil
+	}
+	if j.Kind != kind || !same(j) {
+		return nil, false, withCode(ExitRefused, fmt.Errorf("%w: %s (%s onto %s) is at step %s in %s: finish it first (run its command again) or move the journal away", restore.ErrBusy, j.ID, j.Kind, j.Target, j.Step, jf.Path))
+	}
+	fmt.Fprintf(a.stdout, "%s: resuming at step %s (journal %s)\n", j.ID, j.Step, jf.Path)
+	return j, true, nil
+}
+
+// runJournal runs j to its end, printing each step.
+func (a *app) runJournal(ctx context.Context, fleet *restore.LocalFleet, jf restore.FileJournal, j *restore.Journal) error {
+	start := a.now()
+	r := &restore.Runner{Fleet: fleet, Journal: jf, Prefix: a.cfg.Prefix, Now: a.now, Log: a.logger(), AfterStep: func(s restore.Step) error {
+		if n := len(j.History); n > 0 {
+			fmt.Fprintf(a.stdout, "  %s\n", j.History[n-1])
+		}
+		return nil
+	}}
+	if err := r.Run(ctx, j); err != nil {
+		if errors.Is(err, restore.ErrStillServing) {
+			return withCode(ExitRefused, err)
+		}
+		return err
+	}
+	fmt.Fprintf(a.stdout, "%s: done in %s: cluster %x serves on %s and %v; the members stop now, for their agents to serve them (start nico-agent on each)\n",
+		j.ID, a.now().Sub(start).Round(time.Millisecond), j.NewClusterID, j.Target, j.Others)
+	return nil
+}
+
+// liveClient is a client of the cluster at --endpoints when it answers
+// within --timeout, nil otherwise.
+func (a *app) liveClient(ctx context.Context) *clientv3.Client {
+	tlsCfg, err := etcdclient.Files{CA: a.cfg.TLS.CAFile, Cert: a.cfg.TLS.CertFile, Key: a.cfg.TLS.KeyFile}.Load(a.cfg.Endpoints)
+	if err != nil || len(a.cfg.Endpoints) == 0 {
+		return nil
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: a.cfg.Endpoints, DialTimeout: a.cfg.Timeout, TLS: tlsCfg})
+	if err != nil {
+		return nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	if _, err := cli.Get(pctx, "health"); err != nil {
+		cli.Close()
+		fmt.Fprintf(a.stderr, "nicoctl: the cluster at %v does not answer (%v): checking the snapshot and the fleet file only\n", a.cfg.Endpoints, err)
+		return nil
+	}
+	return cli
+}
+
+// logger is where the restore's steps are logged: stderr, warnings up.
+func (a *app) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(a.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}

@@ -1,0 +1,110 @@
+package restore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ErrNotMember is returned for a restore or recovery target that is not a
+// member of the cluster.
+var ErrNotMember = errors.New("restore: target is not a member")
+
+// Request is what nicoctl restore asks for.
+type Request struct {
+	Snapshot string
+	Target   string
+	// Members are the control-plane members by node name, in the order
+	// the others rejoin (the target is taken out).
+	Members []string
+	// Live is a client of the old cluster when it still answers (nil when
+	// it does not): the target must then be one of its members, the
+	// snapshot of its fleet, and the one-change slot free. It is wrapped
+	// by store.New: pass a client of its own.
+	Live         *clientv3.Client
+	Prefix       string
+	BumpRevision uint64
+	Now          time.Time
+}
+
+// Prepare checks a restore before anything is changed: the snapshot's
+// hash and fleet, the target's membership, the one-change slot (which it
+// then holds in the old cluster). A refusal leaves everything as it was.
+func Prepare(ctx context.Context, req Request) (*Journal, error) {
+	if !slices.Contains(req.Members, req.Target) {
+		return nil, fmt.Errorf("%w: --target %q, want one of the members %s", ErrNotMember, req.Target, strings.Join(req.Members, ", "))
+	}
+	info, err := Verify(req.Snapshot, req.Prefix)
+	if err != nil {
+		return nil, err
+	}
+	var fleet time.Time
+	var live bool
+	if req.Live != nil {
+		if err := liveMember(ctx, req.Live, req.Target); err != nil {
+			return nil, err
+		}
+		if fleet, live, err = liveFleet(ctx, req.Live, req.Prefix); err != nil {
+			return nil, err
+		}
+	}
+	if err := CheckFleet(info, fleet, live, req.Target); err != nil {
+		return nil, err
+	}
+	j := &Journal{
+		ID: "restore-" + req.Now.UTC().Format("20060102t150405"), Kind: KindRestore, Target: req.Target,
+		Snapshot: info, BumpRevision: req.BumpRevision, Step: StepStop, StartedAt: req.Now, UpdatedAt: req.Now,
+	}
+	for _, m := range req.Members {
+		if m != req.Target {
+			j.Others = append(j.Others, m)
+		}
+	}
+	if req.Live != nil {
+		if err := ReserveSlot(ctx, req.Live, req.Prefix, j); err != nil {
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// liveMember refuses a target that the live cluster has no started member
+// named after.
+func liveMember(ctx context.Context, cli *clientv3.Client, target string) error {
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return fmt.Errorf("restore: member list of the live cluster: %w", err)
+	}
+	var names []string
+	for _, m := range resp.Members {
+		if m.Name == target && !m.IsLearner {
+			return nil
+		}
+		names = append(names, m.Name)
+	}
+	return fmt.Errorf("%w: --target %q is not a voter of the live cluster %s (members: %s)", ErrNotMember, target, api.MemberID(resp.Header.ClusterId), strings.Join(names, ", "))
+}
+
+// liveFleet reads the live cluster's EtcdCluster creation time; ok is
+// false when it has none.
+func liveFleet(ctx context.Context, cli *clientv3.Client, prefix string) (created time.Time, ok bool, err error) {
+	resp, err := cli.Get(ctx, prefix+store.EtcdClusterKey)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("restore: read the live EtcdCluster: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return time.Time{}, false, nil
+	}
+	var c api.EtcdCluster
+	if err := decodeJSON(resp.Kvs[0].Value, &c); err != nil {
+		return time.Time{}, false, fmt.Errorf("restore: decode the live EtcdCluster: %w", err)
+	}
+	return c.Metadata.CreatedAt, true, nil
+}
