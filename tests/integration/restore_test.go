@@ -26,17 +26,17 @@ import (
 // as a new cluster of three voters, the restore journaled as succeeded.
 func TestRestoreFleetOfAgents(t *testing.T) {
 	f := newFleet(t)
-	f.start(f.agentConfig("cp-1", true))
-	f.waitVoters(30*time.Second, "cp-1")
-	f.setVoters(3)
-	f.startCoordinator("c-1")
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(3)
+	f.StartCoordinator("c-1")
 	for _, n := range []string{"cp-2", "cp-3"} {
-		f.start(f.agentConfig(n, false))
+		f.Start(f.AgentConfig(n, false))
 	}
-	f.waitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cli := f.client()
+	cli := f.Client()
 	for i := range 20 {
 		if _, err := cli.Put(ctx, fmt.Sprintf("/app/k%02d", i), fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
@@ -47,8 +47,8 @@ func TestRestoreFleetOfAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
-	snap := filepath.Join(f.tempDir(), "snap.db")
-	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: f.endpoints()[:1], TLS: rootTLS, DialTimeout: 5 * time.Second}, snap); err != nil {
+	snap := filepath.Join(f.TempDir(), "snap.db")
+	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: f.Endpoints()[:1], TLS: rootTLS, DialTimeout: 5 * time.Second}, snap); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cli.Put(ctx, "/app/after", "lost by design"); err != nil {
@@ -56,36 +56,36 @@ func TestRestoreFleetOfAgents(t *testing.T) {
 	}
 
 	// The operator stops every agent and coordinator, then restores.
-	f.stopAll()
-	lf := &restore.LocalFleet{ClientTLS: rootTLS, Log: f.log}
+	f.StopAll()
+	lf := &restore.LocalFleet{ClientTLS: rootTLS, Log: f.Log}
 	names := []string{"cp-1", "cp-2", "cp-3"}
 	for _, name := range names {
-		c := f.nodes[name].cfg
+		c := f.Node(name).Cfg
 		var tlsFiles *member.TLS
 		if d := c.PKI.Dir; d != "" {
 			tlsFiles = &member.TLS{TrustedCAFile: d.CACert(), ServerCertFile: d.Cert(pki.EtcdServerLeaf), ServerKeyFile: d.Key(pki.EtcdServerLeaf),
 				PeerCertFile: d.Cert(pki.EtcdPeerLeaf), PeerKeyFile: d.Key(pki.EtcdPeerLeaf), ClientCertAuth: true, PeerClientCertAuth: true,
 				ClientCertFile: d.Cert(pki.NodeLeaf), ClientKeyFile: d.Key(pki.NodeLeaf)}
 		}
-		lf.Members = append(lf.Members, &restore.LocalMember{Name: name, DataDir: c.DataDir, PeerURL: c.PeerURL, ClientURL: c.ClientURL, Runtime: f.newRuntime(), TLS: tlsFiles})
+		lf.Members = append(lf.Members, &restore.LocalMember{Name: name, DataDir: c.DataDir, PeerURL: c.PeerURL, ClientURL: c.ClientURL, Runtime: f.NewRuntime(), TLS: tlsFiles})
 	}
 	j, err := restore.Prepare(ctx, restore.Request{Snapshot: snap, Target: "cp-2", Members: names, Prefix: store.DefaultPrefix, BumpRevision: 1_000_000, Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lf.ClusterToken = "nico-" + j.ID
-	r := &restore.Runner{Fleet: lf, Journal: restore.FileJournal{Path: filepath.Join(f.tempDir(), "journal.json")}, Prefix: store.DefaultPrefix, Log: f.log}
+	r := &restore.Runner{Fleet: lf, Journal: restore.FileJournal{Path: filepath.Join(f.TempDir(), "journal.json")}, Prefix: store.DefaultPrefix, Log: f.Log}
 	if err := r.Run(ctx, j); err != nil {
 		t.Fatal(err)
 	}
 	lf.Close() // nicoctl ends: the agents serve the members from here on
 
 	for _, name := range names {
-		f.start(f.nodes[name].cfg)
+		f.Start(f.Node(name).Cfg)
 	}
-	f.startCoordinator("c-2")
-	f.waitVoters(90*time.Second, names...)
-	ncli := f.client()
+	f.StartCoordinator("c-2")
+	f.WaitVoters(90*time.Second, names...)
+	ncli := f.Client()
 	for i := range 20 {
 		resp, err := ncli.Get(ctx, fmt.Sprintf("/app/k%02d", i))
 		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != fmt.Sprint(i) {
@@ -100,7 +100,7 @@ func TestRestoreFleetOfAgents(t *testing.T) {
 		t.Fatalf("cluster %x revision %d after the restore; before %x, want a new cluster past revision %d",
 			after.Header.ClusterId, after.Header.Revision, before.Header.ClusterId, j.Snapshot.Revision+1_000_000)
 	}
-	st := f.store()
+	st := f.Store()
 	testwait.For(t, 30*time.Second, "the restore journaled as succeeded and the slot free", func() (bool, string) {
 		op := &api.Operation{}
 		if err := st.Get(ctx, store.OpKey(j.ID), op); err != nil {
@@ -111,10 +111,10 @@ func TestRestoreFleetOfAgents(t *testing.T) {
 	})
 	// The coordinator elected in the new cluster still serves joins: the
 	// fleet is whole, not only restored.
-	f.start(f.agentConfig("cp-4", false))
-	f.setVoters(3)
+	f.Start(f.AgentConfig("cp-4", false))
+	f.SetVoters(3)
 	testwait.For(t, 90*time.Second, "cp-4 joined as a voter or standby", func() (bool, string) {
-		err := f.checkVoterOrStandby("cp-4", f.nodes["cp-4"].cfg.PeerURL)
+		err := f.CheckVoterOrStandby("cp-4", f.Node("cp-4").Cfg.PeerURL)
 		return err == nil, fmt.Sprint(err)
 	})
 }
