@@ -1,6 +1,7 @@
 // Package failpoint names the points in nico where a fault test can make
-// the process exit: the coordinator's executor around a join's side
-// effects and the agent's join and removal paths.
+// the process exit: the coordinator's executor around a join's and a
+// removal's side effects, its rollout step start, and the agent's join,
+// removal and generation switch paths.
 //
 // In the default build Hit is a no-op and nothing reads the environment.
 // Built with -tags failpoints (tests/faults does), Hit exits the process
@@ -21,6 +22,23 @@ const (
 	// CoordAfterPromote is after etcd promoted the learner, before the
 	// journal records it.
 	CoordAfterPromote = "coordinator-after-promote"
+	// CoordAfterJournalRemoval is right after a removal's operation was
+	// journaled (started), before any of its side effects.
+	CoordAfterJournalRemoval = "coordinator-after-journal-removal"
+	// CoordBeforeMemberRemove is after the journal recorded that the
+	// member is being removed, before the coordinator asks etcd to.
+	CoordBeforeMemberRemove = "coordinator-before-member-remove"
+	// CoordAfterMemberRemove is after etcd removed the member, before the
+	// operation is closed.
+	CoordAfterMemberRemove = "coordinator-after-member-remove"
+	// CoordBeforeRolloutStep is before the transaction that starts a
+	// rollout step (writes the nodes' next configurations).
+	CoordBeforeRolloutStep = "coordinator-before-rollout-step"
+	// CoordAfterRolloutStep is right after that transaction committed.
+	CoordAfterRolloutStep = "coordinator-after-rollout-step"
+	// AgentBeforeSwitch is in the agent once it marked a generation
+	// applying, before it switches to it.
+	AgentBeforeSwitch = "agent-before-switch"
 	// AgentBeforeLearnerStart is in the agent once it was added as a
 	// learner, before it starts its member.
 	AgentBeforeLearnerStart = "agent-before-learner-start"
@@ -30,7 +48,9 @@ const (
 )
 
 // All lists every named point.
-var All = []string{CoordAfterMemberAdd, CoordAfterJournalLearner, CoordBeforePromote, CoordAfterPromote, AgentBeforeLearnerStart, AgentRemoved}
+var All = []string{CoordAfterMemberAdd, CoordAfterJournalLearner, CoordBeforePromote, CoordAfterPromote,
+	CoordAfterJournalRemoval, CoordBeforeMemberRemove, CoordAfterMemberRemove, CoordBeforeRolloutStep, CoordAfterRolloutStep,
+	AgentBeforeLearnerStart, AgentRemoved, AgentBeforeSwitch}
 
 // Env names the environment variable listing the armed points.
 const Env = "NICO_FAILPOINT"
