@@ -31,6 +31,9 @@ type cluster struct {
 	etcd  string // the etcd binary of the exec runtime
 	token string
 	nodes []*node
+	// gens, when set, is the directory of the agents' exec applier
+	// (generations.go): they apply generations.
+	gens string
 }
 
 // node is one host's processes.
@@ -96,6 +99,7 @@ func (c *cluster) startAgent(i int, env ...string) {
 		"--heartbeat.ttl", "3s", "--join.retryInterval", "300ms",
 		"--tokenFile", c.token, "--join.listen", c.host(i) + ":7950", "--gossip.bind", c.host(i),
 	}
+	args = append(args, c.applierArgs(i)...)
 	if i == 0 {
 		args = append(args, "--bootstrap")
 	} else {
