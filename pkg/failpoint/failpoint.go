@@ -6,7 +6,11 @@
 // In the default build Hit is a no-op and nothing reads the environment.
 // Built with -tags failpoints (tests/faults does), Hit exits the process
 // with ExitCode when its name is listed in the NICO_FAILPOINT environment
-// variable (comma separated), as if it had been killed there.
+// variable (comma separated), as if it had been killed there. An entry
+// "name:pause" instead blocks the goroutine that reaches the point, once
+// per process, after creating <dir>/<name>.reached, until
+// <dir>/<name>.release exists; dir is NICO_FAILPOINT_DIR (without it the
+// point exits).
 package failpoint
 
 // The named points.
@@ -54,6 +58,13 @@ var All = []string{CoordAfterMemberAdd, CoordAfterJournalLearner, CoordBeforePro
 
 // Env names the environment variable listing the armed points.
 const Env = "NICO_FAILPOINT"
+
+// EnvDir names the environment variable giving the directory of the
+// paused points' reached and release files.
+const EnvDir = "NICO_FAILPOINT_DIR"
+
+// ModePause is the mode of an entry that pauses instead of exiting.
+const ModePause = "pause"
 
 // ExitCode is the status a process exits with at an armed failpoint.
 const ExitCode = 86
