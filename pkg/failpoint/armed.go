@@ -5,7 +5,6 @@ package failpoint
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -55,9 +54,3 @@ func pause(dir, name string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
-// ReachedFile is the file a paused point creates in dir when reached.
-func ReachedFile(dir, name string) string { return filepath.Join(dir, name+".reached") }
-
-// ReleaseFile is the file whose creation in dir releases a paused point.
-func ReleaseFile(dir, name string) string { return filepath.Join(dir, name+".release") }

@@ -13,6 +13,8 @@
 // point exits).
 package failpoint
 
+import "path/filepath"
+
 // The named points.
 const (
 	// CoordAfterMemberAdd is right after etcd accepted a learner's
@@ -71,3 +73,9 @@ const ExitCode = 86
 
 // Hit marks the point name; a no-op unless built with -tags failpoints.
 var Hit = func(name string) {}
+
+// ReachedFile is the file a paused point creates in dir when reached.
+func ReachedFile(dir, name string) string { return filepath.Join(dir, name+".reached") }
+
+// ReleaseFile is the file whose creation in dir releases a paused point.
+func ReleaseFile(dir, name string) string { return filepath.Join(dir, name+".release") }
