@@ -34,6 +34,8 @@ type cluster struct {
 	// gens, when set, is the directory of the agents' exec applier
 	// (generations.go): they apply generations.
 	gens string
+	// coordArgs are added to every coordinator's flags.
+	coordArgs []string
 }
 
 // node is one host's processes.
@@ -123,6 +125,7 @@ func (c *cluster) startCoordinator(i int, env ...string) {
 		"--coordinator.sessionTTL", "2s", "--coordinator.resyncInterval", "250ms",
 		"--tls.caFile", p.CACert(), "--tls.certFile", p.Cert(pki.CoordinatorLeaf), "--tls.keyFile", p.Key(pki.CoordinatorLeaf),
 	}
+	args = append(args, c.coordArgs...)
 	c.nodes[i].coord = c.spawn(i, "coordinator-"+c.nodes[i].name, filepath.Join(binDir, "nico-coordinator"), env, args...)
 }
 
@@ -187,6 +190,28 @@ func (p *proc) etcdPid() (int, bool) {
 	return 0, false
 }
 
+// EnvKeepLogs names a directory the processes' logs are copied to when a
+// scenario ends (to read what nico did in a run that passed).
+const EnvKeepLogs = "NICO_FAULTS_KEEP_LOGS"
+
+func keepLog(t *testing.T, path string) {
+	dir := os.Getenv(EnvKeepLogs)
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = os.MkdirAll(dst, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dst, filepath.Base(path)), b, 0o644)
+	}
+	if err != nil {
+		t.Logf("keep %s: %v", path, err)
+	}
+}
+
 func tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
@@ -212,6 +237,7 @@ func (c *cluster) stopAll() {
 			if c.t.Failed() {
 				c.t.Logf("--- %s (%s):\n%s", p.name, p.log, tail(p.log, 25))
 			}
+			keepLog(c.t, p.log)
 		}
 	}
 }
