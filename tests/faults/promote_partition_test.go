@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/failpoint"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 )
 
@@ -119,9 +121,35 @@ func TestLearnerCutOffUntilStartTimeout(t *testing.T) {
 		return st == "absent", fmt.Sprintf("cp-4 %q", st)
 	})
 	t.Logf("the learner was removed %s after the cut", time.Since(cut).Round(time.Millisecond))
+	if !s.joinAborted("cp-4", "within 15s") {
+		s.logJournal(api.OpJoin)
+		t.Errorf("no failed join of cp-4 journals the start timeout")
+	}
 	c.net.heal()
 	healed := time.Now()
 	c.waitVoters(s.cli, 120*time.Second, "cp-1", "cp-2", "cp-3", "cp-4")
 	s.waitCaughtUp(60 * time.Second)
 	s.finish(time.Since(healed))
+}
+
+// joinAborted tells whether a join operation of node failed with a
+// journal message containing why.
+func (s *scenario) joinAborted(node, why string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ops, _, err := store.List[api.Operation](ctx, s.st, store.OpsDir)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, op := range ops {
+		if op.Spec.Type != api.OpJoin || op.Spec.Node != node || op.Status.Phase != api.OpFailed {
+			continue
+		}
+		for _, e := range op.Status.History {
+			if strings.Contains(e.Message, why) {
+				return true
+			}
+		}
+	}
+	return false
 }
