@@ -36,6 +36,9 @@ type cluster struct {
 	gens string
 	// coordArgs are added to every coordinator's flags.
 	coordArgs []string
+	// embedded runs the agents' members in the agent (the embedded
+	// runtime) instead of as an etcd child (the exec runtime).
+	embedded bool
 }
 
 // node is one host's processes.
@@ -96,10 +99,14 @@ func (c *cluster) startAgent(i int, env ...string) {
 	args := []string{
 		"--name", c.nodes[i].name,
 		"--dataDir", filepath.Join(c.dir, c.nodes[i].name),
-		"--etcd.runtime", "exec", "--etcd.binary", c.etcd,
 		"--etcd.peerURL", c.peerURL(i), "--etcd.clientURL", c.clientURL(i),
 		"--heartbeat.ttl", "3s", "--join.retryInterval", "300ms",
 		"--tokenFile", c.token, "--join.listen", c.host(i) + ":7950", "--gossip.bind", c.host(i),
+	}
+	if c.embedded {
+		args = append(args, "--etcd.runtime", "embedded")
+	} else {
+		args = append(args, "--etcd.runtime", "exec", "--etcd.binary", c.etcd)
 	}
 	args = append(args, c.applierArgs(i)...)
 	if i == 0 {
