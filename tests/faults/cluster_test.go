@@ -96,9 +96,17 @@ func (c *cluster) endpoints() []string {
 // through it. env is added to the process's environment (failpoints).
 func (c *cluster) startAgent(i int, env ...string) {
 	c.t.Helper()
+	c.nodes[i].agent = c.startAgentAs(i, c.nodes[i].name, filepath.Join(c.dir, c.nodes[i].name), env...)
+}
+
+// startAgentAs starts an agent named name with data in dataDir inside
+// namespace i (a second agent of an existing name, in two-agent
+// scenarios).
+func (c *cluster) startAgentAs(i int, name, dataDir string, env ...string) *proc {
+	c.t.Helper()
 	args := []string{
-		"--name", c.nodes[i].name,
-		"--dataDir", filepath.Join(c.dir, c.nodes[i].name),
+		"--name", name,
+		"--dataDir", dataDir,
 		"--etcd.peerURL", c.peerURL(i), "--etcd.clientURL", c.clientURL(i),
 		"--heartbeat.ttl", "3s", "--join.retryInterval", "300ms",
 		"--tokenFile", c.token, "--join.listen", c.host(i) + ":7950", "--gossip.bind", c.host(i),
@@ -114,7 +122,11 @@ func (c *cluster) startAgent(i int, env ...string) {
 	} else {
 		args = append(args, "--etcd.endpoints", c.clientURL(0), "--join.endpoints", c.host(0)+":7950", "--gossip.seeds", c.host(0))
 	}
-	c.nodes[i].agent = c.spawn(i, "agent-"+c.nodes[i].name, filepath.Join(binDir, "nico-agent"), env, args...)
+	label := "agent-" + name
+	if name != c.nodes[i].name {
+		label += "-in-" + c.nodes[i].name
+	}
+	return c.spawn(i, label, filepath.Join(binDir, "nico-agent"), env, args...)
 }
 
 // startCoordinator starts node i's coordinator candidate once its agent
