@@ -39,6 +39,9 @@ type cluster struct {
 	// embedded runs the agents' members in the agent (the embedded
 	// runtime) instead of as an etcd child (the exec runtime).
 	embedded bool
+	// bootstrapped starts node 0's agent as a joiner through node 1 (what
+	// an operator does once the bootstrap host refuses to bootstrap again).
+	bootstrapped bool
 }
 
 // node is one host's processes.
@@ -117,9 +120,12 @@ func (c *cluster) startAgentAs(i int, name, dataDir string, env ...string) *proc
 		args = append(args, "--etcd.runtime", "exec", "--etcd.binary", c.etcd)
 	}
 	args = append(args, c.applierArgs(i)...)
-	if i == 0 {
+	switch {
+	case i == 0 && !c.bootstrapped:
 		args = append(args, "--bootstrap")
-	} else {
+	case i == 0:
+		args = append(args, "--etcd.endpoints", c.clientURL(1), "--join.endpoints", c.host(1)+":7950", "--gossip.seeds", c.host(1))
+	default:
 		args = append(args, "--etcd.endpoints", c.clientURL(0), "--join.endpoints", c.host(0)+":7950", "--gossip.seeds", c.host(0))
 	}
 	label := "agent-" + name
