@@ -1,6 +1,8 @@
 package faults
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,9 +64,13 @@ func (s *scenario) startRollout(name, revision string) {
 	r.Metadata.CreatedAt = time.Now()
 	r.Spec.Template = api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: revision}
 	r.Spec.StepTimeout = api.Duration(60 * time.Second)
-	if err := s.st.Create(s.t.Context(), store.RolloutKey(name), r); err != nil {
-		s.t.Fatal(err)
-	}
+	// Retried: the client's connection may be to a node just cut off.
+	testwait.For(s.t, 30*time.Second, "rollout "+name+" filed", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(s.t.Context(), 3*time.Second)
+		defer cancel()
+		err := s.st.Create(ctx, store.RolloutKey(name), r)
+		return err == nil || errors.Is(err, store.ErrExists), fmt.Sprint(err)
+	})
 }
 
 // waitRollout waits until rollout name reaches a phase in phases and

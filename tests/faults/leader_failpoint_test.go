@@ -47,7 +47,8 @@ func (s *scenario) waitFailpoint(p *proc, point string, within time.Duration) ti
 // leader (c-cp-2, armed with point) dies at point while it removes cp-4.
 // The next leader (c-cp-3) finishes the removal: three voters and the
 // request Done within 90 s of the crash.
-func removalFailpointRun(t *testing.T, point string) {
+// reached is set false when the point was not reached (the run skips).
+func removalFailpointRun(t *testing.T, point string, reached *bool) {
 	s := newScenario(t, "coordinator leader killed at "+point+" during a removal", 4, 4)
 	s.armedLeader(point)
 	s.startWorkload(3, 7)
@@ -55,7 +56,22 @@ func removalFailpointRun(t *testing.T, point string) {
 	if _, err := requests.RequestRemoval(t.Context(), s.st, "cp-4", false, "faults test"); err != nil {
 		t.Fatal(err)
 	}
-	crashed := s.waitFailpoint(s.c.nodes[1].coord, point, 60*time.Second)
+	removalDone := func() bool {
+		r := &api.RemoveRequest{}
+		return s.st.Get(t.Context(), store.RemovalKey("cp-4"), r) == nil && r.Status.Phase == api.RemoveDone
+	}
+	testwait.True(t, 60*time.Second, "c-cp-2 to exit at "+point, func() bool {
+		ok, _ := s.c.nodes[1].coord.exited()
+		return ok || removalDone()
+	})
+	if ok, _ := s.c.nodes[1].coord.exited(); !ok {
+		// MemberRemove sent to the removed member's own endpoint can
+		// answer "server stopped" though it committed: the next pass
+		// finds the member gone, without passing the point.
+		*reached = false
+		t.Skipf("the removal finished without reaching %s (MemberRemove answered with an error)", point)
+	}
+	crashed := s.waitFailpoint(s.c.nodes[1].coord, point, time.Second)
 	s.c.waitVoters(s.cli, 90*time.Second, "cp-1", "cp-2", "cp-3")
 	testwait.For(t, 90*time.Second-time.Since(crashed), "cp-4's removal Done", func() (bool, string) {
 		r := &api.RemoveRequest{}
@@ -74,7 +90,16 @@ func removalFailpointRun(t *testing.T, point string) {
 func TestRemovalLeaderKilledAtEveryFailpoint(t *testing.T) {
 	requireE2E(t)
 	for _, p := range []string{failpoint.CoordAfterJournalRemoval, failpoint.CoordBeforeMemberRemove, failpoint.CoordAfterMemberRemove} {
-		t.Run(p, func(t *testing.T) { removalFailpointRun(t, p) })
+		t.Run(p, func(t *testing.T) {
+			for attempt := 1; attempt <= 3; attempt++ {
+				reached := true
+				t.Run(fmt.Sprintf("run-%d", attempt), func(t *testing.T) { removalFailpointRun(t, p, &reached) })
+				if reached {
+					return
+				}
+			}
+			t.Errorf("%s not reached in 3 runs", p)
+		})
 	}
 }
 
