@@ -64,8 +64,12 @@ test-netns: deps
 # e2e-faults runs the whole fault matrix of tests/faults (root): a network
 # namespace per node, real agents (exec etcd runtime) and coordinators built
 # with -tags failpoints; the coordinator leader killed at every failpoint of
-# a join, a learner killed before it catches up, a one-way partition, an
-# agent killed at its removal failpoint and a seeded random sequence
+# a join, a removal and a rollout step, an agent killed before it switches
+# a generation, the etcd leader cut off during a promote, a learner cut off
+# until its start timeout, a minority partition during a rollout (and one
+# with the embedded runtime), a full disk, a wiped voter, a node whose seeds
+# are gone (docs/faults.md), a learner killed before it catches up, a one-way
+# partition, an agent killed at its removal failpoint and a seeded random sequence
 # (NICO_FAULTS_SEED=n replays one), besides the smoke
 # scenarios make test runs. It writes the summary table (and, for a history
 # that is not linearizable, porcupine's visualisation) to FAULTS_REPORT.

@@ -50,6 +50,17 @@ func (a *Agent) cachedEndpoints() ([]string, error) {
 	return c.Endpoints, nil
 }
 
+// cachedOthers are the cached endpoints other than this node's own: the
+// cluster this node was part of. A cache that cannot be read counts as
+// none (logged).
+func (a *Agent) cachedOthers() []string {
+	eps, err := a.cachedEndpoints()
+	if err != nil {
+		a.log.Warn("reading the etcd endpoints cache", "err", err)
+	}
+	return slices.DeleteFunc(eps, func(e string) bool { return e == a.cfg.ClientURL })
+}
+
 // cacheEndpoints writes eps to the cache when they differ from what was
 // written last; errors are logged, since the cache only helps.
 func (a *Agent) cacheEndpoints(eps []string) {

@@ -9,6 +9,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -74,6 +75,7 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 	}
 	log := a.log.With("generation", gen, "attempt", attempt, "revision", c.Spec.Revision)
 	log.Info("applying generation")
+	failpoint.Hit(failpoint.AgentBeforeSwitch)
 	res, err := a.cfg.Applier.Apply(ctx, apply.Generation{Machine: a.cfg.Name, Number: gen, Attempt: attempt, Spec: c.Spec, Checks: a.generationChecks()})
 	if ctx.Err() != nil {
 		return nil // stopped mid-way: the next start applies it again

@@ -21,6 +21,9 @@ func (a *Agent) join(ctx context.Context) error {
 	defer a.standby.Store(false)
 	stopStandby := func() {}
 	defer func() { stopStandby() }()
+	if id, lost := a.lostVoter(ctx); lost {
+		return a.removeLost(ctx, id)
+	}
 	a.status("joining the etcd cluster")
 	// The request first: the leader acts on it at once, and the phase
 	// written after it is not on the way.

@@ -48,6 +48,9 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 		if copies, _ := filepath.Glob(a.cfg.DataDir + ".wiped-*"); len(copies) > 0 {
 			return fmt.Errorf("agent: bootstrap refused: this node's member data was wiped before (%s), so it belonged to a cluster; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", copies[len(copies)-1], verr)
 		}
+		if others := a.cachedOthers(); len(others) > 0 {
+			return fmt.Errorf("agent: bootstrap refused: this node reached an etcd cluster through %v before (%s) and has no member data now, so its data was lost; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", others, a.cfg.EndpointsCache, verr)
+		}
 		a.log.Info("bootstrapping a new etcd cluster", "peerURL", a.cfg.PeerURL)
 		return a.startMember(ctx, a.cfg.Name+"="+a.cfg.PeerURL, "new")
 	}

@@ -61,7 +61,11 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		}
 		r := x.removal(s.Request)
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRunning, Operation: s.Op.Metadata.Name, UpdatedAt: x.now}
-		return x.start(ctx, s.Op, r, note)
+		if err := x.start(ctx, s.Op, r, note); err != nil {
+			return err
+		}
+		failpoint.Hit(failpoint.CoordAfterJournalRemoval)
+		return nil
 	case membership.AddLearner:
 		return x.addLearner(ctx, s)
 	case membership.AdoptLearner:
@@ -118,9 +122,11 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		if err := x.commit(ctx, nil, s.Op); err != nil {
 			return err
 		}
+		failpoint.Hit(failpoint.CoordBeforeMemberRemove)
 		if err := x.members().Remove(ctx, s.Member); err != nil {
 			return err
 		}
+		failpoint.Hit(failpoint.CoordAfterMemberRemove)
 		x.sideEffectDone(s)
 		// Drop the removed member's endpoint from this client at once.
 		if err := x.c.store.Client().Sync(ctx); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -248,8 +249,16 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 			Err: fmt.Errorf("coordinator: step %s is no longer the active operation", opName),
 		})
 	}
-	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, ops...)
-	return err
+	if s.Action == rollout.Start {
+		failpoint.Hit(failpoint.CoordBeforeRolloutStep)
+	}
+	if _, err = r.c.store.FencedTxn(ctx, r.fence, guards, ops...); err != nil {
+		return err
+	}
+	if s.Action == rollout.Start {
+		failpoint.Hit(failpoint.CoordAfterRolloutStep)
+	}
+	return nil
 }
 
 // rollsAsControlPlane tells whether node n rolls as a control-plane node

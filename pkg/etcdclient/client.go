@@ -34,6 +34,17 @@ type Config struct {
 	TLS *tls.Config
 }
 
+// KeepAliveTime and KeepAliveTimeout are every client's gRPC keepalive:
+// a ping after KeepAliveTime without a frame from the server, the
+// connection dropped when no answer comes within KeepAliveTimeout. 10 s is
+// gRPC's floor for the time (a lower value is raised to it) and above
+// etcd's enforcement minimum (5 s): a silent endpoint is left about 12 s
+// after it went silent.
+const (
+	KeepAliveTime    = 10 * time.Second
+	KeepAliveTimeout = 2 * time.Second
+)
+
 type tlsKey struct{}
 
 // New returns a client for cfg. It does not wait for a connection.
@@ -51,9 +62,15 @@ func New(cfg Config) (*clientv3.Client, error) {
 		Endpoints:        cfg.Endpoints,
 		DialTimeout:      cfg.DialTimeout,
 		AutoSyncInterval: cfg.AutoSyncInterval,
-		TLS:              cfg.TLS,
-		Logger:           zap.NewNop(),
-		Context:          ctx,
+		// Keepalives find a connection to a host that went silent (cut
+		// off: no reset, no error) so that the balancer leaves it;
+		// without them every request sent there waits out its deadline,
+		// and a lease kept alive there (a coordinator's session) expires.
+		DialKeepAliveTime:    KeepAliveTime,
+		DialKeepAliveTimeout: KeepAliveTimeout,
+		TLS:                  cfg.TLS,
+		Logger:               zap.NewNop(),
+		Context:              ctx,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdclient: %v: %w", cfg.Endpoints, err)

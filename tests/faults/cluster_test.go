@@ -31,6 +31,17 @@ type cluster struct {
 	etcd  string // the etcd binary of the exec runtime
 	token string
 	nodes []*node
+	// gens, when set, is the directory of the agents' exec applier
+	// (generations.go): they apply generations.
+	gens string
+	// coordArgs are added to every coordinator's flags.
+	coordArgs []string
+	// embedded runs the agents' members in the agent (the embedded
+	// runtime) instead of as an etcd child (the exec runtime).
+	embedded bool
+	// bootstrapped starts node 0's agent as a joiner through node 1 (what
+	// an operator does once the bootstrap host refuses to bootstrap again).
+	bootstrapped bool
 }
 
 // node is one host's processes.
@@ -88,20 +99,40 @@ func (c *cluster) endpoints() []string {
 // through it. env is added to the process's environment (failpoints).
 func (c *cluster) startAgent(i int, env ...string) {
 	c.t.Helper()
+	c.nodes[i].agent = c.startAgentAs(i, c.nodes[i].name, filepath.Join(c.dir, c.nodes[i].name), env...)
+}
+
+// startAgentAs starts an agent named name with data in dataDir inside
+// namespace i (a second agent of an existing name, in two-agent
+// scenarios).
+func (c *cluster) startAgentAs(i int, name, dataDir string, env ...string) *proc {
+	c.t.Helper()
 	args := []string{
-		"--name", c.nodes[i].name,
-		"--dataDir", filepath.Join(c.dir, c.nodes[i].name),
-		"--etcd.runtime", "exec", "--etcd.binary", c.etcd,
+		"--name", name,
+		"--dataDir", dataDir,
 		"--etcd.peerURL", c.peerURL(i), "--etcd.clientURL", c.clientURL(i),
 		"--heartbeat.ttl", "3s", "--join.retryInterval", "300ms",
 		"--tokenFile", c.token, "--join.listen", c.host(i) + ":7950", "--gossip.bind", c.host(i),
 	}
-	if i == 0 {
-		args = append(args, "--bootstrap")
+	if c.embedded {
+		args = append(args, "--etcd.runtime", "embedded")
 	} else {
+		args = append(args, "--etcd.runtime", "exec", "--etcd.binary", c.etcd)
+	}
+	args = append(args, c.applierArgs(i)...)
+	switch {
+	case i == 0 && !c.bootstrapped:
+		args = append(args, "--bootstrap")
+	case i == 0:
+		args = append(args, "--etcd.endpoints", c.clientURL(1), "--join.endpoints", c.host(1)+":7950", "--gossip.seeds", c.host(1))
+	default:
 		args = append(args, "--etcd.endpoints", c.clientURL(0), "--join.endpoints", c.host(0)+":7950", "--gossip.seeds", c.host(0))
 	}
-	c.nodes[i].agent = c.spawn(i, "agent-"+c.nodes[i].name, filepath.Join(binDir, "nico-agent"), env, args...)
+	label := "agent-" + name
+	if name != c.nodes[i].name {
+		label += "-in-" + c.nodes[i].name
+	}
+	return c.spawn(i, label, filepath.Join(binDir, "nico-agent"), env, args...)
 }
 
 // startCoordinator starts node i's coordinator candidate once its agent
@@ -119,6 +150,7 @@ func (c *cluster) startCoordinator(i int, env ...string) {
 		"--coordinator.sessionTTL", "2s", "--coordinator.resyncInterval", "250ms",
 		"--tls.caFile", p.CACert(), "--tls.certFile", p.Cert(pki.CoordinatorLeaf), "--tls.keyFile", p.Key(pki.CoordinatorLeaf),
 	}
+	args = append(args, c.coordArgs...)
 	c.nodes[i].coord = c.spawn(i, "coordinator-"+c.nodes[i].name, filepath.Join(binDir, "nico-coordinator"), env, args...)
 }
 
@@ -183,6 +215,28 @@ func (p *proc) etcdPid() (int, bool) {
 	return 0, false
 }
 
+// EnvKeepLogs names a directory the processes' logs are copied to when a
+// scenario ends (to read what nico did in a run that passed).
+const EnvKeepLogs = "NICO_FAULTS_KEEP_LOGS"
+
+func keepLog(t *testing.T, path string) {
+	dir := os.Getenv(EnvKeepLogs)
+	if dir == "" {
+		return
+	}
+	dst := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_"))
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = os.MkdirAll(dst, 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dst, filepath.Base(path)), b, 0o644)
+	}
+	if err != nil {
+		t.Logf("keep %s: %v", path, err)
+	}
+}
+
 func tail(path string, n int) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
@@ -208,6 +262,7 @@ func (c *cluster) stopAll() {
 			if c.t.Failed() {
 				c.t.Logf("--- %s (%s):\n%s", p.name, p.log, tail(p.log, 25))
 			}
+			keepLog(c.t, p.log)
 		}
 	}
 }

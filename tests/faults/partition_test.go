@@ -11,7 +11,18 @@ import (
 // invariants hold, nothing acknowledged is lost, the history is
 // linearizable.
 func TestMinorityPartition(t *testing.T) {
-	s := newScenario(t, "minority partition (one voter cut off both ways) during writes", 3, 3)
+	minorityPartitionRun(t, "minority partition (one voter cut off both ways) during writes")
+}
+
+// TestMinorityPartitionEmbedded is TestMinorityPartition with the
+// members embedded in the agents (the embedded etcd runtime).
+func TestMinorityPartitionEmbedded(t *testing.T) {
+	requireE2E(t)
+	minorityPartitionRun(t, "minority partition, embedded etcd runtime", func(c *cluster) { c.embedded = true })
+}
+
+func minorityPartitionRun(t *testing.T, name string, opts ...func(*cluster)) {
+	s := newScenario(t, name, 3, 3, opts...)
 	s.startWorkload(3, 2)
 	s.waitWrites(30*time.Second, 100)
 	victim := s.follower()

@@ -36,10 +36,14 @@ type scenario struct {
 
 // newScenario makes n namespaces and starts the first voters agents in
 // them (cp-1 bootstraps, the rest join one at a time through learners)
-// and a coordinator candidate on cp-1, and waits for those voters.
-func newScenario(t *testing.T, name string, n, voters int) *scenario {
+// and a coordinator candidate on cp-1, and waits for those voters. opts
+// set the cluster up before any agent starts.
+func newScenario(t *testing.T, name string, n, voters int, opts ...func(*cluster)) *scenario {
 	t.Helper()
 	c := newCluster(t, n)
+	for _, o := range opts {
+		o(c)
+	}
 	s := &scenario{t: t, name: name, c: c, faulted: map[string]bool{}}
 	c.startAgent(0)
 	s.cli = c.client()
