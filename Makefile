@@ -5,6 +5,8 @@ BIN := bin
 ETCD_VERSIONS := v3.6.16 v3.7.3
 ETCD_CACHE := .cache/etcd
 ETCD_BINARIES := $(foreach v,$(ETCD_VERSIONS),$(CURDIR)/$(ETCD_CACHE)/$(v)/etcd)
+KUBE_VERSION := v1.37.2
+KUBE_CACHE := .cache/kube/$(KUBE_VERSION)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
@@ -15,7 +17,7 @@ test: export NICO_REQUIRE_NIX := 1
 # (coordinator/statuspage) when chromium is missing; make deps installs it.
 test: export NICO_REQUIRE_CHROMIUM := 1
 
-.PHONY: all deps build etcd-binaries test test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs vendor-hash systemd-fixtures
+.PHONY: all deps build etcd-binaries kube-binaries e2e-kube test test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs vendor-hash systemd-fixtures
 
 all: build
 
@@ -32,6 +34,22 @@ build: deps
 # scratch module (go install of etcd fails on its replace directives).
 etcd-binaries: deps
 	@for v in $(ETCD_VERSIONS); do tests/etcdbin/build.sh $$v $(ETCD_CACHE)/$$v || exit 1; done
+
+# kube-binaries: kube-apiserver, kube-controller-manager, kube-scheduler and
+# kubectl of KUBE_VERSION, built from the Go module proxy in a scratch module
+# (tests/kubebin/build.sh) into KUBE_CACHE; skipped when they are there.
+# A cold build costs minutes of CPU and ~3 GB of memory (see README).
+kube-binaries: deps
+	tests/kubebin/build.sh $(KUBE_VERSION) $(KUBE_CACHE)
+
+# e2e-kube runs the tests with a real Kubernetes control plane (tests/kubetest:
+# kube-apiserver, controller-manager and scheduler on nico's etcd under a
+# cluster's prefix, driven with the built kubectl), failing rather than
+# skipping when the binaries are missing.
+e2e-kube: kube-binaries etcd-binaries
+	NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
+		NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
+		$(GO) test -race -count=1 -v -timeout 20m ./tests/kubetest/
 
 vet: deps
 	$(GO) vet ./...

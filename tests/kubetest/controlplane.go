@@ -1,0 +1,139 @@
+package kubetest
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/homystack/nico/pkg/pki"
+)
+
+// ReadyTimeout bounds the wait for a component's health endpoint.
+const ReadyTimeout = 90 * time.Second
+
+// ControlPlaneConfig is one control-plane machine's components.
+type ControlPlaneConfig struct {
+	Binaries    Binaries
+	Files       Files
+	EtcdServers []string
+	EtcdPrefix  string
+	Host        string // 127.0.0.1 when empty
+	Port        int    // the API server's secure port; a free one when 0
+	Dir         string // logs and cert dirs
+	// APIServerOnly starts no controller-manager or scheduler.
+	APIServerOnly bool
+}
+
+// ControlPlane is a running kube-apiserver with its controller-manager and
+// scheduler.
+type ControlPlane struct {
+	APIServer         *Process
+	ControllerManager *Process // nil with APIServerOnly
+	Scheduler         *Process // nil with APIServerOnly
+	// URL is the API server's address; HealthzURLs the controller-manager's
+	// and scheduler's /healthz.
+	URL         string
+	HealthzURLs map[string]string
+}
+
+// StartControlPlane starts the API server, waits for its /readyz, then
+// starts the controller-manager and scheduler and waits for their
+// /healthz. On failure whatever started is stopped.
+func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane, error) {
+	host := c.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if c.Port == 0 {
+		p, err := FreePort(host)
+		if err != nil {
+			return nil, err
+		}
+		c.Port = p
+	}
+	as := APIServerConfig{Binary: c.Binaries.APIServer, Files: c.Files, EtcdServers: c.EtcdServers, EtcdPrefix: c.EtcdPrefix, Host: host, Port: c.Port, Dir: filepath.Join(c.Dir, "apiserver")}
+	cp := &ControlPlane{URL: as.URL(), HealthzURLs: map[string]string{}}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = cp.Stop()
+		}
+	}()
+	caPool, err := pki.LoadPool(c.Files.CACert)
+	if err != nil {
+		return nil, fmt.Errorf("kubetest: cluster CA: %w", err)
+	}
+	if cp.APIServer, err = StartAPIServer(as); err != nil {
+		return nil, err
+	}
+	if err := WaitHealthy(ctx, cp.APIServer, cp.URL+"/readyz", &tls.Config{RootCAs: caPool, MinVersion: tls.VersionTLS12}, ReadyTimeout); err != nil {
+		return nil, err
+	}
+	if !c.APIServerOnly {
+		for _, comp := range []struct {
+			name, bin, kubeconfig string
+			dst                   **Process
+			extra                 []string
+		}{
+			{"kube-controller-manager", c.Binaries.ControllerManager, c.Files.ControllerManagerKubeconfig, &cp.ControllerManager, []string{
+				"--service-account-private-key-file=" + c.Files.SAPrivateKey,
+				"--root-ca-file=" + c.Files.CACert,
+				"--cluster-signing-cert-file=" + c.Files.CACert,
+				"--cluster-signing-key-file=" + c.Files.CAKey,
+				"--use-service-account-credentials=true",
+				"--controllers=*,bootstrapsigner,tokencleaner",
+			}},
+			{"kube-scheduler", c.Binaries.Scheduler, c.Files.SchedulerKubeconfig, &cp.Scheduler, nil},
+		} {
+			port, err := FreePort(host)
+			if err != nil {
+				return nil, err
+			}
+			dir := filepath.Join(c.Dir, comp.name)
+			args := append([]string{
+				"--kubeconfig=" + comp.kubeconfig,
+				"--authentication-kubeconfig=" + comp.kubeconfig,
+				"--authorization-kubeconfig=" + comp.kubeconfig,
+				"--client-ca-file=" + c.Files.CACert,
+				"--bind-address=" + host,
+				"--secure-port=" + strconv.Itoa(port),
+				"--cert-dir=" + filepath.Join(dir, "certs"),
+				"--leader-elect=true",
+				"--profiling=false",
+			}, comp.extra...)
+			p, err := StartProcess(comp.name, filepath.Join(dir, comp.name+".log"), comp.bin, args...)
+			if err != nil {
+				return nil, err
+			}
+			*comp.dst = p
+			cp.HealthzURLs[comp.name] = "https://" + net.JoinHostPort(host, strconv.Itoa(port)) + "/healthz"
+		}
+		// Their serving certificates are self-signed at start (--cert-dir):
+		// the probe checks health, not their identity.
+		insecure := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // self-signed, probe only
+		for _, p := range []*Process{cp.ControllerManager, cp.Scheduler} {
+			if err := WaitHealthy(ctx, p, cp.HealthzURLs[p.Name], insecure, ReadyTimeout); err != nil {
+				return nil, err
+			}
+		}
+	}
+	ok = true
+	return cp, nil
+}
+
+// Stop stops the scheduler, the controller-manager, then the API server
+// (stop it before its etcd). It is idempotent.
+func (cp *ControlPlane) Stop() error {
+	var errs []error
+	for _, p := range []*Process{cp.Scheduler, cp.ControllerManager, cp.APIServer} {
+		if p != nil {
+			errs = append(errs, p.Stop())
+		}
+	}
+	return errors.Join(errs...)
+}
