@@ -106,6 +106,8 @@ func TestAPIServerUnderPrefix(t *testing.T) {
 		t.Fatalf("GET namespaces with another CA's certificate: %d, want 403", code)
 	}
 
+	t.Logf("memory: %s", cp.Memory())
+
 	// The ConfigMap lies under the prefix.
 	kv, err := root.Get(ctx, prefix+"/configmaps/default/probe")
 	if err != nil || len(kv.Kvs) != 1 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/pki"
@@ -136,4 +137,19 @@ func (cp *ControlPlane) Stop() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Memory reports each running component's resident memory, e.g.
+// "kube-apiserver=310MiB kube-controller-manager=80MiB ...".
+func (cp *ControlPlane) Memory() string {
+	var parts []string
+	for _, p := range []*Process{cp.APIServer, cp.ControllerManager, cp.Scheduler} {
+		if p == nil {
+			continue
+		}
+		if rss, err := p.RSS(); err == nil {
+			parts = append(parts, fmt.Sprintf("%s=%dMiB", p.Name, rss>>20))
+		}
+	}
+	return strings.Join(parts, " ")
 }

@@ -125,3 +125,21 @@ func FreePort(host string) (int, error) {
 
 // errNotReady is a readiness probe's answer other than 200.
 var errNotReady = errors.New("not ready")
+
+// RSS is the process's resident memory in bytes (VmRSS of /proc/PID/status).
+func (p *Process) RSS() (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+	if err != nil {
+		return 0, fmt.Errorf("kubetest: %s rss: %w", p.Name, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				return 0, fmt.Errorf("kubetest: %s rss %q: %w", p.Name, v, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("kubetest: %s: no VmRSS", p.Name)
+}
