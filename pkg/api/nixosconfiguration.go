@@ -57,6 +57,11 @@ type NixosConfigurationSpec struct {
 	// AdditionalFiles are written into the checked-out flake before it is
 	// built.
 	AdditionalFiles []AdditionalFile `json:"additionalFiles,omitempty"`
+	// HostFiles are written on the host itself, outside the flake (and so
+	// outside the world-readable Nix store), before the generation is
+	// activated: certificates, keys, tokens. Files an earlier generation
+	// wrote that are no longer listed are removed.
+	HostFiles []HostFile `json:"hostFiles,omitempty"`
 	// OnRemoveFlake is the flake output the machine switches to when it is
 	// released from the fleet.
 	OnRemoveFlake string `json:"onRemoveFlake,omitempty"`
@@ -72,6 +77,24 @@ type AdditionalFile struct {
 	Inline string `json:"inline,omitempty"`
 	// SecretRef names a secret and the key in it whose value is the content.
 	SecretRef *SecretKeyRef `json:"secretRef,omitempty"`
+}
+
+// HostFile is one file the agent writes on the host, atomically, before
+// activation.
+type HostFile struct {
+	// Path is absolute, has no ".." element and lies under one of the
+	// agent's allowed roots (by default /etc/kubernetes, /var/lib/nico,
+	// /var/lib/rancher, /etc/rancher).
+	Path string `json:"path"`
+	// Inline is the file's content; or
+	Inline string `json:"inline,omitempty"`
+	// SecretRef names a secret and the key in it whose value is the content.
+	SecretRef *SecretKeyRef `json:"secretRef,omitempty"`
+	// Mode is the file's permission bits in octal ("0600" when empty).
+	Mode string `json:"mode,omitempty"`
+	// Owner is "user", "user:group" or numeric "uid:gid" (the agent's own
+	// when empty).
+	Owner string `json:"owner,omitempty"`
 }
 
 // SecretKeyRef is one value of a named secret.

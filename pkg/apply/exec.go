@@ -26,6 +26,9 @@ type ExecConfig struct {
 	// StateFile keeps what was applied across restarts (memory only when empty).
 	StateFile string
 	Runner    Runner // ExecRunner when nil
+	// HostFiles writes the generation's spec.hostFiles before the command
+	// runs (nil: a spec with host files is refused).
+	HostFiles *HostFiles
 }
 
 // Exec is the Applier that runs a command. Its toplevel is a digest of the
@@ -81,6 +84,11 @@ func (x *Exec) Apply(ctx context.Context, gen Generation) (Result, error) {
 	if err := Validate(gen.Spec); err != nil {
 		return Result{}, err
 	}
+	// Host files are synced even when the system is unchanged: a secret
+	// they name may have been renewed.
+	if err := x.syncHostFiles(ctx, gen.Spec.HostFiles); err != nil {
+		return Result{}, err
+	}
 	top := ExecToplevel(gen.Machine, gen.Spec)
 	if top == x.cur.Toplevel {
 		return Result{Toplevel: top, Skipped: true}, nil
@@ -104,10 +112,29 @@ func (x *Exec) rollback(ctx context.Context, gen Generation, prev execState, cau
 	if ctx.Err() != nil {
 		return Result{}, cause
 	}
+	var files []api.HostFile
+	if prev.Spec != nil {
+		files = prev.Spec.HostFiles
+	}
+	if err := x.syncHostFiles(ctx, files); err != nil {
+		return Result{}, errors.Join(cause, fmt.Errorf("%w: %w", ErrRollback, err))
+	}
 	if _, err := x.cfg.Runner.Run(ctx, x.cmd("rollback", gen.Machine, prev.Generation, prev.Spec)); err != nil {
 		return Result{}, errors.Join(cause, fmt.Errorf("%w: %w", ErrRollback, err))
 	}
 	return Result{Toplevel: prev.Toplevel, RolledBack: true}, cause
+}
+
+// syncHostFiles writes files with the configured HostFiles.
+func (x *Exec) syncHostFiles(ctx context.Context, files []api.HostFile) error {
+	if x.cfg.HostFiles == nil {
+		if len(files) > 0 {
+			return fmt.Errorf("%w: hostFiles: %d listed, but this agent's exec applier writes no host files (configure its host-file roots)", ErrInvalid, len(files))
+		}
+		return nil
+	}
+	_, err := x.cfg.HostFiles.Sync(ctx, files)
+	return err
 }
 
 func (x *Exec) save(s execState) error {
@@ -156,7 +183,8 @@ func ExecToplevel(machine string, spec api.NixosConfigurationSpec) string {
 	sel := struct {
 		Repo, Ref, Rev, Attr, Subdir string
 		Files                        []api.AdditionalFile
-	}{spec.GitRepo, spec.Ref, spec.Revision, spec.Attr(machine), spec.ConfigurationSubdir, spec.AdditionalFiles}
+		HostFiles                    []api.HostFile `json:",omitempty"` // absent: digests from before host files hold
+	}{spec.GitRepo, spec.Ref, spec.Revision, spec.Attr(machine), spec.ConfigurationSubdir, spec.AdditionalFiles, spec.HostFiles}
 	b, _ := json.Marshal(sel)
 	sum := sha256.Sum256(b)
 	return "exec:" + hex.EncodeToString(sum[:8])

@@ -31,6 +31,9 @@ type NixOSConfig struct {
 	AllowFailedUnits []string
 	Runner           Runner  // ExecRunner when nil
 	Secrets          Secrets // nil: specs with secrets fail
+	// HostFiles writes the generation's spec.hostFiles before activation
+	// (nil: a spec with host files is refused).
+	HostFiles *HostFiles
 }
 
 // NixOS applies generations by building the flake's toplevel and running
@@ -80,6 +83,12 @@ func (n *NixOS) Apply(ctx context.Context, gen Generation) (Result, error) {
 	}
 	flakeDir := filepath.Join(dir, gen.Spec.ConfigurationSubdir)
 	if err := n.writeFiles(ctx, flakeDir, gen.Spec.AdditionalFiles); err != nil {
+		return Result{}, err
+	}
+	// Before the build: a flake may read nothing of them, and activation
+	// (a unit starting) may need them. Synced even when the toplevel turns
+	// out unchanged, so a renewed secret lands.
+	if err := n.syncHostFiles(ctx, gen.Spec.HostFiles); err != nil {
 		return Result{}, err
 	}
 	attr := gen.Spec.Attr(gen.Machine)
@@ -231,6 +240,18 @@ func (n *NixOS) writeFiles(ctx context.Context, flakeDir string, files []api.Add
 		}
 	}
 	return nil
+}
+
+// syncHostFiles writes files with the configured HostFiles.
+func (n *NixOS) syncHostFiles(ctx context.Context, files []api.HostFile) error {
+	if n.cfg.HostFiles == nil {
+		if len(files) > 0 {
+			return fmt.Errorf("%w: hostFiles: %d listed, but this agent's nixos applier writes no host files (configure its host-file roots)", ErrInvalid, len(files))
+		}
+		return nil
+	}
+	_, err := n.cfg.HostFiles.Sync(ctx, files)
+	return err
 }
 
 func (n *NixOS) setProfile(ctx context.Context, top string) error {

@@ -27,7 +27,8 @@ func Validate(s api.NixosConfigurationSpec) error {
 			return fmt.Errorf("%w: additionalFiles[%d].secretRef: want name and key", ErrInvalid, i)
 		}
 	}
-	return nil
+	// Structure only: the roots are the applier's (HostFiles.Sync).
+	return ValidateHostFiles(s.HostFiles, []string{"/"})
 }
 
 // inside tells whether p is relative and stays inside its base directory.

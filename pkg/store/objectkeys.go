@@ -33,6 +33,8 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindLiveness:           func(string) string { return LivenessKey },
 	api.KindEtcdCluster:        func(string) string { return EtcdClusterKey },
 	api.KindNodeEtcdVersion:    NodeEtcdVersionKey,
+	api.KindSecret:             NamedSecretKey,
+	api.KindNodeSecrets:        NodeNamedSecretsKey,
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping

@@ -35,6 +35,8 @@ func TestKeyOf(t *testing.T) {
 		{api.NewLiveness(), "liveness"},
 		{api.NewEtcdCluster(), "etcdcluster"},
 		{api.NewNodeEtcdVersion("cp-1", "3.7.3", time.Time{}), "etcdversions/cp-1"},
+		{api.NewSecret("demo-ca"), "secrets/named/demo-ca"},
+		{api.NewNodeSecrets("cp-1"), "secrets/nodes/cp-1/named-secrets"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {
