@@ -1,0 +1,160 @@
+package clusternix_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/homystack/nico/pkg/clusternix"
+)
+
+// schemaFile is the Nix side of the schema, from this package's directory.
+var schemaFile = func() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "nixos-module", "lib", "cluster-schema.nix")
+}()
+
+// requireNixInstantiate skips t unless nix-instantiate is on PATH (the
+// Debian package nix-bin); with NICO_REQUIRE_NIX=1 (make test) it fails t.
+// Evaluation needs no writable store.
+func requireNixInstantiate(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("nix-instantiate"); err == nil {
+		return
+	}
+	if os.Getenv("NICO_REQUIRE_NIX") == "1" {
+		t.Fatal("nix-instantiate is not on PATH and NICO_REQUIRE_NIX=1 (Debian package nix-bin; .ci/deps.sh installs it)")
+	}
+	t.Skip("nix-instantiate is not on PATH (Debian package nix-bin; NICO_REQUIRE_NIX=1 fails instead)")
+}
+
+// nixEval evaluates expr strictly and returns its JSON, or an error
+// holding nix-instantiate's standard error.
+func nixEval(t testing.TB, expr string) ([]byte, error) {
+	t.Helper()
+	cmd := exec.Command("nix-instantiate", "--eval", "--strict", "--json", "--readonly-mode", "-E", expr)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("%w: %s", err, stderr.String())
+	}
+	return stdout.Bytes(), nil
+}
+
+// loadExpr is a Nix expression that loads file through the schema and
+// keeps the fields and helpers that are data.
+func loadExpr(file string) string {
+	return fmt.Sprintf(`let c = (import %s).load %s; in removeAttrs c [ "machine" "isFirstServer" ] // { firstIsFirst = if c.firstServer == null then null else c.isFirstServer c.firstServer; }`, schemaFile, file)
+}
+
+// loaded is what loadExpr evaluates to.
+type loaded struct {
+	SchemaVersion        int                 `json:"schemaVersion"`
+	Name                 string              `json:"name"`
+	Version              string              `json:"version"`
+	ControlPlaneEndpoint clusternix.Endpoint `json:"controlPlaneEndpoint"`
+	FirstServer          *string             `json:"firstServer"`
+	FirstIsFirst         *bool               `json:"firstIsFirst"`
+	Etcd                 struct {
+		Provider  string   `json:"provider"`
+		Endpoints []string `json:"endpoints"`
+		Prefix    *string  `json:"prefix"`
+	} `json:"etcd"`
+	Paths    map[string]string `json:"paths"`
+	Machines map[string]struct {
+		Role          string   `json:"role"`
+		Address       string   `json:"address"`
+		Addresses     []string `json:"addresses"`
+		IsFirstServer bool     `json:"isFirstServer"`
+	} `json:"machines"`
+	MachineNames      []string `json:"machineNames"`
+	ControlPlaneNames []string `json:"controlPlaneNames"`
+	ServerURL         string   `json:"serverURL"`
+	FirstServerURL    *string  `json:"firstServerURL"`
+	EtcdServers       string   `json:"etcdServers"`
+}
+
+// writeRendered renders c into a temporary cluster.nix.
+func writeRendered(t *testing.T, c clusternix.Cluster) (string, []byte) {
+	t.Helper()
+	out, err := clusternix.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "cluster.nix")
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file, out
+}
+
+// TestSchemaLoadsRendered evaluates every rendered cluster.nix through
+// the Nix-side validation with real nix-instantiate and checks what the
+// flakes read: every field, each machine's role and address, the helpers.
+func TestSchemaLoadsRendered(t *testing.T) {
+	requireNixInstantiate(t)
+	for name, mk := range clusters {
+		t.Run(name, func(t *testing.T) {
+			c := mk()
+			file, _ := writeRendered(t, c)
+			out, err := nixEval(t, loadExpr(file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var l loaded
+			if err := json.Unmarshal(out, &l); err != nil {
+				t.Fatal(err)
+			}
+			if l.SchemaVersion != clusternix.SchemaVersion || l.Name != c.Name || l.Version != strings.TrimPrefix(c.Version, "v") || l.ControlPlaneEndpoint != c.ControlPlaneEndpoint {
+				t.Errorf("loaded %+v from %+v", l, c)
+			}
+			if l.Etcd.Provider != string(c.Etcd.Provider) || len(l.Etcd.Endpoints) != len(c.Etcd.Endpoints) || (l.Etcd.Prefix == nil) != (c.Etcd.Prefix == "") {
+				t.Errorf("etcd: loaded %+v from %+v", l.Etcd, c.Etcd)
+			}
+			if (l.FirstServer == nil) != (c.FirstServer == "") || (l.FirstServer != nil && (*l.FirstServer != c.FirstServer || !*l.FirstIsFirst)) {
+				t.Errorf("firstServer: loaded %v from %q", l.FirstServer, c.FirstServer)
+			}
+			for role, nodes := range map[string][]clusternix.Node{"controlPlane": c.Nodes.ControlPlane, "dataPlane": c.Nodes.DataPlane} {
+				for _, n := range nodes {
+					m, ok := l.Machines[n.Name]
+					if !ok || m.Role != role || m.Address != n.Addresses[0] || strings.Join(m.Addresses, ",") != strings.Join(n.Addresses, ",") || m.IsFirstServer != (n.Name == c.FirstServer) {
+						t.Errorf("machine %s: loaded %+v (present %v) from %+v, role %s", n.Name, m, ok, n, role)
+					}
+				}
+			}
+			if len(l.MachineNames) != len(c.Nodes.ControlPlane)+len(c.Nodes.DataPlane) || len(l.ControlPlaneNames) != len(c.Nodes.ControlPlane) {
+				t.Errorf("machineNames %v, controlPlaneNames %v", l.MachineNames, l.ControlPlaneNames)
+			}
+			want := map[string]string{
+				"joinToken": c.Paths.JoinToken, "machineSSHKey": c.Paths.MachineSSHKey, "caCert": c.Paths.CACert, "caKey": c.Paths.CAKey,
+				"apiserverCert": c.Paths.APIServerCert, "apiserverKey": c.Paths.APIServerKey,
+				"etcdCACert": c.Paths.EtcdCACert, "apiserverEtcdClientCert": c.Paths.APIServerEtcdClientCert,
+				"apiserverEtcdClientKey": c.Paths.APIServerEtcdClientKey, "serviceAccountKey": c.Paths.ServiceAccountKey,
+				"serviceAccountPub": c.Paths.ServiceAccountPub, "frontProxyCACert": c.Paths.FrontProxyCACert,
+				"frontProxyCAKey": c.Paths.FrontProxyCAKey, "kubeconfig": c.Paths.Kubeconfig,
+			}
+			if fmt.Sprint(l.Paths) != fmt.Sprint(want) {
+				t.Errorf("paths: loaded %v, want %v", l.Paths, want)
+			}
+			host := c.ControlPlaneEndpoint.Host
+			if strings.Contains(host, ":") {
+				host = "[" + host + "]"
+			}
+			if l.ServerURL != fmt.Sprintf("https://%s:%d", host, c.ControlPlaneEndpoint.Port) {
+				t.Errorf("serverURL %q", l.ServerURL)
+			}
+			if (l.FirstServerURL == nil) != (c.FirstServer == "") {
+				t.Errorf("firstServerURL %v with firstServer %q", l.FirstServerURL, c.FirstServer)
+			}
+			if l.EtcdServers != strings.Join(l.Etcd.Endpoints, ",") {
+				t.Errorf("etcdServers %q", l.EtcdServers)
+			}
+		})
+	}
+}

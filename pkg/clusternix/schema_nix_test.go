@@ -1,0 +1,84 @@
+package clusternix_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSchemaRefusesDrift: a cluster.nix that differs from what the Nix
+// side expects (a field missing, unknown, of the wrong type or shape, as a
+// generator of another version would write) fails to load with an error
+// naming the field.
+func TestSchemaRefusesDrift(t *testing.T) {
+	requireNixInstantiate(t)
+	_, ha := writeRendered(t, clusters["nico-ha"]())
+	_, dist := writeRendered(t, clusters["distribution"]())
+	cases := []struct {
+		name      string
+		base      []byte
+		old, new  string
+		wantError string
+	}{
+		{"schemaVersion missing", ha, "schemaVersion = 1;", "", "cluster.nix: schemaVersion: want the schema version 1: the field is missing"},
+		{"schemaVersion 2", ha, "schemaVersion = 1;", "schemaVersion = 2;", "cluster.nix: schemaVersion: want 1, the version this nico lib reads"},
+		{"firstServer missing", ha, "firstServer = null;", "", "cluster.nix: firstServer: missing: cluster.nix schema version 1 has"},
+		{"unknown top-level field", ha, "name = \"prod\";", "name = \"prod\"; region = \"eu\";", "cluster.nix: region: unknown field"},
+		{"port as a string", ha, "port = 6443;", "port = \"6443\";", `cluster.nix: controlPlaneEndpoint.port: want an integer from 1 to 65535, got the string "6443"`},
+		{"addresses as a string", ha, `addresses = [ "10.0.0.2" ];`, `addresses = "10.0.0.2";`, `cluster.nix: nodes.controlPlane[1].addresses: want a non-empty list of non-empty strings, got the string "10.0.0.2"`},
+		{"empty addresses", ha, `addresses = [ "10.0.1.1" ];`, `addresses = [ ];`, "cluster.nix: nodes.dataPlane[0].addresses: want a non-empty list"},
+		{"node field renamed", ha, `{ name = "cp-3";`, `{ hostname = "cp-3";`, "cluster.nix: nodes.controlPlane[2].name: missing"},
+		{"node name not a label", ha, `name = "worker-1";`, `name = "Worker_1";`, `cluster.nix: nodes.dataPlane[0].name: want a DNS label`},
+		{"duplicate node", ha, `name = "worker-1";`, `name = "cp-1";`, `cluster.nix: nodes: want node names that are unique across both roles ("cp-1" is listed twice)`},
+		{"no control plane", dist, "", "", ""}, // replaced below
+		{"path missing", ha, `kubeconfig = "/etc/kubernetes/admin.conf";`, "", "cluster.nix: paths.kubeconfig: missing"},
+		{"path relative", ha, `caCert = "/etc/kubernetes/pki/ca.crt";`, `caCert = "etc/kubernetes/pki/ca.crt";`, `cluster.nix: paths.caCert: want an absolute path`},
+		{"path unknown", ha, `caCert = "/etc/kubernetes/pki/ca.crt";`, `caCert = "/etc/kubernetes/pki/ca.crt"; etcdCert = "/x";`, "cluster.nix: paths.etcdCert: unknown field"},
+		{"etcd provider", ha, `provider = "nico";`, `provider = "k3s";`, `cluster.nix: etcd.provider: want one of "nico", "external", "distribution", got the string "k3s"`},
+		{"nico without prefix", ha, `prefix = "/clusters/prod/registry";`, `prefix = null;`, `cluster.nix: etcd.prefix: want a key prefix with etcd.provider "nico", got null`},
+		{"endpoint not a URL", ha, `"https://10.0.0.1:2379"`, `"10.0.0.1:2379"`, `cluster.nix: etcd.endpoints[0]: want an etcd client URL`},
+		{"distribution without first server", dist, `firstServer = "s1";`, `firstServer = null;`, `cluster.nix: firstServer: want the initialising control-plane node with etcd.provider "distribution", got null`},
+		{"first server not a control-plane node", dist, `firstServer = "s1";`, `firstServer = "a1";`, `cluster.nix: firstServer: want null or one of nodes.controlPlane's names (s1, s2, s3), got the string "a1"`},
+		{"distribution with endpoints", dist, `endpoints = [ ];`, `endpoints = [ "https://10.0.0.1:2379" ];`, `cluster.nix: etcd.endpoints: want no endpoints with etcd.provider "distribution"`},
+		{"version", ha, `version = "1.37.2";`, `version = "v1.37";`, `cluster.nix: version: want a Kubernetes version such as "1.37.2", got the string "v1.37"`},
+		{"not an attribute set", ha, "", "", ""}, // replaced below
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var text string
+			switch tc.name {
+			case "no control plane":
+				text = cutBetween(string(dist), "controlPlane = [", "\n    ];", "controlPlane = [ ];")
+				tc.wantError = "cluster.nix: nodes.controlPlane: want at least one control-plane node, got a list of 0"
+			case "not an attribute set":
+				text = "[ 1 ]"
+				tc.wantError = "cluster.nix: want an attribute set (is this a cluster.nix?), got a list of 1"
+			default:
+				if !strings.Contains(string(tc.base), tc.old) {
+					t.Fatalf("the rendered file has no %q", tc.old)
+				}
+				text = strings.Replace(string(tc.base), tc.old, tc.new, 1)
+			}
+			file := filepath.Join(t.TempDir(), "cluster.nix")
+			if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := nixEval(t, loadExpr(file))
+			if err == nil {
+				t.Fatalf("loaded %s\nfrom:\n%s", out, text)
+			}
+			if !strings.Contains(err.Error(), tc.wantError) {
+				t.Errorf("error %v\nwant it to contain %q", err, tc.wantError)
+			}
+		})
+	}
+}
+
+// cutBetween replaces the first span of s from start to the end marker
+// after it with repl.
+func cutBetween(s, start, end, repl string) string {
+	i := strings.Index(s, start)
+	j := strings.Index(s[i:], end)
+	return s[:i] + repl + s[i+j+len(end):]
+}

@@ -1,0 +1,36 @@
+# cluster.nix of the Kubernetes cluster lab, written by nico: do not edit.
+# Schema version 1; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
+{
+  schemaVersion = 1;
+  name = "lab";
+  version = "1.37.0";
+  controlPlaneEndpoint = { host = "fd00::10"; port = 443; };
+  firstServer = null;
+  nodes = {
+    controlPlane = [
+      { name = "solo"; addresses = [ "fd00::10" ]; }
+    ];
+    dataPlane = [ ];
+  };
+  etcd = {
+    provider = "external";
+    endpoints = [ "http://etcd.lab.example:2379" "https://[fd00::20]:2379" ];
+    prefix = null;
+  };
+  paths = {
+    apiserverCert = "/etc/kubernetes/pki/apiserver.crt";
+    apiserverEtcdClientCert = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
+    apiserverEtcdClientKey = "/etc/kubernetes/pki/apiserver-etcd-client.key";
+    caCert = "/etc/kubernetes/pki/ca.crt";
+    apiserverKey = "/etc/kubernetes/pki/apiserver.key";
+    caKey = "/etc/kubernetes/pki/ca.key";
+    etcdCACert = "/etc/kubernetes/pki/etcd/ca.crt";
+    frontProxyCACert = "/etc/kubernetes/pki/front-proxy-ca.crt";
+    frontProxyCAKey = "/etc/kubernetes/pki/front-proxy-ca.key";
+    joinToken = "/run/keys/k8s/join-token";
+    kubeconfig = "/etc/rancher/k3s/k3s.yaml";
+    machineSSHKey = "/var/lib/nico/cluster/machine-ssh-key";
+    serviceAccountKey = "/etc/kubernetes/pki/sa.key";
+    serviceAccountPub = "/etc/kubernetes/pki/sa.pub";
+  };
+}
