@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -43,3 +44,5 @@ func getStatus(t *testing.T, url, caFile string, certs []tls.Certificate) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+func hostFile(path, content string) api.HostFile { return api.HostFile{Path: path, Inline: content} }

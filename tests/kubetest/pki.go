@@ -3,7 +3,6 @@ package kubetest
 import (
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/homystack/nico/pkg/pki"
@@ -103,13 +102,4 @@ func sans(host string) []net.IP {
 		ips = append(ips, ip)
 	}
 	return ips
-}
-
-// readFile reads a file the caller named, wrapping the error with its path.
-func readFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("kubetest: %w", err)
-	}
-	return b, nil
 }
