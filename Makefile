@@ -44,12 +44,17 @@ kube-binaries: deps
 
 # e2e-kube runs the tests with a real Kubernetes control plane (tests/kubetest:
 # kube-apiserver, controller-manager and scheduler on nico's etcd under a
-# cluster's prefix, driven with the built kubectl), failing rather than
-# skipping when the binaries are missing.
+# cluster's prefix, driven with the built kubectl; tests/kube: the sandbox
+# fleet end to end), failing rather than skipping when the binaries are
+# missing, then tests/kube's benchmark (apply to Ready beside the same
+# generation with no cluster controller) into KUBE_BENCH.
+KUBE_BENCH ?= $(CURDIR)/kube-bench.out
 e2e-kube: kube-binaries etcd-binaries
 	NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
 		NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
-		$(GO) test -race -count=1 -v -timeout 20m ./tests/kubetest/
+		$(GO) test -race -count=1 -v -timeout 20m ./tests/kubetest/ ./tests/kube/
+	set -o pipefail; NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
+		$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/kube/ | tee $(KUBE_BENCH)
 
 vet: deps
 	$(GO) vet ./...
@@ -159,4 +164,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go')
 
 clean:
-	rm -rf $(BIN) bench.out faults-report.md
+	rm -rf $(BIN) bench.out kube-bench.out faults-report.md
