@@ -109,6 +109,13 @@ type Config struct {
 	// Metrics, when set, counts the generations applied and rolled back
 	// (package metrics).
 	Metrics *metrics.Agent
+	// OnConnect, when set, is given the store each time the agent has
+	// connected to etcd (nico-agent binds its applier's secret source,
+	// the machine's projected secrets, to it).
+	OnConnect func(st *store.Store)
+	// ComponentProbes says where the Kubernetes component probes find the
+	// cluster's files (agent/componentprobes.go).
+	ComponentProbes ComponentProbeConfig
 }
 
 // Notifier tells the service manager how the agent is doing.
@@ -273,7 +280,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		ev = a.etcdVersionWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev))
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, a.componentProbes()))
 }
 
 // connect makes the store client: the configured endpoints plus the local
@@ -303,6 +310,9 @@ func (a *Agent) connect(ctx context.Context) error {
 	}
 	a.cli, a.st = cli, st
 	a.cacheEndpoints(eps)
+	if a.cfg.OnConnect != nil {
+		a.cfg.OnConnect(st)
+	}
 	return nil
 }
 

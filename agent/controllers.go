@@ -29,6 +29,7 @@ import (
 //	generations         node       nixosconfigs/<node> RetryInterval (with an Applier)
 //	hypervisor          node       machines/ nodes/  hypervisor.Config.Resync (hypervisor role; wakes: a held-back machine due)
 //	removal             node       removals/<node>   removalResync
+//	component-probes    node       clusterclaims/<node> clusters/  ComponentProbes.Interval (probes a KubernetesCluster's components)
 //	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
 //	join-endpoint       join       -                 Config.Poll (agent/joinendpoint: keeps it serving, again on a CA change or a failure)
 //	token-prune         join       -                 TokenPruneInterval (agent/joinendpoint, while it serves)

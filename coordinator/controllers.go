@@ -26,6 +26,9 @@ import (
 //	                                                                   etcd defragment, alarm disarm
 //	etcd-version          etcdcluster etcdversions/ nodes/ active-op   etcdversions/ ops/ active-op,
 //	                                                                   etcd leader, etcd downgrade
+//	kubernetes-clusters   clusters/ clusterclaims/ componentreports/    clusters/ (status, deletion) clusterclaims/
+//	                      nodes/ heartbeats/ machines/ nixosconfigs/   rollouts/ (its own), secrets (hooks)
+//	                      rollouts/
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
 	membership := newReconciler(c, fence)
@@ -53,6 +56,11 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		&controller.Func{
 			ControllerName: "etcd-version", Resync: resync, Do: (&versionRoller{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
+		},
+		&controller.Func{
+			ControllerName: "kubernetes-clusters", Resync: resync, Do: newClusterController(c, fence).reconcile,
+			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
+				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir},
 		},
 	}
 }

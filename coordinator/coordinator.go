@@ -89,6 +89,9 @@ type Coordinator struct {
 	// Metrics, when set, records leadership, membership passes and rollout
 	// steps (package metrics).
 	Metrics *metrics.Coordinator
+	// Clusters are the Kubernetes cluster controller's hooks
+	// (coordinator/kubernetescluster.go); set before Run.
+	Clusters ClusterHooks
 
 	live      *livenessTracker
 	lastNudge atomic.Int64 // unix nanoseconds of the latest nudge (coordinator/nudge.go)

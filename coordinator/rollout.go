@@ -140,7 +140,8 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 }
 
 // apply writes the step: the rollout's journal, the nodes' configurations
-// and the step's slot, all in one fenced transaction.
+// (deleted once applied, for a rollout with DeleteConfigurations) and the
+// step's slot, all in one fenced transaction.
 func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Observed, s rollout.Step, now time.Time) error {
 	var ops []clientv3.Op
 	g, err := store.UnchangedGuard(ro)
@@ -179,6 +180,22 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 				return err
 			}
 			guards, ops = append(guards, g), append(ops, p)
+		}
+	}
+	if s.Action == rollout.MarkDone && ro.Spec.DeleteConfigurations && !ro.Spec.Undo {
+		// The nodes applied their release: their configurations go, each
+		// guarded on being the one the rollout gave them.
+		for _, name := range s.Nodes {
+			for _, n := range obs.Nodes {
+				if n.Name != name || n.Config == nil {
+					continue
+				}
+				g, err := store.UnchangedGuard(n.Config)
+				if err != nil {
+					return err
+				}
+				guards, ops = append(guards, g), append(ops, clientv3.OpDelete(store.NixosConfigKey(name)))
+			}
 		}
 	}
 	release := rollout.Record(ro, s, now, r.c.cfg.Name)

@@ -29,9 +29,26 @@ type TypeMeta struct {
 type ObjectMeta struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"createdAt"`
+	// Generation counts the changes of spec, for the kinds that track it
+	// (KubernetesCluster): whoever writes a new spec bumps it, and the
+	// controller's status.observedGeneration answers it.
+	Generation int64 `json:"generation,omitempty"`
+	// DeletionTimestamp marks an object for deletion, for the kinds whose
+	// controller releases what they hold first (KubernetesCluster): the
+	// controller deletes the object once done.
+	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
+	// OwnerReferences name the objects this one was made for.
+	OwnerReferences []OwnerReference `json:"ownerReferences,omitempty"`
 	// Revision is the etcd mod revision the object was read at. It is filled
 	// by the store on read and used for compare-and-swap; it is not stored.
 	Revision int64 `json:"-"`
+}
+
+// OwnerReference names an object's owner.
+type OwnerReference struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
 }
 
 // Object is implemented by every stored kind.

@@ -33,6 +33,14 @@ type RolloutSpec struct {
 	Template NixosConfigurationSpec `json:"template"`
 	// Nodes limits the rollout to these nodes (all registered nodes when empty).
 	Nodes []string `json:"nodes,omitempty"`
+	// Templates, when they name a node, replace Template for that node
+	// (a KubernetesCluster gives each machine its own flake attribute and
+	// files).
+	Templates map[string]NixosConfigurationSpec `json:"templates,omitempty"`
+	// DeleteConfigurations deletes each node's configuration once it has
+	// applied the rollout's: the machine keeps running it (a release to
+	// its onRemoveFlake) and no longer has a desired configuration.
+	DeleteConfigurations bool `json:"deleteConfigurations,omitempty"`
 	// MaxUnavailable is how many data-plane nodes roll at once: a number
 	// ("2") or a percentage of the data-plane nodes ("25%"); 1 when empty.
 	// The control plane always rolls one node at a time.

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/config"
 	. "github.com/homystack/nico/pkg/apply"
 )
 
@@ -221,5 +223,13 @@ func TestExecRefusesHostFilesWithoutWriter(t *testing.T) {
 	}
 	if _, err := os.Stat(ran); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("the command ran")
+	}
+}
+
+// TestHostFileRootsAgree: the agent's configuration default is the
+// applier's.
+func TestHostFileRootsAgree(t *testing.T) {
+	if !slices.Equal(config.DefaultHostFileRoots, DefaultHostFileRoots()) {
+		t.Fatalf("config %v, apply %v", config.DefaultHostFileRoots, DefaultHostFileRoots())
 	}
 }

@@ -25,7 +25,12 @@ type Generations struct {
 	CheckCommands    []string      // "generations.checkCommands": shell commands that must exit 0
 	HTTPChecks       []string      // "generations.httpChecks": URLs that must answer 2xx
 	AgentPathFile    string        // "generations.agentPathFile": names the nico-agent the running system installed
+	HostFileRoots    []string      // "generations.hostFileRoots": where spec.hostFiles may be written
 }
+
+// DefaultHostFileRoots is generations.hostFileRoots' default (the same as
+// apply.DefaultHostFileRoots).
+var DefaultHostFileRoots = []string{"/etc/kubernetes", "/etc/rancher", "/var/lib/nico", "/var/lib/rancher"}
 
 // generationKeys are the agent's generations.* keys, bound to g.
 func generationKeys(g *Generations) []key {
@@ -38,6 +43,7 @@ func generationKeys(g *Generations) []key {
 		listKey("generations.allowFailedUnits", &g.AllowFailedUnits, nil, "systemd unit globs that may be failed after an activation"),
 		listKey("generations.checkCommands", &g.CheckCommands, nil, "health checks: shell commands that must exit 0 after an activation"),
 		listKey("generations.httpChecks", &g.HTTPChecks, nil, "health checks: URLs that must answer 2xx after an activation", each(probeURL)),
+		listKey("generations.hostFileRoots", &g.HostFileRoots, DefaultHostFileRoots, "directories a generation's hostFiles (certificates, keys, tokens written outside the Nix store) may lie under; a path outside them is refused", each(absPath(false))),
 		stringKey("generations.agentPathFile", &g.AgentPathFile, "/etc/nico/agent-path", "a file naming the nico-agent binary the running system installed (the NixOS module writes it); after applying a generation that changes it the agent exits 4 so that its service manager starts the new one; a missing file or an empty value: never", absPath(true)),
 	}
 }

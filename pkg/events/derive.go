@@ -29,6 +29,7 @@ var sources = []source{
 	{store.PoolsDir, derivePool},
 	{store.EtcdClusterKey, deriveEtcdCluster},
 	{store.GossipKeyKey, deriveGossipKey},
+	{store.ClustersDir, deriveCluster},
 }
 
 // sourceOf returns the source of key, or nil.

@@ -223,7 +223,7 @@ func (ca *CA) sign(pub crypto.PublicKey, req Request, now time.Time) ([]byte, er
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: req.CommonName},
+		Subject:               pkix.Name{CommonName: req.CommonName, Organization: req.Organization},
 		NotBefore:             now.Add(-backdate),
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,

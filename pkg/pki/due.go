@@ -32,7 +32,7 @@ const (
 	ReasonMissing  Reason = "missing"      // no usable key pair on disk
 	ReasonExpiring Reason = "expiring"     // less than 1/3 of its lifetime left
 	ReasonIssuer   Reason = "other issuer" // not signed by the current CA (rotation)
-	ReasonChanged  Reason = "changed"      // CN, usage or SANs differ from the Request
+	ReasonChanged  Reason = "changed"      // CN, O, usage or SANs differ from the Request
 )
 
 // Due is a leaf to re-issue and why.
@@ -72,6 +72,7 @@ func dueReason(issuer *x509.Certificate, l LeafStatus, now time.Time) (Reason, b
 // matches reports whether c says what req asks.
 func matches(c *x509.Certificate, req Request) bool {
 	return c.Subject.CommonName == req.CommonName &&
+		sameStrings(c.Subject.Organization, req.Organization) &&
 		slices.Equal(c.ExtKeyUsage, req.Usage.extKeyUsage()) &&
 		sameStrings(c.DNSNames, req.DNSNames) &&
 		sameIPs(c.IPAddresses, req.IPs)

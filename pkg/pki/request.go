@@ -10,10 +10,13 @@ import (
 // its subject alternative names.
 type Request struct {
 	CommonName string
-	Usage      Usage
-	DNSNames   []string
-	IPs        []net.IP
-	Validity   time.Duration // 0 = DefaultValidity (1 year)
+	// Organization is the subject's O (Kubernetes reads it as the user's
+	// groups, e.g. system:masters); empty for nico's own identities.
+	Organization []string
+	Usage        Usage
+	DNSNames     []string
+	IPs          []net.IP
+	Validity     time.Duration // 0 = DefaultValidity (1 year)
 }
 
 func (r Request) validate() error {

@@ -97,7 +97,7 @@ func NodePerms(prefix, name string, roles []api.Role) []Perm {
 		{Type: Read, Key: clientv3.GetPrefixRangeEnd(secrets), RangeEnd: clientv3.GetPrefixRangeEnd(prefix)},
 		prefixPerm(Read, NodeSecretsDir(prefix, name)),
 	}
-	for _, k := range []string{store.NodeKey(name), store.HeartbeatKey(name), store.JoinKey(name), store.RemovalKey(name), store.NixosConfigKey(name)} {
+	for _, k := range []string{store.NodeKey(name), store.HeartbeatKey(name), store.JoinKey(name), store.RemovalKey(name), store.NixosConfigKey(name), store.ComponentReportKey(name)} {
 		perms = append(perms, Perm{Type: ReadWrite, Key: prefix + k})
 	}
 	if slices.Contains(roles, api.RoleHypervisor) {

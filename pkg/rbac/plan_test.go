@@ -37,6 +37,8 @@ func TestNodePermsReachExactlyTheNodesKeys(t *testing.T) {
 		{worker, P + "joins/a", true, true},
 		{worker, P + "removals/a", true, true},
 		{worker, P + "nixosconfigs/a", true, true},
+		{worker, P + "componentreports/a", true, true},
+		{worker, P + "componentreports/b", true, false},
 		{worker, P + "nodes/b", true, false},
 		{worker, P + "nodes/ab", true, false},
 		{worker, P + "nodes/", true, false},
@@ -106,6 +108,7 @@ func TestPlan(t *testing.T) {
 		{"a new worker beside the applied rest", []NodeIdentity{cp, worker}, applied(cp), []string{
 			"add role node:a",
 			`grant-permission READ ["/nico/v1/", "/nico/v1/secrets/") on node:a`,
+			`grant-permission READWRITE "/nico/v1/componentreports/a" on node:a`,
 			`grant-permission READWRITE "/nico/v1/heartbeats/a" on node:a`,
 			`grant-permission READWRITE "/nico/v1/joins/a" on node:a`,
 			`grant-permission READWRITE "/nico/v1/nixosconfigs/a" on node:a`,

@@ -14,8 +14,9 @@ func OpName(r *api.Rollout) string {
 }
 
 // Configure returns node p's new configuration for the step: the rollout's
-// template (or, undoing, what the node had before) under the node's next
-// generation number, and records the generation and the previous spec in p.
+// template for p (or, undoing, what the node had before) under the node's
+// next generation number, owned by the rollout's owners when it has any,
+// and records the generation and the previous spec in p.
 func Configure(r *api.Rollout, p *api.NodeProgress, cur *api.NixosConfiguration) *api.NixosConfiguration {
 	next := api.NewNixosConfiguration(p.Name)
 	if cur != nil {
@@ -30,6 +31,9 @@ func Configure(r *api.Rollout, p *api.NodeProgress, cur *api.NixosConfiguration)
 		}
 	} else {
 		spec = r.Spec.Template
+		if t, ok := r.Spec.Templates[p.Name]; ok {
+			spec = t
+		}
 		if cur != nil && cur.Metadata.Name != "" && cur.Spec.GitRepo != "" {
 			prev := cur.Spec
 			p.Previous = &prev
@@ -37,6 +41,9 @@ func Configure(r *api.Rollout, p *api.NodeProgress, cur *api.NixosConfiguration)
 	}
 	spec.Generation, spec.Attempt = gen, 0
 	next.Spec = spec
+	if len(r.Metadata.OwnerReferences) > 0 {
+		next.Metadata.OwnerReferences = slices.Clone(r.Metadata.OwnerReferences)
+	}
 	p.Generation = gen
 	return next
 }

@@ -25,6 +25,7 @@ var kinds = map[string]func() api.Object{
 	"Rollout":             func() api.Object { return new(api.Rollout) },
 	"Token":               func() api.Object { return new(api.Token) },
 	"EtcdCluster":         func() api.Object { return new(api.EtcdCluster) },
+	"KubernetesCluster":   func() api.Object { return new(api.KubernetesCluster) },
 }
 
 // FuzzDecode feeds decode values as any etcd client allowed to write the key
@@ -41,7 +42,7 @@ func FuzzDecode(f *testing.F) {
 	r.Spec.StepTimeout, r.Spec.MaxUnavailable = api.Duration(90*time.Second), "25%"
 	for _, o := range []api.Object{n, r, api.NewJoinRequest("w1"), api.NewRemoveRequest("w2"), api.NewOperation("op-1"),
 		api.NewLiveness(), api.NewEtcdCluster(), api.NewGossipKey(), api.NewMachine("m-0"), api.NewMachinePool("p"), api.NewHypervisor("hv"),
-		api.NewNixosConfiguration("w1"), api.NewToken("abcdef")} {
+		api.NewNixosConfiguration("w1"), api.NewToken("abcdef"), api.NewKubernetesCluster("k1")} {
 		b, err := json.Marshal(o)
 		if err != nil {
 			f.Fatal(err)
@@ -61,7 +62,7 @@ func FuzzDecode(f *testing.F) {
 				}
 				continue
 			}
-			if obj.GetTypeMeta().APIVersion != api.Version || obj.GetMetadata().Revision != 7 {
+			if obj.GetTypeMeta().APIVersion != api.APIVersionFor(obj) || obj.GetMetadata().Revision != 7 {
 				t.Fatalf("%s: decoded %+v %+v", kind, *obj.GetTypeMeta(), *obj.GetMetadata())
 			}
 			if ro, ok := obj.(*api.Rollout); ok {

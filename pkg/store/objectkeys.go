@@ -33,8 +33,10 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindLiveness:           func(string) string { return LivenessKey },
 	api.KindEtcdCluster:        func(string) string { return EtcdClusterKey },
 	api.KindNodeEtcdVersion:    NodeEtcdVersionKey,
+	api.KindKubernetesCluster:  ClusterKey,
 	api.KindSecret:             NamedSecretKey,
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
+	api.KindComponentReport:    ComponentReportKey,
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping

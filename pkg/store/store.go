@@ -168,8 +168,8 @@ func decode(key, value []byte, rev int64, obj api.Object) error {
 		return fmt.Errorf("store: decode %s: %w", key, err)
 	}
 	tm := obj.GetTypeMeta()
-	if tm.APIVersion != api.Version {
-		return fmt.Errorf("store: %s: apiVersion %q is not supported; this build reads %q", key, tm.APIVersion, api.Version)
+	if want := api.APIVersionFor(obj); tm.APIVersion != want {
+		return fmt.Errorf("store: %s: apiVersion %q is not supported; this build reads %q", key, tm.APIVersion, want)
 	}
 	obj.GetMetadata().Revision = rev
 	return nil

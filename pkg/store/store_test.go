@@ -102,6 +102,23 @@ func TestStore(t *testing.T) {
 		}
 	})
 
+	t.Run("KubernetesCluster's own apiVersion", func(t *testing.T) {
+		k := api.NewKubernetesCluster("k1")
+		if err := s.CreateObject(ctx(t), k); err != nil {
+			t.Fatal(err)
+		}
+		got := &api.KubernetesCluster{}
+		if err := s.Get(ctx(t), ClusterKey("k1"), got); err != nil || got.APIVersion != api.ClusterAPIVersion {
+			t.Fatalf("read back %+v, %v", got.TypeMeta, err)
+		}
+		if _, err := raw.Put(ctx(t), DefaultPrefix+ClusterKey("k2"), `{"apiVersion":"nico.homystack.io/v1","kind":"KubernetesCluster"}`); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Get(ctx(t), ClusterKey("k2"), &api.KubernetesCluster{}); err == nil || !contains(err.Error(), api.ClusterAPIVersion) {
+			t.Fatalf("err = %v, want one naming %s", err, api.ClusterAPIVersion)
+		}
+	})
+
 	t.Run("bad prefix", func(t *testing.T) {
 		if _, err := New(etcdtest.NewClient(t, c.Endpoints()...), "nico"); err == nil {
 			t.Fatal("prefix without slashes accepted")

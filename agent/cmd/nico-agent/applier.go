@@ -10,7 +10,7 @@ import (
 
 // newApplier builds the generations applier the configuration asks for
 // (nil for none).
-func newApplier(cfg config.Agent) (apply.Applier, error) {
+func newApplier(cfg config.Agent, secrets apply.Secrets) (apply.Applier, error) {
 	g := cfg.Generations
 	work := g.WorkDir
 	if work == "" {
@@ -23,11 +23,14 @@ func newApplier(cfg config.Agent) (apply.Applier, error) {
 	for _, u := range g.HTTPChecks {
 		gate.Checks = append(gate.Checks, apply.HTTPCheck{URL: u})
 	}
+	// spec.hostFiles: written outside the flake, under the allowed roots;
+	// the manifest of what was written survives restarts.
+	hostFiles := &apply.HostFiles{Roots: g.HostFileRoots, Manifest: filepath.Join(work, "host-files.json"), Secrets: secrets}
 	switch g.Applier {
 	case config.ApplierExec:
-		return apply.NewExec(apply.ExecConfig{Command: g.Command, Gate: gate, StateFile: filepath.Join(work, "exec-state.json")})
+		return apply.NewExec(apply.ExecConfig{Command: g.Command, Gate: gate, StateFile: filepath.Join(work, "exec-state.json"), HostFiles: hostFiles})
 	case config.ApplierNixOS:
-		return apply.NewNixOS(apply.NixOSConfig{WorkDir: work, Gate: gate, AllowFailedUnits: g.AllowFailedUnits, Secrets: apply.DirSecrets(g.SecretsDir)}), nil
+		return apply.NewNixOS(apply.NixOSConfig{WorkDir: work, Gate: gate, AllowFailedUnits: g.AllowFailedUnits, Secrets: secrets, HostFiles: hostFiles}), nil
 	default:
 		return nil, nil
 	}

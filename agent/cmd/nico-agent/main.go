@@ -82,7 +82,9 @@ func run(args []string, stderr io.Writer) int {
 	}
 	notify := sdnotify.New()
 	ac := agentConfig(cfg)
-	if ac.Applier, err = newApplier(cfg); err != nil {
+	secrets := newBoundSecrets(cfg.Name, pki.Dir(cfg.PKI.Dir), dirSecrets(cfg))
+	ac.OnConnect = secrets.bind
+	if ac.Applier, err = newApplier(cfg, secrets); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}

@@ -147,6 +147,7 @@ func (a *app) rootCmd() *cobra.Command {
 	root.AddCommand(a.tokenCmd())
 	root.AddCommand(a.caCmd())
 	root.AddCommand(a.applyCmd(), a.describeCmd())
+	root.AddCommand(a.deleteCmd())
 	return root
 }
 

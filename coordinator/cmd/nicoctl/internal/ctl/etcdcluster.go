@@ -1,14 +1,11 @@
 package ctl
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdversion"
@@ -186,14 +183,6 @@ func checkExternalMembers(spec api.EtcdClusterSpec, f clusterFacts) []error {
 	return errs
 }
 
-// specEqual compares two specs by their JSON form (nil and empty lists
-// alike).
-func specEqual(a, b api.EtcdClusterSpec) bool {
-	ja, errA := json.Marshal(a)
-	jb, errB := json.Marshal(b)
-	return errA == nil && errB == nil && bytes.Equal(ja, jb)
-}
-
 // norm is a URL as compared: without a trailing slash.
 func norm(u string) string { return strings.TrimSuffix(u, "/") }
 
@@ -259,46 +248,35 @@ func (c *cluster) runningVersions(ctx context.Context, ms []membership.Member) [
 	return out
 }
 
-// applyEtcdCluster writes ec's spec over the stored EtcdCluster (keeping
-// its status), or creates it, after checking it against the cluster; a
-// conflicting write meanwhile re-reads and re-checks. A refusal writes
-// nothing and ends nicoctl with ExitRefused.
-func (a *app) applyEtcdCluster(ctx context.Context, c *cluster, ec *api.EtcdCluster) error {
-	for {
-		f, err := c.facts(ctx)
-		if err != nil {
-			return err
-		}
-		if err := checkAgainst(ec.Spec, f); err != nil {
-			return withCode(ExitRefused, fmt.Errorf("EtcdCluster refused, nothing written:\n%w", err))
-		}
-		step := versionStep(ec.Spec, f)
-		verb := "created"
-		if f.stored == nil {
-			obj := api.NewEtcdCluster()
-			obj.Metadata.CreatedAt = time.Now().UTC()
-			obj.Spec = ec.Spec
-			err = c.st.CreateObject(ctx, obj)
-		} else {
-			verb = "configured"
-			if specEqual(f.stored.Spec, ec.Spec) {
-				fmt.Fprintln(a.stdout, "EtcdCluster etcd unchanged")
-				return nil
-			}
-			f.stored.Spec = ec.Spec
-			err = c.st.UpdateObject(ctx, f.stored)
-		}
-		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrExists) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("writing the EtcdCluster: %w", err)
-		}
-		msg := "EtcdCluster etcd " + verb
-		if step != "" {
-			msg += "; version: " + step
-		}
-		fmt.Fprintln(a.stdout, msg)
-		return nil
+// planEtcdCluster checks ec against the cluster and returns the write of
+// its spec over the stored EtcdCluster (keeping its status), or its
+// creation. A refusal is a *refusal.
+func (a *app) planEtcdCluster(ctx context.Context, c *cluster, ec *api.EtcdCluster) (write, error) {
+	f, err := c.facts(ctx)
+	if err != nil {
+		return write{}, err
 	}
+	if err := checkAgainst(ec.Spec, f); err != nil {
+		return write{}, &refusal{err}
+	}
+	w := write{key: store.EtcdClusterKey}
+	step := versionStep(ec.Spec, f)
+	if f.stored == nil {
+		obj := api.NewEtcdCluster()
+		obj.Metadata.CreatedAt = a.now().UTC()
+		obj.Spec = ec.Spec
+		w.obj, w.msg = obj, "EtcdCluster etcd created"
+	} else {
+		w.rev = f.stored.Metadata.Revision
+		if specsEqual(f.stored.Spec, ec.Spec) {
+			w.msg = "EtcdCluster etcd unchanged"
+			return w, nil
+		}
+		f.stored.Spec = ec.Spec
+		w.obj, w.msg = f.stored, "EtcdCluster etcd configured"
+	}
+	if step != "" {
+		w.msg += "; version: " + step
+	}
+	return w, nil
 }

@@ -41,7 +41,7 @@ func (a *app) describeCmd() *cobra.Command {
 			})
 		}),
 	}
-	return group("describe", "Describe an object in detail", "describe: etcdcluster", ec)
+	return group("describe", "Describe an object in detail", "describe: etcdcluster or cluster", ec, a.clusterDescribeCmd())
 }
 
 // withEtcdCluster reads the EtcdCluster and runs fn with it.

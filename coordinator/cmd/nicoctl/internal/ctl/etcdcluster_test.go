@@ -158,7 +158,7 @@ func TestEtcdClusterApply(t *testing.T) {
 		if err := st.Get(testCtx(t), store.PoolKey("web"), api.NewMachinePool("web")); err != nil {
 			t.Fatal(err)
 		}
-		run(t, eps, "apply", "-f", write("apiVersion: nico.homystack.io/v1\nkind: Node\n")).want(t, ExitUsage, nil, []string{`kind "Node" is not accepted; want EtcdCluster or MachinePool`})
+		run(t, eps, "apply", "-f", write("apiVersion: nico.homystack.io/v1\nkind: Node\n")).want(t, ExitUsage, nil, []string{`kind "Node" is not accepted; want EtcdCluster, MachinePool or KubernetesCluster`})
 		run(t, eps, "apply").want(t, ExitUsage, nil, []string{"-f FILE"})
 	})
 }

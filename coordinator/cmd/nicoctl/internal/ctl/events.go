@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/events"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/cobra"
@@ -40,13 +41,13 @@ events come in the order etcd committed them.
   node/NAME    everything about a node: its requests, operations, rollout
                steps, generations, liveness and machine
   op/NAME      one operation (nicoctl get ops lists them)
-  cluster/NAME is refused: no KubernetesCluster kind exists yet
+  cluster/NAME one KubernetesCluster (nicoctl get clusters lists them)
 
 -o json prints one JSON object per line, with these fields, always present:
   time      RFC 3339 time with nanoseconds
   kind      kind of the object it was read from (Operation, JoinRequest,
             RemoveRequest, Node, Liveness, Rollout, NixosConfiguration,
-            Machine, MachinePool, EtcdCluster, GossipKey)
+            Machine, MachinePool, EtcdCluster, GossipKey, KubernetesCluster)
   name      that object's name
   type      Normal or Warning
   reason    what happened, one CamelCase word
@@ -76,7 +77,7 @@ func (a *app) eventsCmd() *cobra.Command {
 		RunE:  runE(func(cmd *cobra.Command, _ []string) error { return a.events(cmd.Context(), o) }),
 	}
 	c.Flags().BoolVarP(&o.watch, "watch", "w", false, "after the recorded events, follow new ones until interrupted")
-	c.Flags().StringVar(&o.fr, "for", "", "only the events of node/NAME or op/NAME")
+	c.Flags().StringVar(&o.fr, "for", "", "only the events of node/NAME, op/NAME or cluster/NAME")
 	c.Flags().StringVar(&o.since, "since", "", "only events from this long ago (a duration such as 1h) or this time (RFC 3339) on; default: all")
 	return c
 }
@@ -93,6 +94,8 @@ func (f eventFilter) match(e events.Event) bool {
 		return e.About(f.name)
 	case "op":
 		return e.Op == f.name
+	case "cluster":
+		return e.Kind == api.KindKubernetesCluster && e.Name == f.name
 	}
 	return true
 }
@@ -104,7 +107,7 @@ func parseFor(s string) (kind, name string, err error) {
 	}
 	kind, name, ok := strings.Cut(s, "/")
 	bad := func(why string) error {
-		return withCode(ExitUsage, fmt.Errorf("--for %q: %s; use node/NAME or op/NAME", s, why))
+		return withCode(ExitUsage, fmt.Errorf("--for %q: %s; use node/NAME, op/NAME or cluster/NAME", s, why))
 	}
 	switch {
 	case !ok || name == "" || strings.Contains(name, "/"):
@@ -113,8 +116,8 @@ func parseFor(s string) (kind, name string, err error) {
 		return kind, name, nil
 	case kind == "operation":
 		return "op", name, nil
-	case kind == "cluster":
-		return "", "", bad("no KubernetesCluster kind exists yet, and no stored object carries a cluster label to filter by")
+	case kind == "cluster" || kind == "kubernetescluster":
+		return "cluster", name, nil
 	default:
 		return "", "", bad(fmt.Sprintf("kind %q is not accepted", kind))
 	}
@@ -208,8 +211,11 @@ func anyMatch(evs []events.Event, f eventFilter) bool {
 func (a *app) unknownTarget(feed *events.Feed, f eventFilter, seen, watch bool) error {
 	key := store.NodeKey(f.name)
 	what, list := "node", "nicoctl get nodes"
-	if f.kind == "op" {
+	switch f.kind {
+	case "op":
 		key, what, list = store.OpKey(f.name), "operation", "nicoctl get ops"
+	case "cluster":
+		key, what, list = store.ClusterKey(f.name), "KubernetesCluster", "nicoctl get clusters"
 	}
 	if seen || feed.Has(key) {
 		return nil

@@ -152,6 +152,7 @@ func TestEvents(t *testing.T) {
 	t.Run("nothing known", func(t *testing.T) {
 		run(t, eps, "events", "--for", "node/nope").want(t, ExitNotFound, nil, []string{"no node named nope", "nicoctl get nodes"})
 		run(t, eps, "events", "--for", "op/nope").want(t, ExitNotFound, nil, []string{"no operation named nope", "nicoctl get ops"})
+		run(t, eps, "events", "--for", "cluster/nope").want(t, ExitNotFound, nil, []string{"no KubernetesCluster named nope", "nicoctl get clusters"})
 	})
 }
 
@@ -160,8 +161,7 @@ func TestEventsUsage(t *testing.T) {
 		args []string
 		msg  string
 	}{
-		{[]string{"--for", "cluster/k1"}, "no KubernetesCluster kind exists yet"},
-		{[]string{"--for", "pod/x"}, `kind "pod" is not accepted; use node/NAME or op/NAME`},
+		{[]string{"--for", "pod/x"}, `kind "pod" is not accepted; use node/NAME, op/NAME or cluster/NAME`},
 		{[]string{"--for", "node"}, `--for "node": want KIND/NAME`},
 		{[]string{"--for", "node/"}, "want KIND/NAME"},
 		{[]string{"--since", "yesterday"}, `--since "yesterday": want a positive duration such as 90m or an RFC 3339 time`},

@@ -127,6 +127,29 @@ func (a *app) scalePool(cmd *cobra.Command, args []string) error {
 	})
 }
 
+// planPool returns the write of p's spec over the stored pool (keeping its
+// status), or its creation.
+func planPool(ctx context.Context, st *store.Store, p *api.MachinePool) (write, error) {
+	name := p.Metadata.Name
+	stored := api.NewMachinePool(name)
+	w := write{key: store.PoolKey(name)}
+	switch err := st.Get(ctx, w.key, stored); {
+	case errors.Is(err, store.ErrNotFound):
+		stored.Metadata.CreatedAt = time.Now().UTC()
+		stored.Spec = p.Spec
+		w.obj, w.msg = stored, "MachinePool "+name+" created"
+	case err != nil:
+		return write{}, fmt.Errorf("reading machine pool %s: %w", name, err)
+	case specsEqual(stored.Spec, p.Spec):
+		w.rev, w.msg = stored.Metadata.Revision, "MachinePool "+name+" unchanged"
+	default:
+		w.rev = stored.Metadata.Revision
+		stored.Spec = p.Spec
+		w.obj, w.msg = stored, "MachinePool "+name+" configured"
+	}
+	return w, nil
+}
+
 // updatePool changes a pool's spec with compare-and-swap, creating it when
 // create is set.
 func updatePool(ctx context.Context, st *store.Store, name string, create bool, change func(*api.MachinePool)) error {

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/clusternix"
+	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/kubeprobe"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// ComponentProbeConfig says where the component probes find the cluster's
+// files on the machine; its zero value is the layout nico delivers
+// (clusternix.DefaultPaths).
+type ComponentProbeConfig struct {
+	// Interval is the probes' tick; a cluster's spec.probes.interval
+	// spaces the rounds (10s when zero).
+	Interval time.Duration
+	// ClusterCA is the cluster CA the API server's certificate is checked
+	// with ("": clusternix.DefaultPaths().CACert).
+	ClusterCA string
+	// Kubeconfig holds the credential the leader leases are read with
+	// ("": clusternix.DefaultPaths().Kubeconfig); without it, leases are
+	// not checked.
+	Kubeconfig string
+	// ReadFile reads those files (os.ReadFile when nil).
+	ReadFile func(string) ([]byte, error)
+}
+
+// componentProber is the agent's component-probes controller: on a
+// machine that is in the control plane of a KubernetesCluster (it holds
+// the cluster's claim and is among status.controlPlane.machines), it
+// probes the components the cluster's spec.probes names each interval and
+// writes the machine's ComponentReport; elsewhere it keeps no report.
+//
+//	claim + cluster (watch, tick) --> control plane here? --no--> delete report
+//	                                        | yes, interval elapsed
+//	                                        v
+//	                            probe each component --> write report
+type componentProber struct {
+	a        *Agent
+	cfg      ComponentProbeConfig
+	cluster  string
+	lastAt   time.Time
+	reported bool
+}
+
+func (a *Agent) componentProbes() controller.Controller {
+	cfg := a.cfg.ComponentProbes
+	if cfg.Interval <= 0 {
+		cfg.Interval = 10 * time.Second
+	}
+	if cfg.ClusterCA == "" {
+		cfg.ClusterCA = clusternix.DefaultPaths().CACert
+	}
+	if cfg.Kubeconfig == "" {
+		cfg.Kubeconfig = clusternix.DefaultPaths().Kubeconfig
+	}
+	if cfg.ReadFile == nil {
+		cfg.ReadFile = os.ReadFile
+	}
+	p := &componentProber{a: a, cfg: cfg}
+	return &controller.Func{ControllerName: "component-probes", Resync: cfg.Interval, Do: p.reconcile,
+		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir}}
+}
+
+// reconcile probes once when due.
+func (p *componentProber) reconcile(ctx context.Context) error {
+	kc, err := p.myCluster(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: component probes: %w", err)
+	}
+	key := store.ComponentReportKey(p.a.cfg.Name)
+	if kc == nil {
+		if p.reported {
+			if err := p.a.st.Delete(ctx, key); err != nil {
+				return fmt.Errorf("agent: component probes: drop report: %w", err)
+			}
+			p.reported = false
+		}
+		p.cluster = ""
+		return nil
+	}
+	now := p.a.Now()
+	probes := kc.Spec.Probes.WithDefaults()
+	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < time.Duration(probes.Interval) {
+		return nil
+	}
+	r := api.NewComponentReport(p.a.cfg.Name)
+	r.Status.Cluster = kc.Metadata.Name
+	r.Status.Components = p.probe(ctx, kc)
+	r.Status.CheckedAt = p.a.Now().UTC()
+	if err := p.a.st.PutObject(ctx, r); err != nil {
+		return fmt.Errorf("agent: component probes: report: %w", err)
+	}
+	p.cluster, p.lastAt, p.reported = kc.Metadata.Name, now, true
+	return nil
+}
+
+// myCluster is the cluster whose control plane this machine is in, or nil.
+func (p *componentProber) myCluster(ctx context.Context) (*api.KubernetesCluster, error) {
+	me := p.a.cfg.Name
+	kv, err := p.a.st.GetKV(ctx, store.ClusterClaimKey(me))
+	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	kc := &api.KubernetesCluster{}
+	if err := p.a.st.Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	if kc.Deleting() || !slices.Contains(kc.Status.ControlPlane.Machines, me) {
+		return nil, nil
+	}
+	return kc, nil
+}
+
+// probe probes every component of kc's spec.probes; a target that cannot
+// be built (its CA file unreadable) reports every component unhealthy
+// with the reason.
+func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) []api.ComponentHealth {
+	targets, err := kubeprobe.Targets(kc.Spec.Probes, p.cfg.ClusterCA, p.cfg.ReadFile)
+	if err != nil {
+		var out []api.ComponentHealth
+		for _, name := range []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler} {
+			out = append(out, api.ComponentHealth{Name: name, Message: err.Error()})
+		}
+		return out
+	}
+	probes := kc.Spec.Probes.WithDefaults()
+	pr := &kubeprobe.Prober{Timeout: time.Duration(probes.Timeout), Identities: []string{p.a.cfg.Name}}
+	if h, err := os.Hostname(); err == nil && h != p.a.cfg.Name {
+		pr.Identities = append(pr.Identities, h)
+	}
+	if data, err := p.cfg.ReadFile(p.cfg.Kubeconfig); err == nil {
+		server := ""
+		if u, err := url.Parse(probes.APIServer.URL); err == nil && u.Host != "" {
+			server = u.Scheme + "://" + u.Host
+		}
+		if l, err := kubeprobe.LeasesFromKubeconfig(data, server); err == nil {
+			defer l.Close()
+			pr.Leases = l
+		} else {
+			p.a.log.Debug("leader leases not checked", "kubeconfig", p.cfg.Kubeconfig, "err", err)
+		}
+	}
+	out := make([]api.ComponentHealth, 0, len(targets))
+	for _, t := range targets {
+		out = append(out, pr.Probe(ctx, t))
+	}
+	return out
+}

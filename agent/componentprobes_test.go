@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestComponentProbesReport: the agent of a machine in a cluster's control
+// plane probes the API server (verified with the cluster CA from its file)
+// and the controller-manager of a real HTTPS server, once per interval,
+// and reports them; a broken component is reported unhealthy at the next
+// round, an API server whose certificate another CA signed too; a machine
+// no longer in the control plane keeps no report.
+func TestComponentProbesReport(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var broken atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			http.Error(w, "[-]leaderElection failed", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprint(w, "ok")
+	})
+	srv, caFile := tlsServer(t, mux)
+
+	now := time.Unix(1_700_000_000, 0).UTC()
+	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
+		ComponentProbes: ComponentProbeConfig{ClusterCA: caFile, Kubeconfig: filepath.Join(t.TempDir(), "absent.conf")}}, nil, quietNotifier{}, logging.Test(t))
+	a.cli, a.st = st.Client(), st
+	a.Now = func() time.Time { return now }
+	ctrl := a.componentProbes()
+	report := func() *api.ComponentReport {
+		t.Helper()
+		if err := ctrl.Reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := api.NewComponentReport("cp-1")
+		if err := st.Get(ctx, store.ComponentReportKey("cp-1"), r); err != nil {
+			return nil
+		}
+		return r
+	}
+	if r := report(); r != nil {
+		t.Fatalf("a machine in no cluster reported %+v", r.Status)
+	}
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Probes = api.ClusterProbes{
+		APIServer:         &api.ComponentProbe{URL: srv.URL + "/readyz"},
+		ControllerManager: &api.ComponentProbe{URL: srv.URL + "/healthz"},
+		Scheduler:         &api.ComponentProbe{Disabled: true},
+		Interval:          api.Duration(10 * time.Second),
+	}
+	kc.Status.ControlPlane.Machines = []string{"cp-1"}
+	if err := st.PutObject(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Client().Put(ctx, store.ClusterClaimKey("cp-1"), "k1"); err != nil {
+		t.Fatal(err)
+	}
+	r := report()
+	if r == nil || r.Status.Cluster != "k1" || len(r.Status.Components) != 2 || !r.Status.CheckedAt.Equal(now) {
+		t.Fatalf("report %+v, want k1's API server and controller-manager", r)
+	}
+	for _, c := range r.Status.Components {
+		if !c.Healthy {
+			t.Fatalf("%s unhealthy: %s", c.Name, c.Message)
+		}
+	}
+	broken.Store(true)
+	now = now.Add(5 * time.Second)
+	if r := report(); !r.Component(api.ComponentControllerManager).Healthy {
+		t.Fatal("probed again before the interval")
+	}
+	now = now.Add(5 * time.Second)
+	r = report()
+	if cm := r.Component(api.ComponentControllerManager); cm.Healthy || !strings.Contains(cm.Message, "500") || !r.Component(api.ComponentAPIServer).Healthy {
+		t.Fatalf("after the break: %+v", r.Status.Components)
+	}
+	// A wrong cluster CA (another cluster's) fails the API server's probe.
+	_, otherCA := tlsServer(t, mux)
+	a.cfg.ComponentProbes.ClusterCA = otherCA
+	ctrl = a.componentProbes()
+	r = report()
+	if as := r.Component(api.ComponentAPIServer); as.Healthy || !strings.Contains(as.Message, "unknown authority") {
+		t.Fatalf("API server verified with another CA: %+v", as)
+	}
+	kc.Status.ControlPlane.Machines = nil
+	if err := st.PutObject(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	if r := report(); r != nil {
+		t.Fatalf("a machine out of the control plane kept its report %+v", r.Status)
+	}
+}
+
+// tlsServer is a real HTTPS server on 127.0.0.1 with a certificate from a
+// CA generated for the test, written to a file.
+func tlsServer(t *testing.T, h http.Handler) (*httptest.Server, string) {
+	t.Helper()
+	now := time.Now()
+	ca, err := pki.NewCA("k1-ca", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, key, err := ca.Issue(pki.Request{CommonName: "kube-apiserver", Usage: pki.UsageServer, IPs: []net.IP{net.ParseIP("127.0.0.1")}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	s.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	caFile := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(caFile, ca.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return s, caFile
+}

@@ -1,0 +1,194 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/kubeplan"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// ClusterHooks are the cluster controller's side effects that other
+// packages own: the PKI and etcd identity, and the drain. Their zero value
+// runs clusters with no secrets delivered and no drain.
+type ClusterHooks struct {
+	// DefaultGitRepo is the repository of a cluster whose spec names none.
+	DefaultGitRepo string
+	// Secrets makes and removes a cluster's secrets; nil: none.
+	Secrets ClusterSecrets
+	// Drain drains machine from the cluster's Kubernetes before the
+	// cluster releases it (spec.drain); nil: machines are released
+	// undrained, with a warning.
+	Drain func(ctx context.Context, c *api.KubernetesCluster, machine string) error
+}
+
+// ClusterSecrets are a cluster's PKI, tokens, machine keys and etcd
+// identity (user, role, prefix), written fenced on the leader's term.
+type ClusterSecrets interface {
+	// Ensure creates what is missing for the cluster's machines and
+	// returns each machine's host files (secrets by reference).
+	Ensure(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, controlPlane, dataPlane []string) (map[string][]api.HostFile, error)
+	// Kubeconfig writes the admin kubeconfig for server (once the control
+	// plane is ready) and returns the secret's name.
+	Kubeconfig(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, server string) (string, error)
+	// Delete removes every secret of the cluster, its etcd user and role
+	// and the data under its prefix.
+	Delete(ctx context.Context, fence store.Fence, c *api.KubernetesCluster) error
+}
+
+// clusterController is the leader's Kubernetes cluster controller
+// (controllers.go): for each KubernetesCluster it selects and claims
+// machines, plans with package kubeplan and writes the cluster's Rollout
+// (never a NixosConfiguration: the rollout controller writes those), its
+// claims and its status, each fenced on leadership.
+//
+//	[event or resync] --> read fleet --> per cluster (oldest first):
+//	    select --> claim (txn: claim absent) --> secrets --> kubeplan.Judge, Next
+//	    --> write Rollout | release | unclaim --> status (CAS, observedGeneration)
+//	    deleting and nothing held --> delete secrets, rollouts, the cluster
+type clusterController struct {
+	c     *Coordinator
+	fence store.Fence
+	last  map[string]string // cluster -> last logged plan
+}
+
+func newClusterController(c *Coordinator, fence store.Fence) *clusterController {
+	return &clusterController{c: c, fence: fence, last: map[string]string{}}
+}
+
+// reconcile is the controller's Reconcile: one pass over every cluster.
+// A cluster's error does not stop the others; a lost leadership does.
+func (cc *clusterController) reconcile(ctx context.Context) error {
+	f, err := readClusterFleet(ctx, cc.c.store)
+	if err != nil {
+		return fmt.Errorf("kubernetes clusters: %w", err)
+	}
+	if len(f.clusters) == 0 {
+		return nil
+	}
+	if f.members, err = cc.c.admin.Observe(ctx); err != nil {
+		return fmt.Errorf("kubernetes clusters: etcd members: %w", err)
+	}
+	var errs []error
+	for _, kc := range f.clusters {
+		if err := cc.pass(ctx, f, kc); err != nil {
+			if errors.Is(err, store.ErrNotLeader) {
+				return err
+			}
+			errs = append(errs, fmt.Errorf("kubernetes cluster %s: %w", kc.Metadata.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// pass converges one cluster.
+func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.KubernetesCluster) error {
+	name := kc.Metadata.Name
+	deleting := kc.Deleting()
+	var sel kubeplan.Selection
+	if !deleting {
+		sel = kubeplan.Select(name, group(kc.Spec.ControlPlane), group(kc.Spec.DataPlane), f.candidates(name))
+		var err error
+		if sel, err = cc.claim(ctx, f, kc, sel); err != nil {
+			return err
+		}
+	}
+	var files map[string][]api.HostFile
+	if s := cc.c.Clusters.Secrets; s != nil && !deleting && len(sel.ControlPlane) > 0 {
+		var err error
+		if files, err = s.Ensure(ctx, cc.fence, kc, sel.ControlPlane, sel.DataPlane); err != nil {
+			return fmt.Errorf("secrets: %w", err)
+		}
+	}
+	members := f.members
+	endpoint := clusterEndpoint(kc, sel, f)
+	// Nothing rolls until the whole control plane is selected and every
+	// named machine exists: cluster.nix names every control-plane node.
+	cpComplete := len(sel.ControlPlane) > 0 && sel.MissingControlPlane == 0 && len(sel.Unknown) == 0 && endpoint != "" &&
+		!slices.ContainsFunc(sel.Held, func(m string) bool { return slices.Contains(kc.Spec.ControlPlane.Machines, m) })
+	var nix string
+	var nixErr error
+	if cpComplete && !deleting {
+		nix, nixErr = renderClusterNix(kc, sel, f, members, endpoint)
+	}
+
+	rf := kubeplan.RollFacts{Current: map[string]*api.NixosConfigurationSpec{}, Release: map[string]api.NixosConfigurationSpec{},
+		Rollouts: f.owned(name), Drain: kc.Spec.Drain != nil && !deleting}
+	for m, cfg := range f.configs {
+		rf.Current[m] = &cfg.Spec
+	}
+	selected := map[string]bool{}
+	for _, m := range sel.All() {
+		selected[m] = true
+	}
+	for _, m := range f.claimedBy(name) {
+		if !selected[m] {
+			rf.Release[m] = kubeplan.ReleaseSpec(kc, cc.c.Clusters.DefaultGitRepo)
+		}
+	}
+	if cpComplete && nixErr == nil && !deleting {
+		for _, m := range sel.All() {
+			if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved {
+				continue // rolled once its agent has registered it
+			}
+			spec := kubeplan.MachineSpec(kubeplan.SpecInput{Cluster: kc, DefaultGitRepo: cc.c.Clusters.DefaultGitRepo, ClusterNix: nix, HostFiles: files[m]}, m)
+			rf.Desired = append(rf.Desired, kubeplan.Want{Machine: m, ControlPlane: slices.Contains(sel.ControlPlane, m), Spec: spec})
+		}
+	}
+	rf.VersionChange = kc.Spec.Version != "" && kc.Status.Version != "" && kc.Spec.Version != kc.Status.Version
+
+	facts := cc.facts(kc, sel, f, members)
+	facts.Deleting = deleting
+	judged := kubeplan.Judge(facts)
+	rf.APIServerReady = judged.Condition(kubeplan.APIServerReady).Status
+	plan := kubeplan.Next(rf)
+	if plan.Action == kubeplan.Halted {
+		facts.Halted = plan.Reason
+		judged = kubeplan.Judge(facts)
+	}
+	if nixErr != nil && judged.Phase != kubeplan.Failed && !deleting {
+		judged.Phase, judged.Message = kubeplan.Failed, "cluster.nix: "+nixErr.Error()
+	}
+	cc.log(name, plan)
+	if err := cc.applyPlan(ctx, kc, plan, f); err != nil {
+		return err
+	}
+	if deleting && plan.Action == kubeplan.None && len(f.claimedBy(name)) == 0 {
+		return cc.finishDeletion(ctx, kc, f)
+	}
+	var kubeconfig string
+	if s := cc.c.Clusters.Secrets; s != nil && !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status {
+		var err error
+		if kubeconfig, err = s.Kubeconfig(ctx, cc.fence, kc, "https://"+endpoint); err != nil {
+			return fmt.Errorf("kubeconfig: %w", err)
+		}
+	}
+	return cc.writeStatus(ctx, kc, statusUpdate{judged: judged, sel: sel, endpoint: endpoint, kubeconfig: kubeconfig,
+		rollouts: f.owned(name), inSync: plan.Action == kubeplan.None && !deleting && nixErr == nil, facts: facts})
+}
+
+func (cc *clusterController) log(cluster string, p kubeplan.RollPlan) {
+	s := fmt.Sprintf("%s %v: %s", p.Action, p.Machines, p.Reason)
+	if cc.last[cluster] == s {
+		return
+	}
+	cc.last[cluster] = s
+	lvl := cc.c.log.Info
+	if p.Action == kubeplan.None || p.Action == kubeplan.Wait {
+		lvl = cc.c.log.Debug
+	}
+	lvl("kubernetes cluster", "cluster", cluster, "action", string(p.Action), "machines", strings.Join(p.Machines, ","), "reason", p.Reason)
+}
+
+// group is a machine set as the planner reads it.
+func group(s api.MachineSet) kubeplan.Group {
+	g := kubeplan.Group{Machines: s.Machines, Count: s.Count}
+	if s.MachineSelector != nil {
+		g.MatchLabels = s.MachineSelector.MatchLabels
+	}
+	return g
+}

@@ -1,0 +1,86 @@
+package coordinator
+
+import (
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/clusternix"
+	"github.com/homystack/nico/pkg/kubeplan"
+	"github.com/homystack/nico/pkg/membership"
+)
+
+// DefaultAPIServerPort is the port of a control-plane endpoint that names
+// none.
+const DefaultAPIServerPort = 6443
+
+// clusterEndpoint is the address clients reach kc's API servers at, as
+// host:port: the spec's; else the one in use (status) while its host is
+// still an address of a selected control-plane machine, so that it does
+// not move under the clients; else the first selected control-plane
+// machine's first address. "" while there is none.
+func clusterEndpoint(kc *api.KubernetesCluster, sel kubeplan.Selection, f *clusterFleet) string {
+	if e := kc.Spec.ControlPlaneEndpoint; e != "" {
+		if _, _, err := net.SplitHostPort(e); err == nil {
+			return e
+		}
+		return net.JoinHostPort(e, strconv.Itoa(DefaultAPIServerPort))
+	}
+	if cur := kc.Status.ControlPlaneEndpoint; cur != "" {
+		if host, _, err := net.SplitHostPort(cur); err == nil {
+			for _, m := range sel.ControlPlane {
+				if slices.Contains(f.addresses(m), host) {
+					return cur
+				}
+			}
+		}
+	}
+	for _, m := range sel.ControlPlane {
+		if as := f.addresses(m); len(as) > 0 {
+			return net.JoinHostPort(as[0], strconv.Itoa(DefaultAPIServerPort))
+		}
+	}
+	return ""
+}
+
+// renderClusterNix renders the cluster.nix every machine of kc gets: its
+// nodes by role with their addresses, the endpoint, etcd's endpoints and
+// prefix for provider nico (the voters' client URLs), and the paths of
+// the delivered files (kubeadm's layout).
+func renderClusterNix(kc *api.KubernetesCluster, sel kubeplan.Selection, f *clusterFleet, members []membership.Member, endpoint string) (string, error) {
+	c := clusternix.Cluster{Name: kc.Metadata.Name, Version: kc.Spec.Version, Paths: clusternix.DefaultPaths()}
+	if host, port, err := net.SplitHostPort(endpoint); err == nil {
+		p, _ := strconv.Atoi(port)
+		c.ControlPlaneEndpoint = clusternix.Endpoint{Host: host, Port: p}
+	}
+	for _, m := range sel.ControlPlane {
+		c.Nodes.ControlPlane = append(c.Nodes.ControlPlane, clusternix.Node{Name: m, Addresses: f.addresses(m)})
+	}
+	for _, m := range sel.DataPlane {
+		c.Nodes.DataPlane = append(c.Nodes.DataPlane, clusternix.Node{Name: m, Addresses: f.addresses(m)})
+	}
+	switch kc.Spec.Etcd.ProviderOrDefault() {
+	case api.EtcdProviderNico:
+		c.Etcd = clusternix.Etcd{Provider: clusternix.EtcdNico, Prefix: api.ClusterEtcdPrefix(kc.Metadata.Name)}
+		for _, m := range members {
+			if !m.Learner && len(m.ClientURLs) > 0 {
+				c.Etcd.Endpoints = append(c.Etcd.Endpoints, m.ClientURLs[0])
+			}
+		}
+		slices.Sort(c.Etcd.Endpoints)
+		c.Etcd.Endpoints = slices.Compact(c.Etcd.Endpoints)
+	case api.EtcdProviderExternal:
+		c.Etcd = clusternix.Etcd{Provider: clusternix.EtcdExternal}
+		if e := kc.Spec.Etcd.External; e != nil {
+			c.Etcd.Endpoints = slices.Clone(e.Endpoints)
+		}
+	case api.EtcdProviderDistribution:
+		c.Etcd = clusternix.Etcd{Provider: clusternix.EtcdDistribution}
+		if len(sel.ControlPlane) > 0 {
+			c.FirstServer = sel.ControlPlane[0]
+		}
+	}
+	b, err := clusternix.Render(c)
+	return string(b), err
+}

@@ -1,0 +1,267 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/kubeplan"
+	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// clusterFleet is what the cluster controller reads, at one revision.
+type clusterFleet struct {
+	clusters []*api.KubernetesCluster // oldest first: the older cluster claims first
+	nodes    map[string]*api.Node
+	machines map[string]*api.Machine
+	alive    map[string]bool
+	claims   map[string]string // machine -> cluster
+	configs  map[string]*api.NixosConfiguration
+	rollouts []*api.Rollout // oldest first
+	reports  map[string]*api.ComponentReport
+	// members are etcd's members, read once per pass.
+	members []membership.Member
+}
+
+// readClusterFleet reads every input of the cluster controller in one
+// read-only transaction.
+func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, error) {
+	resp, err := st.Txn(ctx, nil,
+		clientv3.OpGet(store.ClustersDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.NodesDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.MachinesDir, clientv3.WithPrefix()),
+		store.AliveOp(),
+		clientv3.OpGet(store.ClusterClaimsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.NixosConfigsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.RolloutsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.ComponentReportsDir, clientv3.WithPrefix()),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	kvs := func(i int) []*mvccpb.KeyValue { return resp.Responses[i].GetResponseRange().GetKvs() }
+	f := &clusterFleet{nodes: map[string]*api.Node{}, machines: map[string]*api.Machine{}, claims: map[string]string{},
+		configs: map[string]*api.NixosConfiguration{}, reports: map[string]*api.ComponentReport{}}
+	if f.clusters, err = store.Objects[api.KubernetesCluster](kvs(0)); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(f.clusters, func(a, b *api.KubernetesCluster) int {
+		if c := a.Metadata.CreatedAt.Compare(b.Metadata.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Metadata.Name, b.Metadata.Name)
+	})
+	if err := index(kvs(1), f.nodes); err != nil {
+		return nil, err
+	}
+	if err := index(kvs(2), f.machines); err != nil {
+		return nil, err
+	}
+	f.alive = store.AliveIn(kvs(3))
+	for _, kv := range kvs(4) {
+		f.claims[store.Name(string(kv.Key))] = string(kv.Value)
+	}
+	if err := index(kvs(5), f.configs); err != nil {
+		return nil, err
+	}
+	if f.rollouts, err = store.Objects[api.Rollout](kvs(6)); err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(f.rollouts, func(a, b *api.Rollout) int {
+		if c := a.Metadata.CreatedAt.Compare(b.Metadata.CreatedAt); c != 0 {
+			return c
+		}
+		return rolloutSeq(a.Metadata.Name) - rolloutSeq(b.Metadata.Name)
+	})
+	if err := index(kvs(7), f.reports); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// index decodes kvs into m by object name.
+func index[T any, PT interface {
+	*T
+	api.Object
+}](kvs []*mvccpb.KeyValue, m map[string]PT) error {
+	objs, err := store.Objects[T, PT](kvs)
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		m[o.GetMetadata().Name] = o
+	}
+	return nil
+}
+
+// candidates are the fleet's machines as cluster's selection sees them: the
+// registered nodes (labels from the node) and the machines of pools whose
+// node has not registered yet.
+func (f *clusterFleet) candidates(cluster string) []kubeplan.Machine {
+	var out []kubeplan.Machine
+	seen := map[string]bool{}
+	for name, n := range f.nodes {
+		if n.Status.Phase == api.NodeRemoved {
+			continue
+		}
+		seen[name] = true
+		cfg := f.configs[name]
+		out = append(out, kubeplan.Machine{Name: name, Labels: n.Spec.Labels, Discoverable: f.alive[name],
+			HasConfiguration: cfg != nil && !kubeplan.OwnedBy(cfg.Metadata.OwnerReferences, cluster),
+			ClaimedBy:        f.claims[name], Addresses: f.addresses(name)})
+	}
+	for name, m := range f.machines {
+		if !seen[name] {
+			out = append(out, kubeplan.Machine{Name: name, HasConfiguration: m.Status.HasConfiguration, ClaimedBy: f.claims[name], Addresses: m.Status.Addresses})
+		}
+	}
+	return out
+}
+
+// addresses are machine's addresses: its Machine's, else the hosts of its
+// node's etcd and gossip URLs.
+func (f *clusterFleet) addresses(machine string) []string {
+	if m := f.machines[machine]; m != nil && len(m.Status.Addresses) > 0 {
+		return slices.Clone(m.Status.Addresses)
+	}
+	n := f.nodes[machine]
+	if n == nil {
+		return nil
+	}
+	var out []string
+	for _, u := range []string{n.Spec.PeerURL, n.Spec.ClientURL} {
+		if p, err := url.Parse(u); err == nil && p.Hostname() != "" {
+			out = append(out, p.Hostname())
+		}
+	}
+	if h, _, err := net.SplitHostPort(n.Status.GossipAddr); err == nil && h != "" {
+		out = append(out, h)
+	}
+	return slices.Compact(out)
+}
+
+// owned are cluster's rollouts, oldest first.
+func (f *clusterFleet) owned(cluster string) []*api.Rollout {
+	var out []*api.Rollout
+	for _, r := range f.rollouts {
+		if kubeplan.OwnedBy(r.Metadata.OwnerReferences, cluster) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// claimedBy are the machines cluster holds, sorted.
+func (f *clusterFleet) claimedBy(cluster string) []string {
+	var out []string
+	for m, c := range f.claims {
+		if c == cluster {
+			out = append(out, m)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// facts are what kubeplan.Judge reads of cluster kc.
+func (cc *clusterController) facts(kc *api.KubernetesCluster, sel kubeplan.Selection, f *clusterFleet, members []membership.Member) kubeplan.Facts {
+	fa := kubeplan.Facts{Selection: sel}
+	fa.EtcdReady, fa.EtcdMessage = etcdReady(kc, members)
+	probes := kc.Spec.Probes.WithDefaults()
+	stale := 3 * time.Duration(probes.Interval)
+	now := cc.c.Now()
+	for _, m := range sel.ControlPlane {
+		mem := kubeplan.Member{Name: m, Applied: runsCluster(f.configs[m], kc.Metadata.Name)}
+		r := f.reports[m]
+		fresh := r != nil && r.Status.Cluster == kc.Metadata.Name && now.Sub(r.Status.CheckedAt) <= stale
+		probe := func(p *api.ComponentProbe, component string) kubeplan.Probe {
+			if !fresh {
+				return kubeplan.Probe{}
+			}
+			h := r.Component(component)
+			if h == nil {
+				return kubeplan.Probe{}
+			}
+			return kubeplan.Probe{Reported: true, Healthy: h.Healthy, Leader: h.HoldsLease, Message: h.Message}
+		}
+		mem.APIServer = probe(probes.APIServer, api.ComponentAPIServer)
+		if probes.APIServer.Disabled {
+			mem.APIServer = kubeplan.Probe{Reported: true, Healthy: mem.Applied, Message: "not probed"}
+		}
+		mem.ControllerManager = probe(probes.ControllerManager, api.ComponentControllerManager)
+		if probes.ControllerManager.Disabled {
+			mem.ControllerManager = kubeplan.Probe{Reported: true, Healthy: mem.APIServer.Healthy, Message: "not probed"}
+		}
+		mem.Scheduler = probe(probes.Scheduler, api.ComponentScheduler)
+		if probes.Scheduler.Disabled {
+			mem.Scheduler = kubeplan.Probe{Reported: true, Healthy: mem.APIServer.Healthy, Message: "not probed"}
+		}
+		fa.ControlPlane = append(fa.ControlPlane, mem)
+	}
+	for _, m := range sel.DataPlane {
+		fa.DataPlane = append(fa.DataPlane, kubeplan.Member{Name: m, Applied: runsCluster(f.configs[m], kc.Metadata.Name)})
+	}
+	return fa
+}
+
+// runsCluster tells whether a machine with configuration cfg runs one of
+// cluster's configurations (an earlier one too, while a rollout is under
+// way), not its release.
+func runsCluster(cfg *api.NixosConfiguration, cluster string) bool {
+	return cfg != nil && kubeplan.OwnedBy(cfg.Metadata.OwnerReferences, cluster) && cfg.Status.AppliedGeneration > 0 &&
+		cfg.Spec.Flake != kubeplan.OnRemoveFlake
+}
+
+// etcdReady judges the cluster's datastore. The fleet's etcd (provider
+// nico) is ready when it has a leader and every voter is healthy; an
+// external or the distribution's datastore is judged by the API servers'
+// /readyz, which checks it.
+func etcdReady(kc *api.KubernetesCluster, members []membership.Member) (bool, string) {
+	if p := kc.Spec.Etcd.ProviderOrDefault(); p != api.EtcdProviderNico {
+		return true, fmt.Sprintf("etcd provider %s: checked by the API servers' /readyz", p)
+	}
+	var voters, healthy int
+	leader := ""
+	var sick []string
+	for _, m := range members {
+		if m.Learner {
+			continue
+		}
+		voters++
+		if m.Healthy {
+			healthy++
+		} else {
+			sick = append(sick, etcdMemberName(m))
+		}
+		if m.Leader {
+			leader = etcdMemberName(m)
+		}
+	}
+	switch {
+	case voters == 0:
+		return false, "the fleet's etcd has no voter"
+	case leader == "":
+		return false, "the fleet's etcd has no leader"
+	case len(sick) > 0:
+		return false, fmt.Sprintf("%d of %d etcd voters healthy; unhealthy: %s", healthy, voters, strings.Join(sick, ", "))
+	}
+	return true, fmt.Sprintf("%d of %d etcd voters healthy, leader %s, prefix %s", healthy, voters, leader, api.ClusterEtcdPrefix(kc.Metadata.Name))
+}
+
+func etcdMemberName(m membership.Member) string {
+	switch {
+	case m.Node != "":
+		return m.Node
+	case m.Name != "":
+		return m.Name
+	}
+	return m.ID.String()
+}

@@ -1,0 +1,118 @@
+package kubepki
+
+import "github.com/homystack/nico/pkg/api"
+
+// Role is a machine's part in a cluster.
+type Role string
+
+// Roles.
+const (
+	RoleControlPlane Role = "controlPlane"
+	RoleDataPlane    Role = "dataPlane"
+)
+
+// Paths are where a machine's files land. DefaultPaths is kubeadm's
+// layout; cluster.nix (kc-nix's generator) names the same paths, from
+// this one function, so that the flake and the files cannot disagree.
+type Paths struct {
+	CACert, CAKey                             string
+	SAKey, SAPub                              string
+	FrontProxyCACert                          string
+	APIServerCert, APIServerKey               string
+	KubeletClientCert, KubeletClientKey       string
+	FrontProxyClientCert, FrontProxyClientKey string
+	EtcdCACert                                string
+	EtcdClientCert, EtcdClientKey             string
+	ControllerManagerConf, SchedulerConf      string
+	JoinToken                                 string
+	SSHKey, SSHPublicKey                      string
+}
+
+// DefaultPaths is kubeadm's layout under /etc/kubernetes, and nico's own
+// files under /var/lib/nico/kubernetes.
+func DefaultPaths() Paths {
+	const pki = "/etc/kubernetes/pki/"
+	const nico = "/var/lib/nico/kubernetes/"
+	return Paths{
+		CACert: pki + "ca.crt", CAKey: pki + "ca.key",
+		SAKey: pki + "sa.key", SAPub: pki + "sa.pub",
+		FrontProxyCACert: pki + "front-proxy-ca.crt",
+		APIServerCert:    pki + "apiserver.crt", APIServerKey: pki + "apiserver.key",
+		KubeletClientCert: pki + "apiserver-kubelet-client.crt", KubeletClientKey: pki + "apiserver-kubelet-client.key",
+		FrontProxyClientCert: pki + "front-proxy-client.crt", FrontProxyClientKey: pki + "front-proxy-client.key",
+		EtcdCACert:     pki + "etcd/ca.crt",
+		EtcdClientCert: pki + "apiserver-etcd-client.crt", EtcdClientKey: pki + "apiserver-etcd-client.key",
+		ControllerManagerConf: "/etc/kubernetes/controller-manager.conf",
+		SchedulerConf:         "/etc/kubernetes/scheduler.conf",
+		JoinToken:             nico + "join-token",
+		SSHKey:                nico + "ssh/id_ed25519", SSHPublicKey: nico + "ssh/id_ed25519.pub",
+	}
+}
+
+// Layout turns a cluster's secrets into the host files of its machines.
+type Layout struct {
+	Cluster  string
+	Provider Provider // "" = ProviderNico
+	// Paths are where files land (DefaultPaths when zero).
+	Paths Paths
+	// NicoCACertPEM is nico's CA certificate, the etcd CA of provider
+	// nico (public: written inline).
+	NicoCACertPEM []byte
+}
+
+// Modes of the files.
+const (
+	modePublic  = "0644" // certificates, public keys
+	modePrivate = "0600" // keys, kubeconfigs, the token
+)
+
+// HostFiles are machine's files for role, in a fixed order. Every machine
+// gets the cluster CA's certificate, the join token and its SSH key; a
+// control-plane machine also the CA key (the controller-manager signs
+// with it), the service-account key pair, the front-proxy CA
+// certificate, the API server's certificates and key pairs, the etcd CA
+// certificate and client pair, and the controller-manager's and
+// scheduler's kubeconfigs. A data-plane machine never gets a private key
+// of any CA.
+func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
+	p := l.Paths
+	if p == (Paths{}) {
+		p = DefaultPaths()
+	}
+	c := l.Cluster
+	ref := func(path, secret, key, mode string) api.HostFile {
+		return api.HostFile{Path: path, SecretRef: &api.SecretKeyRef{Name: secret, Key: key}, Mode: mode}
+	}
+	files := []api.HostFile{
+		ref(p.CACert, CASecret(c), KeyCert, modePublic),
+		ref(p.JoinToken, TokenSecret(c), KeyValue, modePrivate),
+		ref(p.SSHKey, SSHSecret(c, machine), KeySSHPrivate, modePrivate),
+		ref(p.SSHPublicKey, SSHSecret(c, machine), KeySSHPublic, modePublic),
+	}
+	if role != RoleControlPlane {
+		return files
+	}
+	files = append(files,
+		ref(p.CAKey, CASecret(c), KeyKey, modePrivate),
+		ref(p.SAKey, SASecret(c), KeyKey, modePrivate),
+		ref(p.SAPub, SASecret(c), KeyCert, modePublic),
+		ref(p.FrontProxyCACert, ProxySecret(c), KeyCert, modePublic),
+		ref(p.APIServerCert, APIServerSecret(c), KeyCert, modePublic),
+		ref(p.APIServerKey, APIServerSecret(c), KeyKey, modePrivate),
+		ref(p.KubeletClientCert, KubeletClientSecret(c), KeyCert, modePublic),
+		ref(p.KubeletClientKey, KubeletClientSecret(c), KeyKey, modePrivate),
+		ref(p.FrontProxyClientCert, ProxyClientSecret(c), KeyCert, modePublic),
+		ref(p.FrontProxyClientKey, ProxyClientSecret(c), KeyKey, modePrivate),
+	)
+	if l.Provider == "" || l.Provider == ProviderNico {
+		files = append(files, api.HostFile{Path: p.EtcdCACert, Inline: string(l.NicoCACertPEM), Mode: modePublic})
+	} else {
+		files = append(files, ref(p.EtcdCACert, EtcdCASecret(c), KeyCert, modePublic))
+	}
+	return append(files,
+		ref(p.EtcdClientCert, EtcdClientSecret(c), KeyCert, modePublic),
+		ref(p.EtcdClientKey, EtcdClientSecret(c), KeyKey, modePrivate),
+		ref(p.ControllerManagerConf, ControllerManagerSecret(c), KeyValue, modePrivate),
+		ref(p.SchedulerConf, SchedulerSecret(c), KeyValue, modePrivate),
+	)
+}

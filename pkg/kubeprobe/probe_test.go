@@ -1,0 +1,192 @@
+package kubeprobe
+
+import (
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/pki"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// server is a real HTTPS server on 127.0.0.1 with a certificate from a
+// CA generated for the test, and its CA.
+type server struct {
+	*httptest.Server
+	ca    *pki.CA
+	caPEM []byte
+}
+
+func newServer(t *testing.T, h http.Handler) *server {
+	t.Helper()
+	now := time.Now()
+	ca, err := pki.NewCA("test-cluster-ca", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt, key, err := ca.Issue(pki.Request{CommonName: "kube-apiserver", Usage: pki.UsageServer, IPs: []net.IP{net.ParseIP("127.0.0.1")}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(crt, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := httptest.NewUnstartedServer(h)
+	s.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.Pool()}
+	s.StartTLS()
+	t.Cleanup(s.Close)
+	return &server{Server: s, ca: ca, caPEM: ca.CertPEM}
+}
+
+func TestProbeHealth(t *testing.T) {
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/broken", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "[-]etcd failed: reason withheld", http.StatusInternalServerError)
+	})
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
+		select { // answers only when the client gives up or the test ends
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	s := newServer(t, mux)
+	other := newServer(t, mux) // another cluster's CA
+	t.Cleanup(func() { close(release) })
+	tests := []struct {
+		name    string
+		target  Target
+		healthy bool
+		message string
+	}{
+		{"verified with the cluster CA", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: s.caPEM}, true, ""},
+		{"a wrong CA", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: other.caPEM}, false, "certificate signed by unknown authority"},
+		{"500", Target{Name: api.ComponentAPIServer, URL: s.URL + "/broken", CA: s.caPEM}, false, "500 Internal Server Error: [-]etcd failed"},
+		{"timeout", Target{Name: api.ComponentAPIServer, URL: s.URL + "/hang", CA: s.caPEM}, false, "deadline exceeded"},
+		{"nothing listening", Target{Name: api.ComponentScheduler, URL: "https://127.0.0.1:1/healthz"}, false, "connection refused"},
+		{"own certificate accepted without a CA", Target{Name: api.ComponentScheduler, URL: s.URL + "/readyz"}, true, ""},
+		{"a CA file with no certificate", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: []byte("junk")}, false, ErrBadCA.Error()},
+	}
+	p := &Prober{Timeout: 500 * time.Millisecond}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := p.Probe(t.Context(), tt.target)
+			if h.Healthy != tt.healthy || !strings.Contains(h.Message, tt.message) || h.Name != tt.target.Name {
+				t.Fatalf("got %+v, want healthy=%v message ~ %q", h, tt.healthy, tt.message)
+			}
+		})
+	}
+}
+
+// TestProbeLeases: the leader lease is read through the API server with
+// the kubeconfig's client certificate and CA; the holder is matched to
+// this machine's identities; a lease without a holder, or that cannot be
+// read, makes the component unhealthy.
+func TestProbeLeases(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/", func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		switch strings.TrimPrefix(r.URL.Path, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/") {
+		case "kube-scheduler":
+			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-1_5b1c7c8e-2f5e-4a6a-9d0e-000000000001"}}`)
+		case "kube-controller-manager":
+			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-2_0000"}}`)
+		case "vacant":
+			fmt.Fprint(w, `{"kind":"Lease","spec":{}}`)
+		default:
+			http.Error(w, `{"kind":"Status","reason":"NotFound"}`, http.StatusNotFound)
+		}
+	})
+	s := newServer(t, mux)
+	kc := kubeconfigFor(t, s)
+	leases, err := LeasesFromKubeconfig(kc, s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer leases.Close()
+	p := &Prober{Timeout: 2 * time.Second, Leases: leases, Identities: []string{"cp-1"}}
+	probe := func(lease string) api.ComponentHealth {
+		return p.Probe(t.Context(), Target{Name: api.ComponentScheduler, URL: s.URL + "/healthz", CA: s.caPEM, Lease: lease})
+	}
+	if h := probe("kube-system/kube-scheduler"); !h.Healthy || !h.HoldsLease || !strings.HasPrefix(h.LeaderHolder, "cp-1_") {
+		t.Errorf("scheduler: %+v, want healthy, held here", h)
+	}
+	if h := probe("kube-system/kube-controller-manager"); !h.Healthy || h.HoldsLease || h.LeaderHolder != "cp-2_0000" {
+		t.Errorf("controller-manager: %+v, want healthy, held by cp-2", h)
+	}
+	if h := probe("kube-system/vacant"); h.Healthy || !strings.Contains(h.Message, "no holder") {
+		t.Errorf("vacant: %+v", h)
+	}
+	if h := probe("kube-system/missing"); h.Healthy || !strings.Contains(h.Message, "404") {
+		t.Errorf("missing: %+v", h)
+	}
+	if h := probe("no-slash"); h.Healthy || !strings.Contains(h.Message, "namespace/name") {
+		t.Errorf("bad lease name: %+v", h)
+	}
+	anon := &Prober{Leases: &APILeases{Server: s.URL, Client: s.Client()}}
+	if h := anon.Probe(t.Context(), Target{Name: api.ComponentScheduler, URL: s.URL + "/healthz", CA: s.caPEM, Lease: "kube-system/kube-scheduler"}); h.Healthy || !strings.Contains(h.Message, "401") {
+		t.Errorf("without a credential: %+v", h)
+	}
+}
+
+func kubeconfigFor(t *testing.T, s *server) []byte {
+	t.Helper()
+	crt, key, err := s.ca.Issue(pki.Request{CommonName: "kubernetes-admin", Usage: pki.UsageClient}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+current-context: admin@k1
+clusters:
+- name: k1
+  cluster:
+    server: https://k1.example.org:6443
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+contexts:
+- name: admin@k1
+  context: {cluster: k1, user: admin}
+`, b64(s.caPEM), b64(crt), b64(key))
+}
+
+func TestTargets(t *testing.T) {
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(ca, []byte("CA"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Targets(api.ClusterProbes{Scheduler: &api.ComponentProbe{Disabled: true}}, ca, os.ReadFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Name != api.ComponentAPIServer || string(ts[0].CA) != "CA" || ts[0].Lease != "" ||
+		ts[1].Name != api.ComponentControllerManager || ts[1].CA != nil || ts[1].Lease != "kube-system/kube-controller-manager" {
+		t.Fatalf("targets %+v", ts)
+	}
+	if _, err := Targets(api.ClusterProbes{}, filepath.Join(dir, "none.crt"), os.ReadFile); err == nil || !strings.Contains(err.Error(), "none.crt") {
+		t.Fatalf("missing CA: %v", err)
+	}
+}

@@ -1,0 +1,19 @@
+package store
+
+// Keys of the Kubernetes cluster controller and the agents' component
+// probes.
+const (
+	// ClusterClaimsDir holds one key per machine a KubernetesCluster holds,
+	// its value the cluster's name: a claim is created only while absent,
+	// so that two clusters never hold one machine.
+	ClusterClaimsDir = "clusterclaims/"
+	// ComponentReportsDir holds each control-plane machine's report of
+	// its Kubernetes components (api.ComponentReport).
+	ComponentReportsDir = "componentreports/"
+)
+
+// ClusterClaimKey is the claim on machine.
+func ClusterClaimKey(machine string) string { return ClusterClaimsDir + machine }
+
+// ComponentReportKey is where machine reports its Kubernetes components.
+func ComponentReportKey(machine string) string { return ComponentReportsDir + machine }
