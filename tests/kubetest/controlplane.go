@@ -25,7 +25,10 @@ type ControlPlaneConfig struct {
 	EtcdPrefix  string
 	Host        string // 127.0.0.1 when empty
 	Port        int    // the API server's secure port; a free one when 0
-	Dir         string // logs and cert dirs
+	// ControllerManagerPort and SchedulerPort are their secure ports
+	// (free ones when 0).
+	ControllerManagerPort, SchedulerPort int
+	Dir                                  string // logs and cert dirs
 	// APIServerOnly starts no controller-manager or scheduler.
 	APIServerOnly bool
 }
@@ -79,9 +82,10 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 		for _, comp := range []struct {
 			name, bin, kubeconfig string
 			dst                   **Process
+			port                  int
 			extra                 []string
 		}{
-			{"kube-controller-manager", c.Binaries.ControllerManager, c.Files.ControllerManagerKubeconfig, &cp.ControllerManager, []string{
+			{"kube-controller-manager", c.Binaries.ControllerManager, c.Files.ControllerManagerKubeconfig, &cp.ControllerManager, c.ControllerManagerPort, []string{
 				"--service-account-private-key-file=" + c.Files.SAPrivateKey,
 				"--root-ca-file=" + c.Files.CACert,
 				"--cluster-signing-cert-file=" + c.Files.CACert,
@@ -89,11 +93,13 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 				"--use-service-account-credentials=true",
 				"--controllers=*,bootstrapsigner,tokencleaner",
 			}},
-			{"kube-scheduler", c.Binaries.Scheduler, c.Files.SchedulerKubeconfig, &cp.Scheduler, nil},
+			{"kube-scheduler", c.Binaries.Scheduler, c.Files.SchedulerKubeconfig, &cp.Scheduler, c.SchedulerPort, nil},
 		} {
-			port, err := FreePort(host)
-			if err != nil {
-				return nil, err
+			port := comp.port
+			if port == 0 {
+				if port, err = FreePort(host); err != nil {
+					return nil, err
+				}
 			}
 			dir := filepath.Join(c.Dir, comp.name)
 			args := append([]string{

@@ -171,33 +171,44 @@ func (m *Machine) run(ctx context.Context, a *Apply) error {
 	}
 }
 
+// Ports of kube-controller-manager's and kube-scheduler's secure serving
+// (kubeadm's), used when a machine listens on its own address.
+const (
+	ControllerManagerPort = 10257
+	SchedulerPort         = 10259
+)
+
 // runControlPlane (re)starts the control plane when cluster.nix or a file
 // it reads changed, as a switch restarts units whose configuration did.
+// It reads the files where nico delivers them (kubeadm's layout under
+// /etc/kubernetes, cluster.nix's paths first) and issues, as kubeadm does,
+// the leaves that were not delivered into Root/run/kubernetes. It listens
+// on the machine's first address in cluster.nix at the endpoint's port
+// (kubeadm's ports for the others) when that is a loopback address, else
+// on Host and Port (127.0.0.1 and free ports when unset).
 func (m *Machine) runControlPlane(ctx context.Context, a *Apply, cf *ClusterFile, raw []byte) error {
-	p := func(name string) (string, error) {
-		v := cf.Paths[name]
-		if v == "" {
-			return "", fmt.Errorf("kubetest: cluster.nix has no paths.%s", name)
-		}
-		return m.Path(v), nil
-	}
-	local := Layout(filepath.Join(m.Root, "run/kubernetes"))
-	f := local
+	f := Layout(m.Path("/etc/kubernetes"))
 	for _, x := range []struct {
 		dst  *string
 		name string
 	}{
 		{&f.CACert, "caCert"}, {&f.CAKey, "caKey"}, {&f.SAPrivateKey, "serviceAccountKey"}, {&f.SAPublicKey, "serviceAccountPub"},
 		{&f.FrontProxyCACert, "frontProxyCACert"}, {&f.FrontProxyCAKey, "frontProxyCAKey"},
+		{&f.APIServerCert, "apiserverCert"}, {&f.APIServerKey, "apiserverKey"},
 		{&f.EtcdCA, "etcdCACert"}, {&f.EtcdCert, "apiserverEtcdClientCert"}, {&f.EtcdKey, "apiserverEtcdClientKey"},
 	} {
-		v, err := p(x.name)
-		if err != nil {
-			return err
+		if v := cf.Paths[x.name]; v != "" {
+			*x.dst = m.Path(v)
 		}
-		*x.dst = v
 	}
-	key, err := digest(raw, f.CACert, f.CAKey, f.SAPrivateKey, f.SAPublicKey, f.FrontProxyCACert, f.FrontProxyCAKey, f.EtcdCA, f.EtcdCert, f.EtcdKey)
+	host, port, cmPort, schedPort := m.Host, m.Port, 0, 0
+	if n, ok := cf.Node(m.Name); ok && host == "" && len(n.Addresses) > 0 && isLoopback(n.Addresses[0]) {
+		host, port, cmPort, schedPort = n.Addresses[0], cf.ControlPlaneEndpoint.Port, ControllerManagerPort, SchedulerPort
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	key, err := digest(append(raw, host...), f.CACert, f.CAKey, f.SAPrivateKey, f.SAPublicKey, f.FrontProxyCACert, f.EtcdCA, f.EtcdCert, f.EtcdKey)
 	if err != nil {
 		return err
 	}
@@ -209,10 +220,6 @@ func (m *Machine) runControlPlane(ctx context.Context, a *Apply, cf *ClusterFile
 	if err := m.stopLocked(); err != nil {
 		return err
 	}
-	host, port := m.Host, m.Port
-	if host == "" {
-		host = "127.0.0.1"
-	}
 	if port == 0 {
 		if port, err = FreePort(host); err != nil {
 			return err
@@ -222,23 +229,33 @@ func (m *Machine) runControlPlane(ctx context.Context, a *Apply, cf *ClusterFile
 	if err != nil {
 		return fmt.Errorf("kubetest: cluster CA: %w", err)
 	}
-	proxy, err := pki.LoadCA(f.FrontProxyCACert, f.FrontProxyCAKey)
-	if err != nil {
-		return fmt.Errorf("kubetest: front-proxy CA: %w", err)
+	proxy := func() (*pki.CA, error) {
+		c, err := pki.LoadCA(f.FrontProxyCACert, f.FrontProxyCAKey)
+		if err != nil {
+			return nil, fmt.Errorf("kubetest: front-proxy CA: %w", err)
+		}
+		return c, nil
 	}
 	server := "https://" + net.JoinHostPort(host, strconv.Itoa(port))
-	if err := WriteIssued(f, ca, proxy, server, host); err != nil {
+	if f, err = IssueMissing(f, Layout(filepath.Join(m.Root, "run/kubernetes")), ca, proxy, server, host, false); err != nil {
 		return err
 	}
 	cp, err := StartControlPlane(ctx, ControlPlaneConfig{
 		Binaries: m.Binaries, Files: f, EtcdServers: cf.Etcd.Endpoints, EtcdPrefix: cf.Etcd.Prefix,
-		Host: host, Port: port, Dir: filepath.Join(m.Root, "var/log/gen-"+strconv.FormatInt(a.Generation, 10)),
+		Host: host, Port: port, ControllerManagerPort: cmPort, SchedulerPort: schedPort,
+		Dir: filepath.Join(m.Root, "var/log/gen-"+strconv.FormatInt(a.Generation, 10)),
 	})
 	if err != nil {
 		return err
 	}
 	m.cp, m.cpKey, a.Restarted = cp, key, true
 	return nil
+}
+
+// isLoopback tells whether s is an IP address in 127.0.0.0/8 or ::1.
+func isLoopback(s string) bool {
+	ip := net.ParseIP(s)
+	return ip != nil && ip.IsLoopback()
 }
 
 // digest hashes data and the contents of files.

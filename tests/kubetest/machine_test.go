@@ -52,7 +52,7 @@ func TestMachineGeneration(t *testing.T) {
 		Name: "m", Version: "1.37.2",
 		ControlPlaneEndpoint: clusternix.Endpoint{Host: "127.0.0.1", Port: 6443},
 		Nodes: clusternix.Nodes{
-			ControlPlane: []clusternix.Node{{Name: "cp-1", Addresses: []string{"127.0.0.1"}}},
+			ControlPlane: []clusternix.Node{{Name: "cp-1", Addresses: []string{"127.0.0.9"}}},
 			DataPlane:    []clusternix.Node{{Name: "dp-1", Addresses: []string{"127.0.0.1"}}},
 		},
 		Etcd:  clusternix.Etcd{Provider: clusternix.EtcdNico, Endpoints: ec.Endpoints(), Prefix: "/clusters/m/registry"},

@@ -3,6 +3,7 @@ package kubetest
 import (
 	"fmt"
 	"net"
+	"os"
 	"time"
 
 	"github.com/homystack/nico/pkg/pki"
@@ -58,29 +59,66 @@ func WritePKI(root, server, host string) (Files, error) {
 // control-plane node): the API server's serving pair, the front-proxy
 // client and the three kubeconfigs for server.
 func WriteIssued(f Files, ca, proxy *pki.CA, server, host string) error {
-	if err := writeLeaf(ca, Leaf{
-		CommonName: "kube-apiserver", Server: true,
-		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPs:      sans(host),
-	}, f.APIServerCert, f.APIServerKey); err != nil {
-		return err
+	_, err := IssueMissing(f, f, ca, func() (*pki.CA, error) { return proxy, nil }, server, host, false)
+	return err
+}
+
+// IssueMissing issues, as kubeadm does on a control-plane node, each leaf
+// of f that was not delivered (its file absent; all of them with force)
+// into local's place for it, and returns f with those paths: the API
+// server's serving pair, the front-proxy client (from the CA proxy
+// returns), the admin, controller-manager and scheduler kubeconfigs for
+// server.
+func IssueMissing(f, local Files, ca *pki.CA, proxy func() (*pki.CA, error), server, host string, force bool) (Files, error) {
+	missing := func(paths ...string) bool {
+		if force {
+			return true
+		}
+		for _, p := range paths {
+			if _, err := os.Stat(p); err != nil {
+				return true
+			}
+		}
+		return false
 	}
-	if err := writeLeaf(proxy, Leaf{CommonName: FrontProxyClientUser, Client: true}, f.FrontProxyClientCert, f.FrontProxyClientKey); err != nil {
-		return err
-	}
-	for _, k := range []struct {
-		path, user string
-		orgs       []string
-	}{
-		{f.AdminKubeconfig, AdminUser, []string{AdminGroup}},
-		{f.ControllerManagerKubeconfig, ControllerManagerUser, nil},
-		{f.SchedulerKubeconfig, SchedulerUser, nil},
-	} {
-		if err := WriteKubeconfig(k.path, server, ca, k.user, k.orgs...); err != nil {
-			return err
+	if missing(f.APIServerCert, f.APIServerKey) {
+		f.APIServerCert, f.APIServerKey = local.APIServerCert, local.APIServerKey
+		if err := writeLeaf(ca, Leaf{
+			CommonName: "kube-apiserver", Server: true,
+			DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+			IPs:      sans(host),
+		}, f.APIServerCert, f.APIServerKey); err != nil {
+			return f, err
 		}
 	}
-	return nil
+	if missing(f.FrontProxyClientCert, f.FrontProxyClientKey) {
+		pca, err := proxy()
+		if err != nil {
+			return f, err
+		}
+		f.FrontProxyClientCert, f.FrontProxyClientKey = local.FrontProxyClientCert, local.FrontProxyClientKey
+		if err := writeLeaf(pca, Leaf{CommonName: FrontProxyClientUser, Client: true}, f.FrontProxyClientCert, f.FrontProxyClientKey); err != nil {
+			return f, err
+		}
+	}
+	for _, k := range []struct {
+		path, local *string
+		user        string
+		orgs        []string
+	}{
+		{&f.AdminKubeconfig, &local.AdminKubeconfig, AdminUser, []string{AdminGroup}},
+		{&f.ControllerManagerKubeconfig, &local.ControllerManagerKubeconfig, ControllerManagerUser, nil},
+		{&f.SchedulerKubeconfig, &local.SchedulerKubeconfig, SchedulerUser, nil},
+	} {
+		if !missing(*k.path) {
+			continue
+		}
+		*k.path = *k.local
+		if err := WriteKubeconfig(*k.path, server, ca, k.user, k.orgs...); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
 }
 
 // WriteEtcdClient writes the API server's etcd client files: etcd's CA
