@@ -109,13 +109,13 @@ type Config struct {
 	// Metrics, when set, counts the generations applied and rolled back
 	// (package metrics).
 	Metrics *metrics.Agent
+	// ComponentProbes says where the Kubernetes component probes find the
+	// cluster's files (agent/componentprobes.go).
+	ComponentProbes ComponentProbeConfig
 	// OnConnect, when set, is given the store each time the agent has
 	// connected to etcd (nico-agent binds its applier's secret source,
 	// the machine's projected secrets, to it).
 	OnConnect func(st *store.Store)
-	// ComponentProbes says where the Kubernetes component probes find the
-	// cluster's files (agent/componentprobes.go).
-	ComponentProbes ComponentProbeConfig
 }
 
 // Notifier tells the service manager how the agent is doing.

@@ -29,15 +29,29 @@ type ClusterHooks struct {
 // ClusterSecrets are a cluster's PKI, tokens, machine keys and etcd
 // identity (user, role, prefix), written fenced on the leader's term.
 type ClusterSecrets interface {
-	// Ensure creates what is missing for the cluster's machines and
-	// returns each machine's host files (secrets by reference).
-	Ensure(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, controlPlane, dataPlane []string) (map[string][]api.HostFile, error)
+	// Ensure creates what is missing for the cluster's machines (and
+	// renews what is due) and returns each machine's host files (secrets
+	// by reference), the values already readable by that machine.
+	Ensure(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, m SecretsRequest) (map[string][]api.HostFile, error)
 	// Kubeconfig writes the admin kubeconfig for server (once the control
 	// plane is ready) and returns the secret's name.
 	Kubeconfig(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, server string) (string, error)
+	// Released drops what machines, no longer in the cluster, were given.
+	Released(ctx context.Context, fence store.Fence, c *api.KubernetesCluster, machines []string) error
 	// Delete removes every secret of the cluster, its etcd user and role
 	// and the data under its prefix.
 	Delete(ctx context.Context, fence store.Fence, c *api.KubernetesCluster) error
+}
+
+// SecretsRequest is what a cluster's secrets are made for.
+type SecretsRequest struct {
+	// Endpoint is the control-plane endpoint, host:port.
+	Endpoint string
+	// ControlPlane and DataPlane are the machines, in the selection's order.
+	ControlPlane, DataPlane []string
+	// Addresses are each machine's addresses (the API servers' serving
+	// certificate names the control plane's).
+	Addresses map[string][]string
 }
 
 // clusterController is the leader's Kubernetes cluster controller
@@ -97,13 +111,6 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 			return err
 		}
 	}
-	var files map[string][]api.HostFile
-	if s := cc.c.Clusters.Secrets; s != nil && !deleting && len(sel.ControlPlane) > 0 {
-		var err error
-		if files, err = s.Ensure(ctx, cc.fence, kc, sel.ControlPlane, sel.DataPlane); err != nil {
-			return fmt.Errorf("secrets: %w", err)
-		}
-	}
 	members := f.members
 	endpoint := clusterEndpoint(kc, sel, f)
 	// Nothing rolls until the whole control plane is selected and every
@@ -112,8 +119,19 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		!slices.ContainsFunc(sel.Held, func(m string) bool { return slices.Contains(kc.Spec.ControlPlane.Machines, m) })
 	var nix string
 	var nixErr error
+	var files map[string][]api.HostFile
 	if cpComplete && !deleting {
 		nix, nixErr = renderClusterNix(kc, sel, f, members, endpoint)
+		if s := cc.c.Clusters.Secrets; s != nil && nixErr == nil {
+			req := SecretsRequest{Endpoint: endpoint, ControlPlane: sel.ControlPlane, DataPlane: sel.DataPlane, Addresses: map[string][]string{}}
+			for _, m := range sel.All() {
+				req.Addresses[m] = f.addresses(m)
+			}
+			var err error
+			if files, err = s.Ensure(ctx, cc.fence, kc, req); err != nil {
+				return fmt.Errorf("secrets: %w", err)
+			}
+		}
 	}
 
 	rf := kubeplan.RollFacts{Current: map[string]*api.NixosConfigurationSpec{}, Release: map[string]api.NixosConfigurationSpec{},

@@ -158,6 +158,9 @@ func TestRemovedMachineIsDrainedThenReleased(t *testing.T) {
 	if c := h.claims(); c["dp-2"] != "" || c["dp-1"] != "k1" {
 		t.Fatalf("claims %v, want dp-2 released", c)
 	}
+	if !slices.Equal(h.secrets.released, []string{"k1/dp-2"}) {
+		t.Fatalf("secrets released for %v, want k1/dp-2", h.secrets.released)
+	}
 	if !slices.Equal(drained, []string{"k1/dp-2"}) {
 		t.Fatalf("drained %v, want k1/dp-2", drained)
 	}

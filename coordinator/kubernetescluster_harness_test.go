@@ -12,6 +12,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,8 +22,11 @@ import (
 // pass by pass against real etcd, and plays the machines' agents: they
 // apply every configuration at once and report their components.
 type kcHarness struct {
-	t       *testing.T
-	st      *store.Store
+	t  *testing.T
+	cl *etcdtest.Cluster
+	st *store.Store
+	// nodeCA, when set, issues each machine's node certificate.
+	nodeCA  *pki.CA
 	c       *Coordinator
 	cc      *clusterController
 	ro      *rollouter
@@ -43,7 +47,7 @@ func newKCHarness(t *testing.T) *kcHarness {
 	cl := etcdtest.Start(t, 1)
 	st := dialStore(t, cl)
 	c, fence := leaderTerm(t, st, "leader")
-	h := &kcHarness{t: t, st: st, c: c, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}, hold: map[string]bool{}}
+	h := &kcHarness{t: t, cl: cl, st: st, c: c, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}, hold: map[string]bool{}}
 	c.Now = func() time.Time { return h.now }
 	c.Clusters = ClusterHooks{DefaultGitRepo: "https://git.example/fleet", Secrets: h.secrets}
 	h.cc, h.ro = newClusterController(c, fence), &rollouter{c: c, fence: fence}
@@ -62,6 +66,13 @@ func (h *kcHarness) machine(name string, labels ...string) {
 	}
 	n.Status.Phase = api.NodeRegistered
 	n.Status.GossipAddr = fmt.Sprintf("127.0.0.%d:7946", 10+len(h.nodes()))
+	if h.nodeCA != nil {
+		crt, _, err := h.nodeCA.Issue(pki.Request{CommonName: "node:" + name, Usage: pki.UsageClient}, h.now)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		n.Status.Certificate = string(crt)
+	}
 	if err := h.st.PutObject(ctx, n); err != nil {
 		h.t.Fatal(err)
 	}
@@ -228,10 +239,12 @@ type fakeSecrets struct {
 	mu         sync.Mutex
 	ensured    map[string][]string
 	kubeconfig map[string]string
+	released   []string
 	deleted    []string
 }
 
-func (s *fakeSecrets) Ensure(_ context.Context, _ store.Fence, c *api.KubernetesCluster, cp, dp []string) (map[string][]api.HostFile, error) {
+func (s *fakeSecrets) Ensure(_ context.Context, _ store.Fence, c *api.KubernetesCluster, req SecretsRequest) (map[string][]api.HostFile, error) {
+	cp, dp := req.ControlPlane, req.DataPlane
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ensured == nil {
@@ -253,6 +266,15 @@ func (s *fakeSecrets) Kubeconfig(_ context.Context, _ store.Fence, c *api.Kubern
 	}
 	s.kubeconfig[c.Metadata.Name] = server
 	return api.KubeconfigSecretName(c.Metadata.Name), nil
+}
+
+func (s *fakeSecrets) Released(_ context.Context, _ store.Fence, c *api.KubernetesCluster, machines []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range machines {
+		s.released = append(s.released, c.Metadata.Name+"/"+m)
+	}
+	return nil
 }
 
 func (s *fakeSecrets) Delete(_ context.Context, _ store.Fence, c *api.KubernetesCluster) error {

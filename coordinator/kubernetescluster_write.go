@@ -64,6 +64,11 @@ func (cc *clusterController) applyPlan(ctx context.Context, kc *api.KubernetesCl
 	case kubeplan.Wait:
 		return cc.syncPause(ctx, kc, f)
 	case kubeplan.Unclaim:
+		if s := cc.c.Clusters.Secrets; s != nil {
+			if err := s.Released(ctx, cc.fence, kc, p.Machines); err != nil {
+				return fmt.Errorf("release secrets: %w", err)
+			}
+		}
 		for _, m := range p.Machines {
 			key := store.ClusterClaimKey(m)
 			guard := store.Guard{Cmp: clientv3.Compare(clientv3.Value(key), "=", name), Err: fmt.Errorf("%w: claim %s is not %s's", store.ErrConflict, m, name)}

@@ -153,6 +153,7 @@ func run(args []string, stderr io.Writer) int {
 		HealthTimeout:  cfg.HealthTimeout,
 		Gossip:         g,
 	}, st, log)
+	c.Clusters = clusterHooks(cfg, st, cli, log) // clusters.go
 	stopMetrics, err := serveMetrics(ctx, cfg, c, mesh, log)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

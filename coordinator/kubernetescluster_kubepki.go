@@ -1,0 +1,141 @@
+package coordinator
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/kubepki"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/secrets"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// ErrNoNodeCertificate: a machine's node has published no certificate yet,
+// so its secrets cannot be sealed to it.
+var ErrNoNodeCertificate = errors.New("coordinator: machine has no node certificate yet")
+
+// KubePKISecrets is ClusterSecrets over package kubepki: the cluster's
+// secrets under Cluster API's names in the sealed secret store, its etcd
+// user and role on nico's etcd (provider nico), kubeadm's host-file
+// layout, each machine's values sealed to its node certificate. kubepki
+// writes through the secret store and etcd's auth API, not fenced on the
+// leader's term: its writes are idempotent creates (a deposed leader's
+// last one is kept, never made twice).
+type KubePKISecrets struct {
+	// Secrets is the sealed secret store, Store nico's.
+	Secrets *secrets.Store
+	Store   *store.Store
+	// Root is a root client on the whole keyspace (not under the
+	// store's prefix): etcd's auth API and the clusters' prefixes.
+	Root *clientv3.Client
+	// NicoCA signs the API servers' etcd client certificates (provider
+	// nico); its certificate is their etcd CA.
+	NicoCA *pki.CA
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (k *KubePKISecrets) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+// Ensure implements ClusterSecrets.
+func (k *KubePKISecrets) Ensure(ctx context.Context, _ store.Fence, kc *api.KubernetesCluster, req SecretsRequest) (map[string][]api.HostFile, error) {
+	name := kc.Metadata.Name
+	provider := kubepki.Provider(kc.Spec.Etcd.ProviderOrDefault())
+	c := kubepki.Cluster{Name: name, Provider: provider, NicoCA: k.NicoCA,
+		Machines: append(slices.Clone(req.ControlPlane), req.DataPlane...)}
+	if req.Endpoint != "" {
+		c.Endpoint = "https://" + req.Endpoint
+		if host, _, err := net.SplitHostPort(req.Endpoint); err == nil {
+			c.APIServerNames = append(c.APIServerNames, host)
+		}
+	}
+	for _, m := range req.ControlPlane {
+		c.APIServerNames = append(c.APIServerNames, m)
+		c.APIServerNames = append(c.APIServerNames, req.Addresses[m]...)
+	}
+	slices.Sort(c.APIServerNames)
+	c.APIServerNames = slices.Compact(c.APIServerNames)
+	if _, err := kubepki.Ensure(ctx, k.Secrets, c, k.now()); err != nil {
+		return nil, err
+	}
+	if provider == kubepki.ProviderNico {
+		if _, err := kubepki.EnsureEtcdIdentity(ctx, k.Root, name); err != nil {
+			return nil, err
+		}
+	}
+	layout := kubepki.Layout{Cluster: name, Provider: provider}
+	if k.NicoCA != nil {
+		layout.NicoCACertPEM = k.NicoCA.CertPEM
+	}
+	out := map[string][]api.HostFile{}
+	for _, m := range c.Machines {
+		role := kubepki.RoleDataPlane
+		if slices.Contains(req.ControlPlane, m) {
+			role = kubepki.RoleControlPlane
+		}
+		files := layout.HostFiles(m, role)
+		if err := k.project(ctx, name, m, files); err != nil {
+			return nil, err
+		}
+		out[m] = files
+	}
+	return out, nil
+}
+
+// project seals machine's values to its node certificate.
+func (k *KubePKISecrets) project(ctx context.Context, cluster, machine string, files []api.HostFile) error {
+	n := api.NewNode(machine)
+	if err := k.Store.Get(ctx, store.NodeKey(machine), n); err != nil {
+		return fmt.Errorf("node %s: %w", machine, err)
+	}
+	block, _ := pem.Decode([]byte(n.Status.Certificate))
+	if block == nil {
+		return fmt.Errorf("%w: %s", ErrNoNodeCertificate, machine)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return fmt.Errorf("node %s: certificate: %w", machine, err)
+	}
+	p, err := kubepki.Select(ctx, k.Secrets, cluster, files)
+	if err != nil {
+		return err
+	}
+	_, err = kubepki.Project(ctx, k.Store, machine, cert, p)
+	return err
+}
+
+// Kubeconfig implements ClusterSecrets: kubepki makes the admin
+// kubeconfig with the others once the endpoint is known.
+func (k *KubePKISecrets) Kubeconfig(ctx context.Context, _ store.Fence, kc *api.KubernetesCluster, _ string) (string, error) {
+	name := kubepki.KubeconfigSecret(kc.Metadata.Name)
+	if err := k.Secrets.Get(ctx, store.NamedSecretKey(name), api.NewSecret(name)); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// Released implements ClusterSecrets.
+func (k *KubePKISecrets) Released(ctx context.Context, _ store.Fence, _ *api.KubernetesCluster, machines []string) error {
+	return kubepki.Unproject(ctx, k.Secrets, machines)
+}
+
+// Delete implements ClusterSecrets: the etcd user and role, the data
+// under the cluster's prefix (gone for good), the secrets, and what the
+// machines it last held were given.
+func (k *KubePKISecrets) Delete(ctx context.Context, _ store.Fence, kc *api.KubernetesCluster) error {
+	machines := append(slices.Clone(kc.Status.ControlPlane.Machines), kc.Status.DataPlane.Machines...)
+	return kubepki.Delete(ctx, k.Root, k.Secrets, kc.Metadata.Name, machines)
+}
