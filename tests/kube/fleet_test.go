@@ -24,10 +24,13 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/kubepki"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/secretbox"
+	"github.com/homystack/nico/pkg/secrets"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/fleetkit"
@@ -48,6 +51,7 @@ type fleet struct {
 
 	st    *store.Store
 	root  *clientv3.Client // etcd root, for assertions
+	box   *secretbox.Box   // the store's secrets key (clusters only)
 	coord context.CancelFunc
 	done  chan error
 
@@ -68,8 +72,22 @@ type fleetOptions struct {
 	cps, dps int
 	// coordinator adjusts the coordinator before it runs.
 	coordinator func(*coordinator.Coordinator)
-	// secrets resolves secret references of host files (nil: none).
-	secrets func(name string) apply.Secrets
+	// clusters runs the Kubernetes cluster controller with kubepki's
+	// secrets, the agents' component probes and their secret sources.
+	clusters bool
+}
+
+// address is machine's own loopback address (its Machine's status), where
+// its control plane listens: cp-1 127.0.0.1 (where the default component
+// probes look), cp-2 127.0.0.2, ..., dp-1 after the control plane.
+func (f *fleet) address(machine string) string {
+	names := f.nodeNames()
+	for i, n := range names {
+		if n == machine {
+			return fmt.Sprintf("127.0.0.%d", i+1)
+		}
+	}
+	return ""
 }
 
 // newFleet starts the fleet and returns once every control-plane machine's
@@ -96,6 +114,7 @@ func newFleet(tb testing.TB, opts fleetOptions) *fleet {
 	for i := 1; i <= opts.dps; i++ {
 		f.start(fmt.Sprintf("dp-%d", i), []api.Role{api.RoleWorker}, false, opts)
 	}
+	f.declareMachines(ctx)
 	testwait.For(tb, time.Minute, "every node registered", func() (bool, string) {
 		var missing []string
 		for _, n := range f.nodeNames() {
@@ -135,8 +154,11 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 	}
 	m := &kubetest.Machine{Name: name, Root: filepath.Join(dir, "root"), Binaries: f.bins, Log: f.log}
 	var secrets apply.Secrets
-	if opts.secrets != nil {
-		secrets = opts.secrets(name)
+	if opts.clusters {
+		b := &boundSecrets{machine: name, keyFile: cfg.PKI.Dir.Key(pki.NodeLeaf)}
+		cfg.OnConnect, secrets = b.bind, b
+		cfg.ComponentProbes = agent.ComponentProbeConfig{Interval: 200 * time.Millisecond, ClusterCA: m.Path(kubepki.DefaultPaths().CACert),
+			Kubeconfig: m.Path("/etc/kubernetes/admin.conf"), ReadFile: os.ReadFile}
 	}
 	gate := apply.Gate{Deadline: 10 * time.Second, Interval: 100 * time.Millisecond}
 	a, err := m.Applier(gate, secrets)
@@ -145,6 +167,17 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 	}
 	cfg.Applier = a
 	fleetkit.Provision(f.tb, cfg, f.endpoints())
+	if bootstrap && opts.clusters {
+		// The store's secrets key, as an agent that made the cluster CA
+		// itself would have written it (the test's CA is provisioned).
+		key, err := secretbox.NewKey()
+		if err != nil {
+			f.tb.Fatal(err)
+		}
+		if err := pki.WriteFile(cfg.PKI.Dir.SecretsKey(), key); err != nil {
+			f.tb.Fatal(err)
+		}
+	}
 	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
 	n := &node{cfg: cfg, rt: rt, done: make(chan error, 1)}
 	ag := agent.New(cfg, rt, nopNotifier{}, f.log.With("node", name))
@@ -165,8 +198,14 @@ func (f *fleet) startCoordinator(opts fleetOptions) {
 	}
 	c := coordinator.New(coordinator.Config{Name: "c-1", SessionTTL: 2 * time.Second, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second,
 		Policy: membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second}}, f.st, f.log.With("coordinator", "c-1"))
-	if opts.coordinator != nil {
-		opts.coordinator(c)
+	if opts.clusters {
+		box, err := secretbox.Load(f.nodes["cp-1"].cfg.PKI.Dir.SecretsKey())
+		if err != nil {
+			f.tb.Fatal(err)
+		}
+		f.box = box
+		c.Clusters = coordinator.ClusterHooks{DefaultGitRepo: "https://git.example/kube",
+			Secrets: &coordinator.KubePKISecrets{Secrets: secrets.New(f.st, box), Store: f.st, Root: f.root, NicoCA: etcdtest.PKI(f.tb)}}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.coord = cancel
@@ -278,6 +317,49 @@ func deadline(ctx context.Context) time.Time {
 		return d
 	}
 	return time.Now().Add(time.Minute)
+}
+
+// declareMachines writes an external Machine per machine with its own
+// loopback address (f.address): the cluster controller reads a machine's
+// addresses there, and every node of the sandbox shares 127.0.0.1 else.
+func (f *fleet) declareMachines(ctx context.Context) {
+	f.tb.Helper()
+	for _, n := range f.nodeNames() {
+		m := api.NewMachine(n)
+		m.Spec.Kind = api.MachineExternal
+		m.Status.Addresses = []string{f.address(n)}
+		if err := f.st.Put(ctx, store.MachineKey(n), m); err != nil {
+			f.tb.Fatal(err)
+		}
+	}
+}
+
+// boundSecrets is an agent's secret source for its appliers, as
+// nico-agent makes it: the machine's projected secrets
+// (kubepki.NodeSource, opened with the node key) once the agent connected.
+type boundSecrets struct {
+	machine, keyFile string
+
+	mu  sync.Mutex
+	src apply.Secrets
+}
+
+// bind is agent.Config.OnConnect.
+func (b *boundSecrets) bind(st *store.Store) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.src = kubepki.NodeSource{Store: st, Machine: b.machine, KeyFile: b.keyFile}
+}
+
+// Secret implements apply.Secrets.
+func (b *boundSecrets) Secret(ctx context.Context, name string) (map[string][]byte, error) {
+	b.mu.Lock()
+	src := b.src
+	b.mu.Unlock()
+	if src == nil {
+		return nil, fmt.Errorf("secret %s: %s's agent has not connected yet", name, b.machine)
+	}
+	return src.Secret(ctx, name)
 }
 
 type nopNotifier struct{}

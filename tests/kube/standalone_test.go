@@ -44,7 +44,7 @@ func (f *fleet) standaloneSpec(ctx context.Context, name string) (api.NixosConfi
 		Paths:                clusternix.DefaultPaths(),
 	}
 	for _, n := range f.nodeNames() {
-		node := clusternix.Node{Name: n, Addresses: []string{"127.0.0.1"}}
+		node := clusternix.Node{Name: n, Addresses: []string{f.address(n)}}
 		if f.nodes[n].cfg.ClientURL != "" {
 			cl.Nodes.ControlPlane = append(cl.Nodes.ControlPlane, node)
 		} else {

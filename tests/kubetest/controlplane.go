@@ -31,14 +31,20 @@ type ControlPlaneConfig struct {
 	Dir                                  string // logs and cert dirs
 	// APIServerOnly starts no controller-manager or scheduler.
 	APIServerOnly bool
+	// NoWaitComponents returns once the API server is ready, as a switch
+	// returns once its units started: the controller-manager and the
+	// scheduler come up under supervision (component probes see them).
+	NoWaitComponents bool
 }
 
 // ControlPlane is a running kube-apiserver with its controller-manager and
 // scheduler.
 type ControlPlane struct {
-	APIServer         *Process
-	ControllerManager *Process // nil with APIServerOnly
-	Scheduler         *Process // nil with APIServerOnly
+	APIServer *Process
+	// ControllerManager and Scheduler are restarted when they exit (nil
+	// with APIServerOnly).
+	ControllerManager *Supervised
+	Scheduler         *Supervised
 	// URL is the API server's address; HealthzURLs the controller-manager's
 	// and scheduler's /healthz.
 	URL         string
@@ -81,7 +87,7 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 	if !c.APIServerOnly {
 		for _, comp := range []struct {
 			name, bin, kubeconfig string
-			dst                   **Process
+			dst                   **Supervised
 			port                  int
 			extra                 []string
 		}{
@@ -113,7 +119,10 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 				"--leader-elect=true",
 				"--profiling=false",
 			}, comp.extra...)
-			p, err := StartProcess(comp.name, filepath.Join(dir, comp.name+".log"), comp.bin, args...)
+			name, bin := comp.name, comp.bin
+			p, err := Supervise(name, func() (*Process, error) {
+				return StartProcess(name, filepath.Join(dir, name+".log"), bin, args...)
+			})
 			if err != nil {
 				return nil, err
 			}
@@ -123,8 +132,11 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 		// Their serving certificates are self-signed at start (--cert-dir):
 		// the probe checks health, not their identity.
 		insecure := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // self-signed, probe only
-		for _, p := range []*Process{cp.ControllerManager, cp.Scheduler} {
-			if err := WaitHealthy(ctx, p, cp.HealthzURLs[p.Name], insecure, ReadyTimeout); err != nil {
+		for _, s := range []*Supervised{cp.ControllerManager, cp.Scheduler} {
+			if c.NoWaitComponents {
+				break
+			}
+			if err := WaitHealthy(ctx, s.Current(), cp.HealthzURLs[s.Name], insecure, ReadyTimeout); err != nil {
 				return nil, err
 			}
 		}
@@ -137,10 +149,13 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 // (stop it before its etcd). It is idempotent.
 func (cp *ControlPlane) Stop() error {
 	var errs []error
-	for _, p := range []*Process{cp.Scheduler, cp.ControllerManager, cp.APIServer} {
-		if p != nil {
-			errs = append(errs, p.Stop())
+	for _, s := range []*Supervised{cp.Scheduler, cp.ControllerManager} {
+		if s != nil {
+			errs = append(errs, s.Stop())
 		}
+	}
+	if cp.APIServer != nil {
+		errs = append(errs, cp.APIServer.Stop())
 	}
 	return errors.Join(errs...)
 }
@@ -149,10 +164,13 @@ func (cp *ControlPlane) Stop() error {
 // "kube-apiserver=310MiB kube-controller-manager=80MiB ...".
 func (cp *ControlPlane) Memory() string {
 	var parts []string
-	for _, p := range []*Process{cp.APIServer, cp.ControllerManager, cp.Scheduler} {
-		if p == nil {
-			continue
+	procs := []*Process{cp.APIServer}
+	for _, s := range []*Supervised{cp.ControllerManager, cp.Scheduler} {
+		if s != nil {
+			procs = append(procs, s.Current())
 		}
+	}
+	for _, p := range procs {
 		if rss, err := p.RSS(); err == nil {
 			parts = append(parts, fmt.Sprintf("%s=%dMiB", p.Name, rss>>20))
 		}

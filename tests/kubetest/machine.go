@@ -36,8 +36,9 @@ const ClusterNixPath = "cluster.nix"
 //	listed in controlPlane       --> issue the serving and kubeconfig pairs from the
 //	                                 delivered CAs, start kube-apiserver on the
 //	                                 delivered etcd identity under the cluster's
-//	                                 prefix, then controller-manager and scheduler;
-//	                                 return once they are healthy
+//	                                 prefix, then controller-manager and scheduler
+//	                                 (restarted when they exit); return once the
+//	                                 API server is ready
 //	listed in dataPlane          --> record cluster.nix and the join token (no kubelet)
 //
 // Its files live under Root (Path): host files land at Root+path.
@@ -242,7 +243,7 @@ func (m *Machine) runControlPlane(ctx context.Context, a *Apply, cf *ClusterFile
 	}
 	cp, err := StartControlPlane(ctx, ControlPlaneConfig{
 		Binaries: m.Binaries, Files: f, EtcdServers: cf.Etcd.Endpoints, EtcdPrefix: cf.Etcd.Prefix,
-		Host: host, Port: port, ControllerManagerPort: cmPort, SchedulerPort: schedPort,
+		Host: host, Port: port, ControllerManagerPort: cmPort, SchedulerPort: schedPort, NoWaitComponents: true,
 		Dir: filepath.Join(m.Root, "var/log/gen-"+strconv.FormatInt(a.Generation, 10)),
 	})
 	if err != nil {
