@@ -112,6 +112,10 @@ type Config struct {
 	// ComponentProbes says where the Kubernetes component probes find the
 	// cluster's files (agent/componentprobes.go).
 	ComponentProbes ComponentProbeConfig
+	// HostFiles, when set, is the Applier's host-file writer: the agent
+	// re-syncs the applied generation's host files when the machine's
+	// projected secrets change (agent/generation.go).
+	HostFiles *apply.HostFiles
 	// OnConnect, when set, is given the store each time the agent has
 	// connected to etcd (nico-agent binds its applier's secret source,
 	// the machine's projected secrets, to it).

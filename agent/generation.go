@@ -25,11 +25,21 @@ import (
 // asked for, it applies nothing more. An apply may rightly take long (a
 // build): that is no stall.
 //
-//	watch/tick --> read config --(settled)--> wait
+// With HostFiles set, it also watches the machine's projected secrets:
+// while the spec's generation is the one applied, its host files are
+// synced on every pass, so a renewed certificate lands on the host
+// without a new generation (in this controller, so never concurrently
+// with an apply that writes another generation's files).
+//
+//	watch/tick --> read config --(settled)--> wait (Applied: sync host files)
 //	                   |
 //	                   +--(new generation or attempt)--> status Applying --> Apply --> status Applied | Failed
 func (a *Agent) generations() controller.Controller {
-	return &controller.Func{ControllerName: "generations", Prefixes: []string{store.NixosConfigKey(a.cfg.Name)}, Resync: a.cfg.RetryInterval,
+	prefixes := []string{store.NixosConfigKey(a.cfg.Name)}
+	if a.cfg.HostFiles != nil {
+		prefixes = append(prefixes, store.NodeNamedSecretsKey(a.cfg.Name))
+	}
+	return &controller.Func{ControllerName: "generations", Prefixes: prefixes, Resync: a.cfg.RetryInterval,
 		Policy: controller.HealthPolicy{StallAfter: -1}, Do: func(ctx context.Context) error {
 			if a.upgradeAsked.Load() {
 				return nil // the new agent applies what comes next
@@ -53,7 +63,7 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 	}
 	a.gossipApplied(c.Status.AppliedGeneration)
 	if c.Settled() != api.GenerationPending {
-		return nil
+		return a.syncHostFiles(ctx, c)
 	}
 	gen, attempt := c.Spec.Generation, c.Spec.Attempt
 	started := a.Now()
@@ -197,4 +207,20 @@ func generationOutcome(p api.GenerationPhase, rolledBack bool) string {
 		return metrics.GenerationRolledBack
 	}
 	return metrics.GenerationFailed
+}
+
+// syncHostFiles rewrites the host files of the applied generation whose
+// contents changed (a renewed secret), when HostFiles is set.
+func (a *Agent) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) error {
+	if a.cfg.HostFiles == nil || c.Settled() != api.GenerationApplied || c.Status.AppliedGeneration != c.Spec.Generation {
+		return nil
+	}
+	res, err := a.cfg.HostFiles.Sync(ctx, c.Spec.HostFiles)
+	if err != nil {
+		return fmt.Errorf("agent: host files of generation %d: %w", c.Spec.Generation, err)
+	}
+	if len(res.Written)+len(res.Removed) > 0 {
+		a.log.Info("host files synced", "generation", c.Spec.Generation, "written", res.Written, "removed", res.Removed)
+	}
+	return nil
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/config"
 	. "github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/config"
 )
 
 // mapSecrets is a Secrets in memory.

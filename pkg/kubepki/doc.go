@@ -56,9 +56,17 @@
 // [/clusters/<c>/registry/, /clusters/<c>/registry0): the trailing slash
 // matters, for without it the range would also cover
 // /clusters/<c>/registryX and, for a prefix /clusters/<c>, the sibling
-// cluster /clusters/<c>x/. The role also reads the one key
-// compact_rev_key, which the API server reads and watches outside its
-// prefix to learn etcd's compaction revision; it may not write it, and
-// compaction itself needs etcd's root role: nico's etcd is compacted by
-// nico, so the API server's own compactor is turned off.
+// cluster /clusters/<c>x/. Nothing else: not nico's keys, not another
+// cluster's. --etcd-compaction-interval=0 is required: the API server's
+// own compactor reads and writes compact_rev_key at the root of the
+// keyspace and calls Compact, which needs etcd's root role; compacting the
+// shared etcd belongs to whoever runs it, not to a tenant (nico's members
+// do not compact yet: their history then grows until etcd's
+// --auto-compaction-* options are set on them). With it off, the API server
+// touches nothing outside its prefix (TestRealAPIServer runs a real one
+// and finds no permission denied in its log).
+//
+// Deleting a cluster (Delete) removes its etcd user and role, every key
+// under /clusters/<c>/ — the cluster's Kubernetes objects, for good — and
+// its secrets.
 package kubepki

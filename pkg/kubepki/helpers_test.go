@@ -19,10 +19,12 @@ import (
 // t0 is the tests' clock.
 var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 
-// env is a real etcd (TLS), a root client, nico's store and secrets.
+// env is a real etcd (TLS), a root client scoped to nico's prefix (the
+// store's) and one on the whole keyspace (raw), nico's store and secrets.
 type env struct {
 	etcd *etcdtest.Cluster
 	root *clientv3.Client
+	raw  *clientv3.Client
 	st   *store.Store
 	sec  *secrets.Store
 }
@@ -43,7 +45,7 @@ func newEnv(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{etcd: c, root: root, st: st, sec: secrets.New(st, box)}
+	return env{etcd: c, root: root, raw: etcdtest.NewClient(t, c.Endpoints()...), st: st, sec: secrets.New(st, box)}
 }
 
 func ctxOf(t *testing.T) context.Context {

@@ -1,6 +1,11 @@
 package kubepki
 
-import "github.com/homystack/nico/pkg/api"
+import (
+	"path/filepath"
+	"reflect"
+
+	"github.com/homystack/nico/pkg/api"
+)
 
 // Role is a machine's part in a cluster.
 type Role string
@@ -12,40 +17,42 @@ const (
 )
 
 // Paths are where a machine's files land. DefaultPaths is kubeadm's
-// layout; cluster.nix (kc-nix's generator) names the same paths, from
-// this one function, so that the flake and the files cannot disagree.
+// layout; cluster.nix's paths (clusternix.DefaultPaths) name the same
+// files at the same places, so that the flake and the files agree.
 type Paths struct {
 	CACert, CAKey                             string
 	SAKey, SAPub                              string
-	FrontProxyCACert                          string
+	FrontProxyCACert, FrontProxyCAKey         string
 	APIServerCert, APIServerKey               string
 	KubeletClientCert, KubeletClientKey       string
 	FrontProxyClientCert, FrontProxyClientKey string
 	EtcdCACert                                string
 	EtcdClientCert, EtcdClientKey             string
 	ControllerManagerConf, SchedulerConf      string
+	Kubeconfig                                string // the admin kubeconfig (admin.conf)
 	JoinToken                                 string
 	SSHKey, SSHPublicKey                      string
 }
 
 // DefaultPaths is kubeadm's layout under /etc/kubernetes, and nico's own
-// files under /var/lib/nico/kubernetes.
+// files under /var/lib/nico/cluster (as clusternix.DefaultPaths).
 func DefaultPaths() Paths {
 	const pki = "/etc/kubernetes/pki/"
-	const nico = "/var/lib/nico/kubernetes/"
+	const nico = "/var/lib/nico/cluster/"
 	return Paths{
 		CACert: pki + "ca.crt", CAKey: pki + "ca.key",
 		SAKey: pki + "sa.key", SAPub: pki + "sa.pub",
-		FrontProxyCACert: pki + "front-proxy-ca.crt",
-		APIServerCert:    pki + "apiserver.crt", APIServerKey: pki + "apiserver.key",
+		FrontProxyCACert: pki + "front-proxy-ca.crt", FrontProxyCAKey: pki + "front-proxy-ca.key",
+		APIServerCert: pki + "apiserver.crt", APIServerKey: pki + "apiserver.key",
 		KubeletClientCert: pki + "apiserver-kubelet-client.crt", KubeletClientKey: pki + "apiserver-kubelet-client.key",
 		FrontProxyClientCert: pki + "front-proxy-client.crt", FrontProxyClientKey: pki + "front-proxy-client.key",
 		EtcdCACert:     pki + "etcd/ca.crt",
 		EtcdClientCert: pki + "apiserver-etcd-client.crt", EtcdClientKey: pki + "apiserver-etcd-client.key",
 		ControllerManagerConf: "/etc/kubernetes/controller-manager.conf",
 		SchedulerConf:         "/etc/kubernetes/scheduler.conf",
+		Kubeconfig:            "/etc/kubernetes/admin.conf",
 		JoinToken:             nico + "join-token",
-		SSHKey:                nico + "ssh/id_ed25519", SSHPublicKey: nico + "ssh/id_ed25519.pub",
+		SSHKey:                nico + "machine-ssh-key", SSHPublicKey: nico + "machine-ssh-key.pub",
 	}
 }
 
@@ -68,12 +75,13 @@ const (
 
 // HostFiles are machine's files for role, in a fixed order. Every machine
 // gets the cluster CA's certificate, the join token and its SSH key; a
-// control-plane machine also the CA key (the controller-manager signs
-// with it), the service-account key pair, the front-proxy CA
-// certificate, the API server's certificates and key pairs, the etcd CA
-// certificate and client pair, and the controller-manager's and
-// scheduler's kubeconfigs. A data-plane machine never gets a private key
-// of any CA.
+// control-plane machine also, as kubeadm lays out a control-plane node,
+// the CA key (the controller-manager signs with it), the service-account
+// key pair, the front-proxy CA pair, the API server's certificates and key
+// pairs, the etcd CA certificate and client pair, the controller-manager's
+// and scheduler's kubeconfigs and admin.conf (the component probes read
+// leases with it). A data-plane machine never gets a private key of any
+// CA, nor a kubeconfig.
 func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
 	p := l.Paths
 	if p == (Paths{}) {
@@ -97,6 +105,7 @@ func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
 		ref(p.SAKey, SASecret(c), KeyKey, modePrivate),
 		ref(p.SAPub, SASecret(c), KeyCert, modePublic),
 		ref(p.FrontProxyCACert, ProxySecret(c), KeyCert, modePublic),
+		ref(p.FrontProxyCAKey, ProxySecret(c), KeyKey, modePrivate),
 		ref(p.APIServerCert, APIServerSecret(c), KeyCert, modePublic),
 		ref(p.APIServerKey, APIServerSecret(c), KeyKey, modePrivate),
 		ref(p.KubeletClientCert, KubeletClientSecret(c), KeyCert, modePublic),
@@ -114,5 +123,18 @@ func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
 		ref(p.EtcdClientKey, EtcdClientSecret(c), KeyKey, modePrivate),
 		ref(p.ControllerManagerConf, ControllerManagerSecret(c), KeyValue, modePrivate),
 		ref(p.SchedulerConf, SchedulerSecret(c), KeyValue, modePrivate),
+		ref(p.Kubeconfig, KubeconfigSecret(c), KeyValue, modePrivate),
 	)
+}
+
+// Under is p with every path moved under root (a sandbox machine's
+// directory in tests; the exec applier's roots then name root).
+func (p Paths) Under(root string) Paths {
+	v := reflect.ValueOf(&p).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.String && f.String() != "" {
+			f.SetString(filepath.Join(root, f.String()))
+		}
+	}
+	return p
 }

@@ -70,5 +70,7 @@ func EtcdKeyPrefix(c string) string { return EtcdPrefix(c) + "/" }
 // certificate.
 func EtcdUser(c string) string { return "kubernetes:" + c }
 
-// CompactRevKey is the key outside its prefix the API server reads.
+// CompactRevKey is the key outside its prefix that the API server's own
+// compactor reads and writes; with --etcd-compaction-interval=0 (required
+// here, see the package doc) it has no compactor and never touches it.
 const CompactRevKey = "compact_rev_key"

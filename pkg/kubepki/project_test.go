@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +44,9 @@ func TestLayout(t *testing.T) {
 		}
 		for _, p := range []string{"/etc/kubernetes/pki/ca.crt", "/etc/kubernetes/pki/ca.key", "/etc/kubernetes/pki/sa.key", "/etc/kubernetes/pki/sa.pub",
 			"/etc/kubernetes/pki/front-proxy-ca.crt", "/etc/kubernetes/pki/apiserver-etcd-client.crt", "/etc/kubernetes/pki/apiserver-etcd-client.key",
-			"/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/controller-manager.conf", "/etc/kubernetes/scheduler.conf"} {
+			"/etc/kubernetes/pki/etcd/ca.crt", "/etc/kubernetes/controller-manager.conf", "/etc/kubernetes/scheduler.conf",
+			"/etc/kubernetes/admin.conf", "/etc/kubernetes/pki/front-proxy-ca.key",
+			"/var/lib/nico/cluster/join-token", "/var/lib/nico/cluster/machine-ssh-key"} {
 			if _, ok := paths[p]; !ok {
 				t.Errorf("%s: control plane lacks %s", prov, p)
 			}
@@ -58,8 +59,13 @@ func TestLayout(t *testing.T) {
 			t.Errorf("%s: etcd/ca.crt is %+v", prov, etcdCA)
 		}
 		for _, f := range cp {
-			if f.SecretRef != nil && slices.Contains(caKeys[1:], f.SecretRef.Name) && f.SecretRef.Key == kubepki.KeyKey {
-				t.Errorf("%s: control plane gets %s's key, which no component reads", prov, f.SecretRef.Name)
+			if f.SecretRef != nil && f.SecretRef.Name == "demo-etcd" && f.SecretRef.Key == kubepki.KeyKey {
+				t.Errorf("%s: control plane gets the etcd CA's key", prov)
+			}
+		}
+		for _, f := range dp {
+			if f.SecretRef != nil && f.SecretRef.Key == kubepki.KeyValue && f.SecretRef.Name != "demo-join-token" {
+				t.Errorf("%s: data plane gets kubeconfig %s", prov, f.SecretRef.Name)
 			}
 		}
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 // newApplier builds the generations applier the configuration asks for
-// (nil for none).
-func newApplier(cfg config.Agent, secrets apply.Secrets) (apply.Applier, error) {
+// (nil for none) and its host-file writer.
+func newApplier(cfg config.Agent, secrets apply.Secrets) (apply.Applier, *apply.HostFiles, error) {
 	g := cfg.Generations
 	work := g.WorkDir
 	if work == "" {
@@ -28,10 +28,11 @@ func newApplier(cfg config.Agent, secrets apply.Secrets) (apply.Applier, error) 
 	hostFiles := &apply.HostFiles{Roots: g.HostFileRoots, Manifest: filepath.Join(work, "host-files.json"), Secrets: secrets}
 	switch g.Applier {
 	case config.ApplierExec:
-		return apply.NewExec(apply.ExecConfig{Command: g.Command, Gate: gate, StateFile: filepath.Join(work, "exec-state.json"), HostFiles: hostFiles})
+		x, err := apply.NewExec(apply.ExecConfig{Command: g.Command, Gate: gate, StateFile: filepath.Join(work, "exec-state.json"), HostFiles: hostFiles})
+		return x, hostFiles, err
 	case config.ApplierNixOS:
-		return apply.NewNixOS(apply.NixOSConfig{WorkDir: work, Gate: gate, AllowFailedUnits: g.AllowFailedUnits, Secrets: secrets, HostFiles: hostFiles}), nil
+		return apply.NewNixOS(apply.NixOSConfig{WorkDir: work, Gate: gate, AllowFailedUnits: g.AllowFailedUnits, Secrets: secrets, HostFiles: hostFiles}), hostFiles, nil
 	default:
-		return nil, nil
+		return nil, nil, nil
 	}
 }

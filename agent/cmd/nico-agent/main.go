@@ -84,7 +84,7 @@ func run(args []string, stderr io.Writer) int {
 	ac := agentConfig(cfg)
 	secrets := newBoundSecrets(cfg.Name, pki.Dir(cfg.PKI.Dir), dirSecrets(cfg))
 	ac.OnConnect = secrets.bind
-	if ac.Applier, err = newApplier(cfg, secrets); err != nil {
+	if ac.Applier, ac.HostFiles, err = newApplier(cfg, secrets); err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
