@@ -169,27 +169,48 @@ func TestKubernetesClusterEndToEnd(t *testing.T) {
 	f.checkDeleted(t, ctx, name, token)
 }
 
-// checkConditionOrder checks that kc's conditions are all true and became
-// true in dependency order.
+// dependsOn is each condition's prerequisites (etcd, then the API
+// servers, then controller-manager and scheduler side by side, then the
+// data plane).
+var dependsOn = map[string][]string{
+	api.CondAPIServerReady:         {api.CondEtcdReady},
+	api.CondControllerManagerReady: {api.CondAPIServerReady},
+	api.CondSchedulerReady:         {api.CondAPIServerReady},
+	api.CondControlPlaneReady:      {api.CondControllerManagerReady, api.CondSchedulerReady},
+	api.CondDataPlaneReady:         {api.CondControlPlaneReady},
+}
+
+// checkConditionOrder checks that kc's conditions are all true and none
+// became true before a condition it depends on.
 func checkConditionOrder(t *testing.T, kc *api.KubernetesCluster) {
 	t.Helper()
-	var prev time.Time
+	at := map[string]time.Time{}
 	for _, typ := range api.ClusterConditionTypes {
 		c := api.FindClusterCondition(kc.Status.Conditions, typ)
 		if c == nil || c.Status != api.ConditionTrue {
 			t.Errorf("condition %s: %+v, want True", typ, c)
 			continue
 		}
-		if c.LastTransitionTime.Before(prev) {
-			t.Errorf("condition %s became true at %s, before the one it depends on (%s)", typ, c.LastTransitionTime, prev)
+		at[typ] = c.LastTransitionTime
+	}
+	for typ, deps := range dependsOn {
+		for _, d := range deps {
+			if at[typ].Before(at[d]) {
+				t.Errorf("condition %s became true at %s, before %s (%s) it depends on", typ, at[typ], d, at[d])
+			}
 		}
-		prev = c.LastTransitionTime
 	}
 }
 
 // waitCluster follows cluster name on a watch until cond holds, and
 // returns the phases it went through and the object.
 func (f *fleet) waitCluster(t *testing.T, ctx context.Context, name string, within time.Duration, what string, cond func(*api.KubernetesCluster) bool) ([]api.ClusterPhase, *api.KubernetesCluster) {
+	t.Helper()
+	return f.waitClusterTB(t, ctx, name, within, cond, what)
+}
+
+// waitClusterTB is waitCluster for any testing.TB.
+func (f *fleet) waitClusterTB(t testing.TB, ctx context.Context, name string, within time.Duration, cond func(*api.KubernetesCluster) bool, what ...string) ([]api.ClusterPhase, *api.KubernetesCluster) {
 	t.Helper()
 	var seen []api.ClusterPhase
 	var last *api.KubernetesCluster
@@ -208,7 +229,7 @@ func (f *fleet) waitCluster(t *testing.T, ctx context.Context, name string, with
 		return cond(kc), fmt.Sprintf("phase %s version %q: %s; conditions %+v", kc.Status.Phase, kc.Status.Version, kc.Status.Message, kc.Status.Conditions)
 	})
 	if err != nil {
-		t.Fatalf("waiting for cluster %s %s: %v", name, what, err)
+		t.Fatalf("waiting for cluster %s %v: %v", name, what, err)
 	}
 	return seen, last
 }
@@ -343,7 +364,9 @@ func (f *fleet) checkDeleted(t *testing.T, ctx context.Context, name, token stri
 	}
 }
 
-func writeFile(t *testing.T, path, content string) {
+func writeFile(t *testing.T, path, content string) { t.Helper(); writeFileTB(t, path, content) }
+
+func writeFileTB(t testing.TB, path, content string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
 		t.Fatal(err)

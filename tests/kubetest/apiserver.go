@@ -83,6 +83,11 @@ func (c APIServerConfig) Args() []string {
 		// kubernetes service's endpoints may not hold.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
+		// Drain non-long-running requests, then give watches 2 s (GOAWAY)
+		// instead of the request timeout (60 s) that http.Server.Shutdown
+		// waits for them otherwise: the controller-managers and schedulers
+		// of the other machines watch through the endpoint.
+		"--shutdown-send-retry-after=true",
 	}
 	return append(args, c.ExtraArgs...)
 }

@@ -29,6 +29,8 @@ type ControlPlaneConfig struct {
 	// (free ones when 0).
 	ControllerManagerPort, SchedulerPort int
 	Dir                                  string // logs and cert dirs
+	// APIServerArgs are added to kube-apiserver's flags.
+	APIServerArgs []string
 	// APIServerOnly starts no controller-manager or scheduler.
 	APIServerOnly bool
 	// NoWaitComponents returns once the API server is ready, as a switch
@@ -66,7 +68,7 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 		}
 		c.Port = p
 	}
-	as := APIServerConfig{Binary: c.Binaries.APIServer, Files: c.Files, EtcdServers: c.EtcdServers, EtcdPrefix: c.EtcdPrefix, Host: host, Port: c.Port, Dir: filepath.Join(c.Dir, "apiserver")}
+	as := APIServerConfig{Binary: c.Binaries.APIServer, Files: c.Files, EtcdServers: c.EtcdServers, EtcdPrefix: c.EtcdPrefix, Host: host, Port: c.Port, Dir: filepath.Join(c.Dir, "apiserver"), ExtraArgs: c.APIServerArgs}
 	cp := &ControlPlane{URL: as.URL(), HealthzURLs: map[string]string{}}
 	ok := false
 	defer func() {

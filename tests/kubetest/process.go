@@ -89,7 +89,7 @@ func (p *Process) Stop() error {
 		case <-time.After(StopGrace):
 			_ = p.cmd.Process.Kill()
 			<-p.done
-			p.stopErr = fmt.Errorf("kubetest: %s did not stop within %s of SIGTERM, killed", p.Name, StopGrace)
+			p.stopErr = fmt.Errorf("kubetest: %s did not stop within %s of SIGTERM, killed; log %s ends:\n%s", p.Name, StopGrace, p.LogPath, p.Tail(3000))
 		}
 	})
 	return p.stopErr
