@@ -25,8 +25,7 @@ import (
 //     files delivered inline (kubetest.StandaloneSpec), from its write to
 //     its success.
 //
-// It reports both medians and their difference, what the cluster
-// controller adds. Each cluster is deleted (nicoctl delete cluster --wait)
+// It reports both medians and their difference. Each cluster is deleted (nicoctl delete cluster --wait)
 // and each baseline released before the next run; neither is timed.
 func BenchmarkClusterReady(b *testing.B) {
 	nicoctl := nicoctlBin(b)
@@ -68,7 +67,10 @@ func BenchmarkClusterReady(b *testing.B) {
 	mb, mr := median(base), median(ready)
 	b.ReportMetric(mr.Seconds(), "apply-to-ready-s")
 	b.ReportMetric(mb.Seconds(), "baseline-s")
-	b.ReportMetric((mr - mb).Seconds(), "controller-overhead-s")
+	// What the cluster controller adds over the bare generation; it can
+	// come out negative: the cluster rolls its control plane and its data
+	// plane as two rollouts, the baseline all five machines in one.
+	b.ReportMetric((mr - mb).Seconds(), "ready-minus-baseline-s")
 }
 
 func median(ds []time.Duration) time.Duration {
