@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/tests/kubetest"
 )
 
 // BenchmarkClusterReady measures, three times each and interleaved, on the
@@ -28,6 +29,7 @@ import (
 // It reports both medians and their difference. Each cluster is deleted (nicoctl delete cluster --wait)
 // and each baseline released before the next run; neither is timed.
 func BenchmarkClusterReady(b *testing.B) {
+	kubetest.FindBinaries(b) // skips (or fails) before the nicoctl build
 	nicoctl := nicoctlBin(b)
 	f := newFleet(b, fleetOptions{cps: 3, dps: 2, clusters: true})
 	ctl := f.nicoctl(nicoctl)

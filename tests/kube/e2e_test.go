@@ -57,6 +57,7 @@ spec:
 // sees one refused), and deletes the cluster: prefix, identity and secrets
 // gone, machines released.
 func TestKubernetesClusterEndToEnd(t *testing.T) {
+	kubetest.FindBinaries(t) // skips (or fails) before the nicoctl build
 	nicoctl := nicoctlBin(t)
 	f := newFleet(t, fleetOptions{cps: 3, dps: 2, clusters: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 12*time.Minute)
