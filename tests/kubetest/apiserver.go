@@ -44,11 +44,11 @@ func (c APIServerConfig) URL() string {
 // certificates of the cluster CA, service-account tokens, bootstrap tokens,
 // front-proxy request headers) and so is authorisation (Node, RBAC).
 //
-// On a restricted etcd identity (one prefix and nothing else) two things
-// the API server does by default would reach outside its prefix: the
-// periodic compaction (etcd allows Compact to root only; nico's etcd is
-// compacted by nico) and the cache-snapshot watch of the top-level key
-// compact_rev_key (ListFromCacheSnapshot). Both are turned off.
+// On a restricted etcd identity (one prefix and nothing else) the
+// periodic compaction would reach outside the prefix (etcd allows Compact
+// to root only; nico's etcd is compacted by nico): it is turned off, and
+// with it the API server reads nothing outside its prefix (no compactor,
+// so no watch of the top-level compact_rev_key either).
 func (c APIServerConfig) Args() []string {
 	f := c.Files
 	args := []string{
@@ -78,7 +78,6 @@ func (c APIServerConfig) Args() []string {
 		"--etcd-keyfile=" + f.EtcdKey,
 		"--etcd-prefix=" + c.EtcdPrefix,
 		"--etcd-compaction-interval=0",
-		"--feature-gates=ListFromCacheSnapshot=false",
 		// Several API servers of a test share 127.0.0.1, which the
 		// kubernetes service's endpoints may not hold.
 		"--endpoint-reconciler-type=none",

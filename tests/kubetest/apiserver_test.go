@@ -107,6 +107,10 @@ func TestAPIServerUnderPrefix(t *testing.T) {
 	}
 
 	t.Logf("memory: %s", cp.Memory())
+	// Its identity's one prefix is all it needs.
+	if log := cp.APIServer.Tail(1 << 22); strings.Contains(log, "permission denied") {
+		t.Errorf("the API server was refused something by etcd; its log:\n%s", log)
+	}
 
 	// The ConfigMap lies under the prefix.
 	kv, err := root.Get(ctx, prefix+"/configmaps/default/probe")
