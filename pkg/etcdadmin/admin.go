@@ -93,7 +93,7 @@ func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errAskAgain) {
 		return true
 	}
 	for _, target := range retryableErrors {
@@ -117,6 +117,10 @@ func isEtcdError(err, target error) bool {
 	}
 	return errors.As(err, &st) && errors.Is(rpctypes.Error(st), target)
 }
+
+// errAskAgain marks an error whose request may have taken effect and is
+// safe to send again (Remove's ErrStopped).
+var errAskAgain = errors.New("etcdadmin: the member that answered is stopping")
 
 var retryableErrors = []error{
 	rpctypes.ErrUnhealthy, rpctypes.ErrTooManyLearners, rpctypes.ErrMemberLearnerNotReady,
@@ -235,6 +239,12 @@ func (a *Admin) Remove(ctx context.Context, id api.MemberID) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 		defer cancel()
 		_, err := a.cli.MemberRemove(clientv3.WithRequireLeader(cctx), uint64(id))
+		if isEtcdError(err, rpctypes.ErrStopped) {
+			// The member that answered is stopping: most often the one
+			// removed, whose removal has committed. Ask again (another
+			// endpoint answers): ErrMemberNotFound then means done.
+			return fmt.Errorf("%w: %w", errAskAgain, err)
+		}
 		return err
 	})
 	if err != nil && !isEtcdError(err, rpctypes.ErrMemberNotFound) {

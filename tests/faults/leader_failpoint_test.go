@@ -66,10 +66,10 @@ func removalFailpointRun(t *testing.T, point string, reached *bool) {
 	})
 	if ok, _ := s.c.nodes[1].coord.exited(); !ok {
 		// MemberRemove sent to the removed member's own endpoint can
-		// answer "server stopped" though it committed: the next pass
-		// finds the member gone, without passing the point.
+		// answer "server stopped" though it committed; etcdadmin.Remove
+		// asks again, so the point is passed all the same.
 		*reached = false
-		t.Skipf("the removal finished without reaching %s (MemberRemove answered with an error)", point)
+		return
 	}
 	crashed := s.waitFailpoint(s.c.nodes[1].coord, point, time.Second)
 	s.c.waitVoters(s.cli, 90*time.Second, "cp-1", "cp-2", "cp-3")
@@ -91,14 +91,11 @@ func TestRemovalLeaderKilledAtEveryFailpoint(t *testing.T) {
 	requireE2E(t)
 	for _, p := range []string{failpoint.CoordAfterJournalRemoval, failpoint.CoordBeforeMemberRemove, failpoint.CoordAfterMemberRemove} {
 		t.Run(p, func(t *testing.T) {
-			for attempt := 1; attempt <= 3; attempt++ {
-				reached := true
-				t.Run(fmt.Sprintf("run-%d", attempt), func(t *testing.T) { removalFailpointRun(t, p, &reached) })
-				if reached {
-					return
-				}
+			reached := true
+			removalFailpointRun(t, p, &reached)
+			if !reached {
+				t.Errorf("the removal finished without reaching %s", p)
 			}
-			t.Errorf("%s not reached in 3 runs", p)
 		})
 	}
 }

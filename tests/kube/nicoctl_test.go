@@ -57,7 +57,10 @@ func nicoctlBin(t testing.TB) string {
 func (f *fleet) nicoctl(bin string) func(ctx context.Context, args ...string) (string, error) {
 	files := etcdtest.IssueFiles(f.tb, filepath.Join(f.dir, "nicoctl"), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
 	return func(ctx context.Context, args ...string) (string, error) {
-		all := append([]string{"--endpoints", strings.Join(f.endpoints(), ","),
+		// --timeout: nicoctl's 5 s default bounds the whole command (apply
+		// observes every member first); five control planes starting under
+		// -race on 2 cores can take longer to answer.
+		all := append([]string{"--endpoints", strings.Join(f.endpoints(), ","), "--timeout", "30s",
 			"--tls.caFile", files.CA, "--tls.certFile", files.Cert, "--tls.keyFile", files.Key,
 			"--secrets.keyFile", f.nodes["cp-1"].cfg.PKI.Dir.SecretsKey()}, args...)
 		cmd := exec.CommandContext(ctx, bin, all...)
