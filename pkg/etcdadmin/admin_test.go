@@ -34,6 +34,8 @@ func TestRetryable(t *testing.T) {
 		fmt.Errorf("remove: %w", rpctypes.ErrGRPCMemberNotFound): false,
 		rpctypes.ErrMemberNotFound:                               false,
 		rpctypes.ErrPeerURLExist:                                 false,
+		rpctypes.ErrStopped:                                      false,
+		fmt.Errorf("%w: %w", errAskAgain, rpctypes.ErrStopped):   true,
 		errors.New("permission denied"):                          false,
 	} {
 		if got := Retryable(err); got != want {
