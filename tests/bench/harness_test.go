@@ -59,7 +59,11 @@ var (
 )
 
 func newRuntime() member.Runtime {
-	return member.NewEmbedded(member.WithTimings(tickInterval, electionTimeout))
+	opts := []member.Option{member.WithTimings(tickInterval, electionTimeout)}
+	if *flagTrace {
+		opts = append(opts, member.WithEtcdLogLevel(slog.LevelInfo))
+	}
+	return member.NewEmbedded(opts...)
 }
 
 func benchLogger(tb testing.TB) *slog.Logger {
@@ -78,8 +82,10 @@ type fleet struct {
 	tb  testing.TB
 	log *slog.Logger
 	// cli is a raw client of the bootstrap member, for polls and data.
-	cli   *clientv3.Client
-	st    *store.Store
+	cli *clientv3.Client
+	st  *store.Store
+	// trace, with -nico.trace, records the fleet's log (trace_test.go).
+	trace *tracer
 	coord context.CancelFunc
 	done  chan error
 
@@ -99,6 +105,10 @@ type node struct {
 // member is a voter and the coordinator leads.
 func newFleet(tb testing.TB, boot string) *fleet {
 	f := &fleet{tb: tb, log: benchLogger(tb), nodes: map[string]*node{}, done: make(chan error, 1)}
+	if *flagTrace {
+		f.trace = &tracer{}
+		f.log = slog.New(f.trace.handler())
+	}
 	// Cleanups run last first: the temporary directories must outlive the
 	// members, or etcd exits the process when it cannot purge its WAL.
 	_ = tb.TempDir()

@@ -179,9 +179,17 @@ func (f *fleet) add(ctx context.Context, name string) (joinTimes, *node, error) 
 	cfg := f.agentConfig(name, false)
 	f.provision(cfg) // untimed, as the baselines' certificates
 	t0 := time.Now()
+	if f.trace != nil {
+		f.trace.reset(t0)
+	}
 	wait := watchJoin(ctx, f.cli, cfg.PeerURL, t0)
 	n := f.run(cfg)
 	jt, err := wait()
+	if f.trace != nil {
+		f.trace.add(time.Now(), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", jt.added, jt.named, jt.voter))
+		fmt.Printf("\ntrace of nico join %s:\n%s", name, f.trace.String())
+		f.trace.reset(time.Time{})
+	}
 	return jt, n, err
 }
 
