@@ -135,6 +135,9 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 		addRetries, float64(promoteTries)/n, kubeadmRetry, float64(tightTries)/n, tightRetry, etcdadmin.PromoteEvery)
 	fmt.Fprintf(&out, "shape: one voter; each join removed again, untimed; embedded members, tick %s, election %s;\n"+
 		"  nico agent retry %s, coordinator resync %s; member list polled every %s.\n", tickInterval, electionTimeout, agentRetry, coordResync, pollEvery)
+	if f.trace != nil {
+		fmt.Fprintf(&out, "trace milestones:\n%s", traceTable([]string{"nico", "kubeadm", "tight"}, []*tracer{f.trace, k.trace, tight.trace}))
+	}
 	// Printed, not logged: go test keeps only 10 lines of a benchmark's log.
 	fmt.Print(out.String())
 
@@ -188,6 +191,7 @@ func (f *fleet) add(ctx context.Context, name string) (joinTimes, *node, error) 
 	if f.trace != nil {
 		f.trace.add(time.Now(), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", jt.added, jt.named, jt.voter))
 		fmt.Printf("\ntrace of nico join %s:\n%s", name, f.trace.String())
+		f.trace.finish()
 		f.trace.reset(time.Time{})
 	}
 	return jt, n, err

@@ -90,6 +90,7 @@ func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove f
 		defer func() {
 			k.trace.add(time.Now(), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", j.added, j.named, j.voter))
 			fmt.Printf("\ntrace of %s join %s:\n%s", k.every, name, k.trace.String())
+			k.trace.finish()
 			k.trace.reset(time.Time{})
 		}()
 	}
