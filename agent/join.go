@@ -12,29 +12,43 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// join files (or resumes) this node's join request and follows the
-// leader's answer: start the learner when it is added, wipe and file again
-// when the join failed, return once the member is a voter.
-func (a *Agent) join(ctx context.Context) error {
+// msgWaitLearner is a joining node's status message until its learner is
+// added.
+const msgWaitLearner = "waiting for the coordinator to add this node as a learner"
+
+// join follows this node's join request (filed or resumed, with the
+// reading it was filed on, by registerAndRequest; nil: it files or
+// resumes one itself) and the leader's answer: start the learner when it
+// is added, wipe and file again when the join failed, return once the
+// member is a voter. Every wake re-reads the request, the node's removal
+// request and the cluster's etcd version in one transaction.
+func (a *Agent) join(ctx context.Context, v *joinView) error {
 	stopExtend := a.extendWhileJoining(ctx) // agent/progress.go
 	defer func() { stopExtend() }()
 	defer a.standby.Store(false)
 	stopStandby := func() {}
 	defer func() { stopStandby() }()
 	a.status("joining the etcd cluster")
-	// The request first: the leader acts on it at once, and the phase
-	// written after it is not on the way.
-	req, err := a.currentJoin(ctx)
-	if err != nil {
-		return err
+	if v == nil {
+		// The request first: the leader acts on it at once, and the phase
+		// written after it is not on the way.
+		read, err := a.readJoin(ctx)
+		if err != nil {
+			return err
+		}
+		if read.join, err = a.currentJoin(ctx, read.join); err != nil {
+			return err
+		}
+		v = &read
 	}
-	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
+	req := v.join
+	a.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
 	events := watchKey(ctx, a.cli, store.JoinKey(a.cfg.Name))
 	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
-		if removed, _ := a.removalDone(ctx); removed {
+		if v.removalDone() {
 			return a.removed(ctx, "removed while joining")
 		}
 		if req.Status.Phase == api.JoinPending && req.Status.Standby && !a.standby.Load() {
@@ -42,7 +56,7 @@ func (a *Agent) join(ctx context.Context) error {
 			stopExtend = func() {}
 			stopStandby = a.becomeStandby(ctx, req)
 		}
-		done, err := a.followJoin(ctx, req)
+		done, err := a.followJoin(ctx, req, v.version)
 		if errors.Is(err, member.ErrRemoved) {
 			return a.removed(ctx, "the cluster removed this member while it joined")
 		}
@@ -65,38 +79,79 @@ func (a *Agent) join(ctx context.Context) error {
 			a.running.Store(false)
 			a.log.Warn("member exited while joining; it will be started again", "err", a.runtime.Err())
 		}
-		next := &api.JoinRequest{}
-		switch err := a.st.Get(ctx, store.JoinKey(a.cfg.Name), next); {
-		case errors.Is(err, store.ErrNotFound):
-			if removed, _ := a.removalDone(ctx); removed {
+		next, err := a.readJoin(ctx)
+		if err != nil {
+			a.log.Warn("read join request", "err", err)
+			continue
+		}
+		v = &next
+		if next.join == nil {
+			if v.removalDone() {
 				return a.removed(ctx, "removed while joining")
 			}
-			req, err = a.fileJoin(ctx, req.Spec.Attempt+1)
-			if err != nil {
+			if v.join, err = a.fileJoin(ctx, req.Spec.Attempt+1); err != nil {
 				return err
 			}
-		case err != nil:
-			a.log.Warn("read join request", "err", err)
-		default:
-			req = next
 		}
+		req = v.join
 	}
 }
 
-// currentJoin resumes a request for this peer URL that is still under way
-// (an agent restarted mid-join), or files a new one.
-func (a *Agent) currentJoin(ctx context.Context) (*api.JoinRequest, error) {
-	old := &api.JoinRequest{}
-	err := a.st.Get(ctx, store.JoinKey(a.cfg.Name), old)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("agent: read join request: %w", err)
+// registerAndRequest registers the node and, on a joining node, clears a
+// finished removal of it and files (or resumes) its join request. The
+// reads the request needs are made while the node registers; the request
+// is written after the node.
+func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView, error) {
+	if !joining {
+		if err := a.register(ctx); err != nil {
+			return nil, err
+		}
+		a.clearFinishedRemoval(ctx)
+		return nil, nil
 	}
-	if err == nil && old.Spec.PeerURL == a.cfg.PeerURL &&
+	type reading struct {
+		v   joinView
+		err error
+	}
+	read := make(chan reading, 1)
+	go func() {
+		v, err := a.readJoin(ctx)
+		read <- reading{v, err}
+	}()
+	err := a.register(ctx)
+	r := <-read
+	if err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	v := r.v
+	if v.removal != nil && v.removal.Status.Phase.Finished() {
+		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
+		_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
+		v.removal = nil
+	}
+	if v.join, err = a.currentJoin(ctx, v.join); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// currentJoin resumes old, the request read for this node (nil: none),
+// when it is for this peer URL and still under way (an agent restarted
+// mid-join), or files a new one.
+func (a *Agent) currentJoin(ctx context.Context, old *api.JoinRequest) (*api.JoinRequest, error) {
+	if old != nil && old.Spec.PeerURL == a.cfg.PeerURL &&
 		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && a.learnerIs(ctx, old.Status.MemberID))) {
 		a.log.Info("resuming join request", "attempt", old.Spec.Attempt, "phase", old.Status.Phase)
 		return old, nil
 	}
-	return a.fileJoin(ctx, old.Spec.Attempt+1)
+	attempt := 1
+	if old != nil {
+		attempt = old.Spec.Attempt + 1
+	}
+	return a.fileJoin(ctx, attempt)
 }
 
 // learnerIs tells whether id is still a learner with this node's peer URL.
@@ -116,9 +171,10 @@ func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, er
 	return j, nil
 }
 
-// followJoin acts on one reading of the join request. It returns done once
+// followJoin acts on one reading of the join request; version is the
+// EtcdCluster's spec.version read with it ("" none). It returns done once
 // the member is a voter.
-func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error) {
+func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version string) (bool, error) {
 	switch j.Status.Phase {
 	case api.JoinPending:
 		return false, nil
@@ -128,7 +184,11 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 		}
 		failpoint.Hit(failpoint.AgentBeforeLearnerStart)
 		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
-		a.useClusterEtcdVersion(ctx)
+		if version != "" {
+			// Join on the version the cluster is rolled to, when the
+			// runtime has it, rather than the runtime's default.
+			a.useEtcdVersion(version, "the EtcdCluster's spec.version")
+		}
 		if err := a.startMember(ctx, j.Status.InitialCluster, "existing"); err != nil {
 			if errors.Is(err, member.ErrRemoved) {
 				return false, err
@@ -172,7 +232,7 @@ func (a *Agent) awaitVoter(ctx context.Context) error {
 		case err == nil && !learner:
 			return nil
 		case err == nil && learner:
-			if err := a.join(ctx); err != nil {
+			if err := a.join(ctx, nil); err != nil {
 				return err
 			}
 			continue
