@@ -189,7 +189,16 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 			// runtime has it, rather than the runtime's default.
 			a.useEtcdVersion(version, "the EtcdCluster's spec.version")
 		}
-		if err := a.startMember(ctx, j.Status.InitialCluster, "existing"); err != nil {
+		err := a.runMember(ctx, j.Status.InitialCluster, "existing")
+		if err == nil {
+			// At once: a learner serves only once it caught up with the
+			// leader, and the leader, which watches the node, then tries
+			// its promotion (coordinator/promote_wake.go). The marker
+			// follows.
+			a.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
+			err = a.recordMember(ctx)
+		}
+		if err != nil {
 			if errors.Is(err, member.ErrRemoved) {
 				return false, err
 			}
@@ -199,7 +208,6 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 			_ = a.stopMember(ctx)
 			return false, nil
 		}
-		a.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
 		return false, nil
 	case api.JoinJoined:
 		a.log.Info("promoted to voter", "member", j.Status.MemberID)
