@@ -233,8 +233,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	// The heartbeat runs in a group of its own: it outlives the node's
 	// controllers on a removal, until the removal is recorded. It starts
 	// before the node registers: the leader acts on a join only once the
-	// node, its heartbeat and its request are all in, and the three are
-	// written side by side (registerAndRequest).
+	// node, its heartbeat and its request are all in, and the heartbeat is
+	// written while the node registers and files its request
+	// (registerAndRequest).
 	hb := &heartbeat{a: a}
 	hbg := bg.start(ctx, hb)
 	a.stopHeartbeat = func() { hbg.stop(); hb.wait() }
