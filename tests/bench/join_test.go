@@ -130,7 +130,8 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 	fmt.Fprintf(&out, "stages (each measured from the previous one): added = until the member list holds the learner\n"+
 		"  (nico: agent start, register, join request, coordinator AddLearner; baselines: MemberAddAsLearner, retried %d times in all);\n"+
 		"  named = until the leader applied the learner's name (etcd's publish); voter = until promoted (MemberPromote calls\n"+
-		"  per join: kubeadm %.1f every %s, tight %.1f every %s; nico tries at once, then every %s while watching the learner catch up);\n"+
+		"  per join: kubeadm %.1f every %s, tight %.1f every %s; nico tries at once, then every %s and\n"+
+		"  whenever the learner's agent reports its member serving);\n"+
 		"  removal = the untimed removal after the join (etcd refuses it until the new voter has been connected 5s).\n",
 		addRetries, float64(promoteTries)/n, kubeadmRetry, float64(tightTries)/n, tightRetry, etcdadmin.PromoteEvery)
 	fmt.Fprintf(&out, "shape: one voter; each join removed again, untimed; embedded members, tick %s, election %s;\n"+
