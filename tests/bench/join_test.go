@@ -190,7 +190,7 @@ func (f *fleet) add(ctx context.Context, name string) (joinTimes, *node, error) 
 	n := f.run(cfg)
 	jt, err := wait()
 	if f.trace != nil {
-		f.trace.add(time.Now(), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", jt.added, jt.named, jt.voter))
+		f.trace.add(t0.Add(jt.voter), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", jt.added, jt.named, jt.voter))
 		fmt.Printf("\ntrace of nico join %s:\n%s", name, f.trace.String())
 		f.trace.finish()
 		f.trace.reset(time.Time{})

@@ -88,7 +88,7 @@ func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove f
 	if k.trace != nil {
 		k.trace.reset(t0)
 		defer func() {
-			k.trace.add(time.Now(), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", j.added, j.named, j.voter))
+			k.trace.add(t0.Add(j.voter), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", j.added, j.named, j.voter))
 			fmt.Printf("\ntrace of %s join %s:\n%s", k.every, name, k.trace.String())
 			k.trace.finish()
 			k.trace.reset(time.Time{})
