@@ -315,44 +315,6 @@ func (a *Agent) connect(ctx context.Context) error {
 	return nil
 }
 
-// register writes the node object, keeping its creation time.
-func (a *Agent) register(ctx context.Context) error {
-	n := api.NewNode(a.cfg.Name)
-	old := &api.Node{}
-	if err := a.st.Get(ctx, store.NodeKey(a.cfg.Name), old); err == nil {
-		n.Metadata.CreatedAt = old.Metadata.CreatedAt
-		n.Status = old.Status
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("agent: register: %w", err)
-	} else {
-		n.Metadata.CreatedAt = a.Now()
-	}
-	n.Spec = api.NodeSpec{Roles: a.cfg.Roles, Bootstrap: a.cfg.Bootstrap, Labels: a.cfg.Labels}
-	if a.controlPlane() {
-		n.Spec.PeerURL, n.Spec.ClientURL = a.cfg.PeerURL, a.cfg.ClientURL
-	}
-	n.Status.AgentVersion = a.cfg.Version
-	n.Status.EtcdVersion = a.runningEtcdVersion()
-	n.Status.Certificate = a.nodeCertPEM()
-	n.Status.GossipAddr = a.gossipAddr() // agent/gossip.go
-	n.Status.Phase = api.NodeRegistered
-	if a.controlPlane() && !a.running.Load() {
-		n.Status.Phase, n.Status.Message = api.NodeJoining, msgWaitLearner
-	}
-	n.Status.UpdatedAt = a.Now()
-	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), n); err != nil {
-		return fmt.Errorf("agent: register: %w", err)
-	}
-	a.nodeMu.Lock()
-	a.node = n
-	if l := a.hbLease; l != 0 {
-		n.Status.Lease = l // the heartbeat's, granted meanwhile; written with the next status
-	}
-	a.nodeMu.Unlock()
-	a.log.Info("registered", "roles", a.cfg.Roles)
-	return nil
-}
-
 // setPhase records the node's phase and member state; errors are logged,
 // since status is advisory and rewritten on the next change.
 func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {

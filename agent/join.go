@@ -10,6 +10,7 @@ import (
 	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // msgWaitLearner is a joining node's status message until its learner is
@@ -98,9 +99,9 @@ func (a *Agent) join(ctx context.Context, v *joinView) error {
 }
 
 // registerAndRequest registers the node and, on a joining node, clears a
-// finished removal of it and files (or resumes) its join request. The
-// reads the request needs are made while the node registers; the request
-// is written after the node.
+// finished removal of it and files (or resumes) its join request: one
+// read of the node and its requests, then the node and a new request in
+// one transaction (the leader sees both at one revision).
 func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView, error) {
 	if !joining {
 		if err := a.register(ctx); err != nil {
@@ -109,31 +110,42 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 		a.clearFinishedRemoval(ctx)
 		return nil, nil
 	}
-	type reading struct {
-		v   joinView
-		err error
-	}
-	read := make(chan reading, 1)
-	go func() {
-		v, err := a.readJoin(ctx)
-		read <- reading{v, err}
-	}()
-	err := a.register(ctx)
-	r := <-read
+	v, err := a.readJoin(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	v := r.v
 	if v.removal != nil && v.removal.Status.Phase.Finished() {
 		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
 		_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
 		v.removal = nil
 	}
-	if v.join, err = a.currentJoin(ctx, v.join); err != nil {
-		return nil, err
+	n := a.nodeObject(v.node)
+	put, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
+	if err != nil {
+		return nil, fmt.Errorf("agent: register: %w", err)
+	}
+	ops := []clientv3.Op{put}
+	var filed *api.JoinRequest
+	if a.resumable(ctx, v.join) {
+		a.log.Info("resuming join request", "attempt", v.join.Spec.Attempt, "phase", v.join.Status.Phase)
+	} else {
+		filed = a.newJoin(nextAttempt(v.join))
+		p, err := store.PutOp(store.JoinKey(a.cfg.Name), filed)
+		if err != nil {
+			return nil, fmt.Errorf("agent: file join request: %w", err)
+		}
+		ops = append(ops, p)
+	}
+	resp, err := a.st.Txn(ctx, nil, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("agent: register and file join request: %w", err)
+	}
+	n.Metadata.Revision = resp.Header.Revision
+	a.registered(n)
+	if filed != nil {
+		filed.Metadata.Revision = resp.Header.Revision
+		a.log.Info("join requested", "attempt", filed.Spec.Attempt)
+		v.join = filed
 	}
 	return &v, nil
 }
@@ -142,16 +154,26 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 // when it is for this peer URL and still under way (an agent restarted
 // mid-join), or files a new one.
 func (a *Agent) currentJoin(ctx context.Context, old *api.JoinRequest) (*api.JoinRequest, error) {
-	if old != nil && old.Spec.PeerURL == a.cfg.PeerURL &&
-		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && a.learnerIs(ctx, old.Status.MemberID))) {
+	if a.resumable(ctx, old) {
 		a.log.Info("resuming join request", "attempt", old.Spec.Attempt, "phase", old.Status.Phase)
 		return old, nil
 	}
-	attempt := 1
-	if old != nil {
-		attempt = old.Spec.Attempt + 1
+	return a.fileJoin(ctx, nextAttempt(old))
+}
+
+// resumable tells whether old (nil: none) is this node's request, for its
+// peer URL, still under way.
+func (a *Agent) resumable(ctx context.Context, old *api.JoinRequest) bool {
+	return old != nil && old.Spec.PeerURL == a.cfg.PeerURL &&
+		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && a.learnerIs(ctx, old.Status.MemberID)))
+}
+
+// nextAttempt is the attempt number of the request after old (nil: 1).
+func nextAttempt(old *api.JoinRequest) int {
+	if old == nil {
+		return 1
 	}
-	return a.fileJoin(ctx, attempt)
+	return old.Spec.Attempt + 1
 }
 
 // learnerIs tells whether id is still a learner with this node's peer URL.
@@ -160,10 +182,16 @@ func (a *Agent) learnerIs(ctx context.Context, id api.MemberID) bool {
 	return err == nil && learner && got == id
 }
 
-func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, error) {
+// newJoin is a new join request of this node.
+func (a *Agent) newJoin(attempt int) *api.JoinRequest {
 	j := api.NewJoinRequest(a.cfg.Name)
 	j.Metadata.CreatedAt = a.Now()
 	j.Spec = api.JoinRequestSpec{Node: a.cfg.Name, PeerURL: a.cfg.PeerURL, ClientURL: a.cfg.ClientURL, Attempt: attempt}
+	return j
+}
+
+func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, error) {
+	j := a.newJoin(attempt)
 	if err := a.st.Put(ctx, store.JoinKey(a.cfg.Name), j); err != nil {
 		return nil, fmt.Errorf("agent: file join request: %w", err)
 	}

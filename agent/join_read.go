@@ -11,9 +11,10 @@ import (
 )
 
 // joinView is one reading of what a joining agent follows, made in one
-// transaction (one round trip, one revision): its join request, its
-// removal request and the etcd version the EtcdCluster asks for.
+// transaction (one round trip, one revision): its node, its join request,
+// its removal request and the etcd version the EtcdCluster asks for.
 type joinView struct {
+	node    *api.Node          // nil: none
 	join    *api.JoinRequest   // nil: none
 	removal *api.RemoveRequest // nil: none
 	version string             // spec.version; "": none
@@ -30,6 +31,7 @@ func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
 		clientv3.OpGet(store.JoinKey(a.cfg.Name)),
 		clientv3.OpGet(store.RemovalKey(a.cfg.Name)),
 		clientv3.OpGet(store.EtcdClusterKey),
+		clientv3.OpGet(store.NodeKey(a.cfg.Name)),
 	)
 	if err != nil {
 		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
@@ -57,6 +59,12 @@ func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
 		ec := &api.EtcdCluster{}
 		if err := store.Decode(kv, ec); err == nil {
 			v.version = ec.Spec.Version
+		}
+	}
+	if kv := one(3); kv != nil {
+		v.node = &api.Node{}
+		if err := store.Decode(kv, v.node); err != nil {
+			return joinView{}, fmt.Errorf("agent: read node: %w", err)
 		}
 	}
 	return v, nil
