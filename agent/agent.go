@@ -154,7 +154,8 @@ type Agent struct {
 	cli     *clientv3.Client
 	st      *store.Store
 	node    *api.Node
-	nodeMu  sync.Mutex // guards node: the heartbeat sets its lease, setPhase the rest
+	nodeMu  sync.Mutex // guards node and hbLease: the heartbeat sets its lease, setPhase the rest
+	hbLease int64      // the heartbeat's lease, also before node is registered
 	healthy atomic.Bool
 	// standby: the cluster has the voters it wants and this control-plane
 	// node waits as a standby (agent/standby.go): ready, not a member.
@@ -240,22 +241,27 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.ensureIdentity(ctx); err != nil {
 		return err
 	}
-	if err := a.register(ctx); err != nil {
-		return err
-	}
 	if c := a.gossipKeys(); c != nil {
 		bg.start(ctx, c)
 	}
 	// The heartbeat runs in a group of its own: it outlives the node's
-	// controllers on a removal, until the removal is recorded.
+	// controllers on a removal, until the removal is recorded. It starts
+	// before the node registers: the leader acts on a join only once the
+	// node, its heartbeat and its request are all in, and the heartbeat is
+	// written while the node registers and files its request
+	// (registerAndRequest).
 	hb := &heartbeat{a: a}
 	hbg := bg.start(ctx, hb)
 	a.stopHeartbeat = func() { hbg.stop(); hb.wait() }
 	defer a.stopHeartbeat()
 
-	a.clearFinishedRemoval(ctx)
-	if a.controlPlane() && !a.running.Load() {
-		if err := a.join(ctx); err != nil {
+	joining := a.controlPlane() && !a.running.Load()
+	req, err := a.registerAndRequest(ctx, joining)
+	if err != nil {
+		return err
+	}
+	if joining {
+		if err := a.join(ctx, req); err != nil {
 			return err
 		}
 	}
@@ -310,6 +316,9 @@ func (a *Agent) connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: connect %v: %w", eps, err)
 	}
+	// The connection (its TLS handshake) is made now, while the identity
+	// is ensured over another, rather than at the first call.
+	cli.ActiveConnection().Connect()
 	st, err := store.New(cli, a.cfg.Prefix)
 	if err != nil {
 		cli.Close()
@@ -323,46 +332,22 @@ func (a *Agent) connect(ctx context.Context) error {
 	return nil
 }
 
-// register writes the node object, keeping its creation time.
-func (a *Agent) register(ctx context.Context) error {
-	n := api.NewNode(a.cfg.Name)
-	old := &api.Node{}
-	if err := a.st.Get(ctx, store.NodeKey(a.cfg.Name), old); err == nil {
-		n.Metadata.CreatedAt = old.Metadata.CreatedAt
-		n.Status = old.Status
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("agent: register: %w", err)
-	} else {
-		n.Metadata.CreatedAt = a.Now()
-	}
-	n.Spec = api.NodeSpec{Roles: a.cfg.Roles, Bootstrap: a.cfg.Bootstrap, Labels: a.cfg.Labels}
-	if a.controlPlane() {
-		n.Spec.PeerURL, n.Spec.ClientURL = a.cfg.PeerURL, a.cfg.ClientURL
-	}
-	n.Status.AgentVersion = a.cfg.Version
-	n.Status.EtcdVersion = a.runningEtcdVersion()
-	n.Status.Certificate = a.nodeCertPEM()
-	n.Status.GossipAddr = a.gossipAddr() // agent/gossip.go
-	n.Status.Phase = api.NodeRegistered
-	if a.controlPlane() && !a.running.Load() {
-		n.Status.Phase = api.NodeJoining
-	}
-	n.Status.UpdatedAt = a.Now()
-	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), n); err != nil {
-		return fmt.Errorf("agent: register: %w", err)
-	}
-	a.nodeMu.Lock()
-	a.node = n
-	a.nodeMu.Unlock()
-	a.log.Info("registered", "roles", a.cfg.Roles)
-	return nil
-}
-
 // setPhase records the node's phase and member state; errors are logged,
 // since status is advisory and rewritten on the next change.
 func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
 	if err := a.writePhase(ctx, phase, msg); err != nil && ctx.Err() == nil {
 		a.log.Warn("status not written", "err", err)
+	}
+}
+
+// setPhaseIfChanged is setPhase unless the node already shows phase and
+// msg (register wrote them): one write less on the way to a join.
+func (a *Agent) setPhaseIfChanged(ctx context.Context, phase api.NodePhase, msg string) {
+	a.nodeMu.Lock()
+	same := a.node != nil && a.node.Status.Phase == phase && a.node.Status.Message == msg
+	a.nodeMu.Unlock()
+	if !same {
+		a.setPhase(ctx, phase, msg)
 	}
 }
 

@@ -130,14 +130,3 @@ func (a *Agent) useEtcdVersion(v, why string) {
 	}
 	a.log.Info("starting the member on etcd "+v, "why", why)
 }
-
-// useClusterEtcdVersion starts a joining member on the EtcdCluster's
-// spec.version when the runtime has it, so that it joins on the version
-// the cluster is rolled to rather than the runtime's default.
-func (a *Agent) useClusterEtcdVersion(ctx context.Context) {
-	ec := &api.EtcdCluster{}
-	if err := a.st.Get(ctx, store.EtcdClusterKey, ec); err != nil || ec.Spec.Version == "" {
-		return
-	}
-	a.useEtcdVersion(ec.Spec.Version, "the EtcdCluster's spec.version")
-}

@@ -37,16 +37,20 @@ func (h *heartbeat) ResyncInterval() time.Duration { return h.a.cfg.HeartbeatTTL
 
 func (h *heartbeat) Reconcile(ctx context.Context) error {
 	a := h.a
-	lease, err := h.keep(ctx)
+	lease, fresh, err := h.keep(ctx)
 	if err != nil {
 		return err
 	}
-	held, ok, err := a.st.HeartbeatLease(ctx, a.cfg.Name)
-	if err != nil {
-		return fmt.Errorf("agent: heartbeat: read: %w", err)
-	}
-	if ok && held == lease {
-		return nil
+	// A lease granted just now holds no key yet: the key is written at
+	// once, without reading where it is.
+	if !fresh {
+		held, ok, err := a.st.HeartbeatLease(ctx, a.cfg.Name)
+		if err != nil {
+			return fmt.Errorf("agent: heartbeat: read: %w", err)
+		}
+		if ok && held == lease {
+			return nil
+		}
 	}
 	if err := a.st.PutHeartbeat(ctx, a.cfg.Name, a.Now(), lease); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
@@ -55,6 +59,7 @@ func (h *heartbeat) Reconcile(ctx context.Context) error {
 		return fmt.Errorf("agent: heartbeat: put: %w", err)
 	}
 	a.nodeMu.Lock()
+	a.hbLease = int64(lease)
 	if a.node != nil {
 		a.node.Status.Lease = int64(lease)
 	}
@@ -62,10 +67,10 @@ func (h *heartbeat) Reconcile(ctx context.Context) error {
 	return nil
 }
 
-// keep returns the lease kept alive, granting a new one when there is
-// none or it was lost. The keep-alive lasts as long as ctx (the
+// keep returns the lease kept alive, granting a new one (fresh) when
+// there is none or it was lost. The keep-alive lasts as long as ctx (the
 // controller's run), and revokes the lease when it ends.
-func (h *heartbeat) keep(ctx context.Context) (clientv3.LeaseID, error) {
+func (h *heartbeat) keep(ctx context.Context) (lease clientv3.LeaseID, fresh bool, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.lease != 0 {
@@ -74,18 +79,18 @@ func (h *heartbeat) keep(ctx context.Context) (clientv3.LeaseID, error) {
 			h.a.log.Warn("heartbeat lease lost; renewing", "lease", h.lease)
 			h.lease = 0
 		default:
-			return h.lease, nil
+			return h.lease, false, nil
 		}
 	}
 	a := h.a
 	g, err := a.cli.Grant(ctx, int64(a.cfg.HeartbeatTTL/time.Second))
 	if err != nil {
-		return 0, fmt.Errorf("agent: heartbeat: grant: %w", err)
+		return 0, false, fmt.Errorf("agent: heartbeat: grant: %w", err)
 	}
 	ch, err := a.cli.KeepAlive(ctx, g.ID)
 	if err != nil {
 		h.revoke(ctx, g.ID)
-		return 0, fmt.Errorf("agent: heartbeat: keepalive: %w", err)
+		return 0, false, fmt.Errorf("agent: heartbeat: keepalive: %w", err)
 	}
 	lost := make(chan struct{})
 	h.lease, h.lost = g.ID, lost
@@ -97,7 +102,7 @@ func (h *heartbeat) keep(ctx context.Context) (clientv3.LeaseID, error) {
 		close(lost)
 		h.revoke(ctx, g.ID)
 	}()
-	return g.ID, nil
+	return g.ID, true, nil
 }
 
 // forget drops lease, which etcd no longer has.

@@ -10,12 +10,20 @@ import (
 	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// join files (or resumes) this node's join request and follows the
-// leader's answer: start the learner when it is added, wipe and file again
-// when the join failed, return once the member is a voter.
-func (a *Agent) join(ctx context.Context) error {
+// msgWaitLearner is a joining node's status message until its learner is
+// added.
+const msgWaitLearner = "waiting for the coordinator to add this node as a learner"
+
+// join follows this node's join request (filed or resumed, with the
+// reading it was filed on, by registerAndRequest; nil: it files or
+// resumes one itself) and the leader's answer: start the learner when it
+// is added, wipe and file again when the join failed, return once the
+// member is a voter. Every wake re-reads the request, the node's removal
+// request and the cluster's etcd version in one transaction.
+func (a *Agent) join(ctx context.Context, v *joinView) error {
 	stopExtend := a.extendWhileJoining(ctx) // agent/progress.go
 	defer func() { stopExtend() }()
 	defer a.standby.Store(false)
@@ -25,19 +33,26 @@ func (a *Agent) join(ctx context.Context) error {
 		return a.removeLost(ctx, id)
 	}
 	a.status("joining the etcd cluster")
-	// The request first: the leader acts on it at once, and the phase
-	// written after it is not on the way.
-	req, err := a.currentJoin(ctx)
-	if err != nil {
-		return err
+	if v == nil {
+		// The request first: the leader acts on it at once, and the phase
+		// written after it is not on the way.
+		read, err := a.readJoin(ctx)
+		if err != nil {
+			return err
+		}
+		if read.join, err = a.currentJoin(ctx, read.join); err != nil {
+			return err
+		}
+		v = &read
 	}
-	a.setPhase(ctx, api.NodeJoining, "waiting for the coordinator to add this node as a learner")
+	req := v.join
+	a.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
 	events := watchKey(ctx, a.cli, store.JoinKey(a.cfg.Name))
 	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
-		if removed, _ := a.removalDone(ctx); removed {
+		if v.removalDone() {
 			return a.removed(ctx, "removed while joining")
 		}
 		if req.Status.Phase == api.JoinPending && req.Status.Standby && !a.standby.Load() {
@@ -45,7 +60,7 @@ func (a *Agent) join(ctx context.Context) error {
 			stopExtend = func() {}
 			stopStandby = a.becomeStandby(ctx, req)
 		}
-		done, err := a.followJoin(ctx, req)
+		done, err := a.followJoin(ctx, req, v.version)
 		if errors.Is(err, member.ErrRemoved) {
 			return a.removed(ctx, "the cluster removed this member while it joined")
 		}
@@ -68,38 +83,100 @@ func (a *Agent) join(ctx context.Context) error {
 			a.running.Store(false)
 			a.log.Warn("member exited while joining; it will be started again", "err", a.runtime.Err())
 		}
-		next := &api.JoinRequest{}
-		switch err := a.st.Get(ctx, store.JoinKey(a.cfg.Name), next); {
-		case errors.Is(err, store.ErrNotFound):
-			if removed, _ := a.removalDone(ctx); removed {
+		next, err := a.readJoin(ctx)
+		if err != nil {
+			a.log.Warn("read join request", "err", err)
+			continue
+		}
+		v = &next
+		if next.join == nil {
+			if v.removalDone() {
 				return a.removed(ctx, "removed while joining")
 			}
-			req, err = a.fileJoin(ctx, req.Spec.Attempt+1)
-			if err != nil {
+			if v.join, err = a.fileJoin(ctx, req.Spec.Attempt+1); err != nil {
 				return err
 			}
-		case err != nil:
-			a.log.Warn("read join request", "err", err)
-		default:
-			req = next
 		}
+		req = v.join
 	}
 }
 
-// currentJoin resumes a request for this peer URL that is still under way
-// (an agent restarted mid-join), or files a new one.
-func (a *Agent) currentJoin(ctx context.Context) (*api.JoinRequest, error) {
-	old := &api.JoinRequest{}
-	err := a.st.Get(ctx, store.JoinKey(a.cfg.Name), old)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("agent: read join request: %w", err)
+// registerAndRequest registers the node and, on a joining node, clears a
+// finished removal of it and files (or resumes) its join request: one
+// read of the node and its requests, then the node and a new request in
+// one transaction (the leader sees both at one revision).
+func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView, error) {
+	if !joining {
+		if err := a.register(ctx); err != nil {
+			return nil, err
+		}
+		a.clearFinishedRemoval(ctx)
+		return nil, nil
 	}
-	if err == nil && old.Spec.PeerURL == a.cfg.PeerURL &&
-		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && a.learnerIs(ctx, old.Status.MemberID))) {
+	v, err := a.readJoin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if v.removal != nil && v.removal.Status.Phase.Finished() {
+		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
+		_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
+		v.removal = nil
+	}
+	n := a.nodeObject(v.node)
+	put, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
+	if err != nil {
+		return nil, fmt.Errorf("agent: register: %w", err)
+	}
+	ops := []clientv3.Op{put}
+	var filed *api.JoinRequest
+	if a.resumable(ctx, v.join) {
+		a.log.Info("resuming join request", "attempt", v.join.Spec.Attempt, "phase", v.join.Status.Phase)
+	} else {
+		filed = a.newJoin(nextAttempt(v.join))
+		p, err := store.PutOp(store.JoinKey(a.cfg.Name), filed)
+		if err != nil {
+			return nil, fmt.Errorf("agent: file join request: %w", err)
+		}
+		ops = append(ops, p)
+	}
+	resp, err := a.st.Txn(ctx, nil, ops...)
+	if err != nil {
+		return nil, fmt.Errorf("agent: register and file join request: %w", err)
+	}
+	n.Metadata.Revision = resp.Header.Revision
+	a.registered(n)
+	if filed != nil {
+		filed.Metadata.Revision = resp.Header.Revision
+		a.log.Info("join requested", "attempt", filed.Spec.Attempt)
+		v.join = filed
+	}
+	return &v, nil
+}
+
+// currentJoin resumes old, the request read for this node (nil: none),
+// when it is for this peer URL and still under way (an agent restarted
+// mid-join), or files a new one.
+func (a *Agent) currentJoin(ctx context.Context, old *api.JoinRequest) (*api.JoinRequest, error) {
+	if a.resumable(ctx, old) {
 		a.log.Info("resuming join request", "attempt", old.Spec.Attempt, "phase", old.Status.Phase)
 		return old, nil
 	}
-	return a.fileJoin(ctx, old.Spec.Attempt+1)
+	return a.fileJoin(ctx, nextAttempt(old))
+}
+
+// resumable tells whether old (nil: none) is this node's request, for its
+// peer URL, still under way.
+func (a *Agent) resumable(ctx context.Context, old *api.JoinRequest) bool {
+	return old != nil && old.Spec.PeerURL == a.cfg.PeerURL &&
+		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && a.learnerIs(ctx, old.Status.MemberID)))
+}
+
+// nextAttempt is the attempt number of the request after old (nil: 1).
+func nextAttempt(old *api.JoinRequest) int {
+	if old == nil {
+		return 1
+	}
+	return old.Spec.Attempt + 1
 }
 
 // learnerIs tells whether id is still a learner with this node's peer URL.
@@ -108,10 +185,16 @@ func (a *Agent) learnerIs(ctx context.Context, id api.MemberID) bool {
 	return err == nil && learner && got == id
 }
 
-func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, error) {
+// newJoin is a new join request of this node.
+func (a *Agent) newJoin(attempt int) *api.JoinRequest {
 	j := api.NewJoinRequest(a.cfg.Name)
 	j.Metadata.CreatedAt = a.Now()
 	j.Spec = api.JoinRequestSpec{Node: a.cfg.Name, PeerURL: a.cfg.PeerURL, ClientURL: a.cfg.ClientURL, Attempt: attempt}
+	return j
+}
+
+func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, error) {
+	j := a.newJoin(attempt)
 	if err := a.st.Put(ctx, store.JoinKey(a.cfg.Name), j); err != nil {
 		return nil, fmt.Errorf("agent: file join request: %w", err)
 	}
@@ -119,9 +202,10 @@ func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, er
 	return j, nil
 }
 
-// followJoin acts on one reading of the join request. It returns done once
+// followJoin acts on one reading of the join request; version is the
+// EtcdCluster's spec.version read with it ("" none). It returns done once
 // the member is a voter.
-func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error) {
+func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version string) (bool, error) {
 	switch j.Status.Phase {
 	case api.JoinPending:
 		return false, nil
@@ -131,8 +215,21 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 		}
 		failpoint.Hit(failpoint.AgentBeforeLearnerStart)
 		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
-		a.useClusterEtcdVersion(ctx)
-		if err := a.startMember(ctx, j.Status.InitialCluster, "existing"); err != nil {
+		if version != "" {
+			// Join on the version the cluster is rolled to, when the
+			// runtime has it, rather than the runtime's default.
+			a.useEtcdVersion(version, "the EtcdCluster's spec.version")
+		}
+		err := a.runMember(ctx, j.Status.InitialCluster, "existing")
+		if err == nil {
+			// At once: a learner serves only once it caught up with the
+			// leader, and the leader, which watches the node, then tries
+			// its promotion (coordinator/promote_wake.go). The marker
+			// follows.
+			a.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
+			err = a.recordMember(ctx)
+		}
+		if err != nil {
 			if errors.Is(err, member.ErrRemoved) {
 				return false, err
 			}
@@ -142,7 +239,6 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest) (bool, error
 			_ = a.stopMember(ctx)
 			return false, nil
 		}
-		a.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
 		return false, nil
 	case api.JoinJoined:
 		a.log.Info("promoted to voter", "member", j.Status.MemberID)
@@ -175,7 +271,7 @@ func (a *Agent) awaitVoter(ctx context.Context) error {
 		case err == nil && !learner:
 			return nil
 		case err == nil && learner:
-			if err := a.join(ctx); err != nil {
+			if err := a.join(ctx, nil); err != nil {
 				return err
 			}
 			continue

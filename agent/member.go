@@ -150,6 +150,14 @@ func staleReason(v clusterState, m member.Marker, hasMarker bool, peerURL string
 // startMember starts the local member and records which member and cluster
 // its data dir belongs to.
 func (a *Agent) startMember(ctx context.Context, initialCluster, state string) error {
+	if err := a.runMember(ctx, initialCluster, state); err != nil {
+		return err
+	}
+	return a.recordMember(ctx)
+}
+
+// runMember starts the local member and returns once it serves.
+func (a *Agent) runMember(ctx context.Context, initialCluster, state string) error {
 	err := a.runtime.Start(ctx, member.Config{
 		Name:           a.cfg.Name,
 		DataDir:        a.cfg.DataDir,
@@ -165,6 +173,12 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 		return fmt.Errorf("agent: start member: %w", err)
 	}
 	a.running.Store(true)
+	return nil
+}
+
+// recordMember asks the local member, which serves, for its version and
+// IDs, and writes them to the data dir's marker.
+func (a *Agent) recordMember(ctx context.Context) error {
 	cli, err := a.etcdClient([]string{a.cfg.ClientURL}, 0)
 	if err != nil {
 		return fmt.Errorf("agent: local client: %w", err)

@@ -43,7 +43,7 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	a := New(Config{Name: "cp-4", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, Applier: applier}, nil, sdnotify.New(), logging.Test(t))
 	a.cli, a.st = st.Client(), st
 	joined := make(chan error, 1)
-	go func() { joined <- a.join(ctx) }()
+	go func() { joined <- a.join(ctx, nil) }()
 	for i := 0; ; i++ {
 		if got := sock.Next(t); got == "READY=1" {
 			break

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/rbac"
@@ -216,6 +217,11 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 	before := op.Status.LearnerIndex
 	pctx, cancel := context.WithTimeout(ctx, x.stepBound())
 	defer cancel()
+	if !op.Spec.External && op.Spec.Node != "" {
+		wakes, stop := x.c.keyWakes(pctx, store.NodeKey(op.Spec.Node))
+		defer stop()
+		pctx = etcdadmin.TryAgainOn(pctx, wakes)
+	}
 	failpoint.Hit(failpoint.CoordBeforePromote)
 	err := x.members().Promote(pctx, s.Voters, s.Member, s.LearnerURL, s.LeaderURL, func(idx uint64) {
 		if idx > op.Status.LearnerIndex {

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
@@ -24,13 +25,18 @@ type observation struct {
 }
 
 // observe re-reads every input: members from etcd, objects from the store,
-// these at one revision (readInputs).
+// these at one revision (readInputs). The two reads go side by side: they
+// come from different sources and are never at one revision together.
 func observe(ctx context.Context, st *store.Store, members func(context.Context) ([]membership.Member, error)) (*observation, error) {
-	ms, err := members(ctx)
-	if err != nil {
-		return nil, err
-	}
+	var ms []membership.Member
+	var merr error
+	var wg sync.WaitGroup
+	wg.Go(func() { ms, merr = members(ctx) })
 	o, err := readInputs(ctx, st)
+	wg.Wait()
+	if merr != nil {
+		return nil, merr
+	}
 	if err != nil {
 		return nil, err
 	}

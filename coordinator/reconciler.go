@@ -56,12 +56,20 @@ type pass struct {
 	learner bool
 }
 
-// once observes, plans and applies one step.
+// once observes, plans and applies one step. A step that starts a join
+// (it only journals the operation) is followed in the same pass by the
+// operation's first step, planned on the same observation with the new
+// operation active: the learner is added without waiting for a second
+// observation, which would see the same cluster one journal write later.
+// Node liveness is published after the steps: it is for observers, and a
+// new node's first liveness write would otherwise come before its join.
 func (r *reconciler) once(ctx context.Context) (pass, error) {
+	start := r.c.Now()
 	obs, err := observe(ctx, r.c.store, r.c.admin.Observe)
 	if err != nil {
 		return pass{}, err
 	}
+	observed := r.c.Now()
 	p := pass{learner: slices.ContainsFunc(obs.Members, func(m membership.Member) bool { return m.Learner })}
 	now := r.c.Now()
 	ec, err := r.c.ensureCluster(ctx, r.fence, obs, now)
@@ -71,16 +79,39 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 	obs.Cluster = ec.Spec
 	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
 	r.c.Metrics.MembershipPass(obs.Observed, live, now)
-	if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
-		r.c.log.Warn("publishing node liveness failed", "err", err)
-	}
+	defer func() {
+		if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
+			r.c.log.Warn("publishing node liveness failed", "err", err)
+		}
+	}()
 	if r.c.cfg.Gossip != nil {
 		// Without gossip the planner keeps to members' own health: a
 		// lapsed lease alone is not taken as a dead member.
 		obs.Liveness = live
 	}
-	step := membership.Plan(obs.Observed, policyOf(ec.Spec.Policy, r.c.cfg.Policy), now)
+	pol := policyOf(ec.Spec.Policy, r.c.cfg.Policy)
+	// Before the step, from what this pass observed: a learner the step
+	// adds publishes its own values (executor.learnerAdded).
+	if err := r.c.syncExternalStarts(ctx, r.fence, obs); err != nil {
+		return p, err
+	}
+	step := membership.Plan(obs.Observed, pol, now)
+	if err := r.apply(ctx, obs, step, now); err != nil {
+		p.Step = step
+		return p, err
+	}
+	if step.Action == membership.StartJoin {
+		obs.Active = step.Op
+		step = membership.Plan(obs.Observed, pol, now)
+		err = r.apply(ctx, obs, step, now)
+	}
 	p.Step = step
+	r.c.log.Debug("membership pass", "action", string(step.Action), "observe", observed.Sub(start), "took", r.c.Now().Sub(start))
+	return p, err
+}
+
+// apply logs step when it differs from the last one and applies it.
+func (r *reconciler) apply(ctx context.Context, obs *observation, step membership.Step, now time.Time) error {
 	if s := step.String(); s != r.last {
 		lvl := r.c.log.Info
 		if step.Action == membership.None {
@@ -92,15 +123,10 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 	if r.c.OnStep != nil && step.Action != membership.None {
 		r.c.OnStep(step)
 	}
-	// Before the step, from what this pass observed: a learner the step
-	// adds publishes its own values (executor.learnerAdded).
-	if err := r.c.syncExternalStarts(ctx, r.fence, obs); err != nil {
-		return p, err
-	}
 	if err := (&executor{c: r.c, fence: r.fence, obs: obs, now: now}).apply(ctx, step); err != nil {
-		return p, fmt.Errorf("%s: %w", step.Action, err)
+		return fmt.Errorf("%s: %w", step.Action, err)
 	}
-	return p, nil
+	return nil
 }
 
 func opName(s membership.Step) string {

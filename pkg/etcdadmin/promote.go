@@ -18,6 +18,10 @@ import (
 // that grows to a second made the promotion wait for its next tick.
 const PromoteEvery = 10 * time.Millisecond
 
+// promoteEvery is PromoteEvery; tests lengthen it to see a TryAgainOn
+// receive bring a try forward.
+var promoteEvery = PromoteEvery
+
 // progressEvery is how often Promote reads the learner's raft index
 // meanwhile, for its progress report.
 const progressEvery = 100 * time.Millisecond
@@ -49,8 +53,9 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	}
 	watch := a.watchProgress(ctx, learnerURL, progress)
 	defer watch.stop()
-	tick := time.NewTicker(PromoteEvery)
+	tick := time.NewTicker(promoteEvery)
 	defer tick.Stop()
+	again, _ := ctx.Value(tryAgainKey{}).(<-chan struct{})
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 		_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
@@ -69,8 +74,20 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 			watch.stop()
 			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %v: %w", id, watch.last.Load(), err, ctx.Err())
 		case <-tick.C:
+		case <-again:
 		}
 	}
+}
+
+type tryAgainKey struct{}
+
+// TryAgainOn returns ctx for Promote, which then also tries again at once
+// on every receive from again, besides every PromoteEvery: the caller's
+// news that the learner may be in sync (its agent reporting its member
+// ready, for one). etcd's readiness check stays the gate; a receive only
+// brings the next try forward.
+func TryAgainOn(ctx context.Context, again <-chan struct{}) context.Context {
+	return context.WithValue(ctx, tryAgainKey{}, again)
 }
 
 // progressWatch reads a learner's raft index in the background while

@@ -11,7 +11,6 @@ import (
 
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 	"google.golang.org/grpc"
 )
 
@@ -314,7 +313,7 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 		ec.ElectionMs = uint(opts.election.Milliseconds())
 	}
 	ec.LogLevel = "warn"
-	core := newSlogCore(cfg.Logger, zapcore.WarnLevel, &r.removed, &r.quiet)
+	core := newSlogCore(cfg.Logger, opts.etcdLog, &r.removed, &r.quiet)
 	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(zap.New(core, zap.WithFatalHook(FatalToStderr)))
 	return ec, nil
 }

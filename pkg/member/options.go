@@ -1,6 +1,11 @@
 package member
 
-import "time"
+import (
+	"log/slog"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+)
 
 // DefaultGracePeriod is how long Exec.Stop waits after SIGTERM before SIGKILL.
 const DefaultGracePeriod = 10 * time.Second
@@ -14,10 +19,11 @@ type options struct {
 	extraArgs      []string
 	binaries       map[string]string // WithBinaries: etcd version -> binary
 	binaryVersion  string            // WithBinaryVersion
+	etcdLog        zapcore.Level     // WithEtcdLogLevel; embedded only
 }
 
 func newOptions(opts []Option) options {
-	o := options{grace: DefaultGracePeriod}
+	o := options{grace: DefaultGracePeriod, etcdLog: zapcore.WarnLevel}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -40,4 +46,20 @@ func WithGracePeriod(d time.Duration) Option {
 // Embedded members ignore it.
 func WithExtraArgs(args ...string) Option {
 	return func(o *options) { o.extraArgs = append(o.extraArgs, args...) }
+}
+
+// WithEtcdLogLevel hands an embedded member's etcd log to the Config's
+// logger from level on (default warn; info shows each step of a start or
+// a join, as benchmark traces want). Exec members ignore it.
+func WithEtcdLogLevel(level slog.Level) Option {
+	return func(o *options) {
+		switch {
+		case level < slog.LevelInfo:
+			o.etcdLog = zapcore.DebugLevel
+		case level < slog.LevelWarn:
+			o.etcdLog = zapcore.InfoLevel
+		default:
+			o.etcdLog = zapcore.WarnLevel
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -117,20 +118,27 @@ func (r *Renewer) renewOnce(ctx context.Context) ([]Due, *x509.Certificate, erro
 	}
 	now := r.Now()
 	due := DueLeaves(ca.Cert, r.observe(), now)
+	if err := ctx.Err(); err != nil && len(due) > 0 {
+		return nil, ca.Cert, err
+	}
+	// The leaves are issued side by side (each is a key generation and a
+	// signature, written to files of its own): a machine's first start
+	// waits for all of them before it talks to etcd.
+	serials := make([]string, len(due))
+	errs := make([]error, len(due))
+	var wg sync.WaitGroup
+	for i, d := range due {
+		wg.Go(func() { serials[i], errs[i] = r.renew(ca, d.Leaf, now) })
+	}
+	wg.Wait()
 	var done []Due
-	var errs []error
-	for _, d := range due {
-		if ctx.Err() != nil {
-			errs = append(errs, ctx.Err())
-			break
-		}
-		serial, err := r.renew(ca, d.Leaf, now)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("pki: renew %q: %w", d.Leaf.Name, err))
+	for i, d := range due {
+		if errs[i] != nil {
+			errs[i] = fmt.Errorf("pki: renew %q: %w", d.Leaf.Name, errs[i])
 			continue
 		}
 		r.log.Info("certificate renewed", "leaf", d.Leaf.Name, "cn", d.Leaf.Request.CommonName,
-			"reason", string(d.Reason), "serial", serial, "cert", d.Leaf.CertFile)
+			"reason", string(d.Reason), "serial", serials[i], "cert", d.Leaf.CertFile)
 		done = append(done, d)
 		if r.cfg.OnRenew != nil {
 			r.cfg.OnRenew(d)

@@ -22,6 +22,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/fleetkit"
@@ -67,6 +68,8 @@ type fleet struct {
 	cli *clientv3.Client
 	// st is a store over the candidate's client.
 	st *store.Store
+	// trace, with -nico.trace, records the fleet's log (trace_test.go).
+	trace *tracer
 }
 
 // node is one running agent.
@@ -86,6 +89,13 @@ func newFleet(tb testing.TB, boot string) *fleet {
 func bootFleet(tb testing.TB, coord string, startBoot func(*fleet) *node) *fleet {
 	f := &fleet{Fleet: fleetkit.New(tb)}
 	f.Log = benchLogger(tb)
+	if *flagTrace {
+		f.trace = &tracer{}
+		f.Log = slog.New(f.trace.handler())
+		f.NewRuntime = func() member.Runtime {
+			return member.NewEmbedded(member.WithTimings(tickInterval, electionTimeout), member.WithEtcdLogLevel(slog.LevelInfo))
+		}
+	}
 	f.ClusterToken, f.Version = "nico-bench", "bench"
 	n := startBoot(f)
 	f.cli = etcdtest.NewClient(tb, n.Cfg.ClientURL)

@@ -129,11 +129,15 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 	fmt.Fprintf(&out, "stages (each measured from the previous one): added = until the member list holds the learner\n"+
 		"  (nico: agent start, register, join request, coordinator AddLearner; baselines: MemberAddAsLearner, retried %d times in all);\n"+
 		"  named = until the leader applied the learner's name (etcd's publish); voter = until promoted (MemberPromote calls\n"+
-		"  per join: kubeadm %.1f every %s, tight %.1f every %s; nico tries at once, then every %s while watching the learner catch up);\n"+
+		"  per join: kubeadm %.1f every %s, tight %.1f every %s; nico tries at once, then every %s and\n"+
+		"  whenever the learner's agent reports its member serving);\n"+
 		"  removal = the untimed removal after the join (etcd refuses it until the new voter has been connected 5s).\n",
 		addRetries, float64(promoteTries)/n, kubeadmRetry, float64(tightTries)/n, tightRetry, etcdadmin.PromoteEvery)
 	fmt.Fprintf(&out, "shape: one voter; each join removed again, untimed; embedded members, tick %s, election %s;\n"+
 		"  nico agent retry %s, coordinator resync %s; member list polled every %s.\n", tickInterval, electionTimeout, agentRetry, coordResync, pollEvery)
+	if f.trace != nil {
+		fmt.Fprintf(&out, "trace milestones:\n%s", traceTable([]string{"nico", "kubeadm", "tight"}, []*tracer{f.trace, k.trace, tight.trace}))
+	}
 	// Printed, not logged: go test keeps only 10 lines of a benchmark's log.
 	fmt.Print(out.String())
 
@@ -178,9 +182,18 @@ func (f *fleet) add(ctx context.Context, name string) (joinTimes, *node, error) 
 	cfg := f.AgentConfig(name, false)
 	fleetkit.Provision(f.TB, cfg, f.Endpoints()) // untimed, as the baselines' certificates
 	t0 := time.Now()
+	if f.trace != nil {
+		f.trace.reset(t0)
+	}
 	wait := watchJoin(ctx, f.cli, cfg.PeerURL, t0)
 	n := f.Run(cfg, f.NewRuntime())
 	jt, err := wait()
+	if f.trace != nil {
+		f.trace.add(t0.Add(jt.voter), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", jt.added, jt.named, jt.voter))
+		fmt.Printf("\ntrace of nico join %s:\n%s", name, f.trace.String())
+		f.trace.finish()
+		f.trace.reset(time.Time{})
+	}
 	return jt, n, err
 }
 

@@ -36,6 +36,8 @@ type kubeadm struct {
 	cli   *clientv3.Client
 	log   *slog.Logger
 	every time.Duration
+	// trace, with -nico.trace, records the members' log (trace_test.go).
+	trace *tracer
 }
 
 // kubeadmJoin is one baseline join: its stage times and how many calls
@@ -53,12 +55,17 @@ func newKubeadm(tb testing.TB, every time.Duration) *kubeadm {
 	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
 	defer cancel()
 	log := benchLogger(tb).With("arm", "kubeadm", "every", every)
+	var tr *tracer
+	if *flagTrace {
+		tr = &tracer{}
+		log = slog.New(tr.handler())
+	}
 	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench", TLS: etcdtest.MemberTLS(tb, "k-0", peer, client), Logger: log})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client), log: log, every: every}
+	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client), log: log, every: every, trace: tr}
 }
 
 // join adds a learner, starts it while promoting it until etcd lets it,
@@ -79,11 +86,23 @@ func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove f
 	dir := k.tb.TempDir()
 	tlsFiles := etcdtest.MemberTLS(k.tb, name, peer, client) // untimed, as an agent's certificates are ready before it joins
 	t0 := time.Now()
+	if k.trace != nil {
+		k.trace.reset(t0)
+		defer func() {
+			k.trace.add(t0.Add(j.voter), fmt.Sprintf("bench: voter seen (added %v, named %v, voter %v)", j.added, j.named, j.voter))
+			fmt.Printf("\ntrace of %s join %s:\n%s", k.every, name, k.trace.String())
+			k.trace.finish()
+			k.trace.reset(time.Time{})
+		}()
+	}
 	wait := watchJoin(ctx, k.cli, peer, t0)
 
 	var added *clientv3.MemberAddResponse
 	err = k.retryEvery(ctx, func(ctx context.Context) (err error) {
 		added, err = k.cli.MemberAddAsLearner(ctx, []string{peer})
+		if k.trace != nil {
+			k.trace.add(time.Now(), fmt.Sprintf("bench: MemberAddAsLearner: %v", err))
+		}
 		if err != nil {
 			j.addRetries++
 		}
@@ -112,6 +131,9 @@ func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove f
 	err = k.retryEvery(ctx, func(ctx context.Context) error {
 		j.promoteTries++
 		_, err := k.cli.MemberPromote(ctx, id)
+		if k.trace != nil {
+			k.trace.add(time.Now(), fmt.Sprintf("bench: MemberPromote: %v", err))
+		}
 		return err
 	})
 	if err != nil {
