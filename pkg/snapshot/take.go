@@ -85,6 +85,13 @@ func Take(ctx context.Context, cli *clientv3.Client, opts TakeOptions) (*Taken, 
 	if err != nil {
 		return nil, fmt.Errorf("snapshot: take from %v: %w", cli.Endpoints(), err)
 	}
+	// The member's own version: the stream's first message carries the
+	// storage version instead, which a member leaves unset until its
+	// cluster version is decided (a snapshot right after start has none).
+	version := sresp.Version
+	if version == "" {
+		version = resp.Version
+	}
 	ok = true
 	return &Taken{Path: path, Meta: Meta{
 		Name:        NameFor(cluster, at, st.Revision),
@@ -92,7 +99,7 @@ func Take(ctx context.Context, cli *clientv3.Client, opts TakeOptions) (*Taken, 
 		MemberID:    member,
 		MemberName:  opts.MemberName,
 		Node:        opts.Node,
-		EtcdVersion: resp.Version,
+		EtcdVersion: version,
 		TakenAt:     at,
 		Reason:      opts.Reason,
 		Status:      st,
