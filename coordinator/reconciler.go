@@ -61,8 +61,7 @@ type pass struct {
 // operation's first step, planned on the same observation with the new
 // operation active: the learner is added without waiting for a second
 // observation, which would see the same cluster one journal write later.
-// Node liveness is published after the steps: it is for observers, and a
-// new node's first liveness write would otherwise come before its join.
+// Node liveness is published before the steps.
 func (r *reconciler) once(ctx context.Context) (pass, error) {
 	start := r.c.Now()
 	obs, err := observe(ctx, r.c.store, r.c.admin.Observe)
@@ -79,11 +78,12 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 	obs.Cluster = ec.Spec
 	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
 	r.c.Metrics.MembershipPass(obs.Observed, live, now)
-	defer func() {
-		if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
-			r.c.log.Warn("publishing node liveness failed", "err", err)
-		}
-	}()
+	// Liveness is published before any step planned from it: the record
+	// a successor and every observer read must never lag a change made on
+	// its account (no change while a voter is suspect, as the record says).
+	if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
+		r.c.log.Warn("publishing node liveness failed", "err", err)
+	}
 	if r.c.cfg.Gossip != nil {
 		// Without gossip the planner keeps to members' own health: a
 		// lapsed lease alone is not taken as a dead member.
