@@ -128,17 +128,17 @@ func TestRealAPIServer(t *testing.T) {
 				break
 			}
 		}
-		select {
-		case <-done:
-			b, _ := os.ReadFile(logFile.Name())
-			t.Fatalf("kube-apiserver exited: %v\n%s", waitErr, tail(string(b), 3000))
-		default:
-		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logFile.Name())
 			t.Fatalf("kube-apiserver not ready: %v\n%s", err, tail(string(b), 3000))
 		}
-		time.Sleep(200 * time.Millisecond) // polling the condition (readyz) itself
+		// Until the next poll of /readyz, or the process's exit.
+		select {
+		case <-done:
+			b, _ := os.ReadFile(logFile.Name())
+			t.Fatalf("kube-apiserver exited: %v\n%s", waitErr, tail(string(b), 3000))
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	t.Logf("kube-apiserver ready after %s", time.Since(started).Round(time.Millisecond))
 	kubeconfig := paths.Kubeconfig // delivered: admin.conf

@@ -116,17 +116,17 @@ func startWeed(t *testing.T) *weedServer {
 		if err == nil {
 			break
 		}
-		select {
-		case werr := <-done:
-			b, _ := os.ReadFile(logPath)
-			t.Fatalf("weed exited (%v) before its S3 gateway answered: %s", werr, tail(b))
-		default:
-		}
 		if time.Now().After(deadline) {
 			b, _ := os.ReadFile(logPath)
 			t.Fatalf("weed S3 gateway at %s made no bucket within 90s: %v\n%s", w.endpoint, err, tail(b))
 		}
-		time.Sleep(200 * time.Millisecond) // polling the gateway itself until it answers
+		// Until the next try of the gateway, or the process's exit.
+		select {
+		case werr := <-done:
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("weed exited (%v) before its S3 gateway answered: %s", werr, tail(b))
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	t.Logf("weed server ready at %s after %v", w.endpoint, time.Since(start).Round(time.Millisecond))
 	return w
