@@ -47,6 +47,9 @@ type Coordinator struct {
 	Metrics Metrics
 	// StatusPage: see statuspage.go.
 	StatusPage StatusPage
+	// DefaultGitRepo is the flake repository of a KubernetesCluster whose
+	// spec.gitRepo is empty ("clusters.defaultGitRepo").
+	DefaultGitRepo string
 }
 
 // EtcdClient is how a program reaches the etcd cluster.
@@ -96,6 +99,7 @@ func coordinatorKeys(c *Coordinator) ([]key, []rule) {
 		durationKey("coordinator.resyncInterval", &c.ResyncInterval, time.Second, "how often to re-read the cluster besides watching it", positive),
 		stringKey("log.level", &c.Log.Level, "info", "log level: debug, info, warn, error", oneOf(logging.Levels...)),
 		stringKey("log.format", &c.Log.Format, "text", "log format: text, json", oneOf(logging.Formats...)),
+		stringKey("clusters.defaultGitRepo", &c.DefaultGitRepo, "", "the flake repository of a KubernetesCluster whose spec.gitRepo is empty; empty: such a cluster waits for one", noSpaceAround),
 		durationKey("coordinator.replaceDeadMembersAfter", &c.ReplaceDeadMembersAfter, 0, "file the removal of a voter whose node has been dead (gossip and lease) this long, if quorum allows; 0 never does; "+bootstrapDefault("replaceDeadMembersAfter"), offOrAtLeast(api.MinReplaceDeadMembersAfter)),
 	}
 	keys = append(keys, gossipKeys(&c.Gossip, &c.TokenFile, CoordinatorGossipPort)...)

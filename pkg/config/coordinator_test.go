@@ -51,6 +51,7 @@ coordinator:
   healthTimeout: 500ms
   resyncInterval: 3s
 log: {level: warn, format: json}
+clusters: {defaultGitRepo: https://git.example/fleet}
 `,
 		env:  map[string]string{"NICO_COORDINATOR_SESSIONTTL": "20s", "NICO_COORDINATOR_HEALTHTIMEOUT": "1s"},
 		args: []string{"--coordinator.healthTimeout=3s"},
@@ -61,7 +62,8 @@ log: {level: warn, format: json}
 	if c.Name != "cp-2" || len(c.Etcd.Endpoints) != 2 || c.Etcd.DialTimeout != time.Second ||
 		c.SessionTTL != 20*time.Second || c.LearnerStartTimeout != 5*time.Minute ||
 		c.LearnerProgressTimeout != 3*time.Minute || c.HealthTimeout != 3*time.Second ||
-		c.ResyncInterval != 3*time.Second || c.Log != (Log{Level: "warn", Format: "json"}) {
+		c.ResyncInterval != 3*time.Second || c.Log != (Log{Level: "warn", Format: "json"}) ||
+		c.DefaultGitRepo != "https://git.example/fleet" {
 		t.Errorf("LoadCoordinator = %+v", c)
 	}
 }
@@ -86,6 +88,7 @@ func TestCoordinatorInvalidValues(t *testing.T) {
 		{"NICO_COORDINATOR_RESYNCINTERVAL", "often", []string{"coordinator.resyncInterval:", `"often"`, "duration with a unit"}},
 		{"NICO_LOG_LEVEL", "all", []string{"log.level:", `"all"`, "debug, info, warn, error"}},
 		{"NICO_LOG_FORMAT", "logfmt", []string{"log.format:", `"logfmt"`, "text, json"}},
+		{"NICO_CLUSTERS_DEFAULTGITREPO", " https://git.example/fleet", []string{"clusters.defaultGitRepo:", `" https://git.example/fleet"`, "leading or trailing space"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env+"="+tt.value, func(t *testing.T) {

@@ -175,3 +175,11 @@ func fmtDuration(d time.Duration) string {
 	}
 	return s
 }
+
+// noSpaceAround refuses a value with leading or trailing white space.
+func noSpaceAround(v string) error {
+	if strings.TrimSpace(v) != v {
+		return fmt.Errorf("%q has leading or trailing space; give the value alone", v)
+	}
+	return nil
+}

@@ -18,19 +18,21 @@ import (
 // secrets key and nico's CA with its key; otherwise clusters get no
 // secrets, and it says so. root is the client on the whole keyspace.
 func clusterHooks(cfg config.Coordinator, st *store.Store, root *clientv3.Client, log *slog.Logger) coordinator.ClusterHooks {
+	hooks := coordinator.ClusterHooks{DefaultGitRepo: cfg.DefaultGitRepo}
 	if cfg.TLS.CAFile == "" {
-		return coordinator.ClusterHooks{}
+		return hooks
 	}
 	dir := pki.Dir(filepath.Dir(cfg.TLS.CAFile))
 	box, err := secretbox.Load(dir.SecretsKey())
 	if err != nil {
 		log.Info("Kubernetes clusters get no secrets from this candidate: no secrets key", "err", err)
-		return coordinator.ClusterHooks{}
+		return hooks
 	}
 	ca, err := pki.LoadCA(dir.CACert(), dir.CAKey())
 	if err != nil {
 		log.Info("Kubernetes clusters get no secrets from this candidate: no CA key", "err", err)
-		return coordinator.ClusterHooks{}
+		return hooks
 	}
-	return coordinator.ClusterHooks{Secrets: &coordinator.KubePKISecrets{Secrets: secrets.New(st, box), Store: st, Root: root, NicoCA: ca}}
+	hooks.Secrets = &coordinator.KubePKISecrets{Secrets: secrets.New(st, box), Store: st, Root: root, NicoCA: ca}
+	return hooks
 }
