@@ -61,6 +61,8 @@ type fleet struct {
 }
 
 type node struct {
+	// host is the loopback address its components are probed at.
+	host   string
 	cfg    agent.Config
 	rt     member.Runtime
 	cancel context.CancelFunc
@@ -114,6 +116,11 @@ func newFleet(tb testing.TB, opts fleetOptions) *fleet {
 	for i := 1; i <= opts.dps; i++ {
 		f.start(fmt.Sprintf("dp-%d", i), []api.Role{api.RoleWorker}, false, opts)
 	}
+	for _, name := range f.nodeNames() {
+		if a := f.address(name); a != f.nodes[name].host {
+			tb.Fatalf("%s probes its components at %s, but its control plane listens on %s", name, f.nodes[name].host, a)
+		}
+	}
 	f.declareMachines(ctx)
 	testwait.For(tb, time.Minute, "every node registered", func() (bool, string) {
 		var missing []string
@@ -160,6 +167,17 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 		cfg.ComponentProbes = agent.ComponentProbeConfig{Interval: 200 * time.Millisecond, ClusterCA: m.Path(kubepki.DefaultPaths().CACert),
 			Kubeconfig: m.Path("/etc/kubernetes/admin.conf"), ReadFile: os.ReadFile}
 	}
+	// Each machine probes its own components, at the loopback address its
+	// control plane listens on (f.address; machines start in name order,
+	// newFleet checks the two agree): the sandbox's machines share a host.
+	host := fmt.Sprintf("127.0.0.%d", len(f.nodeNames())+1)
+	if opts.clusters && roles[0] == api.RoleControlPlane {
+		cfg.ComponentProbes.URLs = map[string]string{
+			api.ComponentAPIServer:         fmt.Sprintf("https://%s:6443/readyz", host),
+			api.ComponentControllerManager: fmt.Sprintf("https://%s:%d/healthz", host, kubetest.ControllerManagerPort),
+			api.ComponentScheduler:         fmt.Sprintf("https://%s:%d/healthz", host, kubetest.SchedulerPort),
+		}
+	}
 	gate := apply.Gate{Deadline: 10 * time.Second, Interval: 100 * time.Millisecond}
 	a, err := m.Applier(gate, secrets)
 	if err != nil {
@@ -179,7 +197,7 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 		}
 	}
 	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
-	n := &node{cfg: cfg, rt: rt, done: make(chan error, 1)}
+	n := &node{host: host, cfg: cfg, rt: rt, done: make(chan error, 1)}
 	ag := agent.New(cfg, rt, nopNotifier{}, f.log.With("node", name))
 	ctx, cancel := context.WithCancel(context.Background())
 	n.cancel = cancel
