@@ -14,24 +14,11 @@
 # A cold build costs about 15 minutes and 3 GB of memory on 2 cores.
 set -euo pipefail
 
-if [ $# -ne 2 ]; then
-	echo "usage: $0 VERSION OUTDIR   (e.g. $0 v1.37.2 .cache/kube/v1.37.2)" >&2
-	exit 2
-fi
-version=$1
-outdir=$2
-case "$version" in
-v1.*.*) ;;
-*)
-	echo "build.sh: VERSION must look like v1.X.Y, got \"$version\"" >&2
-	exit 2
-	;;
-esac
+tag=kubebin
+. "$(dirname "$0")/../scratchmod/lib.sh"
+scratch_args "v1.37.2 .cache/kube/v1.37.2" "v1.*.*" "look like v1.X.Y" "$@"
 staging=v0.${version#v1.}
 cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl"
-
-mkdir -p "$outdir"
-outdir=$(cd "$outdir" && pwd)
 
 have() {
 	local c
@@ -46,15 +33,9 @@ if have; then
 	exit 0
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/kubebin.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-export GOFLAGS=-mod=mod CGO_ENABLED=0
-
-cd "$work"
+scratch_workdir
 echo "kubebin: building Kubernetes $version in $work"
-modfile=$(go mod download -json "k8s.io/kubernetes@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
-[ -n "$modfile" ] || { echo "kubebin: cannot download k8s.io/kubernetes@$version" >&2; exit 1; }
-goline=$(grep -m1 '^go ' "$modfile")
+scratch_upstream k8s.io/kubernetes "$version"
 {
 	echo "module kubebin"
 	echo

@@ -13,36 +13,17 @@
 # VERSION.
 set -euo pipefail
 
-if [ $# -ne 2 ]; then
-	echo "usage: $0 VERSION OUTDIR   (e.g. $0 v0.0.0-20261109003541-7506e5f91cd6 .cache/weed)" >&2
-	exit 2
-fi
-version=$1
-outdir=$2
-case "$version" in
-v*) ;;
-*)
-	echo "build.sh: VERSION must be a module version (v0.0.0-DATE-COMMIT), got \"$version\"" >&2
-	exit 2
-	;;
-esac
-
-mkdir -p "$outdir"
-outdir=$(cd "$outdir" && pwd)
+tag=weedbin
+. "$(dirname "$0")/../scratchmod/lib.sh"
+scratch_args "v0.0.0-20261109003541-7506e5f91cd6 .cache/weed" "v*" "be a module version (v0.0.0-DATE-COMMIT)" "$@"
 if [ -x "$outdir/weed" ] && [ "$(cat "$outdir/VERSION" 2>/dev/null)" = "$version" ]; then
 	echo "weedbin: $outdir/weed is already $version, skipping build"
 	exit 0
 fi
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/weedbin.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-export GOFLAGS=-mod=mod CGO_ENABLED=0
-
-cd "$work"
+scratch_workdir
 echo "weedbin: building github.com/seaweedfs/seaweedfs $version in $work"
-modfile=$(go mod download -json "github.com/seaweedfs/seaweedfs@$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",$/\1/p')
-[ -n "$modfile" ] || { echo "weedbin: cannot download github.com/seaweedfs/seaweedfs@$version" >&2; exit 1; }
-goline=$(grep -m1 '^go ' "$modfile")
+scratch_upstream github.com/seaweedfs/seaweedfs "$version"
 {
 	echo "module weedbin"
 	echo
