@@ -31,6 +31,8 @@ import (
 //	                      rollouts/
 //	snapshots             etcdcluster snapshot-drill                   etcdcluster status.snapshots,
 //	                                                                   snapshots in the destination
+//	etcd-compaction       etcdcluster active-op                        etcdcluster status.compaction,
+//	                                                                   etcd compaction
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync := c.cfg.ResyncInterval
 	membership := newReconciler(c, fence)
@@ -69,6 +71,10 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
 			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
 			Policy: controller.HealthPolicy{StallAfter: -1},
+		},
+		&controller.Func{
+			ControllerName: "etcd-compaction", Resync: resync, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
+			Prefixes: []string{store.EtcdClusterKey, store.ActiveOpKey},
 		},
 	}
 }

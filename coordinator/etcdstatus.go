@@ -164,6 +164,8 @@ func (s *etcdStatuser) writeStatus(ctx context.Context, obs *etcdObservation) er
 		})
 		next.External = ec.Status.External
 		next.Snapshots = ec.Status.Snapshots // the snapshot controller's (snapshots.go)
+		// The compaction controller's (etcdcompact.go), kept as read.
+		next.Compaction = ec.Status.Compaction
 		next.ObservedRevision = s.observedRevision(ec)
 		next.UpdatedAt = now
 		if !statusChanged(ec.Status, next, now) {

@@ -25,10 +25,13 @@ var ErrNoNodeCertificate = errors.New("coordinator: machine has no node certific
 // KubePKISecrets is ClusterSecrets over package kubepki: the cluster's
 // secrets under Cluster API's names in the sealed secret store, its etcd
 // user and role on nico's etcd (provider nico), kubeadm's host-file
-// layout, each machine's values sealed to its node certificate. kubepki
-// writes through the secret store and etcd's auth API, not fenced on the
-// leader's term: its writes are idempotent creates (a deposed leader's
-// last one is kept, never made twice).
+// layout, each machine's values sealed to its node certificate. Its
+// writes to nico's store (the secrets, each machine's NodeSecrets) are
+// fenced on the leader's term like the leader's other writes: a deposed
+// leader's write is refused (store.ErrNotLeader) and changes nothing.
+// The etcd user and role (etcd's auth API has no transactions) and the
+// deletion of a cluster's prefix are not fenced; they are idempotent (the
+// same user, role and range every time).
 type KubePKISecrets struct {
 	// Secrets is the sealed secret store, Store nico's.
 	Secrets *secrets.Store
@@ -51,7 +54,7 @@ func (k *KubePKISecrets) now() time.Time {
 }
 
 // Ensure implements ClusterSecrets.
-func (k *KubePKISecrets) Ensure(ctx context.Context, _ store.Fence, kc *api.KubernetesCluster, req SecretsRequest) (map[string][]api.HostFile, error) {
+func (k *KubePKISecrets) Ensure(ctx context.Context, fence store.Fence, kc *api.KubernetesCluster, req SecretsRequest) (map[string][]api.HostFile, error) {
 	name := kc.Metadata.Name
 	provider := kubepki.Provider(kc.Spec.Etcd.ProviderOrDefault())
 	c := kubepki.Cluster{Name: name, Provider: provider, NicoCA: k.NicoCA,
@@ -68,7 +71,7 @@ func (k *KubePKISecrets) Ensure(ctx context.Context, _ store.Fence, kc *api.Kube
 	}
 	slices.Sort(c.APIServerNames)
 	c.APIServerNames = slices.Compact(c.APIServerNames)
-	if _, err := kubepki.Ensure(ctx, k.Secrets, c, k.now()); err != nil {
+	if _, err := kubepki.Ensure(ctx, k.Secrets.Fenced(fence), c, k.now()); err != nil {
 		return nil, err
 	}
 	if provider == kubepki.ProviderNico {
@@ -87,7 +90,7 @@ func (k *KubePKISecrets) Ensure(ctx context.Context, _ store.Fence, kc *api.Kube
 			role = kubepki.RoleControlPlane
 		}
 		files := layout.HostFiles(m, role)
-		if err := k.project(ctx, name, m, files); err != nil {
+		if err := k.project(ctx, fence, name, m, files); err != nil {
 			return nil, err
 		}
 		out[m] = files
@@ -96,7 +99,7 @@ func (k *KubePKISecrets) Ensure(ctx context.Context, _ store.Fence, kc *api.Kube
 }
 
 // project seals machine's values to its node certificate.
-func (k *KubePKISecrets) project(ctx context.Context, cluster, machine string, files []api.HostFile) error {
+func (k *KubePKISecrets) project(ctx context.Context, fence store.Fence, cluster, machine string, files []api.HostFile) error {
 	n := api.NewNode(machine)
 	if err := k.Store.Get(ctx, store.NodeKey(machine), n); err != nil {
 		return fmt.Errorf("node %s: %w", machine, err)
@@ -113,7 +116,7 @@ func (k *KubePKISecrets) project(ctx context.Context, cluster, machine string, f
 	if err != nil {
 		return err
 	}
-	_, err = kubepki.Project(ctx, k.Store, machine, cert, p)
+	_, err = kubepki.Project(ctx, k.Store, &fence, machine, cert, p)
 	return err
 }
 
@@ -128,14 +131,14 @@ func (k *KubePKISecrets) Kubeconfig(ctx context.Context, _ store.Fence, kc *api.
 }
 
 // Released implements ClusterSecrets.
-func (k *KubePKISecrets) Released(ctx context.Context, _ store.Fence, _ *api.KubernetesCluster, machines []string) error {
-	return kubepki.Unproject(ctx, k.Secrets, machines)
+func (k *KubePKISecrets) Released(ctx context.Context, fence store.Fence, _ *api.KubernetesCluster, machines []string) error {
+	return kubepki.Unproject(ctx, k.Secrets.Fenced(fence), machines)
 }
 
 // Delete implements ClusterSecrets: the etcd user and role, the data
 // under the cluster's prefix (gone for good), the secrets, and what the
 // machines it last held were given.
-func (k *KubePKISecrets) Delete(ctx context.Context, _ store.Fence, kc *api.KubernetesCluster) error {
+func (k *KubePKISecrets) Delete(ctx context.Context, fence store.Fence, kc *api.KubernetesCluster) error {
 	machines := append(slices.Clone(kc.Status.ControlPlane.Machines), kc.Status.DataPlane.Machines...)
-	return kubepki.Delete(ctx, k.Root, k.Secrets, kc.Metadata.Name, machines)
+	return kubepki.Delete(ctx, k.Root, k.Secrets.Fenced(fence), kc.Metadata.Name, machines)
 }

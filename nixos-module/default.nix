@@ -438,6 +438,8 @@ in
 
           metrics = endpoints.options { serves = metricsServes "the agent"; defaultListen = "127.0.0.1:9479"; clients = "scrapers"; };
 
+          componentProbes = (import ./componentprobes.nix { inherit lib; }).options;
+
           hypervisor.uri = mkOption {
             type = types.str;
             default = "qemu:///system";

@@ -12,6 +12,10 @@ let
   p = cluster.paths;
   server = machine.role == "controlPlane";
   sharedEtcd = cluster.etcd.provider != "distribution";
+  # nico's etcd is the fleet's: nico compacts it (spec.policy of its
+  # EtcdCluster), so the API servers must not (their default is every 5
+  # minutes, to their own latest revision, for every key of the fleet).
+  nicoEtcd = cluster.etcd.provider == "nico";
 in
 {
   services.k3s = {
@@ -24,7 +28,14 @@ in
       else if sharedEtcd || machine.isFirstServer then ""
       else cluster.url cluster.firstServerMachine.address 6443; # the first server's supervisor
     extraFlags = [ "--node-name=${machine.name}" ]
-      ++ lib.optionals server [ "--tls-san=${cluster.controlPlaneEndpoint.host}" "--write-kubeconfig-mode=0600" ]
+      ++ lib.optionals server [
+        "--tls-san=${cluster.controlPlaneEndpoint.host}"
+        "--write-kubeconfig-mode=0600"
+        # During a graceful shutdown, answer with Retry-After so that
+        # clients go to another API server instead of failing.
+        "--kube-apiserver-arg=shutdown-send-retry-after=true"
+      ]
+      ++ lib.optional (server && nicoEtcd) "--kube-apiserver-arg=etcd-compaction-interval=0"
       ++ lib.optionals (server && sharedEtcd) ([
         "--datastore-endpoint=${cluster.etcdServers}"
         "--datastore-cafile=${p.etcdCACert}"

@@ -42,8 +42,14 @@ in
       tlsKeyFile = p.apiserverKey;
       serviceAccountKeyFile = p.serviceAccountPub;
       serviceAccountSigningKeyFile = p.serviceAccountKey;
-      extraOpts = lib.concatStringsSep " " ([ "--requestheader-client-ca-file=${p.frontProxyCACert}" ]
-        ++ lib.optional (cluster.etcd.prefix != null) "--etcd-prefix=${cluster.etcd.prefix}");
+      # --shutdown-send-retry-after: during a graceful shutdown, clients
+      # are told to retry (on another API server) instead of failing.
+      # --etcd-compaction-interval=0 on nico's etcd: it is the fleet's and
+      # nico compacts it (its EtcdCluster's spec.policy); the API servers
+      # must not (their default is every 5 minutes, every key).
+      extraOpts = lib.concatStringsSep " " ([ "--requestheader-client-ca-file=${p.frontProxyCACert}" "--shutdown-send-retry-after=true" ]
+        ++ lib.optional (cluster.etcd.prefix != null) "--etcd-prefix=${cluster.etcd.prefix}"
+        ++ lib.optional (cluster.etcd.provider == "nico") "--etcd-compaction-interval=0");
     };
 
     # A later --kubeconfig wins over the one the module writes.

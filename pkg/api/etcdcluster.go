@@ -91,6 +91,13 @@ type EtcdPolicy struct {
 	// DefragMinDBSize skips defragmentation of members whose database is
 	// smaller than this many bytes (fragmentation of a small file is cheap).
 	DefragMinDBSize int64 `json:"defragMinDBSize,omitempty"`
+	// CompactionRetention is the age of the history nico keeps in its
+	// etcd: the leader compacts to the newest revision it saw at least
+	// this long ago (etcdcompaction.go); zero is 1 hour.
+	CompactionRetention Duration `json:"compactionRetention,omitempty"`
+	// CompactionMinRevisions also keeps at least this many of the newest
+	// revisions; zero keeps none beyond the retention.
+	CompactionMinRevisions int64 `json:"compactionMinRevisions,omitempty"`
 }
 
 // Member roles in EtcdMemberStatus.Role.
@@ -124,6 +131,8 @@ type EtcdClusterStatus struct {
 	// Snapshots is the last snapshot, failure and verified restore
 	// (etcdsnapshots.go).
 	Snapshots EtcdSnapshotsStatus `json:"snapshots,omitzero"`
+	// Compaction is the last compaction of nico's etcd (etcdcompaction.go).
+	Compaction EtcdCompactionStatus `json:"compaction,omitzero"`
 	// Conditions: Healthy, Reconciled, VersionSkew.
 	Conditions []Condition `json:"conditions,omitempty"`
 	UpdatedAt  time.Time   `json:"updatedAt,omitempty"`

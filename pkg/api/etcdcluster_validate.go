@@ -18,6 +18,9 @@ const (
 	MinHealthTimeout           = 100 * time.Millisecond
 	MaxHealthTimeout           = 30 * time.Second
 	MinReplaceDeadMembersAfter = 10 * time.Second
+	// MinCompactionRetention bounds spec.policy.compactionRetention: a
+	// shorter window would cut off watches resumed after a short outage.
+	MinCompactionRetention = time.Minute
 )
 
 // ErrInvalidSpec is what every FieldError matches with errors.Is.
@@ -194,6 +197,10 @@ func (p EtcdPolicy) validate() []error {
 	}
 	if p.DefragMinDBSize < 0 {
 		errs = append(errs, &FieldError{Field: "spec.policy.defragMinDBSize", Value: p.DefragMinDBSize, Accepted: "use 0 or more bytes"})
+	}
+	dur("compactionRetention", p.CompactionRetention, MinCompactionRetention, 0, "1h")
+	if p.CompactionMinRevisions < 0 {
+		errs = append(errs, &FieldError{Field: "spec.policy.compactionMinRevisions", Value: p.CompactionMinRevisions, Accepted: "use 0 (none beyond the retention) or more revisions"})
 	}
 	return errs
 }

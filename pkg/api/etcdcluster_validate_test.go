@@ -71,6 +71,12 @@ func TestEtcdClusterSpecValidate(t *testing.T) {
 		{"fragmentation 1", func(s *EtcdClusterSpec) { s.Policy.DefragFragmentation = 1 }, []string{"spec.policy.defragFragmentation: 1 is not accepted", "below 1"}},
 		{"fragmentation negative", func(s *EtcdClusterSpec) { s.Policy.DefragFragmentation = -0.1 }, []string{"spec.policy.defragFragmentation: -0.1"}},
 		{"negative min db size", func(s *EtcdClusterSpec) { s.Policy.DefragMinDBSize = -1 }, []string{"spec.policy.defragMinDBSize: -1"}},
+		{"short compaction retention", func(s *EtcdClusterSpec) { s.Policy.CompactionRetention = Duration(10 * time.Second) },
+			[]string{"spec.policy.compactionRetention: 10s is not accepted", "use 0 (1h) or at least 1m0s"}},
+		{"negative compaction retention", func(s *EtcdClusterSpec) { s.Policy.CompactionRetention = Duration(-time.Hour) },
+			[]string{"spec.policy.compactionRetention: -1h0m0s is not accepted"}},
+		{"negative compaction min revisions", func(s *EtcdClusterSpec) { s.Policy.CompactionMinRevisions = -5 },
+			[]string{"spec.policy.compactionMinRevisions: -5 is not accepted", "0 (none beyond the retention) or more revisions"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

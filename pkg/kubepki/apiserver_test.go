@@ -69,7 +69,7 @@ func TestRealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	crt, _ := pki.ParseCert(nodeCrt)
-	if _, err := kubepki.Project(ctx, e.st, "cp-1", crt, p); err != nil {
+	if _, err := kubepki.Project(ctx, e.st, nil, "cp-1", crt, p); err != nil {
 		t.Fatal(err)
 	}
 	hf := &apply.HostFiles{Roots: []string{root}, Secrets: kubepki.NodeSource{Store: e.st, Machine: "cp-1", KeyFile: keyFile}}

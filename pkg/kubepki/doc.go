@@ -60,13 +60,19 @@
 // cluster's. --etcd-compaction-interval=0 is required: the API server's
 // own compactor reads and writes compact_rev_key at the root of the
 // keyspace and calls Compact, which needs etcd's root role; compacting the
-// shared etcd belongs to whoever runs it, not to a tenant (nico's members
-// do not compact yet: their history then grows until etcd's
-// --auto-compaction-* options are set on them). With it off, the API server
+// shared etcd belongs to whoever runs it, not to a tenant: the coordinator
+// leader's etcd-compaction controller compacts nico's etcd to the window
+// of its EtcdCluster's spec.policy.compactionRetention. With it off, the API server
 // touches nothing outside its prefix (TestRealAPIServer runs a real one
 // and finds no permission denied in its log).
 //
 // Deleting a cluster (Delete) removes its etcd user and role, every key
 // under /clusters/<c>/ — the cluster's Kubernetes objects, for good — and
 // its secrets.
+//
+// The coordinator leader calls Ensure, Unproject and Delete with a secret
+// store fenced on its term (secrets.Store.Fenced) and Project with the
+// fence: a deposed leader's write of a secret or a projection is refused
+// (store.ErrNotLeader) and changes nothing. etcd's auth API (the user and
+// role) has no transactions and is not fenced; those calls are idempotent.
 package kubepki

@@ -66,8 +66,10 @@ func Select(ctx context.Context, s *secrets.Store, c string, files []api.HostFil
 // Project writes machine's NodeSecrets: p sealed to nodeCert's key (the
 // node certificate its Node status publishes). Nothing is written when
 // the values and the key are those already sealed; it reports whether it
-// wrote.
-func Project(ctx context.Context, st *store.Store, machine string, nodeCert *x509.Certificate, p Projection) (bool, error) {
+// wrote. With a fence (the coordinator leader's term) the write commits
+// only while it holds (store.ErrNotLeader otherwise) and while the
+// NodeSecrets are as read (store.ErrConflict); nil writes unfenced.
+func Project(ctx context.Context, st *store.Store, fence *store.Fence, machine string, nodeCert *x509.Certificate, p Projection) (bool, error) {
 	pub, ok := nodeCert.PublicKey.(*ecdsa.PublicKey)
 	if !ok {
 		return false, fmt.Errorf("kubepki: project to %s: node certificate key is %T, want ECDSA P-256", machine, nodeCert.PublicKey)
@@ -93,9 +95,12 @@ func Project(ctx context.Context, st *store.Store, machine string, nodeCert *x50
 		return false, fmt.Errorf("kubepki: project to %s: %w", machine, err)
 	}
 	cur.Spec = api.NodeSecretsSpec{Generation: gen, Digest: digest, Sealed: sealed}
-	if cur.Metadata.Revision == 0 {
+	switch {
+	case fence != nil:
+		err = putFenced(ctx, st, *fence, cur)
+	case cur.Metadata.Revision == 0:
 		err = st.CreateObject(ctx, cur)
-	} else {
+	default:
 		err = st.UpdateObject(ctx, cur)
 	}
 	if err != nil {
@@ -177,4 +182,22 @@ func (n NodeSource) open(ctx context.Context) (Projection, error) {
 		return nil, fmt.Errorf("kubepki: node secrets of %s: not a projection", n.Machine)
 	}
 	return p, nil
+}
+
+// putFenced writes obj while fence holds and obj's key is as read.
+func putFenced(ctx context.Context, st *store.Store, fence store.Fence, obj api.Object) error {
+	g, err := store.UnchangedGuard(obj)
+	if err != nil {
+		return err
+	}
+	put, err := store.PutObjectOp(obj)
+	if err != nil {
+		return err
+	}
+	resp, err := st.FencedTxn(ctx, fence, []store.Guard{g}, put)
+	if err != nil {
+		return err
+	}
+	obj.GetMetadata().Revision = resp.Header.Revision
+	return nil
 }

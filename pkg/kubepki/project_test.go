@@ -103,7 +103,7 @@ func TestProjection(t *testing.T) {
 			t.Fatal(err)
 		}
 		crt, _ := pki.ParseCert(crtPEM)
-		wrote, err := kubepki.Project(ctx, e.st, machine, crt, p)
+		wrote, err := kubepki.Project(ctx, e.st, nil, machine, crt, p)
 		if err != nil {
 			t.Fatal(err)
 		}

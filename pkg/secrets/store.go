@@ -26,10 +26,35 @@ var ErrNotSecret = errors.New("secrets: key outside " + store.SecretsDir)
 type Store struct {
 	st  *store.Store
 	box *secretbox.Box
+	// fence, when set, is the leader's term every write is fenced on.
+	fence *store.Fence
 }
 
 // New returns a Store sealing with box.
 func New(st *store.Store, box *secretbox.Box) *Store { return &Store{st: st, box: box} }
+
+// Fenced returns a view of s whose writes (Put, Create, CreateIf, Update,
+// Delete, DeleteUnchanged) commit only while f holds, as the coordinator
+// leader's other writes (store.FencedTxn): a deposed leader's write is
+// refused with store.ErrNotLeader and changes nothing. Reads are s's.
+func (s *Store) Fenced(f store.Fence) *Store {
+	c := *s
+	c.fence = &f
+	return &c
+}
+
+// txn applies ops if every cmp holds (store.ErrConflict otherwise), and,
+// on a fenced view, only while the fence holds (store.ErrNotLeader).
+func (s *Store) txn(ctx context.Context, cmps []clientv3.Cmp, ops ...clientv3.Op) (*clientv3.TxnResponse, error) {
+	if s.fence == nil {
+		return s.st.Txn(ctx, cmps, ops...)
+	}
+	guards := make([]store.Guard, len(cmps))
+	for i, c := range cmps {
+		guards[i] = store.Guard{Cmp: c, Err: store.ErrConflict}
+	}
+	return s.st.FencedTxn(ctx, *s.fence, guards, ops...)
+}
 
 // Get reads key into obj and records its revision in obj's metadata.
 // Missing: store.ErrNotFound.
@@ -92,7 +117,7 @@ func (s *Store) DeleteUnchanged(ctx context.Context, obj api.Object, also ...cli
 	if err != nil {
 		return err
 	}
-	_, err = s.st.Txn(ctx, []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)}, append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...)
+	_, err = s.txn(ctx, []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)}, append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...)
 	if errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("%w: %s", store.ErrConflict, key)
 	}
@@ -114,6 +139,12 @@ func (s *Store) Update(ctx context.Context, obj api.Object) error {
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := secretKey(key); err != nil {
 		return err
+	}
+	if s.fence != nil {
+		if _, err := s.txn(ctx, nil, clientv3.OpDelete(key)); err != nil {
+			return fmt.Errorf("secrets: delete %s: %w", key, err)
+		}
+		return nil
 	}
 	if err := s.st.Delete(ctx, key); err != nil {
 		return fmt.Errorf("secrets: %w", err)
@@ -138,7 +169,7 @@ func (s *Store) write(ctx context.Context, verb string, obj api.Object, cmpsAt f
 	if err != nil {
 		return err
 	}
-	resp, err := s.st.Txn(ctx, cmpsAt(key), clientv3.OpPut(key, string(sealed)))
+	resp, err := s.txn(ctx, cmpsAt(key), clientv3.OpPut(key, string(sealed)))
 	switch {
 	case errors.Is(err, store.ErrConflict) && verb == "create":
 		return fmt.Errorf("%w: %s", store.ErrExists, key)

@@ -23,6 +23,7 @@ import (
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
+	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/kubepki"
 	"github.com/homystack/nico/pkg/logging"
@@ -172,11 +173,12 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 	// newFleet checks the two agree): the sandbox's machines share a host.
 	host := fmt.Sprintf("127.0.0.%d", len(f.nodeNames())+1)
 	if opts.clusters && roles[0] == api.RoleControlPlane {
-		cfg.ComponentProbes.URLs = map[string]string{
-			api.ComponentAPIServer:         fmt.Sprintf("https://%s:6443/readyz", host),
-			api.ComponentControllerManager: fmt.Sprintf("https://%s:%d/healthz", host, kubetest.ControllerManagerPort),
-			api.ComponentScheduler:         fmt.Sprintf("https://%s:%d/healthz", host, kubetest.SchedulerPort),
-		}
+		// As nico-agent maps its componentProbes.* keys.
+		cfg.ComponentProbes.URLs = config.ComponentProbes{
+			APIServerURL:         fmt.Sprintf("https://%s:6443/readyz", host),
+			ControllerManagerURL: fmt.Sprintf("https://%s:%d/healthz", host, kubetest.ControllerManagerPort),
+			SchedulerURL:         fmt.Sprintf("https://%s:%d/healthz", host, kubetest.SchedulerPort),
+		}.URLs()
 	}
 	gate := apply.Gate{Deadline: 10 * time.Second, Interval: 100 * time.Millisecond}
 	a, err := m.Applier(gate, secrets)

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/homystack/nico/pkg/pki"
@@ -51,6 +52,12 @@ type ControlPlane struct {
 	// and scheduler's /healthz.
 	URL         string
 	HealthzURLs map[string]string
+
+	// apiConfig and apiTLS start the API server again (StartAPIServer);
+	// mu guards APIServer once it can be replaced.
+	apiConfig APIServerConfig
+	apiTLS    *tls.Config
+	mu        sync.Mutex
 }
 
 // StartControlPlane starts the API server, waits for its /readyz, then
@@ -69,7 +76,7 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 		c.Port = p
 	}
 	as := APIServerConfig{Binary: c.Binaries.APIServer, Files: c.Files, EtcdServers: c.EtcdServers, EtcdPrefix: c.EtcdPrefix, Host: host, Port: c.Port, Dir: filepath.Join(c.Dir, "apiserver"), ExtraArgs: c.APIServerArgs}
-	cp := &ControlPlane{URL: as.URL(), HealthzURLs: map[string]string{}}
+	cp := &ControlPlane{URL: as.URL(), HealthzURLs: map[string]string{}, apiConfig: as}
 	ok := false
 	defer func() {
 		if !ok {
@@ -83,7 +90,8 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 	if cp.APIServer, err = StartAPIServer(as); err != nil {
 		return nil, err
 	}
-	if err := WaitHealthy(ctx, cp.APIServer, cp.URL+"/readyz", &tls.Config{RootCAs: caPool, MinVersion: tls.VersionTLS12}, ReadyTimeout); err != nil {
+	cp.apiTLS = &tls.Config{RootCAs: caPool, MinVersion: tls.VersionTLS12}
+	if err := WaitHealthy(ctx, cp.APIServer, cp.URL+"/readyz", cp.apiTLS, ReadyTimeout); err != nil {
 		return nil, err
 	}
 	if !c.APIServerOnly {
@@ -156,8 +164,8 @@ func (cp *ControlPlane) Stop() error {
 			errs = append(errs, s.Stop())
 		}
 	}
-	if cp.APIServer != nil {
-		errs = append(errs, cp.APIServer.Stop())
+	if p := cp.apiServer(); p != nil {
+		errs = append(errs, p.Stop())
 	}
 	return errors.Join(errs...)
 }
@@ -166,7 +174,7 @@ func (cp *ControlPlane) Stop() error {
 // "kube-apiserver=310MiB kube-controller-manager=80MiB ...".
 func (cp *ControlPlane) Memory() string {
 	var parts []string
-	procs := []*Process{cp.APIServer}
+	procs := []*Process{cp.apiServer()}
 	for _, s := range []*Supervised{cp.ControllerManager, cp.Scheduler} {
 		if s != nil {
 			procs = append(procs, s.Current())

@@ -214,7 +214,7 @@ func (m *Machine) runControlPlane(ctx context.Context, a *Apply, cf *ClusterFile
 		return err
 	}
 	if m.cp != nil && m.cpKey == key {
-		if exited, _ := m.cp.APIServer.Exited(); !exited {
+		if exited, _ := m.cp.apiServer().Exited(); !exited {
 			return nil
 		}
 	}

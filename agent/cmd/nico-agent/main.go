@@ -177,6 +177,9 @@ func agentConfig(cfg config.Agent) agent.Config {
 		Version:       Version,
 		PKI:           agent.PKIConfig{Dir: pki.Dir(cfg.PKI.Dir), CACertFile: cfg.PKI.CACertFile, CAKeyFile: cfg.PKI.CAKeyFile},
 		AgentPathFile: cfg.Generations.AgentPathFile,
+		// Where this machine's own Kubernetes components answer, when not
+		// where the cluster's spec.probes says.
+		ComponentProbes: agent.ComponentProbeConfig{URLs: cfg.ComponentProbes.URLs()},
 		// The etcd endpoints last reached, for when the mesh no longer
 		// understands this machine (agent/endpoints_cache.go).
 		EndpointsCache: filepath.Join(cfg.DataDir, "etcd-endpoints.json"),

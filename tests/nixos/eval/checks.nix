@@ -394,6 +394,17 @@ let
       && (coordYaml h).metrics == { listen = "127.0.0.1:9480"; };
     "type error: metrics.listen without a port" =
       evalFails (_: (cpWith { settings.metrics.listen = "10.0.0.1"; }).services.nico.settings.metrics.listen);
+    "YAML: componentProbes.* rendered when set, left out when null" =
+      let
+        yaml = h: builtins.fromJSON h.environment.etc."nico/agent.yaml".source.text;
+        h = cpWith { settings.componentProbes = { apiServerURL = "https://10.0.0.11:6443/readyz"; schedulerURL = "https://[::1]:10259/healthz"; }; };
+      in
+      (yaml h).componentProbes == { apiServerURL = "https://10.0.0.11:6443/readyz"; schedulerURL = "https://[::1]:10259/healthz"; }
+      && !((yaml cp1) ? componentProbes);
+    "type error: componentProbes.apiServerURL without a port" =
+      evalFails (_: (cpWith { settings.componentProbes.apiServerURL = "https://10.0.0.11/readyz"; }).services.nico.settings.componentProbes.apiServerURL);
+    "type error: componentProbes.schedulerURL not http" =
+      evalFails (_: (cpWith { settings.componentProbes.schedulerURL = "tcp://10.0.0.11:10259"; }).services.nico.settings.componentProbes.schedulerURL);
     "type error: a relative statusPage.tls.certFile" =
       evalFails (_: (cpWith { coordinator.settings.statusPage.tls.certFile = "page.crt"; }).services.nico.coordinator.settings.statusPage.tls.certFile);
     "every assertion has a check that makes it fire" = lib.length cp1.assertions == 18;

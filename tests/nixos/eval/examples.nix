@@ -98,6 +98,9 @@ let
         lib.any (hasPrefix "--kube-apiserver-arg=etcd-prefix=") k.extraFlags == (server && c.etcd.prefix != null)
         && (server && c.etcd.prefix != null -> has "--kube-apiserver-arg=etcd-prefix=${c.etcd.prefix}");
       "--node-name is the machine's" = has "--node-name=${name}";
+      "servers' API servers send Retry-After while shutting down" = has "--kube-apiserver-arg=shutdown-send-retry-after=true" == server;
+      "servers' API servers never compact nico's etcd (and only there)" =
+        has "--kube-apiserver-arg=etcd-compaction-interval=0" == (server && c.etcd.provider == "nico");
     };
 
   kubernetes = { cfg, m, c, name, server, ... }:
@@ -124,6 +127,9 @@ let
         lib.hasInfix "--etcd-prefix=" a.extraOpts == (c.etcd.prefix != null)
         && (c.etcd.prefix != null -> lib.hasInfix "--etcd-prefix=${c.etcd.prefix}" a.extraOpts)
         && lib.hasInfix "--requestheader-client-ca-file=${c.paths.frontProxyCACert}" a.extraOpts;
+      "the API server sends Retry-After while shutting down, and never compacts nico's etcd (only there)" =
+        lib.hasInfix "--shutdown-send-retry-after=true" a.extraOpts
+        && lib.hasInfix "--etcd-compaction-interval=0" a.extraOpts == (c.etcd.provider == "nico");
       "the controller-manager signs with the cluster CA and the service-account key" =
         k.controllerManager.serviceAccountKeyFile == c.paths.serviceAccountKey
         && lib.hasInfix "--cluster-signing-key-file=${c.paths.caKey}" k.controllerManager.extraOpts;

@@ -119,6 +119,7 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 	} else {
 		field(w, "  Defragment at", fmt.Sprintf("%.0f%% fragmentation, databases over %s", 100*p.DefragFragmentation, bytesCell(p.DefragMinDBSize)))
 	}
+	field(w, "  Compaction keeps", compactionCell(p))
 	describeSnapshots(w, now, sp.Snapshots, st.Snapshots)
 	fmt.Fprintln(w, "Status:")
 	field(w, "  Observed revision", st.ObservedRevision)
@@ -126,6 +127,9 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 	field(w, "  Leader", st.Leader)
 	field(w, "  Cluster version", st.ClusterVersion)
 	field(w, "  Alarms", strings.Join(st.Alarms, ", "))
+	if c := st.Compaction; c.Revision != 0 {
+		field(w, "  Compacted", fmt.Sprintf("to revision %d %s (history since %s kept)", c.Revision, stamp(now, c.CompactedAt), c.RetainedSince.UTC().Format(time.RFC3339)))
+	}
 	field(w, "  Updated", stamp(now, st.UpdatedAt))
 	fmt.Fprintln(w, "Members:")
 	if len(st.Members) == 0 {
@@ -203,4 +207,16 @@ func progressCell(m api.EtcdMemberStatus) string {
 		s += fmt.Sprintf(" (ETA %s)", time.Duration(m.ETA).Round(time.Second))
 	}
 	return s
+}
+
+// compactionCell says what history the policy keeps.
+func compactionCell(p api.EtcdPolicy) string {
+	keep := "1h0m0s (the default)"
+	if p.CompactionRetention != 0 {
+		keep = time.Duration(p.CompactionRetention).String()
+	}
+	if p.CompactionMinRevisions > 0 {
+		keep += fmt.Sprintf(", and at least the newest %d revisions", p.CompactionMinRevisions)
+	}
+	return keep
 }

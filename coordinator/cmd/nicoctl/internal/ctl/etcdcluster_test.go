@@ -172,7 +172,7 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 	ec.Spec.Version = "3.7.3"
 	ec.Spec.Members = []api.EtcdMemberSpec{{Name: "ext-1", Kind: api.MemberExternal, PeerURLs: []string{"https://10.0.0.9:2380"}, ClientURLs: []string{"https://10.0.0.9:2379"}}}
 	ec.Spec.Policy = api.EtcdPolicy{LearnerStartTimeout: api.Duration(2 * time.Minute), ReplaceDeadMembersAfter: api.Duration(10 * time.Minute),
-		DefragFragmentation: 0.5, DefragMinDBSize: 64 << 20}
+		DefragFragmentation: 0.5, DefragMinDBSize: 64 << 20, CompactionRetention: api.Duration(2 * time.Hour), CompactionMinRevisions: 1000}
 	ec.Status = api.EtcdClusterStatus{
 		Voters: 3, FaultTolerance: 1, Leader: "cp-1", ClusterVersion: "3.7.0", Alarms: []string{"NOSPACE on cp-3"},
 		Members: []api.EtcdMemberStatus{
@@ -180,6 +180,7 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 			{Name: "cp-4", Node: "cp-4", Role: api.RoleStandby, Healthy: true},
 			{Name: "ext-1", Role: api.RoleLearner, Version: "3.7.3", RaftIndex: 600, Progress: 0.5, ETA: api.Duration(12 * time.Second)},
 		},
+		Compaction: api.EtcdCompactionStatus{Revision: 4242, CompactedAt: time.Now().Add(-time.Minute), RetainedSince: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)},
 		External:   []api.ExternalMemberStart{{Name: "ext-1", InitialCluster: "cp-1=https://10.0.0.1:2380,ext-1=https://10.0.0.9:2380", InitialClusterState: "existing"}},
 		Conditions: []api.Condition{{Type: api.CondHealthy, Status: true}, {Type: api.CondReconciled, Status: false, Reason: "Joining", Message: "ext-1 catching up"}},
 	}
@@ -223,6 +224,7 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 		"Voters:", "Version:", "3.7.3", "External members:", "https://10.0.0.9:2380",
 		"Learner start timeout:", "2m0s", "Health timeout:", "the leader's setting", "Replace dead members after:", "10m0s",
 		"Defragment at:", "50% fragmentation, databases over 64.0MiB",
+		"Compaction keeps:", "2h0m0s, and at least the newest 1000 revisions", "Compacted:", "to revision 4242", "history since 2026-12-01T10:00:00Z kept",
 		"3 (can lose 1)", "NOSPACE on cp-3",
 		"NAME", "ROLE", "HEALTH", "INDEX", "DB SIZE", "IN USE", "3.0MiB", "1.0MiB", "standby", "50% (ETA 12s)",
 		"Conditions:", "Reconciled", "Joining", "ext-1 catching up",

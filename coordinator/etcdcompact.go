@@ -1,0 +1,137 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/compaction"
+	"github.com/homystack/nico/pkg/metrics"
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The compaction controller (a leader controller, controllers.go) owns the
+// compaction of nico's etcd, which nothing else compacts (etcd's
+// auto-compaction is off, the Kubernetes API servers on it run with
+// --etcd-compaction-interval=0). Each pass samples the store's revision on
+// the coordinator's clock, and compacts to the revision package compaction
+// plans from spec.policy.compactionRetention and compactionMinRevisions:
+// never while a restore or recovery holds the one-change slot, at most
+// once per interval (a tenth of the retention). Compaction frees the old
+// revisions inside the database; the defragmentation of the etcd-status
+// controller (etcddefrag.go) then returns the space to the disk, as the
+// fragmentation it measures grows.
+//
+// The compaction is made after a fenced transaction that checks the term
+// and that the slot is as read (nothing is written by it), and recorded
+// in status.compaction fenced after; a term that ends between the check
+// and the call compacts no more than its policy allowed.
+type etcdCompactor struct {
+	c       *Coordinator
+	fence   store.Fence
+	history compaction.History
+}
+
+// reconcile is the compaction controller's Reconcile.
+func (k *etcdCompactor) reconcile(ctx context.Context) error {
+	ec := &api.EtcdCluster{}
+	if err := k.c.store.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
+		return nil // the membership controller writes the bootstrap one
+	} else if err != nil {
+		return fmt.Errorf("compaction: %w", err)
+	}
+	pol := compaction.Policy{Retention: time.Duration(ec.Spec.Policy.CompactionRetention), MinRevisions: ec.Spec.Policy.CompactionMinRevisions}
+	// The revision first, the slot after: a slot taken before the
+	// revision was read is seen.
+	rev, err := k.c.store.Revision(ctx)
+	if err != nil {
+		return fmt.Errorf("compaction: %w", err)
+	}
+	now := k.c.Now()
+	k.history.Add(compaction.Sample{At: now, Revision: rev}, pol)
+	slot, blocked, err := k.slot(ctx)
+	if err != nil {
+		return fmt.Errorf("compaction: %w", err)
+	}
+	last := ec.Status.Compaction
+	defer func() { k.metrics().Observe(rev, last.Revision, last.CompactedAt) }()
+	d := compaction.Plan(compaction.Observed{Now: now, Revision: rev, Compacted: last.Revision, CompactedAt: last.CompactedAt,
+		Blocked: blocked, Samples: k.history.Samples()}, pol)
+	if !d.Compact {
+		k.c.log.Debug("etcd compaction", "revision", rev, "compacted", last.Revision, "reason", d.Reason)
+		return nil
+	}
+	// Still leading, and the slot as read (a restore may have taken it).
+	if _, err := k.c.store.FencedTxn(ctx, k.fence, []store.Guard{slot}); err != nil {
+		return fmt.Errorf("compaction: %w", err)
+	}
+	if _, err := k.c.store.Client().Compact(ctx, d.Revision); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		k.metrics().Failed()
+		return fmt.Errorf("compaction: compact to %d: %w", d.Revision, err)
+	}
+	next := api.EtcdCompactionStatus{Revision: d.Revision, CompactedAt: now, RetainedSince: d.RetainedSince}
+	if err := k.record(ctx, next); err != nil {
+		return fmt.Errorf("compaction: record: %w", err)
+	}
+	last = next
+	k.metrics().Compacted()
+	k.c.log.Info("compacted etcd", "revision", d.Revision, "current", rev, "retainedSince", d.RetainedSince, "why", d.Reason)
+	return nil
+}
+
+// slot reads the one-change slot: a guard that holds while it is as read,
+// and what of it forbids a compaction ("" when nothing does).
+func (k *etcdCompactor) slot(ctx context.Context) (store.Guard, string, error) {
+	g := store.Guard{Err: fmt.Errorf("%w: %s moved", store.ErrConflict, store.ActiveOpKey)}
+	kv, err := k.c.store.GetKV(ctx, store.ActiveOpKey)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
+		g.Cmp = clientv3.Compare(clientv3.CreateRevision(store.ActiveOpKey), "=", 0)
+		return g, "", nil
+	} else if err != nil {
+		return g, "", err
+	}
+	g.Cmp = clientv3.Compare(clientv3.ModRevision(store.ActiveOpKey), "=", kv.ModRevision)
+	op, err := k.c.store.OpAt(ctx, string(kv.Value), kv.ModRevision)
+	if err != nil {
+		return g, "", err
+	}
+	if t := op.Spec.Type; (t == api.OpRestore || t == api.OpRecover) && op.Status.Phase == api.OpRunning {
+		return g, fmt.Sprintf("%s %s is in flight", t, op.Metadata.Name), nil
+	}
+	return g, "", nil
+}
+
+// record writes status.compaction, fenced and compare-and-swapped on the
+// object (a spec applied meanwhile is re-read and kept).
+func (k *etcdCompactor) record(ctx context.Context, next api.EtcdCompactionStatus) error {
+	for attempt := 0; ; attempt++ {
+		ec := &api.EtcdCluster{}
+		if err := k.c.store.Get(ctx, store.EtcdClusterKey, ec); err != nil {
+			return err
+		}
+		ec.Status.Compaction = next
+		g, err := store.UnchangedGuard(ec)
+		if err != nil {
+			return err
+		}
+		op, err := store.PutObjectOp(ec)
+		if err != nil {
+			return err
+		}
+		_, err = k.c.store.FencedTxn(ctx, k.fence, []store.Guard{g}, op)
+		if err == nil || !errors.Is(err, store.ErrConflict) || attempt >= 4 {
+			return err
+		}
+	}
+}
+
+func (k *etcdCompactor) metrics() *metrics.Compaction {
+	if k.c.Metrics == nil {
+		return nil
+	}
+	return k.c.Metrics.Compaction
+}
