@@ -37,6 +37,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindSecret:             NamedSecretKey,
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
 	api.KindComponentReport:    ComponentReportKey,
+	api.KindDrainRequest:       DrainRequestKey,
 	api.KindSnapshotDrill:      func(string) string { return SnapshotDrillKey },
 }
 
