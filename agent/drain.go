@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -94,7 +96,7 @@ func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 	}
 	timeout := r.Spec.TimeoutOrDefault()
 	log.Info("drain started", "command", r.Spec.Command, "timeout", timeout)
-	res := runDrain(ctx, r.Spec.Command, []string{"NICO_DRAIN_NODE=" + r.Spec.Machine, "NICO_DRAIN_CLUSTER=" + r.Spec.Cluster, "KUBECONFIG=" + kubeconfig}, timeout)
+	res := runDrain(ctx, drainArgs(r.Spec), []string{"NICO_DRAIN_NODE=" + r.Spec.Machine, "NICO_DRAIN_CLUSTER=" + r.Spec.Cluster, "KUBECONFIG=" + kubeconfig}, timeout)
 	if ctx.Err() != nil {
 		return nil // stopping: the request stays Running, run again on restart
 	}
@@ -114,4 +116,18 @@ func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 		return fmt.Errorf("agent: drain %s: result: %w", r.Spec.Machine, err)
 	}
 	return nil
+}
+
+// drainArgs is the request's command with $NICO_DRAIN_NODE and
+// $NICO_DRAIN_CLUSTER (or ${...}) in its arguments replaced by their
+// values: the command is run as is, not through a shell, and
+// ["kubectl", "drain", "$NICO_DRAIN_NODE"] should work as written.
+func drainArgs(s api.DrainRequestSpec) []string {
+	r := strings.NewReplacer("${NICO_DRAIN_NODE}", s.Machine, "$NICO_DRAIN_NODE", s.Machine,
+		"${NICO_DRAIN_CLUSTER}", s.Cluster, "$NICO_DRAIN_CLUSTER", s.Cluster)
+	out := slices.Clone(s.Command)
+	for i := 1; i < len(out); i++ {
+		out[i] = r.Replace(out[i])
+	}
+	return out
 }

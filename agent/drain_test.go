@@ -70,6 +70,7 @@ func TestDrainRunsRealCommands(t *testing.T) {
 	childPID := filepath.Join(dir, "child.pid")
 	askDrain(t, st, "dp-3", "cp-1", 1, 300*time.Millisecond, sh(`echo started; sleep 1000 & echo $! > `+childPID+`; wait`)...)
 	askDrain(t, st, "dp-4", "cp-2", 1, time.Minute, sh("exit 0")...)
+	askDrain(t, st, "dp-5", "cp-1", 1, time.Minute, "/bin/echo", "node=$NICO_DRAIN_NODE", "cluster=${NICO_DRAIN_CLUSTER}", "$HOME")
 	t0 := time.Now()
 	if err := ctrl.Reconcile(ctx); err != nil {
 		t.Fatal(err)
@@ -102,6 +103,9 @@ func TestDrainRunsRealCommands(t *testing.T) {
 		err := syscall.Kill(pid, 0)
 		return errors.Is(err, syscall.ESRCH), "child " + strconv.Itoa(pid) + " still there"
 	})
+	if r := drainOf(t, st, "dp-5"); r.Status.Phase != api.DrainSucceeded || strings.TrimSpace(r.Status.Output) != "node=dp-5 cluster=k1 $HOME" {
+		t.Errorf("a command run with no shell, its arguments expanded: %+v", r.Status)
+	}
 	if other := drainOf(t, st, "dp-4"); other.Status.Phase != "" {
 		t.Errorf("another runner's request was run: %+v", other.Status)
 	}
@@ -111,7 +115,7 @@ func TestDrainRunsRealCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := countRuns(t, runs); n != 3 {
-		t.Fatalf("%d runs after a second pass, want 3", n)
+		t.Fatalf("%d shell runs after a second pass, want 3", n)
 	}
 	askDrain(t, st, "dp-2", "cp-1", 2, time.Minute, sh(`echo fixed`)...)
 	if err := ctrl.Reconcile(ctx); err != nil {

@@ -197,14 +197,21 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	// In sync: every selected machine runs the cluster's configuration.
 	inSync := plan.Action == kubeplan.None && !deleting && cpComplete && nixErr == nil && sel.Missing() == 0 && len(rf.Desired) == len(sel.All())
 	var kubeconfig string
-	if s := cc.c.Clusters.Secrets; s != nil && !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status {
+	var published *kubeplan.Condition
+	cpReady := !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status
+	if s := cc.c.Clusters.Secrets; s != nil && cpReady && kc.Spec.Kubeconfig.Path == "" {
 		var err error
 		if kubeconfig, err = s.Kubeconfig(ctx, cc.fence, kc, "https://"+endpoint); err != nil {
 			return fmt.Errorf("kubeconfig: %w", err)
 		}
 	}
+	if cpReady && kc.Spec.Kubeconfig.Path != "" {
+		var c kubeplan.Condition
+		kubeconfig, c = distributionKubeconfig(kc, f.kubeconfigs[name])
+		published = &c
+	}
 	return cc.writeStatus(ctx, kc, statusUpdate{judged: judged, sel: sel, endpoint: endpoint, kubeconfig: kubeconfig,
-		rollouts: f.owned(name), inSync: inSync, facts: facts, drained: drained, idle: plan.Action == kubeplan.None})
+		rollouts: f.owned(name), inSync: inSync, facts: facts, drained: drained, idle: plan.Action == kubeplan.None, published: published})
 }
 
 func (cc *clusterController) log(cluster string, p kubeplan.RollPlan) {

@@ -25,6 +25,9 @@ type statusUpdate struct {
 	// false CondMachinesDrained (a held machine taken back) turns true.
 	drained *kubeplan.Condition
 	idle    bool
+	// published is CondKubeconfigPublished (spec.kubeconfig.path set,
+	// the control plane ready), nil: left as it is.
+	published *kubeplan.Condition
 }
 
 // writeStatus writes kc's status when it changed, fenced and only while
@@ -71,6 +74,10 @@ func (cc *clusterController) writeStatus(ctx context.Context, kc *api.Kubernetes
 	} else if c := api.FindClusterCondition(st.Conditions, api.CondMachinesDrained); c != nil && u.idle && c.Status != api.ConditionTrue {
 		st.Conditions, _ = api.SetClusterCondition(st.Conditions, api.ClusterCondition{Type: api.CondMachinesDrained, Status: api.ConditionTrue,
 			Reason: api.ReasonDrained, Message: "no machine left to drain", LastTransitionTime: now, ObservedGeneration: kc.Metadata.Generation})
+	}
+	if c := u.published; c != nil {
+		st.Conditions, _ = api.SetClusterCondition(st.Conditions, api.ClusterCondition{Type: c.Type, Status: condStatus(c.Status), Reason: c.Reason,
+			Message: c.Message, LastTransitionTime: now, ObservedGeneration: kc.Metadata.Generation})
 	}
 	st.UpdatedAt = old.UpdatedAt
 	if reflect.DeepEqual(st, old) {

@@ -189,7 +189,7 @@ func (cc *clusterController) finishDeletion(ctx context.Context, kc *api.Kuberne
 	if err != nil {
 		return err
 	}
-	ops := []clientv3.Op{clientv3.OpDelete(store.ClusterKey(kc.Metadata.Name))}
+	ops := []clientv3.Op{clientv3.OpDelete(store.ClusterKey(kc.Metadata.Name)), clientv3.OpDelete(store.KubeconfigReportKey(kc.Metadata.Name))}
 	for _, r := range f.owned(kc.Metadata.Name) {
 		ops = append(ops, clientv3.OpDelete(store.RolloutKey(r.Metadata.Name)))
 	}

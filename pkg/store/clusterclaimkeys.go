@@ -25,3 +25,10 @@ const DrainRequestsDir = "drainrequests/"
 
 // DrainRequestKey is the drain request of machine.
 func DrainRequestKey(machine string) string { return DrainRequestsDir + machine }
+
+// KubeconfigReportsDir holds one api.KubeconfigReport per cluster whose
+// distribution writes its own kubeconfig (its publisher's agent writes it).
+const KubeconfigReportsDir = "kubeconfigreports/"
+
+// KubeconfigReportKey is the kubeconfig report of cluster.
+func KubeconfigReportKey(cluster string) string { return KubeconfigReportsDir + cluster }
