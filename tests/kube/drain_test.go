@@ -64,6 +64,13 @@ func (f *fleet) checkDrain(t *testing.T, ctx context.Context, ctl func(context.C
 		t.Fatal("dp-2 cordoned by a drain that failed on its flags")
 	}
 	t.Logf("failed drain held dp-2: %s", c.Message)
+	out, err := ctl(ctx, "events", "--for", "cluster/"+name)
+	if err != nil {
+		t.Fatalf("nicoctl events: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "NotMachinesDrained") || !strings.Contains(out, "drain of dp-2") || !strings.Contains(out, "exit code 1") {
+		t.Errorf("nicoctl events --for cluster/%s has no warning of dp-2's failed drain:\n%s", name, out)
+	}
 
 	t0 := time.Now()
 	writeFile(t, file, clusterDoc(name, "1.37.2", "dp-1", f.drainSpec("")))
