@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -234,5 +235,30 @@ func TestDeletedClusterDrainsItsMachines(t *testing.T) {
 	}
 	if reqs, _, _ := store.List[api.DrainRequest](t.Context(), h.st, store.DrainRequestsDir); len(reqs) != 0 {
 		t.Fatalf("%d drain requests left after the deletion", len(reqs))
+	}
+}
+
+// TestDeposedLeaderAsksNoDrain: a pass under a fence that no longer
+// holds writes no drain request (ErrNotLeader); the leader's does.
+func TestDeposedLeaderAsksNoDrain(t *testing.T) {
+	h := drainCluster(t, nil)
+	h.update(func(kc *api.KubernetesCluster) { kc.Spec.DataPlane.Machines = []string{"dp-1"} })
+	for i := 0; i < 10 && h.drainRequest("dp-2") == nil; i++ {
+		h.pass()
+	}
+	// The leader asked; the request gone, a deposed leader would ask again.
+	if err := h.st.Delete(t.Context(), store.DrainRequestKey("dp-2")); err != nil {
+		t.Fatal(err)
+	}
+	deposed := newClusterController(h.c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
+	if err := deposed.reconcile(t.Context()); !errors.Is(err, store.ErrNotLeader) {
+		t.Fatalf("deposed pass: %v, want ErrNotLeader", err)
+	}
+	if r := h.drainRequest("dp-2"); r != nil {
+		t.Fatalf("a deposed leader asked a drain: %+v", r.Spec)
+	}
+	h.pass()
+	if r := h.drainRequest("dp-2"); r == nil || r.Spec.Runner != "cp-1" {
+		t.Fatalf("the leader's pass: drain request %+v", r)
 	}
 }
