@@ -174,3 +174,22 @@ func countRuns(t *testing.T, file string) int {
 	}
 	return strings.Count(string(b), "run\n")
 }
+
+// TestDrainRunningAfterARestartRunsAgain: a request this machine's agent
+// marked Running but never answered (the agent died in it) is run again
+// by the next agent process.
+func TestDrainRunningAfterARestartRunsAgain(t *testing.T) {
+	st, ctrl := drainAgent(t)
+	askDrain(t, st, "dp-1", "cp-1", 1, time.Minute, "/bin/sh", "-c", "echo again")
+	r := drainOf(t, st, "dp-1")
+	r.Status = api.DrainRequestStatus{Attempt: 1, Runner: "cp-1", Phase: api.DrainRunning, StartedAt: time.Now().UTC()}
+	if err := st.UpdateObject(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctrl.Reconcile(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if r := drainOf(t, st, "dp-1"); r.Status.Phase != api.DrainSucceeded || !strings.Contains(r.Status.Output, "again") {
+		t.Fatalf("after the restart: %+v", r.Status)
+	}
+}
