@@ -116,6 +116,12 @@ type Config struct {
 	// ComponentProbes says where the Kubernetes component probes find the
 	// cluster's files (agent/componentprobes.go).
 	ComponentProbes ComponentProbeConfig
+	// Drain says how a control-plane agent runs the drain hooks of its
+	// clusters (agent/drain.go).
+	Drain DrainConfig
+	// KubeconfigPublish says how a control-plane agent publishes a
+	// distribution's own kubeconfig (agent/kubeconfig_publish.go).
+	KubeconfigPublish KubeconfigPublishConfig
 	// OnConnect, when set, is given the store each time the agent has
 	// connected to etcd (nico-agent binds its applier's secret source,
 	// the machine's projected secrets, to it).
@@ -293,7 +299,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		ev = a.etcdVersionWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, a.componentProbes()))
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, a.componentProbes(), a.drains(), a.kubeconfigPublish()))
 }
 
 // connect makes the store client: the configured endpoints plus the local

@@ -27,8 +27,9 @@ import (
 //	etcd-version          etcdcluster etcdversions/ nodes/ active-op   etcdversions/ ops/ active-op,
 //	                                                                   etcd leader, etcd downgrade
 //	kubernetes-clusters   clusters/ clusterclaims/ componentreports/    clusters/ (status, deletion) clusterclaims/
-//	                      nodes/ heartbeats/ machines/ nixosconfigs/   rollouts/ (its own), secrets (hooks)
-//	                      rollouts/
+//	                      nodes/ heartbeats/ machines/ nixosconfigs/   rollouts/ (its own), secrets (hooks),
+//	                      rollouts/ drainrequests/                     drainrequests/ (spec)
+//	                      kubeconfigreports/
 //	snapshots             etcdcluster snapshot-drill                   etcdcluster status.snapshots,
 //	                                                                   snapshots in the destination
 //	etcd-compaction       etcdcluster active-op                        etcdcluster status.compaction,
@@ -64,7 +65,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		&controller.Func{
 			ControllerName: "kubernetes-clusters", Resync: resync, Do: newClusterController(c, fence).reconcile,
 			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
-				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir},
+				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},
 		&controller.Func{
 			ControllerName: "snapshots", Resync: resync, Do: (&snapshotSchedule{c: c, fence: fence}).reconcile,

@@ -13,17 +13,14 @@ import (
 )
 
 // ClusterHooks are the cluster controller's side effects that other
-// packages own: the PKI and etcd identity, and the drain. Their zero value
-// runs clusters with no secrets delivered and no drain.
+// packages own: the PKI and etcd identity. Their zero value runs clusters
+// with no secrets delivered. (A cluster's spec.drain runs through the
+// agents: kubernetescluster_drain.go.)
 type ClusterHooks struct {
 	// DefaultGitRepo is the repository of a cluster whose spec names none.
 	DefaultGitRepo string
 	// Secrets makes and removes a cluster's secrets; nil: none.
 	Secrets ClusterSecrets
-	// Drain drains machine from the cluster's Kubernetes before the
-	// cluster releases it (spec.drain); nil: machines are released
-	// undrained, with a warning.
-	Drain func(ctx context.Context, c *api.KubernetesCluster, machine string) error
 }
 
 // ClusterSecrets are a cluster's PKI, tokens, machine keys and etcd
@@ -135,7 +132,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	}
 
 	rf := kubeplan.RollFacts{Current: map[string]*api.NixosConfigurationSpec{}, Release: map[string]api.NixosConfigurationSpec{},
-		Rollouts: f.owned(name), Drain: kc.Spec.Drain != nil && !deleting}
+		Rollouts: f.owned(name), Drain: kc.Spec.Drain != nil}
 	for m, cfg := range f.configs {
 		rf.Current[m] = &cfg.Spec
 	}
@@ -175,6 +172,21 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	if nixErr != nil && judged.Phase != kubeplan.Failed && !deleting {
 		judged.Phase, judged.Message = kubeplan.Failed, "cluster.nix: "+nixErr.Error()
 	}
+	if err := cc.dropDrains(ctx, kc, rf.Release, f); err != nil {
+		return err
+	}
+	var drained *kubeplan.Condition
+	if plan.Action == kubeplan.Release && plan.Drain {
+		var cond kubeplan.Condition
+		var err error
+		if plan, cond, err = cc.drain(ctx, kc, plan, f); err != nil {
+			return err
+		}
+		drained = &cond
+		if len(plan.Machines) == 0 {
+			plan = kubeplan.RollPlan{Action: kubeplan.Wait, Reason: cond.Reason + ": " + cond.Message}
+		}
+	}
 	cc.log(name, plan)
 	if err := cc.applyPlan(ctx, kc, plan, f); err != nil {
 		return err
@@ -185,14 +197,21 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	// In sync: every selected machine runs the cluster's configuration.
 	inSync := plan.Action == kubeplan.None && !deleting && cpComplete && nixErr == nil && sel.Missing() == 0 && len(rf.Desired) == len(sel.All())
 	var kubeconfig string
-	if s := cc.c.Clusters.Secrets; s != nil && !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status {
+	var published *kubeplan.Condition
+	cpReady := !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status
+	if s := cc.c.Clusters.Secrets; s != nil && cpReady && kc.Spec.Kubeconfig.Path == "" {
 		var err error
 		if kubeconfig, err = s.Kubeconfig(ctx, cc.fence, kc, "https://"+endpoint); err != nil {
 			return fmt.Errorf("kubeconfig: %w", err)
 		}
 	}
+	if cpReady && kc.Spec.Kubeconfig.Path != "" {
+		var c kubeplan.Condition
+		kubeconfig, c = distributionKubeconfig(kc, f.kubeconfigs[name])
+		published = &c
+	}
 	return cc.writeStatus(ctx, kc, statusUpdate{judged: judged, sel: sel, endpoint: endpoint, kubeconfig: kubeconfig,
-		rollouts: f.owned(name), inSync: inSync, facts: facts})
+		rollouts: f.owned(name), inSync: inSync, facts: facts, drained: drained, idle: plan.Action == kubeplan.None, published: published})
 }
 
 func (cc *clusterController) log(cluster string, p kubeplan.RollPlan) {

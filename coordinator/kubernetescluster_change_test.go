@@ -122,58 +122,6 @@ func TestVersionChangeRollsControlPlaneFirst(t *testing.T) {
 	}
 }
 
-// TestRemovedMachineIsDrainedThenReleased: a machine taken out of the
-// cluster's list is drained (the hook) before its release rollout, then
-// switched to onRemoveFlake, its configuration deleted, and unclaimed.
-func TestRemovedMachineIsDrainedThenReleased(t *testing.T) {
-	h := newKCHarness(t)
-	var drained []string
-	h.c.Clusters.Drain = func(_ context.Context, c *api.KubernetesCluster, m string) error {
-		if slices.ContainsFunc(h.rollouts(), func(r *api.Rollout) bool { return r.Spec.DeleteConfigurations }) {
-			t.Errorf("drain of %s after its release rollout was written", m)
-		}
-		drained = append(drained, c.Metadata.Name+"/"+m)
-		return nil
-	}
-	for _, m := range []string{"cp-1", "dp-1", "dp-2"} {
-		h.machine(m)
-	}
-	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
-	kc := api.NewKubernetesCluster("k1")
-	kc.Spec.Version = "1.37.2"
-	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
-	kc.Spec.DataPlane.Machines = []string{"dp-1", "dp-2"}
-	kc.Spec.Drain = &api.DrainHook{Command: []string{"kubectl", "drain"}}
-	h.create(kc)
-	h.untilPhase(api.ClusterReady)
-	h.untilInSync()
-	kc = h.cluster("k1")
-	kc.Spec.DataPlane.Machines = []string{"dp-1"}
-	kc.Metadata.Generation++
-	if err := h.st.UpdateObject(t.Context(), kc); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 10 && h.claims()["dp-2"] != ""; i++ {
-		h.pass()
-	}
-	if c := h.claims(); c["dp-2"] != "" || c["dp-1"] != "k1" {
-		t.Fatalf("claims %v, want dp-2 released", c)
-	}
-	if !slices.Equal(h.secrets.released, []string{"k1/dp-2"}) {
-		t.Fatalf("secrets released for %v, want k1/dp-2", h.secrets.released)
-	}
-	if !slices.Equal(drained, []string{"k1/dp-2"}) {
-		t.Fatalf("drained %v, want k1/dp-2", drained)
-	}
-	if cfg := h.config("dp-2"); cfg != nil {
-		t.Fatalf("dp-2 still has a configuration: %+v", cfg.Spec)
-	}
-	h.untilInSync()
-	if s := h.cluster("k1").Status; s.Phase != api.ClusterReady || !slices.Equal(s.DataPlane.Machines, []string{"dp-1"}) {
-		t.Fatalf("status %s %+v", s.Phase, s.DataPlane)
-	}
-}
-
 // untilPhase runs passes until the cluster k1 is in phase p.
 func (h *kcHarness) untilPhase(p api.ClusterPhase) {
 	h.t.Helper()

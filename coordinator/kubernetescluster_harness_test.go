@@ -40,6 +40,10 @@ type kcHarness struct {
 	hold map[string]bool
 	// silent: the agents write no component report.
 	silent bool
+	// drain, when set, plays the runner's agent for each drain request
+	// it has not answered: it returns the attempt's status (phase, exit
+	// code, output); nil: requests stay unanswered.
+	drain func(req *api.DrainRequest) api.DrainRequestStatus
 }
 
 func newKCHarness(t *testing.T) *kcHarness {
@@ -117,6 +121,29 @@ func (h *kcHarness) pass() {
 	}
 	h.agents()
 	h.report()
+	h.drains()
+}
+
+// drains answers the drain requests with h.drain.
+func (h *kcHarness) drains() {
+	h.t.Helper()
+	if h.drain == nil {
+		return
+	}
+	reqs, _, err := store.List[api.DrainRequest](h.t.Context(), h.st, store.DrainRequestsDir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, r := range reqs {
+		if r.Answered() {
+			continue
+		}
+		r.Status = h.drain(r)
+		r.Status.Attempt, r.Status.Runner = r.Spec.Attempt, r.Spec.Runner
+		if err := h.st.UpdateObject(h.t.Context(), r); err != nil {
+			h.t.Fatalf("drain runner %s: %v", r.Spec.Runner, err)
+		}
+	}
 }
 
 // agents apply every configuration that is not settled.

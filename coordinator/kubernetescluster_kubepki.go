@@ -57,7 +57,8 @@ func (k *KubePKISecrets) now() time.Time {
 func (k *KubePKISecrets) Ensure(ctx context.Context, fence store.Fence, kc *api.KubernetesCluster, req SecretsRequest) (map[string][]api.HostFile, error) {
 	name := kc.Metadata.Name
 	provider := kubepki.Provider(kc.Spec.Etcd.ProviderOrDefault())
-	c := kubepki.Cluster{Name: name, Provider: provider, NicoCA: k.NicoCA,
+	distKubeconfig := kc.Spec.Kubeconfig.Path != ""
+	c := kubepki.Cluster{Name: name, Provider: provider, NicoCA: k.NicoCA, DistributionKubeconfig: distKubeconfig,
 		Machines: append(slices.Clone(req.ControlPlane), req.DataPlane...)}
 	if req.Endpoint != "" {
 		c.Endpoint = "https://" + req.Endpoint
@@ -79,7 +80,7 @@ func (k *KubePKISecrets) Ensure(ctx context.Context, fence store.Fence, kc *api.
 			return nil, err
 		}
 	}
-	layout := kubepki.Layout{Cluster: name, Provider: provider}
+	layout := kubepki.Layout{Cluster: name, Provider: provider, DistributionKubeconfig: distKubeconfig}
 	if k.NicoCA != nil {
 		layout.NicoCACertPEM = k.NicoCA.CertPEM
 	}

@@ -27,6 +27,9 @@ type clusterFleet struct {
 	configs  map[string]*api.NixosConfiguration
 	rollouts []*api.Rollout // oldest first
 	reports  map[string]*api.ComponentReport
+	drains   map[string]*api.DrainRequest // by machine
+	// kubeconfigs are the distributions' kubeconfig reports, by cluster.
+	kubeconfigs map[string]*api.KubeconfigReport
 	// members are etcd's members, read once per pass.
 	members []membership.Member
 }
@@ -43,13 +46,16 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 		clientv3.OpGet(store.NixosConfigsDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.RolloutsDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.ComponentReportsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.DrainRequestsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.KubeconfigReportsDir, clientv3.WithPrefix()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
 	kvs := func(i int) []*mvccpb.KeyValue { return resp.Responses[i].GetResponseRange().GetKvs() }
 	f := &clusterFleet{nodes: map[string]*api.Node{}, machines: map[string]*api.Machine{}, claims: map[string]string{},
-		configs: map[string]*api.NixosConfiguration{}, reports: map[string]*api.ComponentReport{}}
+		configs: map[string]*api.NixosConfiguration{}, reports: map[string]*api.ComponentReport{}, drains: map[string]*api.DrainRequest{},
+		kubeconfigs: map[string]*api.KubeconfigReport{}}
 	if f.clusters, err = store.Objects[api.KubernetesCluster](kvs(0)); err != nil {
 		return nil, err
 	}
@@ -82,6 +88,12 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 		return rolloutSeq(a.Metadata.Name) - rolloutSeq(b.Metadata.Name)
 	})
 	if err := index(kvs(7), f.reports); err != nil {
+		return nil, err
+	}
+	if err := index(kvs(8), f.drains); err != nil {
+		return nil, err
+	}
+	if err := index(kvs(9), f.kubeconfigs); err != nil {
 		return nil, err
 	}
 	return f, nil

@@ -20,6 +20,14 @@ type statusUpdate struct {
 	rollouts   []*api.Rollout
 	// inSync: every machine runs the cluster's configuration.
 	inSync bool
+	// drained is CondMachinesDrained when machines were released this
+	// pass with spec.drain set (nil: none); idle: nothing to do, and a
+	// false CondMachinesDrained (a held machine taken back) turns true.
+	drained *kubeplan.Condition
+	idle    bool
+	// published is CondKubeconfigPublished (spec.kubeconfig.path set,
+	// the control plane ready), nil: left as it is.
+	published *kubeplan.Condition
 }
 
 // writeStatus writes kc's status when it changed, fenced and only while
@@ -60,6 +68,17 @@ func (cc *clusterController) writeStatus(ctx context.Context, kc *api.Kubernetes
 		st.Conditions, _ = api.SetClusterCondition(st.Conditions, api.ClusterCondition{Type: c.Type, Status: status, Reason: c.Reason,
 			Message: c.Message, LastTransitionTime: now, ObservedGeneration: kc.Metadata.Generation})
 	}
+	if c := u.drained; c != nil {
+		st.Conditions, _ = api.SetClusterCondition(st.Conditions, api.ClusterCondition{Type: c.Type, Status: condStatus(c.Status), Reason: c.Reason,
+			Message: c.Message, LastTransitionTime: now, ObservedGeneration: kc.Metadata.Generation})
+	} else if c := api.FindClusterCondition(st.Conditions, api.CondMachinesDrained); c != nil && u.idle && c.Status != api.ConditionTrue {
+		st.Conditions, _ = api.SetClusterCondition(st.Conditions, api.ClusterCondition{Type: api.CondMachinesDrained, Status: api.ConditionTrue,
+			Reason: api.ReasonDrained, Message: "no machine left to drain", LastTransitionTime: now, ObservedGeneration: kc.Metadata.Generation})
+	}
+	if c := u.published; c != nil {
+		st.Conditions, _ = api.SetClusterCondition(st.Conditions, api.ClusterCondition{Type: c.Type, Status: condStatus(c.Status), Reason: c.Reason,
+			Message: c.Message, LastTransitionTime: now, ObservedGeneration: kc.Metadata.Generation})
+	}
 	st.UpdatedAt = old.UpdatedAt
 	if reflect.DeepEqual(st, old) {
 		return nil
@@ -74,6 +93,13 @@ func (cc *clusterController) writeStatus(ctx context.Context, kc *api.Kubernetes
 		return fmt.Errorf("status: %w", err)
 	}
 	return nil
+}
+
+func condStatus(b bool) api.ConditionStatus {
+	if b {
+		return api.ConditionTrue
+	}
+	return api.ConditionFalse
 }
 
 // replicas is a plane's count with its machines, sorted.

@@ -79,17 +79,12 @@ func (cc *clusterController) applyPlan(ctx context.Context, kc *api.KubernetesCl
 			cc.c.log.Info("machine released", "cluster", name, "machine", m)
 		}
 	case kubeplan.Release:
-		if p.Drain {
-			for _, m := range p.Machines {
-				if cc.c.Clusters.Drain == nil {
-					cc.c.log.Warn("no drain hook: releasing undrained", "cluster", name, "machine", m)
-					continue
-				}
-				if err := cc.c.Clusters.Drain(ctx, kc, m); err != nil {
-					return fmt.Errorf("drain %s: %w", m, err)
-				}
-			}
+		// Drained first when spec.drain is set (pass narrowed p to them).
+		t := map[string]api.NixosConfigurationSpec{}
+		for _, m := range p.Machines {
+			t[m] = p.Templates[m]
 		}
+		p.Templates = t
 		return cc.writeRollout(ctx, kc, p, f, true)
 	case kubeplan.Roll:
 		return cc.writeRollout(ctx, kc, p, f, false)
@@ -194,7 +189,7 @@ func (cc *clusterController) finishDeletion(ctx context.Context, kc *api.Kuberne
 	if err != nil {
 		return err
 	}
-	ops := []clientv3.Op{clientv3.OpDelete(store.ClusterKey(kc.Metadata.Name))}
+	ops := []clientv3.Op{clientv3.OpDelete(store.ClusterKey(kc.Metadata.Name)), clientv3.OpDelete(store.KubeconfigReportKey(kc.Metadata.Name))}
 	for _, r := range f.owned(kc.Metadata.Name) {
 		ops = append(ops, clientv3.OpDelete(store.RolloutKey(r.Metadata.Name)))
 	}

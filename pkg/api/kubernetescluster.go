@@ -240,10 +240,14 @@ func (p ClusterProbes) WithDefaults() ClusterProbes {
 // DrainHook drains a machine from Kubernetes before the cluster releases
 // it.
 type DrainHook struct {
-	// Command runs on a ready control-plane machine, with NICO_DRAIN_NODE
-	// set to the leaving machine's name and KUBECONFIG to the admin
-	// kubeconfig (for example kubectl drain --ignore-daemonsets
-	// --delete-emptydir-data "$NICO_DRAIN_NODE"); exit 0 is drained.
+	// Command runs on a ready control-plane machine (through its agent,
+	// not a shell), with NICO_DRAIN_NODE set to the leaving machine's
+	// name, NICO_DRAIN_CLUSTER to the cluster's and KUBECONFIG to the
+	// admin kubeconfig (spec.kubeconfig.path when set); $NICO_DRAIN_NODE
+	// and $NICO_DRAIN_CLUSTER in its arguments are replaced by their
+	// values, as in ["kubectl", "drain", "--ignore-daemonsets",
+	// "--delete-emptydir-data", "$NICO_DRAIN_NODE"]. Exit 0 is drained;
+	// anything else holds the machine until the hook changes.
 	Command []string `json:"command"`
 	// Timeout bounds the drain (10 minutes when zero); on timeout the
 	// machine is not released and the cluster says why.

@@ -52,6 +52,10 @@ type Cluster struct {
 	// NicoCA is nico's CA, which signs the API server's etcd client
 	// certificate for provider nico (the coordinator's pki.dir CA).
 	NicoCA *pki.CA
+	// DistributionKubeconfig: the distribution writes the admin
+	// kubeconfig (spec.kubeconfig.path) and a control-plane agent
+	// publishes it as KubeconfigSecret; Ensure makes none.
+	DistributionKubeconfig bool
 }
 
 // UserCA is a CA a user brings: its certificate and key, PEM.

@@ -67,6 +67,9 @@ type Layout struct {
 	// ca.crt) rather than the signing CA alone: during a CA rotation the
 	// etcd members' certificates may be signed by either CA.
 	NicoCACertPEM []byte
+	// DistributionKubeconfig: the distribution writes admin.conf's
+	// counterpart itself (Cluster.DistributionKubeconfig); no admin.conf.
+	DistributionKubeconfig bool
 }
 
 // Modes of the files.
@@ -120,13 +123,16 @@ func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
 	} else {
 		files = append(files, ref(p.EtcdCACert, EtcdCASecret(c), KeyCert, modePublic))
 	}
-	return append(files,
+	files = append(files,
 		ref(p.EtcdClientCert, EtcdClientSecret(c), KeyCert, modePublic),
 		ref(p.EtcdClientKey, EtcdClientSecret(c), KeyKey, modePrivate),
 		ref(p.ControllerManagerConf, ControllerManagerSecret(c), KeyValue, modePrivate),
 		ref(p.SchedulerConf, SchedulerSecret(c), KeyValue, modePrivate),
-		ref(p.Kubeconfig, KubeconfigSecret(c), KeyValue, modePrivate),
 	)
+	if l.DistributionKubeconfig {
+		return files
+	}
+	return append(files, ref(p.Kubeconfig, KubeconfigSecret(c), KeyValue, modePrivate))
 }
 
 // Under is p with every path moved under root (a sandbox machine's

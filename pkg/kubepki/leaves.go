@@ -60,8 +60,10 @@ func Leaves(c Cluster) []Leaf {
 	if c.Endpoint == "" {
 		return leaves
 	}
+	if !c.DistributionKubeconfig {
+		leaves = append(leaves, Leaf{Secret: KubeconfigSecret(c.Name), Issuer: ca, Request: client(adminUser, mastersGroup), Kubeconfig: true, Server: c.Endpoint})
+	}
 	return append(leaves,
-		Leaf{Secret: KubeconfigSecret(c.Name), Issuer: ca, Request: client(adminUser, mastersGroup), Kubeconfig: true, Server: c.Endpoint},
 		Leaf{Secret: ControllerManagerSecret(c.Name), Issuer: ca, Request: client(controllerMgrCN), Kubeconfig: true, Server: c.Endpoint},
 		Leaf{Secret: SchedulerSecret(c.Name), Issuer: ca, Request: client(schedulerCN), Kubeconfig: true, Server: c.Endpoint},
 	)

@@ -30,8 +30,8 @@ type RollFacts struct {
 	VersionChange bool
 	// APIServerReady: the API servers are ready (Judge).
 	APIServerReady bool
-	// Drain: a drain hook is configured and runs before a release (not
-	// when the whole cluster is being deleted).
+	// Drain: a drain hook is configured and runs before a release (also
+	// when the whole cluster is being deleted; PlanDrain).
 	Drain bool
 }
 

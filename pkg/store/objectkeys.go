@@ -37,6 +37,8 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindSecret:             NamedSecretKey,
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
 	api.KindComponentReport:    ComponentReportKey,
+	api.KindDrainRequest:       DrainRequestKey,
+	api.KindKubeconfigReport:   KubeconfigReportKey,
 	api.KindSnapshotDrill:      func(string) string { return SnapshotDrillKey },
 }
 

@@ -23,7 +23,11 @@ import (
 )
 
 // clusterYAML is the KubernetesCluster of the end-to-end test, at version.
-func clusterYAML(name, version string) string {
+func clusterYAML(name, version string) string { return clusterDoc(name, version, "dp-1, dp-2", "") }
+
+// clusterDoc is clusterYAML with the data plane's machines and extra
+// lines of spec (indented by two).
+func clusterDoc(name, version, dataPlane, extra string) string {
 	return fmt.Sprintf(`apiVersion: nico.homystack.com/v1alpha1
 kind: KubernetesCluster
 metadata:
@@ -34,14 +38,14 @@ spec:
   controlPlane:
     machines: [cp-1, cp-2, cp-3]
   dataPlane:
-    machines: [dp-1, dp-2]
+    machines: [%s]
   etcd:
     provider: nico
   probes:
     interval: 1s
   rollout:
     stepTimeout: 3m
-`, name, version)
+%s`, name, version, dataPlane, extra)
 }
 
 // TestKubernetesClusterEndToEnd declares a KubernetesCluster with
@@ -163,7 +167,14 @@ func TestKubernetesClusterEndToEnd(t *testing.T) {
 		t.Errorf("configmap e2e after the version roll: %q", got)
 	}
 
-	// Deletion: configurations released, prefix, identity and secrets gone.
+	// A data-plane machine leaves: drained with real kubectl first.
+	f.checkDrain(t, ctx, ctl, k, file, name)
+
+	// The distribution writes its own kubeconfig; an agent publishes it.
+	f.checkDistributionKubeconfig(t, ctx, ctl, kubeconfig, file, name)
+
+	// Deletion: configurations released, prefix, identity and secrets
+	// gone.
 	if out, err := ctl(ctx, "delete", "cluster", name, "--wait"); err != nil {
 		t.Fatalf("nicoctl delete cluster --wait: %v\n%s", err, out)
 	}

@@ -167,6 +167,8 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 		cfg.OnConnect, secrets = b.bind, b
 		cfg.ComponentProbes = agent.ComponentProbeConfig{Interval: 200 * time.Millisecond, ClusterCA: m.Path(kubepki.DefaultPaths().CACert),
 			Kubeconfig: m.Path("/etc/kubernetes/admin.conf"), ReadFile: os.ReadFile}
+		cfg.Drain = agent.DrainConfig{Kubeconfig: m.Path("/etc/kubernetes/admin.conf"), Resync: time.Second}
+		cfg.KubeconfigPublish = agent.KubeconfigPublishConfig{Interval: 500 * time.Millisecond, ReadFile: func(p string) ([]byte, error) { return os.ReadFile(m.Path(p)) }}
 	}
 	// Each machine probes its own components, at the loopback address its
 	// control plane listens on (f.address; machines start in name order,

@@ -111,7 +111,9 @@ func (a *app) kubeconfigGetCmd() *cobra.Command {
 		Short: "Write a KubernetesCluster's admin kubeconfig (its secret <cluster>-kubeconfig, key value) to stdout or --file",
 		Long: `Write the admin kubeconfig of KubernetesCluster NAME, as the leader published it
 (the named secret status.kubeconfigSecret, by default <NAME>-kubeconfig, key
-value), so that kubectl --kubeconfig works at once. Named secrets are sealed
+value), so that kubectl --kubeconfig works at once. With spec.kubeconfig.path,
+it is the distribution's own file, published by a control-plane machine's agent
+with its server rewritten to the control-plane endpoint. Named secrets are sealed
 with the store's secrets key: run it on a control-plane machine or give
 --secrets.keyFile. --file writes the file with mode 0600, replacing what is
 there; without it the kubeconfig goes to standard output.

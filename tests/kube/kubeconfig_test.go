@@ -1,0 +1,111 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/kubetest"
+	"gopkg.in/yaml.v3"
+)
+
+// distKubeconfigPath is where the test's "distribution" writes its own
+// kubeconfig on a control-plane machine (under that machine's root).
+const distKubeconfigPath = "/etc/rancher/k3s/k3s.yaml"
+
+// checkDistributionKubeconfig sets spec.kubeconfig.path on cluster name
+// (as a k3s cluster would) and plays the distribution on its publisher,
+// the first ready control-plane machine: with no file there, then an
+// unparseable one, KubeconfigPublished is false naming the path; then the
+// test writes a kubeconfig made from the sandbox's credentials (admin, as
+// nicoctl gave it) with a wrong server, and `nicoctl get kubeconfig`
+// returns it published with its server rewritten to the control-plane
+// endpoint, with which the built kubectl lists the namespaces of the real
+// API server; a change to the file is published again.
+func (f *fleet) checkDistributionKubeconfig(t *testing.T, ctx context.Context, ctl func(context.Context, ...string) (string, error), adminKubeconfig, file, name string) {
+	t.Helper()
+	writeFile(t, file, clusterDoc(name, "1.37.2", "dp-1", "  kubeconfig:\n    path: "+distKubeconfigPath+"\n"))
+	if out, err := ctl(ctx, "apply", "-f", file); err != nil {
+		t.Fatalf("nicoctl apply with spec.kubeconfig.path: %v\n%s", err, out)
+	}
+	published := func(why string, reason string, says ...string) *api.KubernetesCluster {
+		t.Helper()
+		_, kc := f.waitCluster(t, ctx, name, 3*time.Minute, why, func(kc *api.KubernetesCluster) bool {
+			c := api.FindClusterCondition(kc.Status.Conditions, api.CondKubeconfigPublished)
+			if c == nil || c.Reason != reason {
+				return false
+			}
+			for _, s := range says {
+				if !strings.Contains(c.Message, s) {
+					return false
+				}
+			}
+			return true
+		})
+		return kc
+	}
+	kc := published("the missing file reported", "PublishFailed", distKubeconfigPath, "no such file")
+	pub := kc.KubeconfigPublisher()
+	t.Logf("publisher %s; missing: %s", pub, api.FindClusterCondition(kc.Status.Conditions, api.CondKubeconfigPublished).Message)
+	target := f.machines[pub].Path(distKubeconfigPath)
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, target, "{{ this is not yaml")
+	published("the unparseable file reported", "PublishFailed", distKubeconfigPath, "not a kubeconfig")
+
+	// The distribution's file: the sandbox's admin credentials, a wrong
+	// server (a distribution writes its loopback address).
+	b, err := os.ReadFile(adminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["clusters"].([]any)[0].(map[string]any)["cluster"].(map[string]any)["server"] = "https://127.0.0.1:1"
+	write := func() {
+		t.Helper()
+		out, err := yaml.Marshal(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, target, string(out))
+	}
+	write()
+	kc = published("the distribution's kubeconfig published", "Published", "k1-kubeconfig")
+	if kc.Status.KubeconfigSecret != api.KubeconfigSecretName(name) {
+		t.Errorf("status.kubeconfigSecret %q", kc.Status.KubeconfigSecret)
+	}
+	got := filepath.Join(f.dir, "published.kubeconfig")
+	if out, err := ctl(ctx, "get", "kubeconfig", name, "--file", got); err != nil {
+		t.Fatalf("nicoctl get kubeconfig: %v\n%s", err, out)
+	}
+	text, err := os.ReadFile(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "server: https://" + kc.Status.ControlPlaneEndpoint; !strings.Contains(string(text), want) || strings.Contains(string(text), "127.0.0.1:1\n") {
+		t.Fatalf("published kubeconfig lacks %q:\n%s", want, text)
+	}
+	k := kubetest.Kubectl{Bin: f.bins.Kubectl, Kubeconfig: got}
+	out, err := k.Run(ctx, nil, "get", "ns", "-o", "name")
+	if err != nil || !strings.Contains(string(out), "namespace/kube-system") {
+		t.Fatalf("kubectl --kubeconfig <published> get ns: %v\n%s", err, out)
+	}
+
+	// The file changes (a context added): published again.
+	doc["contexts"] = append(doc["contexts"].([]any), map[string]any{"name": "spare", "context": map[string]any{"cluster": "x", "user": "y"}})
+	write()
+	testwait.For(t, time.Minute, "the changed file published", func() (bool, string) {
+		out, err := ctl(ctx, "get", "kubeconfig", name)
+		return err == nil && strings.Contains(out, "spare"), fmt.Sprintf("%v: %s", err, out)
+	})
+}
