@@ -27,7 +27,11 @@ var ErrBadSnapshot = errors.New("restore: bad snapshot")
 
 // Info is what Verify learned from a snapshot file.
 type Info struct {
-	Path     string `json:"path"`
+	Path string `json:"path"`
+	// Name and Where are the snapshot's name and store when nicoctl
+	// fetched it from the snapshot store ("" for a file it was given).
+	Name     string `json:"name,omitempty"`
+	Where    string `json:"where,omitempty"`
 	Size     int64  `json:"size"`
 	SHA256   string `json:"sha256"`
 	Revision int64  `json:"revision"`

@@ -139,16 +139,35 @@ func VerifyStored(ctx context.Context, st Store, name string, opts VerifyOptions
 // os.TempDir()) and checks that its sha256 and size are the ones its Meta
 // records; the caller removes the file.
 func Fetch(ctx context.Context, st Store, name, dir string) (string, Meta, error) {
+	return FetchWith(ctx, st, name, FetchOptions{Dir: dir})
+}
+
+// FetchOptions tune FetchWith.
+type FetchOptions struct {
+	// Dir is where the file is made ("": os.TempDir()).
+	Dir string
+	// Progress, when set, is called as the snapshot arrives with the
+	// bytes received so far and the size its Meta records.
+	Progress func(received, total int64)
+}
+
+// FetchWith is Fetch with options: the file goes to opts.Dir and
+// opts.Progress follows the download.
+func FetchWith(ctx context.Context, st Store, name string, opts FetchOptions) (string, Meta, error) {
 	r, m, err := st.Get(ctx, name)
 	if err != nil {
 		return "", Meta{}, err
 	}
 	defer r.Close()
-	f, err := os.CreateTemp(dir, "nico-fetch-*.db")
+	f, err := os.CreateTemp(opts.Dir, "nico-fetch-*.db")
 	if err != nil {
 		return "", m, fmt.Errorf("snapshot: fetch: %w", err)
 	}
-	n, err := io.Copy(f, r)
+	var w io.Writer = f
+	if opts.Progress != nil {
+		w = &progressWriter{w: f, fn: func(n int64) { opts.Progress(n, m.Size) }}
+	}
+	n, err := io.Copy(w, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
