@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/snapshot"
+	"github.com/homystack/nico/pkg/snapshot/snapshottest"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -122,5 +123,38 @@ func TestRestoreFromStoredSnapshot(t *testing.T) {
 	}
 	if act, _ := cli.Get(ctx, store.DefaultPrefix+store.ActiveOpKey); len(act.Kvs) != 0 {
 		t.Fatalf("slot still held after the restore: %s", act.Kvs[0].Value)
+	}
+}
+
+// TestRestoreFromS3Store: a snapshot saved to a real S3-compatible store
+// (SeaweedFS's weed; skipped without it, as the store's contract test) is
+// restored by its name with the cluster down.
+func TestRestoreFromS3Store(t *testing.T) {
+	w := snapshottest.StartWeed(t)
+	if err := w.Store(t, "restore", "").EnsureBucket(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ACCESS_KEY_ID", w.Creds.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", w.Creds.SecretKey)
+	dest := "s3://" + w.Endpoint + "/restore/fleet?tls=false"
+	ctx := testCtx(t)
+	c, st := snapshotFleet(t, dest)
+	m := c.Members[0]
+	registerNode(t, st, m.Name, m)
+	run(t, c.Endpoints(), "snapshot", "save").want(t, ExitOK, []string{"stored in"}, nil)
+	name := listed(t, "--from", dest)[0].Name
+	if _, err := st.Client().Put(ctx, "/app/after", "lost by design"); err != nil {
+		t.Fatal(err)
+	}
+	fleet := writeFleetFile(t, t.TempDir(), m)
+	run(t, c.Endpoints(), "restore", "--from", "no-such-snapshot", "--fleet", fleet).want(t, ExitNotFound, nil, []string{"nicoctl snapshot list --from"})
+	m.Close()
+	run(t, nil, "restore", "--from", name, "--store", dest, "--fleet", fleet, "--timeout", "1s").want(t, ExitOK, []string{name, "done in"}, []string{"fetching snapshot " + name})
+	cli := etcdtest.NewClient(t, serveAgain(t, m).ClientURL)
+	for key, want := range map[string]int{"/app/0": 1, "/app/after": 0} {
+		got, err := cli.Get(ctx, store.DefaultPrefix+key)
+		if err != nil || len(got.Kvs) != want {
+			t.Fatalf("restored %s: %v %v, want %d keys", key, got, err, want)
+		}
 	}
 }
