@@ -101,7 +101,7 @@ func (a *app) restore(ctx context.Context, o restoreOpts) error {
 		if err != nil {
 			return err
 		}
-		j, err = restore.Prepare(ctx, restore.Request{Snapshot: src.path, Target: o.target, Members: fleet.Names(), Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
+		j, err = restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: fleet.Names(), Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
 		if err != nil {
 			if src.name != "" {
 				os.Remove(src.path)

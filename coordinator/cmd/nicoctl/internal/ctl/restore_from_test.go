@@ -39,8 +39,8 @@ members:
 }
 
 // serveAgain starts m from its data dir, as its agent does after a
-// restore, and returns a client of it.
-func serveAgain(t *testing.T, m *etcdtest.Member) *etcdtest.Member {
+// restore, and returns m; stop stops it (also done when the test ends).
+func serveAgain(t *testing.T, m *etcdtest.Member) (_ *etcdtest.Member, stop func()) {
 	t.Helper()
 	rt := member.NewEmbedded()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -48,7 +48,15 @@ func serveAgain(t *testing.T, m *etcdtest.Member) *etcdtest.Member {
 	if err := rt.Start(ctx, member.Config{Name: m.Name, DataDir: m.DataDir, PeerURL: m.PeerURL, ClientURL: m.ClientURL, TLS: m.TLS}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = rt.Stop(context.Background()) })
+	stop = func() { _ = rt.Stop(context.Background()) }
+	t.Cleanup(stop)
+	return m, stop
+}
+
+// servedAgain is serveAgain's member, stopped when the test ends.
+func servedAgain(t *testing.T, m *etcdtest.Member) *etcdtest.Member {
+	t.Helper()
+	m, _ = serveAgain(t, m)
 	return m
 }
 
@@ -114,7 +122,7 @@ func TestRestoreFromStoredSnapshot(t *testing.T) {
 	if _, err := os.Stat(fetchedPath(journal, name)); !os.IsNotExist(err) {
 		t.Fatalf("the fetched copy outlived the restore (%v)", err)
 	}
-	cli := etcdtest.NewClient(t, serveAgain(t, m).ClientURL)
+	cli := etcdtest.NewClient(t, servedAgain(t, m).ClientURL)
 	for key, want := range map[string]int{"/app/0": 1, "/app/after": 0} {
 		got, err := cli.Get(ctx, store.DefaultPrefix+key)
 		if err != nil || len(got.Kvs) != want {
@@ -150,7 +158,7 @@ func TestRestoreFromS3Store(t *testing.T) {
 	run(t, c.Endpoints(), "restore", "--from", "no-such-snapshot", "--fleet", fleet).want(t, ExitNotFound, nil, []string{"nicoctl snapshot list --from"})
 	m.Close()
 	run(t, nil, "restore", "--from", name, "--store", dest, "--fleet", fleet, "--timeout", "1s").want(t, ExitOK, []string{name, "done in"}, []string{"fetching snapshot " + name})
-	cli := etcdtest.NewClient(t, serveAgain(t, m).ClientURL)
+	cli := etcdtest.NewClient(t, servedAgain(t, m).ClientURL)
 	for key, want := range map[string]int{"/app/0": 1, "/app/after": 0} {
 		got, err := cli.Get(ctx, store.DefaultPrefix+key)
 		if err != nil || len(got.Kvs) != want {
