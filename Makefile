@@ -103,7 +103,8 @@ test-netns: deps
 # until its start timeout, a minority partition during a rollout (and one
 # with the embedded runtime), a full disk, a wiped voter, a node whose seeds
 # are gone (docs/faults.md), a learner killed before it catches up, a one-way
-# partition, an agent killed at its removal failpoint and a seeded random sequence
+# partition, an agent killed at its removal failpoint, nicoctl restore killed
+# after every step of its journal and resumed, and a seeded random sequence
 # (NICO_FAULTS_SEED=n replays one), besides the smoke
 # scenarios make test runs. It writes the summary table (and, for a history
 # that is not linearizable, porcupine's visualisation) to FAULTS_REPORT.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 )
 
@@ -52,6 +53,9 @@ func (r *Runner) Run(ctx context.Context, j *Journal) error {
 			if err := writeOp(ctx, r.Fleet, r.Prefix, j); err != nil {
 				return err
 			}
+		}
+		if p, ok := stepFailpoints[from]; ok {
+			failpoint.Hit(p)
 		}
 		if r.AfterStep != nil {
 			if err := r.AfterStep(from); err != nil {
@@ -153,6 +157,16 @@ func (r *Runner) step(ctx context.Context, j *Journal) (string, error) {
 	default:
 		return "", fmt.Errorf("journal step %q is not known (want one of %v)", j.Step, steps)
 	}
+}
+
+// stepFailpoints are the failpoints (pkg/failpoint; armed only in a
+// -tags failpoints build) reached once a step is saved.
+var stepFailpoints = map[Step]string{
+	StepStop:    failpoint.RestoreAfterStop,
+	StepRestore: failpoint.RestoreAfterRestore,
+	StepStart:   failpoint.RestoreAfterStart,
+	StepRecord:  failpoint.RestoreAfterRecord,
+	StepRejoin:  failpoint.RestoreAfterRejoin,
 }
 
 var steps = []Step{StepStop, StepRestore, StepStart, StepRecord, StepRejoin, StepFinish, StepDone}
