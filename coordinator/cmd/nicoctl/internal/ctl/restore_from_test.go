@@ -63,8 +63,9 @@ func servedAgain(t *testing.T, m *etcdtest.Member) *etcdtest.Member {
 // TestRestoreFromStoredSnapshot: --from takes a snapshot's name in the
 // store the EtcdCluster names (or --store): an unknown name exits 4
 // saying how to list the names, a truncated one is refused (exit 3)
-// before anything is stopped; --latest fetches the newest and restores it
-// with the cluster down, and the fetched copy is removed once done.
+// before anything is stopped; a restore by name that stopped at its first
+// step resumes by the same name from the copy it fetched, removed once
+// done; --latest fetches the newest and restores it with the cluster down.
 func TestRestoreFromStoredSnapshot(t *testing.T) {
 	ctx := testCtx(t)
 	stDir := t.TempDir()
@@ -114,14 +115,24 @@ func TestRestoreFromStoredSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The cluster is down: the name needs --store.
+	// The name from the EtcdCluster's store; the member still serves, so
+	// the restore stops at its first step, the fetched copy kept for it.
+	run(t, eps, "restore", "--from", name, "--fleet", fleet).want(t, ExitRefused,
+		[]string{name + " (from " + stDir, "verified"}, []string{"fetching snapshot " + name, "still serves"})
+	if _, err := os.Stat(fetchedPath(journal, name)); err != nil {
+		t.Fatalf("the fetched copy of an unfinished restore: %v", err)
+	}
+	// The cluster is down: the same name resumes it from the copy.
 	m.Close()
-	run(t, nil, "restore", "--latest", "--fleet", fleet).want(t, ExitUsage, nil, []string{"--store"})
-	run(t, nil, "restore", "--latest", "--store", stDir, "--fleet", fleet, "--timeout", "1s").want(t, ExitOK,
-		[]string{name + " (from " + stDir, "done in"}, []string{"fetching snapshot " + name})
+	run(t, nil, "restore", "--from", name, "--fleet", fleet, "--timeout", "1s").want(t, ExitOK, []string{"resuming at step StopAndFence", "done in"}, nil)
 	if _, err := os.Stat(fetchedPath(journal, name)); !os.IsNotExist(err) {
 		t.Fatalf("the fetched copy outlived the restore (%v)", err)
 	}
+	// A new restore, of the newest snapshot: with the cluster down, the
+	// store is --store.
+	run(t, nil, "restore", "--latest", "--fleet", fleet).want(t, ExitUsage, nil, []string{"--store"})
+	run(t, nil, "restore", "--latest", "--store", stDir, "--fleet", fleet, "--timeout", "1s").want(t, ExitOK,
+		[]string{name + " (from " + stDir, "done in"}, []string{"fetching snapshot " + name})
 	cli := etcdtest.NewClient(t, servedAgain(t, m).ClientURL)
 	for key, want := range map[string]int{"/app/0": 1, "/app/after": 0} {
 		got, err := cli.Get(ctx, store.DefaultPrefix+key)
