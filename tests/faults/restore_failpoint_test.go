@@ -39,8 +39,10 @@ type restoreRig struct {
 
 // newRestoreRig starts three members with an EtcdCluster and their Node
 // records, writes keys, saves a snapshot, writes one more key (lost by
-// design) and stops the members, as the operator stops the agents.
-func newRestoreRig(t *testing.T) *restoreRig {
+// design) and stops the members, as the operator stops the agents. The
+// fleet file has nicoctl run them with the etcd binary etcd ("": embedded
+// in nicoctl).
+func newRestoreRig(t *testing.T, etcd string) *restoreRig {
 	c := etcdtest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -84,6 +86,9 @@ func newRestoreRig(t *testing.T) *restoreRig {
 	}
 	c.Close()
 	var b strings.Builder
+	if etcd != "" {
+		fmt.Fprintf(&b, "etcd: %q\n", etcd)
+	}
 	fmt.Fprintf(&b, "tls: {caFile: %q, certFile: %q, keyFile: %q}\nmembers:\n", r.root.CA, r.root.Cert, r.root.Key)
 	for _, m := range c.Members {
 		fmt.Fprintf(&b, "  - name: %s\n    dataDir: %q\n    peerURL: %s\n    clientURL: %s\n", m.Name, m.DataDir, m.PeerURL, m.ClientURL)
@@ -200,11 +205,21 @@ func learnerWatch(ctx context.Context, cli *clientv3.Client) (wait func() []stri
 // the members are served again from their data dirs: three voters of a
 // new cluster holding the snapshot's keys (not the one written after it)
 // and its lineage naming the old cluster; never two learners at once.
+// It runs with the members embedded in nicoctl and as etcd processes
+// (the newest of NICO_ETCD_BINARIES: the data dirs are made by the
+// go.mod's etcd), which get SIGTERM when nicoctl dies.
 func TestRestoreKilledAtEveryStep(t *testing.T) {
 	requireE2E(t)
 	requireRoot(t)
-	const name = "nicoctl restore killed after every step"
-	r := newRestoreRig(t)
+	t.Run("embedded", func(t *testing.T) { restoreKilledRun(t, "nicoctl restore killed after every step", "") })
+	t.Run("exec", func(t *testing.T) {
+		bins := etcdtest.Binaries(t)
+		restoreKilledRun(t, "nicoctl restore killed after every step, exec runtime", bins[len(bins)-1].Path)
+	})
+}
+
+func restoreKilledRun(t *testing.T, name, etcd string) {
+	r := newRestoreRig(t, etcd)
 	started := time.Now()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
@@ -254,7 +269,7 @@ func TestRestoreKilledAtEveryStep(t *testing.T) {
 	stop()
 	h = waitWorkload()
 	viol := waitWatch()
-	v := check(t, cli, h, filepath.Join(reportDir(), "restore-killed-after-every-step.html"))
+	v := check(t, cli, h, filepath.Join(reportDir(), strings.NewReplacer(" ", "-", ",", "").Replace(name)+".html"))
 
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

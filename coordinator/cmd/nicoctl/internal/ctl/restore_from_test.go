@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,5 +176,26 @@ func TestRestoreFromS3Store(t *testing.T) {
 		if err != nil || len(got.Kvs) != want {
 			t.Fatalf("restored %s: %v %v, want %d keys", key, got, err, want)
 		}
+	}
+}
+
+// TestFetchProgress: off a terminal, a large download reports each
+// quarter once; a small one says nothing.
+func TestFetchProgress(t *testing.T) {
+	var b strings.Builder
+	p := &fetchProgress{w: &b}
+	const total = 128 << 20
+	for n := int64(0); n <= total; n += 4 << 20 {
+		p.add(n, total)
+	}
+	p.close()
+	if got := strings.Count(b.String(), "\n"); got != 4 || !strings.Contains(b.String(), "(25%)") || !strings.Contains(b.String(), "(100%)") {
+		t.Fatalf("progress of a 128 MiB fetch:\n%s", b.String())
+	}
+	b.Reset()
+	p = &fetchProgress{w: &b}
+	p.add(1<<20, 1<<20)
+	if b.Len() != 0 {
+		t.Fatalf("progress of a 1 MiB fetch: %q", b.String())
 	}
 }
