@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"github.com/homystack/nico/pkg/restore"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/snapshot"
 	"go.uber.org/zap"
@@ -134,6 +137,32 @@ func (r *restoreRig) nicoctl(point string) int {
 	return code
 }
 
+// killWithLearner runs nicoctl restore unarmed and kills it (-9) as soon
+// as the new cluster has a learner: in the middle of a rejoin.
+func (r *restoreRig) killWithLearner() {
+	r.t.Helper()
+	args := []string{"--endpoints", strings.Join(r.endpoints(), ","), "--timeout", "1s",
+		"--tls.caFile", r.root.CA, "--tls.certFile", r.root.Cert, "--tls.keyFile", r.root.Key,
+		"restore", "--from", r.snap, "--fleet", r.fleet}
+	cmd := exec.Command(filepath.Join(binDir, "nicoctl"), args...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	cli := etcdtest.NewClient(r.t, r.endpoints()...)
+	testwait.True(r.t, 60*time.Second, "a learner in the restored cluster", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		ml, err := cli.MemberList(ctx)
+		return err == nil && slices.ContainsFunc(ml.Members, func(m *etcdserverpb.Member) bool { return m.IsLearner })
+	})
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	j := r.journal()
+	r.t.Logf("nicoctl restore killed (-9) with a learner in the cluster; the journal at %s, %d rejoined\n%s", j.Step, j.Rejoined, out.String())
+}
+
 // journal is the restore's journal as nicoctl last saved it.
 func (r *restoreRig) journal() *restore.Journal {
 	r.t.Helper()
@@ -198,8 +227,9 @@ func learnerWatch(ctx context.Context, cli *clientv3.Client) (wait func() []stri
 
 // TestRestoreKilledAtEveryStep: nicoctl restore is killed (its process
 // exits at a failpoint, members it ran dying with it) right after each
-// step of its journal, every rejoin included, and run again each time: it
-// resumes from its journal and finishes. The clients' workload, started
+// step of its journal, every rejoin included, and once with -9 in the
+// middle of a rejoin (a learner in the cluster), and run again each time:
+// it resumes from its journal and finishes. The clients' workload, started
 // once the restored target first served, is linearizable across the
 // kills, and every write it had acknowledged is present at the end, when
 // the members are served again from their data dirs: three voters of a
@@ -244,14 +274,23 @@ func restoreKilledRun(t *testing.T, name, etcd string) {
 	h, waitWorkload = runWorkload(ctx, func() *clientv3.Client { return etcdtest.NewClient(t, r.endpoints()...) }, 3, 1)
 	waitWatch = learnerWatch(ctx, etcdtest.NewClient(t, r.endpoints()...))
 	kill(failpoint.RestoreAfterRecord, restore.StepRejoin)
-	for i := 1; i < len(r.members); i++ {
-		kill(failpoint.RestoreAfterRejoin, restore.StepRejoin)
-		if j := r.journal(); j.Rejoined != i {
-			t.Fatalf("killed after rejoin %d, the journal counts %d rejoined", i, j.Rejoined)
+	// In the middle of a step, not after it: -9 while a learner joins.
+	r.killWithLearner()
+	for i := 0; r.journal().Step == restore.StepRejoin; i++ {
+		before := r.journal().Rejoined
+		if i > len(r.members) {
+			t.Fatalf("still rejoining after %d runs: %+v", i, r.journal())
+		}
+		if code := r.nicoctl(failpoint.RestoreAfterRejoin); code != failpoint.ExitCode {
+			t.Fatalf("nicoctl restore exited %d, want %d at %s", code, failpoint.ExitCode, failpoint.RestoreAfterRejoin)
+		}
+		if j := r.journal(); j.Step == restore.StepRejoin && j.Rejoined != before+1 {
+			t.Fatalf("killed after a rejoin, the journal counts %d rejoined, was %d", j.Rejoined, before)
 		}
 	}
-	// The last run of that step only moves the journal on.
-	kill(failpoint.RestoreAfterRejoin, restore.StepFinish)
+	if j := r.journal(); j.Step != restore.StepFinish || j.Rejoined != len(r.members)-1 {
+		t.Fatalf("after the rejoins the journal is at %s with %d rejoined", j.Step, j.Rejoined)
+	}
 	if code := r.nicoctl(""); code != 0 {
 		t.Fatalf("the last nicoctl restore exited %d", code)
 	}
