@@ -77,7 +77,8 @@ test: etcd-binaries vet nix-check
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
 		$(GO) test -race -count=1 -timeout 24m ./...
 
-# test-s3 runs the snapshot store's S3 tests (pkg/snapshot) against a real
+# test-s3 runs the snapshot store's S3 tests (pkg/snapshot) and nicoctl
+# restore --from a snapshot stored in S3 against a real
 # S3-compatible server, SeaweedFS's weed (make weed-binary), failing rather
 # than skipping when it is missing. Its cold build costs about 8 minutes, so
 # it is not part of make test (where those tests skip, saying so); CI runs
@@ -85,6 +86,8 @@ test: etcd-binaries vet nix-check
 test-s3: weed-binary
 	NICO_WEED_BINARY=$(CURDIR)/$(WEED_CACHE)/weed NICO_REQUIRE_WEED=1 \
 		$(GO) test -race -count=1 -v -run 'S3' ./pkg/snapshot/
+	NICO_WEED_BINARY=$(CURDIR)/$(WEED_CACHE)/weed NICO_REQUIRE_WEED=1 \
+		$(GO) test -race -count=1 -v -run 'TestRestoreFromS3Store' ./coordinator/cmd/nicoctl/internal/ctl/
 
 # test-netns runs the gossip partition and advertise tests across network namespaces
 # (ip netns, veth, a bridge, iptables DROP); it needs root and skips, saying
@@ -100,7 +103,8 @@ test-netns: deps
 # until its start timeout, a minority partition during a rollout (and one
 # with the embedded runtime), a full disk, a wiped voter, a node whose seeds
 # are gone (docs/faults.md), a learner killed before it catches up, a one-way
-# partition, an agent killed at its removal failpoint and a seeded random sequence
+# partition, an agent killed at its removal failpoint, nicoctl restore killed
+# after every step of its journal and resumed, and a seeded random sequence
 # (NICO_FAULTS_SEED=n replays one), besides the smoke
 # scenarios make test runs. It writes the summary table (and, for a history
 # that is not linearizable, porcupine's visualisation) to FAULTS_REPORT.

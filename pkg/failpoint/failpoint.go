@@ -1,7 +1,7 @@
 // Package failpoint names the points in nico where a fault test can make
 // the process exit: the coordinator's executor around a join's and a
-// removal's side effects, its rollout step start, and the agent's join,
-// removal and generation switch paths.
+// removal's side effects, its rollout step start, the agent's join,
+// removal and generation switch paths, and the steps of nicoctl's restore.
 //
 // In the default build Hit is a no-op and nothing reads the environment.
 // Built with -tags failpoints (tests/faults does), Hit exits the process
@@ -51,12 +51,23 @@ const (
 	// AgentRemoved is in the agent once it found itself removed, before it
 	// wipes its member's data.
 	AgentRemoved = "agent-removed"
+	// RestoreAfterStop .. RestoreAfterRejoin are in nicoctl restore and
+	// recover (pkg/restore's Runner), right after the journal saved the
+	// end of that step: stopping and fencing the members, restoring the
+	// target's data dir, starting the target, journaling in the new
+	// cluster, and one member's rejoin (the first reached in a run).
+	RestoreAfterStop    = "restore-after-stop-and-fence"
+	RestoreAfterRestore = "restore-after-restore-target"
+	RestoreAfterStart   = "restore-after-start-target"
+	RestoreAfterRecord  = "restore-after-journal-in-new-cluster"
+	RestoreAfterRejoin  = "restore-after-rejoin"
 )
 
 // All lists every named point.
 var All = []string{CoordAfterMemberAdd, CoordAfterJournalLearner, CoordBeforePromote, CoordAfterPromote,
 	CoordAfterJournalRemoval, CoordBeforeMemberRemove, CoordAfterMemberRemove, CoordBeforeRolloutStep, CoordAfterRolloutStep,
-	AgentBeforeLearnerStart, AgentRemoved, AgentBeforeSwitch}
+	AgentBeforeLearnerStart, AgentRemoved, AgentBeforeSwitch,
+	RestoreAfterStop, RestoreAfterRestore, RestoreAfterStart, RestoreAfterRecord, RestoreAfterRejoin}
 
 // Env names the environment variable listing the armed points.
 const Env = "NICO_FAILPOINT"

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/homystack/nico/pkg/api"
 )
 
 // Kind is what a Journal does.
@@ -49,11 +51,14 @@ type Journal struct {
 	BumpRevision uint64 `json:"bumpRevision,omitempty"`
 	Step         Step   `json:"step"`
 	// Rejoined counts the Others already voters of the new cluster.
-	Rejoined     int       `json:"rejoined"`
-	NewClusterID uint64    `json:"newClusterID,omitempty"`
-	StartedAt    time.Time `json:"startedAt"`
-	UpdatedAt    time.Time `json:"updatedAt"`
-	History      []string  `json:"history,omitempty"`
+	Rejoined     int    `json:"rejoined"`
+	NewClusterID uint64 `json:"newClusterID,omitempty"`
+	// Lineage is what the new cluster's ClusterLineage gets: the fleet's
+	// earlier clusters, the snapshot's and the old one's included.
+	Lineage   []api.EarlierCluster `json:"lineage,omitempty"`
+	StartedAt time.Time            `json:"startedAt"`
+	UpdatedAt time.Time            `json:"updatedAt"`
+	History   []string             `json:"history,omitempty"`
 }
 
 // record appends a line to the history.

@@ -20,7 +20,11 @@ var ErrNotMember = errors.New("restore: target is not a member")
 // Request is what nicoctl restore asks for.
 type Request struct {
 	Snapshot string
-	Target   string
+	// SnapshotCluster is the etcd cluster the snapshot was taken from,
+	// when its store's metadata names it (0: unknown). With a live
+	// cluster it must be that cluster or one of its lineage.
+	SnapshotCluster api.MemberID
+	Target          string
 	// Members are the control-plane members by node name, in the order
 	// the others rejoin (the target is taken out).
 	Members []string
@@ -47,20 +51,29 @@ func Prepare(ctx context.Context, req Request) (*Journal, error) {
 	}
 	var fleet time.Time
 	var live bool
+	var lin liveLineage
 	if req.Live != nil {
-		if err := liveMember(ctx, req.Live, req.Target); err != nil {
+		if lin.id, err = liveMember(ctx, req.Live, req.Target); err != nil {
 			return nil, err
 		}
 		if fleet, live, err = liveFleet(ctx, req.Live, req.Prefix); err != nil {
 			return nil, err
 		}
+		if lin.earlier, err = readLineage(ctx, req.Live, req.Prefix); err != nil {
+			return nil, err
+		}
+		if req.SnapshotCluster != 0 && !lin.accepts(req.SnapshotCluster) {
+			return nil, fmt.Errorf("%w: %s was taken from cluster %s, this fleet is cluster %s and was before %v: a snapshot of another fleet", ErrBadSnapshot, info.Path, req.SnapshotCluster, lin.id, lineageIDs(lin.earlier))
+		}
 	}
 	if err := CheckFleet(info, fleet, live, req.Target); err != nil {
 		return nil, err
 	}
+	id := "restore-" + req.Now.UTC().Format("20060102t150405")
 	j := &Journal{
-		ID: "restore-" + req.Now.UTC().Format("20060102t150405"), Kind: KindRestore, Target: req.Target,
+		ID: id, Kind: KindRestore, Target: req.Target,
 		Snapshot: info, BumpRevision: req.BumpRevision, Step: StepStop, StartedAt: req.Now, UpdatedAt: req.Now,
+		Lineage: lineageOf(info, req.SnapshotCluster, lin, req.Now, id),
 	}
 	for _, m := range req.Members {
 		if m != req.Target {
@@ -76,20 +89,20 @@ func Prepare(ctx context.Context, req Request) (*Journal, error) {
 }
 
 // liveMember refuses a target that the live cluster has no started member
-// named after.
-func liveMember(ctx context.Context, cli *clientv3.Client, target string) error {
+// named after; it returns the live cluster's ID.
+func liveMember(ctx context.Context, cli *clientv3.Client, target string) (api.MemberID, error) {
 	resp, err := cli.MemberList(ctx)
 	if err != nil {
-		return fmt.Errorf("restore: member list of the live cluster: %w", err)
+		return 0, fmt.Errorf("restore: member list of the live cluster: %w", err)
 	}
 	var names []string
 	for _, m := range resp.Members {
 		if m.Name == target && !m.IsLearner {
-			return nil
+			return api.MemberID(resp.Header.ClusterId), nil
 		}
 		names = append(names, m.Name)
 	}
-	return fmt.Errorf("%w: --target %q is not a voter of the live cluster %s (members: %s)", ErrNotMember, target, api.MemberID(resp.Header.ClusterId), strings.Join(names, ", "))
+	return 0, fmt.Errorf("%w: --target %q is not a voter of the live cluster %s (members: %s)", ErrNotMember, target, api.MemberID(resp.Header.ClusterId), strings.Join(names, ", "))
 }
 
 // liveFleet reads the live cluster's EtcdCluster creation time; ok is

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 )
 
@@ -22,6 +24,11 @@ type Runner struct {
 	// AfterStep, when set, is called after each step is saved; an error
 	// ends Run there (tests use it to kill a restore mid-way).
 	AfterStep func(Step) error
+	// ResumeWithin bounds how long a resumed run waits for the ports of
+	// the members it serves again to be free (0: 30 s): an etcd process
+	// of the killed run gets SIGTERM when nicoctl dies and holds them
+	// until it has exited.
+	ResumeWithin time.Duration
 }
 
 // Run carries j from its current step to StepDone. A journal loaded from
@@ -53,6 +60,9 @@ func (r *Runner) Run(ctx context.Context, j *Journal) error {
 				return err
 			}
 		}
+		if p, ok := stepFailpoints[from]; ok {
+			failpoint.Hit(p)
+		}
 		if r.AfterStep != nil {
 			if err := r.AfterStep(from); err != nil {
 				return err
@@ -72,15 +82,41 @@ func (r *Runner) resume(ctx context.Context, j *Journal) error {
 	nodes := append([]string{j.Target}, j.Others[:j.Rejoined]...)
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
+	within := r.ResumeWithin
+	if within == 0 {
+		within = 30 * time.Second
+	}
+	deadline := r.Now().Add(within)
 	for i, n := range nodes {
 		wg.Go(func() {
-			if _, err := r.Fleet.Serve(ctx, n, false); err != nil {
+			if err := r.serveAgain(ctx, n, deadline); err != nil {
 				errs[i] = fmt.Errorf("restore: resume %s: serve %s: %w", j.ID, n, err)
 			}
 		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// serveAgain serves node, trying again while its ports are still held
+// (by the exiting member of a killed run) until deadline.
+func (r *Runner) serveAgain(ctx context.Context, node string, deadline time.Time) error {
+	wait := 100 * time.Millisecond
+	for {
+		_, err := r.Fleet.Serve(ctx, node, false)
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || !r.Now().Before(deadline) {
+			return err
+		}
+		r.Log.Warn("restore: a member's port is still in use (the killed run's etcd exiting?), trying again", "node", node, "in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // step does j's current step and moves it on.
@@ -153,6 +189,16 @@ func (r *Runner) step(ctx context.Context, j *Journal) (string, error) {
 	default:
 		return "", fmt.Errorf("journal step %q is not known (want one of %v)", j.Step, steps)
 	}
+}
+
+// stepFailpoints are the failpoints (pkg/failpoint; armed only in a
+// -tags failpoints build) reached once a step is saved.
+var stepFailpoints = map[Step]string{
+	StepStop:    failpoint.RestoreAfterStop,
+	StepRestore: failpoint.RestoreAfterRestore,
+	StepStart:   failpoint.RestoreAfterStart,
+	StepRecord:  failpoint.RestoreAfterRecord,
+	StepRejoin:  failpoint.RestoreAfterRejoin,
 }
 
 var steps = []Step{StepStop, StepRestore, StepStart, StepRecord, StepRejoin, StepFinish, StepDone}

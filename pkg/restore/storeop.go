@@ -48,7 +48,7 @@ func openStore(ctx context.Context, f Fleet, prefix string) (*store.Store, func(
 }
 
 // takeSlot copies j into the new cluster and makes it the operation in
-// flight. The snapshot may hold an operation that was in flight when it was
+// flight; a restored cluster's ClusterLineage becomes j's. The snapshot may hold an operation that was in flight when it was
 // taken, join and removal requests of the old members and the old leader's
 // election key: that operation is marked failed (superseded), the rest
 // deleted, so the coordinator resumes nothing of the old cluster.
@@ -76,7 +76,16 @@ func takeSlot(ctx context.Context, f Fleet, prefix string, j *Journal) error {
 	if err != nil {
 		return err
 	}
-	ops = append(ops, put,
+	ops = append(ops, put)
+	if j.Kind == KindRestore {
+		// A recovery keeps its survivor's cluster (and lineage).
+		lineage, err := lineageOp(j)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, lineage)
+	}
+	ops = append(ops,
 		clientv3.OpPut(store.ActiveOpKey, j.ID),
 		clientv3.OpDelete(store.JoinsDir, clientv3.WithPrefix()),
 		// The snapshot's election keys would let a coordinator elected in

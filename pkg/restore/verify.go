@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,7 +28,11 @@ var ErrBadSnapshot = errors.New("restore: bad snapshot")
 
 // Info is what Verify learned from a snapshot file.
 type Info struct {
-	Path     string `json:"path"`
+	Path string `json:"path"`
+	// Name and Where are the snapshot's name and store when nicoctl
+	// fetched it from the snapshot store ("" for a file it was given).
+	Name     string `json:"name,omitempty"`
+	Where    string `json:"where,omitempty"`
 	Size     int64  `json:"size"`
 	SHA256   string `json:"sha256"`
 	Revision int64  `json:"revision"`
@@ -41,6 +46,11 @@ type Info struct {
 	HasFleet bool `json:"hasFleet"`
 	// Nodes are the nodes registered in the snapshot.
 	Nodes []string `json:"nodes,omitempty"`
+	// Clusters are the etcd cluster IDs its Node records name (the
+	// cluster it was taken from), and Lineage the earlier clusters its
+	// ClusterLineage lists.
+	Clusters []api.MemberID       `json:"clusters,omitempty"`
+	Lineage  []api.EarlierCluster `json:"lineage,omitempty"`
 }
 
 // Verify checks a snapshot file the way etcd's snapshot restore does (the
@@ -106,6 +116,7 @@ func readFleet(path, prefix string, info *Info) error {
 	}
 	defer db.Close()
 	clusterKey := prefix + store.EtcdClusterKey
+	lineageKey := prefix + store.ClusterLineageKey
 	nodesDir := prefix + store.NodesDir
 	latest := map[string][]byte{}
 	err = db.View(func(tx *bolt.Tx) error {
@@ -119,7 +130,7 @@ func readFleet(path, prefix string, info *Info) error {
 				return fmt.Errorf("decode key at revision %x: %w", rev, err)
 			}
 			k := string(kv.Key)
-			if k != clusterKey && !strings.HasPrefix(k, nodesDir) {
+			if k != clusterKey && k != lineageKey && !strings.HasPrefix(k, nodesDir) {
 				return nil
 			}
 			if len(rev) > 17 && rev[17] == 't' { // a tombstone
@@ -133,10 +144,23 @@ func readFleet(path, prefix string, info *Info) error {
 	if err != nil {
 		return err
 	}
-	for k := range latest {
+	for k, v := range latest {
 		if strings.HasPrefix(k, nodesDir) {
 			info.Nodes = append(info.Nodes, strings.TrimPrefix(k, nodesDir))
+			var n api.Node
+			if json.Unmarshal(v, &n) == nil && n.Status.ClusterID != 0 && !slices.Contains(info.Clusters, n.Status.ClusterID) {
+				info.Clusters = append(info.Clusters, n.Status.ClusterID)
+			}
 		}
+	}
+	slices.Sort(info.Nodes)
+	slices.Sort(info.Clusters)
+	if v, ok := latest[lineageKey]; ok {
+		var l api.ClusterLineage
+		if err := json.Unmarshal(v, &l); err != nil {
+			return fmt.Errorf("decode %s: %w", lineageKey, err)
+		}
+		info.Lineage = l.Status.Earlier
 	}
 	if v, ok := latest[clusterKey]; ok {
 		var c api.EtcdCluster

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,11 +97,16 @@ func NameFor(cluster api.MemberID, t time.Time, revision int64) string {
 	return fmt.Sprintf("etcd-%s-%s-r%d", cluster, ts, revision)
 }
 
-// CheckCluster returns ErrOtherCluster, naming both IDs, when m was taken
-// from another cluster than want; a zero want accepts any.
-func (m Meta) CheckCluster(want api.MemberID) error {
-	if want != 0 && m.ClusterID != want {
-		return fmt.Errorf("%w: snapshot %s was taken from cluster %s, this cluster is %s; use a snapshot of cluster %s", ErrOtherCluster, m.Name, m.ClusterID, want, want)
+// CheckCluster returns ErrOtherCluster, naming the IDs, when m was taken
+// from another cluster than want or the earlier clusters of its fleet
+// (api.ClusterLineage: the clusters a restore replaced); a zero want
+// accepts any.
+func (m Meta) CheckCluster(want api.MemberID, earlier ...api.MemberID) error {
+	if want == 0 || m.ClusterID == want || slices.Contains(earlier, m.ClusterID) {
+		return nil
 	}
-	return nil
+	if len(earlier) > 0 {
+		return fmt.Errorf("%w: snapshot %s was taken from cluster %s, this cluster is %s and its fleet ran before as %v; use a snapshot of one of those", ErrOtherCluster, m.Name, m.ClusterID, want, earlier)
+	}
+	return fmt.Errorf("%w: snapshot %s was taken from cluster %s, this cluster is %s; use a snapshot of cluster %s", ErrOtherCluster, m.Name, m.ClusterID, want, want)
 }

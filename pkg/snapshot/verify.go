@@ -25,6 +25,9 @@ type VerifyOptions struct {
 	// ExpectCluster, when set, refuses a snapshot whose Meta names
 	// another cluster (ErrOtherCluster) before anything is restored.
 	ExpectCluster api.MemberID
+	// EarlierClusters are also accepted: the clusters the expected
+	// one's fleet ran before a restore (api.ClusterLineage).
+	EarlierClusters []api.MemberID
 	// Timeout bounds the member's start (0: 1 minute).
 	Timeout time.Duration
 }
@@ -112,9 +115,18 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (VerifyResult,
 		return VerifyResult{}, fmt.Errorf("snapshot: verify %s: count keys: %w", path, err)
 	}
 	res := VerifyResult{Status: st, Keys: resp.Count, Revision: resp.Header.Revision, Took: time.Since(start)}
+	keys := int64(st.TotalKeys)
+	marked, err := bumpMarked(path)
+	if err != nil {
+		return res, err
+	}
+	if marked {
+		// etcd's status counts the restore's revision marker as a key.
+		keys--
+	}
 	// An empty database holds revision 0; a member serves at least 1.
-	if res.Keys != int64(st.TotalKeys) || res.Revision != max(st.Revision, 1) {
-		return res, fmt.Errorf("%w: %s: the restored member serves %d keys at revision %d, the file holds %d at revision %d", ErrMismatch, path, res.Keys, res.Revision, st.TotalKeys, st.Revision)
+	if res.Keys != keys || res.Revision != max(st.Revision, 1) {
+		return res, fmt.Errorf("%w: %s: the restored member serves %d keys at revision %d, the file holds %d at revision %d", ErrMismatch, path, res.Keys, res.Revision, keys, st.Revision)
 	}
 	return res, nil
 }
@@ -128,7 +140,7 @@ func VerifyStored(ctx context.Context, st Store, name string, opts VerifyOptions
 		return m, VerifyResult{}, err
 	}
 	defer os.Remove(path)
-	if err := m.CheckCluster(opts.ExpectCluster); err != nil {
+	if err := m.CheckCluster(opts.ExpectCluster, opts.EarlierClusters...); err != nil {
 		return m, VerifyResult{}, err
 	}
 	res, err := Verify(ctx, path, opts)
@@ -139,16 +151,35 @@ func VerifyStored(ctx context.Context, st Store, name string, opts VerifyOptions
 // os.TempDir()) and checks that its sha256 and size are the ones its Meta
 // records; the caller removes the file.
 func Fetch(ctx context.Context, st Store, name, dir string) (string, Meta, error) {
+	return FetchWith(ctx, st, name, FetchOptions{Dir: dir})
+}
+
+// FetchOptions tune FetchWith.
+type FetchOptions struct {
+	// Dir is where the file is made ("": os.TempDir()).
+	Dir string
+	// Progress, when set, is called as the snapshot arrives with the
+	// bytes received so far and the size its Meta records.
+	Progress func(received, total int64)
+}
+
+// FetchWith is Fetch with options: the file goes to opts.Dir and
+// opts.Progress follows the download.
+func FetchWith(ctx context.Context, st Store, name string, opts FetchOptions) (string, Meta, error) {
 	r, m, err := st.Get(ctx, name)
 	if err != nil {
 		return "", Meta{}, err
 	}
 	defer r.Close()
-	f, err := os.CreateTemp(dir, "nico-fetch-*.db")
+	f, err := os.CreateTemp(opts.Dir, "nico-fetch-*.db")
 	if err != nil {
 		return "", m, fmt.Errorf("snapshot: fetch: %w", err)
 	}
-	n, err := io.Copy(f, r)
+	var w io.Writer = f
+	if opts.Progress != nil {
+		w = &progressWriter{w: f, fn: func(n int64) { opts.Progress(n, m.Size) }}
+	}
+	n, err := io.Copy(w, r)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

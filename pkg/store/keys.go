@@ -25,6 +25,9 @@ const (
 	// SnapshotDrillKey holds the newest restore drill's report
 	// (api.SnapshotDrill), written by nicoctl snapshot verify.
 	SnapshotDrillKey = "snapshot-drill"
+	// ClusterLineageKey holds the fleet's earlier etcd cluster IDs
+	// (api.ClusterLineage), written by nicoctl restore.
+	ClusterLineageKey = "lineage"
 )
 
 // NodeEtcdVersionKey is where the etcd version node name should run is.

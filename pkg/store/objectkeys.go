@@ -40,6 +40,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindDrainRequest:       DrainRequestKey,
 	api.KindKubeconfigReport:   KubeconfigReportKey,
 	api.KindSnapshotDrill:      func(string) string { return SnapshotDrillKey },
+	api.KindClusterLineage:     func(string) string { return ClusterLineageKey },
 }
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping

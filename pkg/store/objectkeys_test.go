@@ -42,6 +42,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewDrainRequest("dp-1"), "drainrequests/dp-1"},
 		{api.NewKubeconfigReport("k1"), "kubeconfigreports/k1"},
 		{api.NewSnapshotDrill(api.SnapshotVerification{}), "snapshot-drill"},
+		{api.NewClusterLineage(nil), "lineage"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// binDir holds nico-agent and nico-coordinator built with -tags
+// binDir holds nico-agent, nico-coordinator and nicoctl built with -tags
 // failpoints, once per test binary.
 var binDir string
 
@@ -25,7 +25,8 @@ func runMain(m *testing.M) int {
 		}
 		defer os.RemoveAll(dir)
 		cmd := exec.Command("go", "build", "-tags", "failpoints", "-o", dir+string(filepath.Separator),
-			"github.com/homystack/nico/agent/cmd/nico-agent", "github.com/homystack/nico/coordinator/cmd/nico-coordinator")
+			"github.com/homystack/nico/agent/cmd/nico-agent", "github.com/homystack/nico/coordinator/cmd/nico-coordinator",
+			"github.com/homystack/nico/coordinator/cmd/nicoctl")
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {
 			fmt.Fprintln(os.Stderr, "build the failpoint binaries:", err)

@@ -1,5 +1,6 @@
 // Package snapshottest holds an in-memory snapshot.Store for tests of the
-// store's users, and one that fails on demand.
+// store's users, one that fails on demand, and a real SeaweedFS S3 server
+// (StartWeed) for the S3 store's tests.
 package snapshottest
 
 import (

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdclient"
@@ -16,18 +17,24 @@ import (
 
 // restoreOpts are the flags of restore.
 type restoreOpts struct {
-	from, target, fleet, journal string
-	bump                         uint64
-	abort                        bool
+	from, store, target, fleet, journal string
+	bump                                uint64
+	abort, latest                       bool
 }
 
 func (a *app) restoreCmd() *cobra.Command {
 	var o restoreOpts
 	c := &cobra.Command{
-		Use:   "restore --from SNAPSHOT --fleet FILE [--target NODE]",
+		Use:   "restore (--from SNAPSHOT | --latest) --fleet FILE [--target NODE]",
 		Short: "Restore the etcd cluster from a snapshot as a new cluster, then rejoin the other members",
-		Long: `Restore the fleet's etcd cluster from a snapshot file, as one journaled operation
+		Long: `Restore the fleet's etcd cluster from a snapshot, as one journaled operation
 (docs/disaster-recovery.md).
+
+--from names a snapshot file, or a snapshot of the snapshot store by its name (as
+'nicoctl snapshot list' shows it); --latest takes the store's newest. The store is --store,
+else the spec.snapshots.destination of the EtcdCluster of the cluster at --endpoints. A
+named snapshot is fetched beside the journal (its size and sha256 checked against its
+metadata) and removed once the restore is done; a name the store does not hold exits 4.
 
 Before anything changes, nicoctl checks the snapshot (etcd's appended sha256, its bolt
 database, that it holds this fleet's EtcdCluster and a Node record for the target) and,
@@ -44,7 +51,9 @@ must be stopped (systemctl stop nico-agent) first; nicoctl says which.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return a.restore(cmd.Context(), o) }),
 	}
-	c.Flags().StringVar(&o.from, "from", "", "the snapshot file (etcd snapshot save format)")
+	c.Flags().StringVar(&o.from, "from", "", "the snapshot: a name in the snapshot store ('nicoctl snapshot list') or a file (etcd snapshot save format)")
+	c.Flags().BoolVar(&o.latest, "latest", false, "restore the newest snapshot of the snapshot store (instead of --from)")
+	c.Flags().StringVar(&o.store, "store", "", "the snapshot store a --from name or --latest reads: "+strings.TrimPrefix(destinationHelp, "snapshot store: "))
 	c.Flags().StringVar(&o.target, "target", "", "the voter to restore onto (default: the first member of --fleet)")
 	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members: name, dataDir, peerURL, clientURL (docs/disaster-recovery.md)")
 	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
@@ -57,15 +66,15 @@ func (a *app) restore(ctx context.Context, o restoreOpts) error {
 	if o.abort {
 		return a.abort(ctx, o)
 	}
-	if o.from == "" || o.fleet == "" {
-		return withCode(ExitUsage, errors.New("restore needs --from SNAPSHOT and --fleet FILE"))
+	if (o.from == "") == !o.latest || o.fleet == "" {
+		return withCode(ExitUsage, errors.New("restore needs --from SNAPSHOT or --latest (one of them), and --fleet FILE"))
 	}
 	if o.journal == "" {
 		o.journal = journalOf(o.fleet)
 	}
 	jf := restore.FileJournal{Path: o.journal}
 	j, resumed, err := a.resumable(jf, restore.KindRestore, func(j *restore.Journal) bool {
-		return j.Snapshot.Path == o.from && (o.target == "" || j.Target == o.target)
+		return o.sameSource(j) && (o.target == "" || j.Target == o.target)
 	})
 	if err != nil {
 		return err
@@ -88,18 +97,33 @@ func (a *app) restore(ctx context.Context, o restoreOpts) error {
 		if live != nil {
 			defer live.Close()
 		}
-		j, err = restore.Prepare(ctx, restore.Request{Snapshot: o.from, Target: o.target, Members: fleet.Names(), Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
+		src, err := a.resolveSource(ctx, o, live)
 		if err != nil {
+			return err
+		}
+		j, err = restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: fleet.Names(), Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
+		if err != nil {
+			if src.name != "" {
+				os.Remove(src.path)
+			}
 			return withCode(ExitRefused, err)
 		}
+		j.Snapshot.Name, j.Snapshot.Where = src.name, src.where
 		fleet.ClusterToken = "nico-" + j.ID
 		if err := jf.Save(j); err != nil {
 			return err
 		}
 		fmt.Fprintf(a.stdout, "%s: snapshot %s verified (sha256 %s, revision %d, %d keys); restoring onto %s, then %v rejoin\n",
-			j.ID, o.from, j.Snapshot.SHA256[:12], j.Snapshot.Revision, j.Snapshot.Keys, j.Target, j.Others)
+			j.ID, src.describe(), j.Snapshot.SHA256[:12], j.Snapshot.Revision, j.Snapshot.Keys, j.Target, j.Others)
 	}
-	return a.runJournal(ctx, fleet, jf, j)
+	if err := a.runJournal(ctx, fleet, jf, j); err != nil {
+		return err
+	}
+	if j.Snapshot.Name != "" {
+		// The fetched copy served its purpose; the store keeps the original.
+		_ = os.Remove(j.Snapshot.Path)
+	}
+	return nil
 }
 
 // abort abandons the journal's operation while nothing is past its first

@@ -35,7 +35,8 @@ func (a *app) snapshotVerifyCmd() *cobra.Command {
 		Use:   "verify SNAPSHOT",
 		Short: "Restore drill: restore a snapshot into a throwaway member and report its keys and revision",
 		Long: "Restore drill: fetch the snapshot (a name from 'nicoctl snapshot list', or a local file),\n" +
-			"check its sha256 and, against the cluster nicoctl reaches, its cluster ID, restore it into a\n" +
+			"check its sha256 and, against the cluster nicoctl reaches, its cluster ID (that cluster's, or\n" +
+			"one its fleet ran before a restore: the ClusterLineage), restore it into a\n" +
 			"temporary data dir, start a throwaway etcd member on 127.0.0.1 and count the keys and read the\n" +
 			"revision it serves. The EtcdCluster's status.snapshots.lastVerified records the outcome (the\n" +
 			"coordinator's leader writes it). A truncated or altered snapshot, or one of another cluster, is\n" +
@@ -60,6 +61,11 @@ func (a *app) snapshotVerifyCmd() *cobra.Command {
 			return a.withStore(ctx, from, "--from", func(_ context.Context, c *cluster, st snapshot.Store) error {
 				if c != nil && !anyCluster {
 					opts.ExpectCluster = c.clusterID
+					lin := &api.ClusterLineage{}
+					if err := c.st.Get(ctx, store.ClusterLineageKey, lin); err != nil && !errors.Is(err, store.ErrNotFound) {
+						return fmt.Errorf("reading the cluster's lineage: %w", err)
+					}
+					opts.EarlierClusters = lin.IDs()
 				}
 				m, res, err := snapshot.VerifyStored(ctx, st, arg, opts)
 				if errors.Is(err, snapshot.ErrOtherCluster) {
