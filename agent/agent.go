@@ -178,6 +178,10 @@ type Agent struct {
 	// could not run, not tried again (the member supervisor's only).
 	etcdWant, etcdVersion atomic.Value
 	etcdFailed            string
+	// quotaWant is the EtcdCluster's spec.policy.quotaBackendBytes as last
+	// read (-1: not read yet), quotaRun the quota the member last started
+	// with (agent/etcd_quota.go).
+	quotaWant, quotaRun atomic.Int64
 
 	cacheMu sync.Mutex
 	cached  []string // the endpoints last written to cfg.EndpointsCache
@@ -204,6 +208,7 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		cfg.Clock = clockwork.NewRealClock()
 	}
 	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
+	a.quotaWant.Store(-1)
 	a.rt = a.newRuntime()
 	return a
 }
@@ -293,7 +298,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		ev = a.etcdVersionWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, a.componentProbes()))
+	var quota controller.Controller
+	if a.controlPlane() {
+		quota = a.quotaWatch()
+	}
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, a.componentProbes()))
 }
 
 // connect makes the store client: the configured endpoints plus the local

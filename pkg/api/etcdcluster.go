@@ -91,7 +91,23 @@ type EtcdPolicy struct {
 	// DefragMinDBSize skips defragmentation of members whose database is
 	// smaller than this many bytes (fragmentation of a small file is cheap).
 	DefragMinDBSize int64 `json:"defragMinDBSize,omitempty"`
+	// QuotaBackendBytes is each member's database quota (etcd's
+	// --quota-backend-bytes): past it etcd raises NOSPACE and refuses
+	// writes. Zero is etcd's default, DefaultQuotaBackendBytes. A member
+	// takes a new value at its next start (docs/faults.md, "NOSPACE").
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 }
+
+// Bounds of EtcdPolicy.QuotaBackendBytes.
+const (
+	// DefaultQuotaBackendBytes is etcd's own default quota, 2 GiB.
+	DefaultQuotaBackendBytes int64 = 2 << 30
+	// MinQuotaBackendBytes is the smallest quota accepted, 1 MiB.
+	MinQuotaBackendBytes int64 = 1 << 20
+	// MaxQuotaBackendBytes is the largest accepted, 8 GiB: etcd's
+	// documented upper bound (it warns beyond it).
+	MaxQuotaBackendBytes int64 = 8 << 30
+)
 
 // Member roles in EtcdMemberStatus.Role.
 const (
@@ -146,6 +162,9 @@ type EtcdMemberStatus struct {
 	AppliedIndex uint64 `json:"appliedIndex,omitempty"`
 	DBSize       int64  `json:"dbSize,omitempty"`
 	DBSizeInUse  int64  `json:"dbSizeInUse,omitempty"`
+	// DBSizeQuota is the quota the member runs with (its Status): past it
+	// etcd raises NOSPACE.
+	DBSizeQuota int64 `json:"dbSizeQuota,omitempty"`
 	// Progress is a learner's raft index as a fraction of the leader's
 	// (0..1), and ETA the time left at the observed catch-up rate.
 	Progress float64  `json:"progress,omitempty"`

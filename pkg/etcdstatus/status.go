@@ -90,7 +90,7 @@ func Build(in Input) api.EtcdClusterStatus {
 		ms.Alarms = alarmsOf[m.ID]
 		if m.Reachable {
 			ms.Version, ms.RaftTerm, ms.RaftIndex, ms.AppliedIndex = m.Version, m.RaftTerm, m.RaftIndex, m.AppliedIndex
-			ms.DBSize, ms.DBSizeInUse = m.DBSize, m.DBSizeInUse
+			ms.DBSize, ms.DBSizeInUse, ms.DBSizeQuota = m.DBSize, m.DBSizeInUse, m.DBSizeQuota
 			ms.Healthy = len(m.Errors) == 0 && len(ms.Alarms) == 0
 			ms.Message = strings.Join(m.Errors, "; ")
 		} else {

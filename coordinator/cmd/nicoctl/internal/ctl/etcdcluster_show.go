@@ -119,6 +119,11 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 	} else {
 		field(w, "  Defragment at", fmt.Sprintf("%.0f%% fragmentation, databases over %s", 100*p.DefragFragmentation, bytesCell(p.DefragMinDBSize)))
 	}
+	if p.QuotaBackendBytes == 0 {
+		field(w, "  Database quota", bytesCell(api.DefaultQuotaBackendBytes)+" (etcd's default)")
+	} else {
+		field(w, "  Database quota", bytesCell(p.QuotaBackendBytes))
+	}
 	describeSnapshots(w, now, sp.Snapshots, st.Snapshots)
 	fmt.Fprintln(w, "Status:")
 	field(w, "  Observed revision", st.ObservedRevision)

@@ -222,7 +222,7 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 	r.want(t, 0, []string{
 		"Voters:", "Version:", "3.7.3", "External members:", "https://10.0.0.9:2380",
 		"Learner start timeout:", "2m0s", "Health timeout:", "the leader's setting", "Replace dead members after:", "10m0s",
-		"Defragment at:", "50% fragmentation, databases over 64.0MiB",
+		"Defragment at:", "50% fragmentation, databases over 64.0MiB", "Database quota:", "2.0GiB (etcd's default)",
 		"3 (can lose 1)", "NOSPACE on cp-3",
 		"NAME", "ROLE", "HEALTH", "INDEX", "DB SIZE", "IN USE", "3.0MiB", "1.0MiB", "standby", "50% (ETA 12s)",
 		"Conditions:", "Reconciled", "Joining", "ext-1 catching up",
