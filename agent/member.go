@@ -165,15 +165,15 @@ func (a *Agent) runMember(ctx context.Context, initialCluster, state string) err
 	quota := a.startQuota()
 	err := a.runtime.Start(ctx, member.Config{
 		QuotaBackendBytes: quota,
-		Name:           a.cfg.Name,
-		DataDir:        a.cfg.DataDir,
-		PeerURL:        a.cfg.PeerURL,
-		ClientURL:      a.cfg.ClientURL,
-		InitialCluster: initialCluster,
-		ClusterState:   state,
-		ClusterToken:   a.cfg.ClusterToken,
-		TLS:            a.memberTLS(),
-		Logger:         a.log,
+		Name:              a.cfg.Name,
+		DataDir:           a.cfg.DataDir,
+		PeerURL:           a.cfg.PeerURL,
+		ClientURL:         a.cfg.ClientURL,
+		InitialCluster:    initialCluster,
+		ClusterState:      state,
+		ClusterToken:      a.cfg.ClusterToken,
+		TLS:               a.memberTLS(),
+		Logger:            a.log,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start member: %w", err)
