@@ -140,6 +140,11 @@ type EtcdClusterStatus struct {
 	// Snapshots is the last snapshot, failure and verified restore
 	// (etcdsnapshots.go).
 	Snapshots EtcdSnapshotsStatus `json:"snapshots,omitzero"`
+	// NoSpace is the last NOSPACE episode: while the alarm is raised etcd
+	// refuses every write, this status's included, so it is written once
+	// nico has reclaimed the space and disarmed the alarm (metrics and
+	// logs tell meanwhile; docs/faults.md, "NOSPACE").
+	NoSpace *NoSpaceEpisode `json:"noSpace,omitempty"`
 	// Conditions: Healthy, Reconciled, VersionSkew.
 	Conditions []Condition `json:"conditions,omitempty"`
 	UpdatedAt  time.Time   `json:"updatedAt,omitempty"`
@@ -171,6 +176,24 @@ type EtcdMemberStatus struct {
 	ETA      Duration `json:"eta,omitempty"`
 	Alarms   []string `json:"alarms,omitempty"`
 	Message  string   `json:"message,omitempty"`
+}
+
+// NoSpaceEpisode is one time etcd raised NOSPACE, from the leader's
+// first sight of it to its disarm.
+type NoSpaceEpisode struct {
+	// Members are the members that raised it.
+	Members []string `json:"members"`
+	// SeenAt is when the leader first saw the alarm.
+	SeenAt time.Time `json:"seenAt"`
+	// DBSize and DBSizeQuota are the largest alarmed member's database
+	// size and quota when it was seen; DBSizeAfter its size at the disarm.
+	DBSize      int64 `json:"dbSize,omitempty"`
+	DBSizeQuota int64 `json:"dbSizeQuota,omitempty"`
+	DBSizeAfter int64 `json:"dbSizeAfter,omitempty"`
+	// CompactedAt is the revision nico compacted the history at.
+	CompactedAt int64 `json:"compactedAt,omitempty"`
+	// DisarmedAt is when the last of its alarms was disarmed.
+	DisarmedAt time.Time `json:"disarmedAt,omitzero"`
 }
 
 // ExternalMemberStart is what an external member must start etcd with.

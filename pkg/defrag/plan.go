@@ -88,7 +88,9 @@ func Fragmentation(m etcdadmin.MemberStatus) float64 {
 
 // Plan returns the next member to defragment, or why none. A member is due
 // when its fragmentation reaches the policy's and its database is at least
-// MinDBSize, or when it raised NOSPACE and was not defragmented since.
+// MinDBSize, or when it raised NOSPACE and was not defragmented since (or
+// was, and NoSpaceRefrag of its file is free again); NOSPACE members are
+// due with the policy off too.
 // Followers go first, most fragmented first (then by name); the leader
 // only when no follower is due. It waits while an operation is in flight,
 // while a CORRUPT alarm stands (an operator must act), while a member does
@@ -96,19 +98,21 @@ func Fragmentation(m etcdadmin.MemberStatus) float64 {
 // than quorum (a one-voter cluster is defragmented anyway: there is no
 // other way, and it pauses for the call's length).
 func Plan(obs Observed, pol Policy) Step {
-	if pol.Fragmentation <= 0 {
+	noSpace := map[api.MemberID]bool{}
+	for _, a := range obs.Alarms {
+		if a.Type == etcdadmin.AlarmNoSpace {
+			noSpace[a.Member] = true
+		}
+	}
+	if pol.Fragmentation <= 0 && len(noSpace) == 0 {
 		return Step{Action: None, Reason: "defragmentation is off (spec.policy.defragFragmentation is 0)"}
 	}
 	if obs.Active != "" {
 		return Step{Action: Wait, Reason: "operation " + obs.Active + " is in flight"}
 	}
-	noSpace := map[api.MemberID]bool{}
 	for _, a := range obs.Alarms {
-		switch a.Type {
-		case etcdadmin.AlarmCorrupt:
+		if a.Type == etcdadmin.AlarmCorrupt {
 			return Step{Action: Wait, Reason: "CORRUPT alarm on " + a.Member.String() + ": an operator must act"}
-		case etcdadmin.AlarmNoSpace:
-			noSpace[a.Member] = true
 		}
 	}
 	var due []etcdadmin.MemberStatus
@@ -127,8 +131,11 @@ func Plan(obs Observed, pol Policy) Step {
 		}
 		// A NOSPACE member is due even when it shows nothing to reclaim:
 		// bbolt counts freed pages only from a later commit, and under
-		// NOSPACE there is none.
-		if (noSpace[m.ID] && !obs.Done[m.ID]) || (f > 0 && f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize) {
+		// NOSPACE there may be none. Once defragmented it is due again
+		// when space was freed since (data deleted and compacted), with
+		// defragmentation off too: reclaiming is how NOSPACE ends.
+		reclaim := noSpace[m.ID] && (!obs.Done[m.ID] || f >= NoSpaceRefrag)
+		if reclaim || (pol.Fragmentation > 0 && f > 0 && f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize) {
 			if !m.Reachable {
 				return Step{Action: Wait, Reason: label(m) + " is due but does not answer"}
 			}
@@ -162,6 +169,11 @@ func Plan(obs Observed, pol Policy) Step {
 	}
 	return Step{Action: Defrag, Member: m, Reason: why}
 }
+
+// NoSpaceRefrag is the fragmentation at which a member under NOSPACE,
+// already defragmented since its alarm, is defragmented again: space freed
+// since (data deleted, history compacted) may bring it below its quota.
+const NoSpaceRefrag = 0.2
 
 // Disarm returns the members whose NOSPACE alarm may be disarmed: those
 // that were defragmented since the alarm (defragged) and whose database is

@@ -3,6 +3,7 @@ package membership
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -29,6 +30,9 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 		default:
 			return Step{Action: FailOp, Op: obs.Active, Reason: fmt.Sprintf("operation type %q is not known to this coordinator", obs.Active.Spec.Type)}
 		}
+	}
+	if s, ok := planNoSpace(obs); ok {
+		return s
 	}
 	if s, ok := planRemovals(obs, now); ok {
 		return s
@@ -381,4 +385,22 @@ func with(s Step, a Action, reason string) Step {
 	s.Action = a
 	s.Reason = reason
 	return s
+}
+
+// planNoSpace waits while etcd's NOSPACE alarm is raised: etcd refuses
+// every write, so no change could be journaled, and the leader's
+// etcd-status controller reclaims the space and disarms it first
+// (coordinator/etcdnospace.go). An operation already in flight is left
+// to its own plan (it cannot write either, and resumes after).
+func planNoSpace(obs Observed) (Step, bool) {
+	var on []string
+	for _, m := range obs.Members {
+		if m.NoSpace {
+			on = append(on, m.label())
+		}
+	}
+	if len(on) == 0 {
+		return Step{}, false
+	}
+	return Step{Action: Wait, Reason: "etcd's NOSPACE alarm is raised (reported by " + strings.Join(on, ", ") + "): no membership change until the space is reclaimed and the alarm disarmed"}, true
 }

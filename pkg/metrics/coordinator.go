@@ -41,6 +41,8 @@ type Coordinator struct {
 	rollSteps     *prometheus.HistogramVec
 	// Snapshots are the etcd snapshot metrics (snapshots.go).
 	Snapshots *Snapshots
+	// Space are etcd's alarms, database sizes and data dirs (etcdspace.go).
+	Space *EtcdSpace
 
 	mu sync.Mutex // held through a membership pass
 	// counted is the last operation whose outcome was counted: the planner
@@ -83,6 +85,7 @@ func NewCoordinator(r *Registry) *Coordinator {
 	r.MustRegister(c.isLeader, c.leaderChanges, c.ops, c.opDuration, c.inFlight, c.opAge, c.joinToVoter, c.learner, c.tolerance,
 		c.members, c.healthyVoters, c.wantVoters, c.memberVoter, c.nodes, c.nodeLiveness, c.rollProgress, c.rollHalted, c.rollSteps)
 	c.Snapshots = newSnapshots(r)
+	c.Space = newEtcdSpace(r)
 	return c
 }
 
@@ -109,6 +112,7 @@ func (c *Coordinator) Leading(yes bool) {
 		v.Reset()
 	}
 	clear(c.last)
+	c.Space.reset()
 	c.inFlight.Set(0)
 	c.opAge.Set(0)
 }
