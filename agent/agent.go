@@ -107,6 +107,10 @@ type Config struct {
 	// Reloader, when set, restarts the agent when its configuration file
 	// or binary changed (agent/reload.go); it runs once the node is ready.
 	Reloader *Reloader
+	// DataDirInterval is how often the free space of the etcd data dir's
+	// file system is measured (agent/datadir_space.go); zero:
+	// DefaultDataDirInterval.
+	DataDirInterval time.Duration
 	// Clock times the agent's controllers (agent/controllers.go); nil:
 	// the real clock.
 	Clock clockwork.Clock
@@ -182,6 +186,9 @@ type Agent struct {
 	// read (-1: not read yet), quotaRun the quota the member last started
 	// with (agent/etcd_quota.go).
 	quotaWant, quotaRun atomic.Int64
+	// spaceOf measures a data dir's file system (nil: fsSpace; tests
+	// replace it).
+	spaceOf func(path string) (free, size int64, err error)
 
 	cacheMu sync.Mutex
 	cached  []string // the endpoints last written to cfg.EndpointsCache
@@ -298,11 +305,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		ev = a.etcdVersionWatch()
 	}
-	var quota controller.Controller
+	var quota, dataDir controller.Controller
 	if a.controlPlane() {
-		quota = a.quotaWatch()
+		quota, dataDir = a.quotaWatch(), a.dataDirWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, a.componentProbes()))
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes()))
 }
 
 // connect makes the store client: the configured endpoints plus the local
