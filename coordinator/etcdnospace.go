@@ -60,20 +60,26 @@ func (s *etcdStatuser) reclaim(ctx context.Context, obs *etcdObservation) (bool,
 		return false, nil
 	}
 	if s.episode == nil || !s.episode.DisarmedAt.IsZero() {
-		ep := &api.NoSpaceEpisode{SeenAt: s.c.Now()}
-		for _, m := range obs.members {
-			if !alarmed[m.ID] {
-				continue
-			}
-			ep.Members = append(ep.Members, memberLabel(obs, m))
-			if m.DBSize > ep.DBSize {
-				ep.DBSize, ep.DBSizeQuota = m.DBSize, m.DBSizeQuota
-			}
+		s.episode = &api.NoSpaceEpisode{SeenAt: s.c.Now()}
+		defer func(ep *api.NoSpaceEpisode) {
+			s.c.log.Error("etcd raised NOSPACE: the database passed its quota and every write is refused; compacting and defragmenting to reclaim space (spec.policy.quotaBackendBytes)",
+				"members", ep.Members, "dbSize", ep.DBSize, "quota", ep.DBSizeQuota)
+		}(s.episode)
+	}
+	// Kept current while it lasts: a member may raise it later, or answer
+	// its status only on a later pass.
+	ep := s.episode
+	for _, m := range obs.members {
+		if !alarmed[m.ID] {
+			continue
 		}
-		slices.Sort(ep.Members)
-		s.episode = ep
-		s.c.log.Error("etcd raised NOSPACE: the database passed its quota and every write is refused; compacting and defragmenting to reclaim space (spec.policy.quotaBackendBytes)",
-			"members", ep.Members, "dbSize", ep.DBSize, "quota", ep.DBSizeQuota)
+		if l := memberLabel(obs, m); !slices.Contains(ep.Members, l) {
+			ep.Members = append(ep.Members, l)
+			slices.Sort(ep.Members)
+		}
+		if m.Reachable && m.DBSize > ep.DBSize {
+			ep.DBSize, ep.DBSizeQuota = m.DBSize, m.DBSizeQuota
+		}
 	}
 	rev, err := s.admin.CompactHistory(ctx)
 	if err != nil {

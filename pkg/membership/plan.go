@@ -12,6 +12,9 @@ import (
 // Plan returns the next step towards the desired membership. It is pure.
 func Plan(obs Observed, pol Policy, now time.Time) Step {
 	obs = obs.withLiveness().withExternal()
+	if s, ok := planNoSpace(obs); ok {
+		return s
+	}
 	if obs.Active != nil {
 		switch obs.Active.Spec.Type {
 		case api.OpJoin:
@@ -30,9 +33,6 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 		default:
 			return Step{Action: FailOp, Op: obs.Active, Reason: fmt.Sprintf("operation type %q is not known to this coordinator", obs.Active.Spec.Type)}
 		}
-	}
-	if s, ok := planNoSpace(obs); ok {
-		return s
 	}
 	if s, ok := planRemovals(obs, now); ok {
 		return s
@@ -390,8 +390,10 @@ func with(s Step, a Action, reason string) Step {
 // planNoSpace waits while etcd's NOSPACE alarm is raised: etcd refuses
 // every write, so no change could be journaled, and the leader's
 // etcd-status controller reclaims the space and disarms it first
-// (coordinator/etcdnospace.go). An operation already in flight is left
-// to its own plan (it cannot write either, and resumes after).
+// (coordinator/etcdnospace.go). An operation in flight waits too, at its
+// step: its member calls (MemberAdd, promote, remove) are not KV writes
+// etcd would refuse, but no change is made that its journal could not
+// record; it resumes once writes are accepted.
 func planNoSpace(obs Observed) (Step, bool) {
 	var on []string
 	for _, m := range obs.Members {
@@ -402,5 +404,5 @@ func planNoSpace(obs Observed) (Step, bool) {
 	if len(on) == 0 {
 		return Step{}, false
 	}
-	return Step{Action: Wait, Reason: "etcd's NOSPACE alarm is raised (reported by " + strings.Join(on, ", ") + "): no membership change until the space is reclaimed and the alarm disarmed"}, true
+	return Step{Action: Wait, Op: obs.Active, Reason: "etcd's NOSPACE alarm is raised (reported by " + strings.Join(on, ", ") + "): no membership change until the space is reclaimed and the alarm disarmed"}, true
 }

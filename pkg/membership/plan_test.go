@@ -89,6 +89,15 @@ func TestPlan(t *testing.T) {
 		},
 		{name: "no removal while NOSPACE is raised", action: Wait, obs: world("VVVV").remove("n4", false, t0).with(noSpace)},
 		{
+			name: "a join in flight waits at its step while NOSPACE is raised", action: Wait,
+			obs: world("VVV").newcomer("n9", newPeer).join("n9", newPeer, t0).active(api.OpJoin, "n9", newPeer, api.StepAddLearner, 0, t0).with(noSpace),
+			check: func(t *testing.T, s Step) {
+				if s.Op == nil || !strings.Contains(s.Reason, "NOSPACE") {
+					t.Fatalf("step %+v", s)
+				}
+			},
+		},
+		{
 			name: "join request starts a journaled join", obs: world("VVV").newcomer("n9", newPeer).join("n9", newPeer, t0), action: StartJoin,
 			check: func(t *testing.T, s Step) {
 				if s.Op == nil || s.Op.Spec.Type != api.OpJoin || s.Op.Status.Step != api.StepAddLearner || s.Op.Spec.PeerURL != newPeer || s.Op.Status.Phase != api.OpRunning {
