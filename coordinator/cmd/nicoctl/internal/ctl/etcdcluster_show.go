@@ -131,6 +131,11 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 	field(w, "  Leader", st.Leader)
 	field(w, "  Cluster version", st.ClusterVersion)
 	field(w, "  Alarms", strings.Join(st.Alarms, ", "))
+	if ep := st.NoSpace; ep != nil {
+		field(w, "  Last NOSPACE", fmt.Sprintf("on %s %s, database %s of %s quota; compacted at revision %d, disarmed %s at %s",
+			strings.Join(ep.Members, ","), stamp(now, ep.SeenAt), bytesCell(ep.DBSize), bytesCell(ep.DBSizeQuota), ep.CompactedAt,
+			stamp(now, ep.DisarmedAt), bytesCell(ep.DBSizeAfter)))
+	}
 	field(w, "  Updated", stamp(now, st.UpdatedAt))
 	fmt.Fprintln(w, "Members:")
 	if len(st.Members) == 0 {
