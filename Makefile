@@ -101,7 +101,8 @@ test-netns: deps
 # a join, a removal and a rollout step, an agent killed before it switches
 # a generation, the etcd leader cut off during a promote, a learner cut off
 # until its start timeout, a minority partition during a rollout (and one
-# with the embedded runtime), a full disk, a wiped voter, a node whose seeds
+# with the embedded runtime), a full disk, a database past its quota
+# (NOSPACE), a wiped voter, a node whose seeds
 # are gone (docs/faults.md), a learner killed before it catches up, a one-way
 # partition, an agent killed at its removal failpoint, nicoctl restore killed
 # after every step of its journal and resumed, and a seeded random sequence

@@ -107,6 +107,10 @@ type Config struct {
 	// Reloader, when set, restarts the agent when its configuration file
 	// or binary changed (agent/reload.go); it runs once the node is ready.
 	Reloader *Reloader
+	// DataDirInterval is how often the free space of the etcd data dir's
+	// file system is measured (agent/datadir_space.go); zero:
+	// DefaultDataDirInterval.
+	DataDirInterval time.Duration
 	// Clock times the agent's controllers (agent/controllers.go); nil:
 	// the real clock.
 	Clock clockwork.Clock
@@ -184,6 +188,13 @@ type Agent struct {
 	// could not run, not tried again (the member supervisor's only).
 	etcdWant, etcdVersion atomic.Value
 	etcdFailed            string
+	// quotaWant is the EtcdCluster's spec.policy.quotaBackendBytes as last
+	// read (-1: not read yet), quotaRun the quota the member last started
+	// with (agent/etcd_quota.go).
+	quotaWant, quotaRun atomic.Int64
+	// spaceOf measures a data dir's file system (nil: fsSpace; tests
+	// replace it).
+	spaceOf func(path string) (free, size int64, err error)
 
 	cacheMu sync.Mutex
 	cached  []string // the endpoints last written to cfg.EndpointsCache
@@ -210,6 +221,7 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		cfg.Clock = clockwork.NewRealClock()
 	}
 	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
+	a.quotaWant.Store(-1)
 	a.rt = a.newRuntime()
 	return a
 }
@@ -299,7 +311,11 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		ev = a.etcdVersionWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, a.componentProbes(), a.drains(), a.kubeconfigPublish()))
+	var quota, dataDir controller.Controller
+	if a.controlPlane() {
+		quota, dataDir = a.quotaWatch(), a.dataDirWatch()
+	}
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes(), a.drains(), a.kubeconfigPublish()))
 }
 
 // connect makes the store client: the configured endpoints plus the local

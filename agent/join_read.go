@@ -59,6 +59,7 @@ func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
 		ec := &api.EtcdCluster{}
 		if err := store.Decode(kv, ec); err == nil {
 			v.version = ec.Spec.Version
+			a.quotaWant.Store(ec.Spec.Policy.QuotaBackendBytes)
 		}
 	}
 	if kv := one(3); kv != nil {

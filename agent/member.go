@@ -61,6 +61,9 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 	if hasMarker && marker.EtcdVersion != "" {
 		a.useEtcdVersion(marker.EtcdVersion, "the version that last served the data dir")
 	}
+	if hasMarker {
+		a.quotaRun.Store(marker.QuotaBackendBytes)
+	}
 	if verr != nil {
 		a.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
 		return a.restartMember(ctx)
@@ -122,6 +125,7 @@ func (a *Agent) clusterView(ctx context.Context) (clusterState, error) {
 	if err != nil {
 		return clusterState{}, fmt.Errorf("member list from %v: %w", eps, err)
 	}
+	a.readQuota(cctx, cli)
 	return clusterState{clusterID: resp.Header.ClusterId, members: resp.Members}, nil
 }
 
@@ -158,21 +162,24 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 
 // runMember starts the local member and returns once it serves.
 func (a *Agent) runMember(ctx context.Context, initialCluster, state string) error {
+	quota := a.startQuota()
 	err := a.runtime.Start(ctx, member.Config{
-		Name:           a.cfg.Name,
-		DataDir:        a.cfg.DataDir,
-		PeerURL:        a.cfg.PeerURL,
-		ClientURL:      a.cfg.ClientURL,
-		InitialCluster: initialCluster,
-		ClusterState:   state,
-		ClusterToken:   a.cfg.ClusterToken,
-		TLS:            a.memberTLS(),
-		Logger:         a.log,
+		QuotaBackendBytes: quota,
+		Name:              a.cfg.Name,
+		DataDir:           a.cfg.DataDir,
+		PeerURL:           a.cfg.PeerURL,
+		ClientURL:         a.cfg.ClientURL,
+		InitialCluster:    initialCluster,
+		ClusterState:      state,
+		ClusterToken:      a.cfg.ClusterToken,
+		TLS:               a.memberTLS(),
+		Logger:            a.log,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start member: %w", err)
 	}
 	a.running.Store(true)
+	a.quotaRun.Store(quota)
 	return nil
 }
 
@@ -191,7 +198,7 @@ func (a *Agent) recordMember(ctx context.Context) error {
 		return fmt.Errorf("agent: local member status: %w", err)
 	}
 	a.etcdVersion.Store(st.Version)
-	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now(), EtcdVersion: st.Version}
+	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now(), EtcdVersion: st.Version, QuotaBackendBytes: a.quotaRun.Load()}
 	if err := member.WriteMarker(a.cfg.DataDir, mk); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

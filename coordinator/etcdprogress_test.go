@@ -36,6 +36,8 @@ func (a *scriptedAdmin) Defragment(context.Context, string, time.Duration) error
 
 func (a *scriptedAdmin) DisarmNoSpace(context.Context, api.MemberID) error { return nil }
 
+func (a *scriptedAdmin) CompactHistory(context.Context) (int64, error) { return 0, nil }
+
 // TestLearnerProgressInStatus: passes an injected clock apart, the
 // controller samples the learner beside the leader and writes its progress
 // and the ETA from the rate the gap closed; once it is a voter the

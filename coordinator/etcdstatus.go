@@ -34,6 +34,9 @@ type maintenanceAdmin interface {
 	Defragment(ctx context.Context, url string, timeout time.Duration) error
 	// DisarmNoSpace disarms member id's NOSPACE alarm.
 	DisarmNoSpace(ctx context.Context, id api.MemberID) error
+	// CompactHistory compacts the history at the current revision and
+	// returns it.
+	CompactHistory(ctx context.Context) (int64, error)
 }
 
 var _ maintenanceAdmin = (*etcdadmin.Admin)(nil)
@@ -56,6 +59,8 @@ type etcdStatuser struct {
 	// defragged are members defragmented since their NOSPACE alarm was
 	// seen: only those are disarmed.
 	defragged map[api.MemberID]bool
+	// episode is the last NOSPACE episode (coordinator/etcdnospace.go).
+	episode *api.NoSpaceEpisode
 	// spec is the spec the last written status answered, with its revision.
 	spec    string
 	specRev int64
@@ -99,19 +104,33 @@ func (s *etcdStatuser) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("etcd status: %w", err)
 	}
+	s.exportSpace(obs)
 	if obs.store.cluster == nil {
 		return nil // the membership controller writes the bootstrap one
+	}
+	compacted, err := s.reclaim(ctx, obs)
+	if err != nil {
+		return fmt.Errorf("etcd maintenance: %w", err)
 	}
 	changed, err := s.maintain(ctx, obs)
 	if err != nil {
 		return fmt.Errorf("etcd maintenance: %w", err)
 	}
-	if changed {
+	if changed || compacted {
 		if obs, err = s.observe(ctx); err != nil {
 			return fmt.Errorf("etcd status: %w", err)
 		}
+		s.exportSpace(obs)
 	}
-	if err := s.writeStatus(ctx, obs); err != nil {
+	s.disarmed(obs)
+	err = s.writeStatus(ctx, obs)
+	if etcdadmin.NoSpace(err) {
+		// Under NOSPACE no status can be written: the metrics and the
+		// log tell, and the episode is written once it is over.
+		s.c.log.Debug("etcd status not written: NOSPACE")
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("etcd status: %w", err)
 	}
 	return nil
@@ -166,6 +185,10 @@ func (s *etcdStatuser) writeStatus(ctx context.Context, obs *etcdObservation) er
 		next.Snapshots = ec.Status.Snapshots // the snapshot controller's (snapshots.go)
 		// The compaction controller's (etcdcompact.go), kept as read.
 		next.Compaction = ec.Status.Compaction
+		next.NoSpace = ec.Status.NoSpace
+		if s.episode != nil && !s.episode.DisarmedAt.IsZero() {
+			next.NoSpace = s.episode
+		}
 		next.ObservedRevision = s.observedRevision(ec)
 		next.UpdatedAt = now
 		if !statusChanged(ec.Status, next, now) {

@@ -105,13 +105,16 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 		obs.ActiveOp = o.Active.Metadata.Name
 	}
 	leader := false
-	var sick []string
+	var sick, noSpace []string
 	for _, m := range o.Members {
 		if m.Leader {
 			leader = true
 		}
 		if !m.Learner && !m.Healthy {
 			sick = append(sick, m.Name)
+		}
+		if m.NoSpace {
+			noSpace = append(noSpace, m.Name)
 		}
 	}
 	if !leader || len(sick) > 0 {
@@ -120,6 +123,11 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 		if len(sick) > 0 {
 			obs.ClusterReason = "unhealthy voters: " + strings.Join(sick, ", ")
 		}
+	}
+	if len(noSpace) > 0 {
+		// No step while etcd refuses writes (coordinator/etcdnospace.go).
+		obs.ClusterHealthy = false
+		obs.ClusterReason = "etcd's NOSPACE alarm is raised (reported by " + strings.Join(noSpace, ", ") + "): no rollout step until the space is reclaimed"
 	}
 	for _, n := range o.Nodes {
 		if n.Status.Phase == api.NodeRemoved {

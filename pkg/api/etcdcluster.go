@@ -98,7 +98,23 @@ type EtcdPolicy struct {
 	// CompactionMinRevisions also keeps at least this many of the newest
 	// revisions; zero keeps none beyond the retention.
 	CompactionMinRevisions int64 `json:"compactionMinRevisions,omitempty"`
+	// QuotaBackendBytes is each member's database quota (etcd's
+	// --quota-backend-bytes): past it etcd raises NOSPACE and refuses
+	// writes. Zero is etcd's default, DefaultQuotaBackendBytes. A member
+	// takes a new value at its next start (docs/faults.md, "NOSPACE").
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 }
+
+// Bounds of EtcdPolicy.QuotaBackendBytes.
+const (
+	// DefaultQuotaBackendBytes is etcd's own default quota, 2 GiB.
+	DefaultQuotaBackendBytes int64 = 2 << 30
+	// MinQuotaBackendBytes is the smallest quota accepted, 1 MiB.
+	MinQuotaBackendBytes int64 = 1 << 20
+	// MaxQuotaBackendBytes is the largest accepted, 8 GiB: etcd's
+	// documented upper bound (it warns beyond it).
+	MaxQuotaBackendBytes int64 = 8 << 30
+)
 
 // Member roles in EtcdMemberStatus.Role.
 const (
@@ -133,6 +149,11 @@ type EtcdClusterStatus struct {
 	Snapshots EtcdSnapshotsStatus `json:"snapshots,omitzero"`
 	// Compaction is the last compaction of nico's etcd (etcdcompaction.go).
 	Compaction EtcdCompactionStatus `json:"compaction,omitzero"`
+	// NoSpace is the last NOSPACE episode: while the alarm is raised etcd
+	// refuses every write, this status's included, so it is written once
+	// nico has reclaimed the space and disarmed the alarm (metrics and
+	// logs tell meanwhile; docs/faults.md, "NOSPACE").
+	NoSpace *NoSpaceEpisode `json:"noSpace,omitempty"`
 	// Conditions: Healthy, Reconciled, VersionSkew.
 	Conditions []Condition `json:"conditions,omitempty"`
 	UpdatedAt  time.Time   `json:"updatedAt,omitempty"`
@@ -155,12 +176,33 @@ type EtcdMemberStatus struct {
 	AppliedIndex uint64 `json:"appliedIndex,omitempty"`
 	DBSize       int64  `json:"dbSize,omitempty"`
 	DBSizeInUse  int64  `json:"dbSizeInUse,omitempty"`
+	// DBSizeQuota is the quota the member runs with (its Status): past it
+	// etcd raises NOSPACE.
+	DBSizeQuota int64 `json:"dbSizeQuota,omitempty"`
 	// Progress is a learner's raft index as a fraction of the leader's
 	// (0..1), and ETA the time left at the observed catch-up rate.
 	Progress float64  `json:"progress,omitempty"`
 	ETA      Duration `json:"eta,omitempty"`
 	Alarms   []string `json:"alarms,omitempty"`
 	Message  string   `json:"message,omitempty"`
+}
+
+// NoSpaceEpisode is one time etcd raised NOSPACE, from the leader's
+// first sight of it to its disarm.
+type NoSpaceEpisode struct {
+	// Members are the members that raised it.
+	Members []string `json:"members"`
+	// SeenAt is when the leader first saw the alarm.
+	SeenAt time.Time `json:"seenAt"`
+	// DBSize and DBSizeQuota are the largest alarmed member's database
+	// size and quota when it was seen; DBSizeAfter its size at the disarm.
+	DBSize      int64 `json:"dbSize,omitempty"`
+	DBSizeQuota int64 `json:"dbSizeQuota,omitempty"`
+	DBSizeAfter int64 `json:"dbSizeAfter,omitempty"`
+	// CompactedAt is the revision nico compacted the history at.
+	CompactedAt int64 `json:"compactedAt,omitempty"`
+	// DisarmedAt is when the last of its alarms was disarmed.
+	DisarmedAt time.Time `json:"disarmedAt,omitzero"`
 }
 
 // ExternalMemberStart is what an external member must start etcd with.

@@ -29,6 +29,8 @@ func TestEtcdClusterSpecValidate(t *testing.T) {
 		{"valid", func(*EtcdClusterSpec) {}, nil},
 		{"one voter", func(s *EtcdClusterSpec) { s.Voters = 1 }, nil},
 		{"seven voters", func(s *EtcdClusterSpec) { s.Voters = 7 }, nil},
+		{"quota 8 MiB", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = 8 << 20 }, nil},
+		{"quota 8 GiB", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = MaxQuotaBackendBytes }, nil},
 		{"no version, members or policy", func(s *EtcdClusterSpec) { s.Version, s.Members, s.Policy = "", nil, EtcdPolicy{} }, nil},
 		{"http URLs", func(s *EtcdClusterSpec) {
 			s.Members[0].PeerURLs, s.Members[0].ClientURLs = []string{"http://127.0.0.1:2380"}, []string{"http://127.0.0.1:2379"}
@@ -77,6 +79,9 @@ func TestEtcdClusterSpecValidate(t *testing.T) {
 			[]string{"spec.policy.compactionRetention: -1h0m0s is not accepted"}},
 		{"negative compaction min revisions", func(s *EtcdClusterSpec) { s.Policy.CompactionMinRevisions = -5 },
 			[]string{"spec.policy.compactionMinRevisions: -5 is not accepted", "0 (none beyond the retention) or more revisions"}},
+		{"quota too small", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = 1000 }, []string{"spec.policy.quotaBackendBytes: 1000", "from 1048576 (1 MiB) to 8589934592 (8 GiB)"}},
+		{"quota too large", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = 9 << 30 }, []string{"spec.policy.quotaBackendBytes: 9663676416", "etcd's default, 2147483648"}},
+		{"quota negative", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = -1 }, []string{"spec.policy.quotaBackendBytes: -1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -86,9 +86,28 @@ type NodeStatus struct {
 	// GossipAddr is the host:port others reach the node's gossip member
 	// on ("" without gossip): a member that is alone and whose seeds are
 	// gone rejoins the mesh through the addresses the records name.
-	GossipAddr string    `json:"gossipAddr,omitempty"`
-	UpdatedAt  time.Time `json:"updatedAt"`
+	GossipAddr string `json:"gossipAddr,omitempty"`
+	// DataDir is the file system of the node's etcd data dir as the
+	// agent last measured it (nil: not measured, or no member here).
+	DataDir   *DataDirStatus `json:"dataDir,omitempty"`
+	UpdatedAt time.Time      `json:"updatedAt"`
 }
+
+// DataDirStatus is the free and total space of the file system holding a
+// node's etcd data dir.
+type DataDirStatus struct {
+	FreeBytes int64 `json:"freeBytes"`
+	SizeBytes int64 `json:"sizeBytes"`
+	// Full: less than DataDirFullBelow is free; etcd fails its next WAL
+	// segment, snapshot or database growth, and the member exits.
+	Full bool `json:"full,omitempty"`
+	// MeasuredAt is when the agent measured it.
+	MeasuredAt time.Time `json:"measuredAt"`
+}
+
+// DataDirFullBelow is the free space under which a data dir is reported
+// full: etcd preallocates each WAL segment at 64 MB.
+const DataDirFullBelow int64 = 64 << 20
 
 // NewNode returns a Node with its type filled in.
 func NewNode(name string) *Node {

@@ -15,6 +15,7 @@ package defrag
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
@@ -88,33 +89,42 @@ func Fragmentation(m etcdadmin.MemberStatus) float64 {
 
 // Plan returns the next member to defragment, or why none. A member is due
 // when its fragmentation reaches the policy's and its database is at least
-// MinDBSize, or when it raised NOSPACE and was not defragmented since.
+// MinDBSize, or when it raised NOSPACE and was not defragmented since (or
+// was, and NoSpaceRefrag of its file is free again); NOSPACE members are
+// due with the policy off too.
 // Followers go first, most fragmented first (then by name); the leader
 // only when no follower is due. It waits while an operation is in flight,
 // while a CORRUPT alarm stands (an operator must act), while a member does
 // not answer, and while blocking a voter would leave fewer healthy voters
 // than quorum (a one-voter cluster is defragmented anyway: there is no
-// other way, and it pauses for the call's length).
+// other way, and it pauses for the call's length; so is an alarmed member
+// of two voters both serving, under NOSPACE). A member whose status
+// reports only an alarm serves.
 func Plan(obs Observed, pol Policy) Step {
-	if pol.Fragmentation <= 0 {
-		return Step{Action: None, Reason: "defragmentation is off (spec.policy.defragFragmentation is 0)"}
-	}
-	if obs.Active != "" {
-		return Step{Action: Wait, Reason: "operation " + obs.Active + " is in flight"}
-	}
 	noSpace := map[api.MemberID]bool{}
 	for _, a := range obs.Alarms {
-		switch a.Type {
-		case etcdadmin.AlarmCorrupt:
-			return Step{Action: Wait, Reason: "CORRUPT alarm on " + a.Member.String() + ": an operator must act"}
-		case etcdadmin.AlarmNoSpace:
+		if a.Type == etcdadmin.AlarmNoSpace {
 			noSpace[a.Member] = true
+		}
+	}
+	if pol.Fragmentation <= 0 && len(noSpace) == 0 {
+		return Step{Action: None, Reason: "defragmentation is off (spec.policy.defragFragmentation is 0)"}
+	}
+	// Under NOSPACE an operation in flight cannot write its next step
+	// either: only reclaiming the space lets it go on, so the alarmed
+	// members are defragmented beside it (and nothing else is).
+	if obs.Active != "" && len(noSpace) == 0 {
+		return Step{Action: Wait, Reason: "operation " + obs.Active + " is in flight"}
+	}
+	for _, a := range obs.Alarms {
+		if a.Type == etcdadmin.AlarmCorrupt {
+			return Step{Action: Wait, Reason: "CORRUPT alarm on " + a.Member.String() + ": an operator must act"}
 		}
 	}
 	var due []etcdadmin.MemberStatus
 	voters, healthy := 0, 0
 	for _, m := range obs.Members {
-		ok := m.Reachable && len(m.Errors) == 0
+		ok := serving(m)
 		if !m.Learner {
 			voters++
 			if ok {
@@ -127,13 +137,20 @@ func Plan(obs Observed, pol Policy) Step {
 		}
 		// A NOSPACE member is due even when it shows nothing to reclaim:
 		// bbolt counts freed pages only from a later commit, and under
-		// NOSPACE there is none.
-		if (noSpace[m.ID] && !obs.Done[m.ID]) || (f > 0 && f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize) {
+		// NOSPACE there may be none. Once defragmented it is due again
+		// when space was freed since (data deleted and compacted), with
+		// defragmentation off too: reclaiming is how NOSPACE ends.
+		reclaim := noSpace[m.ID] && (!obs.Done[m.ID] || f >= NoSpaceRefrag)
+		byPolicy := obs.Active == "" && pol.Fragmentation > 0 && f > 0 && f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize
+		if reclaim || byPolicy {
 			if !m.Reachable {
 				return Step{Action: Wait, Reason: label(m) + " is due but does not answer"}
 			}
 			due = append(due, m)
 		}
+	}
+	if len(due) == 0 && obs.Active != "" {
+		return Step{Action: Wait, Reason: "operation " + obs.Active + " is in flight"}
 	}
 	if len(due) == 0 {
 		return Step{Action: None, Reason: "no member is fragmented beyond the policy"}
@@ -150,7 +167,12 @@ func Plan(obs Observed, pol Policy) Step {
 		return label(due[i]) < label(due[j])
 	})
 	m := due[0]
-	if !m.Learner && voters > 1 && healthy-1 < voters/2+1 {
+	// Under NOSPACE with every voter serving (two voters: a cluster
+	// growing to three), the alarmed member is defragmented anyway, as a
+	// single voter is: writes are refused already, and there is no other
+	// way back.
+	noWayElse := noSpace[m.ID] && healthy == voters
+	if !m.Learner && voters > 1 && healthy-1 < voters/2+1 && !noWayElse {
 		return Step{Action: Wait, Reason: fmt.Sprintf("defragmenting %s would leave %d of %d voters serving, below quorum", label(m), healthy-1, voters)}
 	}
 	why := fmt.Sprintf("%.0f%% of %d bytes is free", 100*Fragmentation(m), m.DBSize)
@@ -162,6 +184,11 @@ func Plan(obs Observed, pol Policy) Step {
 	}
 	return Step{Action: Defrag, Member: m, Reason: why}
 }
+
+// NoSpaceRefrag is the fragmentation at which a member under NOSPACE,
+// already defragmented since its alarm, is defragmented again: space freed
+// since (data deleted, history compacted) may bring it below its quota.
+const NoSpaceRefrag = 0.2
 
 // Disarm returns the members whose NOSPACE alarm may be disarmed: those
 // that were defragmented since the alarm (defragged) and whose database is
@@ -182,4 +209,19 @@ func Disarm(obs Observed, defragged map[api.MemberID]bool) []api.MemberID {
 		}
 	}
 	return out
+}
+
+// serving tells whether m answered and reported no error but an active
+// alarm: under NOSPACE every member's status reports the alarm, and each
+// still serves reads and raft, so it counts for quorum.
+func serving(m etcdadmin.MemberStatus) bool {
+	if !m.Reachable {
+		return false
+	}
+	for _, e := range m.Errors {
+		if !strings.Contains(e, "alarm:") {
+			return false
+		}
+	}
+	return true
 }

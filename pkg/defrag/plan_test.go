@@ -20,6 +20,15 @@ func TestPlan(t *testing.T) {
 	tidy := func(id api.MemberID, name string) etcdadmin.MemberStatus { return m(id, name, 6*mib, 5*mib) } // 17%
 	sick := func(s etcdadmin.MemberStatus) etcdadmin.MemberStatus { s.Reachable, s.Err = false, "timeout"; return s }
 	learner := func(s etcdadmin.MemberStatus) etcdadmin.MemberStatus { s.Learner = true; return s }
+	// alarmed is what etcd's Status reports on every member while an alarm stands.
+	alarmed := func(s etcdadmin.MemberStatus) etcdadmin.MemberStatus {
+		s.Errors = []string{"memberID:2 alarm:NOSPACE "}
+		return s
+	}
+	broken := func(s etcdadmin.MemberStatus) etcdadmin.MemberStatus {
+		s.Errors = []string{"etcdserver: no leader"}
+		return s
+	}
 	for _, tc := range []struct {
 		name   string
 		obs    Observed
@@ -43,6 +52,15 @@ func TestPlan(t *testing.T) {
 		{"NOSPACE below the ratio", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
 		{"NOSPACE with nothing counted free yet", Observed{Members: []etcdadmin.MemberStatus{m(1, "a", 6*mib, 6*mib)}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 1, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "a", "0% of 6291456 bytes is free, NOSPACE raised, the leader last"},
 		{"NOSPACE after its defrag", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}, Done: map[api.MemberID]bool{2: true}}, pol, None, "", "no member is fragmented beyond the policy"},
+		{"NOSPACE after its defrag, space freed since", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), frag(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}, Done: map[api.MemberID]bool{2: true}}, pol, Defrag, "b", "67% of 6291456 bytes is free, NOSPACE raised"},
+		{"NOSPACE with the policy off", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, Policy{}, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
+		{"NOSPACE with the policy off, done", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}, Done: map[api.MemberID]bool{2: true}}, Policy{}, None, "", "no member is fragmented beyond the policy"},
+		{"NOSPACE reported by every member's status", Observed{Members: []etcdadmin.MemberStatus{alarmed(tidy(1, "a")), alarmed(tidy(2, "b")), alarmed(tidy(3, "c"))}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, Policy{}, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
+		{"another error is not serving", Observed{Members: []etcdadmin.MemberStatus{alarmed(tidy(1, "a")), alarmed(tidy(2, "b")), broken(tidy(3, "c"))}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, Policy{}, Wait, "", "defragmenting b would leave 1 of 3 voters serving, below quorum"},
+		{"NOSPACE on one of two voters", Observed{Members: []etcdadmin.MemberStatus{alarmed(tidy(1, "a")), alarmed(tidy(2, "b"))}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, Policy{}, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
+		{"two voters, no NOSPACE", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), frag(2, "b")}, Leader: 1}, pol, Wait, "", "defragmenting b would leave 1 of 2 voters serving, below quorum"},
+		{"NOSPACE beside an operation in flight", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Active: "join-cp-4", Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}}, pol, Defrag, "b", "17% of 6291456 bytes is free, NOSPACE raised"},
+		{"NOSPACE done beside an operation in flight", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), tidy(2, "b"), tidy(3, "c")}, Leader: 1, Active: "join-cp-4", Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmNoSpace}}, Done: map[api.MemberID]bool{2: true}}, pol, Wait, "", "operation join-cp-4 is in flight"},
 		{"an external member is not nico's to defragment", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), frag(2, "ext"), tidy(3, "c")}, Leader: 1, External: map[api.MemberID]bool{2: true}}, pol, None, "", "no member is fragmented beyond the policy"},
 		{"an external member counts for quorum", Observed{Members: []etcdadmin.MemberStatus{tidy(1, "a"), sick(tidy(2, "ext")), frag(3, "c")}, Leader: 1, External: map[api.MemberID]bool{2: true}}, pol, Wait, "", "defragmenting c would leave 1 of 3 voters serving, below quorum"},
 		{"CORRUPT waits", Observed{Members: []etcdadmin.MemberStatus{frag(1, "a"), frag(2, "b")}, Leader: 1, Alarms: []etcdadmin.Alarm{{Member: 2, Type: etcdadmin.AlarmCorrupt}}}, pol, Wait, "", "CORRUPT alarm on 0000000000000002: an operator must act"},

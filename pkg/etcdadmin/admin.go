@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -160,6 +162,7 @@ func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
 				return
 			}
 			out[i].Healthy = len(st.Errors) == 0
+			out[i].NoSpace = slices.ContainsFunc(st.Errors, func(e string) bool { return strings.Contains(e, AlarmNoSpace) })
 			out[i].RaftIndex = st.RaftIndex
 			out[i].Version, out[i].StorageVersion = st.Version, st.StorageVersion
 			leaders[i] = st.Leader

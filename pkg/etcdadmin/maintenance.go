@@ -137,3 +137,28 @@ func NoSpace(err error) bool { return err != nil && isEtcdError(err, rpctypes.Er
 // timeout the Admin was made with (its dial timeout). Per-member Status
 // calls go through status, with the current health timeout.
 func (a *Admin) callTimeout() time.Duration { return a.dialTimeout }
+
+// CompactHistory compacts the history of the whole key space at the
+// current revision and returns that revision; physical, so the call
+// returns once the members dropped the old revisions. It frees what only
+// old revisions hold, which a defragmentation then gives back to the file
+// system: etcd's answer to NOSPACE. Watchers of older revisions see their
+// watch compacted. A revision already compacted is no error.
+func (a *Admin) CompactHistory(ctx context.Context) (int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 2*a.callTimeout())
+	defer cancel()
+	resp, err := a.cli.Get(cctx, "\x00", clientv3.WithCountOnly())
+	if err != nil {
+		return 0, fmt.Errorf("etcdadmin: current revision: %w", err)
+	}
+	rev := resp.Header.Revision
+	cctx2, cancel2 := context.WithTimeout(ctx, compactTimeout)
+	defer cancel2()
+	if _, err := a.cli.Compact(cctx2, rev, clientv3.WithCompactPhysical()); err != nil && !isEtcdError(err, rpctypes.ErrCompacted) {
+		return 0, fmt.Errorf("etcdadmin: compact at revision %d: %w", rev, err)
+	}
+	return rev, nil
+}
+
+// compactTimeout bounds a physical compaction.
+const compactTimeout = time.Minute

@@ -90,11 +90,17 @@ func Build(in Input) api.EtcdClusterStatus {
 		ms.Alarms = alarmsOf[m.ID]
 		if m.Reachable {
 			ms.Version, ms.RaftTerm, ms.RaftIndex, ms.AppliedIndex = m.Version, m.RaftTerm, m.RaftIndex, m.AppliedIndex
-			ms.DBSize, ms.DBSizeInUse = m.DBSize, m.DBSizeInUse
+			ms.DBSize, ms.DBSizeInUse, ms.DBSizeQuota = m.DBSize, m.DBSizeInUse, m.DBSizeQuota
 			ms.Healthy = len(m.Errors) == 0 && len(ms.Alarms) == 0
 			ms.Message = strings.Join(m.Errors, "; ")
 		} else {
 			ms.Message = m.Err
+		}
+		if n := nodeByPeerOf(nodeByPeer, m.PeerURLs); n != nil && n.Status.DataDir != nil && n.Status.DataDir.Full {
+			d := n.Status.DataDir
+			full := fmt.Sprintf("data dir full: %d bytes free of %d", d.FreeBytes, d.SizeBytes)
+			ms.Healthy = false
+			ms.Message = strings.TrimPrefix(ms.Message+"; "+full, "; ")
 		}
 		ms.Leader = leader != 0 && m.ID == leader
 		if p, ok := in.Progress[m.ID]; ok && m.Learner {
@@ -303,4 +309,14 @@ func versionSkew(in Input, st api.EtcdClusterStatus) api.Condition {
 		c.Message = "every member runs " + versions[0]
 	}
 	return c
+}
+
+// nodeByPeerOf is the node whose peer URL is one of urls, nil for none.
+func nodeByPeerOf(byPeer map[string]*api.Node, urls []string) *api.Node {
+	for _, u := range urls {
+		if n := byPeer[u]; n != nil {
+			return n
+		}
+	}
+	return nil
 }

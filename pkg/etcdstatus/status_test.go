@@ -198,3 +198,21 @@ func TestBuildKeepsSince(t *testing.T) {
 		t.Errorf("Reconciled since %v, want %v", got, in.Now)
 	}
 }
+
+// TestBuildDataDirFull: a member whose node reports its data dir full is
+// unhealthy with the free space in its message, and its quota is shown.
+func TestBuildDataDirFull(t *testing.T) {
+	full := node("cp-3", "https://cp-3:2380", true)
+	full.Status.DataDir = &api.DataDirStatus{FreeBytes: 4096, SizeBytes: 256 << 20, Full: true}
+	nodes := []*api.Node{node("cp-1", "https://cp-1:2380", true), node("cp-2", "https://cp-2:2380", true), full}
+	ms := []etcdadmin.MemberStatus{mem(1, "cp-1", 1, "3.6.16"), mem(2, "cp-2", 1, "3.6.16"), mem(3, "cp-3", 1, "3.6.16")}
+	ms[2].DBSizeQuota = 16 << 20
+	st := Build(Input{Spec: api.EtcdClusterSpec{Voters: 3}, Members: ms, Nodes: nodes, Now: t0})
+	got := st.Members[2]
+	if got.Name != "cp-3" || got.Healthy || got.Message != "data dir full: 4096 bytes free of 268435456" || got.DBSizeQuota != 16<<20 {
+		t.Fatalf("cp-3: %+v", got)
+	}
+	if st.FaultTolerance != 0 || !st.Members[0].Healthy {
+		t.Fatalf("fault tolerance %d, cp-1 %+v", st.FaultTolerance, st.Members[0])
+	}
+}

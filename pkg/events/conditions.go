@@ -3,6 +3,7 @@ package events
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -19,6 +20,9 @@ const (
 	MachinePhasePrefix = "Machine"
 	AlarmRaised        = "AlarmRaised"
 	AlarmCleared       = "AlarmCleared"
+	// NoSpaceReclaimed: etcd raised NOSPACE and nico reclaimed the space
+	// and disarmed it (status.noSpace, written once it is over).
+	NoSpaceReclaimed = "NoSpaceReclaimed"
 )
 
 // badWhenTrue are the condition types that are a warning when they hold.
@@ -135,6 +139,11 @@ func deriveEtcdCluster(c Change) ([]Event, error) {
 		if !slices.Contains(st.Alarms, a) {
 			out = append(out, c.event(st.UpdatedAt, api.KindEtcdCluster, name, Normal, AlarmCleared, "etcd alarm "+a+" cleared", ""))
 		}
+	}
+	if ep := st.NoSpace; ep != nil && !ep.DisarmedAt.IsZero() && (prev == nil || prev.Status.NoSpace == nil || !prev.Status.NoSpace.SeenAt.Equal(ep.SeenAt)) {
+		msg := fmt.Sprintf("etcd refused writes: NOSPACE on %s from %s (database %d bytes, quota %d); compacted at revision %d, defragmented, disarmed at %s (database %d bytes)",
+			strings.Join(ep.Members, ","), ep.SeenAt.UTC().Format(time.RFC3339), ep.DBSize, ep.DBSizeQuota, ep.CompactedAt, ep.DisarmedAt.UTC().Format(time.RFC3339), ep.DBSizeAfter)
+		out = append(out, c.event(ep.DisarmedAt, api.KindEtcdCluster, name, Warning, NoSpaceReclaimed, msg, "", ep.Members...))
 	}
 	return out, nil
 }

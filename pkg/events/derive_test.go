@@ -171,6 +171,14 @@ func TestDerive(t *testing.T) {
 	ec.Status = api.EtcdClusterStatus{UpdatedAt: at(2), Alarms: []string{"NOSPACE on cp-1"}, Conditions: []api.Condition{{Type: api.CondHealthy, Status: true, Since: at(1)}, {Type: api.CondVersionSkew, Status: true, Since: at(2)}}}
 	ecCleared := *ec
 	ecCleared.Status = api.EtcdClusterStatus{UpdatedAt: at(9), Conditions: ec.Status.Conditions}
+	ecReclaimed := ecCleared
+	ecReclaimed.Status.NoSpace = &api.NoSpaceEpisode{Members: []string{"cp-1"}, SeenAt: at(3), DBSize: 6 << 20, DBSizeQuota: 6 << 20, DBSizeAfter: 1 << 20, CompactedAt: 40, DisarmedAt: at(8)}
+	ecReclaimedAgain := ecReclaimed
+	ecReclaimedAgain.Status.UpdatedAt = at(12)
+	full := node(api.NodeMember)
+	full.Status.DataDir = &api.DataDirStatus{FreeBytes: 0, SizeBytes: 256 << 20, Full: true, MeasuredAt: at(10)}
+	roomy := node(api.NodeMember)
+	roomy.Status.DataDir = &api.DataDirStatus{FreeBytes: 200 << 20, SizeBytes: 256 << 20, MeasuredAt: at(11)}
 
 	gk := api.NewGossipKey()
 	gk.Spec = api.GossipKeySpec{Generation: 3, RotatedBy: "nicoctl", RotatedAt: at(8)}
@@ -241,6 +249,12 @@ func TestDerive(t *testing.T) {
 		{"a condition's new message keeps its since: timed by the update", store.PoolKey("p"), pool, &poolMsg, []string{"Warning NotReady - - @6"}, "p Ready=false (Provisioning): 1 of 2 running"},
 		{"the etcd cluster's conditions and alarms", store.EtcdClusterKey, nil, ec, []string{"Normal Healthy - - @1", "Warning VersionSkew - - @2", "Warning AlarmRaised - - @2"}, ""},
 		{"an alarm cleared", store.EtcdClusterKey, ec, &ecCleared, []string{"Normal AlarmCleared - - @9"}, "etcd alarm NOSPACE on cp-1 cleared"},
+		{"NOSPACE reclaimed", store.EtcdClusterKey, &ecCleared, &ecReclaimed, []string{"Warning NoSpaceReclaimed cp-1 - @8"},
+			"NOSPACE on cp-1 from 2026-"},
+		{"the same episode again gives nothing", store.EtcdClusterKey, &ecReclaimed, &ecReclaimedAgain, nil, ""},
+		{"a data dir fills", store.NodeKey("cp-2"), roomy, full, []string{"Warning DataDirFull cp-2 - @10"}, "cp-2's etcd data dir is full: 0 bytes free of 268435456"},
+		{"a data dir gets space back", store.NodeKey("cp-2"), full, roomy, []string{"Normal DataDirSpaceReturned cp-2 - @11"}, "209715200 bytes free"},
+		{"a data dir measured first, not full", store.NodeKey("cp-2"), node(api.NodeMember), roomy, nil, ""},
 		{"a gossip key rotated", store.GossipKeyKey, gk, &gk2, []string{"Normal GossipKeyRotated - - @9"}, "gossip key generation 4 (by nicoctl), from a new secret"},
 		{"a gossip key unchanged", store.GossipKeyKey, gk, gk, nil, ""},
 		{"a key that is no source", store.HeartbeatKey("cp-1"), nil, node(api.NodeMember), nil, ""},

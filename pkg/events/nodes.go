@@ -21,6 +21,10 @@ const (
 	NodeDead        = "NodeDead"
 	// GossipKeyRotated: the mesh moved to a new key generation.
 	GossipKeyRotated = "GossipKeyRotated"
+	// DataDirFull: the agent reports its etcd data dir's file system full
+	// (api.DataDirFullBelow free); DataDirSpaceReturned: no longer.
+	DataDirFull          = "DataDirFull"
+	DataDirSpaceReturned = "DataDirSpaceReturned"
 )
 
 // deriveNode: a node's registration and, while watched, its phase
@@ -58,6 +62,16 @@ func deriveNode(c Change) ([]Event, error) {
 			msg += ": " + cur.Status.Message
 		}
 		out = append(out, c.event(cur.Status.UpdatedAt, api.KindNode, name, typ, NodePhasePrefix+string(cur.Status.Phase), msg, "", name))
+	}
+	wasFull := prev.Status.DataDir != nil && prev.Status.DataDir.Full
+	if d := cur.Status.DataDir; d != nil && d.Full != wasFull {
+		if d.Full {
+			out = append(out, c.event(d.MeasuredAt, api.KindNode, name, Warning, DataDirFull,
+				fmt.Sprintf("%s's etcd data dir is full: %d bytes free of %d; its member cannot write and stops until space returns", name, d.FreeBytes, d.SizeBytes), "", name))
+		} else {
+			out = append(out, c.event(d.MeasuredAt, api.KindNode, name, Normal, DataDirSpaceReturned,
+				fmt.Sprintf("%s's etcd data dir has space again: %d bytes free of %d", name, d.FreeBytes, d.SizeBytes), "", name))
+		}
 	}
 	return out, nil
 }

@@ -30,6 +30,9 @@ type Marker struct {
 	// restarted agent runs that version again (an older binary refuses a
 	// newer schema), not its default binary.
 	EtcdVersion string `json:"etcdVersion,omitempty"`
+	// QuotaBackendBytes is the database quota the member last started
+	// with (0: etcd's default): a restart before the store answers keeps it.
+	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 }
 
 // WriteMarker writes m to dir/nico-member.json atomically (a temp file in dir,

@@ -300,6 +300,7 @@ func (r *embeddedRun) embedConfig(cfg Config, opts options) (*embed.Config, erro
 	ec.InitialCluster = cfg.InitialCluster
 	ec.ClusterState = cfg.ClusterState
 	ec.ForceNewCluster = cfg.ForceNewCluster
+	ec.QuotaBackendBytes = cfg.QuotaBackendBytes
 	if cfg.ClusterToken != "" {
 		ec.InitialClusterToken = cfg.ClusterToken
 	}

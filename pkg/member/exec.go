@@ -229,6 +229,9 @@ func execArgs(cfg Config, opts options) []string {
 	if cfg.ClusterToken != "" {
 		args = append(args, "--initial-cluster-token="+cfg.ClusterToken)
 	}
+	if cfg.QuotaBackendBytes > 0 {
+		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(cfg.QuotaBackendBytes, 10))
+	}
 	if cfg.TLS != nil {
 		args = append(args, cfg.TLS.flags()...)
 	}

@@ -68,6 +68,10 @@ type Config struct {
 	// ForceNewCluster starts the member from its data as the one member of
 	// a new cluster (etcd's --force-new-cluster): quorum-loss recovery only.
 	ForceNewCluster bool
+	// QuotaBackendBytes is the member's database quota (etcd's
+	// --quota-backend-bytes), past which etcd raises NOSPACE; zero is
+	// etcd's default (2 GiB).
+	QuotaBackendBytes int64
 	// TLS is the member's certificates; with it both URLs are https. nil
 	// runs plaintext http (tests that predate TLS only).
 	TLS    *TLS
@@ -120,6 +124,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if err := cfg.TLS.validate(); err != nil {
 			return cfg, err
 		}
+	}
+	if cfg.QuotaBackendBytes < 0 {
+		return cfg, fmt.Errorf("member: Config.QuotaBackendBytes is %d, want 0 (etcd's default) or a positive byte count", cfg.QuotaBackendBytes)
 	}
 	switch cfg.ClusterState {
 	case "":

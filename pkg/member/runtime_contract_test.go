@@ -41,6 +41,7 @@ func runtimeContract(t *testing.T, rs runtimes) {
 	t.Run("RemovedWhilePolled", func(t *testing.T) { testRemovedWhilePolled(t, rs) })
 	t.Run("PortInUse", func(t *testing.T) { testPortInUse(t, rs) })
 	t.Run("DataDirIsAFile", func(t *testing.T) { testBadDataDir(t, rs) })
+	t.Run("QuotaBackendBytes", func(t *testing.T) { testQuota(t, rs) })
 	if rs.tls {
 		t.Run("ClientCertificateRequired", func(t *testing.T) { testClientCertRequired(t, rs) })
 		t.Run("RestartWithAuthEnabled", func(t *testing.T) { testRestartWithAuth(t, rs) })

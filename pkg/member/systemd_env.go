@@ -12,7 +12,7 @@ import (
 
 // Environment is the EnvironmentFile the Systemd runtime writes for
 // etcd.service: the member's identity, the initial-cluster values the
-// coordinator returned and, with Config.TLS, its certificate files and
+// coordinator returned, the database quota (Config.QuotaBackendBytes) and, with Config.TLS, its certificate files and
 // client/peer certificate authentication (ETCD_CERT_FILE, ...). Listen URLs
 // and tuning stay in the unit (the NixOS module sets them through
 // services.etcd, https when TLS is on); systemd gives the file precedence
@@ -27,6 +27,9 @@ func Environment(cfg Config) map[string]string {
 		"ETCD_INITIAL_ADVERTISE_PEER_URLS": cfg.PeerURL,
 		"ETCD_ADVERTISE_CLIENT_URLS":       cfg.ClientURL,
 	}
+	if cfg.QuotaBackendBytes > 0 {
+		env["ETCD_QUOTA_BACKEND_BYTES"] = strconv.FormatInt(cfg.QuotaBackendBytes, 10)
+	}
 	if cfg.TLS != nil {
 		for k, v := range cfg.TLS.env() {
 			env[k] = v
@@ -39,6 +42,7 @@ func Environment(cfg Config) map[string]string {
 var envKeys = []string{
 	"ETCD_NAME", "ETCD_DATA_DIR", "ETCD_INITIAL_CLUSTER", "ETCD_INITIAL_CLUSTER_STATE",
 	"ETCD_INITIAL_CLUSTER_TOKEN", "ETCD_INITIAL_ADVERTISE_PEER_URLS", "ETCD_ADVERTISE_CLIENT_URLS",
+	"ETCD_QUOTA_BACKEND_BYTES",
 }
 
 // WriteEnvironmentFile writes Environment(cfg) to path atomically (a

@@ -17,6 +17,9 @@ type Member struct {
 	Learner    bool
 	// Healthy: its status answered within the health timeout, no alarms.
 	Healthy bool
+	// NoSpace: its status reported etcd's NOSPACE alarm (raised on any
+	// member, it refuses every write of the cluster).
+	NoSpace bool
 	Leader  bool
 	// RaftIndex is the member's raft index from its status (0: unknown).
 	RaftIndex uint64

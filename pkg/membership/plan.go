@@ -11,6 +11,9 @@ import (
 // Plan returns the next step towards the desired membership. It is pure.
 func Plan(obs Observed, pol Policy, now time.Time) Step {
 	obs = obs.withLiveness().withExternal()
+	if s, ok := planNoSpace(obs); ok {
+		return s
+	}
 	if obs.Active != nil {
 		switch obs.Active.Spec.Type {
 		case api.OpJoin:

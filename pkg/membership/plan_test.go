@@ -79,6 +79,25 @@ func TestPlan(t *testing.T) {
 	}{
 		{name: "idle cluster does nothing", obs: world("VVV"), action: None},
 		{
+			name: "no join while NOSPACE is raised", action: Wait,
+			obs: world("VVV").newcomer("n9", newPeer).join("n9", newPeer, t0).with(noSpace),
+			check: func(t *testing.T, s Step) {
+				if !strings.Contains(s.Reason, "NOSPACE alarm is raised (reported by n1, n2, n3)") {
+					t.Fatalf("reason %q", s.Reason)
+				}
+			},
+		},
+		{name: "no removal while NOSPACE is raised", action: Wait, obs: world("VVVV").remove("n4", false, t0).with(noSpace)},
+		{
+			name: "a join in flight waits at its step while NOSPACE is raised", action: Wait,
+			obs: world("VVV").newcomer("n9", newPeer).join("n9", newPeer, t0).active(api.OpJoin, "n9", newPeer, api.StepAddLearner, 0, t0).with(noSpace),
+			check: func(t *testing.T, s Step) {
+				if s.Op == nil || !strings.Contains(s.Reason, "NOSPACE") {
+					t.Fatalf("step %+v", s)
+				}
+			},
+		},
+		{
 			name: "join request starts a journaled join", obs: world("VVV").newcomer("n9", newPeer).join("n9", newPeer, t0), action: StartJoin,
 			check: func(t *testing.T, s Step) {
 				if s.Op == nil || s.Op.Spec.Type != api.OpJoin || s.Op.Status.Step != api.StepAddLearner || s.Op.Spec.PeerURL != newPeer || s.Op.Status.Phase != api.OpRunning {
@@ -349,5 +368,13 @@ func TestNamedLearnerIsJudgedOnProgressOnlyOnceItAnswered(t *testing.T) {
 	answered := learnerWorld(true, t0).with(func(o *Observed) { o.Active.Status.LearnerIndex = o.Members[3].RaftIndex })
 	if s := Plan(answered, pol, t0.Add(30*time.Second)); s.Action != AbortJoin || !strings.Contains(s.Reason, "no progress") {
 		t.Fatalf("learner that answered and then stalled past the progress timeout: %s, want AbortJoin", s)
+	}
+}
+
+// noSpace marks every member as reporting NOSPACE, as etcd's Status does
+// on all members once one raised it (and so unhealthy).
+func noSpace(o *Observed) {
+	for i := range o.Members {
+		o.Members[i].NoSpace, o.Members[i].Healthy = true, false
 	}
 }

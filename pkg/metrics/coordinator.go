@@ -43,6 +43,8 @@ type Coordinator struct {
 	Snapshots *Snapshots
 	// Compaction are the etcd compaction metrics (compaction.go).
 	Compaction *Compaction
+	// Space are etcd's alarms, database sizes and data dirs (etcdspace.go).
+	Space *EtcdSpace
 
 	mu sync.Mutex // held through a membership pass
 	// counted is the last operation whose outcome was counted: the planner
@@ -86,6 +88,7 @@ func NewCoordinator(r *Registry) *Coordinator {
 		c.members, c.healthyVoters, c.wantVoters, c.memberVoter, c.nodes, c.nodeLiveness, c.rollProgress, c.rollHalted, c.rollSteps)
 	c.Snapshots = newSnapshots(r)
 	c.Compaction = newCompaction(r)
+	c.Space = newEtcdSpace(r)
 	return c
 }
 
@@ -112,6 +115,7 @@ func (c *Coordinator) Leading(yes bool) {
 		v.Reset()
 	}
 	clear(c.last)
+	c.Space.reset()
 	c.inFlight.Set(0)
 	c.opAge.Set(0)
 }

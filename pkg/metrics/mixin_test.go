@@ -128,7 +128,8 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"NicoNoCoordinatorLeader", "NicoEtcdInsufficientMembers", "NicoMembershipOperationStuck", "NicoRolloutHalted",
-		"NicoGenerationRolledBack", "NicoLearnerStalled", "NicoVoterNodeDead", "NicoCertificateExpiring"} {
+		"NicoGenerationRolledBack", "NicoLearnerStalled", "NicoVoterNodeDead", "NicoCertificateExpiring",
+		"NicoEtcdNoSpace", "NicoEtcdDatabaseNearQuota", "NicoEtcdDataDirFull", "NicoEtcdDataDirLowSpace"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("no alert %s", want)
 		}

@@ -175,15 +175,6 @@ type verdict struct {
 func check(t *testing.T, cli *clientv3.Client, h *history, vizPath string) verdict {
 	t.Helper()
 	v := verdict{Ops: len(h.ops), Failed: h.failed, Stall: h.stall}
-	res, info := porcupine.CheckOperationsVerbose(kvModel, h.ops, time.Minute)
-	v.Linearizable = res
-	if res != porcupine.Ok {
-		if err := porcupine.VisualizePath(kvModel, info, vizPath); err != nil {
-			t.Logf("write the visualisation: %v", err)
-		} else {
-			t.Logf("history not linearizable (%s): visualisation in %s", res, vizPath)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	resp, err := cli.Get(ctx, ackPrefix, clientv3.WithPrefix(), clientv3.WithKeysOnly())
@@ -199,5 +190,32 @@ func check(t *testing.T, cli *clientv3.Client, h *history, vizPath string) verdi
 			v.Lost = append(v.Lost, a)
 		}
 	}
+	res, info := porcupine.CheckOperationsVerbose(kvModel, settled(h.ops, have), time.Minute)
+	v.Linearizable = res
+	if res != porcupine.Ok {
+		if err := porcupine.VisualizePath(kvModel, info, vizPath); err != nil {
+			t.Logf("write the visualisation: %v", err)
+		} else {
+			t.Logf("history not linearizable (%s): visualisation in %s", res, vizPath)
+		}
+	}
 	return v
+}
+
+// settled drops the writes of unknown outcome that did not take effect:
+// a write puts its value's ack key in the same transaction, so one whose
+// ack key is absent once the clients stopped never took effect (had any
+// read seen it, it would have been applied before that read, and before
+// the final read too). Under NOSPACE etcd refuses every write at once,
+// and each refusal is such an open write; kept open, hundreds of them
+// make the linearizability search explode.
+func settled(ops []porcupine.Operation, have map[string]bool) []porcupine.Operation {
+	out := make([]porcupine.Operation, 0, len(ops))
+	for _, op := range ops {
+		if in, ok := op.Input.(kvInput); ok && in.put && op.Return == math.MaxInt64 && !have[in.value] {
+			continue
+		}
+		out = append(out, op)
+	}
+	return out
 }

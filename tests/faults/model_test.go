@@ -50,3 +50,21 @@ func TestKVModel(t *testing.T) {
 		})
 	}
 }
+
+// TestSettledDropsWritesThatNeverTookEffect: an unknown write whose ack
+// key is absent is dropped, one whose ack is present or that returned is
+// kept.
+func TestSettledDropsWritesThatNeverTookEffect(t *testing.T) {
+	op := func(v string, ret int64) porcupine.Operation {
+		return porcupine.Operation{Input: kvInput{put: true, key: "k", value: v}, Return: ret}
+	}
+	got := settled([]porcupine.Operation{op("refused", math.MaxInt64), op("applied", math.MaxInt64), op("acked", 5),
+		{Input: kvInput{key: "k"}, Return: 6}}, map[string]bool{"applied": true, "acked": true})
+	var kept []string
+	for _, o := range got {
+		kept = append(kept, o.Input.(kvInput).value)
+	}
+	if len(got) != 3 || kept[0] != "applied" || kept[1] != "acked" || kept[2] != "" {
+		t.Fatalf("kept %q", kept)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 
 	"github.com/homystack/nico/pkg/member"
@@ -99,6 +100,13 @@ func (e *Etcd) Start(ctx context.Context) error {
 		ClusterState:   env["ETCD_INITIAL_CLUSTER_STATE"],
 		ClusterToken:   env["ETCD_INITIAL_CLUSTER_TOKEN"],
 		Logger:         e.log,
+	}
+	if q := env["ETCD_QUOTA_BACKEND_BYTES"]; q != "" {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil {
+			return fmt.Errorf("systemdtest: ETCD_QUOTA_BACKEND_BYTES=%q, want a byte count: %w", q, err)
+		}
+		cfg.QuotaBackendBytes = n
 	}
 	return e.member.Start(ctx, cfg)
 }

@@ -86,7 +86,8 @@ func registerNode(t *testing.T, st *store.Store, name string, m *etcdtest.Member
 	n.Metadata.CreatedAt = time.Now().Add(-3 * time.Minute)
 	n.Spec.Roles = []api.Role{api.RoleControlPlane}
 	n.Spec.PeerURL, n.Spec.ClientURL = m.PeerURL, m.ClientURL
-	n.Status = api.NodeStatus{Phase: api.NodeMember, MemberState: api.MemberVoter, MemberID: 0xabc, Message: "running  etcd"}
+	n.Status = api.NodeStatus{Phase: api.NodeMember, MemberState: api.MemberVoter, MemberID: 0xabc, Message: "running  etcd",
+		DataDir: &api.DataDirStatus{SizeBytes: 256 << 20, Full: true}}
 	if err := st.Put(testCtx(t), store.NodeKey(name), n); err != nil {
 		t.Fatal(err)
 	}
@@ -172,12 +173,12 @@ func TestGetAndStatus(t *testing.T) {
 	})
 	t.Run("nodes", func(t *testing.T) {
 		r := run(t, eps, "get", "nodes")
-		r.want(t, 0, []string{"NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "LIVENESS", "SINCE", "AGE", "MESSAGE"}, nil)
+		r.want(t, 0, []string{"NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "LIVENESS", "SINCE", "DATADIR", "AGE", "MESSAGE"}, nil)
 		rows := rowsByName(r.stdout)
-		if f := rows["cp-1"]; strings.Join(f, " ") != "cp-1 controlPlane Member 0000000000000abc voter yes - - 3m running etcd" {
+		if f := rows["cp-1"]; strings.Join(f, " ") != "cp-1 controlPlane Member 0000000000000abc voter yes - - FULL:0B/256.0MiB 3m running etcd" {
 			t.Errorf("cp-1 row = %q", f)
 		}
-		if f := rows["w-1"]; strings.Join(f, " ") != "w-1 worker Registered - - no - - 2d -" {
+		if f := rows["w-1"]; strings.Join(f, " ") != "w-1 worker Registered - - no - - - 2d -" {
 			t.Errorf("w-1 row = %q", f)
 		}
 		var nodes []api.Node

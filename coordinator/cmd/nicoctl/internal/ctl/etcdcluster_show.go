@@ -120,6 +120,11 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 		field(w, "  Defragment at", fmt.Sprintf("%.0f%% fragmentation, databases over %s", 100*p.DefragFragmentation, bytesCell(p.DefragMinDBSize)))
 	}
 	field(w, "  Compaction keeps", compactionCell(p))
+	if p.QuotaBackendBytes == 0 {
+		field(w, "  Database quota", bytesCell(api.DefaultQuotaBackendBytes)+" (etcd's default)")
+	} else {
+		field(w, "  Database quota", bytesCell(p.QuotaBackendBytes))
+	}
 	describeSnapshots(w, now, sp.Snapshots, st.Snapshots)
 	fmt.Fprintln(w, "Status:")
 	field(w, "  Observed revision", st.ObservedRevision)
@@ -129,6 +134,11 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 	field(w, "  Alarms", strings.Join(st.Alarms, ", "))
 	if c := st.Compaction; c.Revision != 0 {
 		field(w, "  Compacted", fmt.Sprintf("to revision %d %s (history since %s kept)", c.Revision, stamp(now, c.CompactedAt), c.RetainedSince.UTC().Format(time.RFC3339)))
+	}
+	if ep := st.NoSpace; ep != nil {
+		field(w, "  Last NOSPACE", fmt.Sprintf("on %s %s, database %s of %s quota; compacted at revision %d, disarmed %s at %s",
+			strings.Join(ep.Members, ","), stamp(now, ep.SeenAt), bytesCell(ep.DBSize), bytesCell(ep.DBSizeQuota), ep.CompactedAt,
+			stamp(now, ep.DisarmedAt), bytesCell(ep.DBSizeAfter)))
 	}
 	field(w, "  Updated", stamp(now, st.UpdatedAt))
 	fmt.Fprintln(w, "Members:")

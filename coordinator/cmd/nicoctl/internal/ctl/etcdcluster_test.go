@@ -175,6 +175,8 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 		DefragFragmentation: 0.5, DefragMinDBSize: 64 << 20, CompactionRetention: api.Duration(2 * time.Hour), CompactionMinRevisions: 1000}
 	ec.Status = api.EtcdClusterStatus{
 		Voters: 3, FaultTolerance: 1, Leader: "cp-1", ClusterVersion: "3.7.0", Alarms: []string{"NOSPACE on cp-3"},
+		NoSpace: &api.NoSpaceEpisode{Members: []string{"cp-2"}, SeenAt: time.Now().Add(-10 * time.Minute), DBSize: 17 << 20, DBSizeQuota: 16 << 20,
+			CompactedAt: 812, DisarmedAt: time.Now().Add(-9 * time.Minute), DBSizeAfter: 1 << 20},
 		Members: []api.EtcdMemberStatus{
 			{Name: "cp-1", Node: "cp-1", Role: api.RoleVoter, Healthy: true, Leader: true, Version: "3.7.3", RaftTerm: 4, RaftIndex: 1200, AppliedIndex: 1200, DBSize: 3 << 20, DBSizeInUse: 1 << 20},
 			{Name: "cp-4", Node: "cp-4", Role: api.RoleStandby, Healthy: true},
@@ -224,8 +226,10 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 		"Voters:", "Version:", "3.7.3", "External members:", "https://10.0.0.9:2380",
 		"Learner start timeout:", "2m0s", "Health timeout:", "the leader's setting", "Replace dead members after:", "10m0s",
 		"Defragment at:", "50% fragmentation, databases over 64.0MiB",
-		"Compaction keeps:", "2h0m0s, and at least the newest 1000 revisions", "Compacted:", "to revision 4242", "history since 2026-12-01T10:00:00Z kept",
+		"Compaction keeps:", "2h0m0s, and at least the newest 1000 revisions", "Database quota:", "2.0GiB (etcd's default)",
+		"Compacted:", "to revision 4242", "history since 2026-12-01T10:00:00Z kept",
 		"3 (can lose 1)", "NOSPACE on cp-3",
+		"Last NOSPACE:", "on cp-2", "database 17.0MiB of 16.0MiB quota; compacted at revision 812, disarmed", "at 1.0MiB",
 		"NAME", "ROLE", "HEALTH", "INDEX", "DB SIZE", "IN USE", "3.0MiB", "1.0MiB", "standby", "50% (ETA 12s)",
 		"Conditions:", "Reconciled", "Joining", "ext-1 catching up",
 		"External members start with:", start,

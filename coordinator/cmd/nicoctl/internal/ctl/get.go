@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -182,7 +183,7 @@ func (a *app) getNodes(cmd *cobra.Command, _ []string) error {
 		}
 		now := a.now()
 		return a.emit(nodes, func(w io.Writer) {
-			row(w, "NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "LIVENESS", "SINCE", "AGE", "MESSAGE")
+			row(w, "NAME", "ROLES", "PHASE", "MEMBER", "STATE", "ALIVE", "LIVENESS", "SINCE", "DATADIR", "AGE", "MESSAGE")
 			for _, n := range nodes {
 				roles := make([]string, len(n.Spec.Roles))
 				for i, r := range n.Spec.Roles {
@@ -194,7 +195,7 @@ func (a *app) getNodes(cmd *cobra.Command, _ []string) error {
 				}
 				state, since := livenessCells(now, live[n.Metadata.Name])
 				row(w, n.Metadata.Name, strings.Join(roles, ","), n.Status.Phase, member, n.Status.MemberState,
-					yesNo(alive[n.Metadata.Name]), state, since, age(now, n.Metadata.CreatedAt), oneLine(n.Status.Message))
+					yesNo(alive[n.Metadata.Name]), state, since, dataDirCell(n.Status.DataDir), age(now, n.Metadata.CreatedAt), oneLine(n.Status.Message))
 			}
 		})
 	})
@@ -254,4 +255,17 @@ func (a *app) describeOp(w io.Writer, op *api.Operation) {
 	for _, e := range op.Status.History {
 		row(w, "  "+e.At.Format("2006-01-02T15:04:05.000Z07:00"), e.Step, e.Leader, oneLine(e.Message))
 	}
+}
+
+// dataDirCell is the free space of a node's etcd data dir, as
+// "free/size": "" unmeasured, "FULL:free/size" under api.DataDirFullBelow.
+func dataDirCell(d *api.DataDirStatus) string {
+	if d == nil {
+		return ""
+	}
+	free := cmp.Or(bytesCell(d.FreeBytes), "0B")
+	if d.Full {
+		return "FULL:" + free + "/" + bytesCell(d.SizeBytes)
+	}
+	return free + "/" + bytesCell(d.SizeBytes)
 }

@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// The database quota (etcd's --quota-backend-bytes) a member starts with
+// is the EtcdCluster's spec.policy.quotaBackendBytes. The agent reads it
+// with its join request and keeps it current with the etcd-quota
+// controller; every start of the member takes the value known then:
+//
+//	spec read (join, the watch,   use it (0: etcd's default)
+//	the restart's cluster view)
+//	not read yet (a restart       the quota the data dir last ran with
+//	before the store answers)     (its marker); none: etcd's default
+//
+// A running member keeps the quota it started with: a changed value
+// applies at its next start (an agent restart, an etcd version step, a
+// rejoin). The EtcdCluster's status shows each member's quota
+// (members[].dbSizeQuota), so a member still on the old one can be seen.
+
+// quotaResync is the etcd-quota controller's resync tick, besides its watch.
+const quotaResync = time.Minute
+
+// quotaWatch is the controller that follows spec.policy.quotaBackendBytes.
+func (a *Agent) quotaWatch() controller.Controller {
+	return &controller.Func{ControllerName: "etcd-quota", Prefixes: []string{store.EtcdClusterKey}, Resync: quotaResync, Do: func(ctx context.Context) error {
+		ec := &api.EtcdCluster{}
+		err := a.st.Get(ctx, store.EtcdClusterKey, ec)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil
+		case err != nil:
+			return fmt.Errorf("agent: read the EtcdCluster's quota: %w", err)
+		}
+		q := ec.Spec.Policy.QuotaBackendBytes
+		if old := a.quotaWant.Swap(q); old != q && a.running.Load() && q != a.quotaRun.Load() {
+			a.log.Info("the EtcdCluster asks for another database quota; the member takes it at its next start",
+				"quotaBackendBytes", q, "running", a.quotaRun.Load())
+		}
+		return nil
+	}}
+}
+
+// startQuota is the quota the next start of the member runs with.
+func (a *Agent) startQuota() int64 {
+	if q := a.quotaWant.Load(); q >= 0 {
+		return q
+	}
+	return a.quotaRun.Load()
+}
+
+// readQuota reads the EtcdCluster's quota through cli, a client of the
+// other members, before a restart of the local member; a failure leaves
+// the marker's quota in use.
+func (a *Agent) readQuota(ctx context.Context, cli *clientv3.Client) {
+	resp, err := cli.Get(ctx, a.cfg.Prefix+store.EtcdClusterKey)
+	if err != nil || len(resp.Kvs) == 0 {
+		return
+	}
+	ec := &api.EtcdCluster{}
+	if err := store.Decode(resp.Kvs[0], ec); err != nil {
+		return
+	}
+	a.quotaWant.Store(ec.Spec.Policy.QuotaBackendBytes)
+}
