@@ -100,8 +100,10 @@ test-netns: deps
 # until its start timeout, a minority partition during a rollout (and one
 # with the embedded runtime), a full disk, a wiped voter, a node whose seeds
 # are gone (docs/faults.md), a learner killed before it catches up, a one-way
-# partition, an agent killed at its removal failpoint and a seeded random sequence
-# (NICO_FAULTS_SEED=n replays one), besides the smoke
+# partition, an agent killed at its removal failpoint, a node's clock stepped
+# (a test-only hook), the join failpoints, learner kill and one-way partition
+# on the embedded runtime too, and a seeded random sequence of faults and
+# rollouts (NICO_FAULTS_SEED=n replays one), besides the smoke
 # scenarios make test runs. It writes the summary table (and, for a history
 # that is not linearizable, porcupine's visualisation) to FAULTS_REPORT.
 FAULTS_REPORT ?= $(CURDIR)/faults-report.md
