@@ -28,7 +28,7 @@ func requireE2E(t *testing.T) {
 // runs on both etcd runtimes.
 func TestJoinLeaderKilledAtEveryFailpoint(t *testing.T) {
 	requireE2E(t)
-	forRuntimes(t, func(t *testing.T, rt runtime) {
+	forRuntimes(t, func(t *testing.T, rt etcdRuntime) {
 		for _, p := range []string{failpoint.CoordAfterMemberAdd, failpoint.CoordAfterJournalLearner, failpoint.CoordBeforePromote, failpoint.CoordAfterPromote} {
 			t.Run(p, func(t *testing.T) { joinFailpointRun(t, p, rt) })
 		}
@@ -45,7 +45,7 @@ func TestLearnerKilledBeforeCatchUp(t *testing.T) {
 	forRuntimes(t, learnerKilledRun)
 }
 
-func learnerKilledRun(t *testing.T, rt runtime) {
+func learnerKilledRun(t *testing.T, rt etcdRuntime) {
 	s := newScenario(t, "learner killed (-9) before it catches up"+rt.label, 4, 3, rt.opt)
 	c := s.c
 	s.startWorkload(3, 4)
@@ -68,7 +68,7 @@ func TestOneWayPartition(t *testing.T) {
 	forRuntimes(t, oneWayPartitionRun)
 }
 
-func oneWayPartitionRun(t *testing.T, rt runtime) {
+func oneWayPartitionRun(t *testing.T, rt etcdRuntime) {
 	s := newScenario(t, "one-way partition (a follower deaf to the etcd leader)"+rt.label, 3, 3, rt.opt)
 	s.startWorkload(3, 5)
 	s.waitWrites(30*time.Second, 100)

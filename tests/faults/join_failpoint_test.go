@@ -13,7 +13,7 @@ import (
 // (c-cp-2, armed with point) dies at point while it adds cp-4. The next
 // leader (c-cp-3) finishes the join: four voters, within 90 s of the
 // crash, the invariants hold and the clients' history is linearizable.
-func joinFailpointRun(t *testing.T, point string, rt runtime) {
+func joinFailpointRun(t *testing.T, point string, rt etcdRuntime) {
 	s := newScenario(t, "coordinator leader killed at "+point+" during a join"+rt.label, 4, 3, rt.opt)
 	c := s.c
 	// c-cp-2 campaigns before c-cp-3, so it leads once c-cp-1 goes.

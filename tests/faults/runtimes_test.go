@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// runtime is one way the agents run their etcd members.
-type runtime struct {
+// etcdRuntime is one way the agents run their etcd members.
+type etcdRuntime struct {
 	name string // the subtest's name
 	// label is added to a scenario's name in the report ("" for exec,
 	// whose rows keep the names they always had).
@@ -17,13 +17,13 @@ type runtime struct {
 
 // runtimes are the exec runtime (etcd a child process of the agent) and
 // the embedded one (the member inside the agent).
-var runtimes = []runtime{
+var runtimes = []etcdRuntime{
 	{name: "exec", opt: func(*cluster) {}},
 	{name: "embedded", label: ", embedded etcd runtime", opt: func(c *cluster) { c.embedded = true }},
 }
 
 // forRuntimes runs f once per runtime, as a subtest named after it.
-func forRuntimes(t *testing.T, f func(t *testing.T, rt runtime)) {
+func forRuntimes(t *testing.T, f func(t *testing.T, rt etcdRuntime)) {
 	for _, rt := range runtimes {
 		t.Run(rt.name, func(t *testing.T) { f(t, rt) })
 	}
