@@ -105,8 +105,10 @@ test-netns: deps
 # (NOSPACE), a wiped voter, a node whose seeds
 # are gone (docs/faults.md), a learner killed before it catches up, a one-way
 # partition, an agent killed at its removal failpoint, nicoctl restore killed
-# after every step of its journal and resumed, and a seeded random sequence
-# (NICO_FAULTS_SEED=n replays one), besides the smoke
+# after every step of its journal and resumed, a node's clock stepped
+# (a test-only hook), the join failpoints, learner kill and one-way partition
+# on the embedded runtime too, and a seeded random sequence of faults and
+# rollouts (NICO_FAULTS_SEED=n replays one), besides the smoke
 # scenarios make test runs. It writes the summary table (and, for a history
 # that is not linearizable, porcupine's visualisation) to FAULTS_REPORT.
 FAULTS_REPORT ?= $(CURDIR)/faults-report.md

@@ -40,6 +40,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
@@ -218,7 +219,8 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		cfg.DiscoverGrace = DefaultDiscoverGrace
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = clockwork.NewRealClock()
+		// A test-only hook: a failpoints build may step it (tests/faults).
+		cfg.Clock = failpoint.Clock(clockwork.NewRealClock())
 	}
 	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
 	a.quotaWant.Store(-1)

@@ -9,6 +9,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/requests"
+	"github.com/homystack/nico/pkg/store"
 )
 
 // lostVoter tells whether a voter of the cluster has this node's peer URL
@@ -35,19 +36,41 @@ func (a *Agent) lostVoter(ctx context.Context) (api.MemberID, bool) {
 // removeLost files the removal of this node (the leader takes it through
 // its usual checks: quorum, the etcd leader) and waits until it is done;
 // then the node is removed as any other (ErrRemoved): started again, it
-// joins anew through a learner.
+// joins anew through a learner. A removal the leader refused or failed is
+// filed again at every RetryInterval: the reason is most often passing
+// (another voter not healthy yet, so removing this one would leave too
+// few), and a member with no data can do nothing else.
 func (a *Agent) removeLost(ctx context.Context, id api.MemberID) error {
 	why := fmt.Sprintf("member %s at this node's peer URL %s lost its data (no member data in %s)", id, a.cfg.PeerURL, a.cfg.DataDir)
 	a.log.Warn("this node's member lost its data; requesting its removal, then the node joins anew", "member", id, "dataDir", a.cfg.DataDir)
 	a.status("member lost its data; waiting for its removal")
-	if _, err := requests.RequestRemoval(ctx, a.st, a.cfg.Name, false, a.cfg.Name+": "+why); err != nil && !errors.Is(err, requests.ErrRemovalPending) {
-		return fmt.Errorf("agent: request the removal of lost member %s: %w", id, err)
+	file := func() error {
+		if _, err := requests.RequestRemoval(ctx, a.st, a.cfg.Name, false, a.cfg.Name+": "+why); err != nil && !errors.Is(err, requests.ErrRemovalPending) {
+			return fmt.Errorf("agent: request the removal of lost member %s: %w", id, err)
+		}
+		return nil
+	}
+	if err := file(); err != nil {
+		return err
 	}
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
+	lastRefusal := ""
 	for {
-		if done, _ := a.removalDone(ctx); done {
+		r := &api.RemoveRequest{}
+		err := a.st.Get(ctx, store.RemovalKey(a.cfg.Name), r)
+		switch {
+		case err == nil && r.Status.Phase == api.RemoveDone:
 			return a.removed(ctx, why)
+		case err == nil && r.Status.Phase.Finished(), errors.Is(err, store.ErrNotFound):
+			if err == nil && r.Status.Message != lastRefusal {
+				lastRefusal = r.Status.Message
+				a.log.Info("the removal of this node's lost member was not done; filing it again", "phase", string(r.Status.Phase), "reason", r.Status.Message)
+				a.status("member lost its data; its removal was refused (" + r.Status.Message + "); asking again")
+			}
+			if err := file(); err != nil {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -24,6 +24,7 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/rollout"
@@ -125,7 +126,8 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 		cfg.Policy = membership.DefaultPolicy
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = clockwork.NewRealClock()
+		// A test-only hook: a failpoints build may step it (tests/faults).
+		cfg.Clock = failpoint.Clock(clockwork.NewRealClock())
 	}
 	log = log.With("component", "coordinator", "candidate", cfg.Name)
 	c := &Coordinator{

@@ -33,6 +33,9 @@ const (
 	ReasonExpiring Reason = "expiring"     // less than 1/3 of its lifetime left
 	ReasonIssuer   Reason = "other issuer" // not signed by the current CA (rotation)
 	ReasonChanged  Reason = "changed"      // CN, O, usage or SANs differ from the Request
+	// ReasonNotYetValid: its NotBefore is after now (it was issued while
+	// the clock was ahead); kept, it would be refused until then.
+	ReasonNotYetValid Reason = "not valid yet"
 )
 
 // Due is a leaf to re-issue and why.
@@ -63,6 +66,8 @@ func dueReason(issuer *x509.Certificate, l LeafStatus, now time.Time) (Reason, b
 		return ReasonIssuer, true
 	case !matches(c, l.Leaf.Request):
 		return ReasonChanged, true
+	case now.Before(c.NotBefore):
+		return ReasonNotYetValid, true
 	case renewDue(c.NotBefore, c.NotAfter, now):
 		return ReasonExpiring, true
 	}

@@ -38,6 +38,10 @@ func TestDueLeaves(t *testing.T) {
 		{"IP SAN changed", ca, leafBy(ca, with(func(r *Request) { r.IPs = []net.IP{net.IPv4(10, 0, 0, 1)} })), time.Minute, ReasonChanged},
 		{"SAN order does not matter", ca, leafBy(ca, with(func(r *Request) { r.DNSNames = []string{"localhost"} })), time.Minute, ""},
 		{"validity is not compared", ca, leafBy(ca, with(func(r *Request) { r.Validity = 0 })), time.Minute, ""},
+		// Issued while the clock was ahead: once it is back, the leaf is
+		// not valid yet for anyone; re-issued, not kept until then.
+		{"not valid yet", ca, leafBy(ca, req), -2 * time.Minute, ReasonNotYetValid},
+		{"within the backdate", ca, leafBy(ca, req), -30 * time.Second, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

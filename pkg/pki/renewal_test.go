@@ -21,7 +21,9 @@ func TestNeedsRenewal(t *testing.T) {
 		{90*time.Minute - 30*time.Minute - 21*time.Second, false}, // 30m21s left
 		{90*time.Minute - 30*time.Minute - 19*time.Second, true},  // 30m19s left
 		{89 * time.Minute, true},
-		{91 * time.Minute, true}, // expired
+		{91 * time.Minute, true},   // expired
+		{-2 * time.Minute, true},   // not valid yet: issued while the clock was ahead
+		{-30 * time.Second, false}, // within the backdate
 	}
 	for _, tc := range cases {
 		got, err := NeedsRenewal(certPEM, t0.Add(tc.at))

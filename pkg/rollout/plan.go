@@ -147,7 +147,7 @@ func Plan(obs Observed, now time.Time) Step {
 	if obs.ActiveOp != "" {
 		return Step{Action: Wait, Reason: "operation " + obs.ActiveOp + " is in flight"}
 	}
-	return planNext(obs, cands)
+	return planNext(obs, cands, now)
 }
 
 // planInit orders the nodes: data plane then control plane (or the
@@ -197,10 +197,7 @@ func planInit(obs Observed) Step {
 // planInFlight judges the nodes of the step in flight.
 func planInFlight(obs Observed, now time.Time) (Step, bool) {
 	r := obs.Rollout
-	timeout := time.Duration(r.Spec.StepTimeout)
-	if timeout <= 0 {
-		timeout = DefaultStepTimeout
-	}
+	timeout := stepTimeout(r)
 	var done []string
 	var waiting string
 	inflight := false
@@ -276,7 +273,7 @@ func candidates(r *api.Rollout) []api.NodeProgress {
 
 // planNext starts the next batch: data-plane nodes MaxUnavailable at a
 // time, control-plane nodes one at a time with the etcd leader last.
-func planNext(obs Observed, cands []api.NodeProgress) Step {
+func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 	r := obs.Rollout
 	for _, p := range cands {
 		if r.Spec.Undo && p.Previous == nil {
@@ -301,7 +298,7 @@ func planNext(obs Observed, cands []api.NodeProgress) Step {
 		}
 		for _, name := range dp {
 			if n := obs.node(name); n == nil || !n.Alive {
-				return Step{Action: Halt, Nodes: []string{name}, Reason: fmt.Sprintf("%s is down (no heartbeat); not rolling onto it", name)}
+				return downStep(r, name, now)
 			}
 		}
 		return Step{Action: Start, Nodes: dp, Reason: fmt.Sprintf("data plane, %d at a time", k)}
@@ -316,7 +313,7 @@ func planNext(obs Observed, cands []api.NodeProgress) Step {
 		}
 		n := obs.node(p.Name)
 		if n == nil || !n.Alive {
-			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("%s is down (no heartbeat); not rolling onto it", p.Name)}
+			return downStep(r, p.Name, now)
 		}
 		if n.Leader {
 			leader = n
@@ -347,6 +344,33 @@ func planNext(obs Observed, cands []api.NodeProgress) Step {
 	}
 	return Step{Action: TransferLeader, Nodes: []string{leader.Name}, To: to.MemberID, LeaderURL: leader.ClientURL,
 		Reason: fmt.Sprintf("%s leads etcd: moving leadership to %s before it rolls", leader.Name, to.Name)}
+}
+
+// downStep is the step for a node to roll next whose heartbeat is gone: it
+// is never rolled onto; the rollout waits for it (a heartbeat lease lost
+// in a partition comes back a moment after the node's member serves
+// again) up to the step timeout, counted from when the node could have
+// started (the rollout's start or the last node's finish), then halts.
+func downStep(r *api.Rollout, name string, now time.Time) Step {
+	since := r.Status.StartedAt
+	for _, p := range r.Status.Nodes {
+		if p.FinishedAt.After(since) {
+			since = p.FinishedAt
+		}
+	}
+	timeout := stepTimeout(r)
+	if waited := now.Sub(since); waited >= timeout {
+		return Step{Action: Halt, Nodes: []string{name}, Reason: fmt.Sprintf("%s is down (no heartbeat) for the step timeout (%s); not rolling onto it", name, timeout)}
+	}
+	return Step{Action: Wait, Nodes: []string{name}, Reason: fmt.Sprintf("%s is down (no heartbeat); waiting for it up to %s, then halting", name, timeout)}
+}
+
+// stepTimeout is the rollout's step timeout, or DefaultStepTimeout.
+func stepTimeout(r *api.Rollout) time.Duration {
+	if t := time.Duration(r.Spec.StepTimeout); t > 0 {
+		return t
+	}
+	return DefaultStepTimeout
 }
 
 func otherVoters(obs Observed, except string) bool {

@@ -193,7 +193,16 @@ func TestPlanGolden(t *testing.T) {
 		"single-control-plane": func() *sim { return newSim(1, 0, "cp-1") },
 		"dead-node-halts": func() *sim {
 			s := newSim(1, 2, "cp-1")
+			s.obs.Rollout.Spec.StepTimeout = api.Duration(3 * time.Minute)
 			s.node("dp-2").Alive = false
+			return s
+		},
+		// A voter whose heartbeat lease lapsed in a partition: its member
+		// serves again before its agent has a new lease.
+		"down-node-comes-back": func() *sim {
+			s := newSim(3, 0, "cp-1")
+			s.node("cp-2").Alive = false
+			s.hooks[4] = func(s *sim) { s.node("cp-2").Alive = true }
 			return s
 		},
 		"bad-max-unavailable": func() *sim {

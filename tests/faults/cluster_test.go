@@ -42,6 +42,9 @@ type cluster struct {
 	// bootstrapped starts node 0's agent as a joiner through node 1 (what
 	// an operator does once the bootstrap host refuses to bootstrap again).
 	bootstrapped bool
+	// nodeEnv, when set, is added to the environment of every process of
+	// node i (clock_test.go: each node's stepped clock).
+	nodeEnv func(i int) []string
 }
 
 // node is one host's processes.
@@ -165,6 +168,9 @@ func (c *cluster) spawn(i int, name, path string, env []string, args ...string) 
 	}
 	cmd := exec.Command("ip", append([]string{"netns", "exec", c.net.ns[i], path}, args...)...)
 	cmd.Env = append(childEnv(), env...)
+	if c.nodeEnv != nil {
+		cmd.Env = append(cmd.Env, c.nodeEnv(i)...)
+	}
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -13,8 +13,8 @@ import (
 // (c-cp-2, armed with point) dies at point while it adds cp-4. The next
 // leader (c-cp-3) finishes the join: four voters, within 90 s of the
 // crash, the invariants hold and the clients' history is linearizable.
-func joinFailpointRun(t *testing.T, point string) {
-	s := newScenario(t, "coordinator leader killed at "+point+" during a join", 4, 3)
+func joinFailpointRun(t *testing.T, point string, rt etcdRuntime) {
+	s := newScenario(t, "coordinator leader killed at "+point+" during a join"+rt.label, 4, 3, rt.opt)
 	c := s.c
 	// c-cp-2 campaigns before c-cp-3, so it leads once c-cp-1 goes.
 	c.startCoordinator(1, failpoint.Env+"="+point)
@@ -41,5 +41,5 @@ func joinFailpointRun(t *testing.T, point string) {
 // TestJoinLeaderKilledAfterMemberAdd is the smoke run of the join
 // failpoints: the leader dies right after etcd accepted the learner.
 func TestJoinLeaderKilledAfterMemberAdd(t *testing.T) {
-	joinFailpointRun(t, failpoint.CoordAfterMemberAdd)
+	joinFailpointRun(t, failpoint.CoordAfterMemberAdd, runtimes[0])
 }

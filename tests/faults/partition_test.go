@@ -18,7 +18,7 @@ func TestMinorityPartition(t *testing.T) {
 // members embedded in the agents (the embedded etcd runtime).
 func TestMinorityPartitionEmbedded(t *testing.T) {
 	requireE2E(t)
-	minorityPartitionRun(t, "minority partition, embedded etcd runtime", func(c *cluster) { c.embedded = true })
+	minorityPartitionRun(t, "minority partition"+runtimes[1].label, runtimes[1].opt)
 }
 
 func minorityPartitionRun(t *testing.T, name string, opts ...func(*cluster)) {
