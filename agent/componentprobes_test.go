@@ -1,12 +1,8 @@
 package agent
 
 import (
-	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,8 +11,8 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/logging"
-	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -44,7 +40,8 @@ func TestComponentProbesReport(t *testing.T) {
 		}
 		fmt.Fprint(w, "ok")
 	})
-	srv, caFile := tlsServer(t, mux)
+	srv := kubeprobetest.NewServer(t, mux)
+	caFile := srv.CAFile(t)
 
 	now := time.Unix(1_700_000_000, 0).UTC()
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
@@ -107,7 +104,7 @@ func TestComponentProbesReport(t *testing.T) {
 		t.Fatalf("not probed at the agent's tick while unhealthy: %+v", r.Status)
 	}
 	// A wrong cluster CA (another cluster's) fails the API server's probe.
-	_, otherCA := tlsServer(t, mux)
+	otherCA := kubeprobetest.NewServer(t, mux).CAFile(t)
 	a.cfg.ComponentProbes.ClusterCA = otherCA
 	ctrl = a.componentProbes()
 	r = report()
@@ -121,32 +118,4 @@ func TestComponentProbesReport(t *testing.T) {
 	if r := report(); r != nil {
 		t.Fatalf("a machine out of the control plane kept its report %+v", r.Status)
 	}
-}
-
-// tlsServer is a real HTTPS server on 127.0.0.1 with a certificate from a
-// CA generated for the test, written to a file.
-func tlsServer(t *testing.T, h http.Handler) (*httptest.Server, string) {
-	t.Helper()
-	now := time.Now()
-	ca, err := pki.NewCA("k1-ca", time.Hour, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt, key, err := ca.Issue(pki.Request{CommonName: "kube-apiserver", Usage: pki.UsageServer, IPs: []net.IP{net.ParseIP("127.0.0.1")}}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := httptest.NewUnstartedServer(h)
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	caFile := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(caFile, ca.CertPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return s, caFile
 }
