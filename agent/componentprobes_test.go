@@ -3,6 +3,7 @@ package agent
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -117,5 +118,72 @@ func TestComponentProbesReport(t *testing.T) {
 	}
 	if r := report(); r != nil {
 		t.Fatalf("a machine out of the control plane kept its report %+v", r.Status)
+	}
+}
+
+// TestComponentProbesUseTheDistributionsKubeconfig: with the cluster's
+// spec.kubeconfig.path set (no admin.conf is delivered then), the
+// controller-manager's and scheduler's leader leases are read through the
+// API server with that file's credential: the report says which machine
+// holds each.
+func TestComponentProbesUseTheDistributionsKubeconfig(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/", func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		switch strings.TrimPrefix(r.URL.Path, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/") {
+		case "kube-controller-manager":
+			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-1_0001"}}`)
+		case "kube-scheduler":
+			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-2_0002"}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	srv := kubeprobetest.NewServer(t, mux)
+	k3s := filepath.Join(t.TempDir(), "k3s.yaml")
+	if err := os.WriteFile(k3s, srv.Kubeconfig(t, "https://127.0.0.1:6443"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
+		ComponentProbes: ComponentProbeConfig{Interval: time.Second, ClusterCA: srv.CAFile(t), Kubeconfig: filepath.Join(t.TempDir(), "admin.conf"),
+			URLs: map[string]string{api.ComponentAPIServer: srv.URL + "/readyz"}}}, nil, quietNotifier{}, logging.Test(t))
+	a.cli, a.st = st.Client(), st
+	a.Now = func() time.Time { return time.Unix(1_700_000_000, 0).UTC() }
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Kubeconfig.Path = k3s
+	kc.Spec.Probes = api.ClusterProbes{
+		ControllerManager: &api.ComponentProbe{URL: srv.URL + "/healthz"},
+		Scheduler:         &api.ComponentProbe{URL: srv.URL + "/healthz"},
+	}
+	kc.Status.ControlPlane.Machines = []string{"cp-1"}
+	if err := st.PutObject(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Client().Put(ctx, store.ClusterClaimKey("cp-1"), "k1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.componentProbes().Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := api.NewComponentReport("cp-1")
+	if err := st.Get(ctx, store.ComponentReportKey("cp-1"), r); err != nil {
+		t.Fatal(err)
+	}
+	if cm := r.Component(api.ComponentControllerManager); cm == nil || !cm.Healthy || !cm.HoldsLease || cm.LeaderHolder != "cp-1_0001" {
+		t.Errorf("controller-manager %+v, want its lease held here (read with %s)", cm, k3s)
+	}
+	if s := r.Component(api.ComponentScheduler); s == nil || !s.Healthy || s.HoldsLease || s.LeaderHolder != "cp-2_0002" {
+		t.Errorf("scheduler %+v, want its lease held by cp-2", s)
 	}
 }
