@@ -277,7 +277,8 @@ func (h *kcHarness) passFor(d time.Duration) {
 // TestFailedDrainIsRetriedWithBackoff (real etcd, injected clock): a
 // drain a disruption budget blocks is asked again, unchanged, 30s after
 // it failed, then 1m after the second failure (not before), with the
-// attempt count and the next try in MachinesDrained; once it succeeds
+// attempt count and the next try in MachinesDrained (a message that
+// stays the same while it waits); once it succeeds
 // the machine is released.
 func TestFailedDrainIsRetriedWithBackoff(t *testing.T) {
 	blocked := api.DrainRequestStatus{Phase: api.DrainFailed, ExitCode: 1, Output: "error: cannot evict pod default/web-1: disruption budget"}
@@ -304,9 +305,13 @@ func TestFailedDrainIsRetriedWithBackoff(t *testing.T) {
 		!strings.Contains(c.Message, "attempt 2 at "+askedAt[0].Add(30*time.Second).Format(time.RFC3339)) {
 		t.Fatalf("MachinesDrained after the first failure: %+v", c)
 	}
+	first := cond().Message
 	h.passFor(20 * time.Second)
 	if len(asked) != 1 {
 		t.Fatalf("retried %s after the failure, before its 30s backoff", h.now.Sub(askedAt[0]))
+	}
+	if c := cond(); c.Message != first {
+		t.Fatalf("MachinesDrained message changed while waiting: %q, then %q", first, c.Message)
 	}
 	h.passFor(15 * time.Second)
 	if len(asked) != 2 {

@@ -143,8 +143,9 @@ func PlanDrain(f DrainFacts) DrainPlan {
 			if p.RetryAt.IsZero() || at.Before(p.RetryAt) {
 				p.RetryAt = at
 			}
-			failed = append(failed, fmt.Sprintf("%s; attempt %d at %s (in %s)", DrainFailure(req), req.Spec.Attempt+1,
-				at.UTC().Format(time.RFC3339), at.Sub(f.Now).Round(time.Second)))
+			// The time, not a countdown: the message stays the same until
+			// the retry (no status write, no event, each pass).
+			failed = append(failed, fmt.Sprintf("%s; attempt %d at %s", DrainFailure(req), req.Spec.Attempt+1, at.UTC().Format(time.RFC3339)))
 			continue
 		}
 		running = append(running, fmt.Sprintf("%s (attempt %d on %s)", m, req.Spec.Attempt, runner))
