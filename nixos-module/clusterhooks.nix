@@ -34,6 +34,12 @@ in
       example = "1m";
       description = "How often this machine's agent re-reads the drain requests it runs, besides watching them; null: 30s.";
     };
+    outputTail = mkOption {
+      type = types.nullOr (types.ints.between 256 65536);
+      default = null;
+      example = 8192;
+      description = "How many of the last bytes of a drain command's output (standard output and error) this machine's agent keeps in the drain request's status and the `MachinesDrained` condition; null: 2048.";
+    };
   };
   kubeconfigPublish.interval = mkOption {
     type = types.nullOr duration;

@@ -43,7 +43,7 @@ func TestAgentDefaults(t *testing.T) {
 		PKI:               PKI{Dir: "/var/lib/nico/pki"},
 		JoinEndpoint:      JoinEndpoint{Listen: ":7950"},
 		Metrics:           Metrics{Listen: DefaultAgentMetricsListen},
-		Drain:             Drain{Resync: DefaultDrainResync},
+		Drain:             Drain{Resync: DefaultDrainResync, OutputTail: DefaultDrainOutputTail},
 		KubeconfigPublish: KubeconfigPublish{Interval: DefaultKubeconfigPublishInterval},
 	}
 	if !reflect.DeepEqual(a, want) {
@@ -160,7 +160,7 @@ generations:
 		PKI:               PKI{Dir: "/srv/nico/pki"},
 		JoinEndpoint:      JoinEndpoint{Listen: ":7950"},
 		Metrics:           Metrics{Listen: DefaultAgentMetricsListen},
-		Drain:             Drain{Resync: DefaultDrainResync},
+		Drain:             Drain{Resync: DefaultDrainResync, OutputTail: DefaultDrainOutputTail},
 		KubeconfigPublish: KubeconfigPublish{Interval: DefaultKubeconfigPublishInterval},
 	}
 	if !reflect.DeepEqual(a, want) {

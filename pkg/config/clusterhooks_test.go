@@ -14,12 +14,12 @@ func TestClusterHookKeys(t *testing.T) {
 	a, err := loadAgent(t, input{
 		args: append(base, "--drain.kubeconfig=/etc/rancher/k3s/k3s.yaml"),
 		env:  map[string]string{"NICO_DRAIN_RESYNC": "1m"},
-		file: "kubeconfigPublish:\n  interval: 5s\n",
+		file: "kubeconfigPublish:\n  interval: 5s\ndrain:\n  outputTail: 4096\n",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (Drain{Kubeconfig: "/etc/rancher/k3s/k3s.yaml", Resync: time.Minute}); a.Drain != want {
+	if want := (Drain{Kubeconfig: "/etc/rancher/k3s/k3s.yaml", Resync: time.Minute, OutputTail: 4096}); a.Drain != want {
 		t.Errorf("Drain = %+v, want %+v", a.Drain, want)
 	}
 	if a.KubeconfigPublish.Interval != 5*time.Second {
@@ -28,6 +28,7 @@ func TestClusterHookKeys(t *testing.T) {
 	for _, tc := range []struct{ flag, value, want string }{
 		{"drain.kubeconfig", "admin.conf", `"admin.conf" is not accepted; use an absolute path, or leave it empty for the default`},
 		{"drain.resync", "500ms", "500ms is not accepted; use a duration from 1s to 1h"},
+		{"drain.outputTail", "100", "100 is not accepted; use a number of bytes from 256 to 65536"},
 		{"kubeconfigPublish.interval", "2h", "2h is not accepted; use a duration from 1s to 1h"},
 	} {
 		_, err := loadAgent(t, input{args: append(base, "--"+tc.flag+"="+tc.value)})
@@ -36,4 +37,6 @@ func TestClusterHookKeys(t *testing.T) {
 			t.Errorf("%s=%s: errors on %v, want only %s", tc.flag, tc.value, keys, tc.flag)
 		}
 	}
+	_, err = loadAgent(t, input{args: base, env: map[string]string{"NICO_DRAIN_OUTPUTTAIL": "2k"}})
+	wantErr(t, err, "drain.outputTail: ", `"2k" is not accepted; use a whole number`)
 }
