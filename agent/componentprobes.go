@@ -28,7 +28,9 @@ type ComponentProbeConfig struct {
 	ClusterCA string
 	// Kubeconfig holds the credential the leader leases are read with
 	// ("": clusternix.DefaultPaths().Kubeconfig); without it, leases are
-	// not checked.
+	// not checked. A cluster with spec.kubeconfig.path set (a
+	// distribution's own kubeconfig; nico then delivers no admin.conf) is
+	// read with that file instead.
 	Kubeconfig string
 	// URLs, by component (api.ComponentAPIServer, ...), override the
 	// cluster's probe URLs on this machine (a machine whose components
@@ -161,7 +163,13 @@ func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) 
 	if h, err := os.Hostname(); err == nil && h != p.a.cfg.Name {
 		pr.Identities = append(pr.Identities, h)
 	}
-	if data, err := p.cfg.ReadFile(p.cfg.Kubeconfig); err == nil {
+	kubeconfig := p.cfg.Kubeconfig
+	if path := kc.Spec.Kubeconfig.Path; path != "" {
+		kubeconfig = path
+	}
+	if data, err := p.cfg.ReadFile(kubeconfig); err != nil {
+		p.a.log.Debug("leader leases not checked", "kubeconfig", kubeconfig, "err", err)
+	} else {
 		server, apiURL := "", probes.APIServer.URL
 		if u := p.cfg.URLs[api.ComponentAPIServer]; u != "" {
 			apiURL = u
@@ -173,7 +181,7 @@ func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) 
 			defer l.Close()
 			pr.Leases = l
 		} else {
-			p.a.log.Debug("leader leases not checked", "kubeconfig", p.cfg.Kubeconfig, "err", err)
+			p.a.log.Debug("leader leases not checked", "kubeconfig", kubeconfig, "err", err)
 		}
 	}
 	out := make([]api.ComponentHealth, 0, len(targets))

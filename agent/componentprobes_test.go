@@ -1,11 +1,8 @@
 package agent
 
 import (
-	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +12,8 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/logging"
-	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -44,7 +41,8 @@ func TestComponentProbesReport(t *testing.T) {
 		}
 		fmt.Fprint(w, "ok")
 	})
-	srv, caFile := tlsServer(t, mux)
+	srv := kubeprobetest.NewServer(t, mux)
+	caFile := srv.CAFile(t)
 
 	now := time.Unix(1_700_000_000, 0).UTC()
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
@@ -107,7 +105,7 @@ func TestComponentProbesReport(t *testing.T) {
 		t.Fatalf("not probed at the agent's tick while unhealthy: %+v", r.Status)
 	}
 	// A wrong cluster CA (another cluster's) fails the API server's probe.
-	_, otherCA := tlsServer(t, mux)
+	otherCA := kubeprobetest.NewServer(t, mux).CAFile(t)
 	a.cfg.ComponentProbes.ClusterCA = otherCA
 	ctrl = a.componentProbes()
 	r = report()
@@ -123,30 +121,69 @@ func TestComponentProbesReport(t *testing.T) {
 	}
 }
 
-// tlsServer is a real HTTPS server on 127.0.0.1 with a certificate from a
-// CA generated for the test, written to a file.
-func tlsServer(t *testing.T, h http.Handler) (*httptest.Server, string) {
-	t.Helper()
-	now := time.Now()
-	ca, err := pki.NewCA("k1-ca", time.Hour, now)
+// TestComponentProbesUseTheDistributionsKubeconfig: with the cluster's
+// spec.kubeconfig.path set (no admin.conf is delivered then), the
+// controller-manager's and scheduler's leader leases are read through the
+// API server with that file's credential: the report says which machine
+// holds each.
+func TestComponentProbesUseTheDistributionsKubeconfig(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	crt, key, err := ca.Issue(pki.Request{CommonName: "kube-apiserver", Usage: pki.UsageServer, IPs: []net.IP{net.ParseIP("127.0.0.1")}}, now)
-	if err != nil {
+	ctx := t.Context()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
+	mux.HandleFunc("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/", func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TLS.PeerCertificates) == 0 {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		switch strings.TrimPrefix(r.URL.Path, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/") {
+		case "kube-controller-manager":
+			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-1_0001"}}`)
+		case "kube-scheduler":
+			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-2_0002"}}`)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+	srv := kubeprobetest.NewServer(t, mux)
+	k3s := filepath.Join(t.TempDir(), "k3s.yaml")
+	if err := os.WriteFile(k3s, srv.Kubeconfig(t, "https://127.0.0.1:6443"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
+	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
+		ComponentProbes: ComponentProbeConfig{Interval: time.Second, ClusterCA: srv.CAFile(t), Kubeconfig: filepath.Join(t.TempDir(), "admin.conf"),
+			URLs: map[string]string{api.ComponentAPIServer: srv.URL + "/readyz"}}}, nil, quietNotifier{}, logging.Test(t))
+	a.cli, a.st = st.Client(), st
+	a.Now = func() time.Time { return time.Unix(1_700_000_000, 0).UTC() }
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Kubeconfig.Path = k3s
+	kc.Spec.Probes = api.ClusterProbes{
+		ControllerManager: &api.ComponentProbe{URL: srv.URL + "/healthz"},
+		Scheduler:         &api.ComponentProbe{URL: srv.URL + "/healthz"},
+	}
+	kc.Status.ControlPlane.Machines = []string{"cp-1"}
+	if err := st.PutObject(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
-	s := httptest.NewUnstartedServer(h)
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	caFile := filepath.Join(t.TempDir(), "ca.crt")
-	if err := os.WriteFile(caFile, ca.CertPEM, 0o600); err != nil {
+	if _, err := st.Client().Put(ctx, store.ClusterClaimKey("cp-1"), "k1"); err != nil {
 		t.Fatal(err)
 	}
-	return s, caFile
+	if err := a.componentProbes().Reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := api.NewComponentReport("cp-1")
+	if err := st.Get(ctx, store.ComponentReportKey("cp-1"), r); err != nil {
+		t.Fatal(err)
+	}
+	if cm := r.Component(api.ComponentControllerManager); cm == nil || !cm.Healthy || !cm.HoldsLease || cm.LeaderHolder != "cp-1_0001" {
+		t.Errorf("controller-manager %+v, want its lease held here (read with %s)", cm, k3s)
+	}
+	if s := r.Component(api.ComponentScheduler); s == nil || !s.Healthy || s.HoldsLease || s.LeaderHolder != "cp-2_0002" {
+		t.Errorf("scheduler %+v, want its lease held by cp-2", s)
+	}
 }

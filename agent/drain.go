@@ -23,6 +23,9 @@ type DrainConfig struct {
 	// Resync is how often the requests are re-read besides their watch
 	// (30s when zero).
 	Resync time.Duration
+	// OutputTail is how many of the last bytes of a command's output are
+	// kept in the request's status (DrainTail when zero).
+	OutputTail int
 }
 
 // drainer is the agent's drains controller, on control-plane machines:
@@ -50,6 +53,9 @@ func (a *Agent) drains() controller.Controller {
 	}
 	if cfg.Resync <= 0 {
 		cfg.Resync = 30 * time.Second
+	}
+	if cfg.OutputTail <= 0 {
+		cfg.OutputTail = DrainTail
 	}
 	d := &drainer{a: a, cfg: cfg}
 	// A drain runs as long as its timeout: the reconcile is not stalled.
@@ -96,7 +102,7 @@ func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 	}
 	timeout := r.Spec.TimeoutOrDefault()
 	log.Info("drain started", "command", r.Spec.Command, "timeout", timeout)
-	res := runDrain(ctx, drainArgs(r.Spec), []string{"NICO_DRAIN_NODE=" + r.Spec.Machine, "NICO_DRAIN_CLUSTER=" + r.Spec.Cluster, "KUBECONFIG=" + kubeconfig}, timeout)
+	res := runDrain(ctx, drainArgs(r.Spec), []string{"NICO_DRAIN_NODE=" + r.Spec.Machine, "NICO_DRAIN_CLUSTER=" + r.Spec.Cluster, "KUBECONFIG=" + kubeconfig}, timeout, d.cfg.OutputTail)
 	if ctx.Err() != nil {
 		return nil // stopping: the request stays Running, run again on restart
 	}

@@ -12,28 +12,29 @@ import (
 )
 
 // DrainTail is how much of a drain command's output the agent keeps (its
-// last bytes, standard output and error together).
+// last bytes, standard output and error together) unless
+// DrainConfig.OutputTail says otherwise.
 const DrainTail = 2048
 
 // drainResult is what one run of a drain command gave.
 type drainResult struct {
 	ExitCode int // -1: killed at the timeout, or it never started
 	TimedOut bool
-	Output   string // the tail, DrainTail bytes at most
+	Output   string // the tail, at most the bytes runDrain is given
 	Err      error  // why it did not exit 0 (nil: it did)
 }
 
 // runDrain runs command with env added to the agent's environment, in its
 // own process group, and kills the group at timeout (or when ctx ends):
-// a command that forks and hangs cannot outlive its bound. Its output's
-// tail is kept.
-func runDrain(ctx context.Context, command []string, env []string, timeout time.Duration) drainResult {
+// a command that forks and hangs cannot outlive its bound. The last
+// tailBytes of its output are kept.
+func runDrain(ctx context.Context, command []string, env []string, timeout time.Duration, tailBytes int) drainResult {
 	if len(command) == 0 {
 		return drainResult{ExitCode: -1, Err: errors.New("empty command")}
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	tail := &tailBuffer{max: DrainTail}
+	tail := &tailBuffer{max: tailBytes}
 	cmd := exec.CommandContext(rctx, command[0], command[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = tail, tail

@@ -23,12 +23,18 @@ import (
 // controller.
 func drainAgent(t *testing.T) (*store.Store, controller.Controller) {
 	t.Helper()
+	return drainAgentWith(t, DrainConfig{Kubeconfig: "/k/admin.conf"})
+}
+
+// drainAgentWith is cp-1's drains controller on a real etcd, run with cfg.
+func drainAgentWith(t *testing.T, cfg DrainConfig) (*store.Store, controller.Controller) {
+	t.Helper()
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, Drain: DrainConfig{Kubeconfig: "/k/admin.conf"}}, nil, quietNotifier{}, logging.Test(t))
+	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, Drain: cfg}, nil, quietNotifier{}, logging.Test(t))
 	a.cli, a.st = st.Client(), st
 	return st, a.drains()
 }
@@ -192,5 +198,22 @@ func TestDrainRunningAfterARestartRunsAgain(t *testing.T) {
 	}
 	if r := drainOf(t, st, "dp-1"); r.Status.Phase != api.DrainSucceeded || !strings.Contains(r.Status.Output, "again") {
 		t.Fatalf("after the restart: %+v", r.Status)
+	}
+}
+
+// TestDrainKeepsTheConfiguredTail: the agent keeps the last
+// DrainConfig.OutputTail bytes of a command's output (drain.outputTail),
+// DrainTail when unset.
+func TestDrainKeepsTheConfiguredTail(t *testing.T) {
+	for _, tc := range []struct{ tail, want int }{{300, 300}, {0, DrainTail}} {
+		st, ctrl := drainAgentWith(t, DrainConfig{Kubeconfig: "/k/admin.conf", OutputTail: tc.tail})
+		askDrain(t, st, "dp-1", "cp-1", 1, time.Minute, "/bin/sh", "-c", `head -c 5000 /dev/zero | tr '\0' x; echo END`)
+		if err := ctrl.Reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		r := drainOf(t, st, "dp-1")
+		if out := r.Status.Output; len(out) != tc.want || !strings.HasSuffix(out, "xEND\n") {
+			t.Errorf("OutputTail %d: kept %d bytes ending %q, want the last %d", tc.tail, len(out), out[max(0, len(out)-8):], tc.want)
+		}
 	}
 }

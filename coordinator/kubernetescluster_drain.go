@@ -17,11 +17,13 @@ import (
 // the drain requests the plan asks for, fenced and only while each is as
 // read, and narrows p to the machines drained, which may be released now.
 // The agent of the request's runner (agent/drain.go) runs the command and
-// answers in the request's status.
+// answers in the request's status. A failed attempt is retried on the
+// coordinator's clock once its backoff passed (kubeplan.DrainRetryAt),
+// at the first pass after it: the resync tick brings that pass.
 func (cc *clusterController) drain(ctx context.Context, kc *api.KubernetesCluster, p kubeplan.RollPlan, f *clusterFleet) (kubeplan.RollPlan, kubeplan.Condition, error) {
 	name := kc.Metadata.Name
 	dp := kubeplan.PlanDrain(kubeplan.DrainFacts{Cluster: name, Hook: *kc.Spec.Drain, Kubeconfig: kc.Spec.Kubeconfig.Path,
-		Machines: p.Machines, Requests: f.drains, Runners: cc.drainRunners(kc, f), Deleting: kc.Deleting()})
+		Machines: p.Machines, Requests: f.drains, Runners: cc.drainRunners(kc, f), Deleting: kc.Deleting(), Now: cc.c.Now()})
 	for _, spec := range dp.Write {
 		req := f.drains[spec.Machine]
 		if req == nil {
@@ -38,7 +40,7 @@ func (cc *clusterController) drain(ctx context.Context, kc *api.KubernetesCluste
 		cc.c.log.Info("drain asked", "cluster", name, "machine", spec.Machine, "runner", spec.Runner, "attempt", spec.Attempt)
 	}
 	if !dp.Condition.Status && dp.Condition.Reason != api.ReasonDraining {
-		cc.c.log.Warn("machines held undrained", "cluster", name, "reason", dp.Condition.Reason, "message", dp.Condition.Message)
+		cc.c.log.Warn("machines held undrained", "cluster", name, "reason", dp.Condition.Reason, "message", dp.Condition.Message, "retryAt", dp.RetryAt)
 	}
 	drained := map[string]bool{}
 	for _, m := range dp.Drained {

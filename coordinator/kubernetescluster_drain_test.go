@@ -110,7 +110,8 @@ func TestRemovedMachineIsDrainedThenReleased(t *testing.T) {
 // that times out, leave the machine in the cluster (claimed, running the
 // cluster's configuration, no release rollout) with MachinesDrained false
 // naming the machine, the exit code (or the timeout) and the output's
-// tail; the same command is not run again; once spec.drain.command is
+// tail; the same command is not run again within its backoff
+// (TestFailedDrainIsRetriedWithBackoff); once spec.drain.command is
 // fixed, a new attempt runs and the machine is released.
 func TestFailedDrainHoldsTheMachine(t *testing.T) {
 	results := []api.DrainRequestStatus{
@@ -260,5 +261,86 @@ func TestDeposedLeaderAsksNoDrain(t *testing.T) {
 	h.pass()
 	if r := h.drainRequest("dp-2"); r == nil || r.Spec.Runner != "cp-1" {
 		t.Fatalf("the leader's pass: drain request %+v", r)
+	}
+}
+
+// passFor runs passes until d of the clock passed, a few seconds apart
+// (the agents' reports stay fresh).
+func (h *kcHarness) passFor(d time.Duration) {
+	h.t.Helper()
+	for end := h.now.Add(d); h.now.Before(end); {
+		h.now = h.now.Add(4 * time.Second) // pass adds one more
+		h.pass()
+	}
+}
+
+// TestFailedDrainIsRetriedWithBackoff (real etcd, injected clock): a
+// drain a disruption budget blocks is asked again, unchanged, 30s after
+// it failed, then 1m after the second failure (not before), with the
+// attempt count and the next try in MachinesDrained (a message that
+// stays the same while it waits); once it succeeds
+// the machine is released.
+func TestFailedDrainIsRetriedWithBackoff(t *testing.T) {
+	blocked := api.DrainRequestStatus{Phase: api.DrainFailed, ExitCode: 1, Output: "error: cannot evict pod default/web-1: disruption budget"}
+	results := []api.DrainRequestStatus{blocked, blocked, {Phase: api.DrainSucceeded, Output: "node/dp-2 drained"}}
+	var asked []*api.DrainRequest
+	var askedAt []time.Time
+	var h *kcHarness
+	h = drainCluster(t, func(r *api.DrainRequest) api.DrainRequestStatus {
+		asked, askedAt = append(asked, r), append(askedAt, h.now)
+		return results[min(len(asked), len(results))-1]
+	})
+	h.update(func(kc *api.KubernetesCluster) { kc.Spec.DataPlane.Machines = []string{"dp-1"} })
+	for i := 0; i < 10 && len(asked) == 0; i++ {
+		h.pass()
+	}
+	if len(asked) != 1 {
+		t.Fatalf("drains asked: %d, want 1", len(asked))
+	}
+	cond := func() *api.ClusterCondition {
+		return api.FindClusterCondition(h.cluster("k1").Status.Conditions, api.CondMachinesDrained)
+	}
+	h.pass()
+	if c := cond(); c == nil || c.Reason != api.ReasonDrainFailed || !strings.Contains(c.Message, "(attempt 1) failed") ||
+		!strings.Contains(c.Message, "attempt 2 at "+askedAt[0].Add(30*time.Second).Format(time.RFC3339)) {
+		t.Fatalf("MachinesDrained after the first failure: %+v", c)
+	}
+	first := cond().Message
+	h.passFor(20 * time.Second)
+	if len(asked) != 1 {
+		t.Fatalf("retried %s after the failure, before its 30s backoff", h.now.Sub(askedAt[0]))
+	}
+	if c := cond(); c.Message != first {
+		t.Fatalf("MachinesDrained message changed while waiting: %q, then %q", first, c.Message)
+	}
+	h.passFor(15 * time.Second)
+	if len(asked) != 2 {
+		t.Fatalf("not retried %s after the failure: %d asks", h.now.Sub(askedAt[0]), len(asked))
+	}
+	if s := asked[1].Spec; s.Attempt != 2 || s.Retry != 1 || !slices.Equal(s.Command, asked[0].Spec.Command) {
+		t.Fatalf("retry %+v", s)
+	}
+	h.pass()
+	if c := cond(); c == nil || !strings.Contains(c.Message, "(attempt 2) failed") ||
+		!strings.Contains(c.Message, "attempt 3 at "+askedAt[1].Add(time.Minute).Format(time.RFC3339)) {
+		t.Fatalf("MachinesDrained after the second failure: %+v", c)
+	}
+	h.passFor(45 * time.Second)
+	if len(asked) != 2 {
+		t.Fatalf("retried %s after the second failure, before its 1m backoff", h.now.Sub(askedAt[1]))
+	}
+	h.passFor(20 * time.Second)
+	if len(asked) != 3 || asked[2].Spec.Retry != 2 {
+		t.Fatalf("not retried a third time %s after the second failure: %d asks", h.now.Sub(askedAt[1]), len(asked))
+	}
+	for i := 0; i < 10 && h.claims()["dp-2"] != ""; i++ {
+		h.pass()
+	}
+	if c := h.claims(); c["dp-2"] != "" {
+		t.Fatalf("claims %v after the retried drain succeeded", c)
+	}
+	h.untilInSync()
+	if c := cond(); c == nil || c.Status != api.ConditionTrue {
+		t.Fatalf("MachinesDrained %+v after the retry", c)
 	}
 }

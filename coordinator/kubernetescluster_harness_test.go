@@ -140,6 +140,9 @@ func (h *kcHarness) drains() {
 		}
 		r.Status = h.drain(r)
 		r.Status.Attempt, r.Status.Runner = r.Spec.Attempt, r.Spec.Runner
+		if r.Status.FinishedAt.IsZero() && r.Status.Phase != api.DrainRunning {
+			r.Status.FinishedAt = h.now
+		}
 		if err := h.st.UpdateObject(h.t.Context(), r); err != nil {
 			h.t.Fatalf("drain runner %s: %v", r.Spec.Runner, err)
 		}

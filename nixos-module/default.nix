@@ -440,6 +440,8 @@ in
 
           componentProbes = (import ./componentprobes.nix { inherit lib; }).options;
 
+          inherit (import ./clusterhooks.nix { inherit lib; }) drain kubeconfigPublish;
+
           hypervisor.uri = mkOption {
             type = types.str;
             default = "qemu:///system";

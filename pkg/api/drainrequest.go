@@ -17,7 +17,8 @@ const KindDrainRequest = "DrainRequest"
 //	(leader writes attempt n) --> runner: Running --exit 0--> Succeeded --> release
 //	                                      |
 //	                                      +--exit != 0, timeout--> Failed (held)
-//	(command or timeout changed, runner not ready) --> leader writes attempt n+1
+//	(command or timeout changed, runner not ready,
+//	 Failed and its backoff passed) --> leader writes attempt n+1
 type DrainRequest struct {
 	TypeMeta `json:",inline"`
 	Metadata ObjectMeta         `json:"metadata"`
@@ -41,8 +42,12 @@ type DrainRequestSpec struct {
 	// agent's admin kubeconfig, the one nico delivered).
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	// Attempt counts the leader's asks; a new one (a fixed command,
-	// another runner) is run afresh.
+	// another runner, a retry) is run afresh.
 	Attempt int `json:"attempt"`
+	// Retry counts the failed attempts of the same hook just before this
+	// one (0: a first ask, or the hook changed); the leader waits longer
+	// after each (kubeplan.DrainRetryDelay).
+	Retry int `json:"retry,omitempty"`
 }
 
 // DrainPhase is where one attempt of a drain is.

@@ -58,6 +58,9 @@ type Agent struct {
 	Metrics Metrics
 	// ComponentProbes: see componentprobes.go.
 	ComponentProbes ComponentProbes
+	// Drain and KubeconfigPublish: see clusterhooks.go.
+	Drain             Drain
+	KubeconfigPublish KubeconfigPublish
 }
 
 // LabelMap returns the machine's labels as a map.
@@ -165,6 +168,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	keys = append(keys, joinEndpointKeys(&a.JoinEndpoint)...)
 	keys = append(keys, metricsKeys(&a.Metrics, DefaultAgentMetricsListen)...)
 	keys = append(keys, componentProbeKeys(&a.ComponentProbes)...)
+	keys = append(keys, clusterHookKeys(&a.Drain, &a.KubeconfigPublish)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
 		metricsRule(&a.Metrics),

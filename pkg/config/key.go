@@ -68,6 +68,10 @@ func durationKey(name string, p *time.Duration, def time.Duration, help string, 
 	return field(name, p, def, help, parseDuration, checks...)
 }
 
+func intKey(name string, p *int, def int, help string, checks ...func(int) error) key {
+	return field(name, p, def, help, parseInt, checks...)
+}
+
 func listKey(name string, p *[]string, def []string, help string, checks ...func([]string) error) key {
 	return field(name, p, def, help, parseList, checks...)
 }
@@ -82,6 +86,8 @@ func (k key) addFlag(fs *pflag.FlagSet) {
 		fs.BoolP(k.name, k.shorthand, def, help)
 	case time.Duration:
 		fs.DurationP(k.name, k.shorthand, def, help)
+	case int:
+		fs.IntP(k.name, k.shorthand, def, help)
 	case []string:
 		fs.StringSliceP(k.name, k.shorthand, def, help)
 	default:
@@ -136,6 +142,27 @@ func parseDuration(raw any) (time.Duration, error) {
 		}
 	}
 	return 0, fmt.Errorf("%s is not accepted; use a duration with a unit, e.g. 10s or 2m", quote(raw))
+}
+
+func parseInt(raw any) (int, error) {
+	switch v := raw.(type) {
+	case int:
+		return v, nil
+	case int64:
+		return int(v), nil
+	case uint64:
+		return int(v), nil
+	case float64:
+		if v == float64(int(v)) {
+			return int(v), nil
+		}
+	case string:
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err == nil {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("%s is not accepted; use a whole number", quote(raw))
 }
 
 func parseList(raw any) ([]string, error) {

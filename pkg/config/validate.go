@@ -183,3 +183,14 @@ func noSpaceAround(v string) error {
 	}
 	return nil
 }
+
+// intBetween accepts a whole number from lo to hi; unit names what it
+// counts in the error.
+func intBetween(lo, hi int, unit string) func(int) error {
+	return func(n int) error {
+		if n >= lo && n <= hi {
+			return nil
+		}
+		return fmt.Errorf("%d is not accepted; use a number of %s from %d to %d", n, unit, lo, hi)
+	}
+}

@@ -27,6 +27,44 @@ type DrainFacts struct {
 	// Deleting: the whole cluster goes; with no ready control plane left
 	// there is no Kubernetes to drain from, and the machines go undrained.
 	Deleting bool
+	// Now is the leader's clock, against which a failed attempt's
+	// FinishedAt plus its backoff is due.
+	Now time.Time
+}
+
+// Backoff of a failed drain's retries: DrainRetryBase after the first
+// failure, doubling after each next one, never more than DrainRetryMax.
+// A drain is retried as it was (a disruption budget that blocked it
+// clears by itself); a changed hook is asked at once.
+const (
+	DrainRetryBase = 30 * time.Second
+	DrainRetryMax  = 5 * time.Minute
+)
+
+// DrainRetryDelay is how long the leader waits after an attempt that
+// failed with retry failures of the same hook before it.
+func DrainRetryDelay(retry int) time.Duration {
+	d := DrainRetryBase
+	for range max(retry, 0) {
+		if d >= DrainRetryMax {
+			break
+		}
+		d *= 2
+	}
+	return min(d, DrainRetryMax)
+}
+
+// DrainRetryAt is when the failed attempt req is retried: its runner's
+// FinishedAt (StartedAt, else now, when unset) plus its backoff.
+func DrainRetryAt(req *api.DrainRequest, now time.Time) time.Time {
+	at := req.Status.FinishedAt
+	if at.IsZero() {
+		at = req.Status.StartedAt
+	}
+	if at.IsZero() {
+		at = now
+	}
+	return at.Add(DrainRetryDelay(req.Spec.Retry))
 }
 
 // DrainPlan is PlanDrain's decision.
@@ -38,18 +76,24 @@ type DrainPlan struct {
 	Drained []string
 	// Condition is the cluster's CondMachinesDrained.
 	Condition Condition
+	// RetryAt is the earliest time a failed drain is retried (zero: none
+	// waits).
+	RetryAt time.Time
 }
 
 // PlanDrain plans the drains of the machines a cluster releases. Each
 // machine gets a request run by one ready control-plane machine (another
 // than itself when there is one; the one already asked while it stays
 // ready). A machine is released once its request's current attempt
-// succeeded; a failed attempt holds it until the hook (command or
-// timeout) changes, which asks again.
+// succeeded; a failed attempt holds it until its backoff passed (then
+// it is asked again, as it was) or the hook (command or timeout)
+// changes, which asks again at once.
 //
 //	no request --> write attempt 1 (runner: first ready, not itself)
 //	hook changed | runner not ready (and not succeeded) --> write attempt n+1
-//	answered: Succeeded --> Drained | Failed --> held, condition names it
+//	answered: Succeeded --> Drained
+//	          Failed, before DrainRetryAt --> held, condition names it and the next try
+//	          Failed, at DrainRetryAt --> write attempt n+1 (retry r+1)
 //	not answered --> Draining
 func PlanDrain(f DrainFacts) DrainPlan {
 	var p DrainPlan
@@ -75,18 +119,33 @@ func PlanDrain(f DrainFacts) DrainPlan {
 			noRunner = append(noRunner, m)
 			continue
 		}
-		if req == nil || req.Spec.Cluster != f.Cluster || !sameHook(req.Spec, f) || req.Spec.Runner != runner {
-			attempt := 1
+		fresh := req == nil || req.Spec.Cluster != f.Cluster || !sameHook(req.Spec, f)
+		failedNow := !fresh && req.Answered() && req.Status.Phase == api.DrainFailed
+		due := failedNow && !f.Now.Before(DrainRetryAt(req, f.Now))
+		if fresh || req.Spec.Runner != runner || due {
+			attempt, retry := 1, 0
 			if req != nil {
 				attempt = req.Spec.Attempt + 1
 			}
+			if !fresh {
+				retry = req.Spec.Retry
+				if failedNow {
+					retry++
+				}
+			}
 			p.Write = append(p.Write, api.DrainRequestSpec{Cluster: f.Cluster, Machine: m, Runner: runner,
-				Command: slices.Clone(f.Hook.Command), Timeout: f.Hook.Timeout, Kubeconfig: f.Kubeconfig, Attempt: attempt})
+				Command: slices.Clone(f.Hook.Command), Timeout: f.Hook.Timeout, Kubeconfig: f.Kubeconfig, Attempt: attempt, Retry: retry})
 			running = append(running, m+" (attempt "+fmt.Sprint(attempt)+" on "+runner+")")
 			continue
 		}
-		if req.Answered() && req.Status.Phase == api.DrainFailed {
-			failed = append(failed, DrainFailure(req))
+		if failedNow {
+			at := DrainRetryAt(req, f.Now)
+			if p.RetryAt.IsZero() || at.Before(p.RetryAt) {
+				p.RetryAt = at
+			}
+			// The time, not a countdown: the message stays the same until
+			// the retry (no status write, no event, each pass).
+			failed = append(failed, fmt.Sprintf("%s; attempt %d at %s", DrainFailure(req), req.Spec.Attempt+1, at.UTC().Format(time.RFC3339)))
 			continue
 		}
 		running = append(running, fmt.Sprintf("%s (attempt %d on %s)", m, req.Spec.Attempt, runner))
@@ -94,7 +153,7 @@ func PlanDrain(f DrainFacts) DrainPlan {
 	c := Condition{Type: api.CondMachinesDrained}
 	switch {
 	case len(failed) > 0:
-		c.Reason, c.Message = api.ReasonDrainFailed, strings.Join(failed, "; ")+"; fix spec.drain and apply it to retry"
+		c.Reason, c.Message = api.ReasonDrainFailed, strings.Join(failed, "; ")+"; retried with backoff, or fix spec.drain and apply it to retry at once"
 	case len(noRunner) > 0 && f.Deleting:
 		c.Status, c.Reason = true, api.ReasonNoDrainer
 		c.Message = "released undrained (the cluster is deleted and no control-plane machine is ready): " + strings.Join(noRunner, ", ")

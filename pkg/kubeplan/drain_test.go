@@ -1,6 +1,7 @@
 package kubeplan
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -22,10 +23,16 @@ func TestPlanDrain(t *testing.T) {
 	cmd := []string{"kubectl", "drain"}
 	fixed := []string{"kubectl", "drain", "--force"}
 	hook := api.DrainHook{Command: cmd}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	failedAt := func(r *api.DrainRequest, retry int, ago time.Duration) *api.DrainRequest {
+		r.Spec.Retry, r.Status.FinishedAt = retry, now.Add(-ago)
+		return r
+	}
 	tests := []struct {
 		name     string
 		f        DrainFacts
 		write    []string // machine@runner#attempt
+		retries  []int    // the written requests' Retry, when given
 		drained  []string
 		status   bool
 		reason   string
@@ -51,6 +58,26 @@ func TestPlanDrain(t *testing.T) {
 				Requests: map[string]*api.DrainRequest{"dp-2": drainReq("dp-2", "cp-1", 1, cmd, api.DrainFailed, 3, "cannot evict pod web-1"),
 					"dp-1": drainReq("dp-1", "cp-1", 1, cmd, api.DrainSucceeded, 0, "")}},
 			drained: []string{"dp-1"}, reason: api.ReasonDrainFailed, contains: []string{"dp-2", "exit code 3", "cannot evict pod web-1"}},
+		{name: "failed, its backoff not passed: held, the condition says the next try",
+			f: DrainFacts{Cluster: "k1", Hook: hook, Machines: []string{"dp-2"}, Runners: []string{"cp-1"}, Now: now,
+				Requests: map[string]*api.DrainRequest{"dp-2": failedAt(drainReq("dp-2", "cp-1", 1, cmd, api.DrainFailed, 3, "disruption budget"), 0, 29*time.Second)}},
+			reason: api.ReasonDrainFailed, contains: []string{"(attempt 1) failed", "attempt 2 at 2026-12-01T12:00:01Z"}},
+		{name: "failed, its backoff passed: the same hook asked again",
+			f: DrainFacts{Cluster: "k1", Hook: hook, Machines: []string{"dp-2"}, Runners: []string{"cp-1"}, Now: now,
+				Requests: map[string]*api.DrainRequest{"dp-2": failedAt(drainReq("dp-2", "cp-1", 1, cmd, api.DrainFailed, 3, ""), 0, 30*time.Second)}},
+			write: []string{"dp-2@cp-1#2"}, retries: []int{1}, reason: api.ReasonDraining, contains: []string{"dp-2 (attempt 2 on cp-1)"}},
+		{name: "third failure in a row: waits 2m",
+			f: DrainFacts{Cluster: "k1", Hook: hook, Machines: []string{"dp-2"}, Runners: []string{"cp-1"}, Now: now,
+				Requests: map[string]*api.DrainRequest{"dp-2": failedAt(drainReq("dp-2", "cp-1", 3, cmd, api.DrainFailed, 1, ""), 2, time.Minute)}},
+			reason: api.ReasonDrainFailed, contains: []string{"(attempt 3) failed", "attempt 4 at 2026-12-01T12:01:00Z"}},
+		{name: "many failures: the backoff stops at 5m",
+			f: DrainFacts{Cluster: "k1", Hook: hook, Machines: []string{"dp-2"}, Runners: []string{"cp-1"}, Now: now,
+				Requests: map[string]*api.DrainRequest{"dp-2": failedAt(drainReq("dp-2", "cp-1", 9, cmd, api.DrainFailed, 1, ""), 8, 5*time.Minute)}},
+			write: []string{"dp-2@cp-1#10"}, retries: []int{9}, reason: api.ReasonDraining},
+		{name: "failed, then the command fixed: asked again at once, the backoff reset",
+			f: DrainFacts{Cluster: "k1", Hook: api.DrainHook{Command: fixed}, Machines: []string{"dp-2"}, Runners: []string{"cp-1"}, Now: now,
+				Requests: map[string]*api.DrainRequest{"dp-2": failedAt(drainReq("dp-2", "cp-1", 4, cmd, api.DrainFailed, 3, ""), 3, time.Second)}},
+			write: []string{"dp-2@cp-1#5"}, retries: []int{0}, reason: api.ReasonDraining},
 		{name: "failed, then the command fixed: asked again",
 			f: DrainFacts{Cluster: "k1", Hook: api.DrainHook{Command: fixed}, Machines: []string{"dp-2"}, Runners: []string{"cp-1"},
 				Requests: map[string]*api.DrainRequest{"dp-2": drainReq("dp-2", "cp-1", 1, cmd, api.DrainFailed, 3, "")}},
@@ -78,8 +105,11 @@ func TestPlanDrain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := PlanDrain(tt.f)
 			var got []string
-			for _, w := range p.Write {
-				got = append(got, w.Machine+"@"+w.Runner+"#"+string(rune('0'+w.Attempt)))
+			for i, w := range p.Write {
+				got = append(got, fmt.Sprintf("%s@%s#%d", w.Machine, w.Runner, w.Attempt))
+				if i < len(tt.retries) && w.Retry != tt.retries[i] {
+					t.Errorf("written %s retry %d, want %d", w.Machine, w.Retry, tt.retries[i])
+				}
 				if !slices.Equal(w.Command, tt.f.Hook.Command) || w.Timeout != tt.f.Hook.Timeout || w.Cluster != tt.f.Cluster {
 					t.Errorf("written %+v: not the hook %+v", w, tt.f.Hook)
 				}
@@ -97,5 +127,18 @@ func TestPlanDrain(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDrainRetryDelay: 30s doubling, at most 5m.
+func TestDrainRetryDelay(t *testing.T) {
+	want := []time.Duration{30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 5 * time.Minute, 5 * time.Minute}
+	for retry, w := range want {
+		if got := DrainRetryDelay(retry); got != w {
+			t.Errorf("DrainRetryDelay(%d) = %s, want %s", retry, got, w)
+		}
+	}
+	if got := DrainRetryDelay(1000); got != DrainRetryMax {
+		t.Errorf("DrainRetryDelay(1000) = %s", got)
 	}
 }

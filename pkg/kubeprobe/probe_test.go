@@ -1,12 +1,8 @@
 package kubeprobe
 
 import (
-	"crypto/tls"
-	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,41 +10,11 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/kubeprobe/kubeprobetest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// server is a real HTTPS server on 127.0.0.1 with a certificate from a
-// CA generated for the test, and its CA.
-type server struct {
-	*httptest.Server
-	ca    *pki.CA
-	caPEM []byte
-}
-
-func newServer(t *testing.T, h http.Handler) *server {
-	t.Helper()
-	now := time.Now()
-	ca, err := pki.NewCA("test-cluster-ca", time.Hour, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crt, key, err := ca.Issue(pki.Request{CommonName: "kube-apiserver", Usage: pki.UsageServer, IPs: []net.IP{net.ParseIP("127.0.0.1")}}, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(crt, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := httptest.NewUnstartedServer(h)
-	s.TLS = &tls.Config{Certificates: []tls.Certificate{pair}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: ca.Pool()}
-	s.StartTLS()
-	t.Cleanup(s.Close)
-	return &server{Server: s, ca: ca, caPEM: ca.CertPEM}
-}
 
 func TestProbeHealth(t *testing.T) {
 	release := make(chan struct{})
@@ -63,8 +29,8 @@ func TestProbeHealth(t *testing.T) {
 		case <-release:
 		}
 	})
-	s := newServer(t, mux)
-	other := newServer(t, mux) // another cluster's CA
+	s := kubeprobetest.NewServer(t, mux)
+	other := kubeprobetest.NewServer(t, mux) // another cluster's CA
 	t.Cleanup(func() { close(release) })
 	tests := []struct {
 		name    string
@@ -72,10 +38,10 @@ func TestProbeHealth(t *testing.T) {
 		healthy bool
 		message string
 	}{
-		{"verified with the cluster CA", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: s.caPEM}, true, ""},
-		{"a wrong CA", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: other.caPEM}, false, "certificate signed by unknown authority"},
-		{"500", Target{Name: api.ComponentAPIServer, URL: s.URL + "/broken", CA: s.caPEM}, false, "500 Internal Server Error: [-]etcd failed"},
-		{"timeout", Target{Name: api.ComponentAPIServer, URL: s.URL + "/hang", CA: s.caPEM}, false, "deadline exceeded"},
+		{"verified with the cluster CA", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: s.CAPEM}, true, ""},
+		{"a wrong CA", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: other.CAPEM}, false, "certificate signed by unknown authority"},
+		{"500", Target{Name: api.ComponentAPIServer, URL: s.URL + "/broken", CA: s.CAPEM}, false, "500 Internal Server Error: [-]etcd failed"},
+		{"timeout", Target{Name: api.ComponentAPIServer, URL: s.URL + "/hang", CA: s.CAPEM}, false, "deadline exceeded"},
 		{"nothing listening", Target{Name: api.ComponentScheduler, URL: "https://127.0.0.1:1/healthz"}, false, "connection refused"},
 		{"own certificate accepted without a CA", Target{Name: api.ComponentScheduler, URL: s.URL + "/readyz"}, true, ""},
 		{"a CA file with no certificate", Target{Name: api.ComponentAPIServer, URL: s.URL + "/readyz", CA: []byte("junk")}, false, ErrBadCA.Error()},
@@ -114,8 +80,8 @@ func TestProbeLeases(t *testing.T) {
 			http.Error(w, `{"kind":"Status","reason":"NotFound"}`, http.StatusNotFound)
 		}
 	})
-	s := newServer(t, mux)
-	kc := kubeconfigFor(t, s)
+	s := kubeprobetest.NewServer(t, mux)
+	kc := s.Kubeconfig(t, "https://k1.example.org:6443")
 	leases, err := LeasesFromKubeconfig(kc, s.URL)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +89,7 @@ func TestProbeLeases(t *testing.T) {
 	defer leases.Close()
 	p := &Prober{Timeout: 2 * time.Second, Leases: leases, Identities: []string{"cp-1"}}
 	probe := func(lease string) api.ComponentHealth {
-		return p.Probe(t.Context(), Target{Name: api.ComponentScheduler, URL: s.URL + "/healthz", CA: s.caPEM, Lease: lease})
+		return p.Probe(t.Context(), Target{Name: api.ComponentScheduler, URL: s.URL + "/healthz", CA: s.CAPEM, Lease: lease})
 	}
 	if h := probe("kube-system/kube-scheduler"); !h.Healthy || !h.HoldsLease || !strings.HasPrefix(h.LeaderHolder, "cp-1_") {
 		t.Errorf("scheduler: %+v, want healthy, held here", h)
@@ -141,35 +107,9 @@ func TestProbeLeases(t *testing.T) {
 		t.Errorf("bad lease name: %+v", h)
 	}
 	anon := &Prober{Leases: &APILeases{Server: s.URL, Client: s.Client()}}
-	if h := anon.Probe(t.Context(), Target{Name: api.ComponentScheduler, URL: s.URL + "/healthz", CA: s.caPEM, Lease: "kube-system/kube-scheduler"}); h.Healthy || !strings.Contains(h.Message, "401") {
+	if h := anon.Probe(t.Context(), Target{Name: api.ComponentScheduler, URL: s.URL + "/healthz", CA: s.CAPEM, Lease: "kube-system/kube-scheduler"}); h.Healthy || !strings.Contains(h.Message, "401") {
 		t.Errorf("without a credential: %+v", h)
 	}
-}
-
-func kubeconfigFor(t *testing.T, s *server) []byte {
-	t.Helper()
-	crt, key, err := s.ca.Issue(pki.Request{CommonName: "kubernetes-admin", Usage: pki.UsageClient}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	b64 := base64.StdEncoding.EncodeToString
-	return fmt.Appendf(nil, `apiVersion: v1
-kind: Config
-current-context: admin@k1
-clusters:
-- name: k1
-  cluster:
-    server: https://k1.example.org:6443
-    certificate-authority-data: %s
-users:
-- name: admin
-  user:
-    client-certificate-data: %s
-    client-key-data: %s
-contexts:
-- name: admin@k1
-  context: {cluster: k1, user: admin}
-`, b64(s.caPEM), b64(crt), b64(key))
 }
 
 func TestTargets(t *testing.T) {

@@ -165,8 +165,16 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 	if opts.clusters {
 		b := &boundSecrets{machine: name, keyFile: cfg.PKI.Dir.Key(pki.NodeLeaf)}
 		cfg.OnConnect, secrets = b.bind, b
+		// The probes read the files under the machine's root, a
+		// cluster's spec.kubeconfig.path (a host path) included.
+		underRoot := func(p string) ([]byte, error) {
+			if !strings.HasPrefix(p, m.Root+string(filepath.Separator)) {
+				p = m.Path(p)
+			}
+			return os.ReadFile(p)
+		}
 		cfg.ComponentProbes = agent.ComponentProbeConfig{Interval: 200 * time.Millisecond, ClusterCA: m.Path(kubepki.DefaultPaths().CACert),
-			Kubeconfig: m.Path("/etc/kubernetes/admin.conf"), ReadFile: os.ReadFile}
+			Kubeconfig: m.Path("/etc/kubernetes/admin.conf"), ReadFile: underRoot}
 		cfg.Drain = agent.DrainConfig{Kubeconfig: m.Path("/etc/kubernetes/admin.conf"), Resync: time.Second}
 		cfg.KubeconfigPublish = agent.KubeconfigPublishConfig{Interval: 500 * time.Millisecond, ReadFile: func(p string) ([]byte, error) { return os.ReadFile(m.Path(p)) }}
 	}

@@ -2,7 +2,9 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/kubetest"
 	"gopkg.in/yaml.v3"
@@ -107,5 +110,70 @@ func (f *fleet) checkDistributionKubeconfig(t *testing.T, ctx context.Context, c
 	testwait.For(t, time.Minute, "the changed file published", func() (bool, string) {
 		out, err := ctl(ctx, "get", "kubeconfig", name)
 		return err == nil && strings.Contains(out, "spare"), fmt.Sprintf("%v: %s", err, out)
+	})
+	f.checkLeasesWithDistributionKubeconfig(t, ctx, kc.Status.ControlPlane.Machines, write, func(m string) string { return f.machines[m].Path(distKubeconfigPath) })
+}
+
+// checkLeasesWithDistributionKubeconfig: with no admin.conf on every
+// control-plane machine (nico delivers none with spec.kubeconfig.path) and the distribution's file on each (write writes it at target(m)),
+// each machine's probes still read the controller-manager's and the
+// scheduler's leader leases, with that file.
+func (f *fleet) checkLeasesWithDistributionKubeconfig(t *testing.T, ctx context.Context, machines []string, write func(), target func(string) string) {
+	t.Helper()
+	pubTarget := ""
+	for _, m := range machines {
+		// nico delivers no admin.conf with spec.kubeconfig.path; should
+		// one be left, it is moved away for the check.
+		admin := f.machines[m].Path("/etc/kubernetes/admin.conf")
+		if err := os.Rename(admin, admin+".away"); err == nil {
+			t.Logf("%s: admin.conf left with spec.kubeconfig.path set; moved away for the check", m)
+			defer func() {
+				if err := os.Rename(admin+".away", admin); err != nil {
+					t.Error(err)
+				}
+			}()
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(target(m)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// write writes the publisher's file; copy it to the others.
+	write()
+	for _, m := range machines {
+		if b, err := os.ReadFile(target(m)); err == nil {
+			pubTarget = target(m)
+			for _, o := range machines {
+				if err := os.WriteFile(target(o), b, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			break
+		}
+	}
+	if pubTarget == "" {
+		t.Fatal("no control-plane machine has the distribution's kubeconfig")
+	}
+	since := time.Now()
+	testwait.For(t, time.Minute, "leader leases read with the distribution's kubeconfig", func() (bool, string) {
+		var pending []string
+		for _, m := range machines {
+			r := &api.ComponentReport{}
+			if err := f.st.Get(ctx, store.ComponentReportKey(m), r); err != nil {
+				pending = append(pending, m+": "+err.Error())
+				continue
+			}
+			if !r.Status.CheckedAt.After(since) {
+				pending = append(pending, m+": report checked before admin.conf went")
+				continue
+			}
+			for _, c := range []string{api.ComponentControllerManager, api.ComponentScheduler} {
+				if h := r.Component(c); h == nil || h.LeaderHolder == "" {
+					pending = append(pending, fmt.Sprintf("%s: %s: no lease holder read (%+v)", m, c, h))
+				}
+			}
+		}
+		return len(pending) == 0, strings.Join(pending, "; ")
 	})
 }

@@ -180,6 +180,9 @@ func agentConfig(cfg config.Agent) agent.Config {
 		// Where this machine's own Kubernetes components answer, when not
 		// where the cluster's spec.probes says.
 		ComponentProbes: agent.ComponentProbeConfig{URLs: cfg.ComponentProbes.URLs()},
+		// How drain hooks run and a distribution's kubeconfig is published.
+		Drain:             agent.DrainConfig{Kubeconfig: cfg.Drain.Kubeconfig, Resync: cfg.Drain.Resync, OutputTail: cfg.Drain.OutputTail},
+		KubeconfigPublish: agent.KubeconfigPublishConfig{Interval: cfg.KubeconfigPublish.Interval},
 		// The etcd endpoints last reached, for when the mesh no longer
 		// understands this machine (agent/endpoints_cache.go).
 		EndpointsCache: filepath.Join(cfg.DataDir, "etcd-endpoints.json"),

@@ -405,6 +405,20 @@ let
       evalFails (_: (cpWith { settings.componentProbes.apiServerURL = "https://10.0.0.11/readyz"; }).services.nico.settings.componentProbes.apiServerURL);
     "type error: componentProbes.schedulerURL not http" =
       evalFails (_: (cpWith { settings.componentProbes.schedulerURL = "tcp://10.0.0.11:10259"; }).services.nico.settings.componentProbes.schedulerURL);
+    "YAML: drain.* and kubeconfigPublish.* rendered when set, left out when null" =
+      let
+        yaml = h: builtins.fromJSON h.environment.etc."nico/agent.yaml".source.text;
+        h = cpWith { settings.drain = { kubeconfig = "/etc/kubernetes/drain.conf"; resync = "1m"; outputTail = 8192; }; settings.kubeconfigPublish.interval = "5s"; };
+      in
+      (yaml h).drain == { kubeconfig = "/etc/kubernetes/drain.conf"; resync = "1m"; outputTail = 8192; }
+      && (yaml h).kubeconfigPublish == { interval = "5s"; }
+      && !((yaml cp1) ? drain) && !((yaml cp1) ? kubeconfigPublish);
+    "type error: drain.kubeconfig relative" =
+      evalFails (_: (cpWith { settings.drain.kubeconfig = "admin.conf"; }).services.nico.settings.drain.kubeconfig);
+    "type error: drain.outputTail below 256" =
+      evalFails (_: (cpWith { settings.drain.outputTail = 100; }).services.nico.settings.drain.outputTail);
+    "type error: kubeconfigPublish.interval not a duration" =
+      evalFails (_: (cpWith { settings.kubeconfigPublish.interval = "10"; }).services.nico.settings.kubeconfigPublish.interval);
     "type error: a relative statusPage.tls.certFile" =
       evalFails (_: (cpWith { coordinator.settings.statusPage.tls.certFile = "page.crt"; }).services.nico.coordinator.settings.statusPage.tls.certFile);
     "every assertion has a check that makes it fire" = lib.length cp1.assertions == 18;
