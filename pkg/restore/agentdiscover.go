@@ -67,3 +67,26 @@ func DiscoverAgents(ctx context.Context, seeds []string, tlsCfg *tls.Config, tim
 	}
 	return out, nil
 }
+
+// Survivors are the hosts of a survey as a recovery lists them, the most
+// advanced answering voter first (like Survey).
+func Survivors(hosts []HostState) []Survivor {
+	out := make([]Survivor, 0, len(hosts))
+	for _, h := range hosts {
+		out = append(out, h.Survivor())
+	}
+	sortSurvivors(out)
+	return out
+}
+
+// Only is the agents of nodes (the target and the others of a journal):
+// the hosts a run acts on and releases.
+func Only(agents map[string]string, nodes ...string) map[string]string {
+	out := map[string]string{}
+	for _, n := range nodes {
+		if a, ok := agents[n]; ok {
+			out[n] = a
+		}
+	}
+	return out
+}
