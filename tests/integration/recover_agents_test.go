@@ -1,0 +1,100 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/restore"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestRecoverThroughAgents: TestRecoverFleetOfAgents with no fleet file:
+// the survivors come from the agents (one of them names the others; the
+// lost hosts are listed as not answering). The recovery is refused while
+// the three answer; after two hosts are lost for good, cp-1's agent forces
+// its member into a one-member cluster with every write it had applied, is
+// handed back its host, and two new machines join through the
+// coordinator's learner path.
+func TestRecoverThroughAgents(t *testing.T) {
+	f := newFleet(t)
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(3)
+	f.StartCoordinator("c-1")
+	for _, n := range []string{"cp-2", "cp-3"} {
+		f.Start(f.AgentConfig(n, false))
+	}
+	names := []string{"cp-1", "cp-2", "cp-3"}
+	f.WaitVoters(90*time.Second, names...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cli := f.Client()
+	for i := range 20 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/app/k%02d", i), fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts := serveRecovery(f, names...)
+	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
+	survey := func() (map[string]string, []restore.Survivor) {
+		t.Helper()
+		agents, err := restore.DiscoverAgents(ctx, []string{hosts.addr("cp-1")}, rootTLS, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agents, restore.Survivors((&restore.AgentFleet{Agents: agents, TLS: rootTLS}).Survey(ctx, 3*time.Second))
+	}
+	if _, ss := survey(); restore.CheckQuorumLost(ctx, ss, 3, rootTLS, 2*time.Second) == nil {
+		t.Fatalf("recover allowed while all three voters answer: %+v", ss)
+	}
+
+	f.Coord("c-1").Stop()
+	for _, n := range []string{"cp-2", "cp-3"} {
+		hosts.lose(n)
+		if err := f.Node(n).Stop(); err != nil {
+			t.Logf("stop %s: %v", n, err)
+		}
+		if err := os.RemoveAll(f.Node(n).Cfg.DataDir); err != nil {
+			t.Fatal(err)
+		}
+		f.Forget(n)
+	}
+	agents, survivors := survey()
+	if len(agents) != 3 || survivors[0].Node != "cp-1" || survivors[1].Err == "" || survivors[2].Err == "" {
+		t.Fatalf("survey after the loss: %v %+v; want cp-1 first, cp-2 and cp-3 listed as not answering", agents, survivors)
+	}
+	if err := restore.CheckQuorumLost(ctx, survivors, 3, rootTLS, 2*time.Second); err != nil {
+		t.Fatalf("one of three voters left: %v", err)
+	}
+	j, err := restore.RecoverJournal(survivors, nil, time.Now())
+	if err != nil || j.Target != "cp-1" || len(j.Others) != 0 {
+		t.Fatalf("RecoverJournal = %+v, %v; want cp-1 alone", j, err)
+	}
+	af := &restore.AgentFleet{Agents: restore.Only(agents, append([]string{j.Target}, j.Others...)...), TLS: rootTLS, ClientTLS: rootTLS, Op: j.ID, ClusterToken: "nico-" + j.ID}
+	r := &restore.Runner{Fleet: af, Journal: restore.FileJournal{Path: filepath.Join(f.TempDir(), "journal.json")}, Prefix: store.DefaultPrefix, Log: f.Log}
+	if err := r.Run(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if err := af.Release(ctx, 90*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitVoters(60*time.Second, "cp-1")
+	ncli := f.Client()
+	for i := range 20 {
+		resp, err := ncli.Get(ctx, fmt.Sprintf("/app/k%02d", i))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("write /app/k%02d applied before the loss: %v %v", i, resp, err)
+		}
+	}
+	f.StartCoordinator("c-2")
+	for _, n := range []string{"cp-4", "cp-5"} {
+		f.Start(f.AgentConfig(n, false))
+	}
+	f.WaitVoters(120*time.Second, "cp-1", "cp-4", "cp-5")
+}
