@@ -56,6 +56,8 @@ type Agent struct {
 	JoinEndpoint JoinEndpoint
 	// Metrics: see metrics.go.
 	Metrics Metrics
+	// Recovery: see recovery.go.
+	Recovery Recovery
 }
 
 // LabelMap returns the machine's labels as a map.
@@ -162,6 +164,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	keys = append(keys, pkiKeys(&a.PKI)...)
 	keys = append(keys, joinEndpointKeys(&a.JoinEndpoint)...)
 	keys = append(keys, metricsKeys(&a.Metrics, DefaultAgentMetricsListen)...)
+	keys = append(keys, recoveryKeys(&a.Recovery)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
 		metricsRule(&a.Metrics),

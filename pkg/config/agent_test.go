@@ -42,6 +42,7 @@ func TestAgentDefaults(t *testing.T) {
 		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second, DomainType: "auto", BootTimeout: 5 * time.Minute},
 		PKI:          PKI{Dir: "/var/lib/nico/pki"},
 		JoinEndpoint: JoinEndpoint{Listen: ":7950"},
+		Recovery:     Recovery{Listen: ":7951"},
 		Metrics:      Metrics{Listen: DefaultAgentMetricsListen},
 	}
 	if !reflect.DeepEqual(a, want) {
@@ -157,6 +158,7 @@ generations:
 		Hypervisor:   Hypervisor{URI: "qemu:///system", StopGrace: 30 * time.Second, Resync: 5 * time.Second, DomainType: "auto", BootTimeout: 5 * time.Minute},
 		PKI:          PKI{Dir: "/srv/nico/pki"},
 		JoinEndpoint: JoinEndpoint{Listen: ":7950"},
+		Recovery:     Recovery{Listen: ":7951"},
 		Metrics:      Metrics{Listen: DefaultAgentMetricsListen},
 	}
 	if !reflect.DeepEqual(a, want) {
