@@ -73,6 +73,13 @@ func TestAgentServesRecovery(t *testing.T) {
 	survey(code, "the host held, its member stopped and fenced", func(h restore.HostState) bool {
 		return !h.Serving && h.Held == "restore-test" && h.Data == restore.DataFenced
 	})
+	// Restarted while held (systemd restarting it, a reboot), the agent
+	// does not take the host back: it waits for the release.
+	stopAgent(t, code, &out)
+	code = start()
+	survey(code, "the agent started again while held, still held, its member not served", func(h restore.HostState) bool {
+		return !h.Serving && h.Held == "restore-test" && strings.Count(out.String(), `msg="the host is held by a recovery operation`) == 2
+	})
 	// The fence is the test's: remove it, as a restore would replace the
 	// data dir, so that the agent can serve the data again.
 	if err := os.Remove(filepath.Join(dir, "etcd", member.FenceFile)); err != nil {
