@@ -9,28 +9,38 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/restore"
 	"github.com/homystack/nico/pkg/store"
 )
 
 // TestRecoverThroughAgents: TestRecoverFleetOfAgents with no fleet file:
-// the survivors come from the agents (one of them names the others; the
-// lost hosts are listed as not answering). The recovery is refused while
+// the survivors come from the agents, found through the real gossip mesh
+// the agents run in (cp-1's lists the others; the lost hosts, dead in it,
+// are listed as not answering). The recovery is refused while
 // the three answer; after two hosts are lost for good, cp-1's agent forces
 // its member into a one-member cluster with every write it had applied, is
 // handed back its host, and two new machines join through the
 // coordinator's learner path.
 func TestRecoverThroughAgents(t *testing.T) {
 	f := newFleet(t)
-	f.Start(f.AgentConfig("cp-1", true))
-	f.WaitVoters(30*time.Second, "cp-1")
-	f.SetVoters(3)
-	f.StartCoordinator("c-1")
-	for _, n := range []string{"cp-2", "cp-3"} {
-		f.Start(f.AgentConfig(n, false))
-	}
 	names := []string{"cp-1", "cp-2", "cp-3"}
+	meshes := map[string]*gossip.Mesh{}
+	var seeds []string
+	for i, n := range names {
+		m := f.startMesh(n, 81+i, seeds...)
+		meshes[n] = m
+		seeds = []string{meshes["cp-1"].Addr()}
+		cfg := f.AgentConfig(n, i == 0)
+		cfg.Gossip = m
+		f.Start(cfg)
+		if i == 0 {
+			f.WaitVoters(30*time.Second, "cp-1")
+			f.SetVoters(3)
+			f.StartCoordinator("c-1")
+		}
+	}
 	f.WaitVoters(90*time.Second, names...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -40,7 +50,7 @@ func TestRecoverThroughAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hosts := serveRecovery(f, names...)
+	hosts := serveRecoveryMesh(f, meshes, names...)
 	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
 	survey := func() (map[string]string, []restore.Survivor) {
 		t.Helper()

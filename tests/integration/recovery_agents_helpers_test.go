@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/agent/recovery"
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/restore"
 )
 
@@ -19,12 +20,23 @@ type recoveryHosts struct {
 	addrs map[string]string             // node -> recovery API
 	stops map[string]context.CancelFunc // node -> stop its endpoint
 	waits []chan struct{}
+	// meshes, when set, are the nodes' gossip members: each host's peers
+	// are what its own mesh lists (recovery.MeshPeers), at the recovery
+	// address the test gave each node.
+	meshes map[string]*gossip.Mesh
 }
 
 // serveRecovery starts the recovery API of each named (running) agent.
 func serveRecovery(f *fleet, names ...string) *recoveryHosts {
 	f.t.Helper()
-	h := &recoveryHosts{f: f, addrs: map[string]string{}, stops: map[string]context.CancelFunc{}}
+	return serveRecoveryMesh(f, nil, names...)
+}
+
+// serveRecoveryMesh is serveRecovery whose hosts find their peers in the
+// gossip meshes (node -> its member).
+func serveRecoveryMesh(f *fleet, meshes map[string]*gossip.Mesh, names ...string) *recoveryHosts {
+	f.t.Helper()
+	h := &recoveryHosts{f: f, addrs: map[string]string{}, stops: map[string]context.CancelFunc{}, meshes: meshes}
 	for _, n := range names {
 		h.serve(n)
 	}
@@ -54,7 +66,7 @@ func (h *recoveryHosts) serve(name string) {
 		// The agent starts again from its data dir, as systemd restarts
 		// nico-agent after it exits on its release.
 		Release: func() { h.f.Run(cfg, h.f.NewRuntime()) },
-		Peers:   h.peers,
+		Peers:   func() []restore.AgentPeer { return h.peers(name) },
 	})
 	ep, err := recovery.Endpoint("127.0.0.1:0", cfg.PKI.Dir, srv, h.f.Log)
 	if err != nil {
@@ -79,8 +91,15 @@ func (h *recoveryHosts) serve(name string) {
 	h.waits = append(h.waits, done)
 }
 
-// peers stands for the gossip mesh's control-plane members.
-func (h *recoveryHosts) peers() []restore.AgentPeer {
+// peers are the control-plane members of name's mesh, or without meshes
+// every host's.
+func (h *recoveryHosts) peers(name string) []restore.AgentPeer {
+	if m := h.meshes[name]; m != nil {
+		return recovery.MeshPeers(m.Nodes(), func(n gossip.NodeState) (string, bool) {
+			a := h.addr(n.Name)
+			return a, a != ""
+		})
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []restore.AgentPeer
@@ -90,13 +109,18 @@ func (h *recoveryHosts) peers() []restore.AgentPeer {
 	return out
 }
 
-// lose ends name's recovery API (its host is gone); the mesh still lists
-// it, as memberlist does a dead member for a while.
+// lose ends name's recovery API and its mesh member (its host is gone);
+// the other meshes still list it, dead.
 func (h *recoveryHosts) lose(name string) {
 	h.mu.Lock()
 	stop := h.stops[name]
 	h.mu.Unlock()
 	stop()
+	if m := h.meshes[name]; m != nil {
+		if err := m.Shutdown(); err != nil {
+			h.f.t.Logf("shut %s's mesh member down: %v", name, err)
+		}
+	}
 }
 
 func (h *recoveryHosts) addr(name string) string {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,15 +86,7 @@ func meshPeers(mesh *gossip.Mesh, listen string) []restore.AgentPeer {
 	if err != nil {
 		return nil
 	}
-	var out []restore.AgentPeer
-	for _, n := range mesh.Nodes() {
-		host, _, err := net.SplitHostPort(n.Addr)
-		if err != nil || !slices.Contains(n.Meta.Roles, "controlPlane") {
-			continue
-		}
-		out = append(out, restore.AgentPeer{Node: n.Name, Addr: net.JoinHostPort(host, port)})
-	}
-	return out
+	return recovery.MeshPeers(mesh.Nodes(), recovery.SamePort(port))
 }
 
 // serve runs the API until ctx ends, retrying while it cannot (no
