@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,17 +24,14 @@ import (
 	"go.uber.org/zap"
 )
 
-// errKilled stands for nicoctl killed after a step: its process is gone,
-// the journal file is what is left.
-var errKilled = errors.New("nicoctl killed")
-
 // TestRestoreThroughAgents: the restore of TestRestoreFleetOfAgents with no
-// fleet file and no shared data dir: nicoctl finds the three control-plane
-// agents from one of them, and each agent stops, fences, restores, serves
-// and rejoins its own member. The coordinator runs throughout. nicoctl is
-// killed after the first rejoin and a new run resumes from the journal.
-// Callers other than the operator are refused.
+// fleet file and no shared data dir, run by the nicoctl binary: it finds
+// the three control-plane agents from one of them, and each agent stops,
+// fences, restores, serves and rejoins its own member. The coordinator runs
+// throughout. nicoctl is killed after the first rejoin and a new run
+// resumes from the journal. Callers other than the operator are refused.
 func TestRestoreThroughAgents(t *testing.T) {
+	nicoctlBin(t)
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
@@ -55,6 +55,11 @@ func TestRestoreThroughAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
+	// A snapshot is of what its member applied: a linearizable read
+	// through that member first makes it hold every write above.
+	if _, err := etcdtest.NewClient(t, f.Endpoints()[0]).Get(ctx, "/app/k19"); err != nil {
+		t.Fatal(err)
+	}
 	snap := filepath.Join(f.TempDir(), "snap.db")
 	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: f.Endpoints()[:1], TLS: rootTLS, DialTimeout: 5 * time.Second}, snap); err != nil {
 		t.Fatal(err)
@@ -66,51 +71,22 @@ func TestRestoreThroughAgents(t *testing.T) {
 
 	checkRefusals(t, ctx, hosts.addr("cp-1"))
 
-	// nicoctl restore --agents <cp-3's>: one agent names the others.
-	agents, err := restore.DiscoverAgents(ctx, []string{hosts.addr("cp-3")}, rootTLS, 5*time.Second)
-	if err != nil || len(agents) != 3 {
-		t.Fatalf("DiscoverAgents = %v, %v; want the three control-plane agents", agents, err)
+	// nicoctl restore --agents <cp-3's>: one agent names the others. The
+	// nicoctl process is killed (SIGKILL) once the first rejoin is
+	// journaled; run again, it resumes from the journal.
+	root := etcdtest.IssueFiles(t, f.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+	journal := filepath.Join(f.TempDir(), "journal.json")
+	args := []string{"--endpoints", strings.Join(f.Endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+		"restore", "--from", snap, "--agents", hosts.addr("cp-3"), "--target", "cp-2", "--journal", journal, "--bump-revision", "1000000"}
+	killAfter(t, "rejoined as a learner and was promoted", args...)
+	jf := restore.FileJournal{Path: journal}
+	if j, _, err := jf.Load(); err != nil || j.Step != restore.StepRejoin || j.Rejoined != 1 {
+		t.Fatalf("journal after the kill: %+v %v; want step RejoinOthers, 1 rejoined", j, err)
 	}
-	live := etcdtest.NewClient(t, f.Endpoints()...)
-	j, err := restore.Prepare(ctx, restore.Request{Snapshot: snap, Target: "cp-2", Members: restore.AgentNames(agents), Live: live, Prefix: store.DefaultPrefix, BumpRevision: 1_000_000, Now: time.Now()})
-	if err != nil {
-		t.Fatal(err)
+	code, out, errOut := runNicoctl(t, args...)
+	if code != 0 || !strings.Contains(out, "resuming at step RejoinOthers") || !strings.Contains(out, "each member served by its agent again") {
+		t.Fatalf("nicoctl restore run again: exit %d\n%s%s", code, out, errOut)
 	}
-	jf := restore.FileJournal{Path: filepath.Join(f.TempDir(), "journal.json")}
-	if err := jf.Save(j); err != nil {
-		t.Fatal(err)
-	}
-	run := func(afterStep func(restore.Step) error) (*restore.AgentFleet, error) {
-		j, ok, err := jf.Load()
-		if err != nil || !ok {
-			t.Fatalf("journal: %v %v", ok, err)
-		}
-		af := &restore.AgentFleet{Agents: agents, TLS: rootTLS, ClientTLS: rootTLS, Op: j.ID, ClusterToken: "nico-" + j.ID}
-		r := &restore.Runner{Fleet: af, Journal: jf, Prefix: store.DefaultPrefix, Log: f.Log, AfterStep: afterStep}
-		return af, r.Run(ctx, j)
-	}
-	rejoins := 0
-	if _, err := run(func(s restore.Step) error {
-		if s == restore.StepRejoin {
-			if rejoins++; rejoins == 1 {
-				return errKilled
-			}
-		}
-		return nil
-	}); !errors.Is(err, errKilled) {
-		t.Fatalf("first run: %v, want it killed after the first rejoin", err)
-	}
-	if j, _, _ := jf.Load(); j.Step != restore.StepRejoin || j.Rejoined != 1 {
-		t.Fatalf("journal after the kill: step %s, %d rejoined; want RejoinOthers, 1", j.Step, j.Rejoined)
-	}
-	af, err := run(nil)
-	if err != nil {
-		t.Fatalf("resumed run: %v", err)
-	}
-	if err := af.Release(ctx, 90*time.Second); err != nil {
-		t.Fatal(err)
-	}
-
 	f.WaitVoters(90*time.Second, names...)
 	ncli := f.Client()
 	for i := range 20 {
@@ -123,7 +99,7 @@ func TestRestoreThroughAgents(t *testing.T) {
 	if err != nil || len(after.Kvs) != 0 {
 		t.Fatalf("a write after the snapshot survived: %v %v", after, err)
 	}
-	j, _, _ = jf.Load()
+	j, _, _ := jf.Load()
 	if after.Header.ClusterId == before.Header.ClusterId || after.Header.ClusterId != j.NewClusterID || after.Header.Revision < j.Snapshot.Revision+1_000_000 {
 		t.Fatalf("cluster %x revision %d after the restore; before %x, journal %x: want the new cluster past revision %d",
 			after.Header.ClusterId, after.Header.Revision, before.Header.ClusterId, j.NewClusterID, j.Snapshot.Revision+1_000_000)
@@ -137,6 +113,10 @@ func TestRestoreThroughAgents(t *testing.T) {
 		act, err := st.ActiveOp(ctx)
 		return op.Status.Phase == api.OpSucceeded && act == nil && err == nil, fmt.Sprintf("phase %s, active %v %v", op.Status.Phase, act, err)
 	})
+	agents, err := restore.DiscoverAgents(ctx, []string{hosts.addr("cp-1")}, rootTLS, 5*time.Second)
+	if err != nil || len(agents) != 3 {
+		t.Fatalf("DiscoverAgents = %v, %v; want the three control-plane agents", agents, err)
+	}
 	for _, h := range (&restore.AgentFleet{Agents: agents, TLS: rootTLS}).Survey(ctx, 5*time.Second) {
 		if h.Held != "" || !h.Serving || h.ClusterID != j.NewClusterID || h.Data != restore.DataMember {
 			t.Errorf("%s after the restore: held %q, serving %v, cluster %x, data %s; want its agent serving the new cluster %x", h.Node, h.Held, h.Serving, h.ClusterID, h.Data, j.NewClusterID)
@@ -190,3 +170,34 @@ func checkRefusals(t *testing.T, ctx context.Context, addr string) {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// killAfter runs nicoctl with args and kills it (SIGKILL) once its
+// standard output shows line.
+func killAfter(t *testing.T, line string, args ...string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), nicoctlBin(t), args...)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.Contains(sc.Text(), line) {
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	err = cmd.Wait()
+	if !strings.Contains(strings.Join(seen, "\n"), line) {
+		t.Fatalf("nicoctl %q ended (%v) before %q:\n%s\n%s", args, err, line, strings.Join(seen, "\n"), errb.String())
+	}
+}
