@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/restore"
-	"github.com/homystack/nico/pkg/store"
 )
 
 // TestRecoverThroughAgents: TestRecoverFleetOfAgents with no fleet file:
@@ -21,9 +21,10 @@ import (
 // are listed as not answering). The recovery is refused while
 // the three answer; after two hosts are lost for good, cp-1's agent forces
 // its member into a one-member cluster with every write it had applied, is
-// handed back its host, and two new machines join through the
+// handed back its host (all run by the nicoctl binary), and two new machines join through the
 // coordinator's learner path.
 func TestRecoverThroughAgents(t *testing.T) {
+	nicoctlBin(t)
 	f := newFleet(t)
 	names := []string{"cp-1", "cp-2", "cp-3"}
 	meshes := map[string]*gossip.Mesh{}
@@ -63,6 +64,17 @@ func TestRecoverThroughAgents(t *testing.T) {
 	if _, ss := survey(); restore.CheckQuorumLost(ctx, ss, 3, rootTLS, 2*time.Second) == nil {
 		t.Fatalf("recover allowed while all three voters answer: %+v", ss)
 	}
+	root := etcdtest.IssueFiles(t, f.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+	args := []string{"--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+		"recover", "--agents", hosts.addr("cp-1"), "--yes", "--journal", filepath.Join(f.TempDir(), "journal.json")}
+	if code, out, errOut := runNicoctl(t, args...); code != 3 || !strings.Contains(errOut, "still has quorum") {
+		t.Fatalf("nicoctl recover with quorum: exit %d, want 3 (refused)\n%s%s", code, out, errOut)
+	}
+	for _, h := range (&restore.AgentFleet{Agents: map[string]string{"cp-1": hosts.addr("cp-1")}, TLS: rootTLS}).Survey(ctx, 5*time.Second) {
+		if h.Held != "" || !h.Serving {
+			t.Fatalf("cp-1 after the refused recover: %+v, want nothing changed", h)
+		}
+	}
 
 	f.Coord("c-1").Stop()
 	for _, n := range []string{"cp-2", "cp-3"} {
@@ -82,17 +94,13 @@ func TestRecoverThroughAgents(t *testing.T) {
 	if err := restore.CheckQuorumLost(ctx, survivors, 3, rootTLS, 2*time.Second); err != nil {
 		t.Fatalf("one of three voters left: %v", err)
 	}
-	j, err := restore.RecoverJournal(survivors, nil, time.Now())
-	if err != nil || j.Target != "cp-1" || len(j.Others) != 0 {
-		t.Fatalf("RecoverJournal = %+v, %v; want cp-1 alone", j, err)
-	}
-	af := &restore.AgentFleet{Agents: restore.Only(agents, append([]string{j.Target}, j.Others...)...), TLS: rootTLS, ClientTLS: rootTLS, Op: j.ID, ClusterToken: "nico-" + j.ID}
-	r := &restore.Runner{Fleet: af, Journal: restore.FileJournal{Path: filepath.Join(f.TempDir(), "journal.json")}, Prefix: store.DefaultPrefix, Log: f.Log}
-	if err := r.Run(ctx, j); err != nil {
-		t.Fatal(err)
-	}
-	if err := af.Release(ctx, 90*time.Second); err != nil {
-		t.Fatal(err)
+	// nicoctl recover --agents <cp-1's> --yes: the survivors listed,
+	// cp-1 proposed and recovered through its agent, its host handed back.
+	code, out, errOut := runNicoctl(t, args...)
+	for _, w := range []string{"cp-2", "cp-3", "no answer", "proposal: make cp-1", "each member served by its agent again"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Fatalf("nicoctl recover: exit %d, stdout lacks %q\n%s%s", code, w, out, errOut)
+		}
 	}
 	f.WaitVoters(60*time.Second, "cp-1")
 	ncli := f.Client()
