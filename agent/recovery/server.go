@@ -239,6 +239,11 @@ func (s *Server) release(ctx context.Context, req restore.ReleaseRequest) (struc
 		return struct{}{}, fmt.Errorf("recovery: stop the member: %w", err)
 	}
 	s.removeSnapshots()
+	if req.Unfence {
+		if err := s.fleet.Unfence(req.Op); err != nil {
+			return struct{}{}, err
+		}
+	}
 	if err := os.Remove(HoldFile(s.host.DataDir)); err != nil {
 		return struct{}{}, fmt.Errorf("recovery: remove the hold: %w", err)
 	}

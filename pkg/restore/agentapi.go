@@ -129,6 +129,9 @@ type RejoinRequest struct {
 // ReleaseRequest hands the host back to its agent.
 type ReleaseRequest struct {
 	Op string `json:"op"`
+	// Unfence removes the fence Op wrote (an operation abandoned at its
+	// first step: the old cluster is whole again).
+	Unfence bool `json:"unfence,omitempty"`
 }
 
 // APIError is an agent's refusal as JSON.

@@ -271,8 +271,19 @@ func (f *AgentFleet) Client(ctx context.Context) (*clientv3.Client, error) {
 // cluster keeps its quorum; an agent that answers its survey held by no
 // operation is released already.
 func (f *AgentFleet) Release(ctx context.Context, wait time.Duration) error {
+	return f.release(ctx, wait, false)
+}
+
+// Abandon hands every host back like Release, first removing the fences
+// the operation wrote: for an operation still at its first step, whose old
+// cluster is then whole again.
+func (f *AgentFleet) Abandon(ctx context.Context, wait time.Duration) error {
+	return f.release(ctx, wait, true)
+}
+
+func (f *AgentFleet) release(ctx context.Context, wait time.Duration, unfence bool) error {
 	for _, n := range AgentNames(f.Agents) {
-		if err := f.do(ctx, n, http.MethodPost, PathRelease, ReleaseRequest{Op: f.Op}, nil, nil); err != nil {
+		if err := f.do(ctx, n, http.MethodPost, PathRelease, ReleaseRequest{Op: f.Op, Unfence: unfence}, nil, nil); err != nil {
 			return fmt.Errorf("release %s: %w", n, err)
 		}
 		if err := f.awaitAgent(ctx, n, wait); err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/restore"
 	"github.com/homystack/nico/pkg/store"
@@ -78,6 +79,7 @@ func TestRestoreThroughAgents(t *testing.T) {
 	journal := filepath.Join(f.TempDir(), "journal.json")
 	args := []string{"--endpoints", strings.Join(f.Endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
 		"restore", "--from", snap, "--agents", hosts.addr("cp-3"), "--target", "cp-2", "--journal", journal, "--bump-revision", "1000000"}
+	abandon(t, ctx, hosts, journal, root)
 	killAfter(t, "rejoined as a learner and was promoted", args...)
 	jf := restore.FileJournal{Path: journal}
 	if j, _, err := jf.Load(); err != nil || j.Step != restore.StepRejoin || j.Rejoined != 1 {
@@ -199,5 +201,33 @@ func killAfter(t *testing.T, line string, args ...string) {
 	err = cmd.Wait()
 	if !strings.Contains(strings.Join(seen, "\n"), line) {
 		t.Fatalf("nicoctl %q ended (%v) before %q:\n%s\n%s", args, err, line, strings.Join(seen, "\n"), errb.String())
+	}
+}
+
+// abandon: a restore stopped at its first step, cp-1's host held and
+// fenced by it, is abandoned with nicoctl restore --abort --agents: the
+// host is handed back with its fence removed and its agent serves the old
+// cluster's member again.
+func abandon(t *testing.T, ctx context.Context, hosts *recoveryHosts, journal string, root etcdtest.Files) {
+	t.Helper()
+	op := etcdtest.ClientTLS(t, pki.RootIdentity)
+	j := &restore.Journal{ID: "restore-abandoned", Kind: restore.KindRestore, Target: "cp-1", Step: restore.StepStop, StartedAt: time.Now()}
+	if err := (restore.FileJournal{Path: journal}).Save(j); err != nil {
+		t.Fatal(err)
+	}
+	af := &restore.AgentFleet{Agents: map[string]string{"cp-1": hosts.addr("cp-1")}, TLS: op, Op: j.ID}
+	if err := af.Stop(ctx, "cp-1", &member.Fence{By: j.ID, At: time.Now(), Reason: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if h := af.Survey(ctx, 5*time.Second)[0]; h.Held != j.ID || h.Data != restore.DataFenced || h.Serving {
+		t.Fatalf("cp-1 stopped for %s: %+v", j.ID, h)
+	}
+	code, out, errOut := runNicoctl(t, "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+		"restore", "--abort", "--agents", hosts.addr("cp-1"), "--journal", journal)
+	if code != 0 || !strings.Contains(out, "restore-abandoned aborted") {
+		t.Fatalf("nicoctl restore --abort --agents: exit %d\n%s%s", code, out, errOut)
+	}
+	if h := af.Survey(ctx, 5*time.Second)[0]; h.Held != "" || h.Data != restore.DataMember || !h.Serving {
+		t.Fatalf("cp-1 after the abort: %+v, want its agent serving its unfenced member", h)
 	}
 }

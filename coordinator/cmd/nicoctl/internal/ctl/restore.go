@@ -58,12 +58,15 @@ recovery.journal.json unless --journal names one.`,
 	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members: name, dataDir, peerURL, clientURL (docs/disaster-recovery.md)")
 	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
 	c.Flags().StringSliceVar(&o.agents, "agents", nil, "restore through the control-plane agents instead of --fleet: host:port of one or more agents' recovery API (recovery.listen); the others are found from their gossip mesh")
-	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of --fleet's journal while it is still at its first step (nothing stopped by nicoctl, nothing restored): remove its fences, free the live cluster's slot")
+	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of the journal while it is still at its first step (nothing restored): remove its fences (with --agents: hand each host back to its agent), free the live cluster's slot")
 	c.Flags().Uint64Var(&o.bump, "bump-revision", 1_000_000_000, "how far past the snapshot's revision the restored cluster starts (etcdutl's --bump-revision); 0 keeps it and does not mark it compacted")
 	return c
 }
 
 func (a *app) restore(ctx context.Context, o restoreOpts) error {
+	if o.abort && len(o.agents) > 0 {
+		return a.abortThroughAgents(ctx, o)
+	}
 	if o.abort {
 		return a.abort(ctx, o)
 	}

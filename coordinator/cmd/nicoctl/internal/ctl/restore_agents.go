@@ -233,3 +233,41 @@ func (a *app) runThroughAgents(ctx context.Context, s *agentsSetup, j *restore.J
 		j.ID, a.now().Sub(start).Round(time.Millisecond), j.NewClusterID, j.Target, j.Others)
 	return nil
 }
+
+// abortThroughAgents is restore --abort with --agents: the journal's
+// operation, still at its first step, is abandoned; each host it held is
+// handed back to its agent with the fence the operation wrote removed.
+func (a *app) abortThroughAgents(ctx context.Context, o restoreOpts) error {
+	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents)
+	if err != nil {
+		return err
+	}
+	j, ok, err := s.jf.Load()
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if !ok || j.Step == restore.StepDone {
+		return withCode(ExitNotFound, fmt.Errorf("no unfinished restore or recovery in %s", s.jf.Path))
+	}
+	if j.Step != restore.StepStop {
+		return withCode(ExitRefused, fmt.Errorf("%s is at step %s, past stopping the old cluster: it cannot be abandoned, run its command again to finish it", j.ID, j.Step))
+	}
+	af, err := s.fleetOf(j)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if err := af.Abandon(ctx, releaseWait); err != nil {
+		return err
+	}
+	if live := a.liveClient(ctx); live != nil {
+		defer live.Close()
+		if err := restore.ReleaseLive(ctx, live, a.cfg.Prefix, j, "aborted with nicoctl restore --abort"); err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(s.jf.Path, s.jf.Path+".aborted"); err != nil {
+		return fmt.Errorf("put the journal aside: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "%s aborted: every host handed back to its agent, its fences removed, the live cluster's slot freed (when it answered); the journal is now %s.aborted\n", j.ID, s.jf.Path)
+	return nil
+}
