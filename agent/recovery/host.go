@@ -23,6 +23,12 @@ type Host struct {
 	// Runtime runs the member while the host is held (the agent's own
 	// runtime once the agent stopped: a systemd unit stays one unit).
 	Runtime member.Runtime
+	// ForceRuntime, when set, runs a member started with
+	// --force-new-cluster (a recovery's survivor) instead of Runtime: the
+	// systemd runtime does not pass the flag (a restart of the unit would
+	// force a new cluster again), so nico-agent gives the exec runtime
+	// over the same etcd binary for that start.
+	ForceRuntime member.Runtime
 	// MemberTLS are the member's certificates (nil: plain http URLs).
 	MemberTLS *member.TLS
 	// ClientTLS is the host's client identity to etcd (its root

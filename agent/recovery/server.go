@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/restore"
 )
@@ -207,6 +208,9 @@ func (s *Server) serve(ctx context.Context, req restore.ServeRequest) (restore.S
 		return restore.ServeResponse{}, err
 	}
 	s.fleet.ClusterToken = req.ClusterToken
+	if req.Force && s.host.ForceRuntime != nil {
+		s.fleet.Members[0].Runtime = s.host.ForceRuntime
+	}
 	id, err := s.fleet.Serve(ctx, s.host.Name, req.Force)
 	return restore.ServeResponse{ClusterID: id}, err
 }
@@ -235,9 +239,12 @@ func (s *Server) release(ctx context.Context, req restore.ReleaseRequest) (struc
 	if cur != req.Op {
 		return struct{}{}, fmt.Errorf("%w: %s holds %s, not %s", ErrHeldByOther, cur, s.host.Name, req.Op)
 	}
-	if err := s.host.Runtime.Stop(ctx); err != nil {
-		return struct{}{}, fmt.Errorf("recovery: stop the member: %w", err)
+	for _, rt := range []member.Runtime{s.fleet.Members[0].Runtime, s.host.Runtime} {
+		if err := rt.Stop(ctx); err != nil {
+			return struct{}{}, fmt.Errorf("recovery: stop the member: %w", err)
+		}
 	}
+	s.fleet.Members[0].Runtime = s.host.Runtime
 	s.removeSnapshots()
 	if req.Unfence {
 		if err := s.fleet.Unfence(req.Op); err != nil {

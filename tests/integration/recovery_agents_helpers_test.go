@@ -51,10 +51,12 @@ func (h *recoveryHosts) serve(name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt := h.f.NewRuntime()
+	rt, force := h.f.NewRuntime(), h.f.NewRuntime()
 	srv := recovery.New(recovery.Host{
 		Name: name, DataDir: cfg.DataDir, PeerURL: cfg.PeerURL, ClientURL: cfg.ClientURL,
-		Runtime: rt, MemberTLS: mt, ClientTLS: ct, Log: h.f.Log,
+		// A forced start runs under a runtime of its own, as nico-agent's
+		// under the systemd runtime.
+		Runtime: rt, ForceRuntime: force, MemberTLS: mt, ClientTLS: ct, Log: h.f.Log,
 		StopAgent: func(context.Context) error {
 			if n := h.f.Node(name); n != nil {
 				if err := n.Stop(); err != nil && !errors.Is(err, context.Canceled) {
@@ -83,6 +85,7 @@ func (h *recoveryHosts) serve(name string) {
 			t.Logf("recovery API of %s: %v", name, err)
 		}
 		_ = rt.Stop(context.Background())
+		_ = force.Stop(context.Background())
 	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()

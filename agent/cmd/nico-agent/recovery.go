@@ -35,6 +35,7 @@ const recoveryRetry = 2 * time.Second
 type recoveryHost struct {
 	cfg      config.Agent
 	rt       member.Runtime
+	force    member.Runtime // for --force-new-cluster under the systemd runtime
 	mesh     *gossip.Mesh
 	log      *slog.Logger
 	srv      *recovery.Server // made by serve's goroutine only
@@ -53,7 +54,14 @@ func newRecovery(cfg config.Agent, rt member.Runtime, mesh *gossip.Mesh, log *sl
 	if !cfg.HasRole(config.RoleControlPlane) || cfg.PKI.Dir == "" || cfg.Recovery.Listen == "" {
 		return nil
 	}
-	return &recoveryHost{cfg: cfg, rt: rt, mesh: mesh, log: log, released: make(chan struct{})}
+	r := &recoveryHost{cfg: cfg, rt: rt, mesh: mesh, log: log, released: make(chan struct{})}
+	if cfg.Etcd.Runtime == config.RuntimeSystemd {
+		// The systemd runtime does not pass --force-new-cluster: a
+		// recovery's survivor starts once under the agent, from the same
+		// binary, and the unit serves it after the release.
+		r.force = member.NewExec(cfg.Etcd.Binary)
+	}
+	return r
 }
 
 // server is the API's server, made once the machine's certificates are
@@ -68,7 +76,7 @@ func (r *recoveryHost) server() (*recovery.Server, error) {
 	}
 	r.srv = recovery.New(recovery.Host{
 		Name: r.cfg.Name, DataDir: r.cfg.Etcd.DataDir, PeerURL: r.cfg.Etcd.PeerURL, ClientURL: r.cfg.Etcd.ClientURL,
-		Runtime: r.rt, MemberTLS: mt, ClientTLS: ct, Log: r.log,
+		Runtime: r.rt, ForceRuntime: r.force, MemberTLS: mt, ClientTLS: ct, Log: r.log,
 		StopAgent: r.stop,
 		Release:   func() { r.once.Do(func() { close(r.released) }) },
 		Peers:     func() []restore.AgentPeer { return meshPeers(r.mesh, r.cfg.Recovery.Listen) },
