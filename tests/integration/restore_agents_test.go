@@ -89,6 +89,7 @@ func TestRestoreThroughAgents(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "resuming at step RejoinOthers") || !strings.Contains(out, "each member served by its agent again") {
 		t.Fatalf("nicoctl restore run again: exit %d\n%s%s", code, out, errOut)
 	}
+	t.Logf("nicoctl restore, resumed:\n%s", out)
 	f.WaitVoters(90*time.Second, names...)
 	ncli := f.Client()
 	for i := range 20 {
@@ -184,9 +185,11 @@ func killAfter(t *testing.T, line string, args ...string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	defer func() { t.Logf("nicoctl killed %s after its start, on %q", time.Since(start).Round(time.Millisecond), line) }()
 	var seen []string
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
