@@ -189,7 +189,9 @@ func killAfter(t *testing.T, line string, args ...string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { t.Logf("nicoctl killed %s after its start, on %q", time.Since(start).Round(time.Millisecond), line) }()
+	defer func() {
+		t.Logf("nicoctl killed %s after its start, on %q", time.Since(start).Round(time.Millisecond), line)
+	}()
 	var seen []string
 	sc := bufio.NewScanner(stdout)
 	for sc.Scan() {
