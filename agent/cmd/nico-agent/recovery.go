@@ -136,14 +136,18 @@ func (r *recoveryHost) run(ctx context.Context, run func(context.Context) error)
 	if r == nil {
 		return run(ctx)
 	}
+	// The hold is read and the agent's stop set under one lock: a stop
+	// writes the hold before it takes the lock, so either this sees the
+	// hold or the stop sees the agent to stop.
+	r.mu.Lock()
 	op, err := recovery.Held(r.cfg.Etcd.DataDir)
 	if err != nil {
+		r.mu.Unlock()
 		return err
 	}
 	if op == "" {
 		actx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
-		r.mu.Lock()
 		r.stopAgent, r.agentDone = cancel, done
 		r.mu.Unlock()
 		err := run(actx)
@@ -155,6 +159,8 @@ func (r *recoveryHost) run(ctx context.Context, run func(context.Context) error)
 		if op, _ = recovery.Held(r.cfg.Etcd.DataDir); op == "" || ctx.Err() != nil {
 			return err
 		}
+	} else {
+		r.mu.Unlock()
 	}
 	r.held.Store(true)
 	r.log.Warn("the host is held by a recovery operation: the agent waits for its release", "op", op)
