@@ -318,3 +318,10 @@ func (f *AgentFleet) awaitAgent(ctx context.Context, node string, wait time.Dura
 		}
 	}
 }
+
+// Close drops the idle connections to the agents.
+func (f *AgentFleet) Close() {
+	if f.http != nil {
+		f.http.CloseIdleConnections()
+	}
+}

@@ -213,6 +213,7 @@ func (a *app) runThroughAgents(ctx context.Context, s *agentsSetup, j *restore.J
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	defer af.Close()
 	start := a.now()
 	r := &restore.Runner{Fleet: af, Journal: s.jf, Prefix: a.cfg.Prefix, Now: a.now, Log: a.logger(), AfterStep: func(restore.Step) error {
 		if n := len(j.History); n > 0 {
