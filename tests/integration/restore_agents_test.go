@@ -125,6 +125,17 @@ func TestRestoreThroughAgents(t *testing.T) {
 			t.Errorf("%s after the restore: held %q, serving %v, cluster %x, data %s; want its agent serving the new cluster %x", h.Node, h.Held, h.Serving, h.ClusterID, h.Data, j.NewClusterID)
 		}
 	}
+	// nicoctl killed while it handed the hosts back: cp-1 still held by
+	// the finished restore. Run again, it hands cp-1 back and does nothing
+	// else (no second restore).
+	if err := (&restore.AgentFleet{Agents: restore.Only(agents, "cp-1"), TLS: rootTLS, Op: j.ID}).Stop(ctx, "cp-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = runNicoctl(t, args...)
+	if again, _, _ := jf.Load(); code != 0 || !strings.Contains(out, "[cp-1] handed back") || again.ID != j.ID {
+		t.Fatalf("nicoctl restore after a release cut short: exit %d, journal %s (want %s)\n%s%s", code, again.ID, j.ID, out, errOut)
+	}
+	f.WaitVoters(90*time.Second, names...)
 	// The coordinator still serves joins in the new cluster.
 	f.Start(f.AgentConfig("cp-4", false))
 	testwait.For(t, 90*time.Second, "cp-4 joined as a voter or standby", func() (bool, string) {

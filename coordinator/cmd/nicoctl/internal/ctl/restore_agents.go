@@ -81,28 +81,39 @@ func (a *app) setupAgents(ctx context.Context, fleet, journal string, seeds []st
 	if err != nil {
 		return nil, withCode(ExitUsage, fmt.Errorf("--agents %s: %w", strings.Join(addrs, ","), err))
 	}
-	s := &agentsSetup{tls: tlsCfg, agents: agents, jf: restore.FileJournal{Path: journal}}
-	return s, a.handBack(ctx, s)
+	return &agentsSetup{tls: tlsCfg, agents: agents, jf: restore.FileJournal{Path: journal}}, nil
 }
 
-// handBack finishes the journal's operation when it is done but did not
-// hand every host back to its agent (nicoctl ended first).
-func (a *app) handBack(ctx context.Context, s *agentsSetup) error {
+// handBack finishes the journal's operation when it is done but some host
+// it held was not handed back to its agent (nicoctl ended first); done
+// tells that it did, and that the command ends there.
+func (a *app) handBack(ctx context.Context, s *agentsSetup) (done bool, err error) {
 	j, ok, err := s.jf.Load()
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return false, withCode(ExitUsage, err)
 	}
 	if !ok || j.Step != restore.StepDone {
-		return nil
+		return false, nil
 	}
 	af, err := s.fleetOf(j)
 	if err != nil {
-		return nil // a host of it is gone: nothing to hand back there
+		return false, nil // a host of it is gone: nothing to hand back there
+	}
+	defer af.Close()
+	var held []string
+	for _, h := range af.Survey(ctx, max(a.cfg.Timeout, time.Second)) {
+		if h.Held == j.ID {
+			held = append(held, h.Node)
+		}
+	}
+	if len(held) == 0 {
+		return false, nil
 	}
 	if err := af.Release(ctx, releaseWait); err != nil {
-		return fmt.Errorf("%s is done; handing its hosts back to their agents: %w", j.ID, err)
+		return false, fmt.Errorf("%s is done; handing %v back to their agents: %w", j.ID, held, err)
 	}
-	return nil
+	fmt.Fprintf(a.stdout, "%s was done; %v handed back to their agents now (nothing else done: run the command again for a new operation)\n", j.ID, held)
+	return true, nil
 }
 
 // fleetOf is the AgentFleet that runs j on the agents of its nodes.
@@ -124,6 +135,9 @@ func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
 	}
 	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents)
 	if err != nil {
+		return err
+	}
+	if done, err := a.handBack(ctx, s); done || err != nil {
 		return err
 	}
 	j, resumed, err := a.resumable(s.jf, restore.KindRestore, func(j *restore.Journal) bool {
@@ -159,6 +173,9 @@ func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
 func (a *app) recoverThroughAgents(ctx context.Context, o recoverOpts, stdin io.Reader) error {
 	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents)
 	if err != nil {
+		return err
+	}
+	if done, err := a.handBack(ctx, s); done || err != nil {
 		return err
 	}
 	j, resumed, err := a.resumable(s.jf, restore.KindRecover, func(*restore.Journal) bool { return true })
@@ -228,7 +245,7 @@ func (a *app) runThroughAgents(ctx context.Context, s *agentsSetup, j *restore.J
 		return err
 	}
 	if err := af.Release(ctx, releaseWait); err != nil {
-		return fmt.Errorf("%s: done, but handing the hosts back to their agents: %w (run the same command again: it hands back the rest first)", j.ID, err)
+		return fmt.Errorf("%s: done, but handing the hosts back to their agents: %w (run the same command again: it hands back the rest, and does nothing else)", j.ID, err)
 	}
 	fmt.Fprintf(a.stdout, "%s: done in %s: cluster %x serves on %s and %v, each member served by its agent again\n",
 		j.ID, a.now().Sub(start).Round(time.Millisecond), j.NewClusterID, j.Target, j.Others)
