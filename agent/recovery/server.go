@@ -136,6 +136,9 @@ func needOp(op string) error {
 	if op == "" {
 		return fmt.Errorf("%w: field op is empty, want the operation's ID (restore-..., recover-...)", ErrBadRequest)
 	}
+	if !validOp.MatchString(op) {
+		return fmt.Errorf("%w: field op %q is not an operation ID (want lower-case letters, digits, '-' and '.', as restore-20060102t150405)", ErrBadRequest, op)
+	}
 	return nil
 }
 

@@ -100,6 +100,7 @@ func TestBadInputNamesFieldValueAndAccepted(t *testing.T) {
 		want               []string
 	}{
 		{"stop without op", http.MethodPost, restore.PathStop, jsonBody(t, restore.StopRequest{}), nil, 400, []string{"field op is empty", "restore-..."}},
+		{"stop, bad op", http.MethodPost, restore.PathStop, jsonBody(t, restore.StopRequest{Op: "../x"}), nil, 400, []string{"field op", `"../x"`, "lower-case letters"}},
 		{"not JSON", http.MethodPost, restore.PathServe, []byte("{"), nil, 400, []string{"body"}},
 		{"restore before stop", http.MethodPost, restore.PathRestore, jsonBody(t, restore.RestoreRequest{Op: "restore-x", SHA256: good}), nil, 409, []string{"cp-1 is not held", "stop it for restore-x first"}},
 		{"upload, bad op", http.MethodPut, restore.PathSnapshot, snap, http.Header{restore.HeaderOp: {"../etc"}, restore.HeaderSHA256: {good}}, 400, []string{restore.HeaderOp, `"../etc"`, "lower-case letters"}},
