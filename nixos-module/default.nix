@@ -33,6 +33,7 @@ let
 
   gossipPort = st.gossip.port;
   joinPort = portOf st.join.listen;
+  recoveryPorts = lib.optional (st.recovery.listen != "") (portOf st.recovery.listen);
 
   # The agent's certificates and keys (docs/security.md, "Files").
   pkiDir = if st.pki.dir != null then st.pki.dir else "${st.dataDir}/pki";
@@ -191,8 +192,9 @@ in
       default = false;
       description = ''
         Open the gossip port (`settings.gossip.port`, TCP and UDP) and, on
-        control-plane hosts, etcd's peer and client ports and the join
-        endpoint's port (`settings.join.listen`, TCP); on a host whose
+        control-plane hosts, etcd's peer and client ports, the join
+        endpoint's port (`settings.join.listen`, TCP) and the recovery API's
+        (`settings.recovery.listen`, TCP); on a host whose
         coordinator joins the mesh (`seeds` set), its gossip port too
         (`coordinator.settings.gossip.port`, 7947 by default, TCP and UDP).
       '';
@@ -370,6 +372,11 @@ in
             type = hostPort;
             default = ":7950";
             description = "host:port on which control-plane agents holding the CA key serve the join endpoint (HTTPS).";
+          };
+          recovery.listen = mkOption {
+            type = types.either hostPort (types.enum [ "" ]);
+            default = ":7951";
+            description = "host:port of the recovery API control-plane agents serve (HTTPS; only the operator's root certificate is accepted) for `nicoctl restore` and `nicoctl recover --agents`; empty serves nothing.";
           };
           join.endpoints = mkOption {
             type = types.listOf hostPort;
@@ -818,7 +825,7 @@ in
     (mkIf cfg.openFirewall {
       networking.firewall.allowedTCPPorts =
         lib.optional (gossipPort != 0) gossipPort
-        ++ lib.optionals isControlPlane [ (portOf st.etcd.peerURL) (portOf st.etcd.clientURL) joinPort ]
+        ++ lib.optionals isControlPlane ([ (portOf st.etcd.peerURL) (portOf st.etcd.clientURL) joinPort ] ++ recoveryPorts)
         ++ coordinatorGossipPorts;
       networking.firewall.allowedUDPPorts = lib.optional (gossipPort != 0) gossipPort ++ coordinatorGossipPorts;
     })

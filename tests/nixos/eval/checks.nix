@@ -153,6 +153,7 @@ let
         log.level = "info";
         gossip = { port = 7946; profile = "lan"; };
         join = { listen = ":7950"; endpoints = [ ]; };
+        recovery.listen = ":7951";
         generations = { applier = "none"; command = [ ]; healthDeadline = "2m"; checkCommands = [ ]; httpChecks = [ ]; allowFailedUnits = [ ]; agentPathFile = "/etc/nico/agent-path"; };
         hypervisor = { uri = "qemu:///system"; labels = [ ]; domainType = "auto"; };
         metrics.listen = "127.0.0.1:9479";
@@ -175,8 +176,8 @@ let
       && cp1.services.nico.coordinator.settings.etcd.endpoints == [ "https://10.0.0.1:2379" ]
       && cp1.systemd.services.nico-coordinator.serviceConfig.ExecStart
         == "${pkgs.nico}/bin/nico-coordinator --config ${cp1.environment.etc."nico/coordinator.yaml".source}";
-    "firewall: gossip, etcd peer and client ports, join endpoint" =
-      cp1.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 ] && cp1.networking.firewall.allowedUDPPorts == [ 7946 ];
+    "firewall: gossip, etcd peer and client ports, join endpoint, recovery API" =
+      cp1.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 7951 ] && cp1.networking.firewall.allowedUDPPorts == [ 7946 ];
     "firewall: a gossip.port given as a string" =
       (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; openFirewall = true; settings.gossip.port = "7000"; }; }]).networking.firewall.allowedUDPPorts == [ 7000 ];
     "bootstrap host passes its assertions" = failedAssertions cp1 == [ ];
@@ -294,13 +295,15 @@ let
     "coordinator on a host that joins: netlink for its advertise address, its gossip port open" =
       lib.elem "AF_NETLINK" cp2Coord.RestrictAddressFamilies
       && !(lib.elem "AF_NETLINK" cp1.systemd.services.nico-coordinator.serviceConfig.RestrictAddressFamilies)
-      && cp2.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 7947 ]
+      && cp2.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 7951 7947 ]
       && cp2.networking.firewall.allowedUDPPorts == [ 7946 7947 ];
     "joining control-plane host passes its assertions" = failedAssertions cp2 == [ ];
     "gossip: a port given as a string, advertise and profile rendered" =
       tls.services.nico.settings.gossip == { port = 7000; advertise = "10.0.0.1"; profile = "wan"; };
     "firewall: the join port from join.listen, the gossip port from settings" =
-      tls.networking.firewall.allowedTCPPorts == [ 7000 2380 2379 7999 ] && tls.networking.firewall.allowedUDPPorts == [ 7000 ];
+      tls.networking.firewall.allowedTCPPorts == [ 7000 2380 2379 7999 7951 ] && tls.networking.firewall.allowedUDPPorts == [ 7000 ];
+    "firewall: no recovery port when recovery.listen is empty" =
+      (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; openFirewall = true; settings.recovery.listen = ""; }; }]).networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 ];
     "firewall: no join port on a worker" =
       (host [{ services.nico = { enable = true; seeds = [ "a" ]; tokenFile = "/t"; openFirewall = true; }; }]).networking.firewall.allowedTCPPorts == [ 7946 ];
     "YAML: pki.dir and gossip.advertise left out when null" =
