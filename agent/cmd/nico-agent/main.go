@@ -122,7 +122,10 @@ func run(args []string, stderr io.Writer) int {
 	var a *agent.Agent
 	reg, am := metrics.ForAgent(cfg.Name, func() []controller.Health { return a.Health() }, func() metrics.GossipSource { return metrics.Mesh(mesh) }, cfg.PKI.Dir)
 	ac.Metrics = am
-	a = agent.New(ac, rt, notify, log)
+	// The recovery API (recovery.go) runs the agent under it: a restore
+	// or recovery may hold the host and stop the agent.
+	rec := newRecovery(cfg, rt, mesh, log)
+	a = agent.New(ac, rt, rec.notifier(notify), log)
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
 	stopMetrics, err := serveMetrics(ctx, cfg, reg, log)
@@ -132,9 +135,6 @@ func run(args []string, stderr io.Writer) int {
 	}
 	defer stopMetrics()
 	defer serveJoin(ctx, cfg, a.Runtime(), ac.Metrics.JoinRequest, log)()
-	// The recovery API (recovery.go) runs the agent under it: a restore
-	// or recovery may hold the host and stop the agent.
-	rec := newRecovery(cfg, rt, mesh, log)
 	defer rec.serve(ctx)()
 	// The watchdog is fed while the agent and all its controllers are
 	// healthy (agent.Agent.Healthy), or a recovery holds the host.

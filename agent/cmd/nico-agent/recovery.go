@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/agent/recovery"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/gossip"
@@ -41,7 +42,8 @@ type recoveryHost struct {
 	srv      *recovery.Server // made by serve's goroutine only
 	released chan struct{}
 	once     sync.Once
-	held     atomic.Bool
+	held     atomic.Bool // the agent waits for a release
+	holding  atomic.Bool // a stop for a hold came: the agent stops for it
 
 	mu        sync.Mutex
 	stopAgent context.CancelFunc // nil while no agent runs
@@ -174,6 +176,7 @@ func (r *recoveryHost) run(ctx context.Context, run func(context.Context) error)
 
 // stop is the server's StopAgent: it ends the agent's run and waits for it.
 func (r *recoveryHost) stop(ctx context.Context) error {
+	r.holding.Store(true)
 	r.mu.Lock()
 	cancel, done := r.stopAgent, r.agentDone
 	r.mu.Unlock()
@@ -191,4 +194,30 @@ func (r *recoveryHost) stop(ctx context.Context) error {
 
 // Held tells whether an operation holds the host: the watchdog is fed
 // meanwhile, the agent being stopped on purpose.
-func (r *recoveryHost) Held() bool { return r != nil && r.held.Load() }
+func (r *recoveryHost) Held() bool { return r != nil && (r.held.Load() || r.holding.Load()) }
+
+// notifier is n, wrapped so that a stop for a hold is not reported as the
+// service stopping.
+func (r *recoveryHost) notifier(n agent.Notifier) agent.Notifier {
+	if r == nil {
+		return n
+	}
+	return holdNotifier{Notifier: n, r: r}
+}
+
+// holdNotifier is the agent's notifier under the recovery API: an agent
+// stopped for a hold does not tell the service manager that the service
+// stops (STOPPING=1 would leave nico-agent.service deactivating while it
+// waits for the release), and says it is held instead.
+type holdNotifier struct {
+	agent.Notifier
+	r *recoveryHost
+}
+
+// Stopping implements agent.Notifier.
+func (n holdNotifier) Stopping() error {
+	if n.r.holding.Load() {
+		return n.Notifier.Status("held by a recovery operation: waiting for its release")
+	}
+	return n.Notifier.Stopping()
+}
