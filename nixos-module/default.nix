@@ -540,6 +540,10 @@ in
         (mkIf isControlPlane {
           etcd.runtime = mkDefault "systemd";
           etcd.unit = mkDefault "etcd.service";
+          # The binary the unit runs: the agent runs it itself for a
+          # recovery's forced start (--force-new-cluster), which the unit
+          # does not pass.
+          etcd.binary = mkDefault "${config.services.etcd.package or pkgs.etcd}/bin/etcd";
           etcd.environmentFile = mkDefault etcdEnvFile;
           etcd.dataDir = mkDefault config.services.etcd.dataDir;
         })
@@ -683,8 +687,13 @@ in
           # deadline.
           TimeoutStartSec = "30min";
           # The agent wipes the data dir of a removed member (keeping a
-          # copy); recreate it for the etcd user before each start.
-          ExecStartPre = [ "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}" ];
+          # copy); recreate it for the etcd user before each start. What
+          # the agent wrote into it as root (a restored snapshot, a
+          # recovery's forced start under the agent) is handed to etcd.
+          ExecStartPre = [
+            "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}"
+            "+${pkgs.coreutils}/bin/chown -R etcd:etcd ${config.services.etcd.dataDir}"
+          ];
         };
       };
     })

@@ -12,9 +12,10 @@ import (
 // serves the recovery API (settings.recovery.listen, :7951) with the
 // module's units. The host's root certificate may call it, its node
 // certificate may not. A stop holds the host: the agent stops etcd.service
-// and stays active (its watchdog fed) while held; the release exits the
-// agent with 4, systemd starts it again (RestartForceExitStatus=4), and it
-// serves the member again.
+// and stays active (its watchdog fed) while held; a forced serve runs etcd
+// under the agent (the exec runtime, as root); the release exits the agent
+// with 4, systemd starts it again (RestartForceExitStatus=4), and
+// etcd.service serves the member again.
 func TestRecoveryAPIUnderSystemd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -60,6 +61,13 @@ func TestRecoveryAPIUnderSystemd(t *testing.T) {
 	if st := cp1.prop(ctx, "nico-agent.service", "ActiveState"); st != "active" {
 		t.Fatalf("nico-agent.service %v while held, want active (waiting for the release)\n%s", st, cp1.journal(ctx, 40))
 	}
+	// A recovery's forced start: the systemd runtime does not pass
+	// --force-new-cluster, so the agent runs etcd itself for it (as root);
+	// etcd.service (User=etcd) must serve that data dir after the release.
+	if out, err := cp1.sh(ctx, root+`-X POST -d '{"op":"restore-systemd","force":true,"clusterToken":"nico"}' `+api+"serve"); err != nil || strings.Contains(out, "error") {
+		t.Fatalf("forced serve: %v: %s\n%s", err, out, cp1.journal(ctx, 40))
+	}
+	cp1.waitFor(ctx, "the forced member serving, still held", survey(`"held":"restore-systemd"`, `"serving":true`))
 
 	if out, err := cp1.sh(ctx, root+`-X POST -d '{"op":"restore-systemd"}' `+api+"release"); err != nil || strings.Contains(out, "error") {
 		t.Fatalf("release: %v: %s", err, out)

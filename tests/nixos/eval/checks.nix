@@ -147,6 +147,7 @@ let
           clusterToken = "nico";
           runtime = "systemd";
           unit = "etcd.service";
+          binary = "${pkgs.etcd}/bin/etcd";
           environmentFile = "/run/nico/etcd.env";
           dataDir = "/var/lib/etcd";
         };
@@ -214,6 +215,7 @@ let
       && tlsEtcd.clientCertAuth && tlsEtcd.peerClientCertAuth;
     "TLS (defect 1): root copies those five files from pki.dir into etcd's runtime directory, with no bind over pki.dir" =
       lib.sort (a: b: a < b) tls.systemd.services.etcd.serviceConfig.ExecStartPre == [
+        "+${pkgs.coreutils}/bin/chown -R etcd:etcd /var/lib/etcd"
         "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd /var/lib/etcd"
         "+${pkgs.coreutils}/bin/install -m 0400 -o etcd -g etcd /var/lib/nico-pki/ca.crt /var/lib/nico-pki/etcd-server.crt /var/lib/nico-pki/etcd-server.key /var/lib/nico-pki/etcd-peer.crt /var/lib/nico-pki/etcd-peer.key /run/etcd-pki/"
       ]
