@@ -33,6 +33,7 @@ let
 
   gossipPort = st.gossip.port;
   joinPort = portOf st.join.listen;
+  recoveryPorts = lib.optional (st.recovery.listen != "") (portOf st.recovery.listen);
 
   # The agent's certificates and keys (docs/security.md, "Files").
   pkiDir = if st.pki.dir != null then st.pki.dir else "${st.dataDir}/pki";
@@ -191,8 +192,9 @@ in
       default = false;
       description = ''
         Open the gossip port (`settings.gossip.port`, TCP and UDP) and, on
-        control-plane hosts, etcd's peer and client ports and the join
-        endpoint's port (`settings.join.listen`, TCP); on a host whose
+        control-plane hosts, etcd's peer and client ports, the join
+        endpoint's port (`settings.join.listen`, TCP) and the recovery API's
+        (`settings.recovery.listen`, TCP); on a host whose
         coordinator joins the mesh (`seeds` set), its gossip port too
         (`coordinator.settings.gossip.port`, 7947 by default, TCP and UDP).
       '';
@@ -371,6 +373,11 @@ in
             default = ":7950";
             description = "host:port on which control-plane agents holding the CA key serve the join endpoint (HTTPS).";
           };
+          recovery.listen = mkOption {
+            type = types.either hostPort (types.enum [ "" ]);
+            default = ":7951";
+            description = "host:port of the recovery API control-plane agents serve (HTTPS; only the operator's root certificate is accepted) for `nicoctl restore` and `nicoctl recover --agents`; empty serves nothing.";
+          };
           join.endpoints = mkOption {
             type = types.listOf hostPort;
             default = [ ];
@@ -537,6 +544,10 @@ in
         (mkIf isControlPlane {
           etcd.runtime = mkDefault "systemd";
           etcd.unit = mkDefault "etcd.service";
+          # The binary the unit runs: the agent runs it itself for a
+          # recovery's forced start (--force-new-cluster), which the unit
+          # does not pass.
+          etcd.binary = mkDefault "${config.services.etcd.package or pkgs.etcd}/bin/etcd";
           etcd.environmentFile = mkDefault etcdEnvFile;
           etcd.dataDir = mkDefault config.services.etcd.dataDir;
         })
@@ -680,8 +691,13 @@ in
           # deadline.
           TimeoutStartSec = "30min";
           # The agent wipes the data dir of a removed member (keeping a
-          # copy); recreate it for the etcd user before each start.
-          ExecStartPre = [ "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}" ];
+          # copy); recreate it for the etcd user before each start. What
+          # the agent wrote into it as root (a restored snapshot, a
+          # recovery's forced start under the agent) is handed to etcd.
+          ExecStartPre = [
+            "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd ${config.services.etcd.dataDir}"
+            "+${pkgs.coreutils}/bin/chown -R etcd:etcd ${config.services.etcd.dataDir}"
+          ];
         };
       };
     })
@@ -822,7 +838,7 @@ in
     (mkIf cfg.openFirewall {
       networking.firewall.allowedTCPPorts =
         lib.optional (gossipPort != 0) gossipPort
-        ++ lib.optionals isControlPlane [ (portOf st.etcd.peerURL) (portOf st.etcd.clientURL) joinPort ]
+        ++ lib.optionals isControlPlane ([ (portOf st.etcd.peerURL) (portOf st.etcd.clientURL) joinPort ] ++ recoveryPorts)
         ++ coordinatorGossipPorts;
       networking.firewall.allowedUDPPorts = lib.optional (gossipPort != 0) gossipPort ++ coordinatorGossipPorts;
     })

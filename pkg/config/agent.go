@@ -61,6 +61,8 @@ type Agent struct {
 	// Drain and KubeconfigPublish: see clusterhooks.go.
 	Drain             Drain
 	KubeconfigPublish KubeconfigPublish
+	// Recovery: see recovery.go.
+	Recovery Recovery
 }
 
 // LabelMap returns the machine's labels as a map.
@@ -169,6 +171,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	keys = append(keys, metricsKeys(&a.Metrics, DefaultAgentMetricsListen)...)
 	keys = append(keys, componentProbeKeys(&a.ComponentProbes)...)
 	keys = append(keys, clusterHookKeys(&a.Drain, &a.KubeconfigPublish)...)
+	keys = append(keys, recoveryKeys(&a.Recovery)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
 		metricsRule(&a.Metrics),

@@ -45,6 +45,7 @@ func TestAgentDefaults(t *testing.T) {
 		Metrics:           Metrics{Listen: DefaultAgentMetricsListen},
 		Drain:             Drain{Resync: DefaultDrainResync, OutputTail: DefaultDrainOutputTail},
 		KubeconfigPublish: KubeconfigPublish{Interval: DefaultKubeconfigPublishInterval},
+		Recovery:          Recovery{Listen: ":7951"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)
@@ -162,6 +163,7 @@ generations:
 		Metrics:           Metrics{Listen: DefaultAgentMetricsListen},
 		Drain:             Drain{Resync: DefaultDrainResync, OutputTail: DefaultDrainOutputTail},
 		KubeconfigPublish: KubeconfigPublish{Interval: DefaultKubeconfigPublishInterval},
+		Recovery:          Recovery{Listen: ":7951"},
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("LoadAgent =\n%+v\nwant\n%+v", a, want)

@@ -41,6 +41,10 @@ type LocalFleet struct {
 	// PromoteTimeout bounds a learner's catching up; 0 means 5 minutes.
 	PromoteTimeout time.Duration
 	Now            func() time.Time
+	// Peers are client URLs of the new cluster's members that other
+	// processes serve (a host's agent rejoining its member to a cluster
+	// served elsewhere); Client dials them beside Members that serve.
+	Peers []string
 }
 
 func (f *LocalFleet) member(name string) (*LocalMember, error) {
@@ -198,7 +202,7 @@ func (f *LocalFleet) dial(eps ...string) (*clientv3.Client, error) {
 
 // Client implements Fleet: the members that serve.
 func (f *LocalFleet) Client(ctx context.Context) (*clientv3.Client, error) {
-	var eps []string
+	eps := slices.Clone(f.Peers)
 	for _, m := range f.Members {
 		if !isDone(m.Runtime.Done()) {
 			eps = append(eps, m.ClientURL)

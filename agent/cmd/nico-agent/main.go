@@ -2,7 +2,8 @@
 //
 // Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage,
 // 3 this node was removed from the cluster (systemd: RestartPreventExitStatus=3),
-// 4 a generation it applied installs another nico-agent, or its configuration
+// 4 a generation it applied installs another nico-agent, a recovery operation
+// (nicoctl restore or recover --agents) handed the host back, or its configuration
 // file or binary changed after it started (a switch it did not run): start
 // the agent again (systemd: RestartForceExitStatus=4).
 package main
@@ -121,7 +122,10 @@ func run(args []string, stderr io.Writer) int {
 	var a *agent.Agent
 	reg, am := metrics.ForAgent(cfg.Name, func() []controller.Health { return a.Health() }, func() metrics.GossipSource { return metrics.Mesh(mesh) }, cfg.PKI.Dir)
 	ac.Metrics = am
-	a = agent.New(ac, rt, notify, log)
+	// The recovery API (recovery.go) runs the agent under it: a restore
+	// or recovery may hold the host and stop the agent.
+	rec := newRecovery(cfg, rt, mesh, log)
+	a = agent.New(ac, rt, rec.notifier(notify), log)
 	a.ObtainCerts = obtainCerts(cfg, log)
 	a.RenewNodeCert = renewNodeCert(cfg, log)
 	stopMetrics, err := serveMetrics(ctx, cfg, reg, log)
@@ -131,14 +135,21 @@ func run(args []string, stderr io.Writer) int {
 	}
 	defer stopMetrics()
 	defer serveJoin(ctx, cfg, a.Runtime(), ac.Metrics.JoinRequest, log)()
+	defer rec.serve(ctx)()
 	// The watchdog is fed while the agent and all its controllers are
-	// healthy (agent.Agent.Healthy).
+	// healthy (agent.Agent.Healthy), or a recovery holds the host.
 	watchdog := make(chan struct{})
-	go func() { defer close(watchdog); _ = notify.RunWatchdog(ctx, a.Healthy) }()
+	go func() {
+		defer close(watchdog)
+		_ = notify.RunWatchdog(ctx, func() bool { return rec.Held() || a.Healthy() })
+	}()
 	defer func() { stop(); <-watchdog }()
-	switch err := a.Run(ctx); {
+	switch err := rec.run(ctx, a.Run); {
 	case err == nil:
 		return 0
+	case errors.Is(err, errReleased):
+		log.Info("a recovery operation handed the host back; exiting so that the service manager starts the agent again")
+		return 4
 	case errors.Is(err, agent.ErrRemoved):
 		log.Info("this node was removed from the cluster; start the agent again to rejoin")
 		return 3

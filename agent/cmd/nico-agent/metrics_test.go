@@ -23,7 +23,7 @@ func TestAgentServesMetrics(t *testing.T) {
 	peer, client := etcdtest.URLsFor(t, true)
 	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
 	file := filepath.Join(dir, "agent.yaml")
-	settings := fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\ngenerations:\n  agentPathFile: %s\nmetrics:\n  listen: %s\n",
+	settings := fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\nrecovery:\n  listen: \"\"\ngenerations:\n  agentPathFile: %s\nmetrics:\n  listen: %s\n",
 		dir, peer, client, etcdtest.FreePort(t), filepath.Join(dir, "agent-path"), addr)
 	if err := os.WriteFile(file, []byte(settings), 0o600); err != nil {
 		t.Fatal(err)

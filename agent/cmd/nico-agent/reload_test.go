@@ -22,7 +22,7 @@ func TestChangedSettingsReachTheRunningAgent(t *testing.T) {
 	peer, client := etcdtest.URLsFor(t, true)
 	file := filepath.Join(dir, "agent.yaml")
 	settings := func(extra string) string {
-		return fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\ngenerations:\n  agentPathFile: %s\n%s",
+		return fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\nrecovery:\n  listen: \"\"\ngenerations:\n  agentPathFile: %s\n%s",
 			dir, peer, client, etcdtest.FreePort(t), filepath.Join(dir, "agent-path"), extra)
 	}
 	write := func(content string) {

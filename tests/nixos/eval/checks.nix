@@ -147,12 +147,14 @@ let
           clusterToken = "nico";
           runtime = "systemd";
           unit = "etcd.service";
+          binary = "${pkgs.etcd}/bin/etcd";
           environmentFile = "/run/nico/etcd.env";
           dataDir = "/var/lib/etcd";
         };
         log.level = "info";
         gossip = { port = 7946; profile = "lan"; };
         join = { listen = ":7950"; endpoints = [ ]; };
+        recovery.listen = ":7951";
         generations = { applier = "none"; command = [ ]; healthDeadline = "2m"; checkCommands = [ ]; httpChecks = [ ]; allowFailedUnits = [ ]; agentPathFile = "/etc/nico/agent-path"; };
         hypervisor = { uri = "qemu:///system"; labels = [ ]; domainType = "auto"; };
         metrics.listen = "127.0.0.1:9479";
@@ -175,8 +177,8 @@ let
       && cp1.services.nico.coordinator.settings.etcd.endpoints == [ "https://10.0.0.1:2379" ]
       && cp1.systemd.services.nico-coordinator.serviceConfig.ExecStart
         == "${pkgs.nico}/bin/nico-coordinator --config ${cp1.environment.etc."nico/coordinator.yaml".source}";
-    "firewall: gossip, etcd peer and client ports, join endpoint" =
-      cp1.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 ] && cp1.networking.firewall.allowedUDPPorts == [ 7946 ];
+    "firewall: gossip, etcd peer and client ports, join endpoint, recovery API" =
+      cp1.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 7951 ] && cp1.networking.firewall.allowedUDPPorts == [ 7946 ];
     "firewall: a gossip.port given as a string" =
       (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; openFirewall = true; settings.gossip.port = "7000"; }; }]).networking.firewall.allowedUDPPorts == [ 7000 ];
     "bootstrap host passes its assertions" = failedAssertions cp1 == [ ];
@@ -213,6 +215,7 @@ let
       && tlsEtcd.clientCertAuth && tlsEtcd.peerClientCertAuth;
     "TLS (defect 1): root copies those five files from pki.dir into etcd's runtime directory, with no bind over pki.dir" =
       lib.sort (a: b: a < b) tls.systemd.services.etcd.serviceConfig.ExecStartPre == [
+        "+${pkgs.coreutils}/bin/chown -R etcd:etcd /var/lib/etcd"
         "+${pkgs.coreutils}/bin/install -d -m 0700 -o etcd -g etcd /var/lib/etcd"
         "+${pkgs.coreutils}/bin/install -m 0400 -o etcd -g etcd /var/lib/nico-pki/ca.crt /var/lib/nico-pki/etcd-server.crt /var/lib/nico-pki/etcd-server.key /var/lib/nico-pki/etcd-peer.crt /var/lib/nico-pki/etcd-peer.key /run/etcd-pki/"
       ]
@@ -294,13 +297,15 @@ let
     "coordinator on a host that joins: netlink for its advertise address, its gossip port open" =
       lib.elem "AF_NETLINK" cp2Coord.RestrictAddressFamilies
       && !(lib.elem "AF_NETLINK" cp1.systemd.services.nico-coordinator.serviceConfig.RestrictAddressFamilies)
-      && cp2.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 7947 ]
+      && cp2.networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 7951 7947 ]
       && cp2.networking.firewall.allowedUDPPorts == [ 7946 7947 ];
     "joining control-plane host passes its assertions" = failedAssertions cp2 == [ ];
     "gossip: a port given as a string, advertise and profile rendered" =
       tls.services.nico.settings.gossip == { port = 7000; advertise = "10.0.0.1"; profile = "wan"; };
     "firewall: the join port from join.listen, the gossip port from settings" =
-      tls.networking.firewall.allowedTCPPorts == [ 7000 2380 2379 7999 ] && tls.networking.firewall.allowedUDPPorts == [ 7000 ];
+      tls.networking.firewall.allowedTCPPorts == [ 7000 2380 2379 7999 7951 ] && tls.networking.firewall.allowedUDPPorts == [ 7000 ];
+    "firewall: no recovery port when recovery.listen is empty" =
+      (host [{ services.nico = { enable = true; bootstrap = true; roles = [ "controlPlane" ]; openFirewall = true; settings.recovery.listen = ""; }; }]).networking.firewall.allowedTCPPorts == [ 7946 2380 2379 7950 ];
     "firewall: no join port on a worker" =
       (host [{ services.nico = { enable = true; seeds = [ "a" ]; tokenFile = "/t"; openFirewall = true; }; }]).networking.firewall.allowedTCPPorts == [ 7946 ];
     "YAML: pki.dir and gossip.advertise left out when null" =

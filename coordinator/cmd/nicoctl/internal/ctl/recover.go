@@ -20,6 +20,7 @@ import (
 type recoverOpts struct {
 	fleet, journal string
 	replace        []string
+	agents         []string
 	voters         int
 	yes            bool
 }
@@ -27,7 +28,7 @@ type recoverOpts struct {
 func (a *app) recoverCmd() *cobra.Command {
 	var o recoverOpts
 	c := &cobra.Command{
-		Use:   "recover --fleet FILE [--yes]",
+		Use:   "recover (--agents HOST:PORT,... | --fleet FILE) [--yes]",
 		Short: "Recover from a lost quorum: make the most advanced survivor a one-member cluster, then rejoin the others",
 		Long: `Recover the etcd cluster after a majority of its voters is gone for good
 (docs/disaster-recovery.md).
@@ -42,7 +43,11 @@ member is stopped (the others' data dirs fenced), the survivor is started with
 --force-new-cluster (a one-member cluster with everything it had applied), and the
 other survivors, then the --replace nodes (new machines for the lost members, empty
 data dirs), rejoin one at a time as learners. Journaled in --journal like restore:
-run the same command again to resume.`,
+run the same command again to resume.
+
+With --agents instead of --fleet, the survivors are what each control-plane agent
+reports of its own host (found from the given agents' gossip mesh; a lost host is
+listed as not answering), and each agent does its host's part (see restore).`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return a.recover(cmd.Context(), o, os.Stdin) }),
 	}
@@ -50,13 +55,17 @@ run the same command again to resume.`,
 	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with restore (default: FILE.journal.json beside --fleet)")
 	c.Flags().StringSliceVar(&o.replace, "replace", nil, "members of --fleet that replace lost ones (empty data dirs), to join after the survivors")
 	c.Flags().IntVar(&o.voters, "voters", 0, "how many voters the cluster had (default: the members of --fleet)")
+	c.Flags().StringSliceVar(&o.agents, "agents", nil, "recover through the control-plane agents instead of --fleet: host:port of one or more agents' recovery API (recovery.listen); the others are found from their gossip mesh, the survivors from what each agent reports")
 	c.Flags().BoolVar(&o.yes, "yes", false, "do it without asking")
 	return c
 }
 
 func (a *app) recover(ctx context.Context, o recoverOpts, stdin io.Reader) error {
+	if len(o.agents) > 0 {
+		return a.recoverThroughAgents(ctx, o, stdin)
+	}
 	if o.fleet == "" {
-		return withCode(ExitUsage, errors.New("recover needs --fleet FILE"))
+		return withCode(ExitUsage, errors.New("recover needs --agents HOST:PORT or --fleet FILE"))
 	}
 	if o.journal == "" {
 		o.journal = journalOf(o.fleet)

@@ -18,6 +18,7 @@ import (
 // restoreOpts are the flags of restore.
 type restoreOpts struct {
 	from, store, target, fleet, journal string
+	agents                              []string
 	bump                                uint64
 	abort, latest                       bool
 }
@@ -25,7 +26,7 @@ type restoreOpts struct {
 func (a *app) restoreCmd() *cobra.Command {
 	var o restoreOpts
 	c := &cobra.Command{
-		Use:   "restore (--from SNAPSHOT | --latest) --fleet FILE [--target NODE]",
+		Use:   "restore (--from SNAPSHOT | --latest) (--agents HOST:PORT,... | --fleet FILE) [--target NODE]",
 		Short: "Restore the etcd cluster from a snapshot as a new cluster, then rejoin the other members",
 		Long: `Restore the fleet's etcd cluster from a snapshot, as one journaled operation
 (docs/disaster-recovery.md).
@@ -47,7 +48,15 @@ re-list), the target starts, the operation is journaled in the new cluster, and 
 other members are wiped and rejoin one at a time as learners, each promoted once in
 sync. The journal (--journal) is saved after every step: run the same command again to
 resume a restore that was interrupted. Members of --fleet still served by their agent
-must be stopped (systemctl stop nico-agent) first; nicoctl says which.`,
+must be stopped (systemctl stop nico-agent) first; nicoctl says which.
+
+With --agents instead of --fleet, no fleet file is needed and no data dir need be on
+this host: nicoctl finds the control-plane agents from the given ones (each names the
+others of its gossip mesh) and each agent does its own host's part over its recovery
+API (mutual TLS: --tls.* must be the fleet CA and a root certificate): it stops its
+member, fences it, receives the snapshot (checked by its sha256), restores or rejoins,
+and at the end serves its member again. The journal is then ~/.local/state/nico/
+recovery.journal.json unless --journal names one.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return a.restore(cmd.Context(), o) }),
 	}
@@ -57,17 +66,27 @@ must be stopped (systemctl stop nico-agent) first; nicoctl says which.`,
 	c.Flags().StringVar(&o.target, "target", "", "the voter to restore onto (default: the first member of --fleet)")
 	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members: name, dataDir, peerURL, clientURL (docs/disaster-recovery.md)")
 	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
-	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of --fleet's journal while it is still at its first step (nothing stopped by nicoctl, nothing restored): remove its fences, free the live cluster's slot")
+	c.Flags().StringSliceVar(&o.agents, "agents", nil, "restore through the control-plane agents instead of --fleet: host:port of one or more agents' recovery API (recovery.listen); the others are found from their gossip mesh")
+	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of the journal while it is still at its first step (nothing restored): remove its fences (with --agents: hand each host back to its agent), free the live cluster's slot")
 	c.Flags().Uint64Var(&o.bump, "bump-revision", 1_000_000_000, "how far past the snapshot's revision the restored cluster starts (etcdutl's --bump-revision); 0 keeps it and does not mark it compacted")
 	return c
 }
 
 func (a *app) restore(ctx context.Context, o restoreOpts) error {
+	if o.abort && len(o.agents) > 0 {
+		return a.abortThroughAgents(ctx, o)
+	}
 	if o.abort {
 		return a.abort(ctx, o)
 	}
-	if (o.from == "") == !o.latest || o.fleet == "" {
-		return withCode(ExitUsage, errors.New("restore needs --from SNAPSHOT or --latest (one of them), and --fleet FILE"))
+	if (o.from == "") == !o.latest {
+		return withCode(ExitUsage, errors.New("restore needs --from SNAPSHOT or --latest (one of them), and --agents HOST:PORT or --fleet FILE"))
+	}
+	if len(o.agents) > 0 {
+		return a.restoreThroughAgents(ctx, o)
+	}
+	if o.fleet == "" {
+		return withCode(ExitUsage, errors.New("restore needs --agents HOST:PORT or --fleet FILE"))
 	}
 	if o.journal == "" {
 		o.journal = journalOf(o.fleet)

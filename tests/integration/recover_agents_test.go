@@ -1,0 +1,118 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/gossip"
+	"github.com/homystack/nico/pkg/pki"
+	"github.com/homystack/nico/pkg/restore"
+)
+
+// TestRecoverThroughAgents: TestRecoverFleetOfAgents with no fleet file:
+// the survivors come from the agents, found through the real gossip mesh
+// the agents run in (cp-1's lists the others; the lost hosts, dead in it,
+// are listed as not answering). The recovery is refused while
+// the three answer; after two hosts are lost for good, cp-1's agent forces
+// its member into a one-member cluster with every write it had applied, is
+// handed back its host (all run by the nicoctl binary), and two new machines join through the
+// coordinator's learner path.
+func TestRecoverThroughAgents(t *testing.T) {
+	nicoctlBin(t)
+	f := newFleet(t)
+	names := []string{"cp-1", "cp-2", "cp-3"}
+	meshes := map[string]*gossip.Mesh{}
+	var seeds []string
+	for i, n := range names {
+		m := f.startMesh(n, 81+i, seeds...)
+		meshes[n] = m
+		seeds = []string{meshes["cp-1"].Addr()}
+		cfg := f.AgentConfig(n, i == 0)
+		cfg.Gossip = m
+		f.Start(cfg)
+		if i == 0 {
+			f.WaitVoters(30*time.Second, "cp-1")
+			f.SetVoters(3)
+			f.StartCoordinator("c-1")
+		}
+	}
+	f.WaitVoters(90*time.Second, names...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cli := f.Client()
+	for i := range 20 {
+		if _, err := cli.Put(ctx, fmt.Sprintf("/app/k%02d", i), fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hosts := serveRecoveryMesh(f, meshes, names...)
+	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
+	survey := func() (map[string]string, []restore.Survivor) {
+		t.Helper()
+		agents, err := restore.DiscoverAgents(ctx, []string{hosts.addr("cp-1")}, rootTLS, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return agents, restore.Survivors((&restore.AgentFleet{Agents: agents, TLS: rootTLS}).Survey(ctx, 3*time.Second))
+	}
+	if _, ss := survey(); restore.CheckQuorumLost(ctx, ss, 3, rootTLS, 2*time.Second) == nil {
+		t.Fatalf("recover allowed while all three voters answer: %+v", ss)
+	}
+	root := etcdtest.IssueFiles(t, f.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+	args := []string{"--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+		"recover", "--agents", hosts.addr("cp-1"), "--yes", "--journal", filepath.Join(f.TempDir(), "journal.json")}
+	if code, out, errOut := runNicoctl(t, args...); code != 3 || !strings.Contains(errOut, "still has quorum") {
+		t.Fatalf("nicoctl recover with quorum: exit %d, want 3 (refused)\n%s%s", code, out, errOut)
+	}
+	for _, h := range (&restore.AgentFleet{Agents: map[string]string{"cp-1": hosts.addr("cp-1")}, TLS: rootTLS}).Survey(ctx, 5*time.Second) {
+		if h.Held != "" || !h.Serving {
+			t.Fatalf("cp-1 after the refused recover: %+v, want nothing changed", h)
+		}
+	}
+
+	f.Coord("c-1").Stop()
+	for _, n := range []string{"cp-2", "cp-3"} {
+		hosts.lose(n)
+		if err := f.Node(n).Stop(); err != nil {
+			t.Logf("stop %s: %v", n, err)
+		}
+		if err := os.RemoveAll(f.Node(n).Cfg.DataDir); err != nil {
+			t.Fatal(err)
+		}
+		f.Forget(n)
+	}
+	agents, survivors := survey()
+	if len(agents) != 3 || survivors[0].Node != "cp-1" || survivors[1].Err == "" || survivors[2].Err == "" {
+		t.Fatalf("survey after the loss: %v %+v; want cp-1 first, cp-2 and cp-3 listed as not answering", agents, survivors)
+	}
+	if err := restore.CheckQuorumLost(ctx, survivors, 3, rootTLS, 2*time.Second); err != nil {
+		t.Fatalf("one of three voters left: %v", err)
+	}
+	// nicoctl recover --agents <cp-1's> --yes: the survivors listed,
+	// cp-1 proposed and recovered through its agent, its host handed back.
+	code, out, errOut := runNicoctl(t, args...)
+	for _, w := range []string{"cp-2", "cp-3", "no answer", "proposal: make cp-1", "each member served by its agent again"} {
+		if code != 0 || !strings.Contains(out, w) {
+			t.Fatalf("nicoctl recover: exit %d, stdout lacks %q\n%s%s", code, w, out, errOut)
+		}
+	}
+	f.WaitVoters(60*time.Second, "cp-1")
+	ncli := f.Client()
+	for i := range 20 {
+		resp, err := ncli.Get(ctx, fmt.Sprintf("/app/k%02d", i))
+		if err != nil || len(resp.Kvs) != 1 {
+			t.Fatalf("write /app/k%02d applied before the loss: %v %v", i, resp, err)
+		}
+	}
+	f.StartCoordinator("c-2")
+	for _, n := range []string{"cp-4", "cp-5"} {
+		f.Start(f.AgentConfig(n, false))
+	}
+	f.WaitVoters(120*time.Second, "cp-1", "cp-4", "cp-5")
+}
