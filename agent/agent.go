@@ -156,7 +156,10 @@ type Agent struct {
 	node    *api.Node
 	nodeMu  sync.Mutex // guards node and hbLease: the heartbeat sets its lease, setPhase the rest
 	hbLease int64      // the heartbeat's lease, also before node is registered
-	healthy atomic.Bool
+	// identityLeft: ensureIdentity made only the node's etcd user;
+	// finishIdentity makes the rest. Run's goroutine only.
+	identityLeft bool
+	healthy      atomic.Bool
 	// standby: the cluster has the voters it wants and this control-plane
 	// node waits as a standby (agent/standby.go): ready, not a member.
 	standby atomic.Bool
@@ -238,7 +241,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.connect(ctx); err != nil {
 		return err
 	}
-	if err := a.ensureIdentity(ctx); err != nil {
+	joining := a.controlPlane() && !a.running.Load()
+	if err := a.ensureIdentity(ctx, joining); err != nil {
 		return err
 	}
 	if c := a.gossipKeys(); c != nil {
@@ -255,7 +259,6 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	a.stopHeartbeat = func() { hbg.stop(); hb.wait() }
 	defer a.stopHeartbeat()
 
-	joining := a.controlPlane() && !a.running.Load()
 	req, err := a.registerAndRequest(ctx, joining)
 	if err != nil {
 		return err
@@ -267,6 +270,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	if a.controlPlane() {
 		if err := a.awaitVoter(ctx); err != nil {
+			return err
+		}
+		if err := a.finishIdentity(ctx); err != nil {
 			return err
 		}
 	}
