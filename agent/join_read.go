@@ -6,6 +6,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -27,17 +28,27 @@ func (v *joinView) removalDone() bool {
 
 // readJoin reads the joinView.
 func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
-	resp, err := a.st.Txn(ctx, nil,
+	resp, err := a.st.Txn(ctx, nil, a.joinReadOps()...)
+	if err != nil {
+		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
+	}
+	return decodeJoinView(resp.Responses)
+}
+
+// joinReadOps are the reads of a joinView, in decodeJoinView's order.
+func (a *Agent) joinReadOps() []clientv3.Op {
+	return []clientv3.Op{
 		clientv3.OpGet(store.JoinKey(a.cfg.Name)),
 		clientv3.OpGet(store.RemovalKey(a.cfg.Name)),
 		clientv3.OpGet(store.EtcdClusterKey),
 		clientv3.OpGet(store.NodeKey(a.cfg.Name)),
-	)
-	if err != nil {
-		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
 	}
+}
+
+// decodeJoinView decodes the responses of joinReadOps.
+func decodeJoinView(resps []*etcdserverpb.ResponseOp) (joinView, error) {
 	one := func(i int) *mvccpb.KeyValue {
-		if kvs := resp.Responses[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		if kvs := resps[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
 			return kvs[0]
 		}
 		return nil
@@ -55,12 +66,7 @@ func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
 			return joinView{}, fmt.Errorf("agent: read removal request: %w", err)
 		}
 	}
-	if kv := one(2); kv != nil {
-		ec := &api.EtcdCluster{}
-		if err := store.Decode(kv, ec); err == nil {
-			v.version = ec.Spec.Version
-		}
-	}
+	v.version = clusterVersion(one(2))
 	if kv := one(3); kv != nil {
 		v.node = &api.Node{}
 		if err := store.Decode(kv, v.node); err != nil {
@@ -68,4 +74,52 @@ func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
 		}
 	}
 	return v, nil
+}
+
+// clusterVersion is the spec.version of the EtcdCluster stored in kv, ""
+// when there is none (kv nil) or it does not decode.
+func clusterVersion(kv *mvccpb.KeyValue) string {
+	if kv == nil {
+		return ""
+	}
+	ec := &api.EtcdCluster{}
+	if err := store.Decode(kv, ec); err != nil {
+		return ""
+	}
+	return ec.Spec.Version
+}
+
+// fileFirst registers a machine the store has never seen and files its
+// first join request, in one transaction that holds only while the node
+// has no object, no join request and no removal request, and reads the
+// EtcdCluster's version along; otherwise the same transaction reads the
+// joinView (done false). One round trip either way, where reading first
+// and then writing takes two.
+func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error) {
+	n, j := a.nodeObject(nil), a.newJoin(1)
+	putNode, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
+	if err != nil {
+		return joinView{}, false, fmt.Errorf("agent: register: %w", err)
+	}
+	putJoin, err := store.PutOp(store.JoinKey(a.cfg.Name), j)
+	if err != nil {
+		return joinView{}, false, fmt.Errorf("agent: file join request: %w", err)
+	}
+	fresh := []clientv3.Cmp{store.Absent(store.NodeKey(a.cfg.Name)), store.Absent(store.JoinKey(a.cfg.Name)), store.Absent(store.RemovalKey(a.cfg.Name))}
+	resp, err := a.st.TxnElse(ctx, fresh, []clientv3.Op{putNode, putJoin, clientv3.OpGet(store.EtcdClusterKey)}, a.joinReadOps())
+	if err != nil {
+		return joinView{}, false, fmt.Errorf("agent: register and file join request: %w", err)
+	}
+	if !resp.Succeeded {
+		v, err := decodeJoinView(resp.Responses)
+		return v, false, err
+	}
+	n.Metadata.Revision, j.Metadata.Revision = resp.Header.Revision, resp.Header.Revision
+	a.registered(n)
+	a.log.Info("join requested", "attempt", j.Spec.Attempt)
+	var ec *mvccpb.KeyValue
+	if kvs := resp.Responses[2].GetResponseRange().GetKvs(); len(kvs) > 0 {
+		ec = kvs[0]
+	}
+	return joinView{join: j, version: clusterVersion(ec)}, true, nil
 }
