@@ -41,12 +41,13 @@ func EnsureSelf(ctx context.Context, dir pki.Dir, endpoints []string, prefix, na
 // EnsureSelfUser is the first half of EnsureSelf for a control-plane
 // machine that joins: only the node's user with role root, two auth
 // changes, which is all its agent needs to register and join (role root
-// allows every request). The node's own role, its permissions and their
-// grant, ten more auth changes of one raft round each, are left to
-// EnsureSelf, which the agent calls once its member is a voter: made
-// while the join's writes are in flight, each change would fail the writes
-// checked before it (ErrAuthOldRevision) and have them proposed again. No
-// read first: an existing user and a role granted again are no-ops.
+// allows every request). The node's own role, its 9 permissions and its
+// grant, eleven more auth changes of one raft round each, are left to
+// EnsureSelf, which the agent calls once its member is a voter (or a
+// standby): made while the join's writes are in flight, each change would
+// fail the writes checked before it (ErrAuthOldRevision) and have them
+// proposed again. No read first: an existing user and a role granted again
+// are no-ops.
 //
 //	agent.Run (joining): connect → EnsureSelfUser → register → join → voter → EnsureSelf
 func EnsureSelfUser(ctx context.Context, dir pki.Dir, endpoints []string, name string) error {

@@ -19,7 +19,7 @@ import (
 // TestJoinMakesTheNodeRoleAfterTheVoter: a control-plane machine that
 // joins makes only its etcd user, with role root, before it files its
 // join: when the leader adds its learner, the node's own role does not
-// exist yet (ten auth changes fewer on the way to the voter). Once the
+// exist yet (eleven auth changes fewer on the way to the voter). Once the
 // node is ready its identity is the whole of docs/security.md's: user
 // node:<name> with roles node:<name> and root, the role with every
 // permission of rbac.NodePerms.
