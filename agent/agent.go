@@ -249,19 +249,39 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		bg.start(ctx, c)
 	}
 	// The heartbeat runs in a group of its own: it outlives the node's
-	// controllers on a removal, until the removal is recorded. It starts
-	// before the node registers: the leader acts on a join only once the
-	// node, its heartbeat and its request are all in, and the heartbeat is
-	// written while the node registers and files its request
-	// (registerAndRequest).
+	// controllers on a removal, until the removal is recorded. The leader
+	// acts on a join only once the node, its heartbeat and its request are
+	// all in. A joining node grants its first lease before it registers
+	// and writes its heartbeat in the transaction that files the request
+	// (registerAndRequest): one revision, one pass of the leader, where a
+	// heartbeat written apart wakes a pass that finds no request yet and
+	// holds up the one that does. Its controller starts after, finding
+	// its key written; on other nodes it starts before the node registers.
 	hb := &heartbeat{a: a}
-	hbg := bg.start(ctx, hb)
-	a.stopHeartbeat = func() { hbg.stop(); hb.wait() }
+	hbCtx, hbCancel := context.WithCancel(ctx)
+	var hbg *group
+	a.stopHeartbeat = func() {
+		if hbg != nil {
+			hbg.stop()
+		}
+		hbCancel()
+		hb.wait()
+	}
 	defer a.stopHeartbeat()
+	if joining {
+		if err := a.firstLease(hbCtx, hb); err != nil {
+			return err
+		}
+	} else {
+		hbg = bg.start(ctx, hb)
+	}
 
 	req, err := a.registerAndRequest(ctx, joining)
 	if err != nil {
 		return err
+	}
+	if hbg == nil {
+		hbg = bg.start(ctx, hb)
 	}
 	if joining {
 		if err := a.join(ctx, req); err != nil {

@@ -131,7 +131,7 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 	if err != nil {
 		return nil, fmt.Errorf("agent: register: %w", err)
 	}
-	ops := []clientv3.Op{put}
+	ops := append([]clientv3.Op{put}, a.heartbeatOps()...)
 	var filed *api.JoinRequest
 	if a.resumable(ctx, v.join) {
 		a.log.Info("resuming join request", "attempt", v.join.Spec.Attempt, "phase", v.join.Status.Phase)

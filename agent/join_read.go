@@ -90,7 +90,8 @@ func clusterVersion(kv *mvccpb.KeyValue) string {
 }
 
 // fileFirst registers a machine the store has never seen and files its
-// first join request, in one transaction that holds only while the node
+// first join request, with its heartbeat (heartbeatOps), in one
+// transaction that holds only while the node
 // has no object, no join request and no removal request, and reads the
 // EtcdCluster's version along; otherwise the same transaction reads the
 // joinView (done false). One round trip either way, where reading first
@@ -106,7 +107,8 @@ func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error
 		return joinView{}, false, fmt.Errorf("agent: file join request: %w", err)
 	}
 	fresh := []clientv3.Cmp{store.Absent(store.NodeKey(a.cfg.Name)), store.Absent(store.JoinKey(a.cfg.Name)), store.Absent(store.RemovalKey(a.cfg.Name))}
-	resp, err := a.st.TxnElse(ctx, fresh, []clientv3.Op{putNode, putJoin, clientv3.OpGet(store.EtcdClusterKey)}, a.joinReadOps())
+	then := append([]clientv3.Op{putNode, putJoin, clientv3.OpGet(store.EtcdClusterKey)}, a.heartbeatOps()...)
+	resp, err := a.st.TxnElse(ctx, fresh, then, a.joinReadOps())
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: register and file join request: %w", err)
 	}
