@@ -167,7 +167,10 @@ type Agent struct {
 	node    *api.Node
 	nodeMu  sync.Mutex // guards node and hbLease: the heartbeat sets its lease, setPhase the rest
 	hbLease int64      // the heartbeat's lease, also before node is registered
-	healthy atomic.Bool
+	// identityLeft: ensureIdentity made only the node's etcd user;
+	// finishIdentity makes the rest. Run's goroutine only.
+	identityLeft bool
+	healthy      atomic.Bool
 	// standby: the cluster has the voters it wants and this control-plane
 	// node waits as a standby (agent/standby.go): ready, not a member.
 	standby atomic.Bool
@@ -258,27 +261,47 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := a.connect(ctx); err != nil {
 		return err
 	}
-	if err := a.ensureIdentity(ctx); err != nil {
+	joining := a.controlPlane() && !a.running.Load()
+	if err := a.ensureIdentity(ctx, joining); err != nil {
 		return err
 	}
 	if c := a.gossipKeys(); c != nil {
 		bg.start(ctx, c)
 	}
 	// The heartbeat runs in a group of its own: it outlives the node's
-	// controllers on a removal, until the removal is recorded. It starts
-	// before the node registers: the leader acts on a join only once the
-	// node, its heartbeat and its request are all in, and the heartbeat is
-	// written while the node registers and files its request
-	// (registerAndRequest).
+	// controllers on a removal, until the removal is recorded. The leader
+	// acts on a join only once the node, its heartbeat and its request are
+	// all in. A joining node grants its first lease before it registers
+	// and writes its heartbeat in the transaction that files the request
+	// (registerAndRequest): one revision, one pass of the leader, where a
+	// heartbeat written apart wakes a pass that finds no request yet and
+	// holds up the one that does. Its controller starts after, finding
+	// its key written; on other nodes it starts before the node registers.
 	hb := &heartbeat{a: a}
-	hbg := bg.start(ctx, hb)
-	a.stopHeartbeat = func() { hbg.stop(); hb.wait() }
+	hbCtx, hbCancel := context.WithCancel(ctx)
+	var hbg *group
+	a.stopHeartbeat = func() {
+		if hbg != nil {
+			hbg.stop()
+		}
+		hbCancel()
+		hb.wait()
+	}
 	defer a.stopHeartbeat()
+	if joining {
+		if err := a.firstLease(hbCtx, hb); err != nil {
+			return err
+		}
+	} else {
+		hbg = bg.start(ctx, hb)
+	}
 
-	joining := a.controlPlane() && !a.running.Load()
 	req, err := a.registerAndRequest(ctx, joining)
 	if err != nil {
 		return err
+	}
+	if hbg == nil {
+		hbg = bg.start(ctx, hb)
 	}
 	if joining {
 		if err := a.join(ctx, req); err != nil {
@@ -287,6 +310,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	if a.controlPlane() {
 		if err := a.awaitVoter(ctx); err != nil {
+			return err
+		}
+		if err := a.finishIdentity(ctx); err != nil {
 			return err
 		}
 	}

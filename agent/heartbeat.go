@@ -124,3 +124,29 @@ func (h *heartbeat) revoke(ctx context.Context, lease clientv3.LeaseID) {
 // wait waits until every lease the heartbeat kept was revoked (or found
 // lost), once its controller stopped.
 func (h *heartbeat) wait() { h.kept.Wait() }
+
+// firstLease grants the heartbeat's lease of a joining node before it
+// registers, kept alive under ctx (cancelled when the heartbeat stops),
+// for registerAndRequest to write the heartbeat along (heartbeatOp).
+func (a *Agent) firstLease(ctx context.Context, h *heartbeat) error {
+	lease, _, err := h.keep(ctx)
+	if err != nil {
+		return err
+	}
+	a.nodeMu.Lock()
+	a.hbLease = int64(lease)
+	a.nodeMu.Unlock()
+	return nil
+}
+
+// heartbeatOps writes the heartbeat key on the lease firstLease granted:
+// none when there is none.
+func (a *Agent) heartbeatOps() []clientv3.Op {
+	a.nodeMu.Lock()
+	lease := clientv3.LeaseID(a.hbLease)
+	a.nodeMu.Unlock()
+	if lease == 0 {
+		return nil
+	}
+	return []clientv3.Op{store.HeartbeatOp(a.cfg.Name, a.Now(), lease)}
+}

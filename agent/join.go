@@ -102,9 +102,10 @@ func (a *Agent) join(ctx context.Context, v *joinView) error {
 }
 
 // registerAndRequest registers the node and, on a joining node, clears a
-// finished removal of it and files (or resumes) its join request: one
-// read of the node and its requests, then the node and a new request in
-// one transaction (the leader sees both at one revision).
+// finished removal of it and files (or resumes) its join request: a
+// machine the store has never seen in one transaction (fileFirst);
+// otherwise one read of the node and its requests, then the node and a
+// new request in one transaction (the leader sees both at one revision).
 func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView, error) {
 	if !joining {
 		if err := a.register(ctx); err != nil {
@@ -113,9 +114,12 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 		a.clearFinishedRemoval(ctx)
 		return nil, nil
 	}
-	v, err := a.readJoin(ctx)
+	v, done, err := a.fileFirst(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if done {
+		return &v, nil
 	}
 	if v.removal != nil && v.removal.Status.Phase.Finished() {
 		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
@@ -127,7 +131,7 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 	if err != nil {
 		return nil, fmt.Errorf("agent: register: %w", err)
 	}
-	ops := []clientv3.Op{put}
+	ops := append([]clientv3.Op{put}, a.heartbeatOps()...)
 	var filed *api.JoinRequest
 	if a.resumable(ctx, v.join) {
 		a.log.Info("resuming join request", "attempt", v.join.Spec.Attempt, "phase", v.join.Status.Phase)

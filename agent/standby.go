@@ -28,6 +28,11 @@ func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) (stop fun
 	a.standby.Store(true)
 	a.log.Info("standby: the cluster has the voters it wants; waiting to be added", "reason", j.Status.Message)
 	a.setPhase(ctx, api.NodeStandby, j.Status.Message)
+	// A standby may wait long for its learner: its identity is made now
+	// (tried again after the join should this fail).
+	if err := a.finishIdentity(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("etcd identity not finished; tried again once a voter", "err", err)
+	}
 	a.status("standby: waiting for the cluster to want another voter")
 	if err := a.notify.Ready(); err != nil {
 		a.log.Debug("telling the service manager the standby is ready", "err", err)

@@ -58,8 +58,14 @@ func (s *Store) HeartbeatLease(ctx context.Context, node string) (lease clientv3
 // it was written; it is gone when the lease ends. An error wraps etcd's
 // (rpctypes.ErrLeaseNotFound for a lease that ended).
 func (s *Store) PutHeartbeat(ctx context.Context, node string, at time.Time, lease clientv3.LeaseID) error {
-	if _, err := s.cli.Put(ctx, HeartbeatKey(node), at.UTC().Format(time.RFC3339Nano), clientv3.WithLease(lease)); err != nil {
+	if _, err := s.cli.Do(ctx, HeartbeatOp(node, at, lease)); err != nil {
 		return fmt.Errorf("store: heartbeat of %s: %w", node, err)
 	}
 	return nil
+}
+
+// HeartbeatOp is PutHeartbeat as an operation, to write along others in
+// one transaction.
+func HeartbeatOp(node string, at time.Time, lease clientv3.LeaseID) clientv3.Op {
+	return clientv3.OpPut(HeartbeatKey(node), at.UTC().Format(time.RFC3339Nano), clientv3.WithLease(lease))
 }

@@ -47,6 +47,18 @@ func (s *Store) Txn(ctx context.Context, cmps []clientv3.Cmp, ops ...clientv3.Op
 	return resp, nil
 }
 
+// TxnElse applies then when every cmp holds and els otherwise, in one
+// transaction, and returns its response: Succeeded tells which ran. It
+// lets a write that holds in the usual case read, in the same round trip,
+// what the caller needs when it does not.
+func (s *Store) TxnElse(ctx context.Context, cmps []clientv3.Cmp, then, els []clientv3.Op) (*clientv3.TxnResponse, error) {
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("store: txn: %w", err)
+	}
+	return resp, nil
+}
+
 // Revision reads the store's current revision.
 func (s *Store) Revision(ctx context.Context) (int64, error) {
 	resp, err := s.cli.Get(ctx, ActiveOpKey, clientv3.WithCountOnly())
