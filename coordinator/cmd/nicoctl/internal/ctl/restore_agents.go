@@ -209,28 +209,8 @@ func (a *app) recoverThroughAgents(ctx context.Context, o recoverOpts, stdin io.
 	timeout := max(a.cfg.Timeout/2, time.Second)
 	hosts := (&restore.AgentFleet{Agents: s.agents, TLS: s.tls}).Survey(ctx, timeout)
 	hosts = slices.DeleteFunc(hosts, func(h restore.HostState) bool { return slices.Contains(o.replace, h.Node) })
-	survivors := restore.Survivors(hosts)
-	a.printSurvivors(survivors)
-	if err := restore.CheckQuorumLost(ctx, survivors, o.voters, s.tls, timeout); err != nil {
-		return withCode(ExitRefused, fmt.Errorf("recover refused: %w", err))
-	}
-	j, err = restore.RecoverJournal(survivors, o.replace, a.now())
+	j, err = a.proposeRecovery(ctx, o, s.jf, restore.Survivors(hosts), s.tls, timeout, " through its agent", stdin)
 	if err != nil {
-		return withCode(ExitRefused, err)
-	}
-	fmt.Fprintf(a.stdout, "proposal: make %s (applied index %d, revision %d) a one-member cluster through its agent; then %v rejoin as learners\n",
-		j.Target, survivors[0].Applied, survivors[0].Revision, j.Others)
-	allowed, err := restore.RecoveryAllowed(ctx, survivors[0].ClientURL, a.cfg.Prefix, s.tls, timeout)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "nicoctl: %v: asking for confirmation\n", err)
-	}
-	if allowed && !o.yes {
-		fmt.Fprintln(a.stdout, "the EtcdCluster's spec.policy.recoverWithoutConfirmation allows it: going on")
-	}
-	if !o.yes && !allowed && !confirmed(stdin, a.stdout) {
-		return withCode(ExitRefused, errors.New("recover not confirmed: nothing changed (answer yes at the prompt, or pass --yes)"))
-	}
-	if err := s.jf.Save(j); err != nil {
 		return err
 	}
 	return a.runThroughAgents(ctx, s, j)
