@@ -149,22 +149,10 @@ func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
 		if o.target == "" {
 			o.target = names[0]
 		}
-		live := a.liveClient(ctx)
-		if live != nil {
-			defer live.Close()
-		}
-		src, err := a.resolveSource(ctx, o, live)
-		if err != nil {
+		var src restoreSource
+		if j, src, err = a.prepareRestore(ctx, o, names, a.now()); err != nil {
 			return err
 		}
-		j, err = restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: names, Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: a.now()})
-		if err != nil {
-			if src.name != "" {
-				os.Remove(src.path)
-			}
-			return withCode(ExitRefused, err)
-		}
-		j.Snapshot.Name, j.Snapshot.Where = src.name, src.where
 		if err := s.jf.Save(j); err != nil {
 			return err
 		}
