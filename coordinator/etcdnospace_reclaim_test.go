@@ -73,15 +73,7 @@ func TestNoSpaceReclaimedByTheLeader(t *testing.T) {
 	c.Metrics = metrics.NewCoordinator(reg)
 	rec := &compactRecorder{disarmRecorder: &disarmRecorder{maintenanceAdmin: c.admin}}
 	c.maint = rec
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	testwait.For(t, 20*time.Second, "the first status", func() (bool, string) {
 		got := &api.EtcdCluster{}
 		err := st.Get(ctx, store.EtcdClusterKey, got)

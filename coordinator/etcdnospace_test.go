@@ -78,15 +78,7 @@ func TestNoSpaceDisarmedAfterDefrag(t *testing.T) {
 	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
 	rec := &disarmRecorder{maintenanceAdmin: c.admin}
 	c.maint = rec
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	// Elected before the quota is reached: under NOSPACE no candidate can
 	// take a session lease, so only a sitting leader can reclaim space.
 	testwait.For(t, 20*time.Second, "the first status", func() (bool, string) {
