@@ -94,20 +94,8 @@ func TestRestoreThroughAgents(t *testing.T) {
 func checkRefusals(t *testing.T, ctx context.Context, addr string) {
 	t.Helper()
 	node := etcdtest.ClientTLS(t, pki.NodeIdentity("cp-1"))
-	other, err := pki.NewCA("another CA", 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := other.Issue(pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
 	foreign := node.Clone()
-	foreign.Certificates = []tls.Certificate{pair}
+	foreign.Certificates = []tls.Certificate{etcdtest.ForeignCertificate(t, pki.RootIdentity)}
 	if _, err := restore.DiscoverAgents(ctx, []string{addr}, node, 5*time.Second); !errors.Is(err, restore.ErrAgentRefused) || !contains(err, `"node:cp-1" may not call`) {
 		t.Fatalf("a node certificate: %v, want refused naming it", err)
 	}
