@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/logging"
+)
+
+// writeBootstrapConfig writes dir/agent.yaml, the settings of a bootstrap
+// control-plane agent cp-1 with its data in dir on fresh https loopback
+// URLs, its recovery API and /metrics on the given listen addresses ("":
+// off), and returns the file's path.
+func writeBootstrapConfig(t *testing.T, dir, recoveryListen, metricsListen string) string {
+	t.Helper()
+	peer, client := etcdtest.URLsFor(t, true)
+	file := filepath.Join(dir, "agent.yaml")
+	settings := fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\nrecovery:\n  listen: %q\ngenerations:\n  agentPathFile: %s\nmetrics:\n  listen: %q\n",
+		dir, peer, client, etcdtest.FreePort(t), recoveryListen, filepath.Join(dir, "agent-path"), metricsListen)
+	if err := os.WriteFile(file, []byte(settings), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
+// stopAgent sends the test process SIGTERM (what systemd sends) and waits
+// for run to return 0.
+func stopAgent(t *testing.T, code chan int, out *logging.Buffer) {
+	t.Helper()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("nico-agent did not stop on SIGTERM:\n%s", out.String())
+	}
+}
