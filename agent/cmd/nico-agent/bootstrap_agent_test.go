@@ -35,12 +35,20 @@ func stopAgent(t *testing.T, code chan int, out *logging.Buffer) {
 	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	waitExit(t, code, out, 0, "after SIGTERM")
+}
+
+// waitExit waits up to a minute for run's exit code on code and fails the
+// test unless it is want; after says what the exit follows, for the
+// failure (with run's log, out).
+func waitExit(t *testing.T, code chan int, out *logging.Buffer, want int, after string) {
+	t.Helper()
 	select {
 	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
+		if c != want {
+			t.Fatalf("exit %d %s, want %d:\n%s", c, after, want, out.String())
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("nico-agent did not stop on SIGTERM:\n%s", out.String())
+		t.Fatalf("nico-agent still runs %s:\n%s", after, out.String())
 	}
 }

@@ -84,14 +84,7 @@ func TestAgentServesRecovery(t *testing.T) {
 	if err := op.Release(ctx, 5*time.Second); err == nil {
 		t.Fatal("Release returned before the agent serves again: want it to wait for the agent")
 	}
-	select {
-	case c := <-code:
-		if c != 4 {
-			t.Fatalf("exit %d after the release, want 4:\n%s", c, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("nico-agent did not exit after the release:\n%s", out.String())
-	}
+	waitExit(t, code, &out, 4, "after the release")
 	code = start() // the service manager starts it again
 	survey(code, "the agent started again serving its member", func(h restore.HostState) bool {
 		return h.Serving && h.Held == ""
