@@ -136,20 +136,7 @@ func TestComponentProbesUseTheDistributionsKubeconfig(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	mux.HandleFunc("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/", func(w http.ResponseWriter, r *http.Request) {
-		if len(r.TLS.PeerCertificates) == 0 {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		switch strings.TrimPrefix(r.URL.Path, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/") {
-		case "kube-controller-manager":
-			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-1_0001"}}`)
-		case "kube-scheduler":
-			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-2_0002"}}`)
-		default:
-			http.NotFound(w, r)
-		}
-	})
+	mux.HandleFunc(kubeprobetest.LeasesPath, kubeprobetest.Leases(map[string]string{"kube-controller-manager": "cp-1_0001", "kube-scheduler": "cp-2_0002"}))
 	srv := kubeprobetest.NewServer(t, mux)
 	k3s := filepath.Join(t.TempDir(), "k3s.yaml")
 	if err := os.WriteFile(k3s, srv.Kubeconfig(t, "https://127.0.0.1:6443"), 0o600); err != nil {

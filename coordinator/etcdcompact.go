@@ -108,25 +108,7 @@ func (k *etcdCompactor) slot(ctx context.Context) (store.Guard, string, error) {
 // record writes status.compaction, fenced and compare-and-swapped on the
 // object (a spec applied meanwhile is re-read and kept).
 func (k *etcdCompactor) record(ctx context.Context, next api.EtcdCompactionStatus) error {
-	for attempt := 0; ; attempt++ {
-		ec := &api.EtcdCluster{}
-		if err := k.c.store.Get(ctx, store.EtcdClusterKey, ec); err != nil {
-			return err
-		}
-		ec.Status.Compaction = next
-		g, err := store.UnchangedGuard(ec)
-		if err != nil {
-			return err
-		}
-		op, err := store.PutObjectOp(ec)
-		if err != nil {
-			return err
-		}
-		_, err = k.c.store.FencedTxn(ctx, k.fence, []store.Guard{g}, op)
-		if err == nil || !errors.Is(err, store.ErrConflict) || attempt >= 4 {
-			return err
-		}
-	}
+	return k.c.updateEtcdCluster(ctx, k.fence, func(ec *api.EtcdCluster) { ec.Status.Compaction = next })
 }
 
 func (k *etcdCompactor) metrics() *metrics.Compaction {

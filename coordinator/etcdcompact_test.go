@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"testing"
@@ -235,15 +234,7 @@ func TestLeaderCompactsItsEtcd(t *testing.T) {
 	}
 	clk := clockwork.NewFakeClockAt(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	c := New(Config{Name: "a", SessionTTL: 5 * time.Second, ResyncInterval: time.Minute, Clock: clk}, st, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	compaction := func() api.EtcdCompactionStatus {
 		got := api.NewEtcdCluster()
 		if err := st.Get(t.Context(), store.EtcdClusterKey, got); err != nil {

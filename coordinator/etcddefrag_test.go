@@ -126,15 +126,7 @@ func TestDefragOneAtATimeLeaderLast(t *testing.T) {
 	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
 	rec := &recordingAdmin{maintenanceAdmin: c.admin, st: st}
 	c.maint = rec
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 
 	testwait.For(t, 60*time.Second, "three defragmentations and a status with small databases", func() (bool, string) {
 		order, _, _, _ := rec.calls()

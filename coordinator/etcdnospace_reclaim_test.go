@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/metrics/metricstest"
@@ -73,35 +71,14 @@ func TestNoSpaceReclaimedByTheLeader(t *testing.T) {
 	c.Metrics = metrics.NewCoordinator(reg)
 	rec := &compactRecorder{disarmRecorder: &disarmRecorder{maintenanceAdmin: c.admin}}
 	c.maint = rec
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	testwait.For(t, 20*time.Second, "the first status", func() (bool, string) {
 		got := &api.EtcdCluster{}
 		err := st.Get(ctx, store.EtcdClusterKey, got)
 		return err == nil && !got.Status.UpdatedAt.IsZero(), fmt.Sprint(err)
 	})
 	cli := cl.Client(t)
-	val := strings.Repeat("h", 64<<10)
-	full := false
-	for i := 0; i < 2000 && !full; i++ {
-		_, err := cli.Put(ctx, fmt.Sprintf("/history/%d", i%4), val)
-		switch {
-		case etcdadmin.NoSpace(err):
-			full = true
-		case err != nil:
-			t.Fatal(err)
-		}
-	}
-	if !full {
-		t.Fatal("the quota was never reached")
-	}
+	fillToNoSpace(t, cli, 2000, func(i int) string { return fmt.Sprintf("/history/%d", i%4) })
 	// The alarm is exported while raised; the status cannot be written.
 	seen := false
 	testwait.For(t, 60*time.Second, "NOSPACE disarmed", func() (bool, string) {

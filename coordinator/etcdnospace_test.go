@@ -78,15 +78,7 @@ func TestNoSpaceDisarmedAfterDefrag(t *testing.T) {
 	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
 	rec := &disarmRecorder{maintenanceAdmin: c.admin}
 	c.maint = rec
-	runCtx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	// Elected before the quota is reached: under NOSPACE no candidate can
 	// take a session lease, so only a sitting leader can reclaim space.
 	testwait.For(t, 20*time.Second, "the first status", func() (bool, string) {
@@ -95,20 +87,7 @@ func TestNoSpaceDisarmedAfterDefrag(t *testing.T) {
 		return err == nil && !got.Status.UpdatedAt.IsZero(), fmt.Sprint(err)
 	})
 	cli := cl.Client(t)
-	val := strings.Repeat("x", 64<<10)
-	full := false
-	for i := 0; i < 400 && !full; i++ {
-		_, err := cli.Put(ctx, fmt.Sprintf("/fill/%04d", i), val)
-		switch {
-		case etcdadmin.NoSpace(err):
-			full = true
-		case err != nil:
-			t.Fatal(err)
-		}
-	}
-	if !full {
-		t.Fatal("the quota was never reached")
-	}
+	fillToNoSpace(t, cli, 400, func(i int) string { return fmt.Sprintf("/fill/%04d", i) })
 	resp, err := cli.Delete(ctx, "/fill/", clientv3.WithPrefix())
 	if err != nil {
 		t.Fatal(err)
@@ -147,4 +126,22 @@ func TestNoSpaceDisarmedAfterDefrag(t *testing.T) {
 	if _, err := cli.Put(ctx, "/probe", "1"); err != nil {
 		t.Errorf("a write after the disarm: %v", err)
 	}
+}
+
+// fillToNoSpace writes values of 64 KiB at key(0), key(1) ... until etcd
+// answers NOSPACE; the test fails on another error, or when tries writes
+// did not reach the quota.
+func fillToNoSpace(t *testing.T, cli *clientv3.Client, tries int, key func(i int) string) {
+	t.Helper()
+	val := strings.Repeat("x", 64<<10)
+	for i := range tries {
+		_, err := cli.Put(t.Context(), key(i), val)
+		switch {
+		case etcdadmin.NoSpace(err):
+			return
+		case err != nil:
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("the quota was never reached")
 }

@@ -230,15 +230,7 @@ func (s *etcdStatuser) observedRevision(ec *api.EtcdCluster) int64 {
 // put writes ec fenced, only while the object is at the revision it was
 // read at.
 func (s *etcdStatuser) put(ctx context.Context, ec *api.EtcdCluster) error {
-	g, err := store.UnchangedGuard(ec)
-	if err != nil {
-		return err
-	}
-	op, err := store.PutObjectOp(ec)
-	if err != nil {
-		return err
-	}
-	_, err = s.c.store.FencedTxn(ctx, s.fence, []store.Guard{g}, op)
+	_, err := s.c.store.PutUnchanged(ctx, s.fence, ec)
 	return err
 }
 

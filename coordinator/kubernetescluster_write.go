@@ -161,15 +161,7 @@ func (cc *clusterController) syncPause(ctx context.Context, kc *api.KubernetesCl
 // putGuarded writes obj fenced and only while it is as read; a conflict
 // is left to the next pass.
 func (cc *clusterController) putGuarded(ctx context.Context, obj api.Object) error {
-	g, err := store.UnchangedGuard(obj)
-	if err != nil {
-		return err
-	}
-	put, err := store.PutObjectOp(obj)
-	if err != nil {
-		return err
-	}
-	if _, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{g}, put); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := cc.c.store.PutUnchanged(ctx, cc.fence, obj); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	return nil

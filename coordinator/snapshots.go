@@ -186,23 +186,8 @@ func (s *snapshotter) before(ctx context.Context, fence store.Fence, ec *api.Etc
 // re-reading on a concurrent write (the etcd-status controller's, a spec
 // applied meanwhile).
 func (s *snapshotter) updateStatus(ctx context.Context, fence store.Fence, fn func(*api.EtcdSnapshotsStatus)) error {
-	for attempt := 0; ; attempt++ {
-		ec := &api.EtcdCluster{}
-		if err := s.c.store.Get(ctx, store.EtcdClusterKey, ec); err != nil {
-			return fmt.Errorf("coordinator: snapshot status: %w", err)
-		}
-		fn(&ec.Status.Snapshots)
-		g, err := store.UnchangedGuard(ec)
-		if err != nil {
-			return err
-		}
-		op, err := store.PutObjectOp(ec)
-		if err != nil {
-			return err
-		}
-		_, err = s.c.store.FencedTxn(ctx, fence, []store.Guard{g}, op)
-		if err == nil || !errors.Is(err, store.ErrConflict) || attempt >= 4 {
-			return err
-		}
+	if err := s.c.updateEtcdCluster(ctx, fence, func(ec *api.EtcdCluster) { fn(&ec.Status.Snapshots) }); err != nil {
+		return fmt.Errorf("coordinator: snapshot status: %w", err)
 	}
+	return nil
 }

@@ -1,7 +1,6 @@
 package coordinator
 
 import (
-	"context"
 	"log/slog"
 	"testing"
 	"time"
@@ -47,15 +46,7 @@ func TestScheduledSnapshotsFollowTheInjectedClock(t *testing.T) {
 	c := New(Config{Name: "a", SessionTTL: 5 * time.Second, ResyncInterval: time.Minute, Clock: clk, SnapshotTempDir: t.TempDir()}, cst, slog.New(slog.DiscardHandler))
 	c.Metrics = metrics.NewCoordinator(metrics.NewRegistry())
 	c.Metrics.Snapshots.SetClock(clk.Now)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	last := func() *api.SnapshotRecord {
 		got := api.NewEtcdCluster()
 		if err := st.Get(t.Context(), store.EtcdClusterKey, got); err != nil {
@@ -161,15 +152,7 @@ func TestOnDemandSnapshotResetsTheSchedule(t *testing.T) {
 	}
 	clk := clockwork.NewFakeClockAt(t0)
 	c := New(Config{Name: "a", SessionTTL: 5 * time.Second, ResyncInterval: time.Minute, Clock: clk, SnapshotTempDir: t.TempDir()}, cst, slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	testwait.For(t, 30*time.Second, "the on-demand snapshot adopted", func() (bool, string) {
 		got := api.NewEtcdCluster()
 		if err := st.Get(t.Context(), store.EtcdClusterKey, got); err != nil {

@@ -38,15 +38,7 @@ func TestTermEndsWithItsSessionAndTheNextWaitsItsBackoff(t *testing.T) {
 	c := New(Config{Name: "a", SessionTTL: 3 * time.Second, Clock: clk}, cst, slog.New(slog.DiscardHandler))
 	terms := make(chan store.Fence, 2)
 	c.Elected = func(f store.Fence) { terms <- f }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	}()
+	defer runInBackground(t, c)()
 	var first store.Fence
 	select {
 	case first = <-terms:

@@ -195,3 +195,23 @@ func anyHTTPS(endpoints []string) bool {
 	}
 	return false
 }
+
+// ForeignCertificate returns a client certificate for commonName issued
+// by a CA of its own, one that PKI(t) does not trust: what a caller with
+// the right name but from another fleet presents.
+func ForeignCertificate(t testing.TB, commonName string) tls.Certificate {
+	t.Helper()
+	other, err := pki.NewCA("another CA", 0, time.Now())
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	certPEM, keyPEM, err := other.Issue(pki.Request{CommonName: commonName, Usage: pki.UsageClient}, time.Now())
+	if err != nil {
+		t.Fatalf("etcdtest: issue %q: %v", commonName, err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("etcdtest: %v", err)
+	}
+	return pair
+}

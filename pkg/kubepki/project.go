@@ -186,15 +186,7 @@ func (n NodeSource) open(ctx context.Context) (Projection, error) {
 
 // putFenced writes obj while fence holds and obj's key is as read.
 func putFenced(ctx context.Context, st *store.Store, fence store.Fence, obj api.Object) error {
-	g, err := store.UnchangedGuard(obj)
-	if err != nil {
-		return err
-	}
-	put, err := store.PutObjectOp(obj)
-	if err != nil {
-		return err
-	}
-	resp, err := st.FencedTxn(ctx, fence, []store.Guard{g}, put)
+	resp, err := st.PutUnchanged(ctx, fence, obj)
 	if err != nil {
 		return err
 	}

@@ -64,22 +64,9 @@ func TestProbeHealth(t *testing.T) {
 func TestProbeLeases(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })
-	mux.HandleFunc("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/", func(w http.ResponseWriter, r *http.Request) {
-		if len(r.TLS.PeerCertificates) == 0 {
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		switch strings.TrimPrefix(r.URL.Path, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/") {
-		case "kube-scheduler":
-			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-1_5b1c7c8e-2f5e-4a6a-9d0e-000000000001"}}`)
-		case "kube-controller-manager":
-			fmt.Fprint(w, `{"kind":"Lease","spec":{"holderIdentity":"cp-2_0000"}}`)
-		case "vacant":
-			fmt.Fprint(w, `{"kind":"Lease","spec":{}}`)
-		default:
-			http.Error(w, `{"kind":"Status","reason":"NotFound"}`, http.StatusNotFound)
-		}
-	})
+	mux.HandleFunc(kubeprobetest.LeasesPath, kubeprobetest.Leases(map[string]string{
+		"kube-scheduler": "cp-1_5b1c7c8e-2f5e-4a6a-9d0e-000000000001", "kube-controller-manager": "cp-2_0000", "vacant": "",
+	}))
 	s := kubeprobetest.NewServer(t, mux)
 	kc := s.Kubeconfig(t, "https://k1.example.org:6443")
 	leases, err := LeasesFromKubeconfig(kc, s.URL)

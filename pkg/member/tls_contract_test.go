@@ -35,18 +35,7 @@ func testClientCertRequired(t *testing.T, rs runtimes) {
 		t.Fatalf("Put with a client certificate: %v", err)
 	}
 
-	otherCA, err := pki.NewCA("other-ca", 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := otherCA.Issue(pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
+	forged := etcdtest.ForeignCertificate(t, pki.RootIdentity)
 	trust := etcdtest.PKI(t).Pool()
 	refused := map[string]*tls.Config{
 		"no certificate": {RootCAs: trust, MinVersion: tls.VersionTLS12},

@@ -132,18 +132,7 @@ func TestRBAC(t *testing.T) {
 	})
 
 	t.Run("no certificate, or another CA's", func(t *testing.T) {
-		other, err := pki.NewCA("other", 0, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		certPEM, keyPEM, err := other.Issue(pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pair := etcdtest.ForeignCertificate(t, pki.RootIdentity)
 		trust := etcdtest.PKI(t).Pool()
 		for name, cfg := range map[string]*tls.Config{
 			"no certificate":  {MinVersion: tls.VersionTLS12, RootCAs: trust},

@@ -2,13 +2,12 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/pki"
@@ -26,31 +25,17 @@ import (
 func TestRecoverThroughAgents(t *testing.T) {
 	nicoctlBin(t)
 	f := newFleet(t)
-	names := []string{"cp-1", "cp-2", "cp-3"}
 	meshes := map[string]*gossip.Mesh{}
 	var seeds []string
-	for i, n := range names {
-		m := f.startMesh(n, 81+i, seeds...)
-		meshes[n] = m
+	names := f.growRecoveryVoters(func(i int, cfg *agent.Config) {
+		m := f.startMesh(cfg.Name, 81+i, seeds...)
+		meshes[cfg.Name] = m
 		seeds = []string{meshes["cp-1"].Addr()}
-		cfg := f.AgentConfig(n, i == 0)
 		cfg.Gossip = m
-		f.Start(cfg)
-		if i == 0 {
-			f.WaitVoters(30*time.Second, "cp-1")
-			f.SetVoters(3)
-			f.StartCoordinator("c-1")
-		}
-	}
-	f.WaitVoters(90*time.Second, names...)
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cli := f.Client()
-	for i := range 20 {
-		if _, err := cli.Put(ctx, fmt.Sprintf("/app/k%02d", i), fmt.Sprint(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.putAppKeys(ctx, f.Client())
 	hosts := serveRecoveryMesh(f, meshes, names...)
 	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
 	survey := func() (map[string]string, []restore.Survivor) {
@@ -76,17 +61,9 @@ func TestRecoverThroughAgents(t *testing.T) {
 		}
 	}
 
-	f.Coord("c-1").Stop()
-	for _, n := range []string{"cp-2", "cp-3"} {
-		hosts.lose(n)
-		if err := f.Node(n).Stop(); err != nil {
-			t.Logf("stop %s: %v", n, err)
-		}
-		if err := os.RemoveAll(f.Node(n).Cfg.DataDir); err != nil {
-			t.Fatal(err)
-		}
-		f.Forget(n)
-	}
+	f.loseForGood(hosts.lose)
+	f.Forget("cp-2")
+	f.Forget("cp-3")
 	agents, survivors := survey()
 	if len(agents) != 3 || survivors[0].Node != "cp-1" || survivors[1].Err == "" || survivors[2].Err == "" {
 		t.Fatalf("survey after the loss: %v %+v; want cp-1 first, cp-2 and cp-3 listed as not answering", agents, survivors)
@@ -102,17 +79,5 @@ func TestRecoverThroughAgents(t *testing.T) {
 			t.Fatalf("nicoctl recover: exit %d, stdout lacks %q\n%s%s", code, w, out, errOut)
 		}
 	}
-	f.WaitVoters(60*time.Second, "cp-1")
-	ncli := f.Client()
-	for i := range 20 {
-		resp, err := ncli.Get(ctx, fmt.Sprintf("/app/k%02d", i))
-		if err != nil || len(resp.Kvs) != 1 {
-			t.Fatalf("write /app/k%02d applied before the loss: %v %v", i, resp, err)
-		}
-	}
-	f.StartCoordinator("c-2")
-	for _, n := range []string{"cp-4", "cp-5"} {
-		f.Start(f.AgentConfig(n, false))
-	}
-	f.WaitVoters(120*time.Second, "cp-1", "cp-4", "cp-5")
+	f.regrowRecovered(ctx)
 }

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,39 +20,19 @@ import (
 // normal learner path.
 func TestRecoverFleetOfAgents(t *testing.T) {
 	f := newFleet(t)
-	f.Start(f.AgentConfig("cp-1", true))
-	f.WaitVoters(30*time.Second, "cp-1")
-	f.SetVoters(3)
-	f.StartCoordinator("c-1")
-	for _, n := range []string{"cp-2", "cp-3"} {
-		f.Start(f.AgentConfig(n, false))
-	}
-	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")
+	names := f.growRecoveryVoters(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cli := f.Client()
-	for i := range 20 {
-		if _, err := cli.Put(ctx, fmt.Sprintf("/app/k%02d", i), fmt.Sprint(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.putAppKeys(ctx, f.Client())
 	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
 	urls := map[string]string{}
-	for _, n := range []string{"cp-1", "cp-2", "cp-3"} {
+	for _, n := range names {
 		urls[n] = f.Node(n).Cfg.ClientURL
 	}
 	if err := restore.CheckQuorumLost(ctx, restore.Survey(ctx, urls, rootTLS, time.Second), 3, rootTLS, 2*time.Second); err == nil {
 		t.Fatal("recover allowed while all three voters answer")
 	}
-	f.Coord("c-1").Stop()
-	for _, n := range []string{"cp-2", "cp-3"} {
-		if err := f.Node(n).Stop(); err != nil {
-			t.Logf("stop %s: %v", n, err)
-		}
-		if err := os.RemoveAll(f.Node(n).Cfg.DataDir); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f.loseForGood(nil)
 	survivors := restore.Survey(ctx, urls, rootTLS, time.Second)
 	if err := restore.CheckQuorumLost(ctx, survivors, 3, rootTLS, 2*time.Second); err != nil {
 		t.Fatalf("one of three voters left: %v", err)
@@ -81,17 +59,5 @@ func TestRecoverFleetOfAgents(t *testing.T) {
 	f.Forget("cp-2")
 	f.Forget("cp-3")
 	f.Start(cfg)
-	f.WaitVoters(60*time.Second, "cp-1")
-	ncli := f.Client()
-	for i := range 20 {
-		resp, err := ncli.Get(ctx, fmt.Sprintf("/app/k%02d", i))
-		if err != nil || len(resp.Kvs) != 1 {
-			t.Fatalf("write /app/k%02d applied before the loss: %v %v", i, resp, err)
-		}
-	}
-	f.StartCoordinator("c-2")
-	for _, n := range []string{"cp-4", "cp-5"} {
-		f.Start(f.AgentConfig(n, false))
-	}
-	f.WaitVoters(120*time.Second, "cp-1", "cp-4", "cp-5")
+	f.regrowRecovered(ctx)
 }

@@ -6,23 +6,16 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/restore"
-	"github.com/homystack/nico/pkg/store"
-	"github.com/homystack/nico/pkg/testwait"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/client/v3/snapshot"
-	"go.uber.org/zap"
 )
 
 // TestRestoreThroughAgents: the restore of TestRestoreFleetOfAgents with no
@@ -34,40 +27,13 @@ import (
 func TestRestoreThroughAgents(t *testing.T) {
 	nicoctlBin(t)
 	f := newFleet(t)
-	f.Start(f.AgentConfig("cp-1", true))
-	f.WaitVoters(30*time.Second, "cp-1")
-	f.SetVoters(3)
-	f.StartCoordinator("c-1")
-	for _, n := range []string{"cp-2", "cp-3"} {
-		f.Start(f.AgentConfig(n, false))
-	}
-	names := []string{"cp-1", "cp-2", "cp-3"}
-	f.WaitVoters(90*time.Second, names...)
+	names := f.growRecoveryVoters(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cli := f.Client()
-	for i := range 20 {
-		if _, err := cli.Put(ctx, fmt.Sprintf("/app/k%02d", i), fmt.Sprint(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	before, err := cli.Get(ctx, "/app/k00")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f.putAppKeys(ctx, cli)
+	snap, before := f.snapshotAppKeys(ctx, cli)
 	rootTLS := etcdtest.ClientTLS(t, pki.RootIdentity)
-	// A snapshot is of what its member applied: a linearizable read
-	// through that member first makes it hold every write above.
-	if _, err := etcdtest.NewClient(t, f.Endpoints()[0]).Get(ctx, "/app/k19"); err != nil {
-		t.Fatal(err)
-	}
-	snap := filepath.Join(f.TempDir(), "snap.db")
-	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: f.Endpoints()[:1], TLS: rootTLS, DialTimeout: 5 * time.Second}, snap); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cli.Put(ctx, "/app/after", "lost by design"); err != nil {
-		t.Fatal(err)
-	}
 	hosts := serveRecovery(f, names...)
 
 	checkRefusals(t, ctx, hosts.addr("cp-1"))
@@ -91,31 +57,13 @@ func TestRestoreThroughAgents(t *testing.T) {
 	}
 	t.Logf("nicoctl restore, resumed:\n%s", out)
 	f.WaitVoters(90*time.Second, names...)
-	ncli := f.Client()
-	for i := range 20 {
-		resp, err := ncli.Get(ctx, fmt.Sprintf("/app/k%02d", i))
-		if err != nil || len(resp.Kvs) != 1 || string(resp.Kvs[0].Value) != fmt.Sprint(i) {
-			t.Fatalf("write /app/k%02d before the snapshot: %v %v", i, resp, err)
-		}
-	}
-	after, err := ncli.Get(ctx, "/app/after")
-	if err != nil || len(after.Kvs) != 0 {
-		t.Fatalf("a write after the snapshot survived: %v %v", after, err)
-	}
+	after := f.checkRestored(ctx)
 	j, _, _ := jf.Load()
 	if after.Header.ClusterId == before.Header.ClusterId || after.Header.ClusterId != j.NewClusterID || after.Header.Revision < j.Snapshot.Revision+1_000_000 {
 		t.Fatalf("cluster %x revision %d after the restore; before %x, journal %x: want the new cluster past revision %d",
 			after.Header.ClusterId, after.Header.Revision, before.Header.ClusterId, j.NewClusterID, j.Snapshot.Revision+1_000_000)
 	}
-	st := f.Store()
-	testwait.For(t, 30*time.Second, "the restore journaled as succeeded and the slot free", func() (bool, string) {
-		op := &api.Operation{}
-		if err := st.Get(ctx, store.OpKey(j.ID), op); err != nil {
-			return false, err.Error()
-		}
-		act, err := st.ActiveOp(ctx)
-		return op.Status.Phase == api.OpSucceeded && act == nil && err == nil, fmt.Sprintf("phase %s, active %v %v", op.Status.Phase, act, err)
-	})
+	f.waitOpSucceeded(ctx, j.ID)
 	agents, err := restore.DiscoverAgents(ctx, []string{hosts.addr("cp-1")}, rootTLS, 5*time.Second)
 	if err != nil || len(agents) != 3 {
 		t.Fatalf("DiscoverAgents = %v, %v; want the three control-plane agents", agents, err)
@@ -137,11 +85,7 @@ func TestRestoreThroughAgents(t *testing.T) {
 	}
 	f.WaitVoters(90*time.Second, names...)
 	// The coordinator still serves joins in the new cluster.
-	f.Start(f.AgentConfig("cp-4", false))
-	testwait.For(t, 90*time.Second, "cp-4 joined as a voter or standby", func() (bool, string) {
-		err := f.CheckVoterOrStandby("cp-4", f.Node("cp-4").Cfg.PeerURL)
-		return err == nil, fmt.Sprint(err)
-	})
+	f.joinAnother()
 }
 
 // checkRefusals: the recovery API refuses a node's certificate (403, named)
@@ -150,20 +94,8 @@ func TestRestoreThroughAgents(t *testing.T) {
 func checkRefusals(t *testing.T, ctx context.Context, addr string) {
 	t.Helper()
 	node := etcdtest.ClientTLS(t, pki.NodeIdentity("cp-1"))
-	other, err := pki.NewCA("another CA", 0, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM, keyPEM, err := other.Issue(pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
 	foreign := node.Clone()
-	foreign.Certificates = []tls.Certificate{pair}
+	foreign.Certificates = []tls.Certificate{etcdtest.ForeignCertificate(t, pki.RootIdentity)}
 	if _, err := restore.DiscoverAgents(ctx, []string{addr}, node, 5*time.Second); !errors.Is(err, restore.ErrAgentRefused) || !contains(err, `"node:cp-1" may not call`) {
 		t.Fatalf("a node certificate: %v, want refused naming it", err)
 	}

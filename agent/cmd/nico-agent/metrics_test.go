@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,14 +17,8 @@ import (
 // zero, its certificates' expiry; it stops serving when it stops.
 func TestAgentServesMetrics(t *testing.T) {
 	dir := t.TempDir()
-	peer, client := etcdtest.URLsFor(t, true)
 	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	file := filepath.Join(dir, "agent.yaml")
-	settings := fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\nrecovery:\n  listen: \"\"\ngenerations:\n  agentPathFile: %s\nmetrics:\n  listen: %s\n",
-		dir, peer, client, etcdtest.FreePort(t), filepath.Join(dir, "agent-path"), addr)
-	if err := os.WriteFile(file, []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeBootstrapConfig(t, dir, "", addr)
 	var out logging.Buffer
 	code := make(chan int, 1)
 	go func() { code <- run([]string{"--config", file}, &out) }()
@@ -48,17 +39,7 @@ func TestAgentServesMetrics(t *testing.T) {
 		return hb > 0 && okGens && gens == 0 && exp > float64(time.Now().Unix()),
 			fmt.Sprintf("heartbeat last success %v, generations applied %v (%v), ca.crt expiry %v; families %d", hb, gens, okGens, exp, len(mfs))
 	})
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("nico-agent did not stop on SIGTERM:\n%s", out.String())
-	}
+	stopAgent(t, code, &out)
 	if _, err := metricstest.Scrape(nil, url); err == nil {
 		t.Error("/metrics still answers after the agent stopped")
 	}

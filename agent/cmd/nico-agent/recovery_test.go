@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,14 +25,8 @@ import (
 // the process with 4, and the agent started again serves its member.
 func TestAgentServesRecovery(t *testing.T) {
 	dir := t.TempDir()
-	peer, client := etcdtest.URLsFor(t, true)
 	addr := fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(t))
-	file := filepath.Join(dir, "agent.yaml")
-	settings := fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\nrecovery:\n  listen: %s\ngenerations:\n  agentPathFile: %s\nmetrics:\n  listen: \"\"\n",
-		dir, peer, client, etcdtest.FreePort(t), addr, filepath.Join(dir, "agent-path"))
-	if err := os.WriteFile(file, []byte(settings), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeBootstrapConfig(t, dir, addr, "")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var out logging.Buffer
@@ -91,14 +84,7 @@ func TestAgentServesRecovery(t *testing.T) {
 	if err := op.Release(ctx, 5*time.Second); err == nil {
 		t.Fatal("Release returned before the agent serves again: want it to wait for the agent")
 	}
-	select {
-	case c := <-code:
-		if c != 4 {
-			t.Fatalf("exit %d after the release, want 4:\n%s", c, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("nico-agent did not exit after the release:\n%s", out.String())
-	}
+	waitExit(t, code, &out, 4, "after the release")
 	code = start() // the service manager starts it again
 	survey(code, "the agent started again serving its member", func(h restore.HostState) bool {
 		return h.Serving && h.Held == ""
@@ -111,21 +97,4 @@ func TestAgentServesRecovery(t *testing.T) {
 		return n == 2, fmt.Sprintf("%d ready lines", n)
 	})
 	stopAgent(t, code, &out)
-}
-
-// stopAgent sends the test process SIGTERM (what systemd sends) and waits
-// for run to return 0.
-func stopAgent(t *testing.T, code chan int, out *logging.Buffer) {
-	t.Helper()
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("nico-agent did not stop on SIGTERM:\n%s", out.String())
-	}
 }

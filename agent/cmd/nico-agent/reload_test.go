@@ -54,12 +54,5 @@ func TestChangedSettingsReachTheRunningAgent(t *testing.T) {
 	write(strings.Replace(first, "name: cp-1", "name: CP_1", 1))
 	waitLog("the new configuration is not valid")
 	write(settings("log:\n  level: debug\n"))
-	select {
-	case c := <-code:
-		if c != 4 {
-			t.Fatalf("exit %d after the settings changed, want 4:\n%s", c, out.String())
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("nico-agent still runs after its settings changed:\n%s", out.String())
-	}
+	waitExit(t, code, &out, 4, "after its settings changed")
 }

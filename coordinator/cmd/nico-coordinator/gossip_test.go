@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,17 +80,7 @@ func TestJoinsTheMeshFromASeed(t *testing.T) {
 
 	// run has registered for SIGTERM (signal.NotifyContext) before it
 	// started the mesh, so the signal stops it rather than the test.
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("nico-coordinator did not stop on SIGTERM:\n%s", out.String())
-	}
+	stopCoordinator(t, code, &out)
 	testwait.For(t, 30*time.Second, "the seed to see "+name+" left after SIGTERM", func() (bool, string) {
 		s, _ := seed.Node(name)
 		return s.State == gossip.Left, fmt.Sprintf("the seed sees %s %s, want left", name, s.State)

@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,17 +49,7 @@ func TestMetricsEndpointFollowsLeadership(t *testing.T) {
 	if _, ok := mfs.Value("go_goroutines"); !ok {
 		t.Error("no go_goroutines: the Go collector is not registered")
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("nico-coordinator did not stop on SIGTERM:\n%s", out.String())
-	}
+	stopCoordinator(t, code, &out)
 	if _, err := metricstest.Scrape(nil, url); err == nil {
 		t.Error("/metrics still answers after the coordinator stopped")
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -82,15 +81,5 @@ func TestJoiningHostsCoordinatorWaitsAndLearns(t *testing.T) {
 	if !strings.Contains(out.String(), "etcd endpoints learned from gossip") {
 		t.Errorf("the endpoints were not learned from the mesh:\n%s", out.String())
 	}
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("nico-coordinator did not stop on SIGTERM:\n%s", out.String())
-	}
+	stopCoordinator(t, code, &out)
 }

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -41,17 +39,7 @@ func TestRunServesTheStatusPage(t *testing.T) {
 		body, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode == 200 && strings.Contains(string(body), `data-name="c-1"`), resp.Status
 	})
-	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after SIGTERM, want 0:\n%s", c, out.String())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("nico-coordinator did not stop on SIGTERM:\n%s", out.String())
-	}
+	stopCoordinator(t, code, &out)
 	if _, err := client.Get("http://" + addr + "/"); err == nil {
 		t.Error("the status page is still served after the coordinator stopped")
 	}

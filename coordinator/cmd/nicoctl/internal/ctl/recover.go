@@ -3,6 +3,7 @@ package ctl
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -93,18 +94,30 @@ func (a *app) recover(ctx context.Context, o recoverOpts, stdin io.Reader) error
 		}
 		delete(urls, r)
 	}
-	survivors := restore.Survey(ctx, urls, fleet.ClientTLS, max(a.cfg.Timeout/2, time.Second))
-	a.printSurvivors(survivors)
-	if err := restore.CheckQuorumLost(ctx, survivors, o.voters, fleet.ClientTLS, max(a.cfg.Timeout/2, time.Second)); err != nil {
-		return withCode(ExitRefused, fmt.Errorf("recover refused: %w", err))
-	}
-	j, err = restore.RecoverJournal(survivors, o.replace, a.now())
+	timeout := max(a.cfg.Timeout/2, time.Second)
+	j, err = a.proposeRecovery(ctx, o, jf, restore.Survey(ctx, urls, fleet.ClientTLS, timeout), fleet.ClientTLS, timeout, "", stdin)
 	if err != nil {
-		return withCode(ExitRefused, err)
+		return err
 	}
-	fmt.Fprintf(a.stdout, "proposal: make %s (applied index %d, revision %d) a one-member cluster; then %v rejoin as learners\n",
-		j.Target, survivors[0].Applied, survivors[0].Revision, j.Others)
-	allowed, err := restore.RecoveryAllowed(ctx, survivors[0].ClientURL, a.cfg.Prefix, fleet.ClientTLS, max(a.cfg.Timeout/2, time.Second))
+	return a.runJournal(ctx, fleet, jf, j)
+}
+
+// proposeRecovery lists the survivors, refuses while the cluster still has
+// quorum (o.voters), proposes the most advanced survivor (how says how it
+// is recovered, after "a one-member cluster") and, once confirmed, saves
+// the recovery's journal in jf and returns it.
+func (a *app) proposeRecovery(ctx context.Context, o recoverOpts, jf restore.FileJournal, survivors []restore.Survivor, clientTLS *tls.Config, timeout time.Duration, how string, stdin io.Reader) (*restore.Journal, error) {
+	a.printSurvivors(survivors)
+	if err := restore.CheckQuorumLost(ctx, survivors, o.voters, clientTLS, timeout); err != nil {
+		return nil, withCode(ExitRefused, fmt.Errorf("recover refused: %w", err))
+	}
+	j, err := restore.RecoverJournal(survivors, o.replace, a.now())
+	if err != nil {
+		return nil, withCode(ExitRefused, err)
+	}
+	fmt.Fprintf(a.stdout, "proposal: make %s (applied index %d, revision %d) a one-member cluster%s; then %v rejoin as learners\n",
+		j.Target, survivors[0].Applied, survivors[0].Revision, how, j.Others)
+	allowed, err := restore.RecoveryAllowed(ctx, survivors[0].ClientURL, a.cfg.Prefix, clientTLS, timeout)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "nicoctl: %v: asking for confirmation\n", err)
 	}
@@ -112,12 +125,12 @@ func (a *app) recover(ctx context.Context, o recoverOpts, stdin io.Reader) error
 		fmt.Fprintln(a.stdout, "the EtcdCluster's spec.policy.recoverWithoutConfirmation allows it: going on")
 	}
 	if !o.yes && !allowed && !confirmed(stdin, a.stdout) {
-		return withCode(ExitRefused, errors.New("recover not confirmed: nothing changed (answer yes at the prompt, or pass --yes)"))
+		return nil, withCode(ExitRefused, errors.New("recover not confirmed: nothing changed (answer yes at the prompt, or pass --yes)"))
 	}
 	if err := jf.Save(j); err != nil {
-		return err
+		return nil, err
 	}
-	return a.runJournal(ctx, fleet, jf, j)
+	return j, nil
 }
 
 // confirmed asks on a terminal; anything but "yes", or no terminal, is no.

@@ -112,22 +112,10 @@ func (a *app) restore(ctx context.Context, o restoreOpts) error {
 		if o.target == "" {
 			o.target = fleet.Names()[0]
 		}
-		live := a.liveClient(ctx)
-		if live != nil {
-			defer live.Close()
-		}
-		src, err := a.resolveSource(ctx, o, live)
-		if err != nil {
+		var src restoreSource
+		if j, src, err = a.prepareRestore(ctx, o, fleet.Names(), now); err != nil {
 			return err
 		}
-		j, err = restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: fleet.Names(), Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
-		if err != nil {
-			if src.name != "" {
-				os.Remove(src.path)
-			}
-			return withCode(ExitRefused, err)
-		}
-		j.Snapshot.Name, j.Snapshot.Where = src.name, src.where
 		fleet.ClusterToken = "nico-" + j.ID
 		if err := jf.Save(j); err != nil {
 			return err

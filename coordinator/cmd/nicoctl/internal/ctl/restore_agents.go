@@ -149,22 +149,10 @@ func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
 		if o.target == "" {
 			o.target = names[0]
 		}
-		live := a.liveClient(ctx)
-		if live != nil {
-			defer live.Close()
-		}
-		src, err := a.resolveSource(ctx, o, live)
-		if err != nil {
+		var src restoreSource
+		if j, src, err = a.prepareRestore(ctx, o, names, a.now()); err != nil {
 			return err
 		}
-		j, err = restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: names, Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: a.now()})
-		if err != nil {
-			if src.name != "" {
-				os.Remove(src.path)
-			}
-			return withCode(ExitRefused, err)
-		}
-		j.Snapshot.Name, j.Snapshot.Where = src.name, src.where
 		if err := s.jf.Save(j); err != nil {
 			return err
 		}
@@ -209,28 +197,8 @@ func (a *app) recoverThroughAgents(ctx context.Context, o recoverOpts, stdin io.
 	timeout := max(a.cfg.Timeout/2, time.Second)
 	hosts := (&restore.AgentFleet{Agents: s.agents, TLS: s.tls}).Survey(ctx, timeout)
 	hosts = slices.DeleteFunc(hosts, func(h restore.HostState) bool { return slices.Contains(o.replace, h.Node) })
-	survivors := restore.Survivors(hosts)
-	a.printSurvivors(survivors)
-	if err := restore.CheckQuorumLost(ctx, survivors, o.voters, s.tls, timeout); err != nil {
-		return withCode(ExitRefused, fmt.Errorf("recover refused: %w", err))
-	}
-	j, err = restore.RecoverJournal(survivors, o.replace, a.now())
+	j, err = a.proposeRecovery(ctx, o, s.jf, restore.Survivors(hosts), s.tls, timeout, " through its agent", stdin)
 	if err != nil {
-		return withCode(ExitRefused, err)
-	}
-	fmt.Fprintf(a.stdout, "proposal: make %s (applied index %d, revision %d) a one-member cluster through its agent; then %v rejoin as learners\n",
-		j.Target, survivors[0].Applied, survivors[0].Revision, j.Others)
-	allowed, err := restore.RecoveryAllowed(ctx, survivors[0].ClientURL, a.cfg.Prefix, s.tls, timeout)
-	if err != nil {
-		fmt.Fprintf(a.stderr, "nicoctl: %v: asking for confirmation\n", err)
-	}
-	if allowed && !o.yes {
-		fmt.Fprintln(a.stdout, "the EtcdCluster's spec.policy.recoverWithoutConfirmation allows it: going on")
-	}
-	if !o.yes && !allowed && !confirmed(stdin, a.stdout) {
-		return withCode(ExitRefused, errors.New("recover not confirmed: nothing changed (answer yes at the prompt, or pass --yes)"))
-	}
-	if err := s.jf.Save(j); err != nil {
 		return err
 	}
 	return a.runThroughAgents(ctx, s, j)

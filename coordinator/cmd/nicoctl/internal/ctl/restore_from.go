@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/restore"
@@ -171,4 +172,29 @@ func (s restoreSource) describe() string {
 		return s.path
 	}
 	return fmt.Sprintf("%s (from %s, taken %s from cluster %s)", s.name, s.where, s.meta.TakenAt.UTC().Format("2006-01-02T15:04:05Z"), s.meta.ClusterID)
+}
+
+// prepareRestore resolves o's snapshot (asking the old cluster, when it
+// still answers, for what --from NAME or --latest needs) and prepares the
+// restore of it onto o.target with members (restore.Prepare, which also
+// reserves the live cluster's slot). A fetched copy is removed when the
+// preparation fails.
+func (a *app) prepareRestore(ctx context.Context, o restoreOpts, members []string, now time.Time) (*restore.Journal, restoreSource, error) {
+	live := a.liveClient(ctx)
+	if live != nil {
+		defer live.Close()
+	}
+	src, err := a.resolveSource(ctx, o, live)
+	if err != nil {
+		return nil, src, err
+	}
+	j, err := restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: members, Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
+	if err != nil {
+		if src.name != "" {
+			os.Remove(src.path)
+		}
+		return nil, src, withCode(ExitRefused, err)
+	}
+	j.Snapshot.Name, j.Snapshot.Where = src.name, src.where
+	return j, src, nil
 }

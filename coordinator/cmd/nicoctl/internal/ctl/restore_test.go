@@ -39,7 +39,6 @@ func TestRestoreCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	root := etcdtest.IssueFiles(t, dir, pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
 	tlsCfg := etcdtest.ClientTLS(t, pki.RootIdentity)
 	snap := filepath.Join(dir, "snap.db")
 	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: c.Endpoints(), TLS: tlsCfg, DialTimeout: 5 * time.Second}, snap); err != nil {
@@ -49,19 +48,7 @@ func TestRestoreCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fleet := filepath.Join(dir, "fleet.yaml")
-	yaml := fmt.Sprintf(`tls: {caFile: %q, certFile: %q, keyFile: %q}
-members:
-  - name: %s
-    dataDir: %q
-    peerURL: %s
-    clientURL: %s
-    tls: {trustedCAFile: %q, serverCertFile: %q, serverKeyFile: %q, peerCertFile: %q, peerKeyFile: %q}
-`, root.CA, root.Cert, root.Key, m.Name, m.DataDir, m.PeerURL, m.ClientURL,
-		m.TLS.TrustedCAFile, m.TLS.ServerCertFile, m.TLS.ServerKeyFile, m.TLS.PeerCertFile, m.TLS.PeerKeyFile)
-	if err := os.WriteFile(fleet, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fleet := writeFleetFile(t, dir, m)
 
 	run(t, c.Endpoints(), "recover", "--fleet", fleet, "--yes").want(t, ExitRefused, []string{"m0"}, []string{"recover refused", "still has quorum"})
 	run(t, c.Endpoints(), "restore", "--from", snap, "--fleet", fleet, "--target", "m9").want(t, ExitRefused, nil, []string{"target is not a member"})
