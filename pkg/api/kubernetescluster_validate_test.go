@@ -79,6 +79,10 @@ func TestKubernetesClusterValidate(t *testing.T) {
 		{"external bad URL and secret", func(c *KubernetesCluster) {
 			c.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderExternal, External: &ExternalEtcd{Endpoints: []string{"10.0.0.9:2379"}}}
 		}, []string{"spec.etcd.external.endpoints[0]", "spec.etcd.external.secretRef"}},
+		{"namespace with distribution", func(c *KubernetesCluster) {
+			c.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderDistribution, Namespace: true}
+		},
+			[]string{"spec.etcd.namespace: true", "given with provider distribution", "spec.etcd.provider: nico"}},
 		{"external with nico", func(c *KubernetesCluster) { c.Spec.Etcd.External = &ExternalEtcd{} }, []string{"spec.etcd.external", "given with provider nico"}},
 		{"maxUnavailable", func(c *KubernetesCluster) { c.Spec.Rollout.MaxUnavailable = "0" }, []string{`spec.rollout.maxUnavailable: "0"`}},
 		{"probe URL and lease", func(c *KubernetesCluster) {
