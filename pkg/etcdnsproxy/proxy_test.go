@@ -1,0 +1,97 @@
+package etcdnsproxy_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdnsproxy"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/etcdtest/leakcheck"
+	"github.com/homystack/nico/pkg/logging"
+	"github.com/homystack/nico/pkg/pki"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/goleak"
+	"go.uber.org/zap"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, leakcheck.EtcdIgnores()...)
+}
+
+// TestNewRefuses: a config that cannot run is refused naming the field.
+func TestNewRefuses(t *testing.T) {
+	backend := etcdtest.ClientTLS(t, "kubernetes:a")
+	server := &tls.Config{Certificates: backend.Certificates, ClientCAs: etcdtest.PKI(t).Pool()}
+	ok := etcdnsproxy.Config{Namespace: "/clusters/a/", Endpoints: []string{"https://127.0.0.1:2379"}, BackendTLS: backend, ServerTLS: server}
+	for name, tc := range map[string]struct {
+		change func(*etcdnsproxy.Config)
+		want   string
+	}{
+		"no trailing slash": {func(c *etcdnsproxy.Config) { c.Namespace = "/clusters/a" }, `namespace "/clusters/a"`},
+		"empty namespace":   {func(c *etcdnsproxy.Config) { c.Namespace = "" }, "namespace"},
+		"no endpoints":      {func(c *etcdnsproxy.Config) { c.Endpoints = nil }, "endpoints"},
+		"no identity":       {func(c *etcdnsproxy.Config) { c.BackendTLS = &tls.Config{} }, "backend TLS"},
+		"no client CA":      {func(c *etcdnsproxy.Config) { c.ServerTLS = &tls.Config{Certificates: backend.Certificates} }, "server TLS"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := ok
+			tc.change(&c)
+			_, err := etcdnsproxy.New(c, "127.0.0.1:0")
+			if !errors.Is(err, etcdnsproxy.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want ErrConfig naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestRunStops: the proxy serves a namespaced Put and Get on a real etcd
+// and returns nil, with no goroutine left (TestMain), when its context
+// ends.
+func TestRunStops(t *testing.T) {
+	c := etcdtest.StartWith(t, etcdtest.Options{Members: 1, TLS: true})
+	raw := etcdtest.NewClient(t, c.Endpoints()...)
+	backend := etcdtest.ClientTLS(t, pki.RootIdentity)
+	serving, key, err := etcdtest.PKI(t).Issue(pki.Request{CommonName: "proxy", Usage: pki.UsageServer, DNSNames: []string{"localhost"}}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(serving, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := etcdnsproxy.New(etcdnsproxy.Config{Namespace: "/ns/", Endpoints: c.Endpoints(), BackendTLS: backend,
+		ServerTLS: &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: etcdtest.PKI(t).Pool()}, Logger: logging.Test(t)}, "localhost:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	ctls := etcdtest.ClientTLS(t, "anyone")
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"https://localhost:" + port(p)}, TLS: ctls, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer rcancel()
+	if _, err := cli.Put(rctx, "/k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := raw.Get(rctx, "/ns//k"); err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("/ns//k: %v, %v", r, err)
+	}
+	cli.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func port(p *etcdnsproxy.Proxy) string {
+	a := p.Addr().String()
+	return a[strings.LastIndex(a, ":")+1:]
+}
