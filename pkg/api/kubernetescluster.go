@@ -135,8 +135,8 @@ type ClusterEtcd struct {
 	// an etcd key prefix of their own (k3s: its bootstrap keys and
 	// /registry): the cluster's etcd role then reaches all of
 	// ClusterEtcdNamespace and cluster.nix asks each server to run a
-	// namespacing proxy (etcd grpc-proxy --namespace) the distribution
-	// talks to. false: the API servers use --etcd-prefix (ClusterEtcdPrefix).
+	// namespacing proxy (nico-etcd-proxy, package etcdnsproxy) the
+	// distribution talks to. false: the API servers use --etcd-prefix (ClusterEtcdPrefix).
 	Namespace bool `json:"namespace,omitempty"`
 }
 
@@ -162,10 +162,10 @@ type ExternalEtcd struct {
 func ClusterEtcdPrefix(name string) string { return "/clusters/" + name + "/registry" }
 
 // ClusterEtcdNamespace is the namespace the proxy of cluster name prefixes
-// every key with (spec.etcd.namespace): /clusters/<name>, with no trailing
-// slash, so that the distribution's "/registry/..." lands at
-// ClusterEtcdPrefix's keys and its "/bootstrap/..." beside them.
-func ClusterEtcdNamespace(name string) string { return "/clusters/" + name }
+// every key with (spec.etcd.namespace): /clusters/<name>/, with its
+// trailing slash, so that every key the distribution names lies inside it
+// (its "/registry/x" is stored at "/clusters/<name>//registry/x").
+func ClusterEtcdNamespace(name string) string { return "/clusters/" + name + "/" }
 
 // ClusterRollout holds the strategy knobs of the cluster's Rollout.
 type ClusterRollout struct {
