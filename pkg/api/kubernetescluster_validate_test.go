@@ -146,7 +146,7 @@ func TestDecodeKubernetesCluster(t *testing.T) {
 		{"unknown fields everywhere", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p","labels":{}},
 		  "spec":{"controlPlane":{"machines":["cp-1"],"replicas":3},"etcd":{"provider":"nico","prefix":"/x"}}}`,
 			[]string{"metadata.labels: map[] is not accepted: unknown field", "spec.controlPlane.replicas: 3 is not accepted: unknown field",
-				"spec.etcd.prefix", "use the fields external, provider"}},
+				"spec.etcd.prefix", "use the fields external, namespace, provider"}},
 		{"unknown and invalid together", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},
 		  "spec":{"controlPlane":{"count":-1,"size":1}}}`,
 			[]string{"spec.controlPlane.size", "unknown field", "spec.controlPlane.count: -1", "negative"}},
