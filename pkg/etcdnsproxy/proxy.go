@@ -19,8 +19,9 @@
 //	distribution --TLS, client cert CN kubernetes:<c>--> proxy (127.0.0.1)
 //	proxy --TLS, the same identity, keys under /clusters/<c>/--> nico's etcd
 //
-// Served: KV, Watch, Lease and Maintenance (Status, for the client's
-// version checks). Not served: Cluster (a member list would hand the
+// Served: KV, Watch (each client stream passed through to one etcd
+// stream, so that watch-progress requests reach etcd), Lease and
+// Maintenance (Status, for the client's version checks). Not served: Cluster (a member list would hand the
 // distribution etcd's own URLs, outside the namespace), Auth, Election and
 // Lock.
 package etcdnsproxy
@@ -136,11 +137,10 @@ func (p *Proxy) Run(ctx context.Context) error {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	kvp, _ := grpcproxy.NewKvProxy(cli)
-	watchp, watchDone := grpcproxy.NewWatchProxy(pctx, zap.NewNop(), cli)
 	leasep, leaseDone := grpcproxy.NewLeaseProxy(pctx, cli)
 	server := grpc.NewServer(grpc.Creds(credentials.NewTLS(p.cfg.ServerTLS)))
 	pb.RegisterKVServer(server, kvp)
-	pb.RegisterWatchServer(server, watchp)
+	pb.RegisterWatchServer(server, &watchServer{ns: []byte(ns), client: pb.NewWatchClient(cli.ActiveConnection())})
 	pb.RegisterLeaseServer(server, leasep)
 	pb.RegisterMaintenanceServer(server, grpcproxy.NewMaintenanceProxy(cli))
 
@@ -160,7 +160,6 @@ func (p *Proxy) Run(ctx context.Context) error {
 	server.Stop()
 	cancel()
 	wg.Wait()
-	<-watchDone
 	<-leaseDone
 	if serveErr != nil && !errors.Is(serveErr, grpc.ErrServerStopped) {
 		return fmt.Errorf("etcdnsproxy: serve: %w", serveErr)

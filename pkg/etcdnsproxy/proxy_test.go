@@ -84,6 +84,32 @@ func TestRunStops(t *testing.T) {
 	if r, err := raw.Get(rctx, "/ns//k"); err != nil || len(r.Kvs) != 1 {
 		t.Fatalf("/ns//k: %v, %v", r, err)
 	}
+	// A watch sees its events with the client's keys, and a progress
+	// request (kube-apiserver's, for consistent reads from its cache) is
+	// answered.
+	wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(rctx))
+	defer wcancel()
+	wch := cli.Watch(wctx, "/", clientv3.WithPrefix(), clientv3.WithPrevKV(), clientv3.WithCreatedNotify())
+	if r := <-wch; !r.Created {
+		t.Fatalf("first watch response %+v, want created", r)
+	}
+	if _, err := raw.Put(rctx, "/other", "outside"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(rctx, "/k", "v2"); err != nil {
+		t.Fatal(err)
+	}
+	r := <-wch
+	if err := r.Err(); err != nil || len(r.Events) != 1 || string(r.Events[0].Kv.Key) != "/k" || string(r.Events[0].PrevKv.Key) != "/k" || string(r.Events[0].Kv.Value) != "v2" {
+		t.Fatalf("watch response %+v, %v: want one event on /k", r, err)
+	}
+	rev := r.Events[0].Kv.ModRevision
+	if err := cli.RequestProgress(wctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-wch; !r.IsProgressNotify() || r.Header.Revision < rev {
+		t.Fatalf("after a progress request: %+v, want a progress notification", r)
+	}
 	cli.Close()
 	cancel()
 	if err := <-done; err != nil {
