@@ -19,7 +19,7 @@
 //	distribution --TLS, client cert CN kubernetes:<c>--> proxy (127.0.0.1)
 //	proxy --TLS, the same identity, keys under /clusters/<c>/--> nico's etcd
 //
-// Served: KV, Watch (each client stream passed through to one etcd
+// Served: KV (with no cache), Watch (each client stream passed through to one etcd
 // stream, so that watch-progress requests reach etcd), Lease and
 // Maintenance (Status, for the client's version checks). Not served: Cluster (a member list would hand the
 // distribution etcd's own URLs, outside the namespace), Auth, Election and
@@ -136,10 +136,9 @@ func (p *Proxy) Run(ctx context.Context) error {
 
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	kvp, _ := grpcproxy.NewKvProxy(cli)
 	leasep, leaseDone := grpcproxy.NewLeaseProxy(pctx, cli)
 	server := grpc.NewServer(grpc.Creds(credentials.NewTLS(p.cfg.ServerTLS)))
-	pb.RegisterKVServer(server, kvp)
+	pb.RegisterKVServer(server, &kvServer{kv: cli.KV})
 	pb.RegisterWatchServer(server, &watchServer{ns: []byte(ns), client: pb.NewWatchClient(cli.ActiveConnection())})
 	pb.RegisterLeaseServer(server, leasep)
 	pb.RegisterMaintenanceServer(server, grpcproxy.NewMaintenanceProxy(cli))
