@@ -84,9 +84,9 @@ func New(cfg Config, listen string) (*Proxy, error) {
 		return nil, fmt.Errorf("%w: namespace %q: want a key prefix that starts and ends with '/', as /clusters/NAME/", ErrConfig, cfg.Namespace)
 	case len(cfg.Endpoints) == 0:
 		return nil, fmt.Errorf("%w: endpoints: want at least one etcd client URL", ErrConfig)
-	case cfg.BackendTLS == nil || len(cfg.BackendTLS.Certificates) == 0:
+	case cfg.BackendTLS == nil || (len(cfg.BackendTLS.Certificates) == 0 && cfg.BackendTLS.GetClientCertificate == nil):
 		return nil, fmt.Errorf("%w: backend TLS: want the cluster's etcd client certificate", ErrConfig)
-	case cfg.ServerTLS == nil || len(cfg.ServerTLS.Certificates) == 0 || cfg.ServerTLS.ClientCAs == nil:
+	case cfg.ServerTLS == nil || (len(cfg.ServerTLS.Certificates) == 0 && cfg.ServerTLS.GetCertificate == nil) || cfg.ServerTLS.ClientCAs == nil:
 		return nil, fmt.Errorf("%w: server TLS: want a serving certificate and the CA of the clients' certificates", ErrConfig)
 	}
 	if cfg.Logger == nil {
