@@ -22,30 +22,51 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
-func run(args []string, stderr io.Writer) int {
+// options are the command's flags.
+type options struct {
+	files                                  etcdnsproxy.Files
+	namespace, endpoints, listen, clientCN string
+	level                                  string
+}
+
+// flags is the command's flag set, writing into o.
+func flags(o *options, stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("nico-etcd-proxy", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var f etcdnsproxy.Files
-	namespace := fs.String("namespace", "", "key prefix added to every key, as /clusters/NAME/ (required)")
-	endpoints := fs.String("endpoints", "", "nico's etcd client URLs, comma separated (required)")
-	listen := fs.String("listen", "127.0.0.1:2479", "host:port to serve on (keep it on loopback)")
-	clientCN := fs.String("client-cn", "", "the only Common Name a client certificate may carry (the cluster's etcd user, kubernetes:NAME); empty: any the client CA signed")
+	f := &o.files
+	fs.StringVar(&o.namespace, "namespace", "", "key prefix added to every key, as /clusters/NAME/ (required)")
+	fs.StringVar(&o.endpoints, "endpoints", "", "nico's etcd client URLs, comma separated (required)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:2479", "host:port to serve on (keep it on loopback)")
+	fs.StringVar(&o.clientCN, "client-cn", "", "the only Common Name a client certificate may carry (the cluster's etcd user, kubernetes:NAME); empty: any the client CA signed")
 	fs.StringVar(&f.EtcdCA, "etcd-cacert", "", "CA bundle of nico's etcd servers (cluster.nix paths.etcdCACert)")
 	fs.StringVar(&f.Cert, "cert", "", "the cluster's etcd client certificate (paths.apiserverEtcdClientCert)")
 	fs.StringVar(&f.Key, "key", "", "its key (paths.apiserverEtcdClientKey)")
 	fs.StringVar(&f.ServingCert, "serving-cert", "", "the proxy's serving certificate, with 127.0.0.1 among its names (paths.apiserverCert)")
 	fs.StringVar(&f.ServingKey, "serving-key", "", "its key (paths.apiserverKey)")
 	fs.StringVar(&f.ClientCA, "client-cacert", "", "CA a client certificate must chain to (default: --etcd-cacert)")
-	level := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
+	fs.StringVar(&o.level, "log-level", "info", "debug, info, warn or error")
+	return fs
+}
+
+// run runs the proxy until ctx ends and returns the exit code.
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	var o options
+	if err := flags(&o, stderr).Parse(args); err != nil {
+		fmt.Fprintln(stderr, "nico-etcd-proxy:", err)
 		return 2
 	}
+	f := o.files
 	if f.ClientCA == "" {
 		f.ClientCA = f.EtcdCA
 	}
-	log, err := logging.New(stderr, *level, "text")
+	log, err := logging.New(stderr, o.level, "text")
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -56,18 +77,16 @@ func run(args []string, stderr io.Writer) int {
 		return 2
 	}
 	var eps []string
-	for _, e := range strings.Split(*endpoints, ",") {
+	for _, e := range strings.Split(o.endpoints, ",") {
 		if e = strings.TrimSpace(e); e != "" {
 			eps = append(eps, e)
 		}
 	}
-	p, err := etcdnsproxy.New(etcdnsproxy.Config{Namespace: *namespace, Endpoints: eps, BackendTLS: backend, ServerTLS: server, ClientCommonName: *clientCN, Logger: log}, *listen)
+	p, err := etcdnsproxy.New(etcdnsproxy.Config{Namespace: o.namespace, Endpoints: eps, BackendTLS: backend, ServerTLS: server, ClientCommonName: o.clientCN, Logger: log}, o.listen)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	if err := p.Run(ctx); err != nil {
 		log.Error("nico-etcd-proxy failed", "err", err)
 		return 1
