@@ -180,6 +180,8 @@ func TestValidateUpdate(t *testing.T) {
 			o.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderExternal, External: &ExternalEtcd{Endpoints: []string{"https://a:2379"}, SecretRef: "e"}}
 			n.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderExternal, External: &ExternalEtcd{Endpoints: []string{"https://b:2379"}, SecretRef: "e"}}
 		}, nil},
+		{"namespace switched on", func(_, n *KubernetesCluster) { n.Spec.Etcd.Namespace = true },
+			[]string{`spec.etcd.namespace: true is not accepted`, "under /clusters/", "nico does not move them", "keep spec.etcd.namespace: false"}},
 		{"provider change", func(_, n *KubernetesCluster) { n.Spec.Etcd.Provider = EtcdProviderDistribution },
 			[]string{`spec.etcd.provider: "distribution" is not accepted`, "live on provider nico", "no documented migration from nico to distribution", "keep provider nico"}},
 		{"explicit default is no change", func(_, n *KubernetesCluster) { n.Spec.Etcd.Provider = EtcdProviderNico }, nil},
