@@ -31,7 +31,7 @@ deps:
 
 build: deps
 	@mkdir -p $(BIN)
-	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./agent/cmd/nico-agent ./coordinator/cmd/nico-coordinator ./coordinator/cmd/nicoctl
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./agent/cmd/nico-agent ./agent/cmd/nico-etcd-proxy ./coordinator/cmd/nico-coordinator ./coordinator/cmd/nicoctl
 
 # etcd binaries of two minor versions, built from the Go module proxy in a
 # scratch module (go install of etcd fails on its replace directives).

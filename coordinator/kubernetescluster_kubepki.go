@@ -76,7 +76,11 @@ func (k *KubePKISecrets) Ensure(ctx context.Context, fence store.Fence, kc *api.
 		return nil, err
 	}
 	if provider == kubepki.ProviderNico {
-		if _, err := kubepki.EnsureEtcdIdentity(ctx, k.Root, name); err != nil {
+		ensure := kubepki.EnsureEtcdIdentity
+		if kc.Spec.Etcd.Namespace {
+			ensure = kubepki.EnsureNamespacedEtcdIdentity
+		}
+		if _, err := ensure(ctx, k.Root, name); err != nil {
 			return nil, err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/clusternix"
+	"github.com/homystack/nico/pkg/kubepki"
 	"github.com/homystack/nico/pkg/kubeplan"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/rollout"
@@ -64,6 +65,12 @@ func renderClusterNix(kc *api.KubernetesCluster, sel kubeplan.Selection, f *clus
 	switch kc.Spec.Etcd.ProviderOrDefault() {
 	case api.EtcdProviderNico:
 		c.Etcd = clusternix.Etcd{Provider: clusternix.EtcdNico, Prefix: api.ClusterEtcdPrefix(kc.Metadata.Name)}
+		if kc.Spec.Etcd.Namespace {
+			// The distribution sets no prefix: each server runs the
+			// namespacing proxy and the cluster's role reaches the namespace.
+			c.Etcd.Prefix = ""
+			c.Etcd.Proxy = &clusternix.EtcdProxy{Namespace: kubepki.EtcdNamespace(kc.Metadata.Name), Listen: clusternix.DefaultProxyListen, ClientCommonName: kubepki.EtcdUser(kc.Metadata.Name)}
+		}
 		for _, m := range members {
 			if !m.Learner && len(m.ClientURLs) > 0 {
 				c.Etcd.Endpoints = append(c.Etcd.Endpoints, m.ClientURLs[0])

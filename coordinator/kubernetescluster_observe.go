@@ -265,7 +265,11 @@ func etcdReady(kc *api.KubernetesCluster, members []membership.Member) (bool, st
 	case len(sick) > 0:
 		return false, fmt.Sprintf("%d of %d etcd voters healthy; unhealthy: %s", healthy, voters, strings.Join(sick, ", "))
 	}
-	return true, fmt.Sprintf("%d of %d etcd voters healthy, leader %s, prefix %s", healthy, voters, leader, api.ClusterEtcdPrefix(kc.Metadata.Name))
+	where := "prefix " + api.ClusterEtcdPrefix(kc.Metadata.Name)
+	if kc.Spec.Etcd.Namespace {
+		where = "namespace " + api.ClusterEtcdNamespace(kc.Metadata.Name)
+	}
+	return true, fmt.Sprintf("%d of %d etcd voters healthy, leader %s, %s", healthy, voters, leader, where)
 }
 
 func etcdMemberName(m membership.Member) string {

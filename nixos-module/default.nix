@@ -139,7 +139,8 @@ in
       default = if isHypervisor then pkgs.nico-hypervisor else pkgs.nico;
       defaultText = literalExpression ''if elem "hypervisor" config.services.nico.roles then pkgs.nico-hypervisor else pkgs.nico'';
       description = ''
-        The nico package (nico-agent, nico-coordinator, nicoctl). `nico` is
+        The nico package (nico-agent, nico-coordinator, nicoctl, and
+        nico-etcd-proxy for Kubernetes distributions with no etcd prefix). `nico` is
         built without libvirt, so that it stays out of every host's closure;
         hosts with the `hypervisor` role need `nico-hypervisor`, the same
         programs built with cgo and libvirt (the flake's packages and

@@ -27,7 +27,7 @@
       !(lib.elem base [ ".cache" "bin" "result" ".git" ]) && !(lib.hasSuffix ".out" base);
   };
 
-  subPackages = [ "agent/cmd/nico-agent" "coordinator/cmd/nico-coordinator" "coordinator/cmd/nicoctl" ];
+  subPackages = [ "agent/cmd/nico-agent" "agent/cmd/nico-etcd-proxy" "coordinator/cmd/nico-coordinator" "coordinator/cmd/nicoctl" ];
   ldflags = [ "-s" "-w" "-X main.Version=${version}" ];
 
   # nixpkgs >= 25.11 takes CGO_ENABLED in env only.

@@ -4,6 +4,14 @@
 #   etcd.provider nico or external: every server stores its data in that
 #     etcd (--datastore-endpoint, with the certificates nico delivers) and
 #     needs no other server to start; agents join through the endpoint.
+#   etcd.provider nico needs the KubernetesCluster's spec.etcd.namespace:
+#     k3s cannot set an etcd key prefix (it writes /bootstrap/<hash> and
+#     /registry/...), so cluster.nix has etcd.proxy and every server runs
+#     nico-etcd-proxy on loopback, which puts each key under
+#     /clusters/<name>/ and talks to nico's etcd as the cluster's etcd
+#     identity; k3s's --datastore-endpoint is that proxy. Without it (an
+#     etcd.prefix instead) this module refuses the cluster (assertion):
+#     k3s would write outside the prefix its etcd role reaches.
 #   etcd.provider distribution: k3s's embedded etcd; the first server
 #     initialises it (clusterInit), nico starts the other servers one at a
 #     time and they join the first.
@@ -16,6 +24,11 @@ let
   # EtcdCluster), so the API servers must not (their default is every 5
   # minutes, to their own latest revision, for every key of the fleet).
   nicoEtcd = cluster.etcd.provider == "nico";
+  # The namespacing proxy (cluster.nix etcd.proxy), or null.
+  proxy = cluster.etcdProxy;
+  datastore =
+    if proxy != null then proxy.datastore
+    else { endpoint = cluster.etcdServers; cafile = p.etcdCACert; certfile = p.apiserverEtcdClientCert; keyfile = p.apiserverEtcdClientKey; };
 in
 {
   services.k3s = {
@@ -37,14 +50,33 @@ in
       ]
       ++ lib.optional (server && nicoEtcd) "--kube-apiserver-arg=etcd-compaction-interval=0"
       ++ lib.optionals (server && sharedEtcd) ([
-        "--datastore-endpoint=${cluster.etcdServers}"
-        "--datastore-cafile=${p.etcdCACert}"
-        "--datastore-certfile=${p.apiserverEtcdClientCert}"
-        "--datastore-keyfile=${p.apiserverEtcdClientKey}"
+        "--datastore-endpoint=${datastore.endpoint}"
+        "--datastore-cafile=${datastore.cafile}"
+        "--datastore-certfile=${datastore.certfile}"
+        "--datastore-keyfile=${datastore.keyfile}"
       ] ++ lib.optional (cluster.etcd.prefix != null) "--kube-apiserver-arg=etcd-prefix=${cluster.etcd.prefix}");
   };
 
+  # On a server of a cluster on nico's etcd: the namespacing proxy k3s's
+  # datastore endpoint names, from nico's package, before k3s.
+  systemd.services.nico-etcd-proxy = lib.mkIf (server && proxy != null) {
+    description = "nico's namespacing etcd proxy for the k3s cluster ${cluster.name}";
+    wantedBy = [ "multi-user.target" ];
+    requiredBy = [ "k3s.service" ];
+    before = [ "k3s.service" ];
+    wants = [ "network-online.target" ];
+    after = [ "network-online.target" ];
+    serviceConfig = {
+      ExecStart = "${config.services.nico.package}/bin/nico-etcd-proxy ${lib.escapeShellArgs proxy.args}";
+      Restart = "always";
+      RestartSec = "2s";
+    };
+  };
+
   assertions = [{
+    assertion = nicoEtcd -> proxy != null;
+    message = "examples/k3s: the KubernetesCluster ${cluster.name} is on nico's etcd with a key prefix (${toString cluster.etcd.prefix}), which k3s cannot set: it would write /bootstrap and /registry outside its etcd role; set spec.etcd.namespace: true (the namespacing proxy), or use etcd.provider distribution";
+  } {
     assertion = lib.versions.majorMinor config.services.k3s.package.version == lib.versions.majorMinor cluster.version;
     message = "examples/k3s: services.k3s.package is k3s ${config.services.k3s.package.version}, but the KubernetesCluster ${cluster.name} asks for Kubernetes ${cluster.version} (spec.version); pick the matching pkgs.k3s_1_NN";
   }];

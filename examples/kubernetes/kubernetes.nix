@@ -19,6 +19,9 @@ in
   assertions = [{
     assertion = cluster.etcd.provider != "distribution";
     message = "examples/kubernetes: nixpkgs' services.kubernetes has no datastore of its own; the KubernetesCluster ${cluster.name} has etcd.provider distribution: use nico or external";
+  } {
+    assertion = cluster.etcdProxy == null;
+    message = "examples/kubernetes: the KubernetesCluster ${cluster.name} has spec.etcd.namespace (cluster.nix etcd.proxy), for distributions that cannot set an etcd prefix; kube-apiserver sets --etcd-prefix: leave spec.etcd.namespace out";
   }];
 
   services.kubernetes = {

@@ -18,6 +18,9 @@
 #   url HOST PORT    https://HOST:PORT (an IPv6 address in brackets)
 #   firstServerMachine  the first server's machine (as machine returns it), or null
 #   etcdServers      etcd.endpoints joined with ","
+#   etcdProxy        null, or (with etcd.proxy) { url, args, datastore }: the
+#                    namespacing proxy's URL, nico-etcd-proxy's arguments and
+#                    the distribution's datastore endpoint and files
 let
   inherit (builtins)
     isAttrs isList isString isInt attrNames filter all length elem typeOf
@@ -55,6 +58,10 @@ let
       else if unknown != [ ] then fail (sub field (head unknown)) "unknown field: cluster.nix schema version ${toString schemaVersion} has ${concatStringsSep ", " keys}${if field == "" then "" else " in ${field}"}"
       else true;
 
+  # exactlyOpt is exactly, with the optional fields allowed besides keys.
+  exactlyOpt = field: keys: optional: v:
+    exactly field (keys ++ builtins.filter (k: isAttrs v && v ? ${k}) optional) v;
+
   # each checks every element of the list v with f FIELD[i] ELEMENT.
   each = field: accepted: f: v:
     want (isList v) field accepted v
@@ -74,7 +81,7 @@ let
       e = c.etcd;
       p = e.provider;
     in
-    exactly "etcd" [ "provider" "endpoints" "prefix" ] e
+    exactlyOpt "etcd" [ "provider" "endpoints" "prefix" ] [ "proxy" ] e
     && want (elem p [ "nico" "external" "distribution" ]) "etcd.provider" ''one of "nico", "external", "distribution"'' p
     && each "etcd.endpoints" "a list of etcd client URLs" (f: s: want (isString s && match "https?://[^/ ]+" s != null) f "an etcd client URL https://HOST:PORT" s) e.endpoints
     && want (e.prefix == null || (isString e.prefix && match "(/[A-Za-z0-9._-]+)+" e.prefix != null)) "etcd.prefix" "null or a key prefix such as \"/clusters/NAME/registry\"" e.prefix
@@ -82,7 +89,22 @@ let
     && want (p == "distribution" -> e.prefix == null) "etcd.prefix" "null with etcd.provider \"distribution\"" e.prefix
     && want (p == "distribution" -> c.firstServer != null) "firstServer" "the initialising control-plane node with etcd.provider \"distribution\"" c.firstServer
     && want (p != "distribution" -> e.endpoints != [ ]) "etcd.endpoints" "at least one endpoint with etcd.provider ${toJSON p}" e.endpoints
-    && want (p == "nico" -> e.prefix != null) "etcd.prefix" "a key prefix with etcd.provider \"nico\"" e.prefix;
+    && want (p == "nico" -> (e.prefix != null || (e.proxy or null) != null)) "etcd.prefix" "a key prefix with etcd.provider \"nico\" (or etcd.proxy)" e.prefix
+    && proxyChecks e;
+
+  # etcd.proxy (optional, null when absent): the namespacing etcd proxy a
+  # control-plane machine runs for a distribution with no etcd prefix.
+  proxyChecks = e:
+    let x = e.proxy or null; in
+    x == null || (
+      want (e.provider == "nico") "etcd.proxy" "no proxy with etcd.provider ${toJSON e.provider}" x
+      && want (e.prefix == null) "etcd.prefix" "null with etcd.proxy (the proxy's namespace holds the distribution's keys)" e.prefix
+      && exactly "etcd.proxy" [ "namespace" "listen" "clientCommonName" ] x
+      && want (isString x.namespace && match "(/[A-Za-z0-9._-]+)+/" x.namespace != null) "etcd.proxy.namespace" "a key prefix ending in '/', such as \"/clusters/NAME/\"" x.namespace
+      && exactly "etcd.proxy.listen" [ "host" "port" ] x.listen
+      && want (isString x.listen.host && (match "127\\.[0-9]+\\.[0-9]+\\.[0-9]+" x.listen.host != null || x.listen.host == "::1")) "etcd.proxy.listen.host" "a loopback address such as \"127.0.0.1\"" x.listen.host
+      && want (isInt x.listen.port && x.listen.port >= 1 && x.listen.port <= 65535) "etcd.proxy.listen.port" "an integer from 1 to 65535" x.listen.port
+      && want (isString x.clientCommonName && x.clientCommonName != "") "etcd.proxy.clientCommonName" "the cluster's etcd user, a non-empty string" x.clientCommonName);
 
   pathKeys = [
     "apiserverCert" "apiserverEtcdClientCert" "apiserverEtcdClientKey" "apiserverKey" "caCert" "caKey" "etcdCACert" "frontProxyCACert"
@@ -141,6 +163,28 @@ let
       serverURL = url c.controlPlaneEndpoint.host c.controlPlaneEndpoint.port;
       firstServerMachine = if c.firstServer == null then null else machines.${c.firstServer};
       etcdServers = concatStringsSep "," c.etcd.endpoints;
+      # The namespacing proxy (etcd.proxy), or null: its URL, the
+      # arguments of nico-etcd-proxy, and the distribution's datastore
+      # flags (the proxy serves the API server certificate, signed by the
+      # cluster CA; the client pair is the cluster's etcd identity).
+      etcdProxy =
+        let x = c.etcd.proxy or null; p = c.paths; in
+        let proxyURL = url x.listen.host x.listen.port; in
+        if x == null then null else {
+          url = proxyURL;
+          args = [
+            "--namespace=${x.namespace}"
+            "--endpoints=${concatStringsSep "," c.etcd.endpoints}"
+            "--listen=${bracket x.listen.host}:${toString x.listen.port}"
+            "--client-cn=${x.clientCommonName}"
+            "--etcd-cacert=${p.etcdCACert}"
+            "--cert=${p.apiserverEtcdClientCert}"
+            "--key=${p.apiserverEtcdClientKey}"
+            "--serving-cert=${p.apiserverCert}"
+            "--serving-key=${p.apiserverKey}"
+          ];
+          datastore = { endpoint = proxyURL; cafile = p.caCert; certfile = p.apiserverEtcdClientCert; keyfile = p.apiserverEtcdClientKey; };
+        };
     };
 
   validate = c: if check c then c // helpers c else fail "" "invalid";

@@ -131,6 +131,13 @@ type ClusterEtcd struct {
 	Provider EtcdProvider `json:"provider,omitempty"`
 	// External is required with provider external, refused otherwise.
 	External *ExternalEtcd `json:"external,omitempty"`
+	// Namespace (provider nico only) is for distributions that cannot set
+	// an etcd key prefix of their own (k3s: its bootstrap keys and
+	// /registry): the cluster's etcd role then reaches all of
+	// ClusterEtcdNamespace and cluster.nix asks each server to run a
+	// namespacing proxy (nico-etcd-proxy, package etcdnsproxy) the
+	// distribution talks to. false: the API servers use --etcd-prefix (ClusterEtcdPrefix).
+	Namespace bool `json:"namespace,omitempty"`
 }
 
 // ProviderOrDefault is Provider, nico when empty.
@@ -153,6 +160,12 @@ type ExternalEtcd struct {
 // ClusterEtcdPrefix is the key prefix the API servers of cluster name use
 // in the fleet's etcd (provider nico): --etcd-prefix.
 func ClusterEtcdPrefix(name string) string { return "/clusters/" + name + "/registry" }
+
+// ClusterEtcdNamespace is the namespace the proxy of cluster name prefixes
+// every key with (spec.etcd.namespace): /clusters/<name>/, with its
+// trailing slash, so that every key the distribution names lies inside it
+// (its "/registry/x" is stored at "/clusters/<name>//registry/x").
+func ClusterEtcdNamespace(name string) string { return "/clusters/" + name + "/" }
 
 // ClusterRollout holds the strategy knobs of the cluster's Rollout.
 type ClusterRollout struct {

@@ -37,6 +37,17 @@ func ValidateUpdate(old, next *KubernetesCluster) error {
 				fmt.Sprintf("keep provider %s, or back the cluster up, delete it and create it again with provider %s", from, to))
 		}
 	}
+	if o, n := old.Spec.Etcd.Namespace, next.Spec.Etcd.Namespace; o != n && from == to {
+		where := func(ns bool) string {
+			if ns {
+				return ClusterEtcdNamespace(old.Metadata.Name) + "/registry/ (the namespacing proxy's)"
+			}
+			return ClusterEtcdPrefix(old.Metadata.Name) + "/ (--etcd-prefix)"
+		}
+		bad("spec.etcd.namespace", n,
+			"the cluster is live with its objects under "+where(o)+" and nico does not move them to "+where(n),
+			fmt.Sprintf("keep spec.etcd.namespace: %v, or back the cluster up, delete it and create it again", o))
+	}
 	if o, n := old.Spec.ControlPlaneEndpoint, next.Spec.ControlPlaneEndpoint; o != n {
 		bad("spec.controlPlaneEndpoint", n, "the endpoint is immutable: the API servers' certificates, every kubeconfig and every kubelet name it",
 			fmt.Sprintf("keep %q (put a VIP or DNS name in front of a new address instead)", o))

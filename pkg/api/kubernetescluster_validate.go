@@ -232,6 +232,9 @@ func (e ClusterEtcd) validate() []error {
 	if e.Provider != "" && !slices.Contains(EtcdProviders, e.Provider) {
 		bad("spec.etcd.provider", string(e.Provider), "", "use nico (the default: the fleet's etcd), external (endpoints and a secret) or distribution (the flake's own datastore)")
 	}
+	if e.Namespace && e.ProviderOrDefault() != EtcdProviderNico {
+		bad("spec.etcd.namespace", true, "given with provider "+string(e.ProviderOrDefault()), "leave spec.etcd.namespace out, or set spec.etcd.provider: nico (the namespacing proxy runs on nico's etcd)")
+	}
 	switch {
 	case e.ProviderOrDefault() == EtcdProviderExternal && e.External == nil:
 		bad("spec.etcd.external", "null", "provider external needs it", "give spec.etcd.external.endpoints and secretRef")

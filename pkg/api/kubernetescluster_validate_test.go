@@ -79,6 +79,10 @@ func TestKubernetesClusterValidate(t *testing.T) {
 		{"external bad URL and secret", func(c *KubernetesCluster) {
 			c.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderExternal, External: &ExternalEtcd{Endpoints: []string{"10.0.0.9:2379"}}}
 		}, []string{"spec.etcd.external.endpoints[0]", "spec.etcd.external.secretRef"}},
+		{"namespace with distribution", func(c *KubernetesCluster) {
+			c.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderDistribution, Namespace: true}
+		},
+			[]string{"spec.etcd.namespace: true", "given with provider distribution", "spec.etcd.provider: nico"}},
 		{"external with nico", func(c *KubernetesCluster) { c.Spec.Etcd.External = &ExternalEtcd{} }, []string{"spec.etcd.external", "given with provider nico"}},
 		{"maxUnavailable", func(c *KubernetesCluster) { c.Spec.Rollout.MaxUnavailable = "0" }, []string{`spec.rollout.maxUnavailable: "0"`}},
 		{"probe URL and lease", func(c *KubernetesCluster) {
@@ -142,7 +146,7 @@ func TestDecodeKubernetesCluster(t *testing.T) {
 		{"unknown fields everywhere", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p","labels":{}},
 		  "spec":{"controlPlane":{"machines":["cp-1"],"replicas":3},"etcd":{"provider":"nico","prefix":"/x"}}}`,
 			[]string{"metadata.labels: map[] is not accepted: unknown field", "spec.controlPlane.replicas: 3 is not accepted: unknown field",
-				"spec.etcd.prefix", "use the fields external, provider"}},
+				"spec.etcd.prefix", "use the fields external, namespace, provider"}},
 		{"unknown and invalid together", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},
 		  "spec":{"controlPlane":{"count":-1,"size":1}}}`,
 			[]string{"spec.controlPlane.size", "unknown field", "spec.controlPlane.count: -1", "negative"}},
@@ -176,6 +180,8 @@ func TestValidateUpdate(t *testing.T) {
 			o.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderExternal, External: &ExternalEtcd{Endpoints: []string{"https://a:2379"}, SecretRef: "e"}}
 			n.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderExternal, External: &ExternalEtcd{Endpoints: []string{"https://b:2379"}, SecretRef: "e"}}
 		}, nil},
+		{"namespace switched on", func(_, n *KubernetesCluster) { n.Spec.Etcd.Namespace = true },
+			[]string{`spec.etcd.namespace: true is not accepted`, "under /clusters/", "nico does not move them", "keep spec.etcd.namespace: false"}},
 		{"provider change", func(_, n *KubernetesCluster) { n.Spec.Etcd.Provider = EtcdProviderDistribution },
 			[]string{`spec.etcd.provider: "distribution" is not accepted`, "live on provider nico", "no documented migration from nico to distribution", "keep provider nico"}},
 		{"explicit default is no change", func(_, n *KubernetesCluster) { n.Spec.Etcd.Provider = EtcdProviderNico }, nil},

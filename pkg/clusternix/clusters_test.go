@@ -30,6 +30,24 @@ var clusters = map[string]func() clusternix.Cluster{
 			Paths: clusternix.DefaultPaths(),
 		}
 	},
+	// k3s on nico's etcd through the namespacing proxy (spec.etcd.namespace).
+	"nico-namespaced": func() clusternix.Cluster {
+		return clusternix.Cluster{
+			Name:                 "k3s",
+			Version:              "1.37.2",
+			ControlPlaneEndpoint: clusternix.Endpoint{Host: "10.0.0.10", Port: 6443},
+			Nodes: clusternix.Nodes{
+				ControlPlane: []clusternix.Node{{Name: "cp-1", Addresses: []string{"10.0.0.1"}}, {Name: "cp-2", Addresses: []string{"10.0.0.2"}}},
+				DataPlane:    []clusternix.Node{{Name: "worker-1", Addresses: []string{"10.0.1.1"}}},
+			},
+			Etcd: clusternix.Etcd{
+				Provider:  clusternix.EtcdNico,
+				Endpoints: []string{"https://10.0.0.1:2379", "https://10.0.0.2:2379"},
+				Proxy:     &clusternix.EtcdProxy{Namespace: "/clusters/k3s/", Listen: clusternix.DefaultProxyListen, ClientCommonName: "kubernetes:k3s"},
+			},
+			Paths: clusternix.DefaultPaths(),
+		}
+	},
 	// k3s with its embedded etcd: the first server initialises.
 	"distribution": func() clusternix.Cluster {
 		return clusternix.Cluster{

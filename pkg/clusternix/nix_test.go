@@ -65,7 +65,17 @@ type loaded struct {
 		Provider  string   `json:"provider"`
 		Endpoints []string `json:"endpoints"`
 		Prefix    *string  `json:"prefix"`
+		Proxy     *struct {
+			Namespace        string              `json:"namespace"`
+			Listen           clusternix.Endpoint `json:"listen"`
+			ClientCommonName string              `json:"clientCommonName"`
+		} `json:"proxy"`
 	} `json:"etcd"`
+	EtcdProxy *struct {
+		URL       string            `json:"url"`
+		Args      []string          `json:"args"`
+		Datastore map[string]string `json:"datastore"`
+	} `json:"etcdProxy"`
 	Paths    map[string]string `json:"paths"`
 	Machines map[string]struct {
 		Role          string   `json:"role"`
@@ -160,6 +170,30 @@ func TestSchemaLoadsRendered(t *testing.T) {
 			}
 			if l.EtcdServers != strings.Join(l.Etcd.Endpoints, ",") {
 				t.Errorf("etcdServers %q", l.EtcdServers)
+			}
+			switch x := c.Etcd.Proxy; {
+			case x == nil:
+				if l.Etcd.Proxy != nil || l.EtcdProxy != nil {
+					t.Errorf("etcd.proxy %+v, etcdProxy %+v with no proxy", l.Etcd.Proxy, l.EtcdProxy)
+				}
+			case l.Etcd.Proxy == nil || l.EtcdProxy == nil:
+				t.Errorf("etcd.proxy %+v, etcdProxy %+v, want %+v", l.Etcd.Proxy, l.EtcdProxy, x)
+			default:
+				if l.Etcd.Proxy.Namespace != x.Namespace || l.Etcd.Proxy.Listen != x.Listen || l.Etcd.Proxy.ClientCommonName != x.ClientCommonName {
+					t.Errorf("etcd.proxy %+v, want %+v", l.Etcd.Proxy, x)
+				}
+				wantURL := fmt.Sprintf("https://%s:%d", x.Listen.Host, x.Listen.Port)
+				ds := map[string]string{"endpoint": wantURL, "cafile": c.Paths.CACert, "certfile": c.Paths.APIServerEtcdClientCert, "keyfile": c.Paths.APIServerEtcdClientKey}
+				if l.EtcdProxy.URL != wantURL || fmt.Sprint(l.EtcdProxy.Datastore) != fmt.Sprint(ds) {
+					t.Errorf("etcdProxy %+v", l.EtcdProxy)
+				}
+				wantArgs := []string{"--namespace=" + x.Namespace, "--endpoints=" + l.EtcdServers,
+					fmt.Sprintf("--listen=%s:%d", x.Listen.Host, x.Listen.Port), "--client-cn=" + x.ClientCommonName,
+					"--etcd-cacert=" + c.Paths.EtcdCACert, "--cert=" + c.Paths.APIServerEtcdClientCert, "--key=" + c.Paths.APIServerEtcdClientKey,
+					"--serving-cert=" + c.Paths.APIServerCert, "--serving-key=" + c.Paths.APIServerKey}
+				if strings.Join(l.EtcdProxy.Args, " ") != strings.Join(wantArgs, " ") {
+					t.Errorf("etcdProxy.args %q, want %q", l.EtcdProxy.Args, wantArgs)
+				}
 			}
 		})
 	}

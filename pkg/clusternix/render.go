@@ -59,6 +59,10 @@ func Render(c Cluster) ([]byte, error) {
 	} else {
 		w(2, "prefix = %s;", Quote(c.Etcd.Prefix))
 	}
+	if x := c.Etcd.Proxy; x != nil {
+		w(2, "proxy = { namespace = %s; listen = { host = %s; port = %d; }; clientCommonName = %s; };",
+			Quote(x.Namespace), Quote(x.Listen.Host), x.Listen.Port, Quote(x.ClientCommonName))
+	}
 	w(1, "};")
 	w(1, "paths = {")
 	for _, f := range c.Paths.fields() {

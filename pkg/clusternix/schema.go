@@ -79,9 +79,30 @@ type Etcd struct {
 	Endpoints []string
 	// Prefix is the key prefix of the cluster's data (the API server's
 	// --etcd-prefix), required for nico, optional for external, empty for
-	// distribution.
+	// distribution; empty too with Proxy (the distribution sets none).
 	Prefix string
+	// Proxy, with provider nico only, is the namespacing proxy every
+	// control-plane machine runs for a distribution that cannot set an
+	// etcd key prefix (k3s; KubernetesCluster spec.etcd.namespace): the
+	// distribution talks to it on loopback (cluster.nix etcd.proxy).
+	Proxy *EtcdProxy
 }
+
+// EtcdProxy is the namespacing etcd proxy of a control-plane machine
+// (nico-etcd-proxy, package etcdnsproxy).
+type EtcdProxy struct {
+	// Namespace is prefixed to every key: "/clusters/<c>/".
+	Namespace string
+	// Listen is where it serves, on loopback (DefaultProxyListen).
+	Listen Endpoint
+	// ClientCommonName is the only client certificate Common Name it
+	// serves: the cluster's etcd user, kubernetes:<c>.
+	ClientCommonName string
+}
+
+// DefaultProxyListen is where a control-plane machine's namespacing etcd
+// proxy listens: loopback, beside etcd's 2379.
+var DefaultProxyListen = Endpoint{Host: "127.0.0.1", Port: 2479}
 
 // Paths are the absolute on-host paths of the files nico delivers.
 // DefaultPaths follows kubeadm's layout under /etc/kubernetes/pki/ and keeps

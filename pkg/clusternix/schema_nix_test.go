@@ -15,6 +15,7 @@ func TestSchemaRefusesDrift(t *testing.T) {
 	requireNixInstantiate(t)
 	_, ha := writeRendered(t, clusters["nico-ha"]())
 	_, dist := writeRendered(t, clusters["distribution"]())
+	_, ns := writeRendered(t, clusters["nico-namespaced"]())
 	cases := []struct {
 		name      string
 		base      []byte
@@ -36,7 +37,12 @@ func TestSchemaRefusesDrift(t *testing.T) {
 		{"path relative", ha, `caCert = "/etc/kubernetes/pki/ca.crt";`, `caCert = "etc/kubernetes/pki/ca.crt";`, `cluster.nix: paths.caCert: want an absolute path`},
 		{"path unknown", ha, `caCert = "/etc/kubernetes/pki/ca.crt";`, `caCert = "/etc/kubernetes/pki/ca.crt"; etcdCert = "/x";`, "cluster.nix: paths.etcdCert: unknown field"},
 		{"etcd provider", ha, `provider = "nico";`, `provider = "k3s";`, `cluster.nix: etcd.provider: want one of "nico", "external", "distribution", got the string "k3s"`},
-		{"nico without prefix", ha, `prefix = "/clusters/prod/registry";`, `prefix = null;`, `cluster.nix: etcd.prefix: want a key prefix with etcd.provider "nico", got null`},
+		{"nico without prefix", ha, `prefix = "/clusters/prod/registry";`, `prefix = null;`, `cluster.nix: etcd.prefix: want a key prefix with etcd.provider "nico" (or etcd.proxy), got null`},
+		{"proxy with a prefix", ns, `prefix = null;`, `prefix = "/clusters/k3s/registry";`, `cluster.nix: etcd.prefix: want null with etcd.proxy`},
+		{"proxy off loopback", ns, `host = "127.0.0.1"; port = 2479;`, `host = "10.0.0.1"; port = 2479;`, `cluster.nix: etcd.proxy.listen.host: want a loopback address such as "127.0.0.1", got the string "10.0.0.1"`},
+		{"proxy namespace without its slash", ns, `namespace = "/clusters/k3s/";`, `namespace = "/clusters/k3s";`, `cluster.nix: etcd.proxy.namespace: want a key prefix ending in '/'`},
+		{"proxy field unknown", ns, `clientCommonName = "kubernetes:k3s";`, `clientCommonName = "kubernetes:k3s"; user = "root";`, `cluster.nix: etcd.proxy.user: unknown field`},
+		{"proxy with external", ns, `provider = "nico";`, `provider = "external";`, `cluster.nix: etcd.proxy: want no proxy with etcd.provider "external"`},
 		{"endpoint not a URL", ha, `"https://10.0.0.1:2379"`, `"10.0.0.1:2379"`, `cluster.nix: etcd.endpoints[0]: want an etcd client URL`},
 		{"distribution without first server", dist, `firstServer = "s1";`, `firstServer = null;`, `cluster.nix: firstServer: want the initialising control-plane node with etcd.provider "distribution", got null`},
 		{"first server not a control-plane node", dist, `firstServer = "s1";`, `firstServer = "a1";`, `cluster.nix: firstServer: want null or one of nodes.controlPlane's names (s1, s2, s3), got the string "a1"`},

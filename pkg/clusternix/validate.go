@@ -105,8 +105,11 @@ func validateEtcd(e Etcd, firstServer string) []error {
 		if len(e.Endpoints) == 0 {
 			bad("etcd.endpoints", none{}, "at least one endpoint with etcd.provider "+string(e.Provider))
 		}
-		if e.Provider == EtcdNico && e.Prefix == "" {
-			bad("etcd.prefix", "", `a key prefix with etcd.provider nico, for instance "/clusters/NAME/registry"`)
+		if e.Provider == EtcdNico && e.Prefix == "" && e.Proxy == nil {
+			bad("etcd.prefix", "", `a key prefix with etcd.provider nico, for instance "/clusters/NAME/registry" (or etcd.proxy)`)
+		}
+		if e.Proxy != nil && e.Provider != EtcdNico {
+			bad("etcd.proxy", e.Proxy.Namespace, "no proxy with etcd.provider "+string(e.Provider)+" (the namespacing proxy is for nico's etcd)")
 		}
 	case EtcdDistribution:
 		if len(e.Endpoints) != 0 {
@@ -120,6 +123,23 @@ func validateEtcd(e Etcd, firstServer string) []error {
 		}
 	default:
 		bad("etcd.provider", string(e.Provider), "one of nico, external, distribution")
+	}
+	if x := e.Proxy; x != nil {
+		if e.Prefix != "" {
+			bad("etcd.prefix", e.Prefix, "no prefix with etcd.proxy (the distribution sets none: the proxy's namespace holds its keys)")
+		}
+		if !prefixRE.MatchString(strings.TrimSuffix(x.Namespace, "/")) || !strings.HasSuffix(x.Namespace, "/") {
+			bad("etcd.proxy.namespace", x.Namespace, "a key prefix ending in '/', such as /clusters/NAME/")
+		}
+		if ip := net.ParseIP(x.Listen.Host); ip == nil || !ip.IsLoopback() {
+			bad("etcd.proxy.listen.host", x.Listen.Host, "a loopback address, such as 127.0.0.1 (the proxy lends the cluster's etcd identity)")
+		}
+		if p := x.Listen.Port; p < 1 || p > 65535 {
+			bad("etcd.proxy.listen.port", p, "a port from 1 to 65535")
+		}
+		if x.ClientCommonName == "" || strings.ContainsAny(x.ClientCommonName, "\"\\$\n") {
+			bad("etcd.proxy.clientCommonName", x.ClientCommonName, "the cluster's etcd user, such as kubernetes:NAME")
+		}
 	}
 	if e.Prefix != "" && !prefixRE.MatchString(e.Prefix) {
 		bad("etcd.prefix", e.Prefix, "a key prefix such as /clusters/NAME/registry: '/'-separated parts of letters, digits and . _ -, no trailing '/'")

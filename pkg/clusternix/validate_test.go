@@ -42,6 +42,25 @@ func TestValidateRefuses(t *testing.T) {
 		},
 			`etcd.endpoints "https://10.0.0.2:2379,https://10.0.0.1:2379,https://10.0.0.3:2379": want no endpoints with etcd.provider distribution`},
 		{"distribution without first server", func(c *clusternix.Cluster) { *c = clusters["distribution"](); c.FirstServer = "" }, `firstServer "": want the control-plane node that initialises the datastore`},
+		{"proxy with a prefix", func(c *clusternix.Cluster) {
+			*c = clusters["nico-namespaced"]()
+			c.Etcd.Prefix = "/clusters/k3s/registry"
+		},
+			`etcd.prefix "/clusters/k3s/registry": want no prefix with etcd.proxy`},
+		{"proxy off loopback", func(c *clusternix.Cluster) { *c = clusters["nico-namespaced"](); c.Etcd.Proxy.Listen.Host = "10.0.0.1" },
+			`etcd.proxy.listen.host "10.0.0.1": want a loopback address`},
+		{"proxy namespace", func(c *clusternix.Cluster) {
+			*c = clusters["nico-namespaced"]()
+			c.Etcd.Proxy.Namespace = "/clusters/k3s"
+		},
+			`etcd.proxy.namespace "/clusters/k3s": want a key prefix ending in '/'`},
+		{"proxy client name", func(c *clusternix.Cluster) { *c = clusters["nico-namespaced"](); c.Etcd.Proxy.ClientCommonName = "" },
+			`etcd.proxy.clientCommonName "": want the cluster's etcd user`},
+		{"proxy with external", func(c *clusternix.Cluster) {
+			*c = clusters["nico-namespaced"]()
+			c.Etcd.Provider = clusternix.EtcdExternal
+		},
+			`etcd.proxy "/clusters/k3s/": want no proxy with etcd.provider external`},
 		{"relative path", func(c *clusternix.Cluster) { c.Paths.CACert = "pki/ca.crt" }, `paths.caCert "pki/ca.crt": want a clean absolute path`},
 		{"path with a space", func(c *clusternix.Cluster) { c.Paths.JoinToken = "/var/lib/my token" }, `paths.joinToken "/var/lib/my token": want a clean absolute path`},
 		{"unclean path", func(c *clusternix.Cluster) { c.Paths.Kubeconfig = "/etc/../etc/admin.conf" }, `paths.kubeconfig "/etc/../etc/admin.conf": want a clean absolute path`},

@@ -2,10 +2,7 @@ package kubepki_test
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/kubepki"
 	"github.com/homystack/nico/pkg/logging"
-	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -43,104 +38,12 @@ func TestRealAPIServer(t *testing.T) {
 	}
 	port := etcdtest.FreePort(t)
 	endpoint := fmt.Sprintf("https://127.0.0.1:%d", port)
-	nico := etcdtest.PKI(t)
-	c := kubepki.Cluster{Name: "demo", Endpoint: endpoint, NicoCA: nico, Machines: []string{"cp-1"}}
-	if _, err := kubepki.Ensure(ctx, e.sec, c, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kubepki.EnsureEtcdIdentity(ctx, e.root.Auth, "demo"); err != nil {
-		t.Fatal(err)
-	}
-	// Deliver cp-1's files as the agent would: project, open, write.
-	root := t.TempDir()
-	paths := kubepki.DefaultPaths().Under(root)
-	l := kubepki.Layout{Cluster: "demo", Paths: paths, NicoCACertPEM: nico.CertPEM}
-	files := l.HostFiles("cp-1", kubepki.RoleControlPlane)
-	p, err := kubepki.Select(ctx, e.sec, "demo", files)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeCrt, nodeKey, err := nico.Issue(pki.Request{CommonName: pki.NodeIdentity("cp-1"), Usage: pki.UsageClient}, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyFile := filepath.Join(t.TempDir(), "node.key")
-	if err := pki.WriteFile(keyFile, nodeKey); err != nil {
-		t.Fatal(err)
-	}
-	crt, _ := pki.ParseCert(nodeCrt)
-	if _, err := kubepki.Project(ctx, e.st, nil, "cp-1", crt, p); err != nil {
-		t.Fatal(err)
-	}
-	hf := &apply.HostFiles{Roots: []string{root}, Secrets: kubepki.NodeSource{Store: e.st, Machine: "cp-1", KeyFile: keyFile}}
-	if _, err := hf.Sync(ctx, files); err != nil {
-		t.Fatal(err)
-	}
-
-	args := []string{
-		"--etcd-servers=" + strings.Join(e.etcd.Endpoints(), ","),
-		"--etcd-cafile=" + paths.EtcdCACert, "--etcd-certfile=" + paths.EtcdClientCert, "--etcd-keyfile=" + paths.EtcdClientKey,
-		"--etcd-prefix=" + kubepki.EtcdPrefix("demo"), "--etcd-compaction-interval=0",
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none", fmt.Sprintf("--secure-port=%d", port),
-		"--cert-dir=" + t.TempDir(),
-		"--tls-cert-file=" + paths.APIServerCert, "--tls-private-key-file=" + paths.APIServerKey,
-		"--client-ca-file=" + paths.CACert,
-		"--service-account-key-file=" + paths.SAPub, "--service-account-signing-key-file=" + paths.SAKey,
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range=10.96.0.0/12", "--authorization-mode=Node,RBAC",
-		"--requestheader-client-ca-file=" + paths.FrontProxyCACert,
-		"--requestheader-allowed-names=front-proxy-client", "--requestheader-username-headers=X-Remote-User",
-		"--proxy-client-cert-file=" + paths.FrontProxyClientCert, "--proxy-client-key-file=" + paths.FrontProxyClientKey,
-		"--kubelet-client-certificate=" + paths.KubeletClientCert, "--kubelet-client-key=" + paths.KubeletClientKey,
-	}
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "apiserver.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logFile.Close()
-	cmd := exec.Command(filepath.Join(bin, "kube-apiserver"), args...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	var waitErr error
-	go func() { waitErr = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	})
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(e.secret(t, "demo-ca").Spec.Data[kubepki.KeyCert])
-	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		resp, err := hc.Get(endpoint + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(logFile.Name())
-			t.Fatalf("kube-apiserver not ready: %v\n%s", err, tail(string(b), 3000))
-		}
-		// Until the next poll of /readyz, or the process's exit.
-		select {
-		case <-done:
-			b, _ := os.ReadFile(logFile.Name())
-			t.Fatalf("kube-apiserver exited: %v\n%s", waitErr, tail(string(b), 3000))
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	t.Logf("kube-apiserver ready after %s", time.Since(started).Round(time.Millisecond))
+	paths := deliverControlPlane(t, e, "demo", endpoint, kubepki.EnsureEtcdIdentity)
+	args := append(apiServerArgs(paths, port),
+		"--etcd-servers="+strings.Join(e.etcd.Endpoints(), ","),
+		"--etcd-cafile="+paths.EtcdCACert, "--etcd-certfile="+paths.EtcdClientCert, "--etcd-keyfile="+paths.EtcdClientKey,
+		"--etcd-prefix="+kubepki.EtcdPrefix("demo"))
+	logFile := runAPIServer(t, e, bin, "demo", endpoint, args)
 	kubeconfig := paths.Kubeconfig // delivered: admin.conf
 	kubectl := func(args ...string) string {
 		t.Helper()
@@ -177,7 +80,7 @@ func TestRealAPIServer(t *testing.T) {
 		t.Fatalf("token %q", tok)
 	}
 	// Nothing the API server asked of etcd was refused.
-	if b, _ := os.ReadFile(logFile.Name()); strings.Contains(string(b), "permission denied") {
+	if b, _ := os.ReadFile(logFile); strings.Contains(string(b), "permission denied") {
 		t.Fatalf("the API server was refused by etcd:\n%s", grepLines(string(b), "permission denied"))
 	}
 }

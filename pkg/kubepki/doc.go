@@ -66,6 +66,13 @@
 // touches nothing outside its prefix (TestRealAPIServer runs a real one
 // and finds no permission denied in its log).
 //
+// A distribution that cannot set a prefix (k3s: /bootstrap/<hash> and
+// /registry/...; KubernetesCluster spec.etcd.namespace) reaches etcd
+// through a namespacing proxy on each server (package etcdnsproxy,
+// nico-etcd-proxy) that prefixes every key with EtcdNamespace(c) =
+// /clusters/<c>/; its role (EnsureNamespacedEtcdIdentity,
+// EtcdNamespacePerms) then covers that namespace and nothing else.
+//
 // Deleting a cluster (Delete) removes its etcd user and role, every key
 // under /clusters/<c>/ — the cluster's Kubernetes objects, for good — and
 // its secrets.

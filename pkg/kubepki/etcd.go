@@ -25,16 +25,46 @@ func EtcdPerms(c string) []rbac.Perm {
 	}
 }
 
+// EtcdNamespacePerms are the permissions of cluster c's etcd role when
+// its distribution cannot set a key prefix and reaches etcd through a
+// namespacing proxy (spec.etcd.namespace): read and write all of
+// ClusterKeyPrefix(c), the namespace's keys (the distribution's
+// /registry/... and /bootstrap/...), nothing else.
+func EtcdNamespacePerms(c string) []rbac.Perm {
+	p := ClusterKeyPrefix(c)
+	return []rbac.Perm{
+		{Type: rbac.ReadWrite, Key: p, RangeEnd: clientv3.GetPrefixRangeEnd(p)},
+	}
+}
+
+// EtcdNamespace is the namespace cluster c's proxy (package etcdnsproxy)
+// prefixes every key with: ClusterKeyPrefix(c), with its trailing slash,
+// so that every key a client names lies inside EtcdNamespacePerms (the
+// distribution's "/registry/x" is stored at "/clusters/<c>//registry/x").
+func EtcdNamespace(c string) string { return ClusterKeyPrefix(c) }
+
 // EnsureEtcdIdentity makes cluster c's etcd user and role (EtcdUser) hold
 // exactly EtcdPerms, through etcd's Auth API (auth: a root client), and
 // returns the changes it made. Permissions the role has beyond them are
 // revoked; the user holds that role alone. Idempotent.
 func EnsureEtcdIdentity(ctx context.Context, auth clientv3.Auth, c string) ([]rbac.Change, error) {
+	return ensureEtcdIdentity(ctx, auth, c, EtcdPerms)
+}
+
+// EnsureNamespacedEtcdIdentity is EnsureEtcdIdentity with
+// EtcdNamespacePerms, for a cluster whose distribution reaches etcd
+// through a namespacing proxy. The two may follow each other: the one
+// called last leaves the role with its permissions alone.
+func EnsureNamespacedEtcdIdentity(ctx context.Context, auth clientv3.Auth, c string) ([]rbac.Change, error) {
+	return ensureEtcdIdentity(ctx, auth, c, EtcdNamespacePerms)
+}
+
+func ensureEtcdIdentity(ctx context.Context, auth clientv3.Auth, c string, perms func(string) []rbac.Perm) ([]rbac.Change, error) {
 	if err := (Cluster{Name: c, Provider: ProviderExternal}).validate(); err != nil {
 		return nil, err
 	}
 	name := EtcdUser(c)
-	want := EtcdPerms(c)
+	want := perms(c)
 	var changes []rbac.Change
 	role, err := auth.RoleGet(ctx, name)
 	var have []rbac.Perm

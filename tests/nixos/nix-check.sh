@@ -101,7 +101,9 @@ else
   nix-instantiate --eval --strict tests/nixos/eval/flake-outputs.nix --arg lib "import $lib"
   # The example flakes, also as nico writes them: cluster.nix beside flake.nix.
   copies=$(mktemp -d)
-  for ex in k3s kubernetes; do cp -r "examples/$ex" "$copies/" && cp pkg/clusternix/testdata/nico-ha.cluster.nix "$copies/$ex/cluster.nix"; done
+  # k3s on nico's etcd goes through the namespacing proxy (copySample in examples.nix).
+  cp -r examples/k3s "$copies/" && cp pkg/clusternix/testdata/nico-namespaced.cluster.nix "$copies/k3s/cluster.nix"
+  cp -r examples/kubernetes "$copies/" && cp pkg/clusternix/testdata/nico-ha.cluster.nix "$copies/kubernetes/cluster.nix"
   nix-instantiate --eval --strict tests/nixos/eval/examples.nix --arg lib "import $lib" --argstr copies "$copies" || { rm -rf "$copies"; exit 1; }
   rm -rf "$copies"
   if err=$(nix-instantiate --eval --strict tests/nixos/eval -A badHostName --arg lib "import $lib" 2>&1); then

@@ -11,14 +11,15 @@
 # value each example sets, not what k3s or kube-apiserver does with it.
 #
 # copies (tests/nixos/nix-check.sh passes it): a directory holding a copy of
-# each example with nico-ha.cluster.nix beside its flake.nix as cluster.nix,
-# as nico writes it, to evaluate flake.nix itself with a cluster.nix.
+# each example with a sample beside its flake.nix as cluster.nix, as nico
+# writes it (copySample: k3s on nico's etcd goes through the namespacing
+# proxy), to evaluate flake.nix itself with a cluster.nix.
 { lib, copies ? null }:
 
 let
   pkgs = import ./pkgs.nix { inherit lib; };
   schema = import ../../../nixos-module/lib/cluster-schema.nix;
-  samples = lib.genAttrs [ "nico-ha" "distribution" "external-single" ]
+  samples = lib.genAttrs [ "nico-ha" "nico-namespaced" "distribution" "external-single" ]
     (name: ../../../pkg/clusternix/testdata + "/${name}.cluster.nix");
   clusterOf = sample: schema.load samples.${sample};
 
@@ -87,13 +88,36 @@ let
         k.serverAddr == (if !server then c.serverURL else if shared || c.firstServer == name then ""
           else "https://${lib.head (lib.head (lib.filter (n: n.name == c.firstServer) c.nodes.controlPlane)).addresses}:6443")
         && (!server -> hasPrefix "https://" k.serverAddr);
-      "--datastore-endpoint and its certificates on servers with nico's or an external etcd" =
-        lib.all (f: has f == (server && shared)) [
+      "--datastore-endpoint and its certificates on servers with an external etcd" =
+        c.etcd.provider == "external" -> lib.all (f: has f == server) [
           "--datastore-endpoint=${lib.concatStringsSep "," c.etcd.endpoints}"
           "--datastore-cafile=${c.paths.etcdCACert}"
           "--datastore-certfile=${c.paths.apiserverEtcdClientCert}"
           "--datastore-keyfile=${c.paths.apiserverEtcdClientKey}"
         ];
+      "on nico's etcd, servers' --datastore-endpoint is the loopback proxy, trusted by the cluster CA, with the cluster's etcd identity" =
+        c.etcd.provider == "nico" -> lib.all (f: has f == server) [
+          "--datastore-endpoint=https://${c.etcd.proxy.listen.host}:${toString c.etcd.proxy.listen.port}"
+          "--datastore-cafile=${c.paths.caCert}"
+          "--datastore-certfile=${c.paths.apiserverEtcdClientCert}"
+          "--datastore-keyfile=${c.paths.apiserverEtcdClientKey}"
+        ];
+      "nico-etcd-proxy runs on servers on nico's etcd (only there), from nico's package, before k3s, with cluster.nix's namespace, endpoints and files" =
+        let
+          svc = cfg.systemd.services.nico-etcd-proxy;
+          exec = svc.serviceConfig.ExecStart;
+          x = c.etcd.proxy;
+        in
+        (cfg.systemd.services ? nico-etcd-proxy) == (server && c.etcd.provider == "nico")
+        && (server && c.etcd.provider == "nico" ->
+          hasPrefix "${cfg.services.nico.package}/bin/nico-etcd-proxy " exec
+          && lib.all (a: lib.hasInfix a exec) [
+            "'--namespace=${x.namespace}'" "'--endpoints=${lib.concatStringsSep "," c.etcd.endpoints}'"
+            "'--listen=${x.listen.host}:${toString x.listen.port}'" "'--client-cn=${x.clientCommonName}'"
+            "'--etcd-cacert=${c.paths.etcdCACert}'" "'--cert=${c.paths.apiserverEtcdClientCert}'" "'--key=${c.paths.apiserverEtcdClientKey}'"
+            "'--serving-cert=${c.paths.apiserverCert}'" "'--serving-key=${c.paths.apiserverKey}'"
+          ]
+          && lib.elem "k3s.service" svc.before && lib.elem "k3s.service" svc.requiredBy);
       "the API server's --etcd-prefix is cluster.nix's etcd.prefix" =
         lib.any (hasPrefix "--kube-apiserver-arg=etcd-prefix=") k.extraFlags == (server && c.etcd.prefix != null)
         && (server && c.etcd.prefix != null -> has "--kube-apiserver-arg=etcd-prefix=${c.etcd.prefix}");
@@ -135,18 +159,28 @@ let
         && lib.hasInfix "--cluster-signing-key-file=${c.paths.caKey}" k.controllerManager.extraOpts;
     };
 
+  # The sample nix-check.sh copies beside each example's flake.nix.
+  copySample = { k3s = "nico-namespaced"; kubernetes = "nico-ha"; };
+
   failedOn = out: name: failedAssertions out.nixosConfigurations.${name}.config;
 
   checks =
-    forMachines "k3s" "nico-ha" k3s
+    forMachines "k3s" "nico-namespaced" k3s
     // forMachines "k3s" "distribution" k3s
     // forMachines "k3s" "external-single" k3s
     // forMachines "kubernetes" "nico-ha" kubernetes
     // forMachines "kubernetes" "external-single" kubernetes
     // {
       "k3s: a k3s package of another minor than cluster.nix's version fails an assertion naming both" =
-        lib.any (lib.hasInfix "is k3s 1.35.0, but the KubernetesCluster prod asks for Kubernetes 1.37.2")
-          (failedOn (outputsWith { example = "k3s"; sample = "nico-ha"; k3sVersion = "1.35.0"; }) "cp-1");
+        lib.any (lib.hasInfix "is k3s 1.35.0, but the KubernetesCluster k3s asks for Kubernetes 1.37.2")
+          (failedOn (outputsWith { example = "k3s"; sample = "nico-namespaced"; k3sVersion = "1.35.0"; }) "cp-1");
+      "k3s: nico's etcd with a key prefix and no proxy fails an assertion naming spec.etcd.namespace" =
+        lib.any (lib.hasInfix "is on nico's etcd with a key prefix (/clusters/prod/registry), which k3s cannot set")
+          (failedOn (outputsWith { example = "k3s"; sample = "nico-ha"; }) "cp-1")
+        && lib.any (lib.hasInfix "set spec.etcd.namespace: true") (failedOn (outputsWith { example = "k3s"; sample = "nico-ha"; }) "cp-1");
+      "kubernetes: a cluster.nix with etcd.proxy fails an assertion naming spec.etcd.namespace" =
+        lib.any (lib.hasInfix "has spec.etcd.namespace (cluster.nix etcd.proxy)")
+          (failedOn (outputsWith { example = "kubernetes"; sample = "nico-namespaced"; }) "cp-1");
       "kubernetes: etcd.provider distribution fails an assertion naming it" =
         lib.any (lib.hasInfix "has etcd.provider distribution: use nico or external")
           (failedOn (outputsWith { example = "kubernetes"; sample = "distribution"; }) "s1");
@@ -162,9 +196,10 @@ let
           let
             flake = import (/. + copies + "/${example}/flake.nix");
             fromFlake = (flake.outputs { nixpkgs = nixpkgsWith "1.37.2"; inherit nico; }).nixosConfigurations;
-            fromOutputs = (outputsWith { inherit example; sample = "nico-ha"; }).nixosConfigurations;
+            fromOutputs = (outputsWith { inherit example; sample = copySample.${example}; }).nixosConfigurations;
             view = cfg: {
               inherit (cfg.services) k3s;
+              proxy = cfg.systemd.services.nico-etcd-proxy or null;
               inherit (cfg.services.kubernetes.apiserver) enable etcd extraOpts;
               inherit (cfg.services.kubernetes) kubelet;
               inherit (cfg.networking) hostName;

@@ -101,8 +101,8 @@ let
     "module (defect 12): imported three times, the package is defined once, the flake's (nico-hypervisor on a hypervisor)" =
       (imported [ "controlPlane" ]).args == self.packages.x86_64-linux.nico.args
       && (imported [ "controlPlane" "hypervisor" ]).args.withLibvirt or false;
-    "package: the three programs, the flake's vendorHash" =
-      pkgArgs.subPackages == [ "agent/cmd/nico-agent" "coordinator/cmd/nico-coordinator" "coordinator/cmd/nicoctl" ]
+    "package: the four programs (nico-etcd-proxy for examples/k3s), the flake's vendorHash" =
+      pkgArgs.subPackages == [ "agent/cmd/nico-agent" "agent/cmd/nico-etcd-proxy" "coordinator/cmd/nico-coordinator" "coordinator/cmd/nicoctl" ]
       && pkgArgs.vendorHash == called.nico.args.vendorHash;
     "package: the source leaves out the cache, build outputs and git" =
       lib.all (n: !(pkgArgs.src.filter (toString ../../.. + "/" + n) "directory")) [ ".cache" "bin" ".git" ]

@@ -174,6 +174,9 @@ func etcdCell(kc *api.KubernetesCluster) string {
 	case api.EtcdProviderDistribution:
 		return "distribution: the flake's own datastore; nico orders the control-plane joins"
 	default:
+		if e.Namespace {
+			return "nico: the fleet's etcd, through each server's namespacing proxy, namespace " + api.ClusterEtcdNamespace(kc.Metadata.Name)
+		}
 		return "nico: the fleet's etcd, prefix " + api.ClusterEtcdPrefix(kc.Metadata.Name)
 	}
 }

@@ -1,0 +1,109 @@
+package etcdnsproxy
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"os"
+	"sync"
+)
+
+// Files are the PEM files a proxy runs with, as nico delivers them to a
+// control-plane machine (cluster.nix's paths).
+type Files struct {
+	// EtcdCA verifies nico's etcd servers (paths.etcdCACert).
+	EtcdCA string
+	// Cert and Key are the cluster's etcd client identity
+	// (paths.apiserverEtcdClientCert, paths.apiserverEtcdClientKey).
+	Cert, Key string
+	// ServingCert and ServingKey are the proxy's serving pair (the API
+	// server's, whose names include 127.0.0.1 and localhost).
+	ServingCert, ServingKey string
+	// ClientCA is what a client's certificate must chain to (EtcdCA: the
+	// distribution presents the cluster's etcd identity).
+	ClientCA string
+}
+
+// TLS loads the files into the backend and the server TLS configs of a
+// Config. The two key pairs are read again, at the next handshake, once
+// either file of a pair changes (nico renews the leaf certificates, valid
+// 7 days, and delivers them to the same paths); the CA bundles are read
+// once.
+func (f Files) TLS() (backend, server *tls.Config, err error) {
+	pool := func(field, path string) (*x509.CertPool, error) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("etcdnsproxy: %s: %w", field, err)
+		}
+		p := x509.NewCertPool()
+		if !p.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("%w: %s %s: want PEM certificates", ErrConfig, field, path)
+		}
+		return p, nil
+	}
+	pair := func(field, cert, key string) (*pairFile, error) {
+		p := &pairFile{field: field, cert: cert, key: key}
+		if _, err := p.get(); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	etcdCA, err := pool("etcd CA", f.EtcdCA)
+	if err != nil {
+		return nil, nil, err
+	}
+	clientCA, err := pool("client CA", f.ClientCA)
+	if err != nil {
+		return nil, nil, err
+	}
+	id, err := pair("etcd client pair", f.Cert, f.Key)
+	if err != nil {
+		return nil, nil, err
+	}
+	serving, err := pair("serving pair", f.ServingCert, f.ServingKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	backend = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: etcdCA,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return id.get() }}
+	server = &tls.Config{MinVersion: tls.VersionTLS12, ClientCAs: clientCA,
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return serving.get() }}
+	return backend, server, nil
+}
+
+// pairFile is a key pair on disk, read again when a file's modification
+// time or size changes.
+type pairFile struct {
+	field, cert, key string
+	mu               sync.Mutex
+	stamp            [2]os.FileInfo
+	pair             *tls.Certificate
+}
+
+func (p *pairFile) get() (*tls.Certificate, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var stamp [2]os.FileInfo
+	for i, f := range []string{p.cert, p.key} {
+		st, err := os.Stat(f)
+		if err != nil {
+			return nil, fmt.Errorf("etcdnsproxy: %s: %w", p.field, err)
+		}
+		stamp[i] = st
+	}
+	same := func(a, b os.FileInfo) bool { return a != nil && a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size() }
+	if p.pair != nil && same(p.stamp[0], stamp[0]) && same(p.stamp[1], stamp[1]) {
+		return p.pair, nil
+	}
+	c, err := tls.LoadX509KeyPair(p.cert, p.key)
+	if err != nil {
+		if p.pair != nil {
+			// Half-written (the certificate renewed, its key not yet):
+			// keep the pair that worked until both match.
+			return p.pair, nil
+		}
+		return nil, fmt.Errorf("etcdnsproxy: %s %s, %s: %w", p.field, p.cert, p.key, err)
+	}
+	p.pair, p.stamp = &c, stamp
+	return p.pair, nil
+}
