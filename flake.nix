@@ -24,7 +24,7 @@
             inherit version;
             go = goFor final;
             # make vendor-hash rewrites this line; make nix-check compares it.
-            vendorHash = "sha256-z0bGX1ccWpswZsa7qo3COl1c6UAleal/0A7wQFwKp8o=";
+            vendorHash = "sha256-WrnT39pBfpy+SZKJnO3Z3Qio8hCglVnm9qe2xeRsF10=";
           };
         in
         {
