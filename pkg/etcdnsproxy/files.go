@@ -2,7 +2,6 @@ package etcdnsproxy
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"sync"
@@ -27,20 +26,10 @@ type Files struct {
 // TLS loads the files into the backend and the server TLS configs of a
 // Config. The two key pairs are read again, at the next handshake, once
 // either file of a pair changes (nico renews the leaf certificates, valid
-// 7 days, and delivers them to the same paths); the CA bundles are read
-// once.
+// 7 days, and delivers them to the same paths); so are the two CA bundles
+// (nico's CA rotation delivers a bundle of the old and the new CA, then the
+// new one alone), so a rotation needs no restart of the proxy.
 func (f Files) TLS() (backend, server *tls.Config, err error) {
-	pool := func(field, path string) (*x509.CertPool, error) {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("etcdnsproxy: %s: %w", field, err)
-		}
-		p := x509.NewCertPool()
-		if !p.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("%w: %s %s: want PEM certificates", ErrConfig, field, path)
-		}
-		return p, nil
-	}
 	pair := func(field, cert, key string) (*pairFile, error) {
 		p := &pairFile{field: field, cert: cert, key: key}
 		if _, err := p.get(); err != nil {
@@ -48,11 +37,12 @@ func (f Files) TLS() (backend, server *tls.Config, err error) {
 		}
 		return p, nil
 	}
-	etcdCA, err := pool("etcd CA", f.EtcdCA)
-	if err != nil {
+	etcdCA := &caFile{field: "etcd CA", path: f.EtcdCA}
+	if _, err := etcdCA.get(); err != nil {
 		return nil, nil, err
 	}
-	clientCA, err := pool("client CA", f.ClientCA)
+	clientCA := &caFile{field: "client CA", path: f.ClientCA}
+	clientPool, err := clientCA.get()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,10 +54,22 @@ func (f Files) TLS() (backend, server *tls.Config, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	backend = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: etcdCA,
+	// crypto/tls reads RootCAs once: the etcd server's chain is checked by
+	// verifyServer, against the bundle read at each handshake, instead.
+	backend = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true, VerifyConnection: etcdCA.verifyServer,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return id.get() }}
-	server = &tls.Config{MinVersion: tls.VersionTLS12, ClientCAs: clientCA,
+	server = &tls.Config{MinVersion: tls.VersionTLS12, ClientCAs: clientPool, ClientAuth: tls.RequireAndVerifyClientCert,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return serving.get() }}
+	base := server.Clone()
+	server.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		pool, err := clientCA.get()
+		if err != nil {
+			return nil, err
+		}
+		c := base.Clone()
+		c.ClientCAs = pool
+		return c, nil
+	}
 	return backend, server, nil
 }
 

@@ -93,16 +93,21 @@ func New(cfg Config, listen string) (*Proxy, error) {
 		cfg.Logger = slog.Default()
 	}
 	srv := cfg.ServerTLS.Clone()
-	srv.ClientAuth = tls.RequireAndVerifyClientCert
-	if srv.MinVersion == 0 {
-		srv.MinVersion = tls.VersionTLS12
-	}
-	if cn := cfg.ClientCommonName; cn != "" {
-		srv.VerifyPeerCertificate = func(_ [][]byte, chains [][]*x509.Certificate) error {
-			if len(chains) == 0 || len(chains[0]) == 0 || chains[0][0].Subject.CommonName != cn {
-				return fmt.Errorf("etcdnsproxy: client certificate: want Common Name %q", cn)
+	harden(srv, cfg.ClientCommonName)
+	if get := srv.GetConfigForClient; get != nil {
+		// The config of one handshake (Files' carries the client CA read
+		// again) gets the same requirements as the listener's.
+		srv.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+			c, err := get(h)
+			if err != nil || c == nil {
+				return c, err
 			}
-			return nil
+			if c.ClientCAs == nil {
+				return nil, fmt.Errorf("%w: server TLS: the handshake's config has no CA of the clients' certificates", ErrConfig)
+			}
+			c = c.Clone()
+			harden(c, cfg.ClientCommonName)
+			return c, nil
 		}
 	}
 	cfg.ServerTLS = srv
@@ -111,6 +116,23 @@ func New(cfg Config, listen string) (*Proxy, error) {
 		return nil, fmt.Errorf("etcdnsproxy: listen %s: %w", listen, err)
 	}
 	return &Proxy{cfg: cfg, ln: ln}, nil
+}
+
+// harden makes srv ask for, and verify, a client certificate, with the
+// Common Name cn when cn is set.
+func harden(srv *tls.Config, cn string) {
+	srv.ClientAuth = tls.RequireAndVerifyClientCert
+	if srv.MinVersion == 0 {
+		srv.MinVersion = tls.VersionTLS12
+	}
+	if cn != "" {
+		srv.VerifyPeerCertificate = func(_ [][]byte, chains [][]*x509.Certificate) error {
+			if len(chains) == 0 || len(chains[0]) == 0 || chains[0][0].Subject.CommonName != cn {
+				return fmt.Errorf("etcdnsproxy: client certificate: want Common Name %q", cn)
+			}
+			return nil
+		}
+	}
 }
 
 // Addr is the address the proxy listens on.
