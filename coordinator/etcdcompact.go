@@ -24,7 +24,8 @@ import (
 // once per interval (a tenth of the retention). Compaction frees the old
 // revisions inside the database; the defragmentation of the etcd-status
 // controller (etcddefrag.go) then returns the space to the disk, as the
-// fragmentation it measures grows.
+// fragmentation it measures grows. spec.policy.compactionDisabled turns
+// it off, for operators who compact by other means.
 //
 // The compaction is made after a fenced transaction that checks the term
 // and that the slot is as read (nothing is written by it), and recorded
@@ -43,6 +44,10 @@ func (k *etcdCompactor) reconcile(ctx context.Context) error {
 		return nil // the membership controller writes the bootstrap one
 	} else if err != nil {
 		return fmt.Errorf("compaction: %w", err)
+	}
+	if ec.Spec.Policy.CompactionDisabled {
+		k.c.log.Debug("etcd compaction", "reason", "spec.policy.compactionDisabled")
+		return nil
 	}
 	pol := compaction.Policy{Retention: time.Duration(ec.Spec.Policy.CompactionRetention), MinRevisions: ec.Spec.Policy.CompactionMinRevisions}
 	// The revision first, the slot after: a slot taken before the

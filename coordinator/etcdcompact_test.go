@@ -190,6 +190,37 @@ func TestCompactionKeepsTheRetentionWindow(t *testing.T) {
 	}
 }
 
+// TestCompactionDisabled: with spec.policy.compactionDisabled the leader
+// compacts nothing, however old the history grows; set back to false, it
+// compacts once its first sample is a retention old.
+func TestCompactionDisabled(t *testing.T) {
+	e := newCompactEnv(t, api.EtcdPolicy{CompactionDisabled: true})
+	old := e.put("k", "v0")
+	for range 5 {
+		if got := e.pass(); got.Revision != 0 {
+			t.Fatalf("compacted to %d at %s with compaction disabled", got.Revision, e.clk.Now().Format(time.TimeOnly))
+		}
+		e.put("k", "v")
+		e.clk.Advance(time.Hour)
+	}
+	if !e.readable("k", old) {
+		t.Fatalf("revision %d, 5 hours old, was compacted with compaction disabled", old)
+	}
+	ec := api.NewEtcdCluster()
+	if err := e.st.Get(t.Context(), store.EtcdClusterKey, ec); err != nil {
+		t.Fatal(err)
+	}
+	ec.Spec.Policy.CompactionDisabled = false
+	if err := e.st.Put(t.Context(), store.EtcdClusterKey, ec); err != nil {
+		t.Fatal(err)
+	}
+	e.pass()
+	e.clk.Advance(time.Hour)
+	if got := e.pass(); got.Revision <= old || e.readable("k", old) {
+		t.Fatalf("compaction enabled again: status.compaction %+v, revision %d readable %v; want it compacted", got, old, e.readable("k", old))
+	}
+}
+
 // metric is the value of the unlabelled metric name.
 func (e *compactEnv) metric(name string) float64 {
 	e.t.Helper()

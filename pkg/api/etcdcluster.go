@@ -98,6 +98,13 @@ type EtcdPolicy struct {
 	// CompactionMinRevisions also keeps at least this many of the newest
 	// revisions; zero keeps none beyond the retention.
 	CompactionMinRevisions int64 `json:"compactionMinRevisions,omitempty"`
+	// CompactionDisabled turns nico's compaction of its etcd off, for
+	// operators who compact it by other means (etcd's own
+	// --auto-compaction-retention, a job of their own); the retention and
+	// minimum are then left unset. Nothing compacts nico's etcd otherwise:
+	// with it set and nothing else compacting, the database grows until
+	// the quota.
+	CompactionDisabled bool `json:"compactionDisabled,omitempty"`
 	// QuotaBackendBytes is each member's database quota (etcd's
 	// --quota-backend-bytes): past it etcd raises NOSPACE and refuses
 	// writes. Zero is etcd's default, DefaultQuotaBackendBytes. A member

@@ -202,6 +202,15 @@ func (p EtcdPolicy) validate() []error {
 	if p.CompactionMinRevisions < 0 {
 		errs = append(errs, &FieldError{Field: "spec.policy.compactionMinRevisions", Value: p.CompactionMinRevisions, Accepted: "use 0 (none beyond the retention) or more revisions"})
 	}
+	if p.CompactionDisabled {
+		off := "unset it while spec.policy.compactionDisabled is true (nico compacts nothing then), or set compactionDisabled to false"
+		if p.CompactionRetention != 0 {
+			errs = append(errs, &FieldError{Field: "spec.policy.compactionRetention", Value: p.CompactionRetention, Accepted: off})
+		}
+		if p.CompactionMinRevisions != 0 {
+			errs = append(errs, &FieldError{Field: "spec.policy.compactionMinRevisions", Value: p.CompactionMinRevisions, Accepted: off})
+		}
+	}
 	if q := p.QuotaBackendBytes; q != 0 && (q < MinQuotaBackendBytes || q > MaxQuotaBackendBytes) {
 		errs = append(errs, &FieldError{Field: "spec.policy.quotaBackendBytes", Value: q,
 			Accepted: fmt.Sprintf("use 0 (etcd's default, %d bytes) or from %d (1 MiB) to %d (8 GiB) bytes", DefaultQuotaBackendBytes, MinQuotaBackendBytes, MaxQuotaBackendBytes)})

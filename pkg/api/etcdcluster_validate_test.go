@@ -79,6 +79,12 @@ func TestEtcdClusterSpecValidate(t *testing.T) {
 			[]string{"spec.policy.compactionRetention: -1h0m0s is not accepted"}},
 		{"negative compaction min revisions", func(s *EtcdClusterSpec) { s.Policy.CompactionMinRevisions = -5 },
 			[]string{"spec.policy.compactionMinRevisions: -5 is not accepted", "0 (none beyond the retention) or more revisions"}},
+		{"compaction off", func(s *EtcdClusterSpec) { s.Policy.CompactionDisabled = true }, nil},
+		{"compaction off with a retention", func(s *EtcdClusterSpec) {
+			s.Policy.CompactionDisabled, s.Policy.CompactionRetention = true, Duration(2*time.Hour)
+		}, []string{"spec.policy.compactionRetention: 2h0m0s is not accepted", "unset it while spec.policy.compactionDisabled is true"}},
+		{"compaction off with min revisions", func(s *EtcdClusterSpec) { s.Policy.CompactionDisabled, s.Policy.CompactionMinRevisions = true, 100 },
+			[]string{"spec.policy.compactionMinRevisions: 100 is not accepted", "compactionDisabled"}},
 		{"quota too small", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = 1000 }, []string{"spec.policy.quotaBackendBytes: 1000", "from 1048576 (1 MiB) to 8589934592 (8 GiB)"}},
 		{"quota too large", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = 9 << 30 }, []string{"spec.policy.quotaBackendBytes: 9663676416", "etcd's default, 2147483648"}},
 		{"quota negative", func(s *EtcdClusterSpec) { s.Policy.QuotaBackendBytes = -1 }, []string{"spec.policy.quotaBackendBytes: -1"}},

@@ -221,6 +221,9 @@ func progressCell(m api.EtcdMemberStatus) string {
 
 // compactionCell says what history the policy keeps.
 func compactionCell(p api.EtcdPolicy) string {
+	if p.CompactionDisabled {
+		return "off (spec.policy.compactionDisabled: nico compacts nothing)"
+	}
 	keep := "1h0m0s (the default)"
 	if p.CompactionRetention != 0 {
 		keep = time.Duration(p.CompactionRetention).String()
