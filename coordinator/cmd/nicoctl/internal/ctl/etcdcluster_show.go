@@ -33,11 +33,19 @@ func (a *app) describeCmd() *cobra.Command {
 	ec := &cobra.Command{
 		Use:     "etcdcluster",
 		Aliases: []string{"etcdclusters", "ec"},
-		Short:   "Describe the EtcdCluster: spec, policy, members with role, health, index and DB size, conditions",
+		Short:   "Describe the EtcdCluster: spec, policy, members with role, health, index and DB size, conditions, earlier cluster IDs",
 		Args:    cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return a.withEtcdCluster(cmd.Context(), func(ec *api.EtcdCluster) error {
-				return a.emit(ec, func(w io.Writer) { a.describeEtcdCluster(w, ec) })
+			return a.withCluster(cmd.Context(), func(ctx context.Context, c *cluster) error {
+				ec, err := getEtcdCluster(ctx, c)
+				if err != nil {
+					return err
+				}
+				lin := &api.ClusterLineage{}
+				if err := c.st.Get(ctx, store.ClusterLineageKey, lin); err != nil && !errors.Is(err, store.ErrNotFound) {
+					return fmt.Errorf("reading the ClusterLineage: %w", err)
+				}
+				return a.emit(ec, func(w io.Writer) { a.describeEtcdCluster(w, ec, lin) })
 			})
 		}),
 	}
@@ -47,16 +55,25 @@ func (a *app) describeCmd() *cobra.Command {
 // withEtcdCluster reads the EtcdCluster and runs fn with it.
 func (a *app) withEtcdCluster(ctx context.Context, fn func(*api.EtcdCluster) error) error {
 	return a.withCluster(ctx, func(ctx context.Context, c *cluster) error {
-		ec := &api.EtcdCluster{}
-		err := c.st.Get(ctx, store.EtcdClusterKey, ec)
-		if errors.Is(err, store.ErrNotFound) {
-			return withCode(ExitNotFound, errors.New("no EtcdCluster yet: the coordinator's leader writes one when it starts, or write one with 'nicoctl apply -f'"))
-		}
+		ec, err := getEtcdCluster(ctx, c)
 		if err != nil {
-			return fmt.Errorf("reading the EtcdCluster: %w", err)
+			return err
 		}
 		return fn(ec)
 	})
+}
+
+// getEtcdCluster reads the EtcdCluster from the store; ExitNotFound when there is none.
+func getEtcdCluster(ctx context.Context, c *cluster) (*api.EtcdCluster, error) {
+	ec := &api.EtcdCluster{}
+	err := c.st.Get(ctx, store.EtcdClusterKey, ec)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, withCode(ExitNotFound, errors.New("no EtcdCluster yet: the coordinator's leader writes one when it starts, or write one with 'nicoctl apply -f'"))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the EtcdCluster: %w", err)
+	}
+	return ec, nil
 }
 
 // etcdClusterTable is the one-line summary, and the --initial-cluster
@@ -80,8 +97,9 @@ func startFlags(x api.ExternalMemberStart) string {
 	return fmt.Sprintf("--name=%s --initial-cluster=%s --initial-cluster-state=%s", x.Name, x.InitialCluster, x.InitialClusterState)
 }
 
-// describeEtcdCluster writes the object for people.
-func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
+// describeEtcdCluster writes the object for people, and the lineage: the
+// etcd clusters the fleet ran as before its restores.
+func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster, lin *api.ClusterLineage) {
 	now := a.now()
 	sp, st, p := ec.Spec, ec.Status, ec.Spec.Policy
 	field(w, "Name", ec.Metadata.Name)
@@ -140,6 +158,7 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster) {
 			strings.Join(ep.Members, ","), stamp(now, ep.SeenAt), bytesCell(ep.DBSize), bytesCell(ep.DBSizeQuota), ep.CompactedAt,
 			stamp(now, ep.DisarmedAt), bytesCell(ep.DBSizeAfter)))
 	}
+	field(w, "  Earlier clusters", lineageCell(lin))
 	field(w, "  Updated", stamp(now, st.UpdatedAt))
 	fmt.Fprintln(w, "Members:")
 	if len(st.Members) == 0 {
@@ -217,6 +236,19 @@ func progressCell(m api.EtcdMemberStatus) string {
 		s += fmt.Sprintf(" (ETA %s)", time.Duration(m.ETA).Round(time.Second))
 	}
 	return s
+}
+
+// lineageCell is the earlier cluster IDs, oldest first, on one line.
+func lineageCell(lin *api.ClusterLineage) string {
+	ids := lin.IDs()
+	if len(ids) == 0 {
+		return "- (none: no restore recorded)"
+	}
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = id.String()
+	}
+	return strings.Join(s, ", ") + " (oldest first; their snapshots still verify and restore)"
 }
 
 // compactionCell says what history the policy keeps.

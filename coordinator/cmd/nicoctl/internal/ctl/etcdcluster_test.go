@@ -233,6 +233,18 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 		"NAME", "ROLE", "HEALTH", "INDEX", "DB SIZE", "IN USE", "3.0MiB", "1.0MiB", "standby", "50% (ETA 12s)",
 		"Conditions:", "Reconciled", "Joining", "ext-1 catching up",
 		"External members start with:", start,
+		"Earlier clusters:", "- (none: no restore recorded)",
 	}, nil)
 	run(t, eps, "describe").want(t, ExitUsage, nil, []string{"describe: etcdcluster"})
+
+	// Two restores back: the lineage's cluster IDs, oldest first, on one line.
+	lin := api.NewClusterLineage([]api.EarlierCluster{{ClusterID: 0xa1, By: "restore-1"}, {ClusterID: 0xb2, By: "restore-2"}})
+	if err := st.Put(testCtx(t), store.ClusterLineageKey, lin); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, eps, "describe", "etcdcluster")
+	r.want(t, 0, []string{"Earlier clusters:", "00000000000000a1, 00000000000000b2 (oldest first"}, nil)
+	if n := strings.Count(r.stdout, "00000000000000a1"); n != 1 {
+		t.Errorf("the earlier cluster shown %d times, want once:\n%s", n, r.stdout)
+	}
 }
