@@ -248,3 +248,14 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 		t.Errorf("the earlier cluster shown %d times, want once:\n%s", n, r.stdout)
 	}
 }
+
+// TestCompactionCellOff: describe says compaction is off when
+// spec.policy.compactionDisabled is set, not the retention it would keep.
+func TestCompactionCellOff(t *testing.T) {
+	if got := compactionCell(api.EtcdPolicy{CompactionDisabled: true}); !strings.HasPrefix(got, "off") {
+		t.Fatalf("compactionCell = %q, want off", got)
+	}
+	if got := compactionCell(api.EtcdPolicy{}); !strings.HasPrefix(got, "1h0m0s") {
+		t.Fatalf("compactionCell = %q, want the 1h default", got)
+	}
+}
