@@ -312,7 +312,10 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		if err := a.awaitVoter(ctx); err != nil {
 			return err
 		}
-		if err := a.finishIdentity(ctx); err != nil {
+		warn := func(err error, next time.Duration) {
+			a.log.Warn("etcd identity not finished; trying again", "err", err, "in", next)
+		}
+		if err := untilDone(ctx, identityRetry(), warn, a.finishIdentity); err != nil {
 			return err
 		}
 	}

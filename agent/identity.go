@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
 )
@@ -57,4 +59,36 @@ func (a *Agent) ensureFullIdentity(ctx context.Context) error {
 func (a *Agent) holdsRoot() bool {
 	d := a.cfg.PKI.Dir
 	return d != "" && a.controlPlane() && exists(d.Cert(pki.RootLeaf))
+}
+
+// identityRetry paces finishIdentityUntilDone's attempts.
+func identityRetry() backoff.BackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 5 * time.Second}
+}
+
+// untilDone calls try until it succeeds or ctx ends, pausing by b between
+// attempts and logging each failure. finishIdentity's eleven auth changes
+// run right after the join, while the cluster often changes leader or
+// membership; one failed change ("leader changed", a timeout) must not
+// stop the agent, whose member the cluster now counts for quorum.
+func untilDone(ctx context.Context, b backoff.BackOff, log func(err error, next time.Duration), try func(context.Context) error) error {
+	b.Reset()
+	for {
+		err := try(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		next := b.NextBackOff()
+		log(err, next)
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
