@@ -167,11 +167,15 @@ func (cc *clusterController) putGuarded(ctx context.Context, obj api.Object) err
 	return nil
 }
 
-// finishDeletion ends a cluster whose machines are all released: its
+// finishDeletion ends a cluster whose machines are all released: a
+// snapshot keeps its data (snapshotBeforeDeletion), its
 // secrets, etcd identity and prefix go (ClusterSecrets.Delete), then its
 // rollouts and the cluster itself, in one fenced transaction guarded on
 // the cluster being as read.
 func (cc *clusterController) finishDeletion(ctx context.Context, kc *api.KubernetesCluster, f *clusterFleet) error {
+	if held, err := cc.snapshotBeforeDeletion(ctx, kc); err != nil || held {
+		return err
+	}
 	if s := cc.c.Clusters.Secrets; s != nil {
 		if err := s.Delete(ctx, cc.fence, kc); err != nil {
 			return fmt.Errorf("delete secrets: %w", err)
