@@ -14,7 +14,7 @@ func TestRunRefusesBadUsage(t *testing.T) {
 		want string
 	}{
 		"unknown flag":  {[]string{"--bogus"}, "unknown flag: --bogus"},
-		"missing files": {[]string{"--namespace=/clusters/a/", "--endpoints=https://127.0.0.1:2379", "--etcd-cacert=/nonexistent/ca.crt"}, "etcd CA: open /nonexistent/ca.crt"},
+		"missing files": {[]string{"--namespace=/clusters/a/", "--endpoints=https://127.0.0.1:2379", "--etcd-cacert=/nonexistent/ca.crt"}, "etcd CA: stat /nonexistent/ca.crt"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stderr bytes.Buffer
