@@ -20,6 +20,7 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -84,6 +85,14 @@ func (a *Admin) health() time.Duration { return time.Duration(a.healthTimeout.Lo
 func (a *Admin) Close() {
 	a.stopAfter()
 	a.members.close()
+}
+
+// lostAnswer reports whether err leaves open whether a request took
+// effect: the answering member stopped, its connection broke, or it gave
+// up waiting for the change to apply.
+func lostAnswer(err error) bool {
+	return status.Code(err) == codes.Unavailable || isEtcdError(err, rpctypes.ErrStopped) ||
+		isEtcdError(err, rpctypes.ErrTimeout) || isEtcdError(err, rpctypes.ErrTimeoutDueToConnectionLost)
 }
 
 // Retryable reports the membership errors that pass by themselves: a
@@ -242,10 +251,13 @@ func (a *Admin) Remove(ctx context.Context, id api.MemberID) error {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 		defer cancel()
 		_, err := a.cli.MemberRemove(clientv3.WithRequireLeader(cctx), uint64(id))
-		if isEtcdError(err, rpctypes.ErrStopped) {
-			// The member that answered is stopping: most often the one
-			// removed, whose removal has committed. Ask again (another
-			// endpoint answers): ErrMemberNotFound then means done.
+		if lostAnswer(err) {
+			// The member that answered is stopping, its connection broke
+			// (a reset) or it timed out waiting for the change to apply:
+			// most often it is the one removed, and the removal has
+			// committed before its answer was lost. Ask again (another
+			// endpoint answers): ErrMemberNotFound then means done, so
+			// the caller always learns that the removal happened.
 			return fmt.Errorf("%w: %w", errAskAgain, err)
 		}
 		return err

@@ -249,3 +249,33 @@ func TestPromoteWithAuthAsksTheLeader(t *testing.T) {
 		t.Fatalf("promote (voters: follower %s; leader %s): %v", followerURL, leaderURL, err)
 	}
 }
+
+// TestRemoveThroughTheRemovedMember: a client that may send MemberRemove
+// to the very member it removes learns that the removal happened, whether
+// the answer came back, the member answered "stopped", or its connection
+// broke as it left (a lost answer, retried: ErrMemberNotFound is done).
+// Before Remove asked again on a broken connection, the removal was
+// reported as failed while it had committed.
+func TestRemoveThroughTheRemovedMember(t *testing.T) {
+	cl := etcdtest.Start(t, 5)
+	for _, k := range []int{4, 3, 2} {
+		m := cl.Members[k]
+		id := api.MemberID(m.Etcd.Server.MemberID())
+		// The removed member first: the client's first pick, and on a
+		// broken answer the survivor is asked again.
+		a := New(etcdtest.NewClient(t, m.ClientURL, cl.Members[0].ClientURL), time.Second)
+		t0 := time.Now()
+		if err := a.Remove(ctx(t), id); err != nil {
+			t.Fatalf("remove %s through itself: %v", m.Name, err)
+		}
+		t.Logf("removed %s in %v", m.Name, time.Since(t0))
+		a.Close()
+		ms, err := New(etcdtest.NewClient(t, cl.Members[0].ClientURL), time.Second).Observe(ctx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if find(ms, id) != nil {
+			t.Fatalf("member %s still listed after Remove returned: %+v", m.Name, ms)
+		}
+	}
+}
