@@ -49,3 +49,63 @@ func TestBootstrapRefusedAfterLostData(t *testing.T) {
 		t.Fatalf("data dir: has data %v, %v; want none", has, err)
 	}
 }
+
+// TestBootstrapRefusedAfterItBootstrapped: a bootstrap host whose data is
+// lost before its endpoints cache names any other member (the cluster had
+// just formed; here there is no cache at all) must still refuse: it
+// records that it created the cluster beside the data dir. Only once the
+// operator removes that record does it create a new cluster.
+func TestBootstrapRefusedAfterItBootstrapped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	peer, client := etcdtest.URLsFor(t, false)
+	dataDir := filepath.Join(t.TempDir(), "etcd")
+	newAgent := func() (*Agent, member.Runtime) {
+		rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+		return New(Config{
+			Name: "a", Roles: []api.Role{api.RoleControlPlane}, Bootstrap: true, DataDir: dataDir,
+			PeerURL: peer, ClientURL: client, ClusterToken: "bootstrapped-once", DialTimeout: time.Second,
+		}, rt, quietNotifier{}, logging.Test(t)), rt
+	}
+	first, rt := newAgent()
+	if err := first.prepareMember(ctx); err != nil {
+		t.Fatalf("first bootstrap: %v", err)
+	}
+	mk, _, err := member.ReadMarker(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, ok, err := member.ReadBootstrapped(dataDir)
+	if err != nil || !ok || rec.ClusterID != mk.ClusterID || rec.MemberID != mk.MemberID {
+		t.Fatalf("bootstrap record %+v, %v, %v; want cluster %x member %x", rec, ok, err, mk.ClusterID, mk.MemberID)
+	}
+	if err := rt.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dataDir); err != nil {
+		t.Fatal(err)
+	}
+
+	again, rt := newAgent()
+	defer func() { _ = rt.Stop(context.Background()) }()
+	err = again.prepareMember(ctx)
+	if err == nil || !strings.Contains(err.Error(), "bootstrap refused") || !strings.Contains(err.Error(), member.BootstrappedPath(dataDir)) {
+		t.Fatalf("prepareMember after the data was lost = %v, want bootstrap refused naming %s", err, member.BootstrappedPath(dataDir))
+	}
+	if again.running.Load() {
+		t.Fatal("a member runs")
+	}
+	if has, err := member.HasData(dataDir); err != nil || has {
+		t.Fatalf("data dir: has data %v, %v; want none", has, err)
+	}
+
+	if err := os.Remove(member.BootstrappedPath(dataDir)); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.prepareMember(ctx); err != nil {
+		t.Fatalf("bootstrap after the record was removed: %v", err)
+	}
+	if !again.running.Load() {
+		t.Fatal("no member runs after the operator removed the record")
+	}
+}

@@ -51,8 +51,14 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 		if others := a.cachedOthers(); len(others) > 0 {
 			return fmt.Errorf("agent: bootstrap refused: this node reached an etcd cluster through %v before (%s) and has no member data now, so its data was lost; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", others, a.cfg.EndpointsCache, verr)
 		}
+		if b, ok, err := member.ReadBootstrapped(a.cfg.DataDir); ok || err != nil {
+			return bootstrapRefusedAgain(a.cfg.DataDir, b, err, verr)
+		}
 		a.log.Info("bootstrapping a new etcd cluster", "peerURL", a.cfg.PeerURL)
-		return a.startMember(ctx, a.cfg.Name+"="+a.cfg.PeerURL, "new")
+		if err := a.startMember(ctx, a.cfg.Name+"="+a.cfg.PeerURL, "new"); err != nil {
+			return err
+		}
+		return a.recordBootstrap()
 	}
 	marker, hasMarker, err := member.ReadMarker(a.cfg.DataDir)
 	if err != nil {
@@ -287,3 +293,33 @@ func (a *Agent) selfMember(ctx context.Context) (id, cluster api.MemberID, learn
 }
 
 var errNoMember = errors.New("agent: no member has this node's peer URL")
+
+// recordBootstrap writes, beside the data dir, that this agent created a
+// new cluster there (member.Bootstrapped), from the marker the member's
+// start wrote: from now on a lost data dir makes the agent refuse to
+// bootstrap again. The endpoints cache cannot stand in for it: it names
+// the other members only once the mesh or the store has shown them, and a
+// data dir lost in that window bootstrapped a second cluster with the
+// first's IDs (TestWipedVoterRejoins/bootstrap-host, killed 9 s after the
+// cluster formed).
+func (a *Agent) recordBootstrap() error {
+	mk, _, err := member.ReadMarker(a.cfg.DataDir)
+	if err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	if err := member.WriteBootstrapped(a.cfg.DataDir, member.Bootstrapped{ClusterID: mk.ClusterID, MemberID: mk.MemberID, At: a.Now().UTC()}); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	return nil
+}
+
+// bootstrapRefusedAgain is the refusal of a bootstrap host that created a
+// cluster before (record b, or err reading it) and has no member data now.
+func bootstrapRefusedAgain(dataDir string, b member.Bootstrapped, err, verr error) error {
+	path := member.BootstrappedPath(dataDir)
+	if err != nil {
+		return fmt.Errorf("agent: bootstrap refused: %w; remove %s only to create a new cluster", err, path)
+	}
+	return fmt.Errorf("agent: bootstrap refused: this node created etcd cluster %s at %s (%s) and has no member data now, so its data was lost; set etcd.endpoints to that cluster so it joins instead of creating a second one, or remove %s to create a new cluster: %w",
+		api.MemberID(b.ClusterID), b.At.Format(time.RFC3339), path, path, verr)
+}

@@ -38,29 +38,37 @@ type Marker struct {
 // WriteMarker writes m to dir/nico-member.json atomically (a temp file in dir,
 // synced, then renamed over the old one). dir must exist.
 func WriteMarker(dir string, m Marker) error {
-	b, err := json.MarshalIndent(m, "", "  ")
+	return writeJSON(filepath.Join(dir, MarkerFile), "marker", m)
+}
+
+// writeJSON writes v, indented, to path atomically: a temp file beside it,
+// synced, renamed over the old one, and the directory synced. what names
+// the file in errors.
+func writeJSON(path, what string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return fmt.Errorf("member: encode marker: %w", err)
+		return fmt.Errorf("member: encode %s: %w", what, err)
 	}
-	f, err := os.CreateTemp(dir, "."+MarkerFile+".tmp-*")
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("member: write marker in %s: %w", dir, err)
+		return fmt.Errorf("member: write %s in %s: %w", what, dir, err)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // fails harmlessly after the rename
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		f.Close()
-		return fmt.Errorf("member: write marker %s: %w", tmp, err)
+		return fmt.Errorf("member: write %s %s: %w", what, tmp, err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("member: sync marker %s: %w", tmp, err)
+		return fmt.Errorf("member: sync %s %s: %w", what, tmp, err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("member: close marker %s: %w", tmp, err)
+		return fmt.Errorf("member: close %s %s: %w", what, tmp, err)
 	}
-	if err := os.Rename(tmp, filepath.Join(dir, MarkerFile)); err != nil {
-		return fmt.Errorf("member: install marker in %s: %w", dir, err)
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("member: install %s in %s: %w", what, dir, err)
 	}
 	if d, err := os.Open(dir); err == nil {
 		_ = d.Sync() // make the rename durable where the filesystem allows
