@@ -11,7 +11,10 @@ import (
 // (Coordinator.term). Each watches only the prefixes it reads; what has no
 // watch (etcd's member list, gossip, the clock) comes with the resync tick;
 // while a learner is a member, membership also wakes itself every
-// LearnerObserveEvery (reconciler.go).
+// LearnerObserveEvery (reconciler.go). Every controller but membership
+// lets store events gather for Config.Settle before it reconciles, so that
+// the writes of a join or a removal are answered by membership alone while
+// they happen.
 //
 //	controller            watches                                      writes (fenced)
 //	membership            nodes/ joins/ removals/ heartbeats/ ops/     ops/ active-op joins/ removals/
@@ -35,7 +38,7 @@ import (
 //	etcd-compaction       etcdcluster active-op                        etcdcluster status.compaction,
 //	                                                                   etcd compaction
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
-	resync := c.cfg.ResyncInterval
+	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
 	membership := newReconciler(c, fence)
 	return []controller.Controller{
 		&controller.Func{
@@ -43,38 +46,38 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{
-			ControllerName: "rollout", Resync: resync, Do: (&rollouter{c: c, fence: fence}).reconcile,
+			ControllerName: "rollout", Resync: resync, Settle: settle, Do: (&rollouter{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey},
 		},
 		&controller.Func{
-			ControllerName: "machine-pools", Resync: resync, Do: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },
+			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },
 			Prefixes: []string{store.PoolsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "identity-revocation", Resync: resync, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
+			ControllerName: "identity-revocation", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
 			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-status", Resync: resync, Do: newEtcdStatuser(c, fence).reconcile,
+			ControllerName: "etcd-status", Resync: resync, Settle: settle, Do: newEtcdStatuser(c, fence).reconcile,
 			Prefixes: []string{store.NodesDir, store.ActiveOpKey, store.EtcdClusterKey},
 		},
 		&controller.Func{
-			ControllerName: "etcd-version", Resync: resync, Do: (&versionRoller{c: c, fence: fence}).reconcile,
+			ControllerName: "etcd-version", Resync: resync, Settle: settle, Do: (&versionRoller{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 		&controller.Func{
-			ControllerName: "kubernetes-clusters", Resync: resync, Do: newClusterController(c, fence).reconcile,
+			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(c, fence).reconcile,
 			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},
 		&controller.Func{
-			ControllerName: "snapshots", Resync: resync, Do: (&snapshotSchedule{c: c, fence: fence}).reconcile,
+			ControllerName: "snapshots", Resync: resync, Settle: settle, Do: (&snapshotSchedule{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
 			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
 			Policy: controller.HealthPolicy{StallAfter: -1},
 		},
 		&controller.Func{
-			ControllerName: "etcd-compaction", Resync: resync, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
+			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ActiveOpKey},
 		},
 	}

@@ -63,7 +63,19 @@ type Config struct {
 	// SnapshotTempDir holds a snapshot between its stream and its upload
 	// ("": the system's temporary directory); coordinator/snapshots.go.
 	SnapshotTempDir string
+	// Settle is how long the leader's controllers other than membership
+	// let store events gather before they reconcile (controller.Settler);
+	// zero: none. nico-coordinator runs with DefaultSettle.
+	Settle time.Duration
 }
+
+// DefaultSettle is nico-coordinator's Settle. A join writes a dozen times
+// within tens of milliseconds; without it every write woke the status,
+// version, compaction, rollout, pool, revocation, snapshot and Kubernetes
+// controllers, whose reads and status writes competed with the join's on
+// the store: the learner was added about 6 ms later on an empty store
+// (docs/join-speed.md). Their answers are not needed within 100 ms.
+const DefaultSettle = 100 * time.Millisecond
 
 // Coordinator is one candidate.
 type Coordinator struct {

@@ -44,6 +44,18 @@ type Waker interface {
 	Wakes() <-chan struct{}
 }
 
+// Settler is implemented by controllers that need not answer a change at
+// once (status, maintenance, the slower loops of the leader): after a
+// store event or a wake they let further ones gather for SettleDelay
+// before the reconcile, so a burst of writes (a join makes a dozen within
+// tens of milliseconds) costs one reconcile after it, not reconciles that
+// compete with it for the store. The first reconcile, resync ticks and
+// retries are not delayed.
+type Settler interface {
+	// SettleDelay is how long events gather; zero or less: none.
+	SettleDelay() time.Duration
+}
+
 // Policied is implemented by controllers whose health rule is not the
 // runtime's (WithHealthPolicy): one whose reconcile may rightly run for
 // long (applying a NixOS generation) must not count as stalled.
@@ -84,6 +96,8 @@ type Func struct {
 	Policy HealthPolicy
 	// Wake is returned by Wakes.
 	Wake <-chan struct{}
+	// Settle is returned by SettleDelay.
+	Settle time.Duration
 	// Do is called by Reconcile.
 	Do func(ctx context.Context) error
 }
@@ -99,6 +113,9 @@ func (f *Func) ResyncInterval() time.Duration { return f.Resync }
 
 // Wakes implements Waker.
 func (f *Func) Wakes() <-chan struct{} { return f.Wake }
+
+// SettleDelay implements Settler.
+func (f *Func) SettleDelay() time.Duration { return f.Settle }
 
 // HealthPolicy implements Policied.
 func (f *Func) HealthPolicy() HealthPolicy { return f.Policy }

@@ -6,7 +6,9 @@
 // For each controller the runtime reads the store's current revision,
 // reconciles once, and watches every declared prefix from that revision on.
 // Any number of events, across prefixes, coalesce into one pending
-// reconcile; the events' payloads are never handed over. A closed watch is
+// reconcile; the events' payloads are never handed over. A Settler's
+// reconcile after an event waits its settle delay first, so that a burst
+// of writes costs one reconcile after it. A closed watch is
 // opened again from the last revision it delivered, after a backoff; a watch
 // whose revision was compacted away triggers a full resync (a reconcile) and
 // is opened again from the current revision. A failed reconcile is retried

@@ -134,6 +134,7 @@ type counter struct {
 	name     string
 	prefixes []string
 	resync   time.Duration
+	settle   time.Duration
 	// do, when set, runs before the count; its error is the reconcile's.
 	do func(ctx context.Context, n int) error
 
@@ -145,6 +146,7 @@ type counter struct {
 func (c *counter) Name() string                  { return c.name }
 func (c *counter) Watches() []string             { return c.prefixes }
 func (c *counter) ResyncInterval() time.Duration { return c.resync }
+func (c *counter) SettleDelay() time.Duration    { return c.settle }
 
 func (c *counter) Reconcile(ctx context.Context) error {
 	c.mu.Lock()

@@ -66,6 +66,37 @@ func TestCoalescesABurstIntoOneReconcile(t *testing.T) {
 	}
 }
 
+// TestSettleGathersEventsIntoOneLaterReconcile: a controller with a settle
+// delay reconciles at once when it starts, but after an event it waits
+// the delay on the runtime's clock, and the one reconcile after it sees
+// every write made meanwhile.
+func TestSettleGathersEventsIntoOneLaterReconcile(t *testing.T) {
+	st := newStore(t)
+	clk := clockwork.NewFakeClock()
+	rt := newRuntime(st.Client(), clk, t)
+	c := &counter{st: st, name: "settled", prefixes: []string{"in/"}, settle: time.Second}
+	stop := running(t, rt, c)
+	testwait.True(t, 20*time.Second, "the first reconcile, not delayed", func() bool { return len(c.completed()) == 1 })
+	put(t, st, "in/1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := clk.BlockUntilContext(ctx, 1); err != nil {
+		t.Fatalf("no settle timer after the event: %v", err)
+	}
+	put(t, st, "in/2")
+	put(t, st, "in/3")
+	testwait.True(t, 20*time.Second, "the events seen", func() bool { return health(rt, "settled").Events == 3 })
+	if got := c.completed(); len(got) != 1 {
+		t.Fatalf("reconciles %v before the settle delay passed, want only the first", got)
+	}
+	clk.Advance(time.Second)
+	testwait.True(t, 20*time.Second, "the reconcile after the settle delay", func() bool { return len(c.completed()) == 2 })
+	stop()
+	if got := c.completed(); len(got) != 2 || got[1] != 3 {
+		t.Errorf("reconciles saw %v keys, want [0 3]: the events of one settle delay make one reconcile", got)
+	}
+}
+
 func TestWatchesAgainFromTheLastRevisionAfterAClose(t *testing.T) {
 	st := newStore(t)
 	clk := clockwork.NewFakeClock()

@@ -114,22 +114,34 @@ func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error
 			retry.Stop()
 		}
 	}()
+	settle := settleDelay(s.c)
 	s.trigger() // the first reconcile, at rev or later
-	for {
+	for first := true; ; first = false {
 		if retry == nil {
 			s.rec.setState(s.rt.clock.Now(), Waiting)
 		}
+		event := false
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-s.kick:
+			event = true
 		case <-wakes:
+			event = true
 		case <-tick:
 		case <-retryC:
 		}
 		if retry != nil {
 			retry.Stop()
 			retry, retryC = nil, nil
+		}
+		if event && !first && settle > 0 {
+			// Let the burst this event began gather: the reconcile after
+			// it re-reads everything, so the kicks meanwhile are spent.
+			if !s.sleep(ctx, settle) {
+				return nil
+			}
+			s.drainKick()
 		}
 		err := s.reconcile(ctx)
 		now := s.rt.clock.Now()
@@ -190,6 +202,22 @@ func (s *supervisor) trigger() {
 	case s.kick <- struct{}{}:
 	default:
 	}
+}
+
+// drainKick drops a pending kick: the reconcile about to run covers it.
+func (s *supervisor) drainKick() {
+	select {
+	case <-s.kick:
+	default:
+	}
+}
+
+// settleDelay is c's SettleDelay, or zero when it has none.
+func settleDelay(c Controller) time.Duration {
+	if st, ok := c.(Settler); ok {
+		return st.SettleDelay()
+	}
+	return 0
 }
 
 // currentRevision reads the store's revision.

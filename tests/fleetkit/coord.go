@@ -40,7 +40,7 @@ func (f *Fleet) StartCoordinator(name string, opts ...func(*Coord)) *Coord {
 		f.TB.Fatal(err)
 	}
 	c := &Coord{Name: name, Cli: cli, Store: st, Done: make(chan error, 1), Steps: make(chan membership.Step, 1000)}
-	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: CoordSession, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip}, st, f.Log.With("test-coord", name))
+	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: CoordSession, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip, Settle: coordinator.DefaultSettle}, st, f.Log.With("test-coord", name))
 	c.C.OnStep = func(s membership.Step) {
 		select {
 		case c.Steps <- s:

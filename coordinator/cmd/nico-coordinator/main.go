@@ -155,6 +155,7 @@ func run(args []string, stderr io.Writer) int {
 		ResyncInterval: cfg.ResyncInterval,
 		HealthTimeout:  cfg.HealthTimeout,
 		Gossip:         g,
+		Settle:         coordinator.DefaultSettle,
 	}, st, log)
 	c.Clusters = clusterHooks(cfg, st, cli, log) // clusters.go
 	stopMetrics, err := serveMetrics(ctx, cfg, c, mesh, log)
