@@ -29,22 +29,7 @@ func TestClusterDeletionKeepsASnapshot(t *testing.T) {
 	mem.FailWith(errors.New("share not mounted"))
 	h.c.OpenSnapshotStore = func(string) (snapshot.Store, error) { return mem, nil }
 
-	h.machine("cp-1", "role", "cp")
-	h.machine("dp-1", "role", "dp")
-	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
-	h.create(selectorCluster("k1", 1, 1))
-	for i := 0; i < 10 && h.cluster("k1").Status.Phase != api.ClusterReady; i++ {
-		h.pass()
-	}
-	if p := h.cluster("k1").Status.Phase; p != api.ClusterReady {
-		t.Fatalf("phase %s, want Ready before deleting", p)
-	}
-	kc := h.cluster("k1")
-	at := h.now
-	kc.Metadata.DeletionTimestamp = &at
-	if err := h.st.UpdateObject(t.Context(), kc); err != nil {
-		t.Fatal(err)
-	}
+	h.readyThenDelete("k1")
 	for i := 0; i < 15; i++ {
 		h.pass()
 	}

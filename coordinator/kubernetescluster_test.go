@@ -179,28 +179,36 @@ func TestCompetingClustersOneWinsPerMachine(t *testing.T) {
 	}
 }
 
+// readyThenDelete makes cluster name of one control-plane machine (cp-1)
+// and one data-plane machine (dp-1), every component probing healthy,
+// reconciles it to Ready and marks it deleted.
+func (h *kcHarness) readyThenDelete(name string) {
+	h.t.Helper()
+	h.machine("cp-1", "role", "cp")
+	h.machine("dp-1", "role", "dp")
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster(name, 1, 1))
+	for i := 0; i < 10 && h.cluster(name).Status.Phase != api.ClusterReady; i++ {
+		h.pass()
+	}
+	if p := h.cluster(name).Status.Phase; p != api.ClusterReady {
+		h.t.Fatalf("phase %s, want Ready before deleting", p)
+	}
+	kc := h.cluster(name)
+	at := h.now
+	kc.Metadata.DeletionTimestamp = &at
+	if err := h.st.UpdateObject(h.t.Context(), kc); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
 // TestClusterDeletion: deleting a Ready cluster releases its machines
 // (a Rollout to onRemoveFlake, then their configurations go: no
 // configuration left), drops the claims, deletes the secrets, the
 // rollouts and the cluster, with phase Deleting meanwhile.
 func TestClusterDeletion(t *testing.T) {
 	h := newKCHarness(t)
-	h.machine("cp-1", "role", "cp")
-	h.machine("dp-1", "role", "dp")
-	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
-	h.create(selectorCluster("k1", 1, 1))
-	for i := 0; i < 10 && h.cluster("k1").Status.Phase != api.ClusterReady; i++ {
-		h.pass()
-	}
-	if p := h.cluster("k1").Status.Phase; p != api.ClusterReady {
-		t.Fatalf("phase %s, want Ready before deleting", p)
-	}
-	kc := h.cluster("k1")
-	at := h.now
-	kc.Metadata.DeletionTimestamp = &at
-	if err := h.st.UpdateObject(t.Context(), kc); err != nil {
-		t.Fatal(err)
-	}
+	h.readyThenDelete("k1")
 	var sawDeleting, sawMinimal bool
 	for i := 0; i < 15 && h.cluster("k1") != nil; i++ {
 		h.pass()
