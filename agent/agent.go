@@ -241,7 +241,16 @@ func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.Ro
 
 // Run brings the node into the fleet and keeps it there until ctx ends.
 func (a *Agent) Run(ctx context.Context) (err error) {
-	defer func() { a.shutdown(err) }()
+	defer func() {
+		if err != nil && ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Stopped, not failed: whichever phase the end of ctx cut
+			// short (awaiting the learner add or the promotion, the
+			// identity retried after the join) returned its error.
+			// nico-agent exited 1 for a stop there.
+			err = nil
+		}
+		a.shutdown(err)
+	}()
 	a.status("starting")
 	if err := a.ensurePKI(ctx); err != nil {
 		return err

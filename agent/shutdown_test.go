@@ -130,3 +130,46 @@ func waitMemberExited(t *testing.T, rt member.Runtime) {
 		t.Fatal("member did not exit within 60 s of its agent")
 	}
 }
+
+// TestRunReturnsNilWhenStoppedWhileJoining: an agent stopped while it
+// waits for the leader to add its learner (no coordinator runs here) is
+// stopped, not failed: Run returns nil. It returned context.Canceled from
+// the join, and from the identity retried after it, so nico-agent exited 1
+// ("agent failed") on a plain stop, and a test fleet's Stop failed
+// (TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh, one fresh run in two).
+func TestRunReturnsNilWhenStoppedWhileJoining(t *testing.T) {
+	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_, first, _ := bootstrapAgent(ctx, t, rt)
+	defer waitMemberExited(t, rt)
+
+	peer, client := etcdtest.URLsFor(t, false)
+	cfg := Config{
+		Name: "cp-2", Roles: []api.Role{api.RoleControlPlane}, Endpoints: []string{first.ClientURL},
+		DataDir: filepath.Join(t.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
+		ClusterToken: "shutdown-test", DialTimeout: 3 * time.Second, HeartbeatTTL: 2 * time.Second,
+		RetryInterval: 200 * time.Millisecond, Version: "test",
+	}
+	jctx, jcancel := context.WithCancel(context.Background())
+	defer jcancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- New(cfg, member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond)), quietNotifier{}, logging.Test(t)).Run(jctx)
+	}()
+	cli := etcdtest.NewClient(t, first.ClientURL)
+	waitFor(t, 30*time.Second, "cp-2's join request filed", func() bool {
+		resp, err := cli.Get(t.Context(), store.DefaultPrefix+store.JoinKey("cp-2"), clientv3.WithCountOnly())
+		return err == nil && resp.Count == 1
+	})
+	jcancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run returned %v, want nil: the agent was stopped while it waited for its learner", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return within 30 s of its ctx ending")
+	}
+	cancel()
+}
