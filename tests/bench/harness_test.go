@@ -31,7 +31,7 @@ import (
 )
 
 var (
-	flagJoins = flag.Int("nico.joins", 10, "measured joins per arm and store size")
+	flagJoins = flag.Int("nico.joins", 0, "measured joins per arm and store size (0: 25 on the empty store, 10 on the others)")
 	flagLog   = flag.String("nico.log", "", "log agents and coordinators to stderr at this level (debug, info, warn)")
 )
 
@@ -108,6 +108,19 @@ func bootFleet(tb testing.TB, coord string, startBoot func(*fleet) *node) *fleet
 	f.st = f.StartCoordinator(coord).Store
 	f.WaitLeader(60 * time.Second)
 	return f
+}
+
+// grow joins control-plane agents, untimed, until the cluster has voters
+// voters.
+func (f *fleet) grow(tb testing.TB, voters int) {
+	for i := 1; i < voters; i++ {
+		ctx, cancel := context.WithTimeout(tb.Context(), 3*time.Minute)
+		_, _, err := f.add(ctx, fmt.Sprintf("cp-v%d", i))
+		cancel()
+		if err != nil {
+			tb.Fatalf("grow to %d voters: %v", voters, err)
+		}
+	}
 }
 
 // remove files a removal request for n, waits until the coordinator has

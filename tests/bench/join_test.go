@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -24,6 +25,13 @@ const valueSize = 64 << 10
 // in both arms, so the default leaves it out.
 var flagPad = flag.Int("nico.pad", 0, "small writes after the 64MiB fill (10500 forces the snapshot path)")
 
+// flagVoters is the number of voters of every arm's cluster before each
+// join. With more than one, a linearizable read makes etcd's leader
+// heartbeat every member at once, which nico's promotion uses to reach a
+// just-started learner before the leader's next heartbeat tick
+// (etcdadmin.Promote); a one-voter leader answers reads alone.
+var flagVoters = flag.Int("nico.voters", 1, "voters of each arm's cluster before each join (1 or 3)")
+
 // BenchmarkJoinToVoter times joins from their start until the member list
 // shows the new member as a voter: nico's (agent.Run with the coordinator
 // leading) beside two baselines, the kubeadm way (MemberAddAsLearner, then
@@ -35,19 +43,42 @@ var flagPad = flag.Int("nico.pad", 0, "small writes after the 64MiB fill (10500 
 // than etcd's 5 000-entry gap, so each learner gets its log as a snapshot:
 // docs/etcd-snapshot-join.md).
 func BenchmarkJoinToVoter(b *testing.B) {
-	b.Run("empty", func(b *testing.B) { benchJoin(b, storeFill{}) })
+	b.Run("empty", func(b *testing.B) { benchJoin(b, storeFill{pad: *flagHistory, clear: true, joins: emptyJoins}) })
 	b.Run("64MiB", func(b *testing.B) {
 		benchJoin(b, storeFill{keys: (64 << 20) / valueSize, size: valueSize, pad: *flagPad})
 	})
 	b.Run("100k-keys", func(b *testing.B) { benchJoin(b, storeFill{keys: 100_000, size: smallValueSize}) })
 }
 
+// flagHistory gives the empty store a history: that many writes to one
+// key, then its delete, before the joins. Past etcd's first in-memory
+// snapshot at 100 raft entries (docs/etcd-snapshot-join.md) every new
+// member is sent a snapshot instead of the log. nico's own objects put its
+// cluster past that from the start, so on a store never written to only
+// the baselines' learners replay a short log; with -nico.history 200 every
+// arm's learner gets a snapshot, as on any cluster that has served writes.
+var flagHistory = flag.Int("nico.history", 0, "writes (then a delete) to the empty store before its joins; 200 makes every learner get a snapshot")
+
 // smallValueSize is the value size of the 100 000-key store.
 const smallValueSize = 128
 
 // storeFill is what a benchmark writes before its joins: keys values of
-// size bytes, then pad small writes to one key.
-type storeFill struct{ keys, size, pad int }
+// size bytes, then pad small writes to one key, which clear deletes again.
+type storeFill struct {
+	keys, size, pad int
+	clear           bool
+	// joins is the number of measured joins per arm when -nico.joins is
+	// not given (0: 10).
+	joins int
+}
+
+// emptyJoins is the empty store's number of joins per arm: there each
+// join's time is mostly etcd's wait for the leader's next heartbeat,
+// uniform over a heartbeat interval and drawn afresh for every join of
+// every arm, so with 9 joins one run's ratio moved between 1.07 and 1.98;
+// 25 joins halve that spread, at about 6.5 s a join (etcd lets a new
+// voter be removed only after 5 s).
+const emptyJoins = 25
 
 // arm is one way of joining, timed by benchJoin.
 type arm struct {
@@ -57,17 +88,22 @@ type arm struct {
 }
 
 func benchJoin(b *testing.B, fillWith storeFill) {
+	voters := *flagVoters
 	f := newFleet(b, "cp-0")
-	k := newKubeadm(b, kubeadmRetry)
-	tight := newKubeadm(b, tightRetry)
+	f.grow(b, voters)
+	k := newKubeadmVoters(b, kubeadmRetry, voters)
+	tight := newKubeadmVoters(b, tightRetry, voters)
 	fillNote := "empty"
-	if fillWith.keys > 0 {
+	if fillWith.keys > 0 || fillWith.pad > 0 {
 		for _, cli := range []*clientv3.Client{f.cli, k.cli, tight.cli} {
 			db, err := fill(b.Context(), cli, fillWith)
 			if err != nil {
 				b.Fatal(err)
 			}
 			fillNote = fmt.Sprintf("%d keys x %d B, then %d small writes; db %d MiB", fillWith.keys, fillWith.size, fillWith.pad, db>>20)
+			if fillWith.clear {
+				fillNote = fmt.Sprintf("empty after %d writes and a delete", fillWith.pad)
+			}
 		}
 	}
 	var addRetries, promoteTries, tightTries int
@@ -87,7 +123,11 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 	clients := []*clientv3.Client{f.cli, k.cli, tight.cli}
 	// Join -1 is a warm-up of each arm and is not counted; the arm that
 	// goes first rotates.
-	for i := -1; i < *flagJoins; i++ {
+	joins := *flagJoins
+	if joins == 0 {
+		joins = cmp.Or(fillWith.joins, 10)
+	}
+	for i := -1; i < joins; i++ {
 		for j := range arms {
 			a := arms[(j+i+1)%len(arms)]
 			ctx, cancel := context.WithTimeout(b.Context(), 3*time.Minute)
@@ -99,9 +139,9 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 			if i >= 0 {
 				a.jts = append(a.jts, jt)
 			}
-			// The next join meets the same cluster: one voter, no learner.
+			// The next join meets the same cluster: its voters, no learner.
 			for _, cli := range clients {
-				waitOneVoter(b, cli)
+				waitVoters(b, cli, voters)
 			}
 		}
 	}
@@ -133,8 +173,8 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 		"  whenever the learner's agent reports its member serving);\n"+
 		"  removal = the untimed removal after the join (etcd refuses it until the new voter has been connected 5s).\n",
 		addRetries, float64(promoteTries)/n, kubeadmRetry, float64(tightTries)/n, tightRetry, etcdadmin.PromoteEvery)
-	fmt.Fprintf(&out, "shape: one voter; each join removed again, untimed; embedded members, tick %s, election %s;\n"+
-		"  nico agent retry %s, coordinator resync %s; member list polled every %s.\n", tickInterval, electionTimeout, agentRetry, coordResync, pollEvery)
+	fmt.Fprintf(&out, "shape: %d voter(s); each join removed again, untimed; embedded members, tick %s, election %s;\n"+
+		"  nico agent retry %s, coordinator resync %s; member list polled every %s.\n", voters, tickInterval, electionTimeout, agentRetry, coordResync, pollEvery)
 	if f.trace != nil {
 		fmt.Fprintf(&out, "trace milestones:\n%s", traceTable([]string{"nico", "kubeadm", "tight"}, []*tracer{f.trace, k.trace, tight.trace}))
 	}
@@ -154,13 +194,22 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 }
 
 // waitOneVoter waits until cli's cluster is one voter and nothing else.
-func waitOneVoter(b *testing.B, cli *clientv3.Client) {
+func waitOneVoter(b *testing.B, cli *clientv3.Client) { waitVoters(b, cli, 1) }
+
+// waitVoters waits until cli's cluster is n voters and nothing else.
+func waitVoters(b *testing.B, cli *clientv3.Client, n int) {
 	testwait.For(b, 30*time.Second, "the removal settled", func() (bool, string) {
 		ms, err := cli.MemberList(b.Context())
 		if err != nil {
 			return false, err.Error()
 		}
-		return len(ms.Members) == 1 && !ms.Members[0].IsLearner, fmt.Sprintf("members %v", ms.Members)
+		learners := 0
+		for _, m := range ms.Members {
+			if m.IsLearner {
+				learners++
+			}
+		}
+		return len(ms.Members) == n && learners == 0, fmt.Sprintf("members %v", ms.Members)
 	})
 }
 
@@ -227,6 +276,11 @@ func fill(ctx context.Context, cli *clientv3.Client, fillWith storeFill) (int64,
 	})
 	if err != nil {
 		return 0, err
+	}
+	if fillWith.clear {
+		if _, err := cli.Delete(ctx, "/bench/pad"); err != nil {
+			return 0, err
+		}
 	}
 	st, err := cli.Status(ctx, cli.Endpoints()[0])
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,22 +51,52 @@ type kubeadmJoin struct {
 // newKubeadm starts the baseline's first member with the same runtime and
 // timings as nico's members; its calls are retried every every.
 func newKubeadm(tb testing.TB, every time.Duration) *kubeadm {
-	peer, client := etcdtest.URLs(tb)
-	rt := fleetkit.EmbeddedRuntime()
-	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
-	defer cancel()
+	return newKubeadmVoters(tb, every, 1)
+}
+
+// newKubeadmVoters is newKubeadm with a cluster of voters members, started
+// side by side as one new cluster; the baseline's client talks to the
+// first.
+func newKubeadmVoters(tb testing.TB, every time.Duration, voters int) *kubeadm {
 	log := benchLogger(tb).With("arm", "kubeadm", "every", every)
 	var tr *tracer
 	if *flagTrace {
 		tr = &tracer{}
 		log = slog.New(tr.handler())
 	}
-	err := rt.Start(ctx, member.Config{Name: "k-0", DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client, ClusterToken: "kubeadm-bench", TLS: etcdtest.MemberTLS(tb, "k-0", peer, client), Logger: log})
-	if err != nil {
-		tb.Fatal(err)
+	type url struct{ peer, client string }
+	urls := make([]url, voters)
+	var initial []string
+	for i := range urls {
+		urls[i].peer, urls[i].client = etcdtest.URLs(tb)
+		initial = append(initial, fmt.Sprintf("k-%d=%s", i, urls[i].peer))
 	}
-	tb.Cleanup(func() { _ = rt.Stop(context.Background()) })
-	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, client), log: log, every: every, trace: tr}
+	ctx, cancel := context.WithTimeout(tb.Context(), 60*time.Second)
+	defer cancel()
+	started := make(chan error, voters)
+	for i, u := range urls {
+		name := fmt.Sprintf("k-%d", i)
+		rt := k0Runtime()
+		tb.Cleanup(func() { _ = rt.Stop(context.Background()) })
+		cfg := member.Config{Name: name, DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: u.peer, ClientURL: u.client,
+			InitialCluster: strings.Join(initial, ","), ClusterToken: "kubeadm-bench", TLS: etcdtest.MemberTLS(tb, name, u.peer, u.client), Logger: log}
+		go func() { started <- rt.Start(ctx, cfg) }()
+	}
+	for range urls {
+		if err := <-started; err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return &kubeadm{tb: tb, cli: etcdtest.NewClient(tb, urls[0].client), log: log, every: every, trace: tr}
+}
+
+// k0Runtime is the baseline's member runtime: fleetkit's, with etcd's
+// info log under -nico.trace (as nico's members have it there).
+func k0Runtime() member.Runtime {
+	if *flagTrace {
+		return member.NewEmbedded(member.WithTimings(tickInterval, electionTimeout), member.WithEtcdLogLevel(slog.LevelInfo))
+	}
+	return fleetkit.EmbeddedRuntime()
 }
 
 // join adds a learner, starts it while promoting it until etcd lets it,
@@ -112,7 +143,7 @@ func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove f
 		return j, func() {}, fmt.Errorf("add learner: %w", err)
 	}
 	id := added.Member.ID
-	rt := fleetkit.EmbeddedRuntime()
+	rt := k0Runtime()
 	started := make(chan error, 1)
 	go func() {
 		started <- rt.Start(ctx, member.Config{
