@@ -87,15 +87,7 @@ func (c *Coordinator) writeExternalStarts(ctx context.Context, fence store.Fence
 			return nil
 		}
 		ec.Status.External = want
-		put, err := store.PutObjectOp(ec)
-		if err != nil {
-			return err
-		}
-		guard, err := store.UnchangedGuard(ec)
-		if err != nil {
-			return err
-		}
-		_, err = c.store.FencedTxn(ctx, fence, []store.Guard{guard}, put)
+		_, err := c.store.PutUnchanged(ctx, fence, ec)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}

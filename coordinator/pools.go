@@ -175,15 +175,7 @@ func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node s
 	r.Metadata.CreatedAt = c.Now().UTC()
 	r.Spec.RequestedBy = "machine pool scale-down (" + c.cfg.Name + ")"
 	r.Metadata.Revision = rev // the guard: the request read above is still there, or none is
-	op, err := store.PutObjectOp(r)
-	if err != nil {
-		return err
-	}
-	guard, err := store.UnchangedGuard(r)
-	if err != nil {
-		return err
-	}
-	if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, op); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := c.store.PutUnchanged(ctx, fence, r); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	return nil

@@ -45,15 +45,7 @@ func (c *Coordinator) revokePass(ctx context.Context, fence store.Fence) error {
 			return err
 		}
 		r.Status.IdentityRevokedAt = now
-		put, err := store.PutObjectOp(r)
-		if err != nil {
-			return err
-		}
-		guard, err := store.UnchangedGuard(r)
-		if err != nil {
-			return err
-		}
-		if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, put); err != nil {
+		if _, err := c.store.PutUnchanged(ctx, fence, r); err != nil {
 			return err
 		}
 		c.log.Info("removed node's etcd identity deleted; its certificate reaches nothing now", "node", node, "user", rbac.NodeRole(node), "heartbeat", alive[node])

@@ -45,14 +45,6 @@ func (r *rollouter) snapshotBefore(ctx context.Context, ro *api.Rollout, obs rol
 		return "", true, nil
 	}
 	ro.Status.Message, ro.Status.UpdatedAt = err.Error(), now
-	g, gerr := store.UnchangedGuard(ro)
-	if gerr != nil {
-		return "", true, gerr
-	}
-	p, perr := store.PutObjectOp(ro)
-	if perr != nil {
-		return "", true, perr
-	}
-	_, werr := r.c.store.FencedTxn(ctx, r.fence, []store.Guard{g}, p)
+	_, werr := r.c.store.PutUnchanged(ctx, r.fence, ro)
 	return "", true, werr
 }
