@@ -149,7 +149,7 @@ test-short: deps
 # and client availability through joins and removals. pipefail: a failed
 # benchmark fails make bench, not only tee.
 bench: etcd-binaries
-	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/bench/ | tee bench.out
+	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./tests/bench/ | tee bench.out
 
 # demo: five agents as separate processes on loopback, grown through
 # learners and shrunk by removing two nodes, the etcd leader among them.

@@ -31,7 +31,7 @@ import (
 )
 
 var (
-	flagJoins = flag.Int("nico.joins", 0, "measured joins per arm and store size (0: 25 on the empty store, 10 on the others)")
+	flagJoins = flag.Int("nico.joins", 10, "measured joins per arm and store size (the empty store's ratio wants 25: docs/join-speed.md)")
 	flagLog   = flag.String("nico.log", "", "log agents and coordinators to stderr at this level (debug, info, warn)")
 )
 

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -43,7 +42,7 @@ var flagVoters = flag.Int("nico.voters", 1, "voters of each arm's cluster before
 // than etcd's 5 000-entry gap, so each learner gets its log as a snapshot:
 // docs/etcd-snapshot-join.md).
 func BenchmarkJoinToVoter(b *testing.B) {
-	b.Run("empty", func(b *testing.B) { benchJoin(b, storeFill{pad: *flagHistory, clear: true, joins: emptyJoins}) })
+	b.Run("empty", func(b *testing.B) { benchJoin(b, storeFill{pad: *flagHistory, clear: true}) })
 	b.Run("64MiB", func(b *testing.B) {
 		benchJoin(b, storeFill{keys: (64 << 20) / valueSize, size: valueSize, pad: *flagPad})
 	})
@@ -67,18 +66,7 @@ const smallValueSize = 128
 type storeFill struct {
 	keys, size, pad int
 	clear           bool
-	// joins is the number of measured joins per arm when -nico.joins is
-	// not given (0: 10).
-	joins int
 }
-
-// emptyJoins is the empty store's number of joins per arm: there each
-// join's time is mostly etcd's wait for the leader's next heartbeat,
-// uniform over a heartbeat interval and drawn afresh for every join of
-// every arm, so with 9 joins one run's ratio moved between 1.07 and 1.98;
-// 25 joins halve that spread, at about 6.5 s a join (etcd lets a new
-// voter be removed only after 5 s).
-const emptyJoins = 25
 
 // arm is one way of joining, timed by benchJoin.
 type arm struct {
@@ -123,11 +111,7 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 	clients := []*clientv3.Client{f.cli, k.cli, tight.cli}
 	// Join -1 is a warm-up of each arm and is not counted; the arm that
 	// goes first rotates.
-	joins := *flagJoins
-	if joins == 0 {
-		joins = cmp.Or(fillWith.joins, 10)
-	}
-	for i := -1; i < joins; i++ {
+	for i := -1; i < *flagJoins; i++ {
 		for j := range arms {
 			a := arms[(j+i+1)%len(arms)]
 			ctx, cancel := context.WithTimeout(b.Context(), 3*time.Minute)
