@@ -110,26 +110,8 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 	testwait.For(t, 20*time.Second, "the leader's controllers all succeeded", func() (bool, string) {
 		return ready(), fmt.Sprintf("%+v", cd.c.Health())
 	})
-	// The membership controller's first pass writes the bootstrap
-	// EtcdCluster, a key it watches: wait for that one event before
-	// counting, or it may land among the ones counted below.
-	testwait.For(t, 10*time.Second, "membership to see its bootstrap EtcdCluster write", func() (bool, string) {
-		for _, h := range cd.c.Health() {
-			if h.Name == "membership" {
-				return h.Events >= 1, fmt.Sprintf("%+v", h)
-			}
-		}
-		return false, "no membership controller"
-	})
 	if !cd.c.Healthy() {
 		t.Errorf("not Healthy: %+v", cd.c.Health())
-	}
-	events := func() map[string]uint64 {
-		out := map[string]uint64{}
-		for _, h := range cd.c.Health() {
-			out[h.Name] = h.Events
-		}
-		return out
 	}
 	// The leader's own controllers may write the EtcdCluster (its status)
 	// while the keys below are written: each such write may wake every
@@ -149,8 +131,37 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 		}
 		return kv.Version
 	}
-	ecBefore := ecVersion()
-	before := events()
+	// Count from a point where every controller that watches the
+	// EtcdCluster has counted every write of it so far (each controller
+	// starts its watches at its own revision, so some see the bootstrap
+	// write and some do not): a write delivered late would otherwise land
+	// among the events counted below.
+	var ecBefore int64
+	before := map[string]uint64{}
+	testwait.For(t, 10*time.Second, "every controller watching the EtcdCluster to have seen its last write", func() (bool, string) {
+		kv, err := st.GetKV(t.Context(), store.EtcdClusterKey)
+		if err != nil {
+			return false, err.Error()
+		}
+		hs := cd.c.Health()
+		for _, h := range hs {
+			if watchesEC[h.Name] && h.WatchedTo[store.EtcdClusterKey] < kv.ModRevision {
+				return false, fmt.Sprintf("%s watched to %d, the EtcdCluster written at %d", h.Name, h.WatchedTo[store.EtcdClusterKey], kv.ModRevision)
+			}
+		}
+		ecBefore = kv.Version
+		for _, h := range hs {
+			before[h.Name] = h.Events
+		}
+		return true, ""
+	})
+	events := func() map[string]uint64 {
+		out := map[string]uint64{}
+		for _, h := range cd.c.Health() {
+			out[h.Name] = h.Events
+		}
+		return out
+	}
 	ctx := t.Context()
 	for _, key := range []string{store.JoinNonceKey("n"), store.TokenTombstoneKey("t"), store.GossipKeyKey, "unrelated/x"} {
 		if _, err := st.Client().Put(ctx, key, "v"); err != nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"maps"
 	"sync"
 	"time"
 )
@@ -42,6 +43,11 @@ type Health struct {
 	// Rewatches the watches opened again after they closed, Resyncs the
 	// full resyncs after a compacted watch.
 	Reconciles, Events, Rewatches, Resyncs uint64
+	// WatchedTo is, for each watched prefix, the store revision its watch
+	// has delivered events up to: the start revision until its first
+	// event. A reader that wrote under a prefix at revision r knows the
+	// controller has counted that event once WatchedTo[prefix] >= r.
+	WatchedTo map[string]int64
 
 	policy HealthPolicy // the controller's own, when it has one (Policied)
 }
@@ -92,7 +98,20 @@ func (r *record) update(f func(h *Health)) {
 func (r *record) snapshot() Health {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.h
+	h := r.h
+	h.WatchedTo = maps.Clone(r.h.WatchedTo)
+	return h
+}
+
+// watched records that prefix's watch has delivered up to rev.
+func (r *record) watched(prefix string, rev int64, events int) {
+	r.update(func(h *Health) {
+		if h.WatchedTo == nil {
+			h.WatchedTo = map[string]int64{}
+		}
+		h.WatchedTo[prefix] = rev
+		h.Events += uint64(events)
+	})
 }
 
 func (r *record) setState(now time.Time, s State) {

@@ -37,6 +37,37 @@ func TestReconcilesOnStartAndOnItsOwnPrefixesOnly(t *testing.T) {
 	}
 }
 
+// TestWatchedToFollowsEachPrefix: WatchedTo names each watched prefix with
+// the revision its watch has delivered up to, starting at the controller's
+// start revision; a put elsewhere moves no prefix.
+func TestWatchedToFollowsEachPrefix(t *testing.T) {
+	st := newStore(t)
+	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t)
+	start := put(t, st, "c/0")
+	c := &counter{st: st, name: "to", prefixes: []string{"a/", "b/"}}
+	running(t, rt, c)
+	testwait.True(t, 20*time.Second, "both watches started", func() bool { return len(health(rt, "to").WatchedTo) == 2 })
+	if h := health(rt, "to"); h.WatchedTo["a/"] < start || h.WatchedTo["b/"] != h.WatchedTo["a/"] {
+		t.Errorf("WatchedTo = %v at the start, want both prefixes at the start revision (>= %d)", h.WatchedTo, start)
+	}
+	startRev := health(rt, "to").WatchedTo["b/"]
+	ra := put(t, st, "a/1")
+	put(t, st, "c/1") // not watched
+	testwait.For(t, 20*time.Second, "a/ watched to its put", func() (bool, string) {
+		h := health(rt, "to")
+		return h.WatchedTo["a/"] == ra, fmt.Sprintf("%v, a/1 at %d", h.WatchedTo, ra)
+	})
+	if h := health(rt, "to"); h.WatchedTo["b/"] != startRev || h.Events != 1 {
+		t.Errorf("WatchedTo = %v, Events = %d: want b/ still at %d and one event", h.WatchedTo, h.Events, startRev)
+	}
+	// The snapshot is a copy: changing it changes no record.
+	h := health(rt, "to")
+	h.WatchedTo["a/"] = 0
+	if health(rt, "to").WatchedTo["a/"] != ra {
+		t.Error("a Health snapshot's WatchedTo aliases the record's")
+	}
+}
+
 func TestCoalescesABurstIntoOneReconcile(t *testing.T) {
 	st := newStore(t)
 	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t)

@@ -15,6 +15,7 @@ import (
 // the current revision.
 func (s *supervisor) watch(ctx context.Context, prefix string, rev int64) {
 	next := rev + 1
+	s.rec.watched(prefix, rev, 0)
 	b := s.rt.newBackoff()
 	for {
 		var compacted bool
@@ -51,6 +52,7 @@ func (s *supervisor) watchFrom(ctx context.Context, prefix string, next int64, d
 				return next, false
 			}
 			s.rec.update(func(h *Health) { h.Resyncs++ })
+			s.rec.watched(prefix, cur, 0)
 			s.log.Info("watch compacted; resyncing", "prefix", prefix, "from", next, "compacted", resp.CompactRevision, "current", cur)
 			s.trigger()
 			return cur + 1, true
@@ -61,7 +63,7 @@ func (s *supervisor) watchFrom(ctx context.Context, prefix string, next int64, d
 		}
 		if n := len(resp.Events); n > 0 {
 			next = resp.Events[n-1].Kv.ModRevision + 1
-			s.rec.update(func(h *Health) { h.Events += uint64(n) })
+			s.rec.watched(prefix, next-1, n)
 			s.trigger()
 			delivered()
 		}
