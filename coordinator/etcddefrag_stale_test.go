@@ -1,12 +1,16 @@
 package coordinator
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/defrag"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,17 +29,25 @@ func TestStaleDefragSlotReleased(t *testing.T) {
 	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
 		t.Fatal(err)
 	}
-	fragment(t, cl.Client(t), 32)                                         // 2 MiB written, then freed
-	if _, err := cl.Client(t).Put(ctx, "/frag-commit", "x"); err != nil { // bbolt counts freed pages from the next commit
-		t.Fatal(err)
-	}
+	fragment(t, cl.Client(t), 32) // 2 MiB written, then freed
 	c, fence := leaderTerm(t, st, "b")
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	c.Now = func() time.Time { return now }
-	ms, err := c.admin.Statuses(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	// etcd reports the freed pages from the backend's next commit (every
+	// 100 ms while there are writes; later on a loaded machine): write,
+	// and wait until the status shows them.
+	var ms []etcdadmin.MemberStatus
+	testwait.For(t, 20*time.Second, "the member's status to show the freed pages", func() (bool, string) {
+		if _, err := cl.Client(t).Put(ctx, "/frag-commit", "x"); err != nil {
+			return false, err.Error()
+		}
+		var err error
+		if ms, err = c.admin.Statuses(ctx); err != nil || len(ms) != 1 {
+			return false, fmt.Sprintf("%v %v", ms, err)
+		}
+		f := defrag.Fragmentation(ms[0])
+		return f >= ec.Spec.Policy.DefragFragmentation, fmt.Sprintf("fragmentation %.2f", f)
+	})
 	leave := func(name string, id api.MemberID) {
 		t.Helper()
 		op := api.NewOperation(name)

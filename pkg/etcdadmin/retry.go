@@ -2,6 +2,7 @@ package etcdadmin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -21,7 +22,8 @@ func defaultRetry() backoff.BackOff { return upperHalf(100*time.Millisecond, 2*t
 
 // retry calls op until it succeeds, fails with an error Retryable rejects
 // (returned as it is), or ctx ends: then the error wraps both ctx's error
-// and op's last one, so errors.Is finds either.
+// and op's last one (the last not cut short by ctx's end), so errors.Is
+// finds either.
 func (a *Admin) retry(ctx context.Context, op func(context.Context) error) error {
 	return a.retryWith(ctx, a.newRetry(), op)
 }
@@ -39,12 +41,17 @@ func (a *Admin) retryWith(ctx context.Context, b backoff.BackOff, op func(contex
 	attempts, permanent := 0, false
 	_, err := backoff.Retry(ctx, func() (struct{}, error) {
 		attempts++
-		last = op(ctx)
-		if last != nil && !Retryable(last) {
-			permanent = true
-			return struct{}{}, backoff.Permanent(last)
+		err := op(ctx)
+		if err != nil && !Retryable(err) {
+			permanent, last = true, err
+			return struct{}{}, backoff.Permanent(err)
 		}
-		return struct{}{}, last
+		// An attempt cut short by ctx's end says only that: keep the
+		// error of the one before (why etcd kept refusing), if any.
+		if last == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+			last = err
+		}
+		return struct{}{}, err
 	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(0))
 	if err != nil && !permanent {
 		// With no limit on time or tries, Retry stops only when ctx

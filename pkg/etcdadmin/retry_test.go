@@ -3,6 +3,7 @@ package etcdadmin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -82,6 +83,21 @@ func TestRetry(t *testing.T) {
 		})
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, rpctypes.ErrUnhealthy) || n != 2 {
 			t.Fatalf("err %v after %d attempts; want one wrapping Canceled and ErrUnhealthy after 2", err, n)
+		}
+	})
+	t.Run("an attempt cut short by the end keeps the refusal before it", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		n := 0
+		err := a.retry(ctx, func(ctx context.Context) error {
+			if n++; n < 3 {
+				return rpctypes.ErrTooManyLearners
+			}
+			<-ctx.Done() // the deadline passes while etcd is asked a third time
+			return fmt.Errorf("member add: %w", ctx.Err())
+		})
+		if !errors.Is(err, rpctypes.ErrTooManyLearners) || !errors.Is(err, context.DeadlineExceeded) || n != 3 {
+			t.Fatalf("err %v after %d attempts; want one wrapping DeadlineExceeded and ErrTooManyLearners after 3", err, n)
 		}
 	})
 }
