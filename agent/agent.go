@@ -160,15 +160,25 @@ type Agent struct {
 	// replace it.
 	Executable func() (string, error)
 
-	rt      *controller.Runtime // the agent's controllers (agent/controllers.go)
-	tls     *tls.Config         // client identity from pki.dir; nil without one
-	cli     *clientv3.Client
-	st      *store.Store
+	rt  *controller.Runtime // the agent's controllers (agent/controllers.go)
+	tls *tls.Config         // client identity from pki.dir; nil without one
+	// conn is the store client and its store, set by connect and, on a
+	// machine that joined under its root identity, replaced by its node
+	// identity's once a voter (switchIdentity); read through client and
+	// store by every goroutine.
+	conn atomic.Pointer[connection]
+	// rootTLS is the root pair's client identity a joining control-plane
+	// machine talks to etcd under while asRoot (joinUnderRoot); retired
+	// is its store client once switchIdentity replaced it, closed by
+	// shutdown (the heartbeat's first lease is kept alive over it).
+	rootTLS *tls.Config
+	asRoot  atomic.Bool
+	retired *clientv3.Client
 	node    *api.Node
 	nodeMu  sync.Mutex // guards node and hbLease: the heartbeat sets its lease, setPhase the rest
 	hbLease int64      // the heartbeat's lease, also before node is registered
-	// identityLeft: ensureIdentity made only the node's etcd user;
-	// finishIdentity makes the rest. Run's goroutine only.
+	// identityLeft: ensureIdentity left the node's etcd identity to
+	// finishIdentity. Run's goroutine only.
 	identityLeft bool
 	healthy      atomic.Bool
 	// standby: the cluster has the voters it wants and this control-plane
@@ -202,6 +212,33 @@ type Agent struct {
 
 	cacheMu sync.Mutex
 	cached  []string // the endpoints last written to cfg.EndpointsCache
+}
+
+// connection is a store client and the store over it.
+type connection struct {
+	cli *clientv3.Client
+	st  *store.Store
+}
+
+// client is the store client (nil before connect).
+func (a *Agent) client() *clientv3.Client {
+	if c := a.conn.Load(); c != nil {
+		return c.cli
+	}
+	return nil
+}
+
+// store is the store over client (nil before connect).
+func (a *Agent) store() *store.Store {
+	if c := a.conn.Load(); c != nil {
+		return c.st
+	}
+	return nil
+}
+
+// use makes cli and st the agent's store client and store.
+func (a *Agent) use(cli *clientv3.Client, st *store.Store) {
+	a.conn.Store(&connection{cli: cli, st: st})
 }
 
 // New returns an agent; it starts nothing until Run.
@@ -267,15 +304,14 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			return err
 		}
 	}
+	joining := a.controlPlane() && !a.running.Load()
+	if joining && !a.cfg.Bootstrap && a.holdsRoot() {
+		if err := a.joinUnderRoot(); err != nil {
+			return err
+		}
+	}
 	if err := a.connect(ctx); err != nil {
 		return err
-	}
-	joining := a.controlPlane() && !a.running.Load()
-	if err := a.ensureIdentity(ctx, joining); err != nil {
-		return err
-	}
-	if c := a.gossipKeys(); c != nil {
-		bg.start(ctx, c)
 	}
 	// The heartbeat runs in a group of its own: it outlives the node's
 	// controllers on a removal, until the removal is recorded. The leader
@@ -297,6 +333,13 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		hb.wait()
 	}
 	defer a.stopHeartbeat()
+	if err := a.ensureIdentity(ctx); err != nil {
+		return err
+	}
+	var keys *group
+	if c := a.gossipKeys(); c != nil {
+		keys = bg.start(ctx, c)
+	}
 	if joining {
 		if err := a.firstLease(hbCtx, hb); err != nil {
 			return err
@@ -324,8 +367,14 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		warn := func(err error, next time.Duration) {
 			a.log.Warn("etcd identity not finished; trying again", "err", err, "in", next)
 		}
+		switched := a.asRoot.Load()
 		if err := untilDone(ctx, identityRetry(), warn, a.finishIdentity); err != nil {
 			return err
+		}
+		if switched && keys != nil {
+			// Its follower holds the store it was made with.
+			keys.stop()
+			keys = bg.start(ctx, a.gossipKeys())
 		}
 	}
 	a.healthy.Store(true)
@@ -386,7 +435,7 @@ func (a *Agent) connect(ctx context.Context) error {
 		cli.Close()
 		return err
 	}
-	a.cli, a.st = cli, st
+	a.use(cli, st)
 	a.cacheEndpoints(eps)
 	if a.cfg.OnConnect != nil {
 		a.cfg.OnConnect(st)
@@ -449,7 +498,7 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 	}
 	node := *a.node
 	a.nodeMu.Unlock()
-	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil {
+	if err := a.store().Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil {
 		return fmt.Errorf("agent: write node status %s: %w", phase, err)
 	}
 	return nil
@@ -477,8 +526,11 @@ func (a *Agent) shutdown(runErr error) {
 	if err := a.stopMember(ctx); err != nil {
 		a.log.Warn("stop member", "err", err)
 	}
-	if a.cli != nil {
-		a.cli.Close()
+	if a.client() != nil {
+		a.client().Close()
+	}
+	if a.retired != nil {
+		a.retired.Close()
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		a.log.Info("agent stopped", "err", runErr)

@@ -91,7 +91,7 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	key := store.ComponentReportKey(p.a.cfg.Name)
 	if kc == nil {
 		if p.reported {
-			if err := p.a.st.Delete(ctx, key); err != nil {
+			if err := p.a.store().Delete(ctx, key); err != nil {
 				return fmt.Errorf("agent: component probes: drop report: %w", err)
 			}
 			p.reported = false
@@ -112,7 +112,7 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	r.Status.Cluster = kc.Metadata.Name
 	r.Status.Components = p.probe(ctx, kc)
 	r.Status.CheckedAt = p.a.Now().UTC()
-	if err := p.a.st.PutObject(ctx, r); err != nil {
+	if err := p.a.store().PutObject(ctx, r); err != nil {
 		return fmt.Errorf("agent: component probes: report: %w", err)
 	}
 	p.cluster, p.lastAt, p.reported = kc.Metadata.Name, now, true
@@ -123,14 +123,14 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 // myCluster is the cluster whose control plane this machine is in, or nil.
 func (p *componentProber) myCluster(ctx context.Context) (*api.KubernetesCluster, error) {
 	me := p.a.cfg.Name
-	kv, err := p.a.st.GetKV(ctx, store.ClusterClaimKey(me))
+	kv, err := p.a.store().GetKV(ctx, store.ClusterClaimKey(me))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
 	kc := &api.KubernetesCluster{}
-	if err := p.a.st.Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
+	if err := p.a.store().Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err

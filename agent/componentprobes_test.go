@@ -48,7 +48,7 @@ func TestComponentProbesReport(t *testing.T) {
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
 		ComponentProbes: ComponentProbeConfig{Interval: time.Second, ClusterCA: caFile, Kubeconfig: filepath.Join(t.TempDir(), "absent.conf"),
 			URLs: map[string]string{api.ComponentAPIServer: srv.URL + "/readyz"}}}, nil, quietNotifier{}, logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	a.Now = func() time.Time { return now }
 	ctrl := a.componentProbes()
 	report := func() *api.ComponentReport {
@@ -145,7 +145,7 @@ func TestComponentProbesUseTheDistributionsKubeconfig(t *testing.T) {
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker},
 		ComponentProbes: ComponentProbeConfig{Interval: time.Second, ClusterCA: srv.CAFile(t), Kubeconfig: filepath.Join(t.TempDir(), "admin.conf"),
 			URLs: map[string]string{api.ComponentAPIServer: srv.URL + "/readyz"}}}, nil, quietNotifier{}, logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	a.Now = func() time.Time { return time.Unix(1_700_000_000, 0).UTC() }
 	kc := api.NewKubernetesCluster("k1")
 	kc.Spec.Kubeconfig.Path = k3s

@@ -86,19 +86,19 @@ type agentSource struct{ a *Agent }
 var errNotConnected = errors.New("agent: not connected to the store yet")
 
 func (s agentSource) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	if s.a.cli == nil {
+	if s.a.client() == nil {
 		return nil, errNotConnected
 	}
-	return s.a.cli.Get(ctx, key, opts...)
+	return s.a.client().Get(ctx, key, opts...)
 }
 
 func (s agentSource) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
-	if s.a.cli == nil {
+	if s.a.client() == nil {
 		ch := make(chan clientv3.WatchResponse)
 		close(ch)
 		return ch
 	}
-	return s.a.cli.Watch(ctx, key, opts...)
+	return s.a.client().Watch(ctx, key, opts...)
 }
 
 // groups runs groups of controllers in the background on the agent's

@@ -74,7 +74,7 @@ func TestAgentControllersConform(t *testing.T) {
 	}
 	newAgent := func(t *testing.T) *Agent {
 		a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, HeartbeatTTL: time.Hour}, nil, quietNotifier{}, logging.Test(t))
-		a.cli, a.st = st.Client(), st
+		a.use(st.Client(), st)
 		return a
 	}
 	if err := st.Put(context.Background(), store.RemovalKey("w-1"), api.NewRemoveRequest("w-1")); err != nil {

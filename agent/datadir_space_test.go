@@ -24,7 +24,7 @@ func TestDataDirReportedWhenItMatters(t *testing.T) {
 	}
 	peer, client := etcdtest.URLs(t)
 	a := New(Config{Name: "cp-3", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, DataDir: t.TempDir()}, nil, sdnotify.New(), logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	a.node = api.NewNode("cp-3")
 	a.node.Status.Phase = api.NodeMember
 	free := int64(200 * mib)

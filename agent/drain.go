@@ -65,7 +65,7 @@ func (a *Agent) drains() controller.Controller {
 
 // reconcile runs every request asked of this machine, one at a time.
 func (d *drainer) reconcile(ctx context.Context) error {
-	reqs, _, err := store.List[api.DrainRequest](ctx, d.a.st, store.DrainRequestsDir)
+	reqs, _, err := store.List[api.DrainRequest](ctx, d.a.store(), store.DrainRequestsDir)
 	if err != nil {
 		return fmt.Errorf("agent: drains: %w", err)
 	}
@@ -91,7 +91,7 @@ func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 	key := store.DrainRequestKey(r.Metadata.Name)
 	log := d.a.log.With("cluster", r.Spec.Cluster, "machine", r.Spec.Machine, "attempt", r.Spec.Attempt)
 	r.Status = api.DrainRequestStatus{Attempt: r.Spec.Attempt, Runner: d.a.cfg.Name, Phase: api.DrainRunning, ExitCode: 0, StartedAt: d.a.Now().UTC()}
-	if err := d.a.st.Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
+	if err := d.a.store().Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
 		return nil // changed meanwhile: the watch brings it back
 	} else if err != nil {
 		return fmt.Errorf("agent: drain %s: %w", r.Spec.Machine, err)
@@ -115,7 +115,7 @@ func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 	} else {
 		log.Info("drain succeeded", "took", r.Status.FinishedAt.Sub(r.Status.StartedAt))
 	}
-	if err := d.a.st.Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
+	if err := d.a.store().Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
 		log.Info("drain result dropped: the request changed while it ran")
 		return nil
 	} else if err != nil {

@@ -35,7 +35,7 @@ func drainAgentWith(t *testing.T, cfg DrainConfig) (*store.Store, controller.Con
 		t.Fatal(err)
 	}
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, Drain: cfg}, nil, quietNotifier{}, logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	return st, a.drains()
 }
 

@@ -34,7 +34,7 @@ const quotaResync = time.Minute
 func (a *Agent) quotaWatch() controller.Controller {
 	return &controller.Func{ControllerName: "etcd-quota", Prefixes: []string{store.EtcdClusterKey}, Resync: quotaResync, Do: func(ctx context.Context) error {
 		ec := &api.EtcdCluster{}
-		err := a.st.Get(ctx, store.EtcdClusterKey, ec)
+		err := a.store().Get(ctx, store.EtcdClusterKey, ec)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil

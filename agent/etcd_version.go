@@ -35,7 +35,7 @@ const etcdVersionResync = 30 * time.Second
 func (a *Agent) etcdVersionWatch() controller.Controller {
 	return &controller.Func{ControllerName: "etcd-version", Prefixes: []string{store.NodeEtcdVersionKey(a.cfg.Name)}, Resync: etcdVersionResync, Do: func(ctx context.Context) error {
 		want := &api.NodeEtcdVersion{}
-		err := a.st.Get(ctx, store.NodeEtcdVersionKey(a.cfg.Name), want)
+		err := a.store().Get(ctx, store.NodeEtcdVersionKey(a.cfg.Name), want)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			a.etcdWant.Store("")

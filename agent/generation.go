@@ -57,7 +57,7 @@ func (a *Agent) generations() controller.Controller {
 func (a *Agent) applyDesired(ctx context.Context) error {
 	key := store.NixosConfigKey(a.cfg.Name)
 	c := &api.NixosConfiguration{}
-	if err := a.st.Get(ctx, key, c); err != nil {
+	if err := a.store().Get(ctx, key, c); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -70,7 +70,7 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 	gen, attempt := c.Spec.Generation, c.Spec.Attempt
 	started := a.Now()
 	c.Status.Generation, c.Status.Attempt, c.Status.Phase, c.Status.UpdatedAt = gen, attempt, api.GenerationApplying, started
-	if err := a.st.Update(ctx, key, c); err != nil {
+	if err := a.store().Update(ctx, key, c); err != nil {
 		return fmt.Errorf("agent: mark generation %d applying: %w", gen, err)
 	}
 	log := a.log.With("generation", gen, "attempt", attempt, "revision", c.Spec.Revision)
@@ -110,7 +110,7 @@ func (a *Agent) reportGeneration(ctx context.Context, gen int64, attempt int, re
 	key := store.NixosConfigKey(a.cfg.Name)
 	for try := 0; ; try++ {
 		c := &api.NixosConfiguration{}
-		if err := a.st.Get(ctx, key, c); err != nil {
+		if err := a.store().Get(ctx, key, c); err != nil {
 			return err
 		}
 		s := &c.Status
@@ -126,7 +126,7 @@ func (a *Agent) reportGeneration(ctx context.Context, gen int64, attempt int, re
 			s.LastError = rec.Message
 		}
 		c.RecordGeneration(rec)
-		err := a.st.Update(ctx, key, c)
+		err := a.store().Update(ctx, key, c)
 		if err == nil || !errors.Is(err, store.ErrConflict) || try >= 5 {
 			return err
 		}
@@ -168,12 +168,12 @@ func (a *Agent) generationChecks() []apply.Check {
 // the outcome in the configuration's history. It leaves status.generation
 // alone: a machine started again applies its desired generation anew.
 func (a *Agent) release(ctx context.Context) {
-	if a.cfg.Applier == nil || a.st == nil {
+	if a.cfg.Applier == nil || a.store() == nil {
 		return
 	}
 	key := store.NixosConfigKey(a.cfg.Name)
 	c := &api.NixosConfiguration{}
-	if err := a.st.Get(ctx, key, c); err != nil || c.Spec.OnRemoveFlake == "" {
+	if err := a.store().Get(ctx, key, c); err != nil || c.Spec.OnRemoveFlake == "" {
 		return
 	}
 	spec := c.Spec
@@ -188,7 +188,7 @@ func (a *Agent) release(ctx context.Context) {
 	} else {
 		a.log.Info("machine released", "flake", spec.Flake, "toplevel", res.Toplevel)
 	}
-	if err := a.st.Get(ctx, key, c); err != nil {
+	if err := a.store().Get(ctx, key, c); err != nil {
 		return
 	}
 	if res.Toplevel != "" {
@@ -196,7 +196,7 @@ func (a *Agent) release(ctx context.Context) {
 	}
 	c.Status.UpdatedAt = rec.Finished
 	c.RecordGeneration(rec)
-	if err := a.st.Update(ctx, key, c); err != nil {
+	if err := a.store().Update(ctx, key, c); err != nil {
 		a.log.Warn("release not recorded", "err", err)
 	}
 }
@@ -223,7 +223,7 @@ func (a *Agent) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) er
 	// every hostFilesResync (secrets from local files, a file changed by
 	// hand).
 	mark := hostFilesMark{generation: c.Spec.Generation, attempt: c.Spec.Attempt}
-	kv, err := a.st.GetKV(ctx, store.NodeNamedSecretsKey(a.cfg.Name), clientv3.WithKeysOnly())
+	kv, err := a.store().GetKV(ctx, store.NodeNamedSecretsKey(a.cfg.Name), clientv3.WithKeysOnly())
 	switch {
 	case err == nil:
 		mark.projection = kv.ModRevision

@@ -29,7 +29,7 @@ func TestGenerationsApplyNothingOnceAnUpgradeIsAsked(t *testing.T) {
 	applier := &recordingApplier{}
 	a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, RetryInterval: time.Hour, Applier: applier, AgentPathFile: pathFile}, nil, quietNotifier{}, logging.Test(t))
 	a.Executable = func() (string, error) { return "/nix/store/old-nico/bin/nico-agent", nil }
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	c := api.NewNixosConfiguration("w-1")
 	c.Spec.Generation = 1
 	if err := st.Put(t.Context(), store.NixosConfigKey("w-1"), c); err != nil {

@@ -182,10 +182,10 @@ func (a *Agent) gossipRefresh() controller.Controller {
 // the returned stop is called.
 func (a *Agent) learnPeers() (stop func()) {
 	pl, learns := a.cfg.Gossip.(peerLearner)
-	if !learns || a.st == nil {
+	if !learns || a.store() == nil {
 		return func() {}
 	}
-	pl.SetPeerSource(storePeers(a.st, a.cfg.Name))
+	pl.SetPeerSource(storePeers(a.store(), a.cfg.Name))
 	return func() { pl.SetPeerSource(nil) }
 }
 
@@ -196,10 +196,10 @@ func (a *Agent) learnPeers() (stop func()) {
 // and keeps it in gossip.secret. nil without a mesh that takes keys.
 func (a *Agent) gossipKeys() controller.Controller {
 	kr, ok := a.cfg.Gossip.(gossipkey.Keyring)
-	if !ok || a.st == nil {
+	if !ok || a.store() == nil {
 		return nil
 	}
-	f := &gossipkey.Follower{St: a.st, M: kr, Interval: gossipKeyResync, Log: a.log, Now: a.cfg.Clock.Now}
+	f := &gossipkey.Follower{St: a.store(), M: kr, Interval: gossipKeyResync, Log: a.log, Now: a.cfg.Clock.Now}
 	if _, withSecret := kr.(gossipkey.SecretKeyring); withSecret && a.cfg.PKI.Dir != "" {
 		f.Secret = &gossipkey.Member{Name: a.cfg.Name, Dir: a.cfg.PKI.Dir, Persist: true}
 	}

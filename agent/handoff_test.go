@@ -24,7 +24,7 @@ func TestHandOffLeadershipBeforeStop(t *testing.T) {
 	}
 	agentOn := func(m *etcdtest.Member) *Agent {
 		a := New(Config{Name: m.Name, PeerURL: m.PeerURL, ClientURL: m.ClientURL}, nil, nil, slog.New(slog.DiscardHandler))
-		a.cli = cli
+		a.use(cli, nil)
 		return a
 	}
 	var leader, follower *etcdtest.Member

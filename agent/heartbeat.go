@@ -44,7 +44,7 @@ func (h *heartbeat) Reconcile(ctx context.Context) error {
 	// A lease granted just now holds no key yet: the key is written at
 	// once, without reading where it is.
 	if !fresh {
-		held, ok, err := a.st.HeartbeatLease(ctx, a.cfg.Name)
+		held, ok, err := a.store().HeartbeatLease(ctx, a.cfg.Name)
 		if err != nil {
 			return fmt.Errorf("agent: heartbeat: read: %w", err)
 		}
@@ -52,7 +52,7 @@ func (h *heartbeat) Reconcile(ctx context.Context) error {
 			return nil
 		}
 	}
-	if err := a.st.PutHeartbeat(ctx, a.cfg.Name, a.Now(), lease); err != nil {
+	if err := a.store().PutHeartbeat(ctx, a.cfg.Name, a.Now(), lease); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			h.forget(lease)
 		}
@@ -83,11 +83,11 @@ func (h *heartbeat) keep(ctx context.Context) (lease clientv3.LeaseID, fresh boo
 		}
 	}
 	a := h.a
-	g, err := a.cli.Grant(ctx, int64(a.cfg.HeartbeatTTL/time.Second))
+	g, err := a.client().Grant(ctx, int64(a.cfg.HeartbeatTTL/time.Second))
 	if err != nil {
 		return 0, false, fmt.Errorf("agent: heartbeat: grant: %w", err)
 	}
-	ch, err := a.cli.KeepAlive(ctx, g.ID)
+	ch, err := a.client().KeepAlive(ctx, g.ID)
 	if err != nil {
 		h.revoke(ctx, g.ID)
 		return 0, false, fmt.Errorf("agent: heartbeat: keepalive: %w", err)
@@ -118,7 +118,7 @@ func (h *heartbeat) forget(lease clientv3.LeaseID) {
 func (h *heartbeat) revoke(ctx context.Context, lease clientv3.LeaseID) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_, _ = h.a.cli.Revoke(rctx, lease)
+	_, _ = h.a.client().Revoke(rctx, lease)
 }
 
 // wait waits until every lease the heartbeat kept was revoked (or found

@@ -36,7 +36,7 @@ func TestHeartbeatRegrantsALostLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, HeartbeatTTL: time.Hour}, nil, quietNotifier{}, logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	hb := &heartbeat{a: a}
 	g := (&groups{rt: a.rt}).start(t.Context(), hb)
 	var first clientv3.LeaseID

@@ -52,7 +52,7 @@ func TestRenewedSecretReachesTheHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleWorker}, RetryInterval: time.Hour, Applier: x, HostFiles: hf}, nil, quietNotifier{}, logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	path := filepath.Join(root, "pki", "apiserver-etcd-client.crt")
 	c := api.NewNixosConfiguration("cp-1")
 	c.Spec = api.NixosConfigurationSpec{Generation: 1, GitRepo: "g", HostFiles: []api.HostFile{{Path: path, SecretRef: &api.SecretKeyRef{Name: "demo-apiserver-etcd-client", Key: "tls.crt"}}}}

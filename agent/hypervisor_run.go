@@ -19,8 +19,8 @@ func (a *Agent) hypervisorController() controller.Controller {
 		cfg.Prefix = a.cfg.Prefix
 	}
 	if len(cfg.Endpoints) == 0 {
-		cfg.Endpoints = a.cli.Endpoints()
+		cfg.Endpoints = a.client().Endpoints()
 	}
 	cfg.Clock = a.cfg.Clock
-	return hypervisor.New(cfg, a.st, a.cfg.Hypervisor.HV, a.log).Controller()
+	return hypervisor.New(cfg, a.store(), a.cfg.Hypervisor.HV, a.log).Controller()
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/homystack/nico/pkg/store"
+
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
@@ -14,27 +16,42 @@ import (
 // certificate), makes this node's etcd user and role before the node
 // writes anything, and on the bootstrap machine turns etcd's
 // authentication on (package rbac). Other machines got their user from the
-// join endpoint that admitted them. A machine that joins (joining) makes
-// only its user, with role root, now: the rest of its identity is made by
-// finishIdentity once its member is a voter, off the way to it
-// (rbac.EnsureSelfUser says why).
-func (a *Agent) ensureIdentity(ctx context.Context, joining bool) error {
+// join endpoint that admitted them. A machine that joins under its root
+// identity (joinUnderRoot) makes none of it now: finishIdentity makes it
+// once its member is a voter, off the way to it.
+func (a *Agent) ensureIdentity(ctx context.Context) error {
 	if !a.holdsRoot() {
 		return nil
 	}
-	if joining && !a.cfg.Bootstrap {
-		if err := rbac.EnsureSelfUser(ctx, a.cfg.PKI.Dir, a.cli.Endpoints(), a.cfg.Name); err != nil {
-			return fmt.Errorf("agent: etcd user: %w", err)
-		}
+	if a.asRoot.Load() {
 		a.identityLeft = true
-		a.log.Info("etcd user of this node made; its role follows once the member is a voter", "user", rbac.NodeRole(a.cfg.Name))
 		return nil
 	}
 	return a.ensureFullIdentity(ctx)
 }
 
+// joinUnderRoot has a control-plane machine that joins talk to etcd under
+// the root pair it holds, until finishIdentity has made its node's etcd
+// user and role and switchIdentity its clients. Its node user would have
+// role root all the same (package rbac); what this saves is the user's
+// two auth changes, each a raft round, on the way to MemberAdd, which
+// could not run beside the join's writes: an auth change fails every
+// request checked before it applies (ErrAuthOldRevision).
+func (a *Agent) joinUnderRoot() error {
+	d := a.cfg.PKI.Dir
+	t, err := pki.ClientTLS(d.CACert(), d.Cert(pki.RootLeaf), d.Key(pki.RootLeaf))
+	if err != nil {
+		return fmt.Errorf("agent: root identity from %s: %w", d, err)
+	}
+	a.rootTLS = t
+	a.asRoot.Store(true)
+	a.log.Info("joining under the root identity; the node's etcd user and role follow once the member is a voter", "user", rbac.NodeRole(a.cfg.Name))
+	return nil
+}
+
 // finishIdentity makes the part of this node's etcd identity that
-// ensureIdentity left for after the join; a no-op when it left none.
+// ensureIdentity left for after the join, then switches to it; a no-op
+// when it left none.
 func (a *Agent) finishIdentity(ctx context.Context) error {
 	if !a.identityLeft {
 		return nil
@@ -42,13 +59,49 @@ func (a *Agent) finishIdentity(ctx context.Context) error {
 	if err := a.ensureFullIdentity(ctx); err != nil {
 		return err
 	}
+	if a.asRoot.Load() {
+		if err := a.switchIdentity(); err != nil {
+			return err
+		}
+	}
 	a.identityLeft = false
+	return nil
+}
+
+// switchIdentity replaces the store client a joining machine connected
+// under the root identity with one under its node's, now made. The old
+// client stays open until shutdown: the heartbeat's first lease is kept
+// alive over it (closing it would lose the lease, and with it the
+// heartbeat the leader revokes a node's identity on), and the watches the
+// heartbeat controller opened on it go on. Everything else reads the
+// client anew (client, store), and the gossip key follower, which holds
+// its store, is started again by Run.
+func (a *Agent) switchIdentity() error {
+	old := a.conn.Load()
+	a.asRoot.Store(false)
+	cli, err := a.etcdClient(old.cli.Endpoints(), 5*time.Second)
+	if err != nil {
+		a.asRoot.Store(true)
+		return fmt.Errorf("agent: connect as %s: %w", rbac.NodeRole(a.cfg.Name), err)
+	}
+	st, err := store.New(cli, a.cfg.Prefix)
+	if err != nil {
+		cli.Close()
+		a.asRoot.Store(true)
+		return err
+	}
+	a.use(cli, st)
+	a.retired = old.cli
+	if a.cfg.OnConnect != nil {
+		a.cfg.OnConnect(st)
+	}
+	a.log.Info("etcd identity of this node made; its clients use it now", "user", rbac.NodeRole(a.cfg.Name))
 	return nil
 }
 
 // ensureFullIdentity makes this node's etcd user and role (rbac.EnsureSelf).
 func (a *Agent) ensureFullIdentity(ctx context.Context) error {
-	if err := rbac.EnsureSelf(ctx, a.cfg.PKI.Dir, a.cli.Endpoints(), a.cfg.Prefix, a.cfg.Name, a.cfg.Roles, a.cfg.Bootstrap, a.log); err != nil {
+	if err := rbac.EnsureSelf(ctx, a.cfg.PKI.Dir, a.client().Endpoints(), a.cfg.Prefix, a.cfg.Name, a.cfg.Roles, a.cfg.Bootstrap, a.log); err != nil {
 		return fmt.Errorf("agent: etcd identity: %w", err)
 	}
 	return nil

@@ -47,7 +47,7 @@ func (a *Agent) join(ctx context.Context, v *joinView) error {
 	}
 	req := v.join
 	a.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
-	events := watchKey(ctx, a.cli, store.JoinKey(a.cfg.Name))
+	events := watchKey(ctx, a.client(), store.JoinKey(a.cfg.Name))
 	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
@@ -123,7 +123,7 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 	}
 	if v.removal != nil && v.removal.Status.Phase.Finished() {
 		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
-		_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
+		_ = a.store().Delete(ctx, store.RemovalKey(a.cfg.Name))
 		v.removal = nil
 	}
 	n := a.nodeObject(v.node)
@@ -143,7 +143,7 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 		}
 		ops = append(ops, p)
 	}
-	resp, err := a.st.Txn(ctx, nil, ops...)
+	resp, err := a.store().Txn(ctx, nil, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: register and file join request: %w", err)
 	}
@@ -199,7 +199,7 @@ func (a *Agent) newJoin(attempt int) *api.JoinRequest {
 
 func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, error) {
 	j := a.newJoin(attempt)
-	if err := a.st.Put(ctx, store.JoinKey(a.cfg.Name), j); err != nil {
+	if err := a.store().Put(ctx, store.JoinKey(a.cfg.Name), j); err != nil {
 		return nil, fmt.Errorf("agent: file join request: %w", err)
 	}
 	a.log.Info("join requested", "attempt", attempt)

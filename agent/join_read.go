@@ -31,7 +31,7 @@ func (v *joinView) removalDone() bool {
 
 // readJoin reads the joinView.
 func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
-	resp, err := a.st.Txn(ctx, nil, a.joinReadOps()...)
+	resp, err := a.store().Txn(ctx, nil, a.joinReadOps()...)
 	if err != nil {
 		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
 	}
@@ -123,7 +123,7 @@ func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error
 	}
 	fresh := []clientv3.Cmp{store.Absent(store.NodeKey(a.cfg.Name)), store.Absent(store.JoinKey(a.cfg.Name)), store.Absent(store.RemovalKey(a.cfg.Name))}
 	then := append([]clientv3.Op{putNode, putJoin, clientv3.OpGet(store.EtcdClusterKey)}, a.heartbeatOps()...)
-	resp, err := a.st.TxnElse(ctx, fresh, then, a.joinReadOps())
+	resp, err := a.store().TxnElse(ctx, fresh, then, a.joinReadOps())
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: register and file join request: %w", err)
 	}

@@ -101,7 +101,7 @@ func (p *kubeconfigPublisher) reconcile(ctx context.Context) error {
 	}
 	r := api.NewKubeconfigReport(kc.Metadata.Name)
 	r.Status = st
-	if err := p.a.st.PutObject(ctx, r); err != nil {
+	if err := p.a.store().PutObject(ctx, r); err != nil {
 		return fmt.Errorf("agent: kubeconfig publish: report: %w", err)
 	}
 	p.last = &st
@@ -113,14 +113,14 @@ func (p *kubeconfigPublisher) reconcile(ctx context.Context) error {
 // is not being deleted, its control plane is ready and this machine is
 // its publisher.
 func (p *kubeconfigPublisher) cluster(ctx context.Context) (*api.KubernetesCluster, error) {
-	kv, err := p.a.st.GetKV(ctx, store.ClusterClaimKey(p.a.cfg.Name))
+	kv, err := p.a.store().GetKV(ctx, store.ClusterClaimKey(p.a.cfg.Name))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("agent: kubeconfig publish: %w", err)
 	}
 	kc := &api.KubernetesCluster{}
-	if err := p.a.st.Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
+	if err := p.a.store().Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("agent: kubeconfig publish: %w", err)
@@ -154,7 +154,7 @@ func (p *kubeconfigPublisher) publish(ctx context.Context, cluster string, value
 	if err != nil {
 		return false, err
 	}
-	s := secrets.New(p.a.st, box)
+	s := secrets.New(p.a.store(), box)
 	name := api.KubeconfigSecretName(cluster)
 	sec := api.NewSecret(name)
 	err = s.Get(ctx, store.NamedSecretKey(name), sec)

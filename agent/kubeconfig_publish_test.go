@@ -67,7 +67,7 @@ func TestKubeconfigPublished(t *testing.T) {
 	publisher := func(name string) func() {
 		a := New(Config{Name: name, Roles: []api.Role{api.RoleControlPlane}, KubeconfigPublish: KubeconfigPublishConfig{SecretsKey: keyFile,
 			ReadFile: func(p string) ([]byte, error) { return os.ReadFile(filepath.Join(root, p)) }}}, nil, quietNotifier{}, logging.Test(t))
-		a.cli, a.st = st.Client(), st
+		a.use(st.Client(), st)
 		ctrl := a.kubeconfigPublish()
 		return func() {
 			t.Helper()

@@ -45,7 +45,7 @@ func (a *Agent) removeLost(ctx context.Context, id api.MemberID) error {
 	a.log.Warn("this node's member lost its data; requesting its removal, then the node joins anew", "member", id, "dataDir", a.cfg.DataDir)
 	a.status("member lost its data; waiting for its removal")
 	file := func() error {
-		if _, err := requests.RequestRemoval(ctx, a.st, a.cfg.Name, false, a.cfg.Name+": "+why); err != nil && !errors.Is(err, requests.ErrRemovalPending) {
+		if _, err := requests.RequestRemoval(ctx, a.store(), a.cfg.Name, false, a.cfg.Name+": "+why); err != nil && !errors.Is(err, requests.ErrRemovalPending) {
 			return fmt.Errorf("agent: request the removal of lost member %s: %w", id, err)
 		}
 		return nil
@@ -58,7 +58,7 @@ func (a *Agent) removeLost(ctx context.Context, id api.MemberID) error {
 	lastRefusal := ""
 	for {
 		r := &api.RemoveRequest{}
-		err := a.st.Get(ctx, store.RemovalKey(a.cfg.Name), r)
+		err := a.store().Get(ctx, store.RemovalKey(a.cfg.Name), r)
 		switch {
 		case err == nil && r.Status.Phase == api.RemoveDone:
 			return a.removed(ctx, why)

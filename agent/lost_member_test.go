@@ -27,7 +27,7 @@ func TestLostMemberRemovalFiledAgainWhenRefused(t *testing.T) {
 	}
 	a := New(Config{Name: "cp-2", Roles: []api.Role{api.RoleControlPlane}, DataDir: t.TempDir(),
 		PeerURL: "https://10.0.0.2:2380", RetryInterval: 10 * time.Millisecond}, nil, quietNotifier{}, logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- a.removeLost(ctx, 0x2) }()

@@ -245,10 +245,10 @@ func (a *Agent) stopAndWipe(ctx context.Context) (string, error) {
 // leads, to the most caught-up healthy voter. etcd would otherwise pick a
 // peer by itself on a graceful stop; this picks one known to be healthy.
 func (a *Agent) handOffLeadership(ctx context.Context) {
-	if a.cli == nil {
+	if a.client() == nil {
 		return
 	}
-	adm := etcdadmin.New(a.cli, time.Second)
+	adm := etcdadmin.New(a.client(), time.Second)
 	defer adm.Close()
 	ms, err := adm.Observe(ctx)
 	if err != nil {
@@ -280,7 +280,7 @@ func (a *Agent) handOffLeadership(ctx context.Context) {
 func (a *Agent) selfMember(ctx context.Context) (id, cluster api.MemberID, learner bool, err error) {
 	cctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
 	defer cancel()
-	resp, err := a.cli.MemberList(cctx)
+	resp, err := a.client().MemberList(cctx)
 	if err != nil {
 		return 0, 0, false, err
 	}

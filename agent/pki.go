@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -269,7 +270,7 @@ func exists(path string) bool {
 // etcdClient is a client of the agent's identity for endpoints;
 // autoSync > 0 keeps the endpoints in sync with the member list.
 func (a *Agent) etcdClient(endpoints []string, autoSync time.Duration) (*clientv3.Client, error) {
-	return etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: a.cfg.DialTimeout, AutoSyncInterval: autoSync, TLS: a.tls})
+	return etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: a.cfg.DialTimeout, AutoSyncInterval: autoSync, TLS: a.clientTLS()})
 }
 
 // memberTLS is the local member's certificates, with client and peer
@@ -280,11 +281,24 @@ func (a *Agent) memberTLS() *member.TLS {
 	if d == "" {
 		return nil
 	}
+	readiness := certNode // the runtime's readiness client, as clientTLS
+	if a.asRoot.Load() {
+		readiness = certRoot
+	}
 	return &member.TLS{
 		TrustedCAFile:  d.CACert(),
 		ServerCertFile: d.Cert(certEtcdServer), ServerKeyFile: d.Key(certEtcdServer),
 		PeerCertFile: d.Cert(certEtcdPeer), PeerKeyFile: d.Key(certEtcdPeer),
 		ClientCertAuth: true, PeerClientCertAuth: true,
-		ClientCertFile: d.Cert(certNode), ClientKeyFile: d.Key(certNode),
+		ClientCertFile: d.Cert(readiness), ClientKeyFile: d.Key(readiness),
 	}
+}
+
+// clientTLS is the identity the agent's etcd clients present: the root
+// pair while it joins under it (joinUnderRoot), else the node's.
+func (a *Agent) clientTLS() *tls.Config {
+	if a.asRoot.Load() {
+		return a.rootTLS
+	}
+	return a.tls
 }

@@ -99,10 +99,10 @@ func (p *progressWatch) ask() {
 // systemd).
 func (a *Agent) extendWhileJoining(ctx context.Context) (stop func()) {
 	ext, ok := a.notify.(TimeoutExtender)
-	if on, can := a.notify.(interface{ Enabled() bool }); !ok || (can && !on.Enabled()) || a.cli == nil {
+	if on, can := a.notify.(interface{ Enabled() bool }); !ok || (can && !on.Enabled()) || a.client() == nil {
 		return func() {}
 	}
-	p := &progressWatch{extend: ext, sample: joinSampler(a.st, a.cli, a.cfg.ClientURL), now: a.Now, lastAt: a.Now(),
+	p := &progressWatch{extend: ext, sample: joinSampler(a.store(), a.client(), a.cfg.ClientURL), now: a.Now, lastAt: a.Now(),
 		extendBy: JoinExtendBy, stallAfter: JoinStallAfter, log: a.log}
 	p.ask() // the join starts: progress, asked for before its first step
 	g := (&groups{rt: a.rt}).start(ctx, &controller.Func{ControllerName: "join-progress", Resync: JoinProgressInterval, Do: p.pass})

@@ -111,7 +111,7 @@ func TestJoinAsksForStartTime(t *testing.T) {
 	}
 	peer, client := etcdtest.URLs(t)
 	a := New(Config{Name: "cp-2", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client}, nil, sdnotify.New(), logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	ctx, cancel := context.WithCancel(t.Context())
 	joined := make(chan error, 1)
 	go func() { joined <- a.join(ctx, nil) }()

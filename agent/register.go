@@ -12,13 +12,13 @@ import (
 // register writes the node object, keeping its creation time.
 func (a *Agent) register(ctx context.Context) error {
 	old := &api.Node{}
-	if err := a.st.Get(ctx, store.NodeKey(a.cfg.Name), old); errors.Is(err, store.ErrNotFound) {
+	if err := a.store().Get(ctx, store.NodeKey(a.cfg.Name), old); errors.Is(err, store.ErrNotFound) {
 		old = nil
 	} else if err != nil {
 		return fmt.Errorf("agent: register: %w", err)
 	}
 	n := a.nodeObject(old)
-	if err := a.st.Put(ctx, store.NodeKey(a.cfg.Name), n); err != nil {
+	if err := a.store().Put(ctx, store.NodeKey(a.cfg.Name), n); err != nil {
 		return fmt.Errorf("agent: register: %w", err)
 	}
 	a.registered(n)

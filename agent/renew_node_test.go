@@ -164,10 +164,10 @@ func TestWorkerRenewsNodeCert(t *testing.T) {
 	}
 	// The agent's own client, dialing again (another URL of the same
 	// member), gets through too.
-	a.cli.SetEndpoints(strings.Replace(etcdURL, "127.0.0.1", "localhost", 1))
+	a.client().SetEndpoints(strings.Replace(etcdURL, "127.0.0.1", "localhost", 1))
 	pctx, pcancel := context.WithTimeout(ctx, 10*time.Second)
 	defer pcancel()
-	if _, err := a.cli.Put(pctx, "/renew-test/agent", cur.SerialNumber.Text(16)); err != nil {
+	if _, err := a.client().Put(pctx, "/renew-test/agent", cur.SerialNumber.Text(16)); err != nil {
 		t.Fatalf("the agent's client after the old certificate expired: %v", err)
 	}
 	if !a.Healthy() {

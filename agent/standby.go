@@ -47,7 +47,7 @@ func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) (stop fun
 // (api.RemoveRequestSpec.Standby), read through the cluster's other
 // members: the local one is gone.
 func (a *Agent) shedToStandby(ctx context.Context) bool {
-	if a.st == nil || a.connectOthers() != nil {
+	if a.store() == nil || a.connectOthers() != nil {
 		return false
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removedRecordWait)
@@ -56,7 +56,7 @@ func (a *Agent) shedToStandby(ctx context.Context) bool {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval, b.MaxInterval = 200*time.Millisecond, 5*time.Second
 	_, err := backoff.Retry(rctx, func() (struct{}, error) {
-		err := a.st.Get(rctx, store.RemovalKey(a.cfg.Name), r)
+		err := a.store().Get(rctx, store.RemovalKey(a.cfg.Name), r)
 		if errors.Is(err, store.ErrNotFound) {
 			return struct{}{}, backoff.Permanent(err)
 		}
@@ -86,7 +86,7 @@ func (a *Agent) backToStandby(ctx context.Context, why string) error {
 	b.InitialInterval, b.MaxInterval = 200*time.Millisecond, 5*time.Second
 	_, derr := backoff.Retry(rctx, func() (struct{}, error) {
 		r := &api.RemoveRequest{}
-		switch err := a.st.Get(rctx, store.RemovalKey(a.cfg.Name), r); {
+		switch err := a.store().Get(rctx, store.RemovalKey(a.cfg.Name), r); {
 		case errors.Is(err, store.ErrNotFound):
 			return struct{}{}, nil
 		case err != nil:
@@ -94,7 +94,7 @@ func (a *Agent) backToStandby(ctx context.Context, why string) error {
 		case !r.Status.Phase.Finished():
 			return struct{}{}, fmt.Errorf("agent: removal request still %q", r.Status.Phase)
 		}
-		return struct{}{}, a.st.Delete(rctx, store.RemovalKey(a.cfg.Name))
+		return struct{}{}, a.store().Delete(rctx, store.RemovalKey(a.cfg.Name))
 	}, backoff.WithBackOff(b))
 	a.setPhase(rctx, api.NodeStandby, "member removed to make this node a standby; the agent starts again")
 	if derr != nil {

@@ -41,7 +41,7 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	}
 	applier := &recordingApplier{}
 	a := New(Config{Name: "cp-4", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, Applier: applier}, nil, sdnotify.New(), logging.Test(t))
-	a.cli, a.st = st.Client(), st
+	a.use(st.Client(), st)
 	joined := make(chan error, 1)
 	go func() { joined <- a.join(ctx, nil) }()
 	for i := 0; ; i++ {

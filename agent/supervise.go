@@ -121,7 +121,7 @@ func (a *Agent) removalWatch() controller.Controller {
 
 func (a *Agent) removalDone(ctx context.Context) (bool, error) {
 	r := &api.RemoveRequest{}
-	if err := a.st.Get(ctx, store.RemovalKey(a.cfg.Name), r); err != nil {
+	if err := a.store().Get(ctx, store.RemovalKey(a.cfg.Name), r); err != nil {
 		return false, err
 	}
 	return r.Status.Phase == api.RemoveDone, nil
@@ -208,7 +208,7 @@ func (a *Agent) recordRemoved(ctx context.Context, why string) error {
 		a.stopHeartbeat()
 	}
 	return retry("heartbeat", func() error {
-		err := a.st.Delete(rctx, store.HeartbeatKey(a.cfg.Name))
+		err := a.store().Delete(rctx, store.HeartbeatKey(a.cfg.Name))
 		if errors.Is(err, rpctypes.ErrPermissionDenied) || errors.Is(err, rpctypes.ErrUserNotFound) || errors.Is(err, rpctypes.ErrAuthFailed) {
 			// The leader revoked this node's identity, which it does only
 			// once the heartbeat is gone (stopping it revoked its lease):
@@ -225,7 +225,7 @@ func (a *Agent) recordRemoved(ctx context.Context, why string) error {
 // the goroutines that use it meanwhile keep a working client.
 func (a *Agent) connectOthers() error {
 	var eps []string
-	for _, e := range append(a.cli.Endpoints(), a.cfg.Endpoints...) {
+	for _, e := range append(a.client().Endpoints(), a.cfg.Endpoints...) {
 		if e != a.cfg.ClientURL && !slices.Contains(eps, e) {
 			eps = append(eps, e)
 		}
@@ -233,7 +233,7 @@ func (a *Agent) connectOthers() error {
 	if len(eps) == 0 {
 		return fmt.Errorf("agent: no etcd endpoint but the removed local member's (%s) is known", a.cfg.ClientURL)
 	}
-	a.cli.SetEndpoints(eps...)
+	a.client().SetEndpoints(eps...)
 	a.cacheEndpoints(eps)
 	return nil
 }
@@ -243,9 +243,9 @@ func (a *Agent) connectOthers() error {
 // joins anew.
 func (a *Agent) clearFinishedRemoval(ctx context.Context) {
 	r := &api.RemoveRequest{}
-	if err := a.st.Get(ctx, store.RemovalKey(a.cfg.Name), r); err != nil || !r.Status.Phase.Finished() {
+	if err := a.store().Get(ctx, store.RemovalKey(a.cfg.Name), r); err != nil || !r.Status.Phase.Finished() {
 		return
 	}
 	a.log.Info("clearing a finished removal request of this node", "phase", r.Status.Phase)
-	_ = a.st.Delete(ctx, store.RemovalKey(a.cfg.Name))
+	_ = a.store().Delete(ctx, store.RemovalKey(a.cfg.Name))
 }

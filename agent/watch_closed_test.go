@@ -154,7 +154,7 @@ func TestGenerationsRewatchWhenTheWatchCloses(t *testing.T) {
 	}
 	applier := &recordingApplier{}
 	a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, RetryInterval: time.Hour, Applier: applier}, nil, quietNotifier{}, logging.Test(t))
-	a.cli, a.st = cli, st
+	a.use(cli, st)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = a.rt.Run(ctx, a.generations()) }()

@@ -16,11 +16,14 @@ import (
 // the root certificate (dir's root pair): once connected, before it
 // registers, the agent makes its own etcd user and role as root, and the
 // bootstrap machine (enable) turns authentication on. Idempotent: every
-// start of every control-plane agent may call it. A joining machine makes
-// only its user first (EnsureSelfUser) and calls EnsureSelf once it is a
-// voter.
+// start of every control-plane agent may call it. A joining machine joins
+// under the root identity and calls EnsureSelf once it is a voter (or a
+// standby): made while the join's writes are in flight, each auth change
+// would fail the writes checked before it (ErrAuthOldRevision) and have
+// them proposed again.
 //
 //	agent.Run: ensurePKI → prepareMember → connect → EnsureSelf → register
+//	agent.Run (joining): connect as root → register → join → voter → EnsureSelf → node identity
 func EnsureSelf(ctx context.Context, dir pki.Dir, endpoints []string, prefix, name string, roles []api.Role, enable bool, log *slog.Logger) error {
 	cli, err := rootClient(dir, endpoints)
 	if err != nil {
@@ -36,37 +39,6 @@ func EnsureSelf(ctx context.Context, dir pki.Dir, endpoints []string, prefix, na
 		log.Info("etcd user and role of this node made", "user", NodeRole(name), "changes", len(changes))
 	}
 	return err
-}
-
-// EnsureSelfUser is the first half of EnsureSelf for a control-plane
-// machine that joins: only the node's user with role root, two auth
-// changes, which is all its agent needs to register and join (role root
-// allows every request). The node's own role, its 9 permissions and its
-// grant, eleven more auth changes of one raft round each, are left to
-// EnsureSelf, which the agent calls once its member is a voter (or a
-// standby): made while the join's writes are in flight, each change would
-// fail the writes checked before it (ErrAuthOldRevision) and have them
-// proposed again. No read first: an existing user and a role granted again
-// are no-ops.
-//
-//	agent.Run (joining): connect → EnsureSelfUser → register → join → voter → EnsureSelf
-func EnsureSelfUser(ctx context.Context, dir pki.Dir, endpoints []string, name string) error {
-	if name == "" {
-		return ErrNoName
-	}
-	cli, err := rootClient(dir, endpoints)
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	return Apply(ctx, cli.Auth, UserFirst(name))
-}
-
-// UserFirst is what EnsureSelfUser applies: control-plane node name's user
-// and its grant of role root.
-func UserFirst(name string) []Change {
-	u := NodeRole(name)
-	return []Change{{Op: AddUser, User: u}, {Op: GrantRole, User: u, Role: RootRole}}
 }
 
 // rootClient connects to endpoints as root, with dir's root pair.
