@@ -213,6 +213,7 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 	if err := m.SetMeta(spec); err != nil {
 		m.log.Warn("announcing the leave in metadata failed", "err", err)
 	}
+	m.pushLeaving()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.shutdown {
@@ -223,6 +224,40 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 	}
 	return nil
 }
+
+// pushLeaving sends this member's state, with its leaving metadata, to
+// every member it sees alive over TCP (a push/pull, as a join does), a few
+// at a time. The metadata's broadcast goes over UDP to a few members at a
+// time, and a member that missed it, or heard the leave first, would
+// record this one dead rather than left (a loaded machine made that
+// happen in TestMeshJoinLearnKillRestartLeave). Each push is bounded by
+// the TCP timeout; a member that does not answer is left to the broadcast.
+func (m *Mesh) pushLeaving() {
+	ml, err := m.memberlist()
+	if err != nil {
+		return
+	}
+	self := ml.LocalNode().Name
+	sem := make(chan struct{}, leavePushes)
+	var wg sync.WaitGroup
+	for _, n := range ml.Members() {
+		if n.Name == self {
+			continue
+		}
+		addr := n.FullAddress()
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if _, err := ml.Join([]string{addr.Name + "/" + addr.Addr}); err != nil {
+				m.log.Debug("leave not pushed; the broadcast carries it", "peer", addr.Name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// leavePushes is how many members pushLeaving pushes to at once.
+const leavePushes = 8
 
 // Shutdown stops memberlist and closes its ports without telling anyone
 // (others see it dead after suspicion; call Leave first to be seen left).
