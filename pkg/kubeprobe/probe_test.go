@@ -24,8 +24,16 @@ func TestProbeHealth(t *testing.T) {
 		http.Error(w, "[-]etcd failed: reason withheld", http.StatusInternalServerError)
 	})
 	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) {
-		select { // answers only when the client gives up or the test ends
+		// Never answers: when the client gives up, the handler aborts the
+		// connection rather than return. Returning would write a 200, and
+		// the client can read it: its cancellation sends TLS close_notify
+		// (the server's request context ends) before it closes the socket,
+		// and net/http's transport uses a response that raced its
+		// cancellation. That made this case pass as healthy once in a
+		// loaded make test.
+		select {
 		case <-r.Context().Done():
+			panic(http.ErrAbortHandler)
 		case <-release:
 		}
 	})
