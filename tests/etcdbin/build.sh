@@ -26,8 +26,10 @@ esac
 mkdir -p "$outdir"
 outdir=$(cd "$outdir" && pwd)
 
+# Read whole, then matched: `etcd --version | grep -q` under pipefail
+# fails when grep exits at the first line while etcd still writes.
 if [ -x "$outdir/etcd" ] && [ -x "$outdir/etcdctl" ] &&
-	"$outdir/etcd" --version 2>/dev/null | grep -q "^etcd Version: ${version#v}\$"; then
+	[ "$("$outdir/etcd" --version 2>/dev/null | sed -n 's/^etcd Version: //p')" = "${version#v}" ]; then
 	echo "etcdbin: $outdir/etcd is already $version, skipping build"
 	exit 0
 fi

@@ -20,13 +20,19 @@ scratch_args "v1.37.2 .cache/kube/v1.37.2" "v1.*.*" "look like v1.X.Y" "$@"
 staging=v0.${version#v1.}
 cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl"
 
+# The versions are read whole before they are matched: with pipefail, a
+# `kubectl version | grep -q` fails when grep exits at the first line and
+# kubectl, still writing its second, gets SIGPIPE (a finished build was
+# once refused so).
 have() {
-	local c
+	local c out
 	for c in $cmds; do
 		[ -x "$outdir/$c" ] || return 1
 	done
-	"$outdir/kube-apiserver" --version 2>/dev/null | grep -q "^Kubernetes $version\$" &&
-		"$outdir/kubectl" version --client 2>/dev/null | grep -q "Client Version: $version\$"
+	out=$("$outdir/kube-apiserver" --version 2>/dev/null) || return 1
+	grep -qx "Kubernetes $version" <<<"$out" || return 1
+	out=$("$outdir/kubectl" version --client 2>/dev/null) || return 1
+	grep -qx "Client Version: $version" <<<"$out"
 }
 if have; then
 	echo "kubebin: $outdir already holds $version, skipping build"
