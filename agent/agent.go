@@ -162,6 +162,12 @@ type Agent struct {
 
 	rt  *controller.Runtime // the agent's controllers (agent/controllers.go)
 	tls *tls.Config         // client identity from pki.dir; nil without one
+	// leaves is the first pass's part that issues the member's leaves
+	// alongside the join (issueLeaves); nil when none runs.
+	leaves *pendingLeaves
+	// testHookLeaves, when set, runs before that pass issues (tests hold
+	// it there).
+	testHookLeaves func()
 	// conn is the store client and its store, set by connect and, on a
 	// machine that joined under its root identity, replaced by its node
 	// identity's once a voter (switchIdentity); read through client and
@@ -289,6 +295,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		a.shutdown(err)
 	}()
 	a.status("starting")
+	defer a.leavesWritten()
 	if err := a.ensurePKI(ctx); err != nil {
 		return err
 	}
@@ -376,6 +383,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 			keys.stop()
 			keys = bg.start(ctx, a.gossipKeys())
 		}
+	}
+	if err := a.awaitLeaves(ctx); err != nil { // a standby starts no member
+		return err
 	}
 	a.healthy.Store(true)
 	if a.controlPlane() {

@@ -168,6 +168,9 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 
 // runMember starts the local member and returns once it serves.
 func (a *Agent) runMember(ctx context.Context, initialCluster, state string) error {
+	if err := a.awaitLeaves(ctx); err != nil {
+		return err
+	}
 	quota := a.startQuota()
 	err := a.runtime.Start(ctx, member.Config{
 		QuotaBackendBytes: quota,

@@ -23,6 +23,14 @@ func (quietNotifier) Ready() error        { return nil }
 func (quietNotifier) Status(string) error { return nil }
 func (quietNotifier) Stopping() error     { return nil }
 
+// allPKI is ensurePKI and the leaves it issues alongside (awaitLeaves).
+func allPKI(ctx context.Context, a *Agent) error {
+	if err := a.ensurePKI(ctx); err != nil {
+		return err
+	}
+	return a.awaitLeaves(ctx)
+}
+
 // pkiAgent is an agent whose only job in these tests is ensurePKI.
 func pkiAgent(t *testing.T, dir string, roles []api.Role, bootstrap bool) *Agent {
 	return New(Config{
@@ -60,7 +68,7 @@ func wantPrivate(t *testing.T, path string) {
 func TestBootstrapMakesCAAndEveryCertificate(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	a := pkiAgent(t, dir, []api.Role{api.RoleControlPlane}, true)
-	if err := a.ensurePKI(context.Background()); err != nil {
+	if err := allPKI(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	if a.tls == nil {
@@ -113,7 +121,7 @@ func TestBootstrapMakesCAAndEveryCertificate(t *testing.T) {
 
 	// A restart changes nothing: the CA and the leaves stay.
 	before, _ := os.ReadFile(d.Cert(certEtcdPeer))
-	if err := pkiAgent(t, dir, []api.Role{api.RoleControlPlane}, true).ensurePKI(context.Background()); err != nil {
+	if err := allPKI(context.Background(), pkiAgent(t, dir, []api.Role{api.RoleControlPlane}, true)); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.ReadFile(d.Cert(certEtcdPeer)); !bytes.Equal(before, after) {
@@ -134,7 +142,7 @@ func TestBootstrapUsesTheGivenCA(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	a := pkiAgent(t, dir, []api.Role{api.RoleControlPlane}, true)
 	a.cfg.PKI.CACertFile, a.cfg.PKI.CAKeyFile = certFile, keyFile
-	if err := a.ensurePKI(context.Background()); err != nil {
+	if err := allPKI(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(pki.Dir(dir).CACert())
@@ -194,7 +202,7 @@ func TestObtainedCertificates(t *testing.T) {
 	dir = t.TempDir()
 	cp := pkiAgent(t, dir, []api.Role{api.RoleControlPlane}, false)
 	cp.ObtainCerts = obtain(true)
-	if err := cp.ensurePKI(context.Background()); err != nil {
+	if err := allPKI(context.Background(), cp); err != nil {
 		t.Fatal(err)
 	}
 	if c := readCert(t, pki.Dir(dir).Cert(certEtcdPeer)); c.Subject.CommonName != "etcd:cp-1" {
@@ -214,7 +222,7 @@ func TestRenewal(t *testing.T) {
 	dir := t.TempDir()
 	d := pki.Dir(dir)
 	a := pkiAgent(t, dir, []api.Role{api.RoleControlPlane}, true)
-	if err := a.ensurePKI(context.Background()); err != nil {
+	if err := allPKI(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 	for _, later := range []time.Duration{100 * 24 * time.Hour, 250 * 24 * time.Hour, 500 * 24 * time.Hour} {
