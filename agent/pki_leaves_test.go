@@ -14,6 +14,16 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 )
 
+// leavesAgent is the bootstrap control-plane machine cp-1 with its
+// pki.dir in d and its member run by rt.
+func leavesAgent(t *testing.T, d pki.Dir, rt member.Runtime) *Agent {
+	return New(Config{
+		Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, Bootstrap: true,
+		PeerURL: "https://127.0.0.1:2380", ClientURL: "https://127.0.0.1:2379",
+		DataDir: filepath.Join(t.TempDir(), "member"), PKI: PKIConfig{Dir: d},
+	}, rt, quietNotifier{}, logging.Test(t))
+}
+
 // TestMemberLeavesIssuedAlongside: ensurePKI returns once the client
 // leaves (node, root) are written, while the member's and the
 // coordinator's are still being issued; the member starts only once they
@@ -22,11 +32,7 @@ func TestMemberLeavesIssuedAlongside(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")
 	d := pki.Dir(dir)
 	rt := membertest.NewFake()
-	a := New(Config{
-		Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, Bootstrap: true,
-		PeerURL: "https://127.0.0.1:2380", ClientURL: "https://127.0.0.1:2379",
-		DataDir: filepath.Join(t.TempDir(), "member"), PKI: PKIConfig{Dir: d},
-	}, rt, quietNotifier{}, logging.Test(t))
+	a := leavesAgent(t, d, rt)
 	held, release := make(chan struct{}), make(chan struct{})
 	a.testHookLeaves = func() { close(held); <-release }
 	ctx := t.Context()
@@ -84,11 +90,7 @@ func TestMemberLeavesFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := membertest.NewFake()
-	a := New(Config{
-		Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, Bootstrap: true,
-		PeerURL: "https://127.0.0.1:2380", ClientURL: "https://127.0.0.1:2379",
-		DataDir: filepath.Join(t.TempDir(), "member"), PKI: PKIConfig{Dir: d},
-	}, rt, quietNotifier{}, logging.Test(t))
+	a := leavesAgent(t, d, rt)
 	ctx := t.Context()
 	if err := a.ensurePKI(ctx); err != nil {
 		t.Fatal(err)
