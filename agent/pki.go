@@ -198,11 +198,6 @@ func (a *Agent) renewer(keep func(name string) bool) (*pki.Renewer, error) {
 	return r, nil
 }
 
-// issueMissing runs one renewal pass: every leaf missing or due is issued.
-func (a *Agent) issueMissing(ctx context.Context) error {
-	return a.renewPass(ctx, nil)
-}
-
 // renewPass runs one renewal pass over the leaves keep picks (nil: all).
 func (a *Agent) renewPass(ctx context.Context, keep func(name string) bool) error {
 	r, err := a.renewer(keep)
