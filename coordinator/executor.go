@@ -29,6 +29,9 @@ type executor struct {
 	fence store.Fence
 	obs   *observation
 	now   time.Time
+	// live, when set, is the liveness record that the journal write of a
+	// start carries as its first operation (reconciler.once).
+	live *liveCarry
 }
 
 // members is the MemberAdmin the executor calls.
@@ -160,7 +163,11 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 	if err != nil {
 		return err
 	}
-	ops := []clientv3.Op{put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name)}
+	var ops []clientv3.Op
+	if x.live != nil {
+		ops = append(ops, x.live.op)
+	}
+	ops = append(ops, put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
 	if extra != nil {
 		p, err := store.PutObjectOp(extra)
 		if err != nil {
@@ -168,8 +175,13 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 		}
 		ops = append(ops, p)
 	}
-	_, err = x.c.store.FencedTxn(ctx, x.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, ops...)
-	return err
+	if _, err = x.c.store.FencedTxn(ctx, x.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, ops...); err != nil {
+		return err
+	}
+	if x.live != nil {
+		x.live.written()
+	}
+	return nil
 }
 
 func (x *executor) addLearner(ctx context.Context, s membership.Step) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Gossip is the coordinator's view of the mesh (*gossip.Mesh).
@@ -84,11 +85,22 @@ func (l *livenessTracker) update(now time.Time, g Gossip, obs membership.Observe
 // transaction fenced on the leadership term: a deposed coordinator's write
 // fails with store.ErrNotLeader and leaves the record to the new leader.
 func (l *livenessTracker) publish(ctx context.Context, st *store.Store, fence store.Fence, leader string, now time.Time, live map[string]membership.Liveness) error {
+	c, err := l.pending(leader, now, live)
+	if err != nil || c == nil {
+		return err
+	}
+	return c.write(ctx, st, fence)
+}
+
+// pending is the write of live when it changed since the last write; nil
+// when it did not. The caller writes it, alone (write) or as the first
+// operation of a transaction of its own (liveCarry), and marks it done.
+func (l *livenessTracker) pending(leader string, now time.Time, live map[string]membership.Liveness) (*liveCarry, error) {
 	l.mu.Lock()
 	same := maps.Equal(l.published, live)
 	l.mu.Unlock()
 	if same {
-		return nil
+		return nil, nil
 	}
 	obj := api.NewLiveness()
 	obj.Status = api.LivenessStatus{Nodes: map[string]api.NodeLiveness{}, Leader: leader, UpdatedAt: now}
@@ -97,13 +109,36 @@ func (l *livenessTracker) publish(ctx context.Context, st *store.Store, fence st
 	}
 	op, err := store.PutObjectOp(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := st.FencedTxn(ctx, fence, nil, op); err != nil {
+	return &liveCarry{op: op, l: l, live: live}, nil
+}
+
+// liveCarry is a liveness record to write: by itself, or carried as the
+// first operation of the transaction that journals a pass's step, when
+// that write is the step's first side effect (reconciler.once). Either
+// way no step planned from the record is applied before it is written,
+// and an observer never reads a change made on its account without it.
+type liveCarry struct {
+	op   clientv3.Op
+	l    *livenessTracker
+	live map[string]membership.Liveness
+	done bool
+}
+
+// write writes the record in a fenced transaction of its own.
+func (c *liveCarry) write(ctx context.Context, st *store.Store, fence store.Fence) error {
+	if _, err := st.FencedTxn(ctx, fence, nil, c.op); err != nil {
 		return fmt.Errorf("coordinator: writing liveness: %w", err)
 	}
-	l.mu.Lock()
-	l.published = live
-	l.mu.Unlock()
+	c.written()
 	return nil
+}
+
+// written records that the record is in the store.
+func (c *liveCarry) written() {
+	c.done = true
+	c.l.mu.Lock()
+	c.l.published = c.live
+	c.l.mu.Unlock()
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -61,7 +62,7 @@ type pass struct {
 // operation's first step, planned on the same observation with the new
 // operation active: the learner is added without waiting for a second
 // observation, which would see the same cluster one journal write later.
-// Node liveness is published before the steps.
+// Node liveness is published before the steps, or with the first.
 func (r *reconciler) once(ctx context.Context) (pass, error) {
 	start := r.c.Now()
 	obs, err := observe(ctx, r.c.store, r.c.admin.Observe)
@@ -78,12 +79,6 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 	obs.Cluster = ec.Spec
 	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
 	r.c.Metrics.MembershipPass(obs.Observed, live, now)
-	// Liveness is published before any step planned from it: the record
-	// a successor and every observer read must never lag a change made on
-	// its account (no change while a voter is suspect, as the record says).
-	if err := r.c.live.publish(ctx, r.c.store, r.fence, r.c.cfg.Name, now, live); err != nil {
-		r.c.log.Warn("publishing node liveness failed", "err", err)
-	}
 	if r.c.cfg.Gossip != nil {
 		// Without gossip the planner keeps to members' own health: a
 		// lapsed lease alone is not taken as a dead member.
@@ -96,22 +91,61 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 		return p, err
 	}
 	step := membership.Plan(obs.Observed, pol, now)
-	if err := r.apply(ctx, obs, step, now); err != nil {
-		p.Step = step
+	// Liveness is published before any step planned from it is applied:
+	// the record a successor and every observer read must never lag a
+	// change made on its account (no change while a voter is suspect, as
+	// the record says). When the step's first side effect is its journal
+	// write, the record goes first in that transaction, at the same
+	// revision, one raft round less on the way to a join's MemberAdd.
+	carry, err := r.c.live.pending(r.c.cfg.Name, now, live)
+	if err != nil {
 		return p, err
 	}
-	if step.Action == membership.StartJoin {
+	if carry != nil && !journalsFirst(step, obs.cluster) {
+		r.publish(ctx, carry)
+		carry = nil
+	}
+	err = r.apply(ctx, obs, step, now, carry)
+	if err == nil && step.Action == membership.StartJoin {
 		obs.Active = step.Op
 		step = membership.Plan(obs.Observed, pol, now)
-		err = r.apply(ctx, obs, step, now)
+		err = r.apply(ctx, obs, step, now, nil)
+	}
+	if carry != nil && !carry.done {
+		// The start failed: nothing was changed on the record's account,
+		// and it is still due.
+		r.publish(ctx, carry)
 	}
 	p.Step = step
+	if err != nil {
+		return p, err
+	}
 	r.c.log.Debug("membership pass", "action", string(step.Action), "observe", observed.Sub(start), "took", r.c.Now().Sub(start))
 	return p, err
 }
 
-// apply logs step when it differs from the last one and applies it.
-func (r *reconciler) apply(ctx context.Context, obs *observation, step membership.Step, now time.Time) error {
+// publish writes the liveness record by itself; a failure is logged, and
+// the next pass writes it again.
+func (r *reconciler) publish(ctx context.Context, c *liveCarry) {
+	if err := c.write(ctx, r.c.store, r.fence); err != nil {
+		r.c.log.Warn("publishing node liveness failed", "err", err)
+	}
+}
+
+// journalsFirst tells whether step's first side effect is the transaction
+// that journals its operation (executor.start): a start with no snapshot
+// taken before it.
+func journalsFirst(step membership.Step, ec *api.EtcdCluster) bool {
+	switch step.Action {
+	case membership.StartJoin, membership.StartRemove:
+		return ec == nil || ec.Spec.Snapshots.BeforeChangePolicy() == api.SnapshotOff
+	}
+	return false
+}
+
+// apply logs step when it differs from the last one and applies it; the
+// journal write of a start carries live first when it is set.
+func (r *reconciler) apply(ctx context.Context, obs *observation, step membership.Step, now time.Time, live *liveCarry) error {
 	if s := step.String(); s != r.last {
 		lvl := r.c.log.Info
 		if step.Action == membership.None {
@@ -123,7 +157,7 @@ func (r *reconciler) apply(ctx context.Context, obs *observation, step membershi
 	if r.c.OnStep != nil && step.Action != membership.None {
 		r.c.OnStep(step)
 	}
-	if err := (&executor{c: r.c, fence: r.fence, obs: obs, now: now}).apply(ctx, step); err != nil {
+	if err := (&executor{c: r.c, fence: r.fence, obs: obs, now: now, live: live}).apply(ctx, step); err != nil {
 		return fmt.Errorf("%s: %w", step.Action, err)
 	}
 	return nil

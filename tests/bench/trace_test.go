@@ -100,7 +100,76 @@ func traceTable(arms []string, tracers []*tracer) string {
 		}
 		tb.add(row...)
 	}
-	return tb.String()
+	return tb.String() + stageTable(arms, tracers)
+}
+
+// stageTable renders, per arm, the median and mean of each stage: the
+// time to its milestone from the one before it that the join reached (from
+// the join's start for the first), over the joins that reached it; then
+// each measured join's wait from its member serving peers to the leader's
+// first contact, the draw of the leader's heartbeat tick.
+func stageTable(arms []string, tracers []*tracer) string {
+	var tb table
+	head := []any{"stage (ms from the milestone before)"}
+	for _, a := range arms {
+		head = append(head, a+" p50", a+" mean")
+	}
+	tb.add(head...)
+	for k, m := range milestones {
+		row := []any{m.name}
+		for _, t := range tracers {
+			ds := stageDurations(t.joins, k)
+			if len(ds) == 0 {
+				row = append(row, "-", "-")
+				continue
+			}
+			row = append(row, ms(summarize(ds).p50), ms(mean(ds)))
+		}
+		tb.add(row...)
+	}
+	var b strings.Builder
+	b.WriteString(tb.String())
+	for i, t := range tracers {
+		fmt.Fprintf(&b, "%s: peer serving to leader contact, per join:", arms[i])
+		for n, j := range t.joins {
+			s, okS := j["peer serving"]
+			c, okC := j["leader contact"]
+			if n > 0 && okS && okC {
+				fmt.Fprintf(&b, " %.0f", ms(c-s))
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// stageDurations is, in every measured join that reached milestone k, the
+// time to it from the latest milestone before k that the join reached.
+func stageDurations(joins []map[string]time.Duration, k int) []time.Duration {
+	var ds []time.Duration
+	for n, j := range joins {
+		at, ok := j[milestones[k].name]
+		if !ok || n == 0 {
+			continue
+		}
+		var from time.Duration
+		for p := k - 1; p >= 0; p-- {
+			if d, ok := j[milestones[p].name]; ok {
+				from = d
+				break
+			}
+		}
+		ds = append(ds, at-from)
+	}
+	return ds
+}
+
+func mean(ds []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return sum / time.Duration(max(1, len(ds)))
 }
 
 type traceLine struct {
