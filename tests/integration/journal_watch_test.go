@@ -162,9 +162,10 @@ func (ev journalEvents) noOpsBefore(t *testing.T, rev int64, while string) {
 }
 
 // noOpStartedWhileSuspect fails when an operation was started (the active
-// operation key written) while the liveness record last written before it
-// had some node suspect: the leader publishes the liveness it plans with
-// before it plans, so that record is what the step was planned on.
+// operation key written) while the liveness record last written before it,
+// in watch order, had some node suspect: the leader writes the liveness it
+// plans with before the step, or first in the step's own transaction, so
+// that record is what the step was planned on.
 func (ev journalEvents) noOpStartedWhileSuspect(t *testing.T) {
 	t.Helper()
 	var live map[string]string
