@@ -22,18 +22,9 @@ import (
 // the active-operation key, and not in a write of its own before it. The
 // learner is added after both.
 func TestLivenessGoesWithTheJoinJournal(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	cli := etcdtest.NewClient(t, cl.Endpoints()...)
-	st, err := store.New(cli, store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, fence := leaderStore(t)
+	cli := st.Client()
 	ctx := t.Context()
-	resp, err := st.Client().Put(ctx, store.ElectionPrefix+"a", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fence := store.Fence{Key: store.ElectionPrefix + "a", Rev: resp.Header.Revision}
 	c := New(Config{Name: "a", Clock: clockwork.NewFakeClock(), ResyncInterval: time.Hour, HealthTimeout: time.Second,
 		Policy: membership.Policy{LearnerStartTimeout: time.Hour, LearnerProgressTimeout: time.Hour}}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(c.admin.Close)

@@ -17,18 +17,9 @@ import (
 // membership controller again LearnerObserveEvery later, long before the
 // resync tick; a pass without one asks for nothing.
 func TestMembershipObservesALearnerAtAFixedInterval(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	cli := etcdtest.NewClient(t, cl.Endpoints()...)
-	st, err := store.New(cli, store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, fence := leaderStore(t)
+	cli := st.Client()
 	ctx := t.Context()
-	resp, err := st.Client().Put(ctx, store.ElectionPrefix+"a", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fence := store.Fence{Key: store.ElectionPrefix + "a", Rev: resp.Header.Revision}
 	clock := clockwork.NewFakeClock()
 	c := New(Config{Name: "a", Clock: clock, ResyncInterval: time.Hour, HealthTimeout: time.Second,
 		Policy: membership.Policy{LearnerStartTimeout: time.Hour, LearnerProgressTimeout: time.Hour}}, st, slog.New(slog.DiscardHandler))
@@ -70,4 +61,20 @@ func TestMembershipObservesALearnerAtAFixedInterval(t *testing.T) {
 			return woken(), "no wake-up"
 		})
 	}
+}
+
+// leaderStore is a store on a new one-member etcd, and the fence of a
+// leadership term of candidate "a" in it.
+func leaderStore(t *testing.T) (*store.Store, store.Fence) {
+	t.Helper()
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := st.Client().Put(t.Context(), store.ElectionPrefix+"a", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, store.Fence{Key: store.ElectionPrefix + "a", Rev: resp.Header.Revision}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/snapshot"
 	"github.com/homystack/nico/pkg/snapshot/snapshottest"
@@ -20,17 +19,8 @@ import (
 // the rollout's message says why; a data-plane step takes no snapshot;
 // once the store answers the step starts with the snapshot journaled.
 func TestControlPlaneRolloutStepWaitsForItsSnapshot(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, fence := leaderStore(t)
 	ctx := t.Context()
-	resp, err := st.Client().Put(ctx, store.ElectionPrefix+"a", "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fence := store.Fence{Key: store.ElectionPrefix + "a", Rev: resp.Header.Revision}
 	ec := api.NewEtcdCluster()
 	ec.Spec.Snapshots = api.EtcdSnapshotsSpec{Destination: "/mnt/share/etcd"}
 	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
