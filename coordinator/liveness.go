@@ -81,19 +81,10 @@ func (l *livenessTracker) update(now time.Time, g Gossip, obs membership.Observe
 	return out
 }
 
-// publish writes the liveness when it changed since the last write, in a
-// transaction fenced on the leadership term: a deposed coordinator's write
-// fails with store.ErrNotLeader and leaves the record to the new leader.
-func (l *livenessTracker) publish(ctx context.Context, st *store.Store, fence store.Fence, leader string, now time.Time, live map[string]membership.Liveness) error {
-	c, err := l.pending(leader, now, live)
-	if err != nil || c == nil {
-		return err
-	}
-	return c.write(ctx, st, fence)
-}
-
 // pending is the write of live when it changed since the last write; nil
-// when it did not. The caller writes it, alone (write) or as the first
+// when it did not. Every write is fenced on the leadership term: a deposed
+// coordinator's fails with store.ErrNotLeader and leaves the record to the
+// new leader. The caller writes it, alone (write) or as the first
 // operation of a transaction of its own (liveCarry), and marks it done.
 func (l *livenessTracker) pending(leader string, now time.Time, live map[string]membership.Liveness) (*liveCarry, error) {
 	l.mu.Lock()

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -50,7 +51,7 @@ func TestDeposedLeaderCannotWriteLiveness(t *testing.T) {
 	sessA, fenceA := elect("c-1")
 	oldLeader := newLivenessTracker()
 	alive := map[string]membership.Liveness{"n1": {State: membership.LiveAlive, Since: now, Reason: "gossip"}}
-	if err := oldLeader.publish(ctx, st, fenceA, "c-1", now, alive); err != nil {
+	if err := publishLiveness(ctx, oldLeader, st, fenceA, "c-1", now, alive); err != nil {
 		t.Fatalf("leader's write: %v", err)
 	}
 	if l := read(); l.Status.Leader != "c-1" || l.Status.Nodes["n1"].State != "alive" {
@@ -65,12 +66,12 @@ func TestDeposedLeaderCannotWriteLiveness(t *testing.T) {
 	defer sessB.Close()
 	newLeader := newLivenessTracker()
 	suspect := map[string]membership.Liveness{"n1": {State: membership.LiveSuspect, Since: now.Add(time.Second), Reason: "gossip"}}
-	if err := newLeader.publish(ctx, st, fenceB, "c-2", now.Add(time.Second), suspect); err != nil {
+	if err := publishLiveness(ctx, newLeader, st, fenceB, "c-2", now.Add(time.Second), suspect); err != nil {
 		t.Fatalf("new leader's write: %v", err)
 	}
 
 	dead := map[string]membership.Liveness{"n1": {State: membership.LiveDead, Since: now.Add(2 * time.Second), Reason: "gossip"}}
-	err = oldLeader.publish(ctx, st, fenceA, "c-1", now.Add(2*time.Second), dead)
+	err = publishLiveness(ctx, oldLeader, st, fenceA, "c-1", now.Add(2*time.Second), dead)
 	if !errors.Is(err, store.ErrNotLeader) {
 		t.Fatalf("deposed leader's write: %v, want ErrNotLeader", err)
 	}
@@ -121,4 +122,13 @@ func TestLivenessOfAVoterOutOfTheMesh(t *testing.T) {
 			}
 		})
 	}
+}
+
+// publishLiveness writes live as the reconciler does, when it changed.
+func publishLiveness(ctx context.Context, l *livenessTracker, st *store.Store, fence store.Fence, leader string, now time.Time, live map[string]membership.Liveness) error {
+	c, err := l.pending(leader, now, live)
+	if err != nil || c == nil {
+		return err
+	}
+	return c.write(ctx, st, fence)
 }
