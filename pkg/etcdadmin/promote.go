@@ -12,15 +12,43 @@ import (
 )
 
 // PromoteEvery is how often Promote asks etcd to promote a learner that
-// is not in sync yet. etcd answers that from the leader's own view of the
-// learner's log, without a raft round, so a short fixed interval costs
-// little and promotes within PromoteEvery of etcd allowing it; a backoff
-// that grows to a second made the promotion wait for its next tick.
+// is not in sync yet, once the learner is past its first PromoteSoonFor.
+// etcd answers that from the leader's own view of the learner's log,
+// without a raft round, so a short fixed interval costs little and
+// promotes within PromoteEvery of etcd allowing it; a backoff that grows
+// to a second made the promotion wait for its next tick.
 const PromoteEvery = 10 * time.Millisecond
 
-// promoteEvery is PromoteEvery; tests lengthen it to see a TryAgainOn
-// receive bring a try forward.
-var promoteEvery = PromoteEvery
+// PromoteSoon is the pause after a refused try during the first
+// PromoteSoonFor of a promotion. A learner on a store past etcd's first
+// in-memory snapshot is sent the snapshot and is in sync a millisecond or
+// two after it restores it; traced joins (docs/join-speed.md, tenth stop)
+// had their last refusal within 2 ms of that restore in every join, and
+// then waited 7-11 ms for the next try every PromoteEvery.
+const (
+	PromoteSoon    = 2 * time.Millisecond
+	PromoteSoonFor = time.Second
+)
+
+// promoteEvery, promoteSoon and promoteSoonFor are the constants above;
+// tests change them to see a TryAgainOn receive bring a try forward.
+var (
+	promoteEvery   = PromoteEvery
+	promoteSoon    = PromoteSoon
+	promoteSoonFor = PromoteSoonFor
+)
+
+// promotePause is how long Promote waits after a refused try, since
+// elapsed after its first one: PromoteSoon while the learner is new, then
+// PromoteEvery. The pause runs from the end of the refused try, so an
+// answer that came late (the leader busy sending the snapshot) is not
+// followed at once by another.
+func promotePause(elapsed time.Duration) time.Duration {
+	if elapsed < promoteSoonFor {
+		return promoteSoon
+	}
+	return promoteEvery
+}
 
 // progressEvery is how often Promote reads the learner's raft index
 // meanwhile, for its progress report.
@@ -35,7 +63,7 @@ const progressEvery = 100 * time.Millisecond
 // name is empty"; etcd-io/etcd#20757 was fixed for tokens only) and the
 // follower retries in a tight loop until the call times out. The first try
 // is immediate; while etcd answers "not in sync" (or another passing error)
-// it tries again every PromoteEvery: etcd's own readiness rule (the
+// it tries again after promotePause: etcd's own readiness rule (the
 // learner within 10% of the leader) is the gate. Meanwhile it reads the
 // learner's raft index every progressEvery, apart from the tries, and
 // reports each increase to progress; a learner that does not answer yet
@@ -53,9 +81,8 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	}
 	watch := a.watchProgress(ctx, learnerURL, progress)
 	defer watch.stop()
-	tick := time.NewTicker(promoteEvery)
-	defer tick.Stop()
 	again, _ := ctx.Value(tryAgainKey{}).(<-chan struct{})
+	start := time.Now()
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
 		_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
@@ -69,12 +96,15 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 		if !Retryable(err) {
 			return fmt.Errorf("etcdadmin: promote %s: %w", id, err)
 		}
+		pause := time.NewTimer(promotePause(time.Since(start)))
 		select {
 		case <-ctx.Done():
+			pause.Stop()
 			watch.stop()
 			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %v: %w", id, watch.last.Load(), err, ctx.Err())
-		case <-tick.C:
+		case <-pause.C:
 		case <-again:
+			pause.Stop()
 		}
 	}
 }
@@ -82,7 +112,7 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 type tryAgainKey struct{}
 
 // TryAgainOn returns ctx for Promote, which then also tries again at once
-// on every receive from again, besides every PromoteEvery: the caller's
+// on every receive from again, besides after each pause: the caller's
 // news that the learner may be in sync (its agent reporting its member
 // ready, for one). etcd's readiness check stays the gate; a receive only
 // brings the next try forward.

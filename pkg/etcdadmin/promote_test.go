@@ -10,12 +10,31 @@ import (
 	"github.com/homystack/nico/pkg/testwait"
 )
 
+// TestPromotePause: a refused try is followed by another PromoteSoon
+// later while the promotion is in its first PromoteSoonFor, then
+// PromoteEvery later.
+func TestPromotePause(t *testing.T) {
+	for _, c := range []struct {
+		elapsed time.Duration
+		want    time.Duration
+	}{
+		{0, PromoteSoon},
+		{PromoteSoonFor - time.Millisecond, PromoteSoon},
+		{PromoteSoonFor, PromoteEvery},
+		{time.Minute, PromoteEvery},
+	} {
+		if got := promotePause(c.elapsed); got != c.want {
+			t.Errorf("promotePause(%s) = %s, want %s", c.elapsed, got, c.want)
+		}
+	}
+}
+
 // TestPromoteTriesAgainOnWake: with its interval out of reach, Promote
 // promotes a learner that caught up as soon as it is told to try again
 // (TryAgainOn), not at its next tick.
 func TestPromoteTriesAgainOnWake(t *testing.T) {
-	defer func(d time.Duration) { promoteEvery = d }(promoteEvery)
-	promoteEvery = time.Hour
+	defer func(e, s time.Duration) { promoteEvery, promoteSoonFor = e, s }(promoteEvery, promoteSoonFor)
+	promoteEvery, promoteSoonFor = time.Hour, 0
 
 	cl := etcdtest.Start(t, 1)
 	a := New(cl.Client(t), time.Second)
