@@ -153,10 +153,10 @@ func benchJoin(b *testing.B, fillWith storeFill) {
 	fmt.Fprintf(&out, "stages (each measured from the previous one): added = until the member list holds the learner\n"+
 		"  (nico: agent start, register, join request, coordinator AddLearner; baselines: MemberAddAsLearner, retried %d times in all);\n"+
 		"  named = until the leader applied the learner's name (etcd's publish); voter = until promoted (MemberPromote calls\n"+
-		"  per join: kubeadm %.1f every %s, tight %.1f every %s; nico tries at once, then every %s and\n"+
-		"  whenever the learner's agent reports its member serving);\n"+
+		"  per join: kubeadm %.1f every %s, tight %.1f every %s; nico tries at once, then %s after each refusal\n"+
+		"  for %s, every %s after, and whenever the learner's agent reports its member serving);\n"+
 		"  removal = the untimed removal after the join (etcd refuses it until the new voter has been connected 5s).\n",
-		addRetries, float64(promoteTries)/n, kubeadmRetry, float64(tightTries)/n, tightRetry, etcdadmin.PromoteEvery)
+		addRetries, float64(promoteTries)/n, kubeadmRetry, float64(tightTries)/n, tightRetry, etcdadmin.PromoteSoon, etcdadmin.PromoteSoonFor, etcdadmin.PromoteEvery)
 	fmt.Fprintf(&out, "shape: %d voter(s); each join removed again, untimed; embedded members, tick %s, election %s;\n"+
 		"  nico agent retry %s, coordinator resync %s; member list polled every %s.\n", voters, tickInterval, electionTimeout, agentRetry, coordResync, pollEvery)
 	if f.trace != nil {
