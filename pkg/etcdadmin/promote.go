@@ -30,11 +30,10 @@ const (
 	PromoteSoonFor = time.Second
 )
 
-// promoteEvery, promoteSoon and promoteSoonFor are the constants above;
-// tests change them to see a TryAgainOn receive bring a try forward.
+// promoteEvery and promoteSoonFor are the constants above; tests change
+// them to see a TryAgainOn receive bring a try forward.
 var (
 	promoteEvery   = PromoteEvery
-	promoteSoon    = PromoteSoon
 	promoteSoonFor = PromoteSoonFor
 )
 
@@ -45,7 +44,7 @@ var (
 // followed at once by another.
 func promotePause(elapsed time.Duration) time.Duration {
 	if elapsed < promoteSoonFor {
-		return promoteSoon
+		return PromoteSoon
 	}
 	return promoteEvery
 }
