@@ -47,7 +47,7 @@ weed-binary: deps
 # kube-binaries: kube-apiserver, kube-controller-manager, kube-scheduler and
 # kubectl of KUBE_VERSION, built from the Go module proxy in a scratch module
 # (tests/kubebin/build.sh) into KUBE_CACHE; skipped when they are there.
-# A cold build costs minutes of CPU and ~3 GB of memory (see README).
+# A cold build costs minutes of CPU and ~3 GB of memory (docs/performance.md).
 kube-binaries: deps
 	tests/kubebin/build.sh $(KUBE_VERSION) $(KUBE_CACHE)
 
@@ -76,11 +76,10 @@ vet: deps
 #
 # The three longest packages are named first: go test starts a package's
 # run in the order named, two at a time on two cores, and in name order
-# (./... alone) these three, which take 16, 4 and 3 minutes, came last, so
-# one core idled for the last minutes (24 min 59 s from a fresh clone;
-# 22 min 36 s in this order). go test prints each package's result in the
-# order named, so the first line comes after tests/integration's 16
-# minutes; the echo says so.
+# (./... alone) these three, the longest by far, would come last and leave
+# one core idle for the last minutes (docs/performance.md has both
+# orders' times). go test prints each package's result in the order named,
+# so the first line comes after tests/integration's run; the echo says so.
 SLOWEST_PACKAGES = ./tests/integration/ ./tests/kube/ ./tests/systemd/
 test: etcd-binaries vet nix-check
 	@echo "make test: results print in package order, tests/integration's first, after about 16 minutes"

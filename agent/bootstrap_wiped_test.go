@@ -17,8 +17,8 @@ import (
 
 // TestBootstrapRefusedAfterLostData: the bootstrap host's member data is
 // gone (removed by hand: no .wiped-* copy) while its endpoints cache names
-// the cluster it was part of, and etcd.endpoints are not set. It used to
-// bootstrap a new single-member cluster there, with the same member and
+// the cluster it was part of, and etcd.endpoints are not set. Bootstrapping
+// there would make a new single-member cluster, with the same member and
 // cluster IDs as the old one (both follow from the name, peer URL and
 // token), serving an empty keyspace at its endpoint beside the real
 // cluster; it must refuse and start nothing.

@@ -19,9 +19,8 @@ import (
 // TestHealthyFollowsTheControllers: a ready agent whose controller keeps
 // failing stops being Healthy (so the watchdog stops being fed) once it
 // failed agentMaxFailures times in a row, not before, and is Healthy again
-// after its next success. The agent used to stay Healthy whatever its
-// loops did (errors of the renewer, the join endpoint, the hypervisor
-// controller were logged only).
+// after its next success: errors of the renewer, the join endpoint or the
+// hypervisor controller are not only logged.
 func TestHealthyFollowsTheControllers(t *testing.T) {
 	clk := clockwork.NewFakeClock()
 	a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Clock: clk}, nil, quietNotifier{}, logging.Test(t))

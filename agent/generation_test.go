@@ -15,7 +15,7 @@ import (
 // TestGenerationsApplyNothingOnceAnUpgradeIsAsked: a generation that
 // installs another nico-agent is applied once and left Applying for the
 // new agent; the reconcile its own status write wakes applies it no
-// second time (it used to, and reported it Applied before the restart).
+// second time (a second apply would report it Applied before the restart).
 func TestGenerationsApplyNothingOnceAnUpgradeIsAsked(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)

@@ -72,9 +72,9 @@ func bootstrapAgent(ctx context.Context, t *testing.T, rt member.Runtime) (a *Ag
 
 // TestRunReturnsWhenHeartbeatAndShutdownMeet: the agent is stopped while its
 // member controller is busy, so that when it is done both the end of ctx
-// and the end of the heartbeat are ready. Run used to send
-// the heartbeat's end on a channel that both supervise and Run's deferred
-// wait received from: when supervise took it, Run returned "heartbeat
+// and the end of the heartbeat are ready. Were the heartbeat's end sent on
+// a channel that both supervise and Run's deferred wait receive from,
+// then when supervise took it, Run would return "heartbeat
 // stopped: %!w(<nil>)" into a defer that waited for it forever. Each round
 // has even odds of meeting that case; four rounds make it all but certain.
 func TestRunReturnsWhenHeartbeatAndShutdownMeet(t *testing.T) {

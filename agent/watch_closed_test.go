@@ -136,9 +136,9 @@ func (r *recordingApplier) has(gen int64) bool {
 
 // TestGenerationsRewatchWhenTheWatchCloses: the generation loop's watch
 // channel is closed and a new generation is written while it is closed;
-// the second time, etcd is also compacted past that write. The loop used to take the
-// closed channel as a wake on every turn (a busy loop re-reading etcd);
-// it must instead watch again, from the last revision it saw (the write
+// the second time, etcd is also compacted past that write. The loop must
+// not take the closed channel as a wake on every turn (a busy loop
+// re-reading etcd); it must watch again, from the last revision it saw (the write
 // made meanwhile is not missed; the loop's resync tick is an hour away)
 // or, after a compaction, from now with a full re-read, and read etcd only
 // a few times.

@@ -16,9 +16,9 @@ import (
 
 // TestJoinEndpointServesAgainAfterAFailure: an endpoint whose listen
 // address is taken counts as failing on its runtime (unhealthy, which the
-// agent's watchdog sees), and serves once the address is free. The
-// endpoint used to return the error from Run, which nico-agent logged,
-// and never served again while the agent ran on, healthy.
+// agent's watchdog sees), and serves once the address is free, rather than
+// returning the error from Run and never serving again while the agent
+// runs on, healthy.
 func TestJoinEndpointServesAgainAfterAFailure(t *testing.T) {
 	cl := etcdtest.StartWith(t, etcdtest.Options{TLS: true})
 	blocker, err := net.Listen("tcp", "127.0.0.1:0")

@@ -63,8 +63,8 @@ type EtcdMemberSpec struct {
 	ClientURLs []string `json:"clientURLs"`
 }
 
-// EtcdPolicy holds the membership knobs that used to be each candidate's
-// coordinator.* flags; the flags are now only the first values written at
+// EtcdPolicy holds the membership knobs every coordinator candidate plans
+// with; its coordinator.* settings are only the first values written at
 // bootstrap.
 type EtcdPolicy struct {
 	// LearnerStartTimeout bounds the time from adding a learner until it starts.

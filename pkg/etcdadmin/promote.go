@@ -22,7 +22,7 @@ const PromoteEvery = 10 * time.Millisecond
 // PromoteSoon is the pause after a refused try during the first
 // PromoteSoonFor of a promotion. A learner on a store past etcd's first
 // in-memory snapshot is sent the snapshot and is in sync a millisecond or
-// two after it restores it; traced joins (docs/join-speed.md, tenth stop)
+// two after it restores it; traced joins (docs/join-speed.md, `-nico.trace`)
 // had their last refusal within 2 ms of that restore in every join, and
 // then waited 7-11 ms for the next try every PromoteEvery.
 const (

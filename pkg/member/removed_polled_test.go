@@ -24,7 +24,7 @@ const (
 // testRemovedWhilePolled: a voter is removed while clients keep asking it
 // for its Status, as monitoring does. etcd drops the member from its own
 // membership, then closes its backend, while its gRPC server still takes
-// calls; a Status in either window used to panic the process (IsLearner:
+// calls; a Status in either window can panic the process (IsLearner:
 // "failed to find local ID in cluster members"; StorageVersion: nil
 // pointer in bbolt). The member must exit with ErrRemoved, every poll must
 // have been answered or refused, and the remaining member keeps serving.

@@ -235,7 +235,7 @@ func testPutStopRestart(t *testing.T, rs runtimes) {
 		t.Fatalf("Stop after restart: %v", err)
 	}
 	if err := rt.Err(); err != nil {
-		t.Fatalf("Err after second Stop = %v, want nil", err)
+		t.Fatalf("Err after the Stop that followed a restart = %v, want nil", err)
 	}
 }
 

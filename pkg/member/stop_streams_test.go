@@ -15,9 +15,9 @@ import (
 // clients keep watching it. Its gRPC server runs behind etcd's HTTPS server
 // (grpc.Server.ServeHTTP), which keeps taking new streams while Stop waits
 // for the streams it closed; clientv3 re-opens a closed watch at once on
-// the same connection, and Stop used to wait for that new stream for as
-// long as the client lived (seen as "member did not exit within 60s" in
-// TestCARotation, where coordinators watch every member).
+// the same connection, and a Stop that waits for that new stream waits for
+// as long as the client lives (it shows as "member did not exit within 60s"
+// in TestCARotation, where coordinators watch every member).
 func TestEmbeddedStopWhileClientsWatch(t *testing.T) {
 	for round := range 3 {
 		cfg := configFor(t, fmt.Sprintf("watched-%d", round), true)

@@ -39,40 +39,19 @@ import (
 // clusters suggest (tuneLarge), for both sizes of one run; =lan keeps the
 // plain profile.
 //
-// WAN probe timings alone were not enough: 500 members stayed at 50-70% of
-// views alive for 3-5 min. The CPU profile of such a run (354 s, 2 cores
-// busy): the garbage collector took about 45% of the CPU, fed by
-// allocation: memberlist's LZW compression (25% of the CPU; a 16 KiB table
-// per packet, 39% of the 118 GB allocated, 9% more decompressing) and
-// NetTransport's fresh 64 KiB buffer per UDP packet (29% of allocation,
-// 59% once compression was off); memberlist's gossip rounds another 24%
-// (15% picking broadcasts from its btree queues, long with suspicions);
-// nico's member loop 6% (pinging suspects, copying peer lists to check the
-// seeds, the log bridge) and, once the rest was fixed, counting states 8%:
-// those are cheap now (pkg/gossip). tuneLarge therefore also turns
-// compression off, gossips every 500 ms and retransmits half as often.
-// What mattered, one 500-member run each (3 min wait, light load): the
-// 2026-11-30 tuning, one seed each, all started at once: 51.5% of views
-// alive at the end; with the three memberlist settings and three seeds:
-// all alive in 61 s, using under half a core; instead of the settings, a
-// transport reading into one buffer per member rather than per packet, GC
-// at 400% and paced joins: all alive in 84 s on a saturated core (28% of
-// it compressing); everything: 64 s. So the lean transport and the GC
-// setting were left out (GC at 400% also inflated the heap figure by half,
-// in fragmented spans); the paced start, like a fleet coming up, stays.
-//
-// Measured 2026-12-01 on the shared 2-core machine (other suites running,
-// load 1-3), large tuning, -nico.meshSizes=100,500 -nico.convergeWait=5m:
-// 100 members started in 0.7 s, 99% of views alive in 3.2 s, all in 38 s;
-// 500 members started in 27 s (paced), 99% alive in 28 s, all in 80 s (the
-// tail waits for push-pull, every 50 s at 500). The run took 70 s of CPU in
-// 148 s, a third of it still the collector (NetTransport's 64 KiB per
-// packet). Heap per member (HeapInuse after a forced GC once converged,
-// minus before the first start, over the members: memberlist's node table
-// and queues, packets in flight, the mesh's tracker; goroutine stacks not
-// included): 177 KiB at 100 members, 539 KiB at 500, so about 0.9 KiB per
-// peer known (each member keeps all the others) plus ~90 KiB; 10
-// goroutines per member.
+// WAN probe timings alone do not suffice: 500 members stay at 50-70% of
+// views alive for minutes. A CPU profile of such a run shows the garbage
+// collector taking about 45% of the CPU, fed by memberlist's LZW
+// compression (a 16 KiB table per packet) and NetTransport's fresh 64 KiB
+// buffer per UDP packet, and memberlist's gossip rounds another quarter
+// (picking broadcasts from queues made long by suspicions). tuneLarge
+// therefore also turns compression off, gossips every 500 ms and
+// retransmits half as often, and members start paced, each once the one
+// before has joined, as a fleet comes up. A transport reading into one
+// buffer per member and GC at 400% add nothing on top of these, and the
+// GC setting inflates the heap figure by half, so neither is used.
+// The measured figures (time to converge, heap and goroutines per member)
+// are in docs/performance.md.
 func BenchmarkGossipConvergence(b *testing.B) {
 	for range b.N {
 		tab := &table{}

@@ -19,10 +19,10 @@ import (
 
 // TestRemovedNodeFinishesItsRemovalWhilePolled: a voter is removed while
 // clients keep asking its member for its Status every 2 ms, as monitoring
-// does. The member used to panic the agent's process on such a call
+// does. Such a call can panic the member inside the agent's process
 // (etcd's IsLearner after the member left its own membership, or
-// StorageVersion on the closed backend), leaving the data dir, the node
-// record and the exit code as they were. The agent must return
+// StorageVersion on the closed backend), which would leave the data dir,
+// the node record and the exit code as they were. The agent must return
 // ErrRemoved, with its data dir wiped (the copy kept), the node recorded
 // as removed and its heartbeat gone; started again, it joins anew.
 func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {

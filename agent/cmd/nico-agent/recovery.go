@@ -196,8 +196,8 @@ func (r *recoveryHost) stop(ctx context.Context) error {
 // meanwhile, the agent being stopped on purpose.
 func (r *recoveryHost) Held() bool { return r != nil && (r.held.Load() || r.holding.Load()) }
 
-// notifier is n, wrapped so that a stop for a hold is not reported as the
-// service stopping.
+// notifier is n, wrapped so that stopping for a hold is not reported as
+// the service stopping.
 func (r *recoveryHost) notifier(n agent.Notifier) agent.Notifier {
 	if r == nil {
 		return n
