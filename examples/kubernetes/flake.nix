@@ -3,7 +3,7 @@
 # the KubernetesCluster (and the join token, SSH key and certificates to
 # the paths it names), then builds
 # nixosConfigurations.<machine>; on release it switches to #minimal.
-# See nico's README.md, "cluster.nix and the example flakes".
+# See nico's docs/kubernetes-clusters.md, "cluster.nix and the example flakes".
 {
   description = "Kubernetes (services.kubernetes) from nico's cluster.nix";
 
