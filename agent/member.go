@@ -302,9 +302,9 @@ var errNoMember = errors.New("agent: no member has this node's peer URL")
 // start wrote: from now on a lost data dir makes the agent refuse to
 // bootstrap again. The endpoints cache cannot stand in for it: it names
 // the other members only once the mesh or the store has shown them, and a
-// data dir lost in that window bootstrapped a second cluster with the
-// first's IDs (TestWipedVoterRejoins/bootstrap-host, killed 9 s after the
-// cluster formed).
+// data dir lost in that window would bootstrap a second cluster with the
+// first's IDs (TestWipedVoterRejoins/bootstrap-host kills the host 9 s
+// after the cluster forms).
 func (a *Agent) recordBootstrap() error {
 	mk, _, err := member.ReadMarker(a.cfg.DataDir)
 	if err != nil {
