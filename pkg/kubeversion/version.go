@@ -1,6 +1,6 @@
 // Package kubeversion knows which etcd versions each Kubernetes minor
-// supports (the facts of kubeadm's table, README "Kubernetes versions")
-// and decides whether a change of a KubernetesCluster's spec.version is
+// supports (the facts of kubeadm's table; docs/kubernetes-clusters.md,
+// "Kubernetes versions") and decides whether a change of a KubernetesCluster's spec.version is
 // one Kubernetes supports, and in which order it rolls. It is pure: no
 // clock, no etcd.
 package kubeversion
