@@ -122,7 +122,7 @@ func (s KubernetesClusterSpec) CheckFleetEtcd(running []string) []error {
 		if err := kubeversion.CheckEtcd(k, e); err != nil && known {
 			errs = append(errs, &FieldError{Field: "spec.version", Value: s.Version,
 				Reason:   fmt.Sprintf("the fleet's etcd runs %s, and Kubernetes %s supports %s", e, k.MinorString(), sup.Range()),
-				Accepted: "choose a Kubernetes minor that supports etcd " + e.MinorString() + " (README, Kubernetes versions), or change the fleet's etcd version first"})
+				Accepted: "choose a Kubernetes minor that supports etcd " + e.MinorString() + " (docs/kubernetes-clusters.md, Kubernetes versions), or change the fleet's etcd version first"})
 		}
 	}
 	return errs

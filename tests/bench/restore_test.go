@@ -26,7 +26,7 @@ import (
 	"go.uber.org/zap"
 )
 
-var flagRestoreMiB = flag.Int("nico.restore-mib", 16, "MiB of data in the cluster BenchmarkRestore restores (the README's figure: 1024)")
+var flagRestoreMiB = flag.Int("nico.restore-mib", 16, "MiB of data in the cluster BenchmarkRestore restores (docs/performance.md's figure: 1024)")
 
 // BenchmarkRestore: three voters holding -nico.restore-mib MiB, one
 // snapshot of them; then the time from the start of a restore to all

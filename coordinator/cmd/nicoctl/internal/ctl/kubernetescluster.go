@@ -142,7 +142,7 @@ func checkClustersSupport(ctx context.Context, st *store.Store, etcdVersion stri
 		}
 		errs = append(errs, &api.FieldError{Field: "spec.version", Value: etcdVersion,
 			Reason:   fmt.Sprintf("KubernetesCluster %s runs Kubernetes %s on the fleet's etcd, and Kubernetes %s supports %s", name, s.Version, k.MinorString(), sup.Range()),
-			Accepted: "choose an etcd version every KubernetesCluster with etcd.provider nico supports (README, Kubernetes versions), or change their versions first"})
+			Accepted: "choose an etcd version every KubernetesCluster with etcd.provider nico supports (docs/kubernetes-clusters.md, Kubernetes versions), or change their versions first"})
 	}
 	if len(errs) > 0 {
 		return &refusal{errors.Join(errs...)}
