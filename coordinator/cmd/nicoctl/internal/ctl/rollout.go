@@ -118,6 +118,9 @@ func (a *app) rolloutStart(ctx context.Context, name string, o rolloutStartOpts)
 	}
 	r.Metadata.CreatedAt = a.now()
 	return a.withCluster(ctx, func(ctx context.Context, c *cluster) error {
+		if err := checkRolloutNodes(ctx, c, r.Spec.Nodes); err != nil {
+			return err
+		}
 		if err := c.st.CreateObject(ctx, r); err != nil {
 			if errors.Is(err, store.ErrExists) {
 				return withCode(ExitFailed, fmt.Errorf("rollout %s exists", name))
@@ -127,6 +130,39 @@ func (a *app) rolloutStart(ctx context.Context, name string, o rolloutStartOpts)
 		fmt.Fprintf(a.stdout, "rollout %s started; follow it with 'nicoctl rollout status -w %s'\n", name, name)
 		return nil
 	})
+}
+
+// checkRolloutNodes refuses, before anything is written, a node list
+// naming a node that is not registered: the coordinator would halt such a
+// rollout at once.
+func checkRolloutNodes(ctx context.Context, c *cluster, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	nodes, _, err := store.List[api.Node](ctx, c.st, store.NodesDir)
+	if err != nil {
+		return fmt.Errorf("reading the registered nodes: %w", err)
+	}
+	known := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		known = append(known, n.Metadata.Name)
+	}
+	var unknown []string
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			unknown = append(unknown, n)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(known)
+	accepted := strings.Join(known, ", ")
+	if accepted == "" {
+		accepted = "none is registered"
+	}
+	return withCode(ExitUsage, fmt.Errorf("nodes (--nodes): %s not registered; want registered nodes: %s; nothing written",
+		strings.Join(unknown, ", "), accepted))
 }
 
 // readRolloutSpec reads a YAML spec with the JSON field names.

@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,4 +159,27 @@ func TestRolloutStatusWatchFollowsChanges(t *testing.T) {
 	if res := <-done; res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.stderr)
 	}
+}
+
+// TestRolloutStartRefusesUnknownNodes: --nodes (or the spec file's nodes)
+// naming a node that is not registered is refused, exit 2, naming it and
+// the registered nodes, and no rollout is written.
+func TestRolloutStartRefusesUnknownNodes(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	eps := c.Endpoints()
+	st := newStore(t, c)
+	registerNode(t, st, "cp-1", c.Members[0])
+	registerNode(t, st, "cp-2", c.Members[0])
+
+	run(t, eps, "rollout", "start", "r1", "--git-repo", "x", "--nodes", "cp-1,ghost-node,ghost-2").
+		want(t, ExitUsage, nil, []string{"nodes", "ghost-node", "ghost-2", "not registered", "cp-1, cp-2"})
+	spec := filepath.Join(t.TempDir(), "r.yaml")
+	os.WriteFile(spec, []byte("template:\n  gitRepo: x\nnodes: [ghost-node]\n"), 0o600)
+	run(t, eps, "rollout", "start", "r2", "-f", spec).want(t, ExitUsage, nil, []string{"ghost-node", "cp-1, cp-2"})
+	for _, name := range []string{"r1", "r2"} {
+		if err := st.Get(t.Context(), store.RolloutKey(name), &api.Rollout{}); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("rollout %s after a refusal: %v, want not found", name, err)
+		}
+	}
+	run(t, eps, "rollout", "start", "r1", "--git-repo", "x", "--nodes", "cp-2").want(t, ExitOK, []string{"rollout r1 started"}, nil)
 }
