@@ -506,6 +506,11 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 	if setMember != nil {
 		setMember(&a.node.Status)
 	}
+	if phase.HasNoMember() {
+		// A standby or removed node runs no member: its record must not
+		// keep the ID and role of the member it was.
+		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
+	}
 	node := *a.node
 	a.nodeMu.Unlock()
 	if err := a.store().Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil {

@@ -17,7 +17,8 @@ import (
 // request Standby, the agent tells systemd it is ready (before, a standby
 // never did, and its start timed out once the join showed no progress),
 // is healthy for the watchdog, and keeps following its request until it
-// is a voter. Meanwhile it applies its desired generation.
+// is a voter. Meanwhile it applies its desired generation. Its node
+// record names no member, though it named the voter it was before.
 func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	sock := notifytest.Listen(t)
 	cl := etcdtest.Start(t, 1)
@@ -39,9 +40,19 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	if err := st.Put(ctx, store.NixosConfigKey("cp-4"), c); err != nil {
 		t.Fatal(err)
 	}
+	// The node was a voter before it was shed to a standby: its record
+	// still names that member.
+	old := api.NewNode("cp-4")
+	old.Status = api.NodeStatus{Phase: api.NodeMember, MemberID: 0xabc, MemberState: api.MemberVoter, ClusterID: 0x1}
+	if err := st.Put(ctx, store.NodeKey("cp-4"), old); err != nil {
+		t.Fatal(err)
+	}
 	applier := &recordingApplier{}
 	a := New(Config{Name: "cp-4", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, Applier: applier}, nil, sdnotify.New(), logging.Test(t))
 	a.use(st.Client(), st)
+	if err := a.register(ctx); err != nil {
+		t.Fatal(err)
+	}
 	joined := make(chan error, 1)
 	go func() { joined <- a.join(ctx, nil) }()
 	for i := 0; ; i++ {
@@ -57,6 +68,14 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	}
 	if m := a.gossipMeta(); m.ClientURL != "" || m.Health != 0 {
 		t.Errorf("a standby advertises %+v in gossip, want no member and no health bits", m)
+	}
+	n := &api.Node{}
+	if err := st.Get(ctx, store.NodeKey("cp-4"), n); err != nil {
+		t.Fatal(err)
+	}
+	if n.Status.Phase != api.NodeStandby || n.Status.MemberID != 0 || n.Status.MemberState != api.MemberNone {
+		t.Errorf("the standby's node record shows phase %q, member %s %q; want Standby with no member",
+			n.Status.Phase, n.Status.MemberID, n.Status.MemberState)
 	}
 	waitFor(t, 10*time.Second, "the standby applies generation 3", func() bool { return applier.has(3) })
 	select {

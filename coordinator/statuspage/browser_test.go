@@ -18,7 +18,8 @@ import (
 // a real etcd cluster, then joins a second member as etcd's learner flow
 // does it (MemberAddAsLearner, start it, MemberPromote) while writing the
 // store objects the agent and the leader write, and checks that the page
-// shows the learner, then the voter, without a reload. It keeps
+// shows the learner, then the voter, without a reload; then that node as a
+// standby and a removed node as removed, not dead. It keeps
 // screenshots (paths in the log). tests/integration's
 // TestStatusPageShowsAJoinLive does the same with real agents and a real
 // coordinator.
@@ -82,6 +83,25 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Error("the page was reloaded: the join must show up live")
 	}
 	b.Screenshot(artifacts, "join-voter.png")
+
+	// m1 shed to a standby (its record still names the voter it was), and
+	// a removed node the leader reports dead: standby and removed, live,
+	// the removed one not red.
+	sb := node("m1", api.MemberVoter)
+	sb.Status.Phase = api.NodeStandby
+	put(t, st, sb)
+	gone := node("m2", api.MemberVoter)
+	gone.Status.Phase = api.NodeRemoved
+	put(t, st, gone)
+	live.Status.Nodes["m2"] = api.NodeLiveness{State: "dead", Since: time.Now(), Reason: "lease"}
+	put(t, st, live)
+	b.WaitFor(`#node-m1[data-member="standby"]`)
+	b.WaitFor(`#node-m2[data-member="removed"][data-liveness="removed"]`)
+	b.WaitFor(`#node-m2 td.muted[title="member removed and data wiped"]`)
+	if b.Reloaded() {
+		t.Error("the page was reloaded: standby and removed nodes must show up live")
+	}
+	b.Screenshot(artifacts, "standby-removed.png")
 	b.CheckOnlyLoopback()
 }
 

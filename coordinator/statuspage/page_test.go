@@ -114,3 +114,50 @@ func TestMembersFromEtcdClusterStatus(t *testing.T) {
 		t.Errorf("learner row lacks its progress and ETA:\n%s", b)
 	}
 }
+
+// TestStandbyAndRemovedNodes: a standby whose record still names the voter
+// it was shows as a standby, and a removed node, whose liveness the leader
+// reports dead, shows as removed in a neutral colour, not as a red "dead".
+func TestStandbyAndRemovedNodes(t *testing.T) {
+	_, st := newStore(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sb := node("cp-4", api.MemberVoter)
+	sb.Status.Phase, sb.Status.MemberID = api.NodeStandby, 0xdead
+	put(t, st, sb)
+	gone := node("cp-5", api.MemberVoter)
+	gone.Status.Phase = api.NodeRemoved
+	put(t, st, gone)
+	live := api.NewLiveness()
+	live.Status.Nodes = map[string]api.NodeLiveness{
+		"cp-4": {State: "alive", Since: t0},
+		"cp-5": {State: "dead", Since: t0, Reason: "lease"},
+	}
+	put(t, st, live)
+	v, err := Read(ctx, st, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RenderBody(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, want := range []string{
+		`<tr id="node-cp-4" data-liveness="alive" data-member="standby">`,
+		`<td class="role-standby">standby</td>`,
+		`<tr id="node-cp-5" data-liveness="removed" data-member="removed">`,
+		`<td class="role-removed">removed</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	for _, name := range []string{"cp-4", "cp-5"} {
+		_, rest, _ := strings.Cut(page, `<tr id="node-`+name+`"`)
+		row, _, _ := strings.Cut(rest, "</tr>")
+		if strings.Contains(row, "voter") || strings.Contains(row, `class="bad"`) {
+			t.Errorf("%s's row shows a voter or a red cell: %s", name, row)
+		}
+	}
+}

@@ -99,12 +99,16 @@ func Read(ctx context.Context, st *store.Store, now time.Time) (View, error) {
 
 // NodeRow is one registered node.
 type NodeRow struct {
-	Name        string
-	Roles       string
-	Phase       api.NodePhase
-	MemberState api.MemberState
+	Name  string
+	Roles string
+	Phase api.NodePhase
+	// MemberState is the member's role (learner, voter), or standby or
+	// removed for a node in that phase, whatever member its record last
+	// named (api.NodeStatus.ShownMember).
+	MemberState string
 	// Liveness is alive, suspect or dead as the leader last wrote it, ""
-	// when it has not.
+	// when it has not, and removed for a removed node (its heartbeat is
+	// gone by design: it is not a dead node).
 	Liveness       string
 	LivenessSince  time.Time
 	LivenessReason string
@@ -140,10 +144,14 @@ func readNodes(ctx context.Context, st *store.Store) ([]NodeRow, error) {
 		for i, r := range n.Spec.Roles {
 			roles[i] = string(r)
 		}
+		_, shown := n.Status.ShownMember()
 		row := NodeRow{Name: n.Metadata.Name, Roles: strings.Join(roles, ","), Phase: n.Status.Phase,
-			MemberState: n.Status.MemberState, Message: n.Status.Message}
+			MemberState: shown, Message: n.Status.Message}
 		if l, ok := live.Status.Nodes[n.Metadata.Name]; ok {
 			row.Liveness, row.LivenessSince, row.LivenessReason = l.State, l.Since, l.Reason
+		}
+		if n.Status.Phase == api.NodeRemoved {
+			row.Liveness, row.LivenessReason = "removed", "member removed and data wiped"
 		}
 		if g := gens[n.Metadata.Name]; g != nil {
 			row.Desired, row.Applied, row.GenPhase, row.LastError = g.Spec.Generation, g.Status.AppliedGeneration, g.Status.Phase, g.Status.LastError

@@ -64,6 +64,24 @@ const (
 	MemberVoter   MemberState = "voter"
 )
 
+// HasNoMember tells the phases in which a node runs no etcd member,
+// whatever member its record last named: a standby waits to be added, a
+// removed node's member is gone and its data wiped.
+func (p NodePhase) HasNoMember() bool { return p == NodeStandby || p == NodeRemoved }
+
+// ShownMember is the node's member as views (nicoctl get nodes, the
+// status page) show it: the member ID and state, or for a standby or a
+// removed node no ID and "standby" or "removed".
+func (s NodeStatus) ShownMember() (MemberID, string) {
+	switch s.Phase {
+	case NodeStandby:
+		return 0, "standby"
+	case NodeRemoved:
+		return 0, "removed"
+	}
+	return s.MemberID, string(s.MemberState)
+}
+
 // NodeStatus is what the agent observed on its machine.
 type NodeStatus struct {
 	Phase        NodePhase   `json:"phase"`

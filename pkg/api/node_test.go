@@ -24,3 +24,21 @@ func TestGossipPeers(t *testing.T) {
 		t.Fatalf("GossipPeers = %v, want %v (not itself, not removed nodes, no empty or repeated address)", got, want)
 	}
 }
+
+func TestShownMember(t *testing.T) {
+	for _, tc := range []struct {
+		phase     NodePhase
+		wantID    MemberID
+		wantState string
+	}{
+		{NodeMember, 0xabc, "voter"},
+		{NodeJoining, 0xabc, "voter"},
+		{NodeStandby, 0, "standby"},
+		{NodeRemoved, 0, "removed"},
+	} {
+		s := NodeStatus{Phase: tc.phase, MemberID: 0xabc, MemberState: MemberVoter}
+		if id, state := s.ShownMember(); id != tc.wantID || state != tc.wantState {
+			t.Errorf("%s: ShownMember() = %s %q, want %s %q", tc.phase, id, state, tc.wantID, tc.wantState)
+		}
+	}
+}

@@ -189,12 +189,18 @@ func (a *app) getNodes(cmd *cobra.Command, _ []string) error {
 				for i, r := range n.Spec.Roles {
 					roles[i] = string(r)
 				}
+				// A standby or removed node shows no member, whatever its
+				// record last named, and a removed node is removed, not dead.
+				id, memberState := n.Status.ShownMember()
 				member := ""
-				if n.Status.MemberID != 0 {
-					member = n.Status.MemberID.String()
+				if id != 0 {
+					member = id.String()
 				}
 				state, since := livenessCells(now, live[n.Metadata.Name])
-				row(w, n.Metadata.Name, strings.Join(roles, ","), n.Status.Phase, member, n.Status.MemberState,
+				if n.Status.Phase == api.NodeRemoved {
+					state = "removed"
+				}
+				row(w, n.Metadata.Name, strings.Join(roles, ","), n.Status.Phase, member, memberState,
 					yesNo(alive[n.Metadata.Name]), state, since, dataDirCell(n.Status.DataDir), age(now, n.Metadata.CreatedAt), oneLine(n.Status.Message))
 			}
 		})
