@@ -284,6 +284,6 @@ func TestUsage(t *testing.T) {
 	run(t, nil, "get", "members", "-o", "xml").want(t, ExitUsage, nil, []string{"output", `"xml" is not accepted; use one of table, json, yaml`})
 	run(t, nil, "status", "--timeout", "soon").want(t, ExitUsage, nil, []string{"soon"})
 	run(t, nil, "get", "things").want(t, ExitUsage, nil, []string{`unknown command "things"`})
-	run(t, nil, "get").want(t, ExitUsage, nil, []string{"members, nodes, ops, etcdcluster, clusters or kubeconfig"})
+	run(t, nil, "get").want(t, ExitUsage, nil, []string{"members, nodes, ops, rollouts, etcdcluster, clusters or kubeconfig"})
 	run(t, nil, "remove", "node").want(t, ExitUsage, nil, []string{"accepts 1 arg"})
 }

@@ -85,8 +85,8 @@ func (a *app) getCmd() *cobra.Command {
 		Args:    cobra.MaximumNArgs(1),
 		RunE:    runE(a.getOps),
 	}
-	return group("get", "Show members, nodes, operations, the EtcdCluster, KubernetesClusters or a cluster's kubeconfig",
-		"get: members, nodes, ops, etcdcluster, clusters or kubeconfig", members, nodes, ops, a.etcdClusterGetCmd(), a.clustersGetCmd(), a.kubeconfigGetCmd())
+	return group("get", "Show members, nodes, operations, rollouts, the EtcdCluster, KubernetesClusters or a cluster's kubeconfig",
+		"get: members, nodes, ops, rollouts, etcdcluster, clusters or kubeconfig", members, nodes, ops, a.rolloutsGetCmd(), a.etcdClusterGetCmd(), a.clustersGetCmd(), a.kubeconfigGetCmd())
 }
 
 func (a *app) getMembers(cmd *cobra.Command, _ []string) error {

@@ -54,7 +54,7 @@ with the etcd leader last. -f reads the rollout's spec from a YAML file
 	f.StringVar(&so.maxUnavailable, "max-unavailable", "1", "data-plane nodes at a time: a number or a percentage")
 	f.BoolVar(&so.cpFirst, "control-plane-first", false, "roll the control plane first (Kubernetes version skew)")
 	f.DurationVar(&so.stepTimeout, "step-timeout", 10*time.Minute, "how long one node may take to apply and be healthy")
-	f.StringSliceVar(&so.nodes, "nodes", nil, "only these nodes")
+	f.StringSliceVar(&so.nodes, "nodes", nil, "only these nodes (registered nodes: an unknown one is refused and nothing is written)")
 	f.BoolVar(&so.paused, "paused", false, "create it paused")
 
 	var watch bool
