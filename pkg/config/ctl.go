@@ -38,9 +38,12 @@ func LoadCtl(fs *pflag.FlagSet) (Ctl, error) {
 	if err := load(fs, keys, rules); err != nil {
 		return Ctl{}, err
 	}
-	// nicoctl runs in a shell: relative certificate paths mean the
-	// working directory's.
+	// nicoctl runs in a shell: relative certificate and key paths mean
+	// the working directory's.
 	if err := c.TLS.absolute(); err != nil {
+		return Ctl{}, err
+	}
+	if err := c.Secrets.absolute(); err != nil {
 		return Ctl{}, err
 	}
 	return c, nil

@@ -39,8 +39,14 @@ func TestSecretsKeyFile(t *testing.T) {
 	if err != nil || c.Secrets.KeyFile != "/etc/nico/secrets.key" {
 		t.Fatalf("%+v %v", c.Secrets, err)
 	}
-	_, err = loadCtl(t, input{args: []string{"--secrets.keyFile=relative.key"}})
-	wantErr(t, err, "secrets.keyFile", "relative.key")
+	// Relative, like the certificate paths: the working directory's.
+	c, err = loadCtl(t, input{args: []string{"--secrets.keyFile=relative.key", "--tls.caFile=ca.crt"}})
+	wd, _ := os.Getwd()
+	if err != nil || c.Secrets.KeyFile != filepath.Join(wd, "relative.key") || c.TLS.CAFile != filepath.Join(wd, "ca.crt") {
+		t.Fatalf("relative paths: %+v %+v %v, want both resolved against %s", c.Secrets, c.TLS, err, wd)
+	}
+	_, err = loadCtl(t, input{args: []string{"--secrets.keyFile="}})
+	wantErr(t, err, "secrets.keyFile", `""`)
 }
 
 func TestJoinRateKeys(t *testing.T) {

@@ -80,7 +80,8 @@ from flags, then NICO_* environment variables (NICO_ENDPOINTS, NICO_CONFIG,
 NICO_TIMEOUT, NICO_DIALTIMEOUT, NICO_OUTPUT, NICO_STORE_PREFIX, NICO_TLS_CAFILE,
 NICO_TLS_CERTFILE, NICO_TLS_KEYFILE), then the config file (YAML, with the
 flags' names as keys: endpoints, timeout, dialTimeout, output, store.prefix,
-tls.caFile...). Certificate paths may be relative to the working directory.
+tls.caFile...). Certificate and key paths (tls.*, secrets.keyFile) may be
+relative to the working directory.
 An endpoint that refuses fails at once; one that never answers fails after
 --dialTimeout (connecting, TLS included), before --timeout bounds the answer. Shell completion: nicoctl completion
 bash|zsh|fish (see nicoctl completion --help); reference: docs/cli.md.

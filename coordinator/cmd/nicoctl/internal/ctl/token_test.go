@@ -77,3 +77,18 @@ func TestToken(t *testing.T) {
 	}
 	tk("token", "list").want(t, 2, nil, []string{"chmod 600"})
 }
+
+// TestTokenRelativeKeyFile: --secrets.keyFile takes a path relative to
+// the working directory, like the certificate paths.
+func TestTokenRelativeKeyFile(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	dir := t.TempDir()
+	k, _ := secretbox.NewKey()
+	if err := os.WriteFile(filepath.Join(dir, "secrets.key"), k, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	r := run(t, c.Endpoints(), "--secrets.keyFile", "secrets.key", "token", "create")
+	r.want(t, ExitOK, nil, []string{"shown once"})
+	run(t, c.Endpoints(), "--secrets.keyFile", "./secrets.key", "token", "list").want(t, ExitOK, []string{"active"}, nil)
+}
