@@ -19,7 +19,8 @@ import (
 // spec.voters 3 give three voters and two standbys, all five ready;
 // voters 5 makes the standbys voters through the learner flow, one
 // learner at a time; voters 3 sheds two voters one at a time, never the
-// etcd leader while it leads, and keeps the shed hosts as standbys.
+// etcd leader while it leads, and keeps the shed hosts as standbys, whose
+// node records then name no member.
 func TestVotersStandbysGrowAndShrink(t *testing.T) {
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
@@ -113,6 +114,16 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 		if slices.Contains(kept, s) {
 			t.Fatalf("standby %s is a voter (voters %v)", s, kept)
 		}
+		// Its node record names no member, though it named the voter
+		// it was.
+		testwait.For(t, 30*time.Second, s+"'s record a standby with no member", func() (bool, string) {
+			rec := &api.Node{}
+			if err := f.Store().Get(t.Context(), store.NodeKey(s), rec); err != nil {
+				return false, err.Error()
+			}
+			return rec.Status.Phase == api.NodeStandby && rec.Status.MemberID == 0 && rec.Status.MemberState == api.MemberNone,
+				fmt.Sprintf("phase %s, member %s %q", rec.Status.Phase, rec.Status.MemberID, rec.Status.MemberState)
+		})
 		n := f.Node(s)
 		testwait.For(t, 30*time.Second, s+" ready again", func() (bool, string) {
 			ready, err := n.Notify.ReadyState()
