@@ -4,12 +4,26 @@
 // spec is written by people or by the coordinator's leader, status by the
 // observer. An object's key follows from its kind and name (store.KeyOf);
 // keys are built by the store package, never by hand.
+//
+// # apiVersion
+//
+// Every kind is in one group, nico.homystack.io (Group). The kinds the
+// fleet has run on since its first release (Node, Machine, MachinePool,
+// EtcdCluster, Rollout, NixosConfiguration and the rest) are
+// nico.homystack.io/v1 (Version). KubernetesCluster is
+// nico.homystack.io/v1alpha1 (ClusterAPIVersion): its spec still changes
+// shape between releases, and calling it v1 would promise a stability it
+// does not have.
+//
+// The group nico.homystack.com (DeprecatedGroup) is read too, with the
+// same version, as a deprecated spelling: nicoctl apply accepts it with a
+// warning naming the field, the value and what to write instead, and the
+// store reads objects already stored with it (and owner references naming
+// it) as the current apiVersion, so they are rewritten with it when next
+// written. Any other apiVersion is refused (CheckAPIVersion).
 package api
 
 import "time"
-
-// Version is the apiVersion of every object this package defines.
-const Version = "nico.homystack.io/v1"
 
 // Kinds of objects.
 const (

@@ -6,21 +6,6 @@ import "time"
 // the fleet's machines.
 const KindKubernetesCluster = "KubernetesCluster"
 
-// ClusterAPIVersion is the apiVersion of a KubernetesCluster. Unlike the
-// other objects (Version) it is the one users of the earlier operator
-// already write, and it is the only one accepted for this kind.
-const ClusterAPIVersion = "nico.homystack.com/v1alpha1"
-
-// APIVersionFor is the apiVersion obj's type is stored with, whatever it
-// holds: ClusterAPIVersion for a KubernetesCluster, Version for every
-// other kind.
-func APIVersionFor(obj Object) string {
-	if _, ok := obj.(*KubernetesCluster); ok {
-		return ClusterAPIVersion
-	}
-	return Version
-}
-
 // KubernetesCluster turns machines into a Kubernetes cluster whose
 // distribution lives in the user's flake; nico selects the machines,
 // delivers cluster.nix, the PKI and tokens through a Rollout, orders the

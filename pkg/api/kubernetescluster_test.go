@@ -25,7 +25,7 @@ func TestKubernetesClusterJSONNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		`"apiVersion":"nico.homystack.com/v1alpha1"`, `"kind":"KubernetesCluster"`, `"generation":1`,
+		`"apiVersion":"nico.homystack.io/v1alpha1"`, `"kind":"KubernetesCluster"`, `"generation":1`,
 		`"gitRepo"`, `"configurationSubdir"`, `"credentialsRef"`, `"controlPlane":{"machines":["cp-1"]}`,
 		`"machineSelector":{"matchLabels":{"role":"worker"}},"count":2`, `"controlPlaneEndpoint"`,
 		`"etcd":{"provider":"nico"}`, `"phase":"Ready"`, `"readyMachines":["cp-1"]`,

@@ -21,7 +21,8 @@ const MaxClusterNameLen = 40
 
 // DecodeKubernetesCluster decodes a KubernetesCluster from JSON, strictly
 // (DecodeStrict), and checks it (Validate): every problem at once (a
-// value of the wrong type, or bad JSON, ends the check there).
+// value of the wrong type, or bad JSON, ends the check there). A
+// deprecated apiVersion is kept: UpgradeAPIVersions reports and replaces it.
 func DecodeKubernetesCluster(data []byte) (*KubernetesCluster, error) {
 	c := &KubernetesCluster{}
 	unknown, fatal := decodeStrict(data, c)
@@ -52,8 +53,8 @@ var (
 // its path. Status is not checked: the controller writes it.
 func (c *KubernetesCluster) Validate() error {
 	var errs []error
-	if c.APIVersion != ClusterAPIVersion {
-		errs = append(errs, &FieldError{Field: "apiVersion", Value: c.APIVersion, Accepted: "use " + ClusterAPIVersion})
+	if _, err := CheckAPIVersion(ClusterAPIVersion, c.APIVersion); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Kind != KindKubernetesCluster {
 		errs = append(errs, &FieldError{Field: "kind", Value: c.Kind, Accepted: "use " + KindKubernetesCluster})

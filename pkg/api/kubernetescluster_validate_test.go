@@ -39,7 +39,7 @@ func TestKubernetesClusterValidate(t *testing.T) {
 		{"IPv6 endpoint", func(c *KubernetesCluster) { c.Spec.ControlPlaneEndpoint = "[fd00::1]:6443" }, nil},
 		{"v prefix", func(c *KubernetesCluster) { c.Spec.Version = "v1.36.0" }, nil},
 		{"wrong apiVersion", func(c *KubernetesCluster) { c.APIVersion = Version },
-			[]string{`apiVersion: "nico.homystack.io/v1" is not accepted; use nico.homystack.com/v1alpha1`}},
+			[]string{`apiVersion: "nico.homystack.io/v1" is not accepted; use nico.homystack.io/v1alpha1 (nico.homystack.com/v1alpha1 is still read, deprecated)`}},
 		{"wrong kind", func(c *KubernetesCluster) { c.Kind = "Cluster" }, []string{`kind: "Cluster" is not accepted; use KubernetesCluster`}},
 		{"bad name", func(c *KubernetesCluster) { c.Metadata.Name = "Prod_1" }, []string{`metadata.name: "Prod_1"`, "lower-case"}},
 		{"long name", func(c *KubernetesCluster) { c.Metadata.Name = strings.Repeat("a", 41) }, []string{"metadata.name", "1 to 40"}},
@@ -133,7 +133,7 @@ func TestValidateReportsAll(t *testing.T) {
 }
 
 func TestDecodeKubernetesCluster(t *testing.T) {
-	good := `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"prod"},
+	good := `{"apiVersion":"nico.homystack.io/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"prod"},
 	 "spec":{"controlPlane":{"machines":["cp-1"]},"rollout":{"stepTimeout":"2m"}}}`
 	c, err := DecodeKubernetesCluster([]byte(good))
 	if err != nil || c.Spec.ControlPlane.Machines[0] != "cp-1" || c.Spec.Rollout.StepTimeout != Duration(2*time.Minute) {
@@ -143,18 +143,18 @@ func TestDecodeKubernetesCluster(t *testing.T) {
 		name, doc string
 		want      []string
 	}{
-		{"unknown fields everywhere", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p","labels":{}},
+		{"unknown fields everywhere", `{"apiVersion":"nico.homystack.io/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p","labels":{}},
 		  "spec":{"controlPlane":{"machines":["cp-1"],"replicas":3},"etcd":{"provider":"nico","prefix":"/x"}}}`,
 			[]string{"metadata.labels: map[] is not accepted: unknown field", "spec.controlPlane.replicas: 3 is not accepted: unknown field",
 				"spec.etcd.prefix", "use the fields external, namespace, provider"}},
-		{"unknown and invalid together", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},
+		{"unknown and invalid together", `{"apiVersion":"nico.homystack.io/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},
 		  "spec":{"controlPlane":{"count":-1,"size":1}}}`,
 			[]string{"spec.controlPlane.size", "unknown field", "spec.controlPlane.count: -1", "negative"}},
-		{"case differs", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},"spec":{"GitRepo":"x","controlPlane":{"machines":["a"]}}}`,
+		{"case differs", `{"apiVersion":"nico.homystack.io/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},"spec":{"GitRepo":"x","controlPlane":{"machines":["a"]}}}`,
 			[]string{"spec.GitRepo", "unknown field"}},
-		{"wrong type", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},"spec":{"controlPlane":{"count":"two"}}}`,
+		{"wrong type", `{"apiVersion":"nico.homystack.io/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},"spec":{"controlPlane":{"count":"two"}}}`,
 			[]string{"spec.controlPlane.count", "a JSON string where a whole number belongs"}},
-		{"bad duration", `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},"spec":{"controlPlane":{"machines":["a"]},"rollout":{"stepTimeout":"soon"}}}`,
+		{"bad duration", `{"apiVersion":"nico.homystack.io/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"p"},"spec":{"controlPlane":{"machines":["a"]},"rollout":{"stepTimeout":"soon"}}}`,
 			[]string{`spec.rollout.stepTimeout: "soon"`, "a duration as 90s"}},
 		{"then validated", `{"apiVersion":"v1","kind":"KubernetesCluster","metadata":{"name":"p"},"spec":{"controlPlane":{"machines":["a"]}}}`,
 			[]string{`apiVersion: "v1"`}},

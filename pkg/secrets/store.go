@@ -191,8 +191,8 @@ func (s *Store) decode(key string, value []byte, rev int64, obj api.Object) erro
 		// The JSON error could quote the plaintext: say only where.
 		return fmt.Errorf("secrets: decode %s: not a valid object", key)
 	}
-	if v := obj.GetTypeMeta().APIVersion; v != api.Version {
-		return fmt.Errorf("secrets: %s: apiVersion %q is not supported; this build reads %q", key, v, api.Version)
+	if _, err := api.UpgradeAPIVersions(obj); err != nil {
+		return fmt.Errorf("secrets: %s: %w", key, err)
 	}
 	obj.GetMetadata().Revision = rev
 	return nil

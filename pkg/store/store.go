@@ -167,9 +167,10 @@ func decode(key, value []byte, rev int64, obj api.Object) error {
 	if err := json.Unmarshal(value, obj); err != nil {
 		return fmt.Errorf("store: decode %s: %w", key, err)
 	}
-	tm := obj.GetTypeMeta()
-	if want := api.APIVersionFor(obj); tm.APIVersion != want {
-		return fmt.Errorf("store: %s: apiVersion %q is not supported; this build reads %q", key, tm.APIVersion, want)
+	// A deprecated apiVersion (api.DeprecatedGroup) is read as the current
+	// one, so the object is rewritten with it when next written.
+	if _, err := api.UpgradeAPIVersions(obj); err != nil {
+		return fmt.Errorf("store: %s: %w", key, err)
 	}
 	obj.GetMetadata().Revision = rev
 	return nil

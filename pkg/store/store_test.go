@@ -119,6 +119,32 @@ func TestStore(t *testing.T) {
 		}
 	})
 
+	t.Run("deprecated apiVersion is read as the current one and rewritten", func(t *testing.T) {
+		old := `{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","metadata":{"name":"k3"}}`
+		if _, err := raw.Put(ctx(t), DefaultPrefix+ClusterKey("k3"), old); err != nil {
+			t.Fatal(err)
+		}
+		got := &api.KubernetesCluster{}
+		if err := s.Get(ctx(t), ClusterKey("k3"), got); err != nil || got.APIVersion != api.ClusterAPIVersion {
+			t.Fatalf("read %+v, %v; want it read as %s", got.TypeMeta, err, api.ClusterAPIVersion)
+		}
+		if err := s.UpdateObject(ctx(t), got); err != nil {
+			t.Fatal(err)
+		}
+		if resp, err := raw.Get(ctx(t), DefaultPrefix+ClusterKey("k3")); err != nil || !contains(string(resp.Kvs[0].Value), `"apiVersion":"`+api.ClusterAPIVersion+`"`) {
+			t.Fatalf("rewritten as %v, %v", resp, err)
+		}
+		cfg := `{"apiVersion":"nico.homystack.io/v1","kind":"NixosConfiguration","metadata":{"name":"m1",
+			"ownerReferences":[{"apiVersion":"nico.homystack.com/v1alpha1","kind":"KubernetesCluster","name":"k3"}]}}`
+		if _, err := raw.Put(ctx(t), DefaultPrefix+NixosConfigKey("m1"), cfg); err != nil {
+			t.Fatal(err)
+		}
+		cfgs, _, err := List[api.NixosConfiguration](ctx(t), s, NixosConfigKey(""))
+		if err != nil || len(cfgs) != 1 || cfgs[0].Metadata.OwnerReferences[0] != kubeOwner("k3") {
+			t.Fatalf("list = %+v, %v; want the owner reference read as %s", cfgs, err, api.ClusterAPIVersion)
+		}
+	})
+
 	t.Run("bad prefix", func(t *testing.T) {
 		if _, err := New(etcdtest.NewClient(t, c.Endpoints()...), "nico"); err == nil {
 			t.Fatal("prefix without slashes accepted")
@@ -167,3 +193,7 @@ func TestFencedTxnRefusesDeposedLeader(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func kubeOwner(name string) api.OwnerReference {
+	return api.OwnerReference{APIVersion: api.ClusterAPIVersion, Kind: api.KindKubernetesCluster, Name: name}
+}

@@ -28,7 +28,7 @@ func clusterYAML(name, version string) string { return clusterDoc(name, version,
 // clusterDoc is clusterYAML with the data plane's machines and extra
 // lines of spec (indented by two).
 func clusterDoc(name, version, dataPlane, extra string) string {
-	return fmt.Sprintf(`apiVersion: nico.homystack.com/v1alpha1
+	return fmt.Sprintf(`apiVersion: nico.homystack.io/v1alpha1
 kind: KubernetesCluster
 metadata:
   name: %s

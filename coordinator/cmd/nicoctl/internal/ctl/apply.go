@@ -27,7 +27,9 @@ func (a *app) applyCmd() *cobra.Command {
 		Long: `Create or update the objects of a YAML or JSON file (- for stdin); the file
 may hold several YAML documents, separated by ---. Each document's kind picks
 what it is: EtcdCluster (the fleet's one etcd cluster, name etcd), MachinePool
-or KubernetesCluster (apiVersion nico.homystack.com/v1alpha1).
+or KubernetesCluster (apiVersion nico.homystack.io/v1alpha1; the others
+nico.homystack.io/v1). The deprecated group nico.homystack.com is accepted
+with a warning on stderr.
 
 Every document is checked before anything is written, and all are written in
 one etcd transaction: if one is refused, none is written. A bad field (an
@@ -108,6 +110,33 @@ func (d *document) name() string {
 		return d.kc.Metadata.Name
 	}
 	return ""
+}
+
+// object is the decoded object.
+func (d *document) object() api.Object {
+	switch {
+	case d.ec != nil:
+		return d.ec
+	case d.pool != nil:
+		return d.pool
+	}
+	return d.kc
+}
+
+// apiVersionErr refuses obj's apiVersion unless it is its kind's current
+// one or that one's deprecated spelling (api.CheckAPIVersion).
+func apiVersionErr(obj api.Object) error {
+	_, err := api.CheckAPIVersion(api.APIVersionFor(obj), obj.GetTypeMeta().APIVersion)
+	return err
+}
+
+// upgradeAPIVersion replaces a deprecated apiVersion in obj, read from
+// at, with the current one and warns on stderr: the field, the value and
+// what to write instead.
+func (a *app) upgradeAPIVersion(at string, obj api.Object) {
+	if old, _ := api.UpgradeAPIVersions(obj); old != "" {
+		fmt.Fprintf(a.stderr, "nicoctl: warning: %s: %s\n", at, api.DeprecationWarning(api.APIVersionFor(obj), old))
+	}
 }
 
 // splitDocuments splits a file into its non-empty YAML documents.
@@ -197,6 +226,7 @@ func (a *app) apply(ctx context.Context, stdin io.Reader, file string) error {
 			errs = append(errs, err)
 			continue
 		}
+		a.upgradeAPIVersion(d.at, d.object())
 		id := d.kind + "/" + d.name()
 		if prev, dup := seen[id]; dup {
 			errs = append(errs, fmt.Errorf("%s: %s is also %s; give each object once", d.at, id, prev))

@@ -22,8 +22,8 @@ func readEtcdCluster(raw []byte) (*api.EtcdCluster, error) {
 		return nil, fmt.Errorf("EtcdCluster: %w", err)
 	}
 	switch {
-	case ec.APIVersion != api.Version:
-		return nil, fmt.Errorf("apiVersion %q is not accepted; want %s", ec.APIVersion, api.Version)
+	case apiVersionErr(ec) != nil:
+		return nil, apiVersionErr(ec)
 	case ec.Metadata.Name == "":
 		ec.Metadata.Name = api.EtcdClusterName
 	case ec.Metadata.Name != api.EtcdClusterName:

@@ -18,7 +18,7 @@ import (
 
 // clusterYAML is a KubernetesCluster document; extra lines go under spec.
 func clusterYAML(name, version string, extra ...string) string {
-	s := fmt.Sprintf(`apiVersion: nico.homystack.com/v1alpha1
+	s := fmt.Sprintf(`apiVersion: nico.homystack.io/v1alpha1
 kind: KubernetesCluster
 metadata:
   name: %s
@@ -85,8 +85,12 @@ func TestKubernetesClusterApply(t *testing.T) {
 		refused(t, ExitUsage, []string{"document 2 (KubernetesCluster)", "spec.controlPlane.replicas: 3 is not accepted: unknown field",
 			"none of the file's 2 objects"}, poolDoc,
 			strings.Replace(clusterYAML("prod", "1.37.2"), "    machines: [cp-1, cp-2, cp-3]\n", "    machines: [cp-1, cp-2, cp-3]\n    replicas: 3\n", 1))
-		refused(t, ExitUsage, []string{`apiVersion: "nico.homystack.io/v1" is not accepted; use nico.homystack.com/v1alpha1`},
-			strings.Replace(clusterYAML("prod", ""), "nico.homystack.com/v1alpha1", "nico.homystack.io/v1", 1))
+		refused(t, ExitUsage, []string{`apiVersion: "nico.homystack.io/v1" is not accepted; use nico.homystack.io/v1alpha1 (nico.homystack.com/v1alpha1 is still read, deprecated)`},
+			strings.Replace(clusterYAML("prod", ""), "nico.homystack.io/v1alpha1", "nico.homystack.io/v1", 1))
+		refused(t, ExitUsage, []string{"document 1 (MachinePool)", `apiVersion: "nico.example/v1" is not accepted; use nico.homystack.io/v1 (nico.homystack.com/v1 is still read, deprecated)`},
+			strings.Replace(poolDoc, "nico.homystack.io/v1", "nico.example/v1", 1), clusterYAML("prod", ""))
+		refused(t, ExitUsage, []string{`apiVersion: "nico.homystack.io/v2" is not accepted; use nico.homystack.io/v1 `},
+			strings.Replace(etcdClusterYAML(3, ""), "nico.homystack.io/v1", "nico.homystack.io/v2", 1))
 		refused(t, ExitUsage, []string{"spec.dataPlane.machineSelector: map[role:worker] is not accepted: given beside machines"},
 			strings.Replace(clusterYAML("prod", ""), "  dataPlane:\n", "  dataPlane:\n    machines: [w-1]\n", 1))
 		refused(t, ExitUsage, []string{"spec.dataPlane.count: -1 is not accepted: negative"}, strings.Replace(clusterYAML("prod", ""), "count: 2", "count: -1", 1))
@@ -124,6 +128,28 @@ func TestKubernetesClusterApply(t *testing.T) {
 		}
 	})
 
+	t.Run("the deprecated apiVersion group is accepted with a warning", func(t *testing.T) {
+		doc := strings.Replace(clusterYAML("legacy", ""), "nico.homystack.io/v1alpha1", "nico.homystack.com/v1alpha1", 1)
+		run(t, eps, "apply", "-f", write(doc)).want(t, 0, []string{"KubernetesCluster legacy created"},
+			[]string{`nicoctl: warning: `, `apiVersion: "nico.homystack.com/v1alpha1" is deprecated; write apiVersion: nico.homystack.io/v1alpha1`})
+		if kc := storedKC(t, st, "legacy"); kc.APIVersion != api.ClusterAPIVersion {
+			t.Fatalf("stored apiVersion %q, want %s", kc.APIVersion, api.ClusterAPIVersion)
+		}
+		raw, err := st.GetKV(testCtx(t), store.ClusterKey("legacy"))
+		if err != nil || !strings.Contains(string(raw.Value), `"apiVersion":"`+api.ClusterAPIVersion+`"`) {
+			t.Fatalf("stored %v, %v; want apiVersion %s", raw, err, api.ClusterAPIVersion)
+		}
+		pool := strings.Replace(strings.Replace(poolDoc, "nico.homystack.io/v1", "nico.homystack.com/v1", 1), "web", "legacy", 1)
+		run(t, eps, "apply", "-f", write(pool)).want(t, 0, []string{"MachinePool legacy created"},
+			[]string{`apiVersion: "nico.homystack.com/v1" is deprecated; write apiVersion: nico.homystack.io/v1`})
+		if err := st.Delete(testCtx(t), store.PoolKey("legacy")); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Delete(testCtx(t), store.ClusterKey("legacy")); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("refused against the live cluster: nothing written", func(t *testing.T) {
 		refused(t, ExitRefused, []string{`spec.etcd.provider: "distribution" is not accepted`, "live on provider nico", "no documented migration", "none of the file's 2 objects"},
 			strings.Replace(poolDoc, "count: 2", "count: 5", 1), clusterYAML("prod", "1.37.2", "etcd: {provider: distribution}"))
@@ -146,7 +172,7 @@ func TestKubernetesClusterApply(t *testing.T) {
 		refused(t, ExitRefused, []string{`spec.version: "3.6.16" is not accepted`, "KubernetesCluster old runs Kubernetes 1.33.1 on the fleet's etcd",
 			"supports etcd 3.5.24 to 3.5.x"}, etcdClusterYAML(3, "3.6.16"))
 		// The same file moving old to 1.34 makes the etcd version acceptable.
-		oldDoc := "apiVersion: nico.homystack.com/v1alpha1\nkind: KubernetesCluster\nmetadata: {name: old}\nspec:\n  controlPlane: {machines: [x-1]}\n  version: 1.34.0\n"
+		oldDoc := "apiVersion: nico.homystack.io/v1alpha1\nkind: KubernetesCluster\nmetadata: {name: old}\nspec:\n  controlPlane: {machines: [x-1]}\n  version: 1.34.0\n"
 		run(t, eps, "apply", "-f", write(etcdClusterYAML(3, "3.6.16"), oldDoc)).
 			want(t, 0, []string{"EtcdCluster etcd created", "KubernetesCluster old configured (generation 2)"}, nil)
 	})

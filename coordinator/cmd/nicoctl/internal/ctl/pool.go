@@ -77,8 +77,8 @@ func readPool(r io.Reader) (*api.MachinePool, error) {
 	switch {
 	case p.Kind != api.KindMachinePool:
 		return nil, fmt.Errorf("kind %q is not accepted; want %s", p.Kind, api.KindMachinePool)
-	case p.APIVersion != api.Version:
-		return nil, fmt.Errorf("apiVersion %q is not accepted; want %s", p.APIVersion, api.Version)
+	case apiVersionErr(p) != nil:
+		return nil, apiVersionErr(p)
 	case p.Metadata.Name == "":
 		return nil, errors.New("metadata.name is empty; name the pool")
 	case !dnsLabelRE.MatchString(p.Metadata.Name):
@@ -112,6 +112,7 @@ func (a *app) applyPool(ctx context.Context, stdin io.Reader, file string) error
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("%s: %w", file, err))
 	}
+	a.upgradeAPIVersion(file, p)
 	return a.withCluster(ctx, func(ctx context.Context, c *cluster) error {
 		return updatePool(ctx, c.st, p.Metadata.Name, true, func(old *api.MachinePool) { old.Spec = p.Spec })
 	})
