@@ -20,7 +20,7 @@ test: export NICO_REQUIRE_NIX := 1
 # (coordinator/statuspage) when chromium is missing; make deps installs it.
 test: export NICO_REQUIRE_CHROMIUM := 1
 
-.PHONY: all deps build etcd-binaries weed-binary kube-binaries e2e-kube test test-s3 test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs vendor-hash systemd-fixtures
+.PHONY: all deps build etcd-binaries weed-binary kube-binaries e2e-kube test test-s3 test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs api-docs vendor-hash systemd-fixtures
 
 all: build
 
@@ -187,6 +187,12 @@ nix-check: deps
 # (TestReferenceUpToDate fails when they drift apart).
 cli-docs: deps
 	$(GO) run ./coordinator/cmd/nicoctl/internal/clidocs > docs/cli.md.tmp && mv docs/cli.md.tmp docs/cli.md
+
+# api-docs regenerates docs/api.md, every API object's fields with their
+# defaults and validation, from pkg/api's types and doc comments
+# (TestReferenceUpToDate in pkg/api/internal/apidocs fails when they drift).
+api-docs: deps
+	$(GO) run ./pkg/api/internal/apidocs > docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
 
 # nix-docs regenerates docs/options.md from nixos-module/.
 nix-docs: deps

@@ -41,11 +41,18 @@ type TypeMeta struct {
 
 // ObjectMeta is common to every object.
 type ObjectMeta struct {
+	// Validation: by kind: a KubernetesCluster's 1 to 40 lower-case letters,
+	// digits and '-', starting and ending with a letter or digit
+	// (MaxClusterNameLen); a MachinePool's a DNS label; the EtcdCluster's
+	// etcd (its default). A KubernetesCluster being deleted is not applied
+	// again until it is gone.
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"createdAt"`
 	// Generation counts the changes of spec, for the kinds that track it
 	// (KubernetesCluster): whoever writes a new spec bumps it, and the
 	// controller's status.observedGeneration answers it.
+	// Default: 1 at creation; nicoctl apply counts it.
+	// Validation: left out in nicoctl apply.
 	Generation int64 `json:"generation,omitempty"`
 	// DeletionTimestamp marks an object for deletion, for the kinds whose
 	// controller releases what they hold first (KubernetesCluster): the

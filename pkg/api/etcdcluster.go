@@ -38,13 +38,18 @@ type EtcdCluster struct {
 type EtcdClusterSpec struct {
 	// Voters is the desired number of voting members: 1, 3, 5 or 7.
 	// Control-plane hosts beyond it are standbys.
+	// Default: 3 (DefaultVoters) in the cluster nico bootstraps; nicoctl
+	// apply needs it.
+	// Validation: 1, 3, 5 or 7.
 	Voters int `json:"voters"`
 	// Members are members nico does not run (kind external).
+	// Validation: no name or URL given twice.
 	Members []EtcdMemberSpec `json:"members,omitempty"`
 	// Policy is the membership policy every coordinator candidate plans with.
 	Policy EtcdPolicy `json:"policy"`
 	// Version is the desired etcd version of the members nico runs, as
 	// "3.6.16" ("": whatever each node runs; no version change is rolled).
+	// Validation: a release in nico's etcd version table, as 3.6.16, or "".
 	Version string `json:"version,omitempty"`
 	// Snapshots is where and how often snapshots are taken
 	// (etcdsnapshots.go); empty: none.
@@ -54,12 +59,19 @@ type EtcdClusterSpec struct {
 // EtcdMemberSpec is one declared member that nico does not run.
 type EtcdMemberSpec struct {
 	// Name is the member's etcd name (--name).
+	// Validation: 1 to 63 letters, digits, '.', '_' and '-', starting and
+	// ending with a letter or digit.
 	Name string `json:"name"`
 	// Kind is MemberExternal.
+	// Validation: external.
 	Kind string `json:"kind"`
 	// PeerURLs are the URLs the member listens on for peers.
+	// Validation: at least one http or https URL with a host and port and no
+	// path, as https://10.0.0.9:2380.
 	PeerURLs []string `json:"peerURLs"`
 	// ClientURLs are the URLs the member serves clients on.
+	// Validation: at least one http or https URL with a host and port and no
+	// path, as https://10.0.0.9:2379.
 	ClientURLs []string `json:"clientURLs"`
 }
 
@@ -68,14 +80,23 @@ type EtcdMemberSpec struct {
 // bootstrap.
 type EtcdPolicy struct {
 	// LearnerStartTimeout bounds the time from adding a learner until it starts.
+	// Default: the coordinator's coordinator.learnerStartTimeout.
+	// Validation: 0 or at least 1s (MinLearnerTimeout).
 	LearnerStartTimeout Duration `json:"learnerStartTimeout,omitempty"`
 	// LearnerProgressTimeout bounds the time a started learner may go
 	// without catching up before it is removed.
+	// Default: the coordinator's coordinator.learnerProgressTimeout.
+	// Validation: 0 or at least 1s (MinLearnerTimeout).
 	LearnerProgressTimeout Duration `json:"learnerProgressTimeout,omitempty"`
 	// HealthTimeout bounds each status call to one member.
+	// Default: the coordinator's coordinator.healthTimeout.
+	// Validation: 0, or from 100ms to 30s (MinHealthTimeout,
+	// MaxHealthTimeout).
 	HealthTimeout Duration `json:"healthTimeout,omitempty"`
 	// ReplaceDeadMembersAfter replaces a voter whose node has been dead this
 	// long with a standby, if quorum allows; zero never does.
+	// Default: 0, never.
+	// Validation: 0 or at least 10s (MinReplaceDeadMembersAfter).
 	ReplaceDeadMembersAfter Duration `json:"replaceDeadMembersAfter,omitempty"`
 	// RecoverWithoutConfirmation lets nicoctl recover go on after a quorum
 	// loss without --yes or a prompt (docs/disaster-recovery.md); nothing
@@ -83,20 +104,28 @@ type EtcdPolicy struct {
 	RecoverWithoutConfirmation bool `json:"recoverWithoutConfirmation,omitempty"`
 	// DefragFragmentation defragments a member once (db size - in use) /
 	// db size reaches it, one member at a time, leader last; zero never does.
+	// Default: 0, never.
+	// Validation: 0 or more and below 1, as 0.5.
 	DefragFragmentation float64 `json:"defragFragmentation,omitempty"`
 	// VersionStepTimeout bounds one member's etcd version change (from
 	// the leader asking until it serves the version, healthy) before the
 	// version roll halts; zero is 5 minutes.
+	// Default: 5m.
 	VersionStepTimeout Duration `json:"versionStepTimeout,omitempty"`
 	// DefragMinDBSize skips defragmentation of members whose database is
 	// smaller than this many bytes (fragmentation of a small file is cheap).
+	// Validation: 0 or more.
 	DefragMinDBSize int64 `json:"defragMinDBSize,omitempty"`
 	// CompactionRetention is the age of the history nico keeps in its
 	// etcd: the leader compacts to the newest revision it saw at least
 	// this long ago (etcdcompaction.go); zero is 1 hour.
+	// Default: 1h.
+	// Validation: 0 or at least 1m (MinCompactionRetention); 0 while
+	// compactionDisabled is true.
 	CompactionRetention Duration `json:"compactionRetention,omitempty"`
 	// CompactionMinRevisions also keeps at least this many of the newest
 	// revisions; zero keeps none beyond the retention.
+	// Validation: 0 or more; 0 while compactionDisabled is true.
 	CompactionMinRevisions int64 `json:"compactionMinRevisions,omitempty"`
 	// CompactionDisabled turns nico's compaction of its etcd off, for
 	// operators who compact it by other means (etcd's own
@@ -109,6 +138,9 @@ type EtcdPolicy struct {
 	// --quota-backend-bytes): past it etcd raises NOSPACE and refuses
 	// writes. Zero is etcd's default, DefaultQuotaBackendBytes. A member
 	// takes a new value at its next start (docs/faults.md, "NOSPACE").
+	// Default: etcd's own, 2 GiB (DefaultQuotaBackendBytes).
+	// Validation: 0, or from 1 MiB to 8 GiB (MinQuotaBackendBytes,
+	// MaxQuotaBackendBytes).
 	QuotaBackendBytes int64 `json:"quotaBackendBytes,omitempty"`
 }
 

@@ -18,22 +18,32 @@ type EtcdSnapshotsSpec struct {
 	// on: an absolute directory (a mounted share), file:///PATH, or
 	// s3://HOST[:PORT]/BUCKET[/PREFIX][?tls=false] (keys from the
 	// coordinator's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY).
+	// Default: none: no snapshots are taken.
+	// Validation: an absolute directory, file:///PATH or
+	// s3://HOST[:PORT]/BUCKET[/PREFIX] (only ?tls=false or ?tls=true);
+	// required when interval or beforeChange ask for snapshots.
 	Destination string `json:"destination,omitempty"`
 	// Interval is the time between scheduled snapshots (0: none are
 	// scheduled; the other triggers still take them).
+	// Validation: 0 or at least 1m (MinSnapshotInterval).
 	Interval Duration `json:"interval,omitempty"`
 	// Keep is how many of the newest snapshots are kept (0: no limit).
+	// Validation: 0 or more.
 	Keep int `json:"keep,omitempty"`
 	// MaxAge removes snapshots older than this (0: no limit); the newest
 	// one is always kept.
+	// Validation: 0 or at least 1m (MinSnapshotInterval).
 	MaxAge Duration `json:"maxAge,omitempty"`
 	// BeforeChange says what a failed snapshot before a membership change
 	// or a control-plane rollout step does: SnapshotRequired ("", the
 	// default) holds the change until a snapshot succeeds,
 	// SnapshotBestEffort journals the failure and goes on, SnapshotOff
 	// takes none before changes.
+	// Default: Required with a destination, Off without (BeforeChangePolicy).
+	// Validation: "", Required, BestEffort or Off.
 	BeforeChange string `json:"beforeChange,omitempty"`
 	// Timeout bounds one snapshot, stream and upload (0: 5 minutes).
+	// Validation: 0 or at least 10s.
 	Timeout Duration `json:"timeout,omitempty"`
 }
 

@@ -23,24 +23,35 @@ type KubernetesCluster struct {
 type KubernetesClusterSpec struct {
 	// GitRepo is the flake's repository ("": the coordinator's
 	// default repository).
+	// Validation: no leading or trailing space.
 	GitRepo string `json:"gitRepo,omitempty"`
 	// ConfigurationSubdir is the flake's directory inside the repository.
+	// Validation: a clean relative directory inside the repository, as k3s or
+	// clusters/prod.
 	ConfigurationSubdir string `json:"configurationSubdir,omitempty"`
 	// CredentialsRef names the secret with the repository's credentials,
 	// as NixosConfigurationSpec.CredentialsRef.
+	// Validation: a secret's name, 1 to 63 letters, digits, '.', '_' and '-'.
 	CredentialsRef string `json:"credentialsRef,omitempty"`
 	// ControlPlane are the machines that run the API servers,
 	// controller-managers and schedulers (at least one).
+	// Validation: at least one machine.
 	ControlPlane MachineSet `json:"controlPlane"`
 	// DataPlane are the worker machines (none when empty).
+	// Validation: no machine also in controlPlane.machines.
 	DataPlane MachineSet `json:"dataPlane,omitzero"`
 	// Version is the Kubernetes version the flake deploys, as "1.37.2" or
 	// "v1.37.2" ("": not checked, no version roll ordering). See package
 	// kubeversion for the changes accepted.
+	// Validation: MAJOR.MINOR.PATCH of a minor in nico's Kubernetes version
+	// table; a change goes one minor at a time and must support the fleet's
+	// etcd (provider nico).
 	Version string `json:"version,omitempty"`
 	// ControlPlaneEndpoint is the address clients use, host or host:port
 	// (a VIP or a DNS name; "": the first ready control-plane machine's
 	// address, port 6443).
+	// Validation: host or host:port, the host an IP address or DNS name, as
+	// 10.0.0.100 or k8s.example.org:6443; immutable once created.
 	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
 	// Etcd says where the API servers keep their data.
 	Etcd ClusterEtcd `json:"etcd,omitzero"`
@@ -60,10 +71,14 @@ type KubernetesClusterSpec struct {
 type MachineSet struct {
 	// Machines are explicit machine names; they take precedence, and a
 	// selector beside them is refused.
+	// Validation: each non-empty, without '/' or spaces, and named once.
 	Machines []string `json:"machines,omitempty"`
 	// MachineSelector matches discoverable machines with no configuration.
+	// Validation: not beside machines; label keys and values by Kubernetes'
+	// label syntax.
 	MachineSelector *MachineSelector `json:"machineSelector,omitempty"`
 	// Count is how many matching machines to take (with a selector).
+	// Validation: 1 or more with machineSelector; left out with machines.
 	Count int `json:"count,omitempty"`
 }
 
@@ -113,8 +128,11 @@ var EtcdProviders = []EtcdProvider{EtcdProviderNico, EtcdProviderExternal, EtcdP
 // ClusterEtcd is a cluster's datastore.
 type ClusterEtcd struct {
 	// Provider is nico ("" too), external or distribution.
+	// Validation: nico, external or distribution; no change once created (no
+	// migration between providers).
 	Provider EtcdProvider `json:"provider,omitempty"`
 	// External is required with provider external, refused otherwise.
+	// Validation: given exactly when provider is external.
 	External *ExternalEtcd `json:"external,omitempty"`
 	// Namespace (provider nico only) is for distributions that cannot set
 	// an etcd key prefix of their own (k3s: its bootstrap keys and
@@ -122,6 +140,7 @@ type ClusterEtcd struct {
 	// ClusterEtcdNamespace and cluster.nix asks each server to run a
 	// namespacing proxy (nico-etcd-proxy, package etcdnsproxy) the
 	// distribution talks to. false: the API servers use --etcd-prefix (ClusterEtcdPrefix).
+	// Validation: with provider nico only; no change once created.
 	Namespace bool `json:"namespace,omitempty"`
 }
 
@@ -136,9 +155,12 @@ func (e ClusterEtcd) ProviderOrDefault() EtcdProvider {
 // ExternalEtcd is an etcd cluster nico does not run.
 type ExternalEtcd struct {
 	// Endpoints are the client URLs (https://host:2379).
+	// Validation: at least one http or https URL with a host and port and no
+	// path, as https://10.0.0.9:2379.
 	Endpoints []string `json:"endpoints"`
 	// SecretRef names the secret with the client identity: keys ca.crt,
 	// tls.crt and tls.key.
+	// Validation: a secret's name, 1 to 63 letters, digits, '.', '_' and '-'.
 	SecretRef string `json:"secretRef"`
 }
 
@@ -155,8 +177,12 @@ func ClusterEtcdNamespace(name string) string { return "/clusters/" + name + "/"
 // ClusterRollout holds the strategy knobs of the cluster's Rollout.
 type ClusterRollout struct {
 	// MaxUnavailable is RolloutSpec.MaxUnavailable for the data plane.
+	// Default: 1.
+	// Validation: a number of 1 or more, or a percentage from 1% to 100%.
 	MaxUnavailable string `json:"maxUnavailable,omitempty"`
 	// StepTimeout is RolloutSpec.StepTimeout.
+	// Default: 10m.
+	// Validation: 0 or at least 1s.
 	StepTimeout Duration `json:"stepTimeout,omitempty"`
 	// Paused is RolloutSpec.Paused.
 	Paused bool `json:"paused,omitempty"`
@@ -176,8 +202,10 @@ type ClusterProbes struct {
 	// kube-system/kube-scheduler.
 	Scheduler *ComponentProbe `json:"scheduler,omitempty"`
 	// Interval is the time between probes (10s when zero).
+	// Validation: 0 or at least 1s.
 	Interval Duration `json:"interval,omitempty"`
 	// Timeout bounds one probe (5s when zero).
+	// Validation: 0 or at least 100ms.
 	Timeout Duration `json:"timeout,omitempty"`
 }
 
@@ -187,14 +215,17 @@ type ComponentProbe struct {
 	// the API server's.
 	Disabled bool `json:"disabled,omitempty"`
 	// URL is the health endpoint, https or http, on the machine.
+	// Validation: an http or https URL with a host.
 	URL string `json:"url,omitempty"`
 	// CAFile is the CA the endpoint's certificate is checked with, a path
 	// on the machine ("": the cluster CA for the API server; the
 	// component's self-signed serving certificate is accepted for the
 	// controller-manager and the scheduler).
+	// Validation: a clean absolute path.
 	CAFile string `json:"caFile,omitempty"`
 	// LeaderLease is "namespace/name" of the component's leader-election
 	// lease, read through the API server ("": none checked).
+	// Validation: namespace/name, as kube-system/kube-scheduler.
 	LeaderLease string `json:"leaderLease,omitempty"`
 }
 
@@ -246,9 +277,11 @@ type DrainHook struct {
 	// values, as in ["kubectl", "drain", "--ignore-daemonsets",
 	// "--delete-emptydir-data", "$NICO_DRAIN_NODE"]. Exit 0 is drained;
 	// anything else holds the machine until the hook changes.
+	// Validation: a non-empty program name first.
 	Command []string `json:"command"`
 	// Timeout bounds the drain (10 minutes when zero); on timeout the
 	// machine is not released and the cluster says why.
+	// Validation: 0 or more.
 	Timeout Duration `json:"timeout,omitempty"`
 }
 
@@ -258,5 +291,6 @@ type KubeconfigSource struct {
 	// machines (k3s: /etc/rancher/k3s/k3s.yaml); the agent publishes it
 	// with its server rewritten to the control-plane endpoint. "": the
 	// leader writes one from the cluster CA.
+	// Validation: a clean absolute path.
 	Path string `json:"path,omitempty"`
 }

@@ -13,7 +13,10 @@ type MachinePool struct {
 
 // MachinePoolSpec is the desired pool.
 type MachinePoolSpec struct {
-	Count    int             `json:"count"`
+	// Count is how many machines the pool asks for.
+	// Validation: 0 or more.
+	Count int `json:"count"`
+	// Template is what each machine is made from.
 	Template MachineTemplate `json:"template"`
 	// HostSelector limits the pool to hypervisor hosts whose labels have
 	// every pair.
