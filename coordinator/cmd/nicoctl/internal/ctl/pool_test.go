@@ -59,6 +59,10 @@ spec:
 		want(t, 2, nil, []string{`unknown field "cont"`})
 	run(t, eps, "pool", "apply", "-f", write("kind.yaml", "apiVersion: nico.homystack.io/v1\nkind: Machine\nmetadata: {name: x}\n")).
 		want(t, 2, nil, []string{`kind "Machine" is not accepted`})
+	run(t, eps, "pool", "apply", "-f", write("group.yaml", "apiVersion: nico.example/v1\nkind: MachinePool\nmetadata: {name: x}\n")).
+		want(t, 2, nil, []string{`apiVersion: "nico.example/v1" is not accepted; use nico.homystack.io/v1 (nico.homystack.com/v1 is still read, deprecated)`})
+	run(t, eps, "pool", "apply", "-f", write("old.yaml", "apiVersion: nico.homystack.com/v1\nkind: MachinePool\nmetadata: {name: old}\nspec: {count: 0}\n")).
+		want(t, 0, nil, []string{`old.yaml: apiVersion: "nico.homystack.com/v1" is deprecated; write apiVersion: nico.homystack.io/v1`})
 	run(t, eps, "pool", "apply").want(t, 2, nil, []string{"-f FILE"})
 	run(t, eps, "pool", "scale", "web", "--", "-2").want(t, 2, nil, []string{"want 0 or more"})
 	run(t, eps, "pool", "scale", "nope", "2").want(t, 4, nil, []string{`no machine pool "nope"`})
