@@ -14,6 +14,8 @@ func TestClusterNixNamesWhereKubePKIWrites(t *testing.T) {
 	nix, pki := clusternix.DefaultPaths(), kubepki.DefaultPaths()
 	for _, c := range []struct{ name, nix, pki string }{
 		{"joinToken", nix.JoinToken, pki.JoinToken},
+		{"bootstrapKubeconfig", nix.BootstrapKubeconfig, pki.BootstrapKubeconfig},
+		{"bootstrapToken", nix.BootstrapToken, pki.BootstrapToken},
 		{"machineSSHKey", nix.MachineSSHKey, pki.SSHKey},
 		{"caCert", nix.CACert, pki.CACert},
 		{"caKey", nix.CAKey, pki.CAKey},

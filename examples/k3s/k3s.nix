@@ -15,6 +15,14 @@
 #   etcd.provider distribution: k3s's embedded etcd; the first server
 #     initialises it (clusterInit), nico starts the other servers one at a
 #     time and they join the first.
+#
+# Servers share the join token (paths.joinToken, control-plane machines
+# only): k3s's server token, which also keys the data it keeps encrypted
+# in its datastore and never changes. Agents join with the cluster's
+# bootstrap token (paths.bootstrapToken), which nico registers in the
+# cluster as a kube-system bootstrap-token Secret and rotates before it
+# expires: k3s accepts such a token for agents, and an agent holds no
+# server credential.
 { config, lib, cluster, machine, ... }:
 let
   p = cluster.paths;
@@ -34,7 +42,7 @@ in
   services.k3s = {
     enable = true;
     role = if server then "server" else "agent";
-    tokenFile = p.joinToken;
+    tokenFile = if server then p.joinToken else p.bootstrapToken;
     clusterInit = server && !sharedEtcd && machine.isFirstServer;
     serverAddr =
       if !server then cluster.serverURL

@@ -6,14 +6,25 @@
 #
 # No services.kubernetes.roles: the components are enabled one by one, so
 # the module neither runs an etcd of its own nor issues certificates
-# (easyCerts). The components authenticate with the kubeconfig nico
-# delivers (paths.kubeconfig); a production flake gives each its own
-# client certificate.
+# (easyCerts). The control-plane components authenticate with the
+# kubeconfig nico delivers to control-plane machines (paths.kubeconfig); a
+# production flake gives each its own client certificate.
+#
+# Every kubelet joins the standard way (TLS bootstrapping): it starts with
+# the bootstrap kubeconfig nico delivers (paths.bootstrapKubeconfig: the
+# endpoint, the cluster CA and the cluster's bootstrap token, which nico
+# registers in the cluster), files a CSR for its client certificate, which
+# the controller-manager approves and signs with the cluster CA, writes
+# its own kubeconfig (kubeletKubeconfig) and renews the certificate before
+# it expires (--rotate-certificates). A data-plane machine gets no other
+# credential; kube-proxy runs with its kubelet's.
 { lib, cluster, machine, ... }:
 let
   p = cluster.paths;
   cp = machine.role == "controlPlane";
   kubeconfigFlag = "--kubeconfig=${p.kubeconfig}";
+  # What the kubelet writes once its CSR is signed.
+  kubeletKubeconfig = "/var/lib/kubelet/kubeconfig";
 in
 {
   assertions = [{
@@ -50,7 +61,11 @@ in
       # --etcd-compaction-interval=0 on nico's etcd: it is the fleet's and
       # nico compacts it (its EtcdCluster's spec.policy); the API servers
       # must not (their default is every 5 minutes, every key).
-      extraOpts = lib.concatStringsSep " " ([ "--requestheader-client-ca-file=${p.frontProxyCACert}" "--shutdown-send-retry-after=true" ]
+      # --enable-bootstrap-token-auth: kubelets join with the bootstrap
+      # token; --kubelet-preferred-address-types: logs and exec reach the
+      # kubelets by address.
+      extraOpts = lib.concatStringsSep " " ([ "--requestheader-client-ca-file=${p.frontProxyCACert}" "--shutdown-send-retry-after=true"
+        "--enable-bootstrap-token-auth=true" "--kubelet-preferred-address-types=InternalIP,Hostname" ]
         ++ lib.optional (cluster.etcd.prefix != null) "--etcd-prefix=${cluster.etcd.prefix}"
         ++ lib.optional (cluster.etcd.provider == "nico") "--etcd-compaction-interval=0");
     };
@@ -60,12 +75,20 @@ in
       enable = true;
       serviceAccountKeyFile = p.serviceAccountKey;
       rootCaFile = p.caCert;
-      extraOpts = "${kubeconfigFlag} --cluster-signing-cert-file=${p.caCert} --cluster-signing-key-file=${p.caKey}";
+      # Signs the kubelets' CSRs with the cluster CA; approves those of
+      # the bootstrap token's group and of nodes renewing their own
+      # (csrapproving, with nico's bindings); tokencleaner deletes expired
+      # bootstrap tokens.
+      extraOpts = "${kubeconfigFlag} --cluster-signing-cert-file=${p.caCert} --cluster-signing-key-file=${p.caKey} --controllers=*,bootstrapsigner,tokencleaner";
     };
     scheduler = lib.mkIf cp { enable = true; extraOpts = kubeconfigFlag; };
 
-    kubelet = { enable = true; extraOpts = kubeconfigFlag; };
-    proxy = { enable = true; extraOpts = kubeconfigFlag; };
+    # A later --kubeconfig wins over the one the module writes.
+    kubelet = {
+      enable = true;
+      extraOpts = "--bootstrap-kubeconfig=${p.bootstrapKubeconfig} --kubeconfig=${kubeletKubeconfig} --rotate-certificates=true --cert-dir=/var/lib/kubelet/pki";
+    };
+    proxy = { enable = true; extraOpts = "--kubeconfig=${kubeletKubeconfig}"; };
   };
 
   networking.firewall.allowedTCPPorts = [ 10250 ] ++ lib.optional cp 6443;

@@ -26,7 +26,7 @@ let
     isAttrs isList isString isInt attrNames filter all length elem typeOf
     concatStringsSep genList elemAt match head toJSON listToAttrs map;
 
-  schemaVersion = 1;
+  schemaVersion = 2;
 
   fail = field: msg: throw "cluster.nix: ${if field == "" then "" else "${field}: "}${msg}";
   sub = field: k: if field == "" then k else "${field}.${k}";
@@ -107,7 +107,7 @@ let
       && want (isString x.clientCommonName && x.clientCommonName != "") "etcd.proxy.clientCommonName" "the cluster's etcd user, a non-empty string" x.clientCommonName);
 
   pathKeys = [
-    "apiserverCert" "apiserverEtcdClientCert" "apiserverEtcdClientKey" "apiserverKey" "caCert" "caKey" "etcdCACert" "frontProxyCACert"
+    "apiserverCert" "apiserverEtcdClientCert" "apiserverEtcdClientKey" "apiserverKey" "bootstrapKubeconfig" "bootstrapToken" "caCert" "caKey" "etcdCACert" "frontProxyCACert"
     "frontProxyCAKey" "joinToken" "kubeconfig" "machineSSHKey" "serviceAccountKey" "serviceAccountPub"
   ];
 

@@ -145,7 +145,7 @@ func TestSchemaLoadsRendered(t *testing.T) {
 				t.Errorf("machineNames %v, controlPlaneNames %v", l.MachineNames, l.ControlPlaneNames)
 			}
 			want := map[string]string{
-				"joinToken": c.Paths.JoinToken, "machineSSHKey": c.Paths.MachineSSHKey, "caCert": c.Paths.CACert, "caKey": c.Paths.CAKey,
+				"joinToken": c.Paths.JoinToken, "bootstrapKubeconfig": c.Paths.BootstrapKubeconfig, "bootstrapToken": c.Paths.BootstrapToken, "machineSSHKey": c.Paths.MachineSSHKey, "caCert": c.Paths.CACert, "caKey": c.Paths.CAKey,
 				"apiserverCert": c.Paths.APIServerCert, "apiserverKey": c.Paths.APIServerKey,
 				"etcdCACert": c.Paths.EtcdCACert, "apiserverEtcdClientCert": c.Paths.APIServerEtcdClientCert,
 				"apiserverEtcdClientKey": c.Paths.APIServerEtcdClientKey, "serviceAccountKey": c.Paths.ServiceAccountKey,

@@ -34,8 +34,8 @@ func TestRenderGolden(t *testing.T) {
 				t.Fatalf("%v (run go test -run TestRenderGolden -update)", err)
 			}
 			paths := strings.Split(strings.SplitN(strings.SplitN(string(got), "paths = {\n", 2)[1], "\n  };", 2)[0], "\n")
-			if !slices.IsSorted(paths) || len(paths) != 14 {
-				t.Errorf("paths are not the 14 sorted by name:\n%s", strings.Join(paths, "\n"))
+			if !slices.IsSorted(paths) || len(paths) != 16 {
+				t.Errorf("paths are not the 16 sorted by name:\n%s", strings.Join(paths, "\n"))
 			}
 			if string(got) != string(want) {
 				t.Errorf("cluster.nix differs from %s (go test -run TestRenderGolden -update rewrites it):\n%s", golden, got)

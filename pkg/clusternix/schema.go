@@ -1,6 +1,6 @@
 // Package clusternix renders cluster.nix, the file nico writes into a
 // Kubernetes cluster's flake for every machine of the cluster: a typed,
-// versioned description (schema version 1) of the cluster's name, version,
+// versioned description (schema version 2) of the cluster's name, version,
 // control-plane endpoint, nodes by role, etcd and the on-host paths of the
 // files nico delivers. The flake checks it with nixos-module/lib/cluster-schema.nix,
 // the Nix side of the same schema, so that generator and flake cannot drift.
@@ -8,7 +8,7 @@ package clusternix
 
 // SchemaVersion is the version of the cluster.nix schema this package
 // renders (the file's schemaVersion).
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // FileName is where cluster.nix goes in the flake's directory: the
 // additionalFiles path of each machine's NixosConfiguration.
@@ -108,7 +108,9 @@ var DefaultProxyListen = Endpoint{Host: "127.0.0.1", Port: 2479}
 // DefaultPaths follows kubeadm's layout under /etc/kubernetes/pki/ and keeps
 // nico's own files under /var/lib/nico/cluster/.
 type Paths struct {
-	JoinToken               string // the cluster's join token
+	JoinToken               string // the servers' join token, on control-plane machines
+	BootstrapKubeconfig     string // the kubelet's bootstrap kubeconfig (endpoint, CA, bootstrap token)
+	BootstrapToken          string // the bootstrap token alone (a token file, k3s's agent)
 	MachineSSHKey           string // this machine's SSH private key
 	CACert                  string // the cluster CA (ca.crt)
 	CAKey                   string // its key (ca.key), on control-plane machines
@@ -130,6 +132,8 @@ func DefaultPaths() Paths {
 	const pki = "/etc/kubernetes/pki/"
 	return Paths{
 		JoinToken:               "/var/lib/nico/cluster/join-token",
+		BootstrapKubeconfig:     "/etc/kubernetes/bootstrap-kubelet.conf",
+		BootstrapToken:          "/var/lib/nico/cluster/bootstrap-token",
 		MachineSSHKey:           "/var/lib/nico/cluster/machine-ssh-key",
 		CACert:                  pki + "ca.crt",
 		CAKey:                   pki + "ca.key",
@@ -153,6 +157,8 @@ func (p Paths) fields() []field {
 		{"apiserverEtcdClientCert", p.APIServerEtcdClientCert},
 		{"apiserverEtcdClientKey", p.APIServerEtcdClientKey},
 		{"apiserverKey", p.APIServerKey},
+		{"bootstrapKubeconfig", p.BootstrapKubeconfig},
+		{"bootstrapToken", p.BootstrapToken},
 		{"caCert", p.CACert},
 		{"caKey", p.CAKey},
 		{"etcdCACert", p.EtcdCACert},

@@ -22,9 +22,9 @@ func TestSchemaRefusesDrift(t *testing.T) {
 		old, new  string
 		wantError string
 	}{
-		{"schemaVersion missing", ha, "schemaVersion = 1;", "", "cluster.nix: schemaVersion: want the schema version 1: the field is missing"},
-		{"schemaVersion 2", ha, "schemaVersion = 1;", "schemaVersion = 2;", "cluster.nix: schemaVersion: want 1, the version this nico lib reads"},
-		{"firstServer missing", ha, "firstServer = null;", "", "cluster.nix: firstServer: missing: cluster.nix schema version 1 has"},
+		{"schemaVersion missing", ha, "schemaVersion = 2;", "", "cluster.nix: schemaVersion: want the schema version 2: the field is missing"},
+		{"schemaVersion 1", ha, "schemaVersion = 2;", "schemaVersion = 1;", "cluster.nix: schemaVersion: want 2, the version this nico lib reads"},
+		{"firstServer missing", ha, "firstServer = null;", "", "cluster.nix: firstServer: missing: cluster.nix schema version 2 has"},
 		{"unknown top-level field", ha, "name = \"prod\";", "name = \"prod\"; region = \"eu\";", "cluster.nix: region: unknown field"},
 		{"port as a string", ha, "port = 6443;", "port = \"6443\";", `cluster.nix: controlPlaneEndpoint.port: want an integer from 1 to 65535, got the string "6443"`},
 		{"addresses as a string", ha, `addresses = [ "10.0.0.2" ];`, `addresses = "10.0.0.2";`, `cluster.nix: nodes.controlPlane[1].addresses: want a non-empty list of non-empty strings, got the string "10.0.0.2"`},

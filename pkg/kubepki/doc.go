@@ -20,7 +20,8 @@
 //	<c>-apiserver              tls.crt tls.key   API server serving cert      control plane
 //	<c>-apiserver-kubelet-client, <c>-proxy-client   tls.crt tls.key          control plane
 //	<c>-controller-manager, <c>-scheduler            value (kubeconfig)       control plane
-//	<c>-join-token             value             random join token            all
+//	<c>-join-token             value             the servers' join token      control plane
+//	<c>-bootstrap-token        value expiration kubeconfig   bootstrap token  all
 //	<c>-ssh.<machine>          ssh-privatekey ssh-publickey   that machine only
 //
 // The first six are Cluster API's; the others are what a control plane
@@ -35,6 +36,10 @@
 // machine holds another cluster's secrets.
 //
 // # Lifetimes
+//
+// The bootstrap token (bootstrap.go) lives BootstrapTokenTTL and is
+// replaced once less than a third is left; its kubeconfig follows the
+// endpoint and the CA.
 //
 // CAs live DefaultCAValidity (10 years). Every leaf certificate (client
 // and serving) lives LeafValidity (7 days) and is re-issued by Renew once

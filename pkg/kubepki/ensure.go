@@ -20,6 +20,7 @@ type Result struct {
 	Created []string  // made because absent (CAs, keys, token, SSH keys)
 	Renewed []DueLeaf // leaf certificates (re-)issued, with why
 	Deleted []string  // SSH keys of machines that left the cluster
+	Rotated []string  // the bootstrap token, replaced because due
 	// Waiting names the secrets a user must give before the leaves they
 	// sign can be issued (<c>-etcd for provider external).
 	Waiting []string
@@ -104,6 +105,14 @@ func Ensure(ctx context.Context, s *secrets.Store, c Cluster, now time.Time) (Re
 		if err := create(TokenSecret(c.Name), map[string][]byte{KeyValue: []byte(tok)}); err != nil {
 			return res, err
 		}
+	}
+	switch what, err := ensureBootstrapToken(ctx, s, c, have, now); {
+	case err != nil:
+		return res, err
+	case what == "created":
+		res.Created = append(res.Created, BootstrapTokenSecret(c.Name))
+	case what == "rotated":
+		res.Rotated = append(res.Rotated, BootstrapTokenSecret(c.Name))
 	}
 	for _, m := range c.Machines {
 		name := SSHSecret(c.Name, m)
@@ -267,7 +276,7 @@ func isClusterName(c, name string) bool {
 	if strings.HasPrefix(name, SSHSecret(c, "")) {
 		return true
 	}
-	for _, f := range []func(string) string{CASecret, EtcdCASecret, SASecret, ProxySecret, EtcdClientSecret, KubeconfigSecret, APIServerSecret, KubeletClientSecret, ProxyClientSecret, ControllerManagerSecret, SchedulerSecret, TokenSecret} {
+	for _, f := range []func(string) string{CASecret, EtcdCASecret, SASecret, ProxySecret, EtcdClientSecret, KubeconfigSecret, APIServerSecret, KubeletClientSecret, ProxyClientSecret, ControllerManagerSecret, SchedulerSecret, TokenSecret, BootstrapTokenSecret} {
 		if f(c) == name {
 			return true
 		}

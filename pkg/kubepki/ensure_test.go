@@ -30,7 +30,7 @@ func TestEnsure(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("first pass: %d secrets made, %d leaves issued in %s", len(res.Created), len(res.Renewed), time.Since(start).Round(time.Millisecond))
-	wantCreated := []string{"demo-ca", "demo-proxy", "demo-sa", "demo-join-token", "demo-ssh.cp-1", "demo-ssh.w-1"}
+	wantCreated := []string{"demo-ca", "demo-proxy", "demo-sa", "demo-join-token", "demo-bootstrap-token", "demo-ssh.cp-1", "demo-ssh.w-1"}
 	if !slices.Equal(res.Created, wantCreated) {
 		t.Fatalf("created %v, want %v", res.Created, wantCreated)
 	}

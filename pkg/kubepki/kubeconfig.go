@@ -30,8 +30,9 @@ type namedCluster struct {
 type namedUser struct {
 	Name string `yaml:"name"`
 	User struct {
-		ClientCertificateData string `yaml:"client-certificate-data"`
-		ClientKeyData         string `yaml:"client-key-data"`
+		ClientCertificateData string `yaml:"client-certificate-data,omitempty"`
+		ClientKeyData         string `yaml:"client-key-data,omitempty"`
+		Token                 string `yaml:"token,omitempty"`
 	} `yaml:"user"`
 }
 
@@ -57,6 +58,32 @@ func Kubeconfig(cluster, server, user string, caPEM, certPEM, keyPEM []byte) ([]
 	var u namedUser
 	u.Name = user
 	u.User.ClientCertificateData, u.User.ClientKeyData = b64(certPEM), b64(keyPEM)
+	var x namedContext
+	x.Name = user + "@" + cluster
+	x.Context.Cluster, x.Context.User = cluster, user
+	kc.Clusters, kc.Users, kc.Contexts, kc.CurrentContext = []namedCluster{c}, []namedUser{u}, []namedContext{x}, x.Name
+	out, err := yaml.Marshal(kc)
+	if err != nil {
+		return nil, fmt.Errorf("kubepki: kubeconfig: %w", err)
+	}
+	return out, nil
+}
+
+// TokenKubeconfig is a kubeconfig for cluster, with server, trusting
+// caPEM and authenticating as user with a bearer token (a bootstrap
+// kubeconfig: what a kubelet's --bootstrap-kubeconfig reads).
+func TokenKubeconfig(cluster, server, user string, caPEM []byte, token string) ([]byte, error) {
+	if server == "" || token == "" {
+		return nil, errors.New("kubepki: kubeconfig: server or token is empty")
+	}
+	var kc kubeconfig
+	kc.APIVersion, kc.Kind = "v1", "Config"
+	var c namedCluster
+	c.Name = cluster
+	c.Cluster.Server, c.Cluster.CertificateAuthorityData = server, b64(caPEM)
+	var u namedUser
+	u.Name = user
+	u.User.Token = token
 	var x namedContext
 	x.Name = user + "@" + cluster
 	x.Context.Cluster, x.Context.User = cluster, user

@@ -31,6 +31,7 @@ type Paths struct {
 	ControllerManagerConf, SchedulerConf      string
 	Kubeconfig                                string // the admin kubeconfig (admin.conf)
 	JoinToken                                 string
+	BootstrapKubeconfig, BootstrapToken       string
 	SSHKey, SSHPublicKey                      string
 }
 
@@ -52,6 +53,8 @@ func DefaultPaths() Paths {
 		SchedulerConf:         "/etc/kubernetes/scheduler.conf",
 		Kubeconfig:            "/etc/kubernetes/admin.conf",
 		JoinToken:             nico + "join-token",
+		BootstrapKubeconfig:   "/etc/kubernetes/bootstrap-kubelet.conf",
+		BootstrapToken:        nico + "bootstrap-token",
 		SSHKey:                nico + "machine-ssh-key", SSHPublicKey: nico + "machine-ssh-key.pub",
 	}
 }
@@ -79,9 +82,12 @@ const (
 )
 
 // HostFiles are machine's files for role, in a fixed order. Every machine
-// gets the cluster CA's certificate, the join token and its SSH key; a
-// control-plane machine also, as kubeadm lays out a control-plane node,
-// the CA key (the controller-manager signs with it), the service-account
+// gets the cluster CA's certificate, the bootstrap kubeconfig (endpoint,
+// CA, bootstrap token: what its kubelet joins with), the bootstrap token
+// alone (for a distribution that takes a token file, k3s's agent) and its
+// SSH key; a control-plane machine also, as kubeadm lays out a
+// control-plane node, the join token (the servers' shared token, k3s's
+// server token, which never changes), the CA key (the controller-manager signs with it), the service-account
 // key pair, the front-proxy CA pair, the API server's certificates and key
 // pairs, the etcd CA certificate and client pair, the controller-manager's
 // and scheduler's kubeconfigs and admin.conf (the component probes read
@@ -98,7 +104,8 @@ func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
 	}
 	files := []api.HostFile{
 		ref(p.CACert, CASecret(c), KeyCert, modePublic),
-		ref(p.JoinToken, TokenSecret(c), KeyValue, modePrivate),
+		ref(p.BootstrapKubeconfig, BootstrapTokenSecret(c), KeyKubeconfig, modePrivate),
+		ref(p.BootstrapToken, BootstrapTokenSecret(c), KeyValue, modePrivate),
 		ref(p.SSHKey, SSHSecret(c, machine), KeySSHPrivate, modePrivate),
 		ref(p.SSHPublicKey, SSHSecret(c, machine), KeySSHPublic, modePublic),
 	}
@@ -106,6 +113,7 @@ func (l Layout) HostFiles(machine string, role Role) []api.HostFile {
 		return files
 	}
 	files = append(files,
+		ref(p.JoinToken, TokenSecret(c), KeyValue, modePrivate),
 		ref(p.CAKey, CASecret(c), KeyKey, modePrivate),
 		ref(p.SAKey, SASecret(c), KeyKey, modePrivate),
 		ref(p.SAPub, SASecret(c), KeyCert, modePublic),

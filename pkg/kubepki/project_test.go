@@ -63,9 +63,18 @@ func TestLayout(t *testing.T) {
 				t.Errorf("%s: control plane gets the etcd CA's key", prov)
 			}
 		}
+		// The data plane gets the bootstrap kubeconfig and token, the CA
+		// certificate and its SSH key: no other credential, not the
+		// servers' join token.
 		for _, f := range dp {
-			if f.SecretRef != nil && f.SecretRef.Key == kubepki.KeyValue && f.SecretRef.Name != "demo-join-token" {
-				t.Errorf("%s: data plane gets kubeconfig %s", prov, f.SecretRef.Name)
+			if f.SecretRef == nil {
+				continue
+			}
+			switch ref := *f.SecretRef; {
+			case ref.Name == "demo-bootstrap-token" && (ref.Key == kubepki.KeyKubeconfig || ref.Key == kubepki.KeyValue),
+				ref.Name == "demo-ca" && ref.Key == kubepki.KeyCert, ref.Name == "demo-ssh.w-1":
+			default:
+				t.Errorf("%s: data plane gets %s/%s at %s", prov, ref.Name, ref.Key, f.Path)
 			}
 		}
 	}
@@ -128,8 +137,8 @@ func TestProjection(t *testing.T) {
 
 	// The agent of w-1 opens it; the exec applier writes its files.
 	src := kubepki.NodeSource{Store: e.st, Machine: "w-1", KeyFile: wDir.Key(pki.NodeLeaf)}
-	got, err := src.Secret(ctx, "demo-join-token")
-	if err != nil || !bytes.Equal(got[kubepki.KeyValue], e.secret(t, "demo-join-token").Spec.Data[kubepki.KeyValue]) {
+	got, err := src.Secret(ctx, "demo-bootstrap-token")
+	if err != nil || !bytes.Equal(got[kubepki.KeyKubeconfig], e.secret(t, "demo-bootstrap-token").Spec.Data[kubepki.KeyKubeconfig]) {
 		t.Fatalf("token through the node source: %v", err)
 	}
 	if _, err := src.Secret(ctx, "demo-sa"); !errors.Is(err, kubepki.ErrNotProjected) {
@@ -185,7 +194,7 @@ func TestProjection(t *testing.T) {
 	if err := kubepki.Unproject(ctx, e.sec, []string{"w-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := src.Secret(ctx, "demo-join-token"); !errors.Is(err, kubepki.ErrNotProjected) {
+	if _, err := src.Secret(ctx, "demo-bootstrap-token"); !errors.Is(err, kubepki.ErrNotProjected) {
 		t.Fatalf("after unproject: %v", err)
 	}
 }

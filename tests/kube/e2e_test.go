@@ -145,7 +145,7 @@ func TestKubernetesClusterEndToEnd(t *testing.T) {
 	}
 
 	// What the data plane received: cluster.nix naming every machine and
-	// the prefix, the cluster's join token (not in cluster.nix), no CA key.
+	// the prefix, the bootstrap kubeconfig and token (not in cluster.nix), no CA key.
 	token := f.checkDataPlane(t, name, prefix)
 
 	// A version change: refused two minors up, rolled control plane first
@@ -247,7 +247,8 @@ func (f *fleet) waitClusterTB(t testing.TB, ctx context.Context, name string, wi
 }
 
 // checkDataPlane checks what the data-plane machines' generations got and
-// returns the join token.
+// returns the bootstrap token: the bootstrap kubeconfig holds it with the
+// endpoint; the servers' join token is not there.
 func (f *fleet) checkDataPlane(t *testing.T, name, prefix string) string {
 	t.Helper()
 	var token string
@@ -266,17 +267,23 @@ func (f *fleet) checkDataPlane(t *testing.T, name, prefix string) string {
 		if a.Role != "dataPlane" {
 			t.Errorf("%s's role in cluster.nix: %q", m, a.Role)
 		}
-		tok := strings.TrimSpace(string(a.JoinToken))
-		if len(tok) < 20 {
-			t.Errorf("%s's join token %q (at cluster.nix's paths.joinToken): want a random token", m, tok)
+		tok := strings.TrimSpace(string(a.BootstrapToken))
+		if len(tok) != 23 {
+			t.Errorf("%s's bootstrap token %q (at cluster.nix's paths.bootstrapToken): want <id>.<secret>", m, tok)
 		}
 		if token == "" {
 			token = tok
 		} else if tok != token {
-			t.Errorf("%s's join token differs from dp-1's", m)
+			t.Errorf("%s's bootstrap token differs from dp-1's", m)
+		}
+		if kc := string(a.BootstrapKubeconfig); tok == "" || !strings.Contains(kc, "token: "+tok) || !strings.Contains(kc, "certificate-authority-data:") {
+			t.Errorf("%s's bootstrap kubeconfig lacks the token or the CA:\n%s", m, kc)
+		}
+		if len(a.JoinToken) != 0 {
+			t.Errorf("%s holds the servers' join token", m)
 		}
 		if tok != "" && strings.Contains(nix, tok) {
-			t.Errorf("%s's cluster.nix holds the join token (it goes through the Nix store)", m)
+			t.Errorf("%s's cluster.nix holds the bootstrap token (it goes through the Nix store)", m)
 		}
 		if _, err := os.Stat(f.machines[m].Path(kubepki.DefaultPaths().CAKey)); err == nil {
 			t.Errorf("%s holds the cluster CA's key", m)
@@ -349,7 +356,7 @@ func (f *fleet) checkDeleted(t *testing.T, ctx context.Context, name, token stri
 	}
 	for _, kv := range all.Kvs {
 		if token != "" && strings.Contains(string(kv.Value), token) {
-			t.Errorf("the join token is still in etcd, at %s", kv.Key)
+			t.Errorf("the bootstrap token is still in etcd, at %s", kv.Key)
 		}
 	}
 	for _, m := range f.machineList() {
@@ -364,8 +371,10 @@ func (f *fleet) checkDeleted(t *testing.T, ctx context.Context, name, token stri
 		if len(applies) == 0 || applies[len(applies)-1].Attr != kubetest.ReleaseAttr {
 			t.Errorf("%s's last generation is not the release (#minimal)", m.Name)
 		}
-		if _, err := os.Stat(m.Path(kubepki.DefaultPaths().JoinToken)); err == nil {
-			t.Errorf("%s still holds the join token file", m.Name)
+		for _, p := range []string{kubepki.DefaultPaths().JoinToken, kubepki.DefaultPaths().BootstrapToken, kubepki.DefaultPaths().BootstrapKubeconfig} {
+			if _, err := os.Stat(m.Path(p)); err == nil {
+				t.Errorf("%s still holds %s", m.Name, p)
+			}
 		}
 	}
 	if slices.ContainsFunc(f.nodeNames(), func(n string) bool {

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # build.sh VERSION OUTDIR builds kube-apiserver, kube-controller-manager,
-# kube-scheduler and kubectl of one Kubernetes release from the Go module
-# proxy into OUTDIR.
+# kube-scheduler, kubectl and kubelet of one Kubernetes release from the Go
+# module proxy into OUTDIR.
 #
 # k8s.io/kubernetes replaces every staging module (k8s.io/api, apimachinery,
 # client-go, ...) with a directory of its own tree, so it cannot be built
 # with `go install`. This makes a scratch module that requires it, replaces
 # each staging module with its same-numbered v0.X.Y release (the list is read
-# from k8s.io/kubernetes's own go.mod), names the four commands in a tool
+# from k8s.io/kubernetes's own go.mod), names the five commands in a tool
 # block and builds them in one `go build tool`.
 #
 # The build is skipped when every binary in OUTDIR already reports VERSION.
@@ -18,7 +18,7 @@ tag=kubebin
 . "$(dirname "$0")/../scratchmod/lib.sh"
 scratch_args "v1.37.2 .cache/kube/v1.37.2" "v1.*.*" "look like v1.X.Y" "$@"
 staging=v0.${version#v1.}
-cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet"
 
 # The versions are read whole before they are matched: with pipefail, a
 # `kubectl version | grep -q` fails when grep exits at the first line and
@@ -32,7 +32,9 @@ have() {
 	out=$("$outdir/kube-apiserver" --version 2>/dev/null) || return 1
 	grep -qx "Kubernetes $version" <<<"$out" || return 1
 	out=$("$outdir/kubectl" version --client 2>/dev/null) || return 1
-	grep -qx "Client Version: $version" <<<"$out"
+	grep -qx "Client Version: $version" <<<"$out" || return 1
+	out=$("$outdir/kubelet" --version 2>/dev/null) || return 1
+	grep -qx "Kubernetes $version" <<<"$out"
 }
 if have; then
 	echo "kubebin: $outdir already holds $version, skipping build"

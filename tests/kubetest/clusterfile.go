@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+
+	"github.com/homystack/nico/pkg/clusternix"
 )
 
-// ClusterFile is what a flake reads from cluster.nix (schema version 1,
-// pkg/clusternix), as nix-instantiate evaluates it to JSON.
+// ClusterFile is what a flake reads from cluster.nix (schema version
+// clusternix.SchemaVersion), as nix-instantiate evaluates it to JSON.
 type ClusterFile struct {
 	SchemaVersion        int    `json:"schemaVersion"`
 	Name                 string `json:"name"`
@@ -74,8 +76,8 @@ func EvalClusterFile(ctx context.Context, path string) (*ClusterFile, error) {
 	if err := json.Unmarshal(out.Bytes(), c); err != nil {
 		return nil, fmt.Errorf("kubetest: %s: %w", path, err)
 	}
-	if c.SchemaVersion != 1 {
-		return nil, fmt.Errorf("kubetest: %s: schemaVersion %d, want 1", path, c.SchemaVersion)
+	if c.SchemaVersion != clusternix.SchemaVersion {
+		return nil, fmt.Errorf("kubetest: %s: schemaVersion %d, want %d", path, c.SchemaVersion, clusternix.SchemaVersion)
 	}
 	return c, nil
 }

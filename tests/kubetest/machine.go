@@ -67,10 +67,13 @@ type Apply struct {
 	Version    string // cluster.nix's version
 	ClusterNix []byte
 	JoinToken  []byte
-	Restarted  bool // a control plane was (re)started
-	Started    time.Time
-	Finished   time.Time
-	Err        error
+	// BootstrapToken and BootstrapKubeconfig are the files at
+	// cluster.nix's paths.bootstrapToken and paths.bootstrapKubeconfig.
+	BootstrapToken, BootstrapKubeconfig []byte
+	Restarted                           bool // a control plane was (re)started
+	Started                             time.Time
+	Finished                            time.Time
+	Err                                 error
 }
 
 // Applier returns the machine's exec applier (gate: its health gate;
@@ -159,9 +162,11 @@ func (m *Machine) run(ctx context.Context, a *Apply) error {
 		return err
 	}
 	a.Version, a.Role = cf.Version, cf.Role(m.Name)
-	if p := cf.Paths["joinToken"]; p != "" {
-		if tok, err := os.ReadFile(m.Path(p)); err == nil {
-			a.JoinToken = tok
+	for key, dst := range map[string]*[]byte{"joinToken": &a.JoinToken, "bootstrapToken": &a.BootstrapToken, "bootstrapKubeconfig": &a.BootstrapKubeconfig} {
+		if p := cf.Paths[key]; p != "" {
+			if b, err := os.ReadFile(m.Path(p)); err == nil {
+				*dst = b
+			}
 		}
 	}
 	switch a.Role {

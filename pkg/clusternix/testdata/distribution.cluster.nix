@@ -1,7 +1,7 @@
 # cluster.nix of the Kubernetes cluster edge, written by nico: do not edit.
-# Schema version 1; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
+# Schema version 2; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
 {
-  schemaVersion = 1;
+  schemaVersion = 2;
   name = "edge";
   version = "1.36";
   controlPlaneEndpoint = { host = "api.edge.example"; port = 6443; };
@@ -26,6 +26,8 @@
     apiserverEtcdClientCert = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
     apiserverEtcdClientKey = "/etc/kubernetes/pki/apiserver-etcd-client.key";
     apiserverKey = "/etc/kubernetes/pki/apiserver.key";
+    bootstrapKubeconfig = "/etc/kubernetes/bootstrap-kubelet.conf";
+    bootstrapToken = "/var/lib/nico/cluster/bootstrap-token";
     caCert = "/etc/kubernetes/pki/ca.crt";
     caKey = "/etc/kubernetes/pki/ca.key";
     etcdCACert = "/etc/kubernetes/pki/etcd/ca.crt";

@@ -82,7 +82,8 @@ let
     in
     {
       "k3s server on the control plane, agent on the data plane" = k.enable && k.role == (if server then "server" else "agent");
-      "tokenFile is cluster.nix's paths.joinToken" = k.tokenFile == c.paths.joinToken && k.token == "";
+      "tokenFile: servers cluster.nix's paths.joinToken, agents paths.bootstrapToken" =
+        k.tokenFile == (if server then c.paths.joinToken else c.paths.bootstrapToken) && k.token == "";
       "clusterInit exactly on the first server with embedded etcd" = k.clusterInit == (server && !shared && c.firstServer == name);
       "serverAddr: agents the endpoint, joining servers the first one, others none" =
         k.serverAddr == (if !server then c.serverURL else if shared || c.firstServer == name then ""
@@ -136,8 +137,11 @@ let
       "no roles and no easyCerts: no etcd or certificates of the module's own" = k.roles == [ ] && !k.easyCerts;
       "control plane runs the API server, controller-manager and scheduler; data plane none" =
         a.enable == server && k.controllerManager.enable == server && k.scheduler.enable == server;
-      "kubelet and kube-proxy on every machine, with the delivered kubeconfig" =
-        k.kubelet.enable && k.proxy.enable && k.kubelet.extraOpts == "--kubeconfig=${c.paths.kubeconfig}";
+      "kubelet and kube-proxy on every machine; the kubelet joins with the bootstrap kubeconfig, not admin.conf" =
+        k.kubelet.enable && k.proxy.enable
+        && lib.hasInfix "--bootstrap-kubeconfig=${c.paths.bootstrapKubeconfig}" k.kubelet.extraOpts
+        && lib.hasInfix "--rotate-certificates=true" k.kubelet.extraOpts
+        && !lib.hasInfix c.paths.kubeconfig k.kubelet.extraOpts && !lib.hasInfix c.paths.kubeconfig k.proxy.extraOpts;
       "the cluster CA and endpoint" = k.caFile == c.paths.caCert && k.apiserverAddress == c.serverURL;
     } // lib.optionalAttrs server {
       "the API server on cluster.nix's etcd with the apiserver-etcd-client pair" =
@@ -156,7 +160,9 @@ let
         && lib.hasInfix "--etcd-compaction-interval=0" a.extraOpts == (c.etcd.provider == "nico");
       "the controller-manager signs with the cluster CA and the service-account key" =
         k.controllerManager.serviceAccountKeyFile == c.paths.serviceAccountKey
-        && lib.hasInfix "--cluster-signing-key-file=${c.paths.caKey}" k.controllerManager.extraOpts;
+        && lib.hasInfix "--cluster-signing-key-file=${c.paths.caKey}" k.controllerManager.extraOpts
+        && lib.hasInfix "bootstrapsigner,tokencleaner" k.controllerManager.extraOpts;
+      "the API server takes bootstrap tokens" = lib.hasInfix "--enable-bootstrap-token-auth=true" a.extraOpts;
     };
 
   # The sample nix-check.sh copies beside each example's flake.nix.
