@@ -21,6 +21,12 @@ type ClusterHooks struct {
 	DefaultGitRepo string
 	// Secrets makes and removes a cluster's secrets; nil: none.
 	Secrets ClusterSecrets
+	// API reaches each cluster's own API server once it is ready: it
+	// registers the bootstrap token, reads the Nodes the cluster's
+	// readiness is judged by and deletes released machines' Nodes. nil:
+	// no token is registered and machines count as ready once they run
+	// the cluster's configuration.
+	API ClusterAPI
 }
 
 // ClusterSecrets are a cluster's PKI, tokens, machine keys and etcd
@@ -163,6 +169,14 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	facts := cc.facts(kc, sel, f, members)
 	facts.Deleting = deleting
 	judged := kubeplan.Judge(facts)
+	apiReady := judged.Condition(kubeplan.APIServerReady).Status
+	var bootErr error
+	if a := cc.c.Clusters.API; a != nil && !deleting {
+		if bootErr = cc.observeAPI(ctx, a, kc, apiReady, &facts); errors.Is(bootErr, store.ErrNotLeader) {
+			return bootErr
+		}
+		judged = kubeplan.Judge(facts)
+	}
 	rf.APIServerReady = judged.Condition(kubeplan.APIServerReady).Status
 	plan := kubeplan.Next(rf)
 	if plan.Action == kubeplan.Halted {
@@ -188,6 +202,16 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		}
 	}
 	cc.log(name, plan)
+	if a := cc.c.Clusters.API; a != nil && plan.Action == kubeplan.Unclaim && apiReady && !deleting {
+		// A released machine's kubelet has stopped (its release applied):
+		// its Node goes before its claim.
+		for _, m := range plan.Machines {
+			if err := a.DeleteNode(ctx, cc.fence, kc, m); err != nil {
+				return fmt.Errorf("delete the Node of released machine %s: %w", m, err)
+			}
+			cc.c.log.Info("node deleted", "cluster", name, "machine", m)
+		}
+	}
 	if err := cc.applyPlan(ctx, kc, plan, f); err != nil {
 		return err
 	}
@@ -210,8 +234,37 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		kubeconfig, c = distributionKubeconfig(kc, f.kubeconfigs[name])
 		published = &c
 	}
-	return cc.writeStatus(ctx, kc, statusUpdate{judged: judged, sel: sel, endpoint: endpoint, kubeconfig: kubeconfig,
-		rollouts: f.owned(name), inSync: inSync, facts: facts, drained: drained, idle: plan.Action == kubeplan.None, published: published})
+	if err := cc.writeStatus(ctx, kc, statusUpdate{judged: judged, sel: sel, endpoint: endpoint, kubeconfig: kubeconfig,
+		rollouts: f.owned(name), inSync: inSync, facts: facts, drained: drained, idle: plan.Action == kubeplan.None, published: published}); err != nil {
+		return err
+	}
+	return bootErr
+}
+
+// observeAPI reaches kc's own API server once its API servers are ready:
+// it registers the bootstrap token (an error is returned, after the
+// status is written, and the runtime retries with backoff) and reads the
+// Nodes into facts (an error names itself in the data plane's condition).
+func (cc *clusterController) observeAPI(ctx context.Context, a ClusterAPI, kc *api.KubernetesCluster, apiReady bool, facts *kubeplan.Facts) error {
+	facts.NodesObserved = true
+	if !apiReady {
+		facts.NodesError = "the API servers are not ready"
+		return nil
+	}
+	var bootErr error
+	if err := a.Bootstrap(ctx, cc.fence, kc); err != nil {
+		if errors.Is(err, store.ErrNotLeader) {
+			return err
+		}
+		bootErr = fmt.Errorf("bootstrap token: %w", err)
+		cc.c.log.Warn("bootstrap token not registered", "cluster", kc.Metadata.Name, "err", err)
+	}
+	nodes, err := a.Nodes(ctx, kc)
+	if err != nil {
+		facts.NodesError = err.Error()
+	}
+	facts.Nodes = nodes
+	return bootErr
 }
 
 func (cc *clusterController) log(cluster string, p kubeplan.RollPlan) {

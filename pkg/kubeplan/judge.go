@@ -41,8 +41,10 @@ const (
 	ReasonRolloutHalted       = "RolloutHalted"
 	ReasonReady               = "Ready"
 	ReasonNotReady            = "NotReady"
-	ReasonNoDataPlane         = "NoDataPlane"
-	ReasonDeleting            = "Deleting"
+	// ReasonNodeNotReady: a machine's Node is missing or not Ready.
+	ReasonNodeNotReady = "NodeNotReady"
+	ReasonNoDataPlane  = "NoDataPlane"
+	ReasonDeleting     = "Deleting"
 )
 
 // Probe is what a machine's agent last reported of one component.
@@ -53,6 +55,15 @@ type Probe struct {
 	// Leader: the machine holds the component's leader lease.
 	Leader  bool
 	Message string
+}
+
+// NodeState is the Ready condition of the Node named after a machine,
+// as the cluster's API server holds it.
+type NodeState struct {
+	Ready bool
+	// Status is the condition's status ("" when the kubelet reported
+	// none yet); Reason and Message are the kubelet's own.
+	Status, Reason, Message string
 }
 
 // Member is one selected machine as observed.
@@ -76,6 +87,51 @@ type Facts struct {
 	ControlPlane, DataPlane []Member
 	// Halted is the reason the cluster's last rollout halted ("" none).
 	Halted string
+	// NodesObserved: the cluster's Nodes are judged (the controller
+	// reaches the cluster's API). A data-plane machine then counts as
+	// ready only when its Node (named after it) is Ready, and a
+	// control-plane machine whose Node exists only when it is Ready (a
+	// control-plane machine may run no kubelet). Unobserved, a machine
+	// counts once it runs the cluster's configuration.
+	NodesObserved bool
+	// Nodes are the cluster's Nodes by name; NodesError why they could
+	// not be read ("" when read).
+	Nodes      map[string]NodeState
+	NodesError string
+}
+
+// nodeProblem is why machine m's Node does not let it count as ready
+// ("" when it does); mustExist for the data plane.
+func (f Facts) nodeProblem(m string, mustExist bool) string {
+	if !f.NodesObserved {
+		return ""
+	}
+	if f.NodesError != "" {
+		if !mustExist {
+			return ""
+		}
+		return "Nodes not read: " + f.NodesError
+	}
+	n, ok := f.Nodes[m]
+	switch {
+	case !ok && mustExist:
+		return "Node not registered"
+	case !ok, n.Ready:
+		return ""
+	case n.Status == "":
+		return "Node has no Ready condition yet"
+	}
+	msg := "Node " + n.Status
+	if n.Status == "False" {
+		msg = "Node NotReady"
+	}
+	if n.Reason != "" {
+		msg += ": " + n.Reason
+	}
+	if n.Message != "" {
+		msg += ": " + n.Message
+	}
+	return msg
 }
 
 // Condition is one observation about the cluster.
@@ -118,7 +174,9 @@ func (s Status) Condition(t string) Condition {
 // control-plane machine runs the cluster's configuration and its /readyz
 // answers), then controller-manager and scheduler (every replica healthy),
 // then the data plane (the control plane ready and every data-plane
-// machine running its configuration).
+// machine running its configuration and, with NodesObserved, its Node
+// Ready; the condition names each machine whose Node is missing or not
+// Ready with the kubelet's reason and message).
 func Judge(f Facts) Status {
 	var s Status
 	apiserver := func(m Member) Probe { return m.APIServer }
@@ -156,9 +214,33 @@ func Judge(f Facts) Status {
 	default:
 		cp.Message = fmt.Sprintf("%d of %d control-plane machines ready", len(f.ControlPlane), len(f.ControlPlane))
 	}
-	s.ControlPlane = countMembers(f.ControlPlane, func(m Member) bool { return m.Applied && m.APIServer.Healthy })
+	s.ControlPlane = countMembers(f.ControlPlane, func(m Member) bool {
+		return m.Applied && m.APIServer.Healthy && f.nodeProblem(m.Name, false) == ""
+	})
+	if cp.Status {
+		var bad []string
+		for _, m := range f.ControlPlane {
+			if p := f.nodeProblem(m.Name, false); p != "" {
+				bad = append(bad, m.Name+": "+p)
+			}
+		}
+		if len(bad) > 0 {
+			cp.Status, cp.Reason = false, ReasonNodeNotReady
+			cp.Message = fmt.Sprintf("%d of %d control-plane machines ready; %s", s.ControlPlane.Ready, s.ControlPlane.Total, strings.Join(bad, "; "))
+		}
+	}
 
-	s.DataPlane = countMembers(f.DataPlane, func(m Member) bool { return m.Applied })
+	var dpBad []string
+	s.DataPlane = countMembers(f.DataPlane, func(m Member) bool {
+		if !m.Applied {
+			return false
+		}
+		if p := f.nodeProblem(m.Name, true); p != "" {
+			dpBad = append(dpBad, m.Name+": "+p)
+			return false
+		}
+		return true
+	})
 	dp := Condition{Type: DataPlaneReady, Reason: ReasonReady}
 	switch {
 	case sel.MissingDataPlane > 0:
@@ -169,6 +251,8 @@ func Judge(f Facts) Status {
 		dp.Reason, dp.Message = ReasonWaitingForControl, "waiting for "+ControlPlaneReady
 	case len(f.DataPlane) == 0:
 		dp.Status, dp.Reason, dp.Message = true, ReasonNoDataPlane, "the cluster has no data-plane machine"
+	case len(dpBad) > 0:
+		dp.Reason, dp.Message = ReasonNodeNotReady, fmt.Sprintf("%d of %d data-plane machines ready; %s", s.DataPlane.Ready, s.DataPlane.Total, strings.Join(dpBad, "; "))
 	case s.DataPlane.Ready < s.DataPlane.Total:
 		dp.Reason, dp.Message = ReasonNotReady, fmt.Sprintf("%d of %d data-plane machines run the cluster's configuration", s.DataPlane.Ready, s.DataPlane.Total)
 	default:

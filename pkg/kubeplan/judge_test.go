@@ -52,6 +52,27 @@ func TestJudge(t *testing.T) {
 			phase: Failed, want: "T T T T F:MachineNotFound F:WaitingForControlPlane", message: "cp-9"},
 		{name: "a halted rollout fails the cluster", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps, Halted: "generation 2 failed on cp-1"},
 			phase: Failed, want: "T T T T T T", message: "generation 2 failed"},
+		{name: "nodes observed, all Ready", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps,
+			NodesObserved: true, Nodes: map[string]NodeState{"dp-1": {Ready: true, Status: "True"}}},
+			phase: Ready, want: "T T T T T T", message: "1 of 1 data-plane machines ready"},
+		{name: "a data-plane Node not registered", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps,
+			NodesObserved: true, Nodes: map[string]NodeState{}},
+			phase: Provisioning, want: "T T T T T F:NodeNotReady", message: "dp-1: Node not registered"},
+		{name: "a data-plane Node NotReady names the kubelet's reason", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps,
+			NodesObserved: true, Nodes: map[string]NodeState{"dp-1": {Status: "False", Reason: "KubeletNotReady", Message: "container runtime network not ready"}}},
+			phase: Provisioning, want: "T T T T T F:NodeNotReady", message: "dp-1: Node NotReady: KubeletNotReady: container runtime network not ready"},
+		{name: "a data-plane Node that stopped reporting", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps,
+			NodesObserved: true, Nodes: map[string]NodeState{"dp-1": {Status: "Unknown", Reason: "NodeStatusUnknown", Message: "Kubelet stopped posting node status."}}},
+			phase: Provisioning, want: "T T T T T F:NodeNotReady", message: "dp-1: Node Unknown: NodeStatusUnknown"},
+		{name: "Nodes not read hold the data plane", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps,
+			NodesObserved: true, NodesError: "connection refused"},
+			phase: Provisioning, want: "T T T T T F:NodeNotReady", message: "dp-1: Nodes not read: connection refused"},
+		{name: "a control-plane machine without a Node counts, one NotReady does not", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps,
+			NodesObserved: true, Nodes: map[string]NodeState{"dp-1": {Ready: true, Status: "True"}, "cp-2": {Status: "False", Reason: "KubeletNotReady"}}},
+			phase: Provisioning, want: "T T T T F:NodeNotReady F:WaitingForControlPlane", message: "1 of 2 control-plane machines ready; cp-2: Node NotReady: KubeletNotReady"},
+		{name: "a machine not applied yet is not judged by its Node", f: Facts{Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: []Member{{Name: "dp-1"}},
+			NodesObserved: true, Nodes: map[string]NodeState{"dp-1": {Ready: true, Status: "True"}}},
+			phase: Provisioning, want: "T T T T T F:NotReady", message: "0 of 1 data-plane machines run"},
 		{name: "deleting", f: Facts{Deleting: true, Selection: sel, EtcdReady: true, ControlPlane: cps(nil), DataPlane: dps},
 			phase: Deleting, want: "T T T T T T"},
 	}
@@ -98,5 +119,19 @@ func TestJudgeCounts(t *testing.T) {
 	}
 	if s.APIServer.Ready != 2 || s.ControlPlane.Ready != 2 {
 		t.Fatalf("api %+v cp %+v", s.APIServer, s.ControlPlane)
+	}
+}
+
+// TestJudgeNodeCounts: readyMachines holds a machine only when its Node is
+// Ready.
+func TestJudgeNodeCounts(t *testing.T) {
+	s := Judge(Facts{Selection: Selection{ControlPlane: []string{"cp-1"}, DataPlane: []string{"dp-1", "dp-2"}}, EtcdReady: true,
+		ControlPlane: []Member{ready("cp-1")}, DataPlane: []Member{{Name: "dp-1", Applied: true}, {Name: "dp-2", Applied: true}},
+		NodesObserved: true, Nodes: map[string]NodeState{"dp-1": {Ready: true, Status: "True"}, "dp-2": {Status: "False", Reason: "KubeletNotReady"}}})
+	if s.DataPlane.Ready != 1 || s.DataPlane.Total != 2 || len(s.DataPlane.ReadyMachines) != 1 || s.DataPlane.ReadyMachines[0] != "dp-1" {
+		t.Fatalf("data plane %+v", s.DataPlane)
+	}
+	if s.Phase != Provisioning || !strings.Contains(s.Message, "dp-2: Node NotReady: KubeletNotReady") {
+		t.Fatalf("phase %s message %q", s.Phase, s.Message)
 	}
 }

@@ -33,6 +33,8 @@ func clusterHooks(cfg config.Coordinator, st *store.Store, root *clientv3.Client
 		log.Info("Kubernetes clusters get no secrets from this candidate: no CA key", "err", err)
 		return hooks
 	}
-	hooks.Secrets = &coordinator.KubePKISecrets{Secrets: secrets.New(st, box), Store: st, Root: root, NicoCA: ca}
+	sec := secrets.New(st, box)
+	hooks.Secrets = &coordinator.KubePKISecrets{Secrets: sec, Store: st, Root: root, NicoCA: ca}
+	hooks.API = &coordinator.KubeAPI{Secrets: sec, Store: st}
 	return hooks
 }
