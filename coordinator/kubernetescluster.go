@@ -256,6 +256,12 @@ func (cc *clusterController) observeAPI(ctx context.Context, a ClusterAPI, kc *a
 		if errors.Is(err, store.ErrNotLeader) {
 			return err
 		}
+		if errors.Is(err, store.ErrNotFound) {
+			// No admin kubeconfig yet (a distribution's is published
+			// once the control plane is ready): the Nodes read says so.
+			facts.NodesError = err.Error()
+			return nil
+		}
 		bootErr = fmt.Errorf("bootstrap token: %w", err)
 		cc.c.log.Warn("bootstrap token not registered", "cluster", kc.Metadata.Name, "err", err)
 	}

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -186,5 +187,30 @@ func TestBootstrapRetried(t *testing.T) {
 	h.pass()
 	if fake.bootstrapped != n+1 {
 		t.Fatalf("registration not retried: %d, was %d", fake.bootstrapped, n)
+	}
+}
+
+// TestBootstrapWaitsForKubeconfig: before the cluster's admin kubeconfig
+// exists (a distribution's is published once the control plane is
+// ready), the pass does not fail; the data plane names why its Nodes are
+// not read.
+func TestBootstrapWaitsForKubeconfig(t *testing.T) {
+	h := newKCHarness(t)
+	fake := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}, bootErr: fmt.Errorf("admin kubeconfig k1-kubeconfig: %w", store.ErrNotFound)}
+	h.c.Clusters.API = fake
+	h.machine("cp-1")
+	h.machine("dp-1")
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.Version = "1.37.2"
+	kc.Spec.ControlPlane = api.MachineSet{Machines: []string{"cp-1"}}
+	kc.Spec.DataPlane = api.MachineSet{Machines: []string{"dp-1"}}
+	h.create(kc)
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	for range 10 {
+		h.pass() // fails the test on a pass's error
+	}
+	c := api.FindClusterCondition(h.cluster("k1").Status.Conditions, api.CondDataPlaneReady)
+	if c == nil || c.Status != api.ConditionFalse || !strings.Contains(c.Message, "dp-1: Nodes not read: admin kubeconfig k1-kubeconfig") {
+		t.Fatalf("DataPlaneReady %+v", c)
 	}
 }
