@@ -44,8 +44,8 @@ etcd-binaries: deps
 weed-binary: deps
 	@tests/weedbin/build.sh $(WEED_VERSION) $(WEED_CACHE)
 
-# kube-binaries: kube-apiserver, kube-controller-manager, kube-scheduler and
-# kubectl of KUBE_VERSION, built from the Go module proxy in a scratch module
+# kube-binaries: kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubectl and kubelet of KUBE_VERSION, built from the Go module proxy in a scratch module
 # (tests/kubebin/build.sh) into KUBE_CACHE; skipped when they are there.
 # A cold build costs minutes of CPU and ~3 GB of memory (docs/performance.md).
 kube-binaries: deps
@@ -54,7 +54,9 @@ kube-binaries: deps
 # e2e-kube runs the tests with a real Kubernetes control plane (tests/kubetest:
 # kube-apiserver, controller-manager and scheduler on nico's etcd under a
 # cluster's prefix, driven with the built kubectl; tests/kube: the sandbox
-# fleet end to end), failing rather than skipping when the binaries are
+# fleet end to end; in both, real kubelets on Debian's containerd joining
+# with a bootstrap kubeconfig, each test in a network namespace of its
+# own), failing rather than skipping when the binaries are
 # missing, then tests/kube's benchmark (apply to Ready beside the same
 # generation with no cluster controller) into KUBE_BENCH.
 KUBE_BENCH ?= $(CURDIR)/kube-bench.out

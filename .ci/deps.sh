@@ -31,6 +31,11 @@ need python3 python3
 need pyflakes3 python3-pyflakes
 # mypy type-checks them against a stub of the test driver, as runNixOSTest does (make nix-check)
 need mypy mypy
+# the real-kubelet tests (make e2e-kube): a container runtime, its OCI
+# runtime and the CNI plugins (bridge, host-local, loopback)
+need containerd containerd
+need runc runc
+[ -x /usr/lib/cni/bridge ] || pkgs+=(containernetworking-plugins)
 # libvirt's C library and headers for pkg/libvirt (cgo), found through pkg-config
 need pkg-config pkg-config
 pkg-config --exists libvirt 2>/dev/null || pkgs+=(libvirt-dev)

@@ -78,6 +78,21 @@ type fleetOptions struct {
 	// clusters runs the Kubernetes cluster controller with kubepki's
 	// secrets, the agents' component probes and their secret sources.
 	clusters bool
+	// workers runs a real worker (containerd and a kubelet) on each
+	// data-plane machine, dp-N at 10.77.0.N+1 (the test runs in a network
+	// namespace holding those addresses, kubetest.InNetns), and the
+	// cluster controller with the clusters' API (coordinator.KubeAPI):
+	// the bootstrap token registered, readiness from the Nodes.
+	workers bool
+}
+
+// workerIP is data-plane machine dp-N's node address with workers.
+func workerIP(machine string) string {
+	var n int
+	if _, err := fmt.Sscanf(machine, "dp-%d", &n); err != nil {
+		return ""
+	}
+	return fmt.Sprintf("10.77.0.%d", n+1)
 }
 
 // address is machine's own loopback address (its Machine's status), where
@@ -161,6 +176,9 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 		cfg.PKI.Dir = pki.Dir(filepath.Join(dir, "pki"))
 	}
 	m := &kubetest.Machine{Name: name, Root: filepath.Join(dir, "root"), Binaries: f.bins, Log: f.log}
+	if opts.workers && roles[0] != api.RoleControlPlane {
+		m.Worker = &kubetest.WorkerConfig{Kubelet: f.bins.Kubelet, NodeIP: workerIP(name), Dir: filepath.Join(dir, "worker")}
+	}
 	var secrets apply.Secrets
 	if opts.clusters {
 		b := &boundSecrets{machine: name, keyFile: cfg.PKI.Dir.Key(pki.NodeLeaf)}
@@ -234,8 +252,12 @@ func (f *fleet) startCoordinator(opts fleetOptions) {
 			f.tb.Fatal(err)
 		}
 		f.box = box
+		sec := secrets.New(f.st, box)
 		c.Clusters = coordinator.ClusterHooks{DefaultGitRepo: "https://git.example/kube",
-			Secrets: &coordinator.KubePKISecrets{Secrets: secrets.New(f.st, box), Store: f.st, Root: f.root, NicoCA: etcdtest.PKI(f.tb)}}
+			Secrets: &coordinator.KubePKISecrets{Secrets: sec, Store: f.st, Root: f.root, NicoCA: etcdtest.PKI(f.tb)}}
+		if opts.workers {
+			c.Clusters.API = &coordinator.KubeAPI{Secrets: sec, Store: f.st}
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f.coord = cancel

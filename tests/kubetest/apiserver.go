@@ -61,6 +61,9 @@ func (c APIServerConfig) Args() []string {
 		"--client-ca-file=" + f.CACert,
 		"--authorization-mode=Node,RBAC",
 		"--enable-bootstrap-token-auth=true",
+		// Kubelets are reached at their node address (logs, exec), not
+		// their host name, which resolves nowhere here.
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + f.SAPublicKey,
 		"--service-account-signing-key-file=" + f.SAPrivateKey,

@@ -15,7 +15,7 @@ const Version = "v1.37.2"
 
 // Env variables read by FindBinaries.
 const (
-	// EnvBinaries is the directory holding the four binaries.
+	// EnvBinaries is the directory holding the five binaries.
 	EnvBinaries = "NICO_KUBE_BINARIES"
 	// EnvRequireBinaries set to 1 turns missing binaries into a test failure.
 	EnvRequireBinaries = "NICO_REQUIRE_KUBE_BINARIES"
@@ -28,6 +28,7 @@ type Binaries struct {
 	ControllerManager string
 	Scheduler         string
 	Kubectl           string
+	Kubelet           string
 }
 
 // BinariesIn returns the binaries of dir, checking that each exists and that
@@ -43,8 +44,9 @@ func BinariesIn(dir string) (Binaries, error) {
 		ControllerManager: filepath.Join(abs, "kube-controller-manager"),
 		Scheduler:         filepath.Join(abs, "kube-scheduler"),
 		Kubectl:           filepath.Join(abs, "kubectl"),
+		Kubelet:           filepath.Join(abs, "kubelet"),
 	}
-	for _, p := range []string{b.APIServer, b.ControllerManager, b.Scheduler, b.Kubectl} {
+	for _, p := range []string{b.APIServer, b.ControllerManager, b.Scheduler, b.Kubectl, b.Kubelet} {
 		if st, err := os.Stat(p); err != nil || st.IsDir() {
 			return Binaries{}, fmt.Errorf("kubetest: binary %s missing (make kube-binaries builds it)", p)
 		}

@@ -39,7 +39,9 @@ const ClusterNixPath = "cluster.nix"
 //	                                 prefix, then controller-manager and scheduler
 //	                                 (restarted when they exit); return once the
 //	                                 API server is ready
-//	listed in dataPlane          --> record cluster.nix and the join token (no kubelet)
+//	listed in dataPlane          --> record cluster.nix and the tokens; with Worker,
+//	                                 start containerd and a kubelet that joins with
+//	                                 the delivered bootstrap kubeconfig alone
 //
 // Its files live under Root (Path): host files land at Root+path.
 type Machine struct {
@@ -51,10 +53,14 @@ type Machine struct {
 	Host string
 	Port int
 	Log  *slog.Logger
+	// Worker, when set, is the real worker a data-plane generation runs
+	// (Kubelet, NodeIP and Dir; the rest comes from cluster.nix's paths).
+	Worker *WorkerConfig
 
 	mu      sync.Mutex
 	cp      *ControlPlane
 	cpKey   string
+	worker  *Worker
 	applies []Apply
 }
 
@@ -115,12 +121,43 @@ func (m *Machine) Stop() error {
 }
 
 func (m *Machine) stopLocked() error {
-	if m.cp == nil {
+	var errs []error
+	if m.worker != nil {
+		errs = append(errs, m.worker.Stop())
+		m.worker = nil
+	}
+	if m.cp != nil {
+		errs = append(errs, m.cp.Stop())
+		m.cp, m.cpKey = nil, ""
+	}
+	return errors.Join(errs...)
+}
+
+// RunningWorker returns the running worker, nil when none runs.
+func (m *Machine) RunningWorker() *Worker {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.worker
+}
+
+// runWorker starts the worker once, as a switch starts the kubelet's
+// units: it returns once they started (the Node's readiness is the
+// cluster's to judge).
+func (m *Machine) runWorker(cf *ClusterFile) error {
+	if m.worker != nil {
 		return nil
 	}
-	err := m.cp.Stop()
-	m.cp, m.cpKey = nil, ""
-	return err
+	c := *m.Worker
+	c.Name, c.BootstrapKubeconfig, c.CACert = m.Name, m.Path(cf.Paths["bootstrapKubeconfig"]), m.Path(cf.Paths["caCert"])
+	if _, err := os.Stat(c.BootstrapKubeconfig); err != nil {
+		return fmt.Errorf("kubetest: %s: no bootstrap kubeconfig: %w", m.Name, err)
+	}
+	w, err := StartWorker(c)
+	if err != nil {
+		return err
+	}
+	m.worker = w
+	return nil
 }
 
 // Run implements apply.Runner: it is the generation.
@@ -172,6 +209,11 @@ func (m *Machine) run(ctx context.Context, a *Apply) error {
 	switch a.Role {
 	case "controlPlane":
 		return m.runControlPlane(ctx, a, cf, raw)
+	case "dataPlane":
+		if m.Worker != nil {
+			return m.runWorker(cf)
+		}
+		return m.stopLocked()
 	default:
 		return m.stopLocked()
 	}

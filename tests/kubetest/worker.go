@@ -1,0 +1,286 @@
+package kubetest
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// WorkerConfig is one real Kubernetes worker: containerd (Debian's, with
+// runc) and a kubelet that joins with a bootstrap kubeconfig alone.
+type WorkerConfig struct {
+	// Kubelet is the kubelet binary (Binaries.Kubelet).
+	Kubelet string
+	// Name is the Node's name (--hostname-override).
+	Name string
+	// NodeIP is its address (not loopback); the kubelet serves on it.
+	NodeIP string
+	// Port is the kubelet's port (10250 when 0).
+	Port int
+	// BootstrapKubeconfig is the file the kubelet joins with; CACert the
+	// cluster CA it checks client certificates against.
+	BootstrapKubeconfig, CACert string
+	// PodCIDR is the CNI bridge's range (10.244.0.0/24 when empty).
+	PodCIDR string
+	// Dir holds its state, sockets and logs.
+	Dir string
+}
+
+// Worker is a running containerd and kubelet.
+type Worker struct {
+	Containerd, Kubelet *Process
+	// Kubeconfig is what the kubelet writes once its CSR is signed.
+	Kubeconfig string
+	held       bool // holds a reference on hostSettings
+}
+
+// kubeletSysctls are the kernel settings the kubelet changes at start;
+// they are put back when the host's last worker stops.
+var kubeletSysctls = []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"}
+
+// hostSettings guards kubeletSysctls across the workers of this process
+// and, through a lock file, of other test processes: the first worker
+// takes the lock and reads the settings, the last one puts them back and
+// releases it. (A second process's workers wait for the lock: a kubelet
+// started by one would otherwise read the values another's changed.)
+var hostSettings struct {
+	sync.Mutex
+	refs  int
+	lock  *os.File
+	saved map[string]string
+}
+
+// hostLockPath is the lock file of hostSettings.
+const hostLockPath = "/run/lock/nico-kubetest-kubelet.lock"
+
+func acquireHost() error {
+	hostSettings.Lock()
+	defer hostSettings.Unlock()
+	if hostSettings.refs > 0 {
+		hostSettings.refs++
+		return nil
+	}
+	if err := os.MkdirAll(filepath.Dir(hostLockPath), 0o755); err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	f, err := os.OpenFile(hostLockPath, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return fmt.Errorf("kubetest: lock %s: %w", hostLockPath, err)
+	}
+	saved := map[string]string{}
+	for _, k := range kubeletSysctls {
+		b, err := os.ReadFile("/proc/sys/" + k)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("kubetest: read %s: %w", k, err)
+		}
+		saved[k] = strings.TrimSpace(string(b))
+	}
+	hostSettings.refs, hostSettings.lock, hostSettings.saved = 1, f, saved
+	return nil
+}
+
+func releaseHost() error {
+	hostSettings.Lock()
+	defer hostSettings.Unlock()
+	if hostSettings.refs--; hostSettings.refs > 0 {
+		return nil
+	}
+	var errs []error
+	for k, v := range hostSettings.saved {
+		if b, err := os.ReadFile("/proc/sys/" + k); err == nil && strings.TrimSpace(string(b)) != v {
+			if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0o644); err != nil {
+				errs = append(errs, fmt.Errorf("kubetest: restore %s=%s: %w", k, v, err))
+			}
+		}
+	}
+	errs = append(errs, hostSettings.lock.Close()) // closing releases the lock
+	hostSettings.lock, hostSettings.saved = nil, nil
+	return errors.Join(errs...)
+}
+
+// Pitfalls of this host that shape the worker: the cgroup hierarchy is v1
+// (failCgroupV1: false; no QoS cgroups, so the kubelet leaves no cgroup
+// behind); CAP_SYS_RESOURCE is missing (containerd's
+// restrict_oom_score_adj); the device-plugin socket path is fixed, so the
+// kubelet runs in a private mount namespace with its own /var/lib/kubelet.
+
+// StartWorker starts containerd, then the kubelet; on failure whatever
+// started is stopped.
+func StartWorker(c WorkerConfig) (*Worker, error) {
+	if c.Port == 0 {
+		c.Port = 10250
+	}
+	if c.PodCIDR == "" {
+		c.PodCIDR = "10.244.0.0/24"
+	}
+	dir, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("kubetest: worker dir: %w", err)
+	}
+	w := &Worker{Kubeconfig: filepath.Join(dir, "kubelet.conf")}
+	if err := acquireHost(); err != nil {
+		return nil, err
+	}
+	w.held = true
+	ok := false
+	defer func() {
+		if !ok {
+			_ = w.Stop()
+		}
+	}()
+	sock := filepath.Join(dir, "containerd.sock")
+	files := map[string]string{
+		"containerd.toml": fmt.Sprintf(`version = 2
+root = %q
+state = %q
+[grpc]
+  address = %q
+[plugins."io.containerd.internal.v1.opt"]
+  path = %q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "nico.test/pause:1"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "native"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %q
+`, filepath.Join(dir, "containerd/root"), filepath.Join(dir, "containerd/state"), sock, filepath.Join(dir, "containerd/opt"), filepath.Join(dir, "net.d")),
+		"net.d/10-bridge.conflist": fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "nico-test", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "dataDir": %q}},
+  {"type": "loopback"}]}
+`, c.PodCIDR, filepath.Join(dir, "cni-ipam")),
+		"kubelet.yaml": fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+failSwapOn: false
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+containerRuntimeEndpoint: unix://%s
+address: %s
+port: %d
+readOnlyPort: 0
+healthzPort: 0
+rotateCertificates: true
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %q}
+authorization: {mode: Webhook}
+resolvConf: ""
+registerNode: true
+`, sock, c.NodeIP, c.Port, c.CACert),
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, fmt.Errorf("kubetest: %w", err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			return nil, fmt.Errorf("kubetest: %w", err)
+		}
+	}
+	if w.Containerd, err = StartProcess("containerd "+c.Name, filepath.Join(dir, "containerd.log"), "containerd", "--config", filepath.Join(dir, "containerd.toml")); err != nil {
+		return nil, err
+	}
+	own := filepath.Join(dir, "var-lib-kubelet")
+	if err := os.MkdirAll(own, 0o755); err != nil {
+		return nil, fmt.Errorf("kubetest: %w", err)
+	}
+	args := []string{"--config=" + filepath.Join(dir, "kubelet.yaml"), "--bootstrap-kubeconfig=" + c.BootstrapKubeconfig,
+		"--kubeconfig=" + w.Kubeconfig, "--cert-dir=" + filepath.Join(dir, "pki"), "--root-dir=/var/lib/kubelet",
+		"--hostname-override=" + c.Name, "--node-ip=" + c.NodeIP, "--v=2"}
+	// In its own mount namespace, /var/lib is a tmpfs holding only
+	// /var/lib/kubelet, bound to the worker's directory: the host's
+	// /var/lib is left as it is, and kubelets side by side do not meet.
+	script := "mount --make-rprivate / && mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/kubelet && mount --bind " + strconv.Quote(own) +
+		" /var/lib/kubelet && exec " + strconv.Quote(c.Kubelet) + ` "$@"`
+	if w.Kubelet, err = StartProcess("kubelet "+c.Name, filepath.Join(dir, "kubelet.log"), "unshare", append([]string{"--mount", "--", "sh", "-c", script, "kubelet"}, args...)...); err != nil {
+		return nil, err
+	}
+	ok = true
+	return w, nil
+}
+
+// Stop stops the kubelet, then containerd (and the shims it started);
+// the host's last worker puts back the kernel settings the kubelet
+// changed. Idempotent.
+func (w *Worker) Stop() error {
+	var errs []error
+	for _, p := range []*Process{w.Kubelet, w.Containerd} {
+		if p != nil {
+			errs = append(errs, p.Stop())
+		}
+	}
+	if w.held {
+		w.held = false
+		errs = append(errs, releaseHost())
+	}
+	return errors.Join(errs...)
+}
+
+// Netns runs the test process's re-run in a new network namespace with
+// loopback up and a veth pair (both ends inside), nico0 holding addrs
+// (CIDR), so that a
+// kubelet gets a node address that is not loopback and every packet stays
+// in a namespace the test made. It returns the command to run.
+func Netns(args []string, addrs ...string) *exec.Cmd {
+	setup := "ip link set lo up && ip link add nico0 type veth peer name nico1 && ip link set nico1 up && ip link set nico0 up"
+	for _, a := range addrs {
+		setup += " && ip addr add " + a + " dev nico0"
+	}
+	return exec.Command("unshare", append([]string{"--net", "--", "sh", "-c", setup + ` && exec "$@"`, "netns"}, args...)...)
+}
+
+// EnvInNetns marks the re-run of a test inside its network namespace.
+const EnvInNetns = "NICO_KUBE_IN_NETNS"
+
+// InNetns re-runs test name (the running test binary) in a new network
+// namespace holding addrs (Netns) and reports its outcome; it returns true
+// in the re-run, which does the work, and false in the caller, whose test
+// is then done. Everything the re-run starts talks over loopback or the
+// namespace's own addresses. Without root, containerd, runc, unshare, ip
+// or the CNI plugins it skips (fails with NICO_REQUIRE_KUBE_BINARIES=1).
+func InNetns(t *testing.T, name string, addrs ...string) bool {
+	t.Helper()
+	if os.Getenv(EnvInNetns) == "1" {
+		return true
+	}
+	missing := func(msg string) {
+		t.Helper()
+		if os.Getenv(EnvRequireBinaries) == "1" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if os.Geteuid() != 0 {
+		missing("a real kubelet needs root")
+	}
+	for _, bin := range []string{"containerd", "runc", "unshare", "ip", "/usr/lib/cni/bridge"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			missing("a real kubelet needs " + bin + " (.ci/deps.sh installs containerd, runc, containernetworking-plugins)")
+		}
+	}
+	cmd := Netns([]string{os.Args[0], "-test.run=^" + name + "$", "-test.v", "-test.count=1", "-test.timeout=10m"}, addrs...)
+	cmd.Env = append(os.Environ(), EnvInNetns+"=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("in its network namespace:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+		t.Fatalf("%s in its network namespace: %v", name, err)
+	}
+	return false
+}

@@ -1,0 +1,92 @@
+package kubetest_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/kubeapi"
+	"github.com/homystack/nico/pkg/kubepki"
+	"github.com/homystack/nico/tests/kubetest"
+)
+
+// TestRealKubeletJoins: a real kubelet on containerd, given only a
+// bootstrap kubeconfig (endpoint, cluster CA, a bootstrap token registered
+// by kubeapi.EnsureBootstrap), registers through the CSR auto-approval:
+// its client certificate is signed by the cluster CA and its Node turns
+// Ready.
+func TestRealKubeletJoins(t *testing.T) {
+	bins := kubetest.FindBinaries(t)
+	if !kubetest.InNetns(t, "TestRealKubeletJoins", "10.77.0.2/24") {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	files, server := startControlPlane(ctx, t, bins, "c1")
+	raw, err := os.ReadFile(files.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := kubeapi.FromKubeconfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	tok := kubepki.BootstrapToken{ID: "abcdef", Secret: "0123456789abcdef", Expires: time.Now().Add(time.Hour)}
+	if _, err := admin.EnsureBootstrap(ctx, kubeapi.Bootstrap{TokenID: tok.ID, TokenSecret: tok.Secret, Expires: tok.Expires, Group: kubepki.BootstrapGroup("c1")},
+		func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(files.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := kubepki.TokenKubeconfig("c1", server, "kubelet-bootstrap", caPEM, tok.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bkPath := filepath.Join(dir, "bootstrap-kubelet.conf")
+	if err := os.WriteFile(bkPath, bk, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	w, err := kubetest.StartWorker(kubetest.WorkerConfig{Kubelet: bins.Kubelet, Name: "w-1", NodeIP: "10.77.0.2",
+		BootstrapKubeconfig: bkPath, CACert: files.CACert, Dir: filepath.Join(dir, "w-1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	last := "no Node yet"
+	for {
+		nodes, err := admin.Nodes(ctx)
+		if err == nil {
+			if n, ok := nodes["w-1"]; ok {
+				if n.Ready {
+					break
+				}
+				last = n.Status + " " + n.Reason + ": " + n.Message
+			}
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("Node w-1 not Ready: %s; kubelet log ends:\n%s\ncontainerd log ends:\n%s", last, w.Kubelet.Tail(4000), w.Containerd.Tail(2000))
+		case <-w.Kubelet.Done():
+			t.Fatalf("the kubelet exited; its log ends:\n%s", w.Kubelet.Tail(4000))
+		case <-time.After(200 * time.Millisecond): // the pause between two reads
+		}
+	}
+	t.Logf("Node w-1 Ready %s after the kubelet started", time.Since(start).Round(time.Millisecond))
+	if b, err := os.ReadFile(w.Kubeconfig); err != nil || strings.Contains(string(b), tok.String()) {
+		t.Fatalf("the kubelet's own kubeconfig: %v (holds the bootstrap token: %v)", err, strings.Contains(string(b), tok.String()))
+	}
+}
