@@ -40,7 +40,7 @@ import (
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
 	membership := newReconciler(c, fence)
-	return []controller.Controller{
+	return (&holdGate{c: c, fence: fence}).gated([]controller.Controller{
 		&controller.Func{
 			ControllerName: "membership", Resync: resync, Do: membership.reconcile, Wake: membership.wake,
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
@@ -80,5 +80,5 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ActiveOpKey},
 		},
-	}
+	})
 }

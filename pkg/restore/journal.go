@@ -44,7 +44,10 @@ type Journal struct {
 	Kind   Kind   `json:"kind"`
 	Target string `json:"target"`
 	// Others rejoin in this order, through the learner path.
-	Others   []string `json:"others"`
+	Others []string `json:"others"`
+	// Standbys are the control-plane hosts that were not members (not
+	// voters of the cluster restored): the restore leaves them as they are.
+	Standbys []string `json:"standbys,omitempty"`
 	Snapshot Info     `json:"snapshot,omitzero"`
 	// BumpRevision is added to the snapshot's revision (etcdutl's
 	// --bump-revision); the restore also marks it compacted.

@@ -36,6 +36,9 @@ type Request struct {
 	Prefix       string
 	BumpRevision uint64
 	Now          time.Time
+	// Again allows restoring a cluster that is itself the product of a
+	// restore, whose acknowledged history since that restore is lost.
+	Again bool
 }
 
 // Prepare checks a restore before anything is changed: the snapshot's
@@ -52,8 +55,9 @@ func Prepare(ctx context.Context, req Request) (*Journal, error) {
 	var fleet time.Time
 	var live bool
 	var lin liveLineage
+	voters := info.Voters
 	if req.Live != nil {
-		if lin.id, err = liveMember(ctx, req.Live, req.Target); err != nil {
+		if lin.id, voters, err = liveMember(ctx, req.Live, req.Target); err != nil {
 			return nil, err
 		}
 		if fleet, live, err = liveFleet(ctx, req.Live, req.Prefix); err != nil {
@@ -65,6 +69,9 @@ func Prepare(ctx context.Context, req Request) (*Journal, error) {
 		if req.SnapshotCluster != 0 && !lin.accepts(req.SnapshotCluster) {
 			return nil, fmt.Errorf("%w: %s was taken from cluster %s, this fleet is cluster %s and was before %v: a snapshot of another fleet", ErrBadSnapshot, info.Path, req.SnapshotCluster, lin.id, lineageIDs(lin.earlier))
 		}
+		if err := checkRestoredAgain(ctx, req.Live, req.Prefix, lin, req.Again); err != nil {
+			return nil, err
+		}
 	}
 	if err := CheckFleet(info, fleet, live, req.Target); err != nil {
 		return nil, err
@@ -75,9 +82,15 @@ func Prepare(ctx context.Context, req Request) (*Journal, error) {
 		Snapshot: info, BumpRevision: req.BumpRevision, Step: StepStop, StartedAt: req.Now, UpdatedAt: req.Now,
 		Lineage: lineageOf(info, req.SnapshotCluster, lin, req.Now, id),
 	}
+	// Only the voters rejoin: a control-plane host that is not a member
+	// (a standby) is left as it is, its agent untouched.
 	for _, m := range req.Members {
-		if m != req.Target {
+		switch {
+		case m == req.Target:
+		case len(voters) == 0 || slices.Contains(voters, m):
 			j.Others = append(j.Others, m)
+		default:
+			j.Standbys = append(j.Standbys, m)
 		}
 	}
 	if req.Live != nil {
@@ -88,21 +101,38 @@ func Prepare(ctx context.Context, req Request) (*Journal, error) {
 	return j, nil
 }
 
-// liveMember refuses a target that the live cluster has no started member
-// named after; it returns the live cluster's ID.
-func liveMember(ctx context.Context, cli *clientv3.Client, target string) (api.MemberID, error) {
+// liveMember refuses a target that the live cluster has no started voter
+// named after, and a live cluster with a learner (a membership change in
+// flight: the restore would rejoin a member that is half added); it
+// returns the live cluster's ID and its voters' names.
+func liveMember(ctx context.Context, cli *clientv3.Client, target string) (api.MemberID, []string, error) {
 	resp, err := cli.MemberList(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("restore: member list of the live cluster: %w", err)
+		return 0, nil, fmt.Errorf("restore: member list of the live cluster: %w", err)
 	}
-	var names []string
+	id := api.MemberID(resp.Header.ClusterId)
+	var names, voters, learners []string
+	found := false
 	for _, m := range resp.Members {
-		if m.Name == target && !m.IsLearner {
-			return api.MemberID(resp.Header.ClusterId), nil
+		name := m.Name
+		if name == "" {
+			name = api.MemberID(m.ID).String() + " (not started)"
 		}
-		names = append(names, m.Name)
+		names = append(names, name)
+		if m.IsLearner {
+			learners = append(learners, name)
+			continue
+		}
+		voters = append(voters, m.Name)
+		found = found || m.Name == target
 	}
-	return 0, fmt.Errorf("%w: --target %q is not a voter of the live cluster %s (members: %s)", ErrNotMember, target, api.MemberID(resp.Header.ClusterId), strings.Join(names, ", "))
+	if !found {
+		return 0, nil, fmt.Errorf("%w: --target %q is not a voter of the live cluster %s (members: %s)", ErrNotMember, target, id, strings.Join(names, ", "))
+	}
+	if len(learners) > 0 {
+		return 0, nil, fmt.Errorf("%w: a membership change is in flight in the live cluster %s: learner %s; wait until it is promoted or removed, then run the command again (nothing was changed)", ErrBusy, id, strings.Join(learners, ", "))
+	}
+	return id, voters, nil
 }
 
 // liveFleet reads the live cluster's EtcdCluster creation time; ok is

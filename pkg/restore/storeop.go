@@ -112,7 +112,10 @@ func writeOp(ctx context.Context, f Fleet, prefix string, j *Journal) error {
 	return nil
 }
 
-// releaseSlot marks j succeeded and frees the slot if it still holds j.
+// releaseSlot marks j succeeded, records the new cluster as the one the
+// coordinators act on (store.ClusterIDKey: until then the restored data
+// names the old one, which holds them off) and frees the slot if it still
+// holds j.
 func releaseSlot(ctx context.Context, f Fleet, prefix string, j *Journal) error {
 	st, done, err := openStore(ctx, f, prefix)
 	if err != nil {
@@ -126,7 +129,7 @@ func releaseSlot(ctx context.Context, f Fleet, prefix string, j *Journal) error 
 		return err
 	}
 	_, err = st.Txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", j.ID)},
-		put, clientv3.OpDelete(store.ActiveOpKey))
+		put, store.RecordClusterIDOp(j.NewClusterID), clientv3.OpDelete(store.ActiveOpKey))
 	if err != nil {
 		return fmt.Errorf("release the slot of %s: %w", j.ID, err)
 	}

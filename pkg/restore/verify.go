@@ -51,6 +51,11 @@ type Info struct {
 	// ClusterLineage lists.
 	Clusters []api.MemberID       `json:"clusters,omitempty"`
 	Lineage  []api.EarlierCluster `json:"lineage,omitempty"`
+	// Voters are the names of the voting members of the cluster the
+	// snapshot was taken from (etcd's own membership, kept in the
+	// snapshot); control-plane hosts that are not among them were
+	// standbys.
+	Voters []string `json:"voters,omitempty"`
 }
 
 // Verify checks a snapshot file the way etcd's snapshot restore does (the
@@ -120,6 +125,19 @@ func readFleet(path, prefix string, info *Info) error {
 	nodesDir := prefix + store.NodesDir
 	latest := map[string][]byte{}
 	err = db.View(func(tx *bolt.Tx) error {
+		if mb := tx.Bucket([]byte("members")); mb != nil {
+			_ = mb.ForEach(func(_, v []byte) error {
+				var m struct {
+					Name      string `json:"name"`
+					IsLearner bool   `json:"isLearner"`
+				}
+				if json.Unmarshal(v, &m) == nil && m.Name != "" && !m.IsLearner {
+					info.Voters = append(info.Voters, m.Name)
+				}
+				return nil
+			})
+			slices.Sort(info.Voters)
+		}
 		b := tx.Bucket([]byte("key"))
 		if b == nil {
 			return errors.New("no key bucket: not an etcd v3 database")

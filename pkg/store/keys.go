@@ -28,6 +28,11 @@ const (
 	// ClusterLineageKey holds the fleet's earlier etcd cluster IDs
 	// (api.ClusterLineage), written by nicoctl restore.
 	ClusterLineageKey = "lineage"
+	// ClusterIDKey holds the ID (16 hex digits) of the etcd cluster the
+	// coordinators may act on. A cluster restored from a snapshot starts
+	// with the old cluster's ID there, so that no leader plans on it until
+	// the restore hands it over by writing the new ID (Store.Hold).
+	ClusterIDKey = "cluster-id"
 )
 
 // NodeEtcdVersionKey is where the etcd version node name should run is.

@@ -63,9 +63,12 @@ func TestSnapshotsOfEarlierIncarnations(t *testing.T) {
 	if rev := drill(t, stC).Metadata.Revision; rev != before {
 		t.Fatalf("a refused drill was recorded (revision %d -> %d)", before, rev)
 	}
-	// restore, the cluster answering: A's snapshot passes its checks (and
-	// then waits for the member to be stopped); the other fleet's does not.
+	// restore, the cluster answering: the other fleet's snapshot is
+	// refused; A's, the cluster being itself restored, only with --again
+	// (it would discard what the cluster acknowledged since), then passes
+	// its checks and waits for the member to be stopped.
 	run(t, eps, "restore", "--from", foreign, "--fleet", fleet).want(t, ExitRefused, nil, []string{"another fleet"})
-	run(t, eps, "restore", "--from", first.Name, "--fleet", fleet).want(t, ExitRefused, []string{"verified"}, []string{"still serves"})
+	run(t, eps, "restore", "--from", first.Name, "--fleet", fleet).want(t, ExitRefused, nil, []string{"was restored already", "revisions", "--again"})
+	run(t, eps, "restore", "--from", first.Name, "--fleet", fleet, "--again").want(t, ExitRefused, []string{"verified"}, []string{"still serves"})
 	run(t, eps, "restore", "--abort", "--fleet", fleet).want(t, ExitOK, []string{"aborted"}, nil)
 }

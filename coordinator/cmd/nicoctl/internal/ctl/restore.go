@@ -20,7 +20,7 @@ type restoreOpts struct {
 	from, store, target, fleet, journal string
 	agents                              []string
 	bump                                uint64
-	abort, latest                       bool
+	abort, latest, again                bool
 }
 
 func (a *app) restoreCmd() *cobra.Command {
@@ -46,9 +46,17 @@ and change nothing. Then every member of --fleet is stopped and its data dir fen
 cluster ID, the revision bumped by --bump-revision and marked compacted, so watchers
 re-list), the target starts, the operation is journaled in the new cluster, and the
 other members are wiped and rejoin one at a time as learners, each promoted once in
-sync. The journal (--journal) is saved after every step: run the same command again to
-resume a restore that was interrupted. Members of --fleet still served by their agent
-must be stopped (systemctl stop nico-agent) first; nicoctl says which.
+sync. Control-plane hosts that were not voters (standbys) are left as they are. From the
+first step to the last the coordinators plan nothing on the cluster: the restored data
+names the old cluster's ID until the restore hands it over.
+
+The journal (--journal) is saved after every step: run the same command again to resume
+a restore that was interrupted; once the journal says done, running it again only hands
+back what is left and starts no new restore. Restoring a cluster that is itself the
+product of a restore is refused unless --again is given: the refusal says how many
+revisions it has committed since, which the new restore would discard. Members of --fleet
+still served by their agent must be stopped (systemctl stop nico-agent) first; nicoctl
+says which.
 
 With --agents instead of --fleet, no fleet file is needed and no data dir need be on
 this host: nicoctl finds the control-plane agents from the given ones (each names the
@@ -56,7 +64,9 @@ others of its gossip mesh) and each agent does its own host's part over its reco
 API (mutual TLS: --tls.* must be the fleet CA and a root certificate): it stops its
 member, fences it, receives the snapshot (checked by its sha256), restores or rejoins,
 and at the end serves its member again. The journal is then ~/.local/state/nico/
-recovery.journal.json unless --journal names one.`,
+recovery.journal.json unless --journal names one. --target defaults to the first control-plane agent by name.
+Before anything is stopped, every agent the restore acts on must answer: nicoctl waits
+for those that do not (up to 1m, saying which), then refuses, having changed nothing.`,
 		Args: cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error { return a.restore(cmd.Context(), o) }),
 	}
@@ -68,6 +78,7 @@ recovery.journal.json unless --journal names one.`,
 	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
 	c.Flags().StringSliceVar(&o.agents, "agents", nil, "restore through the control-plane agents instead of --fleet: host:port of one or more agents' recovery API (recovery.listen); the others are found from their gossip mesh")
 	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of the journal while it is still at its first step (nothing restored): remove its fences (with --agents: hand each host back to its agent), free the live cluster's slot")
+	c.Flags().BoolVar(&o.again, "again", false, "restore a cluster that is itself the product of a restore, discarding every write it acknowledged since (refused without it, naming how many revisions that is)")
 	c.Flags().Uint64Var(&o.bump, "bump-revision", 1_000_000_000, "how far past the snapshot's revision the restored cluster starts (etcdutl's --bump-revision); 0 keeps it and does not mark it compacted")
 	return c
 }
@@ -211,8 +222,8 @@ func (a *app) runJournal(ctx context.Context, fleet *restore.LocalFleet, jf rest
 		}
 		return err
 	}
-	fmt.Fprintf(a.stdout, "%s: done in %s: cluster %x serves on %s and %v; the members stop now, for their agents to serve them (start nico-agent on each)\n",
-		j.ID, a.now().Sub(start).Round(time.Millisecond), j.NewClusterID, j.Target, j.Others)
+	fmt.Fprintf(a.stdout, "%s: done in %s: cluster %x, voters %s%s; the members stop now, for their agents to serve them (start nico-agent on each)\n",
+		j.ID, a.now().Sub(start).Round(time.Millisecond), j.NewClusterID, votersOf(ctx, fleet, j), standbysNote(j))
 	return nil
 }
 

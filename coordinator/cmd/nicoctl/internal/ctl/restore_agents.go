@@ -85,9 +85,13 @@ func (a *app) setupAgents(ctx context.Context, fleet, journal string, seeds []st
 }
 
 // handBack finishes the journal's operation when it is done but some host
-// it held was not handed back to its agent (nicoctl ended first); done
-// tells that it did, and that the command ends there.
-func (a *app) handBack(ctx context.Context, s *agentsSetup) (done bool, err error) {
+// it held was not handed back to its agent, or was and does not serve its
+// member yet (nicoctl ended first, or the hand-back timed out): it hands
+// back what is left and does nothing else; done tells that the command
+// ends there. A done journal with nothing left ends the command too when
+// same (the command names the journal's operation again) and not again:
+// it is the command its own error message advised to run again.
+func (a *app) handBack(ctx context.Context, s *agentsSetup, same func(*restore.Journal) bool, again bool) (done bool, err error) {
 	j, ok, err := s.jf.Load()
 	if err != nil {
 		return false, withCode(ExitUsage, err)
@@ -100,19 +104,23 @@ func (a *app) handBack(ctx context.Context, s *agentsSetup) (done bool, err erro
 		return false, nil // a host of it is gone: nothing to hand back there
 	}
 	defer af.Close()
-	var held []string
+	var left []string
 	for _, h := range af.Survey(ctx, max(a.cfg.Timeout, time.Second)) {
-		if h.Held == j.ID {
-			held = append(held, h.Node)
+		if h.Held == j.ID || (h.Held == "" && !h.Serving) {
+			left = append(left, h.Node)
 		}
 	}
-	if len(held) == 0 {
+	if len(left) == 0 {
+		if same(j) && !again {
+			fmt.Fprintf(a.stdout, "%s is done and every host is served by its agent: nothing left to hand back, nothing done (a new restore of this cluster needs --again)\n", j.ID)
+			return true, nil
+		}
 		return false, nil
 	}
 	if err := af.Release(ctx, releaseWait); err != nil {
-		return false, fmt.Errorf("%s is done; handing %v back to their agents: %w", j.ID, held, err)
+		return true, fmt.Errorf("%s is done; handing %v back to their agents: %w (run the same command again: it hands back the rest, and does nothing else)", j.ID, left, err)
 	}
-	fmt.Fprintf(a.stdout, "%s was done; %v handed back to their agents now (nothing else done: run the command again for a new operation)\n", j.ID, held)
+	fmt.Fprintf(a.stdout, "%s was done; %v handed back to their agents now, voters %s (nothing else done)\n", j.ID, left, votersOf(ctx, af, j))
 	return true, nil
 }
 
@@ -134,13 +142,14 @@ func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
 	if err != nil {
 		return err
 	}
-	if done, err := a.handBack(ctx, s); done || err != nil {
+	same := func(j *restore.Journal) bool {
+		return j.Kind == restore.KindRestore && o.sameSource(j) && (o.target == "" || j.Target == o.target)
+	}
+	if done, err := a.handBack(ctx, s, same, o.again); done || err != nil {
 		return err
 	}
 	o.journal = s.jf.Path
-	j, resumed, err := a.resumable(s.jf, restore.KindRestore, func(j *restore.Journal) bool {
-		return o.sameSource(j) && (o.target == "" || j.Target == o.target)
-	})
+	j, resumed, err := a.resumable(s.jf, restore.KindRestore, same)
 	if err != nil {
 		return err
 	}
@@ -176,7 +185,7 @@ func (a *app) recoverThroughAgents(ctx context.Context, o recoverOpts, stdin io.
 	if err != nil {
 		return err
 	}
-	if done, err := a.handBack(ctx, s); done || err != nil {
+	if done, err := a.handBack(ctx, s, func(*restore.Journal) bool { return false }, false); done || err != nil {
 		return err
 	}
 	j, resumed, err := a.resumable(s.jf, restore.KindRecover, func(*restore.Journal) bool { return true })
@@ -212,6 +221,9 @@ func (a *app) runThroughAgents(ctx context.Context, s *agentsSetup, j *restore.J
 		return withCode(ExitUsage, err)
 	}
 	defer af.Close()
+	if err := a.awaitAgents(ctx, af, j); err != nil {
+		return err
+	}
 	start := a.now()
 	r := &restore.Runner{Fleet: af, Journal: s.jf, Prefix: a.cfg.Prefix, Now: a.now, Log: a.logger(), AfterStep: func(restore.Step) error {
 		if n := len(j.History); n > 0 {
@@ -228,8 +240,8 @@ func (a *app) runThroughAgents(ctx context.Context, s *agentsSetup, j *restore.J
 	if err := af.Release(ctx, releaseWait); err != nil {
 		return fmt.Errorf("%s: done, but handing the hosts back to their agents: %w (run the same command again: it hands back the rest, and does nothing else)", j.ID, err)
 	}
-	fmt.Fprintf(a.stdout, "%s: done in %s: cluster %x serves on %s and %v, each member served by its agent again\n",
-		j.ID, a.now().Sub(start).Round(time.Millisecond), j.NewClusterID, j.Target, j.Others)
+	fmt.Fprintf(a.stdout, "%s: done in %s: cluster %x, voters %s%s, each member served by its agent again\n",
+		j.ID, a.now().Sub(start).Round(time.Millisecond), j.NewClusterID, votersOf(ctx, af, j), standbysNote(j))
 	return nil
 }
 

@@ -188,7 +188,7 @@ func (a *app) prepareRestore(ctx context.Context, o restoreOpts, members []strin
 	if err != nil {
 		return nil, src, err
 	}
-	j, err := restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: members, Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now})
+	j, err := restore.Prepare(ctx, restore.Request{Snapshot: src.path, SnapshotCluster: src.meta.ClusterID, Target: o.target, Members: members, Live: live, Prefix: a.cfg.Prefix, BumpRevision: o.bump, Now: now, Again: o.again})
 	if err != nil {
 		if src.name != "" {
 			os.Remove(src.path)
