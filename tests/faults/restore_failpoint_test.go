@@ -305,9 +305,23 @@ func restoreKilledRun(t *testing.T, name, etcd string) {
 	})
 	from := h.ackedCount()
 	testwait.True(t, 30*time.Second, "the clients writing to the served members", func() bool { return h.ackedCount() >= from+10 })
+	// The same command again, as a failed run's message advises: the
+	// restore is done and the cluster it made has acknowledged writes
+	// since, so it is refused (no --again) and changes nothing.
+	var viol []string
+	if code := r.nicoctl(""); code != 3 {
+		viol = append(viol, fmt.Sprintf("nicoctl restore run again after it was done exited %d, want 3 (refused: the cluster was restored already)", code))
+	}
+	for _, m := range r.members {
+		if f, ok, err := member.ReadFence(m.DataDir); ok || err != nil {
+			viol = append(viol, fmt.Sprintf("%s's data dir fenced by the run again: %+v %v", m.Name, f, err))
+		}
+	}
+	from = h.ackedCount()
+	testwait.True(t, 30*time.Second, "the clients writing after the run again", func() bool { return h.ackedCount() >= from+10 })
 	stop()
 	h = waitWorkload()
-	viol := waitWatch()
+	viol = append(viol, waitWatch()...)
 	v := check(t, cli, h, filepath.Join(reportDir(), strings.NewReplacer(" ", "-", ",", "").Replace(name)+".html"))
 
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -44,7 +44,10 @@ func serveRecoveryMesh(f *fleet, meshes map[string]*gossip.Mesh, names ...string
 	return h
 }
 
-func (h *recoveryHosts) serve(name string) {
+func (h *recoveryHosts) serve(name string) { h.serveAt(name, "127.0.0.1:0") }
+
+// serveAt starts name's recovery API at addr (again: an agent restarted).
+func (h *recoveryHosts) serveAt(name, addr string) {
 	t := h.f.t
 	cfg := h.f.Node(name).Cfg
 	mt, ct, err := recovery.HostTLS(cfg.PKI.Dir)
@@ -70,7 +73,7 @@ func (h *recoveryHosts) serve(name string) {
 		Release: func() { h.f.Run(cfg, h.f.NewRuntime()) },
 		Peers:   func() []restore.AgentPeer { return h.peers(name) },
 	})
-	ep, err := recovery.Endpoint("127.0.0.1:0", cfg.PKI.Dir, srv, h.f.Log)
+	ep, err := recovery.Endpoint(addr, cfg.PKI.Dir, srv, h.f.Log)
 	if err != nil {
 		t.Fatal(err)
 	}

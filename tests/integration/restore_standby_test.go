@@ -1,8 +1,11 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,4 +105,61 @@ func voterNames(t *testing.T, ctx context.Context, cli *clientv3.Client) []strin
 	}
 	slices.Sort(out)
 	return out
+}
+
+// TestRestoreWaitsForARestartingAgent: a restore through the agents
+// started while one voter's agent does not answer (restarting) stops
+// nothing: it says which agent it waits for, and once that agent answers
+// again it goes on and restores the cluster of three voters.
+func TestRestoreWaitsForARestartingAgent(t *testing.T) {
+	nicoctlBin(t)
+	f := newFleet(t)
+	names := f.growRecoveryVoters(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cli := f.Client()
+	f.putAppKeys(ctx, cli)
+	snap, before := f.snapshotAppKeys(ctx, cli)
+	hosts := serveRecovery(f, names...)
+	down := hosts.addr("cp-3")
+	hosts.lose("cp-3")
+	root := etcdtest.IssueFiles(t, f.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+	journal := filepath.Join(f.TempDir(), "journal.json")
+	cmd := exec.CommandContext(ctx, nicoctlBin(t), "--endpoints", strings.Join(f.Endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+		"restore", "--from", snap, "--agents", hosts.addr("cp-1"), "--journal", journal, "--bump-revision", "1000000")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.Contains(sc.Text(), "waiting before stopping anything for cp-3") {
+			// Nothing is stopped while it waits.
+			for _, h := range (&restore.AgentFleet{Agents: map[string]string{"cp-1": hosts.addr("cp-1"), "cp-2": hosts.addr("cp-2")}, TLS: etcdtest.ClientTLS(t, pki.RootIdentity)}).Survey(ctx, 5*time.Second) {
+				if h.Held != "" || !h.Serving || h.Data != restore.DataMember {
+					t.Errorf("%s while the restore waits for cp-3: held %q, serving %v, data %s; want untouched", h.Node, h.Held, h.Serving, h.Data)
+				}
+			}
+			hosts.serveAt("cp-3", down)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("nicoctl restore: %v\n%s\n%s", err, strings.Join(seen, "\n"), errb.String())
+	}
+	out := strings.Join(seen, "\n")
+	if !strings.Contains(out, "waiting before stopping anything for cp-3") || !strings.Contains(out, "voters cp-1, cp-2, cp-3") {
+		t.Fatalf("nicoctl restore: want it to wait for cp-3, then restore the three voters\n%s\n%s", out, errb.String())
+	}
+	t.Logf("nicoctl restore:\n%s", out)
+	f.WaitVoters(90*time.Second, names...)
+	if after := f.checkRestored(ctx); after.Header.ClusterId == before.Header.ClusterId {
+		t.Fatal("the restore did not make a new cluster")
+	}
 }
