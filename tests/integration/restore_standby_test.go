@@ -163,3 +163,36 @@ func TestRestoreWaitsForARestartingAgent(t *testing.T) {
 		t.Fatal("the restore did not make a new cluster")
 	}
 }
+
+// TestRestoreRightAfterAShrink: four voters shrunk to three (one shed as
+// a standby, its agent stopping), then at once a restore through the
+// agents of a snapshot taken with four voters: only the three live voters
+// rejoin, the shed one is left a standby, nothing fails on its agent.
+func TestRestoreRightAfterAShrink(t *testing.T) {
+	nicoctlBin(t)
+	f := newFleet(t)
+	names := f.growRecoveryVoters(nil)
+	f.joinAnother()
+	all := append(slices.Clone(names), "cp-4")
+	f.SetVoters(4)
+	f.WaitVoters(120*time.Second, all...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cli := f.Client()
+	f.putAppKeys(ctx, cli)
+	snap, before := f.snapshotAppKeys(ctx, cli)
+	hosts := serveRecovery(f, all...)
+	f.SetVoters(3)
+	kept := f.WaitVoterCount(120*time.Second, 3)
+	root := etcdtest.IssueFiles(t, f.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
+	code, out, errOut := runNicoctl(t, "--endpoints", strings.Join(f.Endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+		"restore", "--from", snap, "--agents", hosts.addr(kept[0]), "--target", kept[0], "--journal", filepath.Join(f.TempDir(), "journal.json"), "--bump-revision", "1000000")
+	if code != 0 || !strings.Contains(out, "voters "+strings.Join(kept, ", ")) {
+		t.Fatalf("nicoctl restore right after the shrink to %v: exit %d\n%s%s", kept, code, out, errOut)
+	}
+	t.Logf("nicoctl restore:\n%s", out)
+	f.WaitVoters(90*time.Second, kept...)
+	if after := f.checkRestored(ctx); after.Header.ClusterId == before.Header.ClusterId {
+		t.Fatal("the restore did not make a new cluster")
+	}
+}

@@ -73,7 +73,7 @@ for those that do not (up to 1m, saying which), then refuses, having changed not
 	c.Flags().StringVar(&o.from, "from", "", "the snapshot: a name in the snapshot store ('nicoctl snapshot list') or a file (etcd snapshot save format)")
 	c.Flags().BoolVar(&o.latest, "latest", false, "restore the newest snapshot of the snapshot store (instead of --from)")
 	c.Flags().StringVar(&o.store, "store", "", "the snapshot store a --from name or --latest reads: "+strings.TrimPrefix(destinationHelp, "snapshot store: "))
-	c.Flags().StringVar(&o.target, "target", "", "the voter to restore onto (default: the first member of --fleet)")
+	c.Flags().StringVar(&o.target, "target", "", "the voter to restore onto (default: the first member of --fleet; with --agents, the first control-plane agent by node name)")
 	c.Flags().StringVar(&o.fleet, "fleet", "", "YAML file naming the control-plane members: name, dataDir, peerURL, clientURL (docs/disaster-recovery.md)")
 	c.Flags().StringVar(&o.journal, "journal", "", "the operation's journal file, shared with recover so that one runs at a time (default: FILE.journal.json beside --fleet)")
 	c.Flags().StringSliceVar(&o.agents, "agents", nil, "restore through the control-plane agents instead of --fleet: host:port of one or more agents' recovery API (recovery.listen); the others are found from their gossip mesh")
