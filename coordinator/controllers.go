@@ -14,7 +14,10 @@ import (
 // LearnerObserveEvery (reconciler.go). Every controller but membership
 // lets store events gather for Config.Settle before it reconciles, so that
 // the writes of a join or a removal are answered by membership alone while
-// they happen.
+// they happen. Every pass of every controller first reads the cluster's
+// hold (coordinator/hold.go): while a restore or recovery holds the
+// cluster it plans nothing, and each controller also watches cluster-id
+// and active-op so that the hold's end wakes it.
 //
 //	controller            watches                                      writes (fenced)
 //	membership            nodes/ joins/ removals/ heartbeats/ ops/     ops/ active-op joins/ removals/

@@ -18,6 +18,10 @@
 // The Journal is a file, saved after every step: the cluster it restores
 // is down during the first steps, so the journal cannot live there. Once
 // the new cluster serves, the journal is also written there as an
-// Operation (api.OpRestore, api.OpRecover) holding store.ActiveOpKey, so
-// the coordinator starts no membership change until the others rejoined.
+// Operation (api.OpRestore, api.OpRecover) holding store.ActiveOpKey.
+// The coordinators plan nothing on a held cluster (store.Hold): a restored
+// member starts with the snapshot's store.ClusterIDKey, which names the
+// old cluster, so the hold is there from its first start; ReleaseSlot
+// records the new cluster's ID. Only the voters rejoin: control-plane
+// hosts that were not members (standbys) are left as they are.
 package restore
