@@ -167,7 +167,9 @@ func TestRestoreWaitsForARestartingAgent(t *testing.T) {
 // TestRestoreRightAfterAShrink: four voters shrunk to three (one shed as
 // a standby, its agent stopping), then at once a restore through the
 // agents of a snapshot taken with four voters: only the three live voters
-// rejoin, the shed one is left a standby, nothing fails on its agent.
+// rejoin, the shed one is left a standby, nothing fails on its agent. No
+// --endpoints is given: the live cluster is asked through the members the
+// agents report.
 func TestRestoreRightAfterAShrink(t *testing.T) {
 	nicoctlBin(t)
 	f := newFleet(t)
@@ -185,7 +187,8 @@ func TestRestoreRightAfterAShrink(t *testing.T) {
 	f.SetVoters(3)
 	kept := f.WaitVoterCount(120*time.Second, 3)
 	root := etcdtest.IssueFiles(t, f.TempDir(), pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
-	code, out, errOut := runNicoctl(t, "--endpoints", strings.Join(f.Endpoints(), ","), "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
+	// No --endpoints: the live cluster is found through the agents.
+	code, out, errOut := runNicoctl(t, "--tls.caFile", root.CA, "--tls.certFile", root.Cert, "--tls.keyFile", root.Key,
 		"restore", "--from", snap, "--agents", hosts.addr(kept[0]), "--target", kept[0], "--journal", filepath.Join(f.TempDir(), "journal.json"), "--bump-revision", "1000000")
 	if code != 0 || !strings.Contains(out, "voters "+strings.Join(kept, ", ")) {
 		t.Fatalf("nicoctl restore right after the shrink to %v: exit %d\n%s%s", kept, code, out, errOut)

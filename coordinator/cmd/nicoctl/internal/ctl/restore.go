@@ -63,7 +63,8 @@ this host: nicoctl finds the control-plane agents from the given ones (each name
 others of its gossip mesh) and each agent does its own host's part over its recovery
 API (mutual TLS: --tls.* must be the fleet CA and a root certificate): it stops its
 member, fences it, receives the snapshot (checked by its sha256), restores or rejoins,
-and at the end serves its member again. The journal is then ~/.local/state/nico/
+and at the end serves its member again. The live cluster is also asked through the client
+URLs of the members the agents report serving, when --endpoints does not reach it. The journal is then ~/.local/state/nico/
 recovery.journal.json unless --journal names one. --target defaults to the first control-plane agent by name.
 Before anything is stopped, every agent the restore acts on must answer: nicoctl waits
 for those that do not (up to 1m, saying which), then refuses, having changed nothing.`,

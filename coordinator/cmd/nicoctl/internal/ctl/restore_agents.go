@@ -158,6 +158,7 @@ func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
 		if o.target == "" {
 			o.target = names[0]
 		}
+		a.addMemberEndpoints(ctx, s)
 		var src restoreSource
 		if j, src, err = a.prepareRestore(ctx, o, names, a.now()); err != nil {
 			return err
@@ -281,4 +282,15 @@ func (a *app) abortThroughAgents(ctx context.Context, o restoreOpts) error {
 	}
 	fmt.Fprintf(a.stdout, "%s aborted: every host handed back to its agent, its fences removed, the live cluster's slot freed (when it answered); the journal is now %s.aborted\n", j.ID, s.jf.Path)
 	return nil
+}
+
+// addMemberEndpoints adds to --endpoints the client URLs of the members
+// the agents report serving: the live cluster is then asked (its voters,
+// its slot, its lineage) even when --endpoints does not reach it.
+func (a *app) addMemberEndpoints(ctx context.Context, s *agentsSetup) {
+	for _, h := range (&restore.AgentFleet{Agents: s.agents, TLS: s.tls}).Survey(ctx, max(a.cfg.Timeout, time.Second)) {
+		if h.Serving && h.ClientURL != "" && !slices.Contains(a.cfg.Endpoints, h.ClientURL) {
+			a.cfg.Endpoints = append(a.cfg.Endpoints, h.ClientURL)
+		}
+	}
 }
