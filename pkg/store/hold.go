@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/homystack/nico/pkg/api"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -48,15 +47,6 @@ func (s *Store) Hold(ctx context.Context) (why string, recorded bool, id uint64,
 
 // FormatClusterID is how ClusterIDKey holds a cluster ID.
 func FormatClusterID(id uint64) string { return fmt.Sprintf("%016x", id) }
-
-// ParseClusterID reads a value of ClusterIDKey.
-func ParseClusterID(s string) (uint64, error) {
-	id, err := strconv.ParseUint(s, 16, 64)
-	if err != nil {
-		return 0, fmt.Errorf("store: %s %q: want 16 hex digits: %w", ClusterIDKey, s, err)
-	}
-	return id, nil
-}
 
 // RecordClusterIDOp records id as the cluster the coordinators act on.
 func RecordClusterIDOp(id uint64) clientv3.Op {
