@@ -64,18 +64,8 @@ func storePrefix(v string) error {
 	return fmt.Errorf("%q is not accepted; use a prefix that starts and ends with /, e.g. /nico/v1/", v)
 }
 
-// httpURL accepts an http or https URL with a host and a port and nothing
-// else, which is what etcd takes for peer and client URLs; example is shown
-// in the error.
-func httpURL(example string) func(string) error {
-	return func(v string) error {
-		if reason := urlProblem(v); reason != "" {
-			return fmt.Errorf("%q is not accepted: %s; use an http or https URL with a host and a port and no path, e.g. %s", v, reason, example)
-		}
-		return nil
-	}
-}
-
+// urlProblem says what keeps v from being an http or https URL with a
+// host and a port and nothing else, or "" when nothing does.
 func urlProblem(v string) string {
 	u, err := url.Parse(v)
 	switch {

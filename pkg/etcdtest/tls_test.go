@@ -69,7 +69,7 @@ func TestIssueFiles(t *testing.T) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: PKI(t).Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		t.Errorf("issued certificate does not chain to PKI(t): %v", err)
 	}
-	if PKI(t) != PKI(t) {
+	if first, second := PKI(t), PKI(t); first != second {
 		t.Error("PKI(t) is not one CA per test binary")
 	}
 	if MemberTLS(t, "m", "http://127.0.0.1:1", "http://127.0.0.1:2") != nil {

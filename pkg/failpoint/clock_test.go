@@ -25,7 +25,7 @@ func TestClockHelper(t *testing.T) {
 		}
 		return
 	}
-	if got := c.Now().Sub(time.Now()).Round(time.Minute); got != 2*time.Hour {
+	if got := time.Until(c.Now()).Round(time.Minute); got != 2*time.Hour {
 		t.Errorf("armed build: offset %s, want the file's 2h", got)
 	}
 }

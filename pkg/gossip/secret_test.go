@@ -144,7 +144,7 @@ func TestSecretSwitchWithoutRestart(t *testing.T) {
 
 func TestSecretCheck(t *testing.T) {
 	s := []byte("secret")
-	if SecretCheck(s, 1) != SecretCheck(s, 1) || SecretCheck(s, 1) == SecretCheck(s, 2) || SecretCheck(s, 1) == SecretCheck([]byte("other"), 1) {
+	if first, again := SecretCheck(s, 1), SecretCheck(s, 1); first != again || SecretCheck(s, 1) == SecretCheck(s, 2) || SecretCheck(s, 1) == SecretCheck([]byte("other"), 1) {
 		t.Fatal("SecretCheck must be stable and depend on secret and generation")
 	}
 	if SecretCheck(nil, 1) != "" || len(SecretCheck(s, 1)) != 16 {

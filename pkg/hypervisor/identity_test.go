@@ -21,7 +21,7 @@ func TestIdentityRoundTripsThroughOEMStrings(t *testing.T) {
 }
 
 func TestMACIsStableAndLocal(t *testing.T) {
-	if MAC("web-0") != MAC("web-0") || MAC("web-0") == MAC("web-1") {
+	if first, again := MAC("web-0"), MAC("web-0"); first != again || MAC("web-0") == MAC("web-1") {
 		t.Fatal("MAC not a function of the name")
 	}
 	if m := MAC("web-0"); len(m) != 17 || m[:9] != "52:54:00:" {

@@ -389,7 +389,7 @@ func TestJoinManInTheMiddle(t *testing.T) {
 		c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 		resp, err := c.Get("https://" + w.ep + r.URL.RequestURI())
 		if err != nil {
-			http.Error(rw, err.Error(), 502)
+			http.Error(rw, err.Error(), http.StatusBadGateway)
 			return
 		}
 		defer resp.Body.Close()

@@ -7,7 +7,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -129,16 +129,27 @@ func TestObjectWrites(t *testing.T) {
 // place in the keyspace, so a new kind cannot be written without one.
 func TestEveryKindHasAKey(t *testing.T) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, "../api", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	paths, err := filepath.Glob("../api/*.go")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
 	}
 	known := map[string]bool{}
 	for _, k := range Kinds() {
 		known[k] = true
 	}
 	n := 0
-	for _, f := range pkgs["api"].Files {
+	for _, f := range files {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {

@@ -32,8 +32,7 @@ type demo struct {
 	dir   string
 	keep  bool
 	procs []*proc
-	nodes []string // node name -> index+11 is its loopback address
-	token string   // the join token file (tls.go)
+	token string // the join token file (tls.go)
 	// ctlTLS are nicoctl's certificate flags, from copies that outlive
 	// cp-1's removal (stay.go).
 	ctlTLS []string

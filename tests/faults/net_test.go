@@ -158,24 +158,6 @@ func (w *network) cutOneWay(i, j int) {
 	must(w.t, "ip", "netns", "exec", w.ns[i], "iptables", "-A", "INPUT", "-s", w.ips[j], "-j", "DROP")
 }
 
-// split cuts the nodes of side off from every other node, both ways;
-// the test's own clients still reach every node.
-func (w *network) split(side []int) {
-	w.t.Helper()
-	in := map[int]bool{}
-	for _, i := range side {
-		in[i] = true
-	}
-	for _, i := range side {
-		for j := range w.ns {
-			if !in[j] {
-				must(w.t, "ip", "netns", "exec", w.ns[i], "iptables", "-A", "INPUT", "-s", w.ips[j], "-j", "DROP")
-				must(w.t, "ip", "netns", "exec", w.ns[j], "iptables", "-A", "INPUT", "-s", w.ips[i], "-j", "DROP")
-			}
-		}
-	}
-}
-
 // heal removes every rule the faults added.
 func (w *network) heal() {
 	w.t.Helper()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -144,16 +143,6 @@ func (s *scenario) finish(converged time.Duration) {
 	if len(viol) > 0 {
 		s.t.Errorf("invariants breached:\n%s", strings.Join(viol, "\n"))
 	}
-}
-
-// names returns the node names of indexes.
-func (s *scenario) names(idx ...int) []string {
-	var out []string
-	for _, i := range idx {
-		out = append(out, s.c.nodes[i].name)
-	}
-	slices.Sort(out)
-	return out
 }
 
 func fmtDur(d time.Duration) string {

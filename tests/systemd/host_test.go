@@ -300,23 +300,6 @@ func (g *guest) startNoBlock(ctx context.Context, unit string) {
 	}
 }
 
-// restart restarts a unit and waits for its job (READY for Type=notify).
-func (g *guest) restart(ctx context.Context, unit string) error {
-	ch := make(chan string, 1)
-	if _, err := g.sd.RestartUnitContext(ctx, unit, "replace", ch); err != nil {
-		return fmt.Errorf("%s: restart %s: %w", g.Name, unit, err)
-	}
-	select {
-	case res := <-ch:
-		if res != "done" {
-			return fmt.Errorf("%s: restart %s: job %s", g.Name, unit, res)
-		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%s: restart %s: %w", g.Name, unit, ctx.Err())
-	}
-}
-
 // memberOf returns the member of the node or etcd name name, if any.
 func memberOf(ms []member, name string) (member, bool) {
 	for _, m := range ms {

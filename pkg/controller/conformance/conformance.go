@@ -70,7 +70,7 @@ func Run(t *testing.T, tc Case) {
 // prefix, none the whole keyspace, none twice.
 func Declaration(_ context.Context, st *store.Store, c controller.Controller) error {
 	if c.Name() == "" {
-		return errors.New("Name is empty")
+		return errors.New("the controller's Name is empty; want its name, unique among the runtime's controllers")
 	}
 	ws := c.Watches()
 	if rs, ok := c.(controller.Resyncer); len(ws) == 0 && (!ok || rs.ResyncInterval() <= 0) {
