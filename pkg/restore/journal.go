@@ -103,7 +103,7 @@ func (f FileJournal) Save(j *Journal) error {
 		return fmt.Errorf("restore: write journal: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err == nil {
+	if _, err = tmp.Write(append(b, '\n')); err == nil {
 		err = tmp.Sync()
 	}
 	if cerr := tmp.Close(); err == nil {
