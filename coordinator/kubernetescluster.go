@@ -108,7 +108,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	deleting := kc.Deleting()
 	var sel kubeplan.Selection
 	if !deleting {
-		sel = kubeplan.Select(name, group(kc.Spec.ControlPlane), group(kc.Spec.DataPlane), f.candidates(name))
+		sel = kubeplan.Select(name, group(kc.Spec.ControlPlane.MachineSet), group(kc.Spec.DataPlane.MachineSet), f.candidates(name))
 		var err error
 		if sel, err = cc.claim(ctx, f, kc, sel); err != nil {
 			return err

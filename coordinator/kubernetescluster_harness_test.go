@@ -258,8 +258,8 @@ func (h *kcHarness) rollouts() []*api.Rollout {
 func selectorCluster(name string, cp, dp int) *api.KubernetesCluster {
 	kc := api.NewKubernetesCluster(name)
 	kc.Spec.Version = "1.37.2"
-	kc.Spec.ControlPlane = api.MachineSet{MachineSelector: &api.MachineSelector{MatchLabels: map[string]string{"role": "cp"}}, Count: cp}
-	kc.Spec.DataPlane = api.MachineSet{MachineSelector: &api.MachineSelector{MatchLabels: map[string]string{"role": "dp"}}, Count: dp}
+	kc.Spec.ControlPlane.MachineSet = api.MachineSet{MachineSelector: &api.MachineSelector{MatchLabels: map[string]string{"role": "cp"}}, Count: cp}
+	kc.Spec.DataPlane.MachineSet = api.MachineSet{MachineSelector: &api.MachineSelector{MatchLabels: map[string]string{"role": "dp"}}, Count: dp}
 	return kc
 }
 

@@ -78,8 +78,8 @@ func TestClusterReadyFromNodes(t *testing.T) {
 	}
 	kc := api.NewKubernetesCluster("k1")
 	kc.Spec.Version = "1.37.2"
-	kc.Spec.ControlPlane = api.MachineSet{Machines: []string{"cp-1"}}
-	kc.Spec.DataPlane = api.MachineSet{Machines: []string{"dp-1", "dp-2"}}
+	kc.Spec.ControlPlane.MachineSet = api.MachineSet{Machines: []string{"cp-1"}}
+	kc.Spec.DataPlane.MachineSet = api.MachineSet{Machines: []string{"dp-1", "dp-2"}}
 	h.create(kc)
 
 	h.pass()
@@ -167,8 +167,8 @@ func TestBootstrapRetried(t *testing.T) {
 	h.machine("dp-1")
 	kc := api.NewKubernetesCluster("k1")
 	kc.Spec.Version = "1.37.2"
-	kc.Spec.ControlPlane = api.MachineSet{Machines: []string{"cp-1"}}
-	kc.Spec.DataPlane = api.MachineSet{Machines: []string{"dp-1"}}
+	kc.Spec.ControlPlane.MachineSet = api.MachineSet{Machines: []string{"cp-1"}}
+	kc.Spec.DataPlane.MachineSet = api.MachineSet{Machines: []string{"dp-1"}}
 	h.create(kc)
 	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
 	h.untilPhase(api.ClusterReady)
@@ -202,8 +202,8 @@ func TestBootstrapWaitsForKubeconfig(t *testing.T) {
 	h.machine("dp-1")
 	kc := api.NewKubernetesCluster("k1")
 	kc.Spec.Version = "1.37.2"
-	kc.Spec.ControlPlane = api.MachineSet{Machines: []string{"cp-1"}}
-	kc.Spec.DataPlane = api.MachineSet{Machines: []string{"dp-1"}}
+	kc.Spec.ControlPlane.MachineSet = api.MachineSet{Machines: []string{"cp-1"}}
+	kc.Spec.DataPlane.MachineSet = api.MachineSet{Machines: []string{"dp-1"}}
 	h.create(kc)
 	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
 	for range 10 {

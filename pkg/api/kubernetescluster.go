@@ -34,12 +34,14 @@ type KubernetesClusterSpec struct {
 	// Validation: a secret's name, 1 to 63 letters, digits, '.', '_' and '-'.
 	CredentialsRef string `json:"credentialsRef,omitempty"`
 	// ControlPlane are the machines that run the API servers,
-	// controller-managers and schedulers (at least one).
+	// controller-managers and schedulers (at least one), and how those
+	// components run.
 	// Validation: at least one machine.
-	ControlPlane MachineSet `json:"controlPlane"`
-	// DataPlane are the worker machines (none when empty).
+	ControlPlane ControlPlaneSpec `json:"controlPlane"`
+	// DataPlane are the worker machines (none when empty), and how the
+	// kubelets run.
 	// Validation: no machine also in controlPlane.machines.
-	DataPlane MachineSet `json:"dataPlane,omitzero"`
+	DataPlane DataPlaneSpec `json:"dataPlane,omitzero"`
 	// Version is the Kubernetes version the flake deploys, as "1.37.2" or
 	// "v1.37.2" ("": not checked, no version roll ordering). See package
 	// kubeversion for the changes accepted.

@@ -12,8 +12,8 @@ func TestKubernetesClusterJSONNames(t *testing.T) {
 	c := NewKubernetesCluster("k1")
 	c.Spec = KubernetesClusterSpec{
 		GitRepo: "https://example.org/f.git", ConfigurationSubdir: "k3s", CredentialsRef: "git",
-		ControlPlane: MachineSet{Machines: []string{"cp-1"}},
-		DataPlane:    MachineSet{MachineSelector: &MachineSelector{MatchLabels: map[string]string{"role": "worker"}}, Count: 2},
+		ControlPlane: ControlPlaneSpec{MachineSet: MachineSet{Machines: []string{"cp-1"}}},
+		DataPlane:    DataPlaneSpec{MachineSet: MachineSet{MachineSelector: &MachineSelector{MatchLabels: map[string]string{"role": "worker"}}, Count: 2}},
 		Version:      "1.37.2", ControlPlaneEndpoint: "k1.example.org:6443",
 		Etcd: ClusterEtcd{Provider: EtcdProviderNico},
 	}

@@ -105,6 +105,7 @@ func (s KubernetesClusterSpec) Validate() []error {
 			bad("spec.controlPlaneEndpoint", e, why, "give host or host:port, the host an IP address or DNS name, as 10.0.0.100 or k8s.example.org:6443")
 		}
 	}
+	errs = append(errs, s.validateComponents()...)
 	errs = append(errs, s.Etcd.validate()...)
 	errs = append(errs, s.Rollout.validate()...)
 	errs = append(errs, s.Probes.validate()...)

@@ -11,9 +11,9 @@ func validCluster() *KubernetesCluster {
 	c := NewKubernetesCluster("prod")
 	c.Spec = KubernetesClusterSpec{
 		GitRepo: "https://example.org/fleet.git", ConfigurationSubdir: "clusters/prod", CredentialsRef: "git-creds",
-		ControlPlane: MachineSet{Machines: []string{"cp-1", "cp-2", "cp-3"}},
-		DataPlane: MachineSet{MachineSelector: &MachineSelector{MatchLabels: map[string]string{
-			"node-role.example.org/worker": "true", "zone": "a"}}, Count: 2},
+		ControlPlane: ControlPlaneSpec{MachineSet: MachineSet{Machines: []string{"cp-1", "cp-2", "cp-3"}}},
+		DataPlane: DataPlaneSpec{MachineSet: MachineSet{MachineSelector: &MachineSelector{MatchLabels: map[string]string{
+			"node-role.example.org/worker": "true", "zone": "a"}}, Count: 2}},
 		Version: "1.37.2", ControlPlaneEndpoint: "k8s.example.org:6443",
 		Rollout: ClusterRollout{MaxUnavailable: "25%", StepTimeout: Duration(5 * time.Minute)},
 		Probes:  ClusterProbes{Scheduler: &ComponentProbe{URL: "https://127.0.0.1:10259/healthz", LeaderLease: "kube-system/kube-scheduler"}},
@@ -31,7 +31,7 @@ func TestKubernetesClusterValidate(t *testing.T) {
 	}{
 		{"valid", func(*KubernetesCluster) {}, nil},
 		{"minimal", func(c *KubernetesCluster) {
-			c.Spec = KubernetesClusterSpec{ControlPlane: MachineSet{MachineSelector: &MachineSelector{}, Count: 1}}
+			c.Spec = KubernetesClusterSpec{ControlPlane: ControlPlaneSpec{MachineSet: MachineSet{MachineSelector: &MachineSelector{}, Count: 1}}}
 		}, nil},
 		{"external etcd", func(c *KubernetesCluster) {
 			c.Spec.Etcd = ClusterEtcd{Provider: EtcdProviderExternal, External: &ExternalEtcd{Endpoints: []string{"https://10.0.0.9:2379"}, SecretRef: "ext-etcd"}}
@@ -43,7 +43,7 @@ func TestKubernetesClusterValidate(t *testing.T) {
 		{"wrong kind", func(c *KubernetesCluster) { c.Kind = "Cluster" }, []string{`kind: "Cluster" is not accepted; use KubernetesCluster`}},
 		{"bad name", func(c *KubernetesCluster) { c.Metadata.Name = "Prod_1" }, []string{`metadata.name: "Prod_1"`, "lower-case"}},
 		{"long name", func(c *KubernetesCluster) { c.Metadata.Name = strings.Repeat("a", 41) }, []string{"metadata.name", "1 to 40"}},
-		{"no control plane", func(c *KubernetesCluster) { c.Spec.ControlPlane = MachineSet{} },
+		{"no control plane", func(c *KubernetesCluster) { c.Spec.ControlPlane.MachineSet = MachineSet{} },
 			[]string{"spec.controlPlane", "at least one control-plane machine"}},
 		{"machines and selector", func(c *KubernetesCluster) {
 			c.Spec.ControlPlane.MachineSelector = &MachineSelector{MatchLabels: map[string]string{"a": "b"}}
@@ -56,7 +56,7 @@ func TestKubernetesClusterValidate(t *testing.T) {
 		{"duplicate machine", func(c *KubernetesCluster) { c.Spec.ControlPlane.Machines[2] = "cp-1" },
 			[]string{`spec.controlPlane.machines[2]: "cp-1"`, "already spec.controlPlane.machines[0]"}},
 		{"machine in both planes", func(c *KubernetesCluster) {
-			c.Spec.DataPlane = MachineSet{Machines: []string{"w-1", "cp-2"}}
+			c.Spec.DataPlane.MachineSet = MachineSet{Machines: []string{"w-1", "cp-2"}}
 		}, []string{`spec.dataPlane.machines[1]: "cp-2"`, "also in spec.controlPlane.machines"}},
 		{"label key with two slashes", func(c *KubernetesCluster) { c.Spec.DataPlane.MachineSelector.MatchLabels["a/b/c"] = "x" },
 			[]string{`spec.dataPlane.machineSelector.matchLabels: "a/b/c"`, "key name has a character"}},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -37,12 +38,29 @@ func decodeStrict(data []byte, v any) (unknown []error, fatal error) {
 	if err := json.Unmarshal(data, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return unknown, &FieldError{Field: te.Field, Value: te.Value, Reason: "a JSON " + te.Value + " where " + typeName(te.Type) + " belongs",
+			return unknown, &FieldError{Field: jsonPath(te.Field), Value: te.Value, Reason: "a JSON " + te.Value + " where " + typeName(te.Type) + " belongs",
 				Accepted: "give " + typeName(te.Type)}
 		}
 		return unknown, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 	}
 	return unknown, nil
+}
+
+// inlineTypes are the structs embedded inline in API objects, whose Go
+// names encoding/json puts in an error's field path.
+var inlineTypes = []string{"TypeMeta", "MachineSet"}
+
+// jsonPath is encoding/json's field path without the names of inline
+// structs: spec.controlPlane.count, not spec.controlPlane.MachineSet.count.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	out := parts[:0]
+	for _, p := range parts {
+		if !slices.Contains(inlineTypes, p) {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, ".")
 }
 
 var (

@@ -88,8 +88,8 @@ func (a *app) describeKubernetesCluster(w io.Writer, kc *api.KubernetesCluster, 
 	}
 	field(w, "  Control-plane endpoint", endpoint)
 	field(w, "  etcd", etcdCell(kc))
-	field(w, "  Control plane", machineSetCell(sp.ControlPlane))
-	field(w, "  Data plane", machineSetCell(sp.DataPlane))
+	field(w, "  Control plane", machineSetCell(sp.ControlPlane.MachineSet))
+	field(w, "  Data plane", machineSetCell(sp.DataPlane.MachineSet))
 	field(w, "  Rollout", rolloutCell(sp.Rollout))
 	p := sp.Probes.WithDefaults()
 	field(w, "  Probes", fmt.Sprintf("every %s, timeout %s", time.Duration(p.Interval), time.Duration(p.Timeout)))

@@ -165,7 +165,7 @@ func TestKubernetesClusterApply(t *testing.T) {
 
 	t.Run("an etcd version a cluster on the fleet's etcd does not support", func(t *testing.T) {
 		old := api.NewKubernetesCluster("old")
-		old.Spec = api.KubernetesClusterSpec{ControlPlane: api.MachineSet{Machines: []string{"x-1"}}, Version: "1.33.1"}
+		old.Spec = api.KubernetesClusterSpec{ControlPlane: api.ControlPlaneSpec{MachineSet: api.MachineSet{Machines: []string{"x-1"}}}, Version: "1.33.1"}
 		if err := st.CreateObject(testCtx(t), old); err != nil {
 			t.Fatal(err)
 		}
@@ -185,8 +185,8 @@ func TestKubernetesClusterGetDescribeDelete(t *testing.T) {
 	created := time.Now().Add(-time.Hour).UTC()
 	kc := api.NewKubernetesCluster("prod")
 	kc.Metadata.CreatedAt = created
-	kc.Spec = api.KubernetesClusterSpec{ControlPlane: api.MachineSet{Machines: []string{"cp-1", "cp-2", "cp-3"}},
-		DataPlane: api.MachineSet{MachineSelector: &api.MachineSelector{MatchLabels: map[string]string{"role": "worker"}}, Count: 2},
+	kc.Spec = api.KubernetesClusterSpec{ControlPlane: api.ControlPlaneSpec{MachineSet: api.MachineSet{Machines: []string{"cp-1", "cp-2", "cp-3"}}},
+		DataPlane: api.DataPlaneSpec{MachineSet: api.MachineSet{MachineSelector: &api.MachineSelector{MatchLabels: map[string]string{"role": "worker"}}, Count: 2}},
 		Version:   "1.37.2", Drain: &api.DrainHook{Command: []string{"kubectl", "drain"}}}
 	kc.Status = api.KubernetesClusterStatus{Phase: api.ClusterProvisioning, ObservedGeneration: 1, Rollout: "prod", UpdatedAt: created.Add(3 * time.Second),
 		ControlPlane: api.ReplicaStatus{Ready: 3, Total: 3, ReadyMachines: []string{"cp-1", "cp-2", "cp-3"}, Machines: []string{"cp-1", "cp-2", "cp-3"}},
