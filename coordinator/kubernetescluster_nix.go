@@ -92,6 +92,24 @@ func renderClusterNix(kc *api.KubernetesCluster, sel kubeplan.Selection, f *clus
 			c.FirstServer = slices.MinFunc(sel.ControlPlane, rollout.Natural)
 		}
 	}
+	c.Components = clusterComponents(kc.Spec)
 	b, err := clusternix.Render(c)
 	return string(b), err
+}
+
+// clusterComponents is cluster.nix's components from the spec: each
+// one's provider, version (the cluster's when it names none), extra flags
+// and its unit's systemd limits.
+func clusterComponents(s api.KubernetesClusterSpec) clusternix.Components {
+	one := func(p api.Part) clusternix.Component {
+		spec := s.Component(p)
+		c := clusternix.Component{Provider: clusternix.ComponentProvider(spec.ProviderOrDefault()), Version: spec.VersionOr(s.Version),
+			ExtraArgs: spec.ExtraArgs, Limits: spec.Resources.SystemdLimits()}
+		if spec.External != nil {
+			c.ExternalURL = spec.External.URL
+		}
+		return c
+	}
+	return clusternix.Components{APIServer: one(api.PartAPIServer), ControllerManager: one(api.PartControllerManager),
+		Scheduler: one(api.PartScheduler), Kubelet: one(api.PartKubelet)}
 }

@@ -23,6 +23,16 @@
 # cluster as a kube-system bootstrap-token Secret and rotates before it
 # expires: k3s accepts such a token for agents, and an agent holds no
 # server credential.
+#
+# Components (cluster.nix components): k3s runs the API server,
+# controller-manager, scheduler and kubelet of a machine in its one
+# process. An external control-plane component is turned off
+# (--disable-apiserver, --disable-controller-manager, --disable-scheduler);
+# each one's extraArgs go through --kube-apiserver-arg, ... and
+# --kubelet-arg; the limits bound k3s.service by the sum of its native
+# components' (a limit only when every one of them sets it). Every
+# component runs at the k3s package's version: one of another version
+# fails an assertion naming it.
 { config, lib, cluster, machine, ... }:
 let
   p = cluster.paths;
@@ -37,6 +47,24 @@ let
   datastore =
     if proxy != null then proxy.datastore
     else { endpoint = cluster.etcdServers; cafile = p.etcdCACert; certfile = p.apiserverEtcdClientCert; keyfile = p.apiserverEtcdClientKey; };
+  # k3s's flag for each component's arguments and for turning it off.
+  k3sFlag = { apiServer = "kube-apiserver"; controllerManager = "kube-controller-manager"; scheduler = "kube-scheduler"; kubelet = "kubelet"; };
+  # The components k3s runs on this machine: the kubelet everywhere, the
+  # control plane on servers.
+  here = [ "kubelet" ] ++ lib.optionals server [ "apiServer" "controllerManager" "scheduler" ];
+  native = lib.filter cluster.runs here;
+  componentFlags =
+    lib.concatMap (name: map (a: "--${k3sFlag.${name}}-arg=${lib.removePrefix "--" a}") (cluster.componentArgs name)) native
+    ++ map (name: "--disable-${lib.removePrefix "kube-" k3sFlag.${name}}") (lib.filter (name: name != "kubelet" && !cluster.runs name) here);
+  # A percentage with at most one decimal ("150%", "0.5%") in tenths.
+  tenths = q: let parts = lib.splitString "." (lib.removeSuffix "%" q); in
+    lib.toInt (lib.head parts) * 10 + (if lib.length parts > 1 then lib.toInt (lib.substring 0 1 (lib.elemAt parts 1)) else 0);
+  fromTenths = t: "${toString (t / 10)}${lib.optionalString (lib.mod t 10 != 0) ".${toString (lib.mod t 10)}"}%";
+  limitsOf = map cluster.componentLimits native;
+  everyOne = k: native != [ ] && lib.all (l: l ? ${k}) limitsOf;
+  unitLimits =
+    lib.optionalAttrs (everyOne "CPUQuota") { CPUQuota = fromTenths (lib.foldl' (n: l: n + tenths l.CPUQuota) 0 limitsOf); }
+    // lib.optionalAttrs (everyOne "MemoryMax") { MemoryMax = toString (lib.foldl' (n: l: n + lib.toInt l.MemoryMax) 0 limitsOf); };
 in
 {
   services.k3s = {
@@ -56,6 +84,7 @@ in
         # clients go to another API server instead of failing.
         "--kube-apiserver-arg=shutdown-send-retry-after=true"
       ]
+      ++ componentFlags
       ++ lib.optional (server && nicoEtcd) "--kube-apiserver-arg=etcd-compaction-interval=0"
       ++ lib.optionals (server && sharedEtcd) ([
         "--datastore-endpoint=${datastore.endpoint}"
@@ -64,6 +93,8 @@ in
         "--datastore-keyfile=${datastore.keyfile}"
       ] ++ lib.optional (cluster.etcd.prefix != null) "--kube-apiserver-arg=etcd-prefix=${cluster.etcd.prefix}");
   };
+
+  systemd.services.k3s.serviceConfig = unitLimits;
 
   # On a server of a cluster on nico's etcd: the namespacing proxy k3s's
   # datastore endpoint names, from nico's package, before k3s.
@@ -87,7 +118,10 @@ in
   } {
     assertion = lib.versions.majorMinor config.services.k3s.package.version == lib.versions.majorMinor cluster.version;
     message = "examples/k3s: services.k3s.package is k3s ${config.services.k3s.package.version}, but the KubernetesCluster ${cluster.name} asks for Kubernetes ${cluster.version} (spec.version); pick the matching pkgs.k3s_1_NN";
-  }];
+  }] ++ map (name: {
+    assertion = cluster.components.${name}.version == cluster.version;
+    message = "examples/k3s: the KubernetesCluster ${cluster.name} asks for ${name} ${cluster.components.${name}.version} beside Kubernetes ${cluster.version}, but k3s runs every component at its own version: leave ${name}'s version out";
+  }) native;
 
   networking.firewall.allowedTCPPorts = [ 10250 ]
     ++ lib.optional server 6443 # the API server and supervisor

@@ -18,10 +18,24 @@
 # its own kubeconfig (kubeletKubeconfig) and renews the certificate before
 # it expires (--rotate-certificates). A data-plane machine gets no other
 # credential; kube-proxy runs with its kubelet's.
+#
+# Each component (cluster.nix components: the KubernetesCluster's
+# spec.controlPlane.components and spec.dataPlane.kubelet) runs here when
+# its provider is native (cluster.runs), with its extraArgs after the flags
+# below (cluster.componentArgs; nico refuses the flags it owns) and its
+# limits on its unit (cluster.componentLimits: CPUQuota, MemoryMax). An
+# external component is not run. Every component runs from the one
+# services.kubernetes.package: a component version other than the
+# cluster's fails an assertion naming it.
 { lib, cluster, machine, ... }:
 let
   p = cluster.paths;
   cp = machine.role == "controlPlane";
+  # The extra flags of component name, quoted for the unit's command line.
+  extra = name: lib.optionalString (cluster.componentArgs name != [ ]) " ${lib.escapeShellArgs (cluster.componentArgs name)}";
+  # The units of the components this machine runs, by component.
+  units = lib.filterAttrs (name: _: cluster.runs name) ({ kubelet = "kubelet"; }
+    // lib.optionalAttrs cp { apiServer = "kube-apiserver"; controllerManager = "kube-controller-manager"; scheduler = "kube-scheduler"; });
   kubeconfigFlag = "--kubeconfig=${p.kubeconfig}";
   # What the kubelet writes once its CSR is signed.
   kubeletKubeconfig = "/var/lib/kubelet/kubeconfig";
@@ -33,7 +47,10 @@ in
   } {
     assertion = cluster.etcdProxy == null;
     message = "examples/kubernetes: the KubernetesCluster ${cluster.name} has spec.etcd.namespace (cluster.nix etcd.proxy), for distributions that cannot set an etcd prefix; kube-apiserver sets --etcd-prefix: leave spec.etcd.namespace out";
-  }];
+  }] ++ map (name: {
+    assertion = cluster.components.${name}.version == cluster.version;
+    message = "examples/kubernetes: the KubernetesCluster ${cluster.name} asks for ${name} ${cluster.components.${name}.version} beside Kubernetes ${cluster.version}, but this flake runs every component from one services.kubernetes.package: give ${name} a package of its own, or leave its version out";
+  }) (lib.attrNames units);
 
   services.kubernetes = {
     roles = [ ];
@@ -42,7 +59,7 @@ in
     apiserverAddress = cluster.serverURL;
     caFile = p.caCert;
 
-    apiserver = lib.mkIf cp {
+    apiserver = lib.mkIf (cp && cluster.runs "apiServer") {
       enable = true;
       advertiseAddress = machine.address;
       etcd = {
@@ -67,11 +84,12 @@ in
       extraOpts = lib.concatStringsSep " " ([ "--requestheader-client-ca-file=${p.frontProxyCACert}" "--shutdown-send-retry-after=true"
         "--enable-bootstrap-token-auth=true" "--kubelet-preferred-address-types=InternalIP,Hostname" ]
         ++ lib.optional (cluster.etcd.prefix != null) "--etcd-prefix=${cluster.etcd.prefix}"
-        ++ lib.optional (cluster.etcd.provider == "nico") "--etcd-compaction-interval=0");
+        ++ lib.optional (cluster.etcd.provider == "nico") "--etcd-compaction-interval=0")
+        + extra "apiServer";
     };
 
     # A later --kubeconfig wins over the one the module writes.
-    controllerManager = lib.mkIf cp {
+    controllerManager = lib.mkIf (cp && cluster.runs "controllerManager") {
       enable = true;
       serviceAccountKeyFile = p.serviceAccountKey;
       rootCaFile = p.caCert;
@@ -79,17 +97,20 @@ in
       # the bootstrap token's group and of nodes renewing their own
       # (csrapproving, with nico's bindings); tokencleaner deletes expired
       # bootstrap tokens.
-      extraOpts = "${kubeconfigFlag} --cluster-signing-cert-file=${p.caCert} --cluster-signing-key-file=${p.caKey} --controllers=*,bootstrapsigner,tokencleaner";
+      extraOpts = "${kubeconfigFlag} --cluster-signing-cert-file=${p.caCert} --cluster-signing-key-file=${p.caKey} --controllers=*,bootstrapsigner,tokencleaner${extra "controllerManager"}";
     };
-    scheduler = lib.mkIf cp { enable = true; extraOpts = kubeconfigFlag; };
+    scheduler = lib.mkIf (cp && cluster.runs "scheduler") { enable = true; extraOpts = kubeconfigFlag + extra "scheduler"; };
 
     # A later --kubeconfig wins over the one the module writes.
-    kubelet = {
+    kubelet = lib.mkIf (cluster.runs "kubelet") {
       enable = true;
-      extraOpts = "--bootstrap-kubeconfig=${p.bootstrapKubeconfig} --kubeconfig=${kubeletKubeconfig} --rotate-certificates=true --cert-dir=/var/lib/kubelet/pki";
+      extraOpts = "--bootstrap-kubeconfig=${p.bootstrapKubeconfig} --kubeconfig=${kubeletKubeconfig} --rotate-certificates=true --cert-dir=/var/lib/kubelet/pki${extra "kubelet"}";
     };
     proxy = { enable = true; extraOpts = "--kubeconfig=${kubeletKubeconfig}"; };
   };
+
+  # Each component's limits on its unit.
+  systemd.services = lib.mapAttrs' (name: unit: lib.nameValuePair unit { serviceConfig = cluster.componentLimits name; }) units;
 
   networking.firewall.allowedTCPPorts = [ 10250 ] ++ lib.optional cp 6443;
 }

@@ -1,4 +1,4 @@
-# The Nix side of cluster.nix's schema (version 1): the file nico writes
+# The Nix side of cluster.nix's schema (version 3): the file nico writes
 # into a Kubernetes cluster's flake for each of its machines (rendered by
 # pkg/clusternix). Pure builtins, no nixpkgs:
 #
@@ -21,12 +21,18 @@
 #   etcdProxy        null, or (with etcd.proxy) { url, args, datastore }: the
 #                    namespacing proxy's URL, nico-etcd-proxy's arguments and
 #                    the distribution's datastore endpoint and files
+#   components.NAME  (apiServer, controllerManager, scheduler, kubelet)
+#                    { provider ("native" or "external"), version, extraArgs,
+#                      limits (systemd settings), external (null or { url }) }
+#   runs NAME        whether the flake runs component NAME (provider native)
+#   componentArgs NAME   its extraArgs as [ "--name=value" ... ], sorted
+#   componentLimits NAME its limits, for systemd.services.UNIT.serviceConfig
 let
   inherit (builtins)
     isAttrs isList isString isInt attrNames filter all length elem typeOf
     concatStringsSep genList elemAt match head toJSON listToAttrs map;
 
-  schemaVersion = 2;
+  schemaVersion = 3;
 
   fail = field: msg: throw "cluster.nix: ${if field == "" then "" else "${field}: "}${msg}";
   sub = field: k: if field == "" then k else "${field}.${k}";
@@ -106,6 +112,33 @@ let
       && want (isInt x.listen.port && x.listen.port >= 1 && x.listen.port <= 65535) "etcd.proxy.listen.port" "an integer from 1 to 65535" x.listen.port
       && want (isString x.clientCommonName && x.clientCommonName != "") "etcd.proxy.clientCommonName" "the cluster's etcd user, a non-empty string" x.clientCommonName);
 
+  componentNames = [ "apiServer" "controllerManager" "scheduler" "kubelet" ];
+  stringAttrs = field: keyOk: keyText: valueOk: valueText: v:
+    want (isAttrs v) field "an attribute set of strings" v
+    && checkAll (map (k: want (keyOk k) field "names that are ${keyText} (got ${toJSON k})" v
+      && want (isString v.${k} && valueOk v.${k}) "${field}.${k}" valueText v.${k}) (attrNames v));
+
+  # components.NAME: how the flake runs each Kubernetes component.
+  component = c: name:
+    let
+      field = "components.${name}";
+      x = c.components.${name};
+    in
+    exactly field [ "provider" "version" "extraArgs" "limits" "external" ] x
+    && want (elem x.provider [ "native" "external" ]) "${field}.provider" ''one of "native", "external"'' x.provider
+    && want (isString x.version && match "[0-9]+\\.[0-9]+(\\.[0-9]+)?" x.version != null) "${field}.version" "a Kubernetes version such as \"1.37.2\"" x.version
+    && stringAttrs "${field}.extraArgs" (k: match "[a-z][a-z0-9-]*" k != null) "flag names without the leading --"
+      (v: match "[^\n\r]*" v != null) "a string on one line" x.extraArgs
+    && stringAttrs "${field}.limits" (k: elem k [ "CPUQuota" "MemoryMax" ]) "CPUQuota or MemoryMax"
+      (v: match "[0-9]+(\\.[0-9]+)?%|[1-9][0-9]*" v != null) "a percentage (CPUQuota) or a number of bytes (MemoryMax)" x.limits
+    && want ((x.provider == "external") == (x.external != null)) "${field}.external" "{ url } exactly with provider \"external\", null with \"native\"" x.external
+    && (x.external == null || (exactly "${field}.external" [ "url" ] x.external
+      && want (isString x.external.url && match "https?://[^/ ]+.*" x.external.url != null) "${field}.external.url" "an http or https URL" x.external.url));
+
+  componentChecks = c:
+    exactly "components" componentNames c.components
+    && checkAll (map (component c) componentNames);
+
   pathKeys = [
     "apiserverCert" "apiserverEtcdClientCert" "apiserverEtcdClientKey" "apiserverKey" "bootstrapKubeconfig" "bootstrapToken" "caCert" "caKey" "etcdCACert" "frontProxyCACert"
     "frontProxyCAKey" "joinToken" "kubeconfig" "machineSSHKey" "serviceAccountKey" "serviceAccountPub"
@@ -121,7 +154,7 @@ let
     && want (c ? schemaVersion) "schemaVersion" "the schema version ${toString schemaVersion}: the field is missing" c
     && want (c.schemaVersion == schemaVersion) "schemaVersion"
       "${toString schemaVersion}, the version this nico lib reads (update the flake's nico input to the nico that wrote this file)" c.schemaVersion
-    && exactly "" [ "schemaVersion" "name" "version" "controlPlaneEndpoint" "firstServer" "nodes" "etcd" "paths" ] c
+    && exactly "" [ "schemaVersion" "name" "version" "controlPlaneEndpoint" "firstServer" "nodes" "etcd" "components" "paths" ] c
     && want (dnsLabel c.name) "name" labelText c.name
     && want (isString c.version && match "[0-9]+\\.[0-9]+(\\.[0-9]+)?" c.version != null) "version" "a Kubernetes version such as \"1.37.2\"" c.version
     && exactly "controlPlaneEndpoint" [ "host" "port" ] c.controlPlaneEndpoint
@@ -134,6 +167,7 @@ let
     && want (dups == [ ]) "nodes" "node names that are unique across both roles (${toJSON (head dups)} is listed twice)" c.nodes
     && want (c.firstServer == null || elem c.firstServer cpNames) "firstServer" "null or one of nodes.controlPlane's names (${concatStringsSep ", " cpNames})" c.firstServer
     && etcdChecks c
+    && componentChecks c
     && exactly "paths" pathKeys c.paths
     && checkAll (map (k: want (absPath c.paths.${k}) "paths.${k}" "an absolute path of letters, digits and . _ + @ -" c.paths.${k}) pathKeys);
 
@@ -163,6 +197,9 @@ let
       serverURL = url c.controlPlaneEndpoint.host c.controlPlaneEndpoint.port;
       firstServerMachine = if c.firstServer == null then null else machines.${c.firstServer};
       etcdServers = concatStringsSep "," c.etcd.endpoints;
+      runs = name: c.components.${name}.provider == "native";
+      componentArgs = name: let a = c.components.${name}.extraArgs; in map (k: "--${k}=${a.${k}}") (attrNames a);
+      componentLimits = name: c.components.${name}.limits;
       # The namespacing proxy (etcd.proxy), or null: its URL, the
       # arguments of nico-etcd-proxy, and the distribution's datastore
       # flags (the proxy serves the API server certificate, signed by the

@@ -27,6 +27,13 @@ var clusters = map[string]func() clusternix.Cluster{
 				Endpoints: []string{"https://10.0.0.2:2379", "https://10.0.0.1:2379", "https://10.0.0.3:2379"},
 				Prefix:    "/clusters/prod/registry",
 			},
+			Components: clusternix.Components{
+				APIServer: clusternix.Component{ExtraArgs: map[string]string{"v": "2", "audit-log-path": "/var/log/kube/audit.log", "feature-gates": "A=true,B=false"},
+					Limits: map[string]string{"MemoryMax": "2147483648", "CPUQuota": "150%"}},
+				ControllerManager: clusternix.Component{Version: "1.37.2", Limits: map[string]string{"MemoryMax": "536870912"}},
+				Scheduler:         clusternix.Component{Provider: clusternix.External, ExternalURL: "https://10.0.0.50:10259/healthz"},
+				Kubelet:           clusternix.Component{Provider: clusternix.Native, Version: "v1.37.2", ExtraArgs: map[string]string{"max-pods": "50"}},
+			},
 			Paths: clusternix.DefaultPaths(),
 		}
 	},

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -50,7 +51,7 @@ func nixEval(t testing.TB, expr string) ([]byte, error) {
 // loadExpr is a Nix expression that loads file through the schema and
 // keeps the fields and helpers that are data.
 func loadExpr(file string) string {
-	return fmt.Sprintf(`let c = (import (/. + %s)).load (/. + %s); in removeAttrs c [ "machine" "isFirstServer" "url" ] // { firstIsFirst = if c.firstServer == null then null else c.isFirstServer c.firstServer; ipv6URL = c.url "fd00::1" 6443; }`, clusternix.Quote(schemaFile), clusternix.Quote(file))
+	return fmt.Sprintf(`let c = (import (/. + %s)).load (/. + %s); in removeAttrs c [ "machine" "isFirstServer" "url" "runs" "componentArgs" "componentLimits" ] // { firstIsFirst = if c.firstServer == null then null else c.isFirstServer c.firstServer; ipv6URL = c.url "fd00::1" 6443; runs = map c.runs [ "apiServer" "controllerManager" "scheduler" "kubelet" ]; apiServerArgs = c.componentArgs "apiServer"; kubeletArgs = c.componentArgs "kubelet"; apiServerLimits = c.componentLimits "apiServer"; }`, clusternix.Quote(schemaFile), clusternix.Quote(file))
 }
 
 // loaded is what loadExpr evaluates to.
@@ -89,8 +90,15 @@ type loaded struct {
 	FirstServerMachine *struct {
 		Name string `json:"name"`
 	} `json:"firstServerMachine"`
-	IPv6URL     string `json:"ipv6URL"`
-	EtcdServers string `json:"etcdServers"`
+	IPv6URL         string            `json:"ipv6URL"`
+	EtcdServers     string            `json:"etcdServers"`
+	Runs            []bool            `json:"runs"`
+	APIServerArgs   []string          `json:"apiServerArgs"`
+	KubeletArgs     []string          `json:"kubeletArgs"`
+	APIServerLimits map[string]string `json:"apiServerLimits"`
+	Components      map[string]struct {
+		Version string `json:"version"`
+	} `json:"components"`
 }
 
 // writeRendered renders c into a temporary cluster.nix.
@@ -127,6 +135,7 @@ func TestSchemaLoadsRendered(t *testing.T) {
 			if l.SchemaVersion != clusternix.SchemaVersion || l.Name != c.Name || l.Version != strings.TrimPrefix(c.Version, "v") || l.ControlPlaneEndpoint != c.ControlPlaneEndpoint {
 				t.Errorf("loaded %+v from %+v", l, c)
 			}
+			checkComponents(t, c, l)
 			if l.Etcd.Provider != string(c.Etcd.Provider) || len(l.Etcd.Endpoints) != len(c.Etcd.Endpoints) || (l.Etcd.Prefix == nil) != (c.Etcd.Prefix == "") {
 				t.Errorf("etcd: loaded %+v from %+v", l.Etcd, c.Etcd)
 			}
@@ -196,5 +205,38 @@ func TestSchemaLoadsRendered(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkComponents: the components' helpers give what the flakes apply:
+// which the flake runs, the extra flags and the unit limits.
+func checkComponents(t *testing.T, c clusternix.Cluster, l loaded) {
+	t.Helper()
+	parts := []clusternix.Component{c.Components.APIServer, c.Components.ControllerManager, c.Components.Scheduler, c.Components.Kubelet}
+	for i, name := range []string{"apiServer", "controllerManager", "scheduler", "kubelet"} {
+		if want := parts[i].Provider != clusternix.External; l.Runs[i] != want {
+			t.Errorf("runs %s = %v, want %v", name, l.Runs[i], want)
+		}
+		want := strings.TrimPrefix(parts[i].Version, "v")
+		if want == "" {
+			want = strings.TrimPrefix(c.Version, "v")
+		}
+		if got := l.Components[name].Version; got != want {
+			t.Errorf("components.%s.version %q, want %q", name, got, want)
+		}
+	}
+	args := func(m map[string]string) string {
+		var out []string
+		for k, v := range m {
+			out = append(out, "--"+k+"="+v)
+		}
+		slices.Sort(out)
+		return strings.Join(out, " ")
+	}
+	if strings.Join(l.APIServerArgs, " ") != args(c.Components.APIServer.ExtraArgs) || strings.Join(l.KubeletArgs, " ") != args(c.Components.Kubelet.ExtraArgs) {
+		t.Errorf("componentArgs: apiServer %q, kubelet %q from %+v", l.APIServerArgs, l.KubeletArgs, c.Components)
+	}
+	if fmt.Sprint(l.APIServerLimits) != fmt.Sprint(c.Components.APIServer.Limits) && len(l.APIServerLimits)+len(c.Components.APIServer.Limits) > 0 {
+		t.Errorf("componentLimits apiServer %v, want %v", l.APIServerLimits, c.Components.APIServer.Limits)
 	}
 }

@@ -64,6 +64,7 @@ func Render(c Cluster) ([]byte, error) {
 			Quote(x.Namespace), Quote(x.Listen.Host), x.Listen.Port, Quote(x.ClientCommonName))
 	}
 	w(1, "};")
+	renderComponents(w, c.Components, c.Version)
 	w(1, "paths = {")
 	for _, f := range c.Paths.fields() {
 		w(2, "%s = %s;", f.name, Quote(f.value))

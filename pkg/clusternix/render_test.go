@@ -66,3 +66,20 @@ func TestRenderDeterministic(t *testing.T) {
 		t.Errorf("Render sorted its input in place")
 	}
 }
+
+// TestRenderComponentVersion: a component's own version is rendered
+// without its "v", the others take the cluster's.
+func TestRenderComponentVersion(t *testing.T) {
+	c := clusters["nico-ha"]()
+	c.Components.Kubelet.Version = "v1.35.1"
+	c.Components.ControllerManager.Version = ""
+	out, err := clusternix.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"controllerManager = {\n      provider = \"native\";\n      version = \"1.37.2\";", "kubelet = {\n      provider = \"native\";\n      version = \"1.35.1\";"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("cluster.nix lacks %q:\n%s", want, out)
+		}
+	}
+}

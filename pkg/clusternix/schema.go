@@ -1,14 +1,14 @@
 // Package clusternix renders cluster.nix, the file nico writes into a
 // Kubernetes cluster's flake for every machine of the cluster: a typed,
-// versioned description (schema version 2) of the cluster's name, version,
-// control-plane endpoint, nodes by role, etcd and the on-host paths of the
+// versioned description (schema version 3) of the cluster's name, version,
+// control-plane endpoint, nodes by role, etcd, how each component runs and the on-host paths of the
 // files nico delivers. The flake checks it with nixos-module/lib/cluster-schema.nix,
 // the Nix side of the same schema, so that generator and flake cannot drift.
 package clusternix
 
 // SchemaVersion is the version of the cluster.nix schema this package
 // renders (the file's schemaVersion).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // FileName is where cluster.nix goes in the flake's directory: the
 // additionalFiles path of each machine's NixosConfiguration.
@@ -31,6 +31,9 @@ type Cluster struct {
 	Nodes Nodes
 	// Etcd is the datastore the API servers use.
 	Etcd Etcd
+	// Components are how the flake runs the API server, controller-manager,
+	// scheduler and kubelet.
+	Components Components
 	// Paths are where the delivered files land on every machine.
 	Paths Paths
 }

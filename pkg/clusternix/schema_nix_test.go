@@ -22,9 +22,9 @@ func TestSchemaRefusesDrift(t *testing.T) {
 		old, new  string
 		wantError string
 	}{
-		{"schemaVersion missing", ha, "schemaVersion = 2;", "", "cluster.nix: schemaVersion: want the schema version 2: the field is missing"},
-		{"schemaVersion 1", ha, "schemaVersion = 2;", "schemaVersion = 1;", "cluster.nix: schemaVersion: want 2, the version this nico lib reads"},
-		{"firstServer missing", ha, "firstServer = null;", "", "cluster.nix: firstServer: missing: cluster.nix schema version 2 has"},
+		{"schemaVersion missing", ha, "schemaVersion = 3;", "", "cluster.nix: schemaVersion: want the schema version 3: the field is missing"},
+		{"schemaVersion 1", ha, "schemaVersion = 3;", "schemaVersion = 1;", "cluster.nix: schemaVersion: want 3, the version this nico lib reads"},
+		{"firstServer missing", ha, "firstServer = null;", "", "cluster.nix: firstServer: missing: cluster.nix schema version 3 has"},
 		{"unknown top-level field", ha, "name = \"prod\";", "name = \"prod\"; region = \"eu\";", "cluster.nix: region: unknown field"},
 		{"port as a string", ha, "port = 6443;", "port = \"6443\";", `cluster.nix: controlPlaneEndpoint.port: want an integer from 1 to 65535, got the string "6443"`},
 		{"addresses as a string", ha, `addresses = [ "10.0.0.2" ];`, `addresses = "10.0.0.2";`, `cluster.nix: nodes.controlPlane[1].addresses: want a non-empty list of non-empty strings, got the string "10.0.0.2"`},
@@ -48,6 +48,18 @@ func TestSchemaRefusesDrift(t *testing.T) {
 		{"first server not a control-plane node", dist, `firstServer = "s1";`, `firstServer = "a1";`, `cluster.nix: firstServer: want null or one of nodes.controlPlane's names (s1, s2, s3), got the string "a1"`},
 		{"distribution with endpoints", dist, `endpoints = [ ];`, `endpoints = [ "https://10.0.0.1:2379" ];`, `cluster.nix: etcd.endpoints: want no endpoints with etcd.provider "distribution"`},
 		{"version", ha, `version = "1.37.2";`, `version = "v1.37";`, `cluster.nix: version: want a Kubernetes version such as "1.37.2", got the string "v1.37"`},
+		{"components missing", ha, "components = {", "componentz = {", "cluster.nix: components: missing: cluster.nix schema version 3 has"},
+		{"component renamed", ha, "    kubelet = {", "    proxy = {", "cluster.nix: components.kubelet: missing"},
+		{"component unknown", ha, "components = {", "components = { proxy = { };", "cluster.nix: components.proxy: unknown field"},
+		{"component provider", ha, `provider = "native";`, `provider = "systemd";`, `cluster.nix: components.apiServer.provider: want one of "native", "external", got the string "systemd"`},
+		{"component version", ha, "controllerManager = {\n      provider = \"native\";\n      version = \"1.37.2\";", "controllerManager = {\n      provider = \"native\";\n      version = \"latest\";", `cluster.nix: components.controllerManager.version: want a Kubernetes version`},
+		{"flag name with dashes", ha, `"max-pods" = "50";`, `"--max-pods" = "50";`, `cluster.nix: components.kubelet.extraArgs: want names that are flag names without the leading --`},
+		{"flag value not a string", ha, `"max-pods" = "50";`, `"max-pods" = 50;`, `cluster.nix: components.kubelet.extraArgs.max-pods: want a string on one line, got the int 50`},
+		{"flag value on two lines", ha, `"v" = "2";`, `"v" = "2\n--x";`, `cluster.nix: components.apiServer.extraArgs.v: want a string on one line`},
+		{"limit unknown", ha, `"CPUQuota" = "150%";`, `"CPUWeight" = "150";`, `cluster.nix: components.apiServer.limits: want names that are CPUQuota or MemoryMax`},
+		{"limit value", ha, `"CPUQuota" = "150%";`, `"CPUQuota" = "1.5";`, `cluster.nix: components.apiServer.limits.CPUQuota: want a percentage`},
+		{"external without URL", ha, `external = { url = "https://10.0.0.50:10259/healthz"; };`, `external = null;`, `cluster.nix: components.scheduler.external: want { url } exactly with provider "external"`},
+		{"external URL with native", ha, `provider = "external";`, `provider = "native";`, `cluster.nix: components.scheduler.external: want { url } exactly with provider "external", null with "native"`},
 		{"not an attribute set", ha, "", "", ""}, // replaced below
 	}
 	for _, tc := range cases {

@@ -79,6 +79,7 @@ func Validate(c Cluster) error {
 	}
 
 	errs = append(errs, validateEtcd(c.Etcd, c.FirstServer)...)
+	errs = append(errs, validateComponents(c.Components)...)
 
 	byPath := map[string]string{}
 	for _, f := range c.Paths.fields() {

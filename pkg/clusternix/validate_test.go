@@ -56,6 +56,15 @@ func TestValidateRefuses(t *testing.T) {
 			`etcd.proxy.namespace "/clusters/k3s": want a key prefix ending in '/'`},
 		{"proxy client name", func(c *clusternix.Cluster) { *c = clusters["nico-namespaced"](); c.Etcd.Proxy.ClientCommonName = "" },
 			`etcd.proxy.clientCommonName "": want the cluster's etcd user`},
+		{"component provider", func(c *clusternix.Cluster) { c.Components.APIServer.Provider = "systemd" }, `components.apiServer.provider "systemd": want one of native, external`},
+		{"external component without URL", func(c *clusternix.Cluster) { c.Components.Scheduler.ExternalURL = "" }, `components.scheduler.external.url "": want an http or https URL`},
+		{"native component with URL", func(c *clusternix.Cluster) { c.Components.Kubelet.ExternalURL = "https://x:10250/healthz" }, `components.kubelet.external.url "https://x:10250/healthz": want no URL with provider native`},
+		{"component version", func(c *clusternix.Cluster) { c.Components.ControllerManager.Version = "latest" }, `components.controllerManager.version "latest": want a Kubernetes version`},
+		{"flag name", func(c *clusternix.Cluster) { c.Components.APIServer.ExtraArgs["--v"] = "3" }, `components.apiServer.extraArgs "--v": want a flag name`},
+		{"flag value", func(c *clusternix.Cluster) { c.Components.Kubelet.ExtraArgs["max-pods"] = "5\n0" }, `components.kubelet.extraArgs.max-pods "5\n0": want a value on one line`},
+		{"limit name", func(c *clusternix.Cluster) { c.Components.APIServer.Limits["MemoryLimit"] = "1" }, `components.apiServer.limits "MemoryLimit": want one of CPUQuota, MemoryMax`},
+		{"CPU quota", func(c *clusternix.Cluster) { c.Components.APIServer.Limits["CPUQuota"] = "1.5" }, `components.apiServer.limits.CPUQuota "1.5": want a percentage`},
+		{"memory max", func(c *clusternix.Cluster) { c.Components.ControllerManager.Limits["MemoryMax"] = "512M" }, `components.controllerManager.limits.MemoryMax "512M": want a positive number of bytes`},
 		{"proxy with external", func(c *clusternix.Cluster) {
 			*c = clusters["nico-namespaced"]()
 			c.Etcd.Provider = clusternix.EtcdExternal

@@ -1,7 +1,7 @@
 # cluster.nix of the Kubernetes cluster edge, written by nico: do not edit.
-# Schema version 2; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
+# Schema version 3; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
 {
-  schemaVersion = 2;
+  schemaVersion = 3;
   name = "edge";
   version = "1.36";
   controlPlaneEndpoint = { host = "api.edge.example"; port = 6443; };
@@ -20,6 +20,36 @@
     provider = "distribution";
     endpoints = [ ];
     prefix = null;
+  };
+  components = {
+    apiServer = {
+      provider = "native";
+      version = "1.36";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    controllerManager = {
+      provider = "native";
+      version = "1.36";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    scheduler = {
+      provider = "native";
+      version = "1.36";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    kubelet = {
+      provider = "native";
+      version = "1.36";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
   };
   paths = {
     apiserverCert = "/etc/kubernetes/pki/apiserver.crt";

@@ -1,7 +1,7 @@
 # cluster.nix of the Kubernetes cluster lab, written by nico: do not edit.
-# Schema version 2; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
+# Schema version 3; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
 {
-  schemaVersion = 2;
+  schemaVersion = 3;
   name = "lab";
   version = "1.37.0";
   controlPlaneEndpoint = { host = "fd00::10"; port = 443; };
@@ -16,6 +16,36 @@
     provider = "external";
     endpoints = [ "http://etcd.lab.example:2379" "https://[fd00::20]:2379" ];
     prefix = null;
+  };
+  components = {
+    apiServer = {
+      provider = "native";
+      version = "1.37.0";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    controllerManager = {
+      provider = "native";
+      version = "1.37.0";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    scheduler = {
+      provider = "native";
+      version = "1.37.0";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    kubelet = {
+      provider = "native";
+      version = "1.37.0";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
   };
   paths = {
     apiserverCert = "/etc/kubernetes/pki/apiserver.crt";

@@ -1,7 +1,7 @@
 # cluster.nix of the Kubernetes cluster prod, written by nico: do not edit.
-# Schema version 2; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
+# Schema version 3; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
 {
-  schemaVersion = 2;
+  schemaVersion = 3;
   name = "prod";
   version = "1.37.2";
   controlPlaneEndpoint = { host = "10.0.0.10"; port = 6443; };
@@ -21,6 +21,36 @@
     provider = "nico";
     endpoints = [ "https://10.0.0.1:2379" "https://10.0.0.2:2379" "https://10.0.0.3:2379" ];
     prefix = "/clusters/prod/registry";
+  };
+  components = {
+    apiServer = {
+      provider = "native";
+      version = "1.37.2";
+      extraArgs = { "audit-log-path" = "/var/log/kube/audit.log"; "feature-gates" = "A=true,B=false"; "v" = "2"; };
+      limits = { "CPUQuota" = "150%"; "MemoryMax" = "2147483648"; };
+      external = null;
+    };
+    controllerManager = {
+      provider = "native";
+      version = "1.37.2";
+      extraArgs = { };
+      limits = { "MemoryMax" = "536870912"; };
+      external = null;
+    };
+    scheduler = {
+      provider = "external";
+      version = "1.37.2";
+      extraArgs = { };
+      limits = { };
+      external = { url = "https://10.0.0.50:10259/healthz"; };
+    };
+    kubelet = {
+      provider = "native";
+      version = "1.37.2";
+      extraArgs = { "max-pods" = "50"; };
+      limits = { };
+      external = null;
+    };
   };
   paths = {
     apiserverCert = "/etc/kubernetes/pki/apiserver.crt";

@@ -1,7 +1,7 @@
 # cluster.nix of the Kubernetes cluster k3s, written by nico: do not edit.
-# Schema version 2; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
+# Schema version 3; check it with nico's lib.clusterSchema.load (nixos-module/lib/cluster-schema.nix).
 {
-  schemaVersion = 2;
+  schemaVersion = 3;
   name = "k3s";
   version = "1.37.2";
   controlPlaneEndpoint = { host = "10.0.0.10"; port = 6443; };
@@ -20,6 +20,36 @@
     endpoints = [ "https://10.0.0.1:2379" "https://10.0.0.2:2379" ];
     prefix = null;
     proxy = { namespace = "/clusters/k3s/"; listen = { host = "127.0.0.1"; port = 2479; }; clientCommonName = "kubernetes:k3s"; };
+  };
+  components = {
+    apiServer = {
+      provider = "native";
+      version = "1.37.2";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    controllerManager = {
+      provider = "native";
+      version = "1.37.2";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    scheduler = {
+      provider = "native";
+      version = "1.37.2";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
+    kubelet = {
+      provider = "native";
+      version = "1.37.2";
+      extraArgs = { };
+      limits = { };
+      external = null;
+    };
   };
   paths = {
     apiserverCert = "/etc/kubernetes/pki/apiserver.crt";

@@ -126,6 +126,10 @@ let
       "servers' API servers send Retry-After while shutting down" = has "--kube-apiserver-arg=shutdown-send-retry-after=true" == server;
       "servers' API servers never compact nico's etcd (and only there)" =
         has "--kube-apiserver-arg=etcd-compaction-interval=0" == (server && c.etcd.provider == "nico");
+      "each component's extraArgs through k3s's --kube-*-arg and --kubelet-arg; an external one disabled" =
+        lib.all (arg: has "--kubelet-arg=${lib.removePrefix "--" arg}") (c.componentArgs "kubelet")
+        && (server -> lib.all (arg: has "--kube-apiserver-arg=${lib.removePrefix "--" arg}") (c.componentArgs "apiServer"))
+        && has "--disable-scheduler" == (server && !c.runs "scheduler");
     };
 
   kubernetes = { cfg, m, c, name, server, ... }:
@@ -135,8 +139,16 @@ let
     in
     {
       "no roles and no easyCerts: no etcd or certificates of the module's own" = k.roles == [ ] && !k.easyCerts;
-      "control plane runs the API server, controller-manager and scheduler; data plane none" =
-        a.enable == server && k.controllerManager.enable == server && k.scheduler.enable == server;
+      "control plane runs the API server, controller-manager and scheduler (native ones only); data plane none" =
+        a.enable == (server && c.runs "apiServer") && k.controllerManager.enable == (server && c.runs "controllerManager")
+        && k.scheduler.enable == (server && c.runs "scheduler");
+      "each native component's extraArgs on its command line, its limits on its unit" =
+        lib.all (arg: lib.hasInfix "'${arg}'" k.kubelet.extraOpts) (c.componentArgs "kubelet")
+        && cfg.systemd.services.kubelet.serviceConfig == c.componentLimits "kubelet"
+        && (server -> lib.all (arg: lib.hasInfix "'${arg}'" a.extraOpts) (c.componentArgs "apiServer")
+          && cfg.systemd.services.kube-apiserver.serviceConfig == c.componentLimits "apiServer"
+          && cfg.systemd.services.kube-controller-manager.serviceConfig == c.componentLimits "controllerManager"
+          && (c.runs "scheduler" == cfg.systemd.services ? kube-scheduler));
       "kubelet and kube-proxy on every machine; the kubelet joins with the bootstrap kubeconfig, not admin.conf" =
         k.kubelet.enable && k.proxy.enable
         && lib.hasInfix "--bootstrap-kubeconfig=${c.paths.bootstrapKubeconfig}" k.kubelet.extraOpts
@@ -187,6 +199,23 @@ let
       "kubernetes: a cluster.nix with etcd.proxy fails an assertion naming spec.etcd.namespace" =
         lib.any (lib.hasInfix "has spec.etcd.namespace (cluster.nix etcd.proxy)")
           (failedOn (outputsWith { example = "kubernetes"; sample = "nico-namespaced"; }) "cp-1");
+      "kubernetes: the nico-ha sample's components reach the units (golden values)" =
+        let
+          cfg = (outputsWith { example = "kubernetes"; sample = "nico-ha"; }).nixosConfigurations.cp-1.config;
+          w = (outputsWith { example = "kubernetes"; sample = "nico-ha"; }).nixosConfigurations.worker-1.config;
+        in
+        cfg.systemd.services.kube-apiserver.serviceConfig == { CPUQuota = "150%"; MemoryMax = "2147483648"; }
+        && lib.hasSuffix "'--audit-log-path=/var/log/kube/audit.log' '--feature-gates=A=true,B=false' '--v=2'" cfg.services.kubernetes.apiserver.extraOpts
+        && !cfg.services.kubernetes.scheduler.enable
+        && lib.hasSuffix "'--max-pods=50'" w.services.kubernetes.kubelet.extraOpts;
+      "k3s: a server's k3s.service bounded by the sum of its components' limits, only when each sets one" =
+        let
+          sample = builtins.toFile "cluster.nix" (builtins.replaceStrings [ "limits = { };" ] [ ''limits = { "CPUQuota" = "0.5%"; "MemoryMax" = "1048576"; };'' ]
+            (builtins.readFile samples.nico-namespaced));
+          out = import ../../../examples/k3s/outputs.nix { nixpkgs = nixpkgsWith "1.37.2"; inherit nico; clusterFile = sample; };
+        in
+        out.nixosConfigurations.cp-1.config.systemd.services.k3s.serviceConfig == { CPUQuota = "2%"; MemoryMax = "4194304"; }
+        && out.nixosConfigurations.worker-1.config.systemd.services.k3s.serviceConfig == { CPUQuota = "0.5%"; MemoryMax = "1048576"; };
       "kubernetes: etcd.provider distribution fails an assertion naming it" =
         lib.any (lib.hasInfix "has etcd.provider distribution: use nico or external")
           (failedOn (outputsWith { example = "kubernetes"; sample = "distribution"; }) "s1");

@@ -111,7 +111,7 @@ let
     "flake: overlay builds nixos-module/package.nix" = baseNameOf (toString called.nico.path) == "package.nix";
     "flake: vendorHash is an SRI sha256" = builtins.match "sha256-[A-Za-z0-9+/]{43}=" called.nico.args.vendorHash != null;
     "flake: lib.clusterSchema is nixos-module/lib/cluster-schema.nix (schema version 1)" =
-      self.lib.clusterSchema.schemaVersion == 2 && self.lib.clusterSchema ? load;
+      self.lib.clusterSchema.schemaVersion == 3 && self.lib.clusterSchema ? load;
     "flake: nixosModules.default is the module" = host.systemd.services ? nico-agent && host.services.etcd.enable;
   };
   failed = lib.attrNames (lib.filterAttrs (_: ok: !ok) checks);
