@@ -145,7 +145,7 @@ func (p *componentProber) myCluster(ctx context.Context) (*api.KubernetesCluster
 // be built (its CA file unreadable) reports every component unhealthy
 // with the reason.
 func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) []api.ComponentHealth {
-	targets, err := kubeprobe.Targets(kc.Spec.Probes, p.cfg.ClusterCA, p.cfg.ReadFile)
+	targets, err := kubeprobe.Targets(kc.Spec.EffectiveProbes(), p.cfg.ClusterCA, p.cfg.ReadFile)
 	for i := range targets {
 		if u := p.cfg.URLs[targets[i].Name]; u != "" {
 			targets[i].URL = u

@@ -163,7 +163,37 @@ type ExternalComponent struct {
 	// https://10.0.0.5:6443/readyz.
 	URL string `json:"url"`
 	// CAFile is the CA its certificate is checked with, a path on the
-	// control-plane machines ("": the cluster CA).
+	// control-plane machines ("": as spec.probes says: the cluster CA for
+	// the API server; for the others their probe's caFile, else their
+	// self-signed certificate accepted).
 	// Validation: a clean absolute path.
 	CAFile string `json:"caFile,omitempty"`
+}
+
+// EffectiveProbes are the probes the control-plane agents run: Probes,
+// with each external control-plane component probed at its external.url
+// (and caFile, when given) instead of on the machine. Defaults are
+// filled in later (ClusterProbes.WithDefaults) as for Probes.
+func (s KubernetesClusterSpec) EffectiveProbes() ClusterProbes {
+	p := s.Probes
+	for _, c := range []struct {
+		part  Part
+		probe **ComponentProbe
+	}{{PartAPIServer, &p.APIServer}, {PartControllerManager, &p.ControllerManager}, {PartScheduler, &p.Scheduler}} {
+		spec := s.Component(c.part)
+		if spec.ProviderOrDefault() != ComponentExternal || spec.External == nil {
+			continue
+		}
+		probe := ComponentProbe{}
+		if *c.probe != nil {
+			probe = **c.probe
+		}
+		probe.Disabled = false
+		probe.URL = spec.External.URL
+		if spec.External.CAFile != "" {
+			probe.CAFile = spec.External.CAFile
+		}
+		*c.probe = &probe
+	}
+	return p
 }

@@ -154,3 +154,26 @@ func TestComponentsJSON(t *testing.T) {
 		t.Error("an unknown component was accepted")
 	}
 }
+
+// TestEffectiveProbes: an external control-plane component is probed at
+// its external URL (and CA), keeping its lease; native ones keep
+// spec.probes.
+func TestEffectiveProbes(t *testing.T) {
+	var s KubernetesClusterSpec
+	s.Probes.Scheduler = &ComponentProbe{Disabled: true, LeaderLease: "kube-system/sched"}
+	s.ControlPlane.Components.Scheduler = ComponentSpec{Provider: ComponentExternal, External: &ExternalComponent{URL: "https://10.0.0.7:10259/healthz", CAFile: "/etc/ext/ca.crt"}}
+	s.ControlPlane.Components.APIServer = ComponentSpec{Provider: ComponentExternal, External: &ExternalComponent{URL: "https://lb.example:6443/readyz"}}
+	p := s.EffectiveProbes().WithDefaults()
+	if got := *p.Scheduler; got != (ComponentProbe{URL: "https://10.0.0.7:10259/healthz", CAFile: "/etc/ext/ca.crt", LeaderLease: "kube-system/sched"}) {
+		t.Errorf("scheduler probe %+v", got)
+	}
+	if got := *p.APIServer; got != (ComponentProbe{URL: "https://lb.example:6443/readyz"}) {
+		t.Errorf("apiServer probe %+v", got)
+	}
+	if *p.ControllerManager != DefaultControllerManagerProbe {
+		t.Errorf("native controllerManager probe %+v", *p.ControllerManager)
+	}
+	if s.Probes.APIServer != nil || !s.Probes.Scheduler.Disabled {
+		t.Error("EffectiveProbes changed the spec")
+	}
+}

@@ -74,7 +74,7 @@ func (c ComponentSpec) validate(comp Part) []error {
 			refuse(".external.url", e.URL, "", "use an http or https URL with a host, as https://10.0.0.5:6443/readyz")
 		}
 		if f := e.CAFile; f != "" && (!path.IsAbs(f) || path.Clean(f) != f) {
-			refuse(".external.caFile", f, "", "give a clean absolute path on the control-plane machines, or leave it out (the cluster CA)")
+			refuse(".external.caFile", f, "", "give a clean absolute path on the control-plane machines, or leave it out")
 		}
 	}
 	if c.Version != "" {
