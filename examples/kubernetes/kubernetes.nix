@@ -109,8 +109,15 @@ in
     proxy = { enable = true; extraOpts = "--kubeconfig=${kubeletKubeconfig}"; };
   };
 
-  # Each component's limits on its unit.
-  systemd.services = lib.mapAttrs' (name: unit: lib.nameValuePair unit { serviceConfig = cluster.componentLimits name; }) units;
+  # Each component's limits on its unit. On a control-plane machine the
+  # others start after the API server (systemd orders the units a switch
+  # restarts by After=): a generation that changes several components
+  # brings the API server up first, then the controller-manager, the
+  # scheduler and the kubelet.
+  systemd.services = lib.mapAttrs' (name: unit: lib.nameValuePair unit {
+    serviceConfig = cluster.componentLimits name;
+    after = lib.optional (name != "apiServer" && units ? apiServer) "kube-apiserver.service";
+  }) units;
 
   networking.firewall.allowedTCPPorts = [ 10250 ] ++ lib.optional cp 6443;
 }

@@ -148,7 +148,9 @@ let
         && (server -> lib.all (arg: lib.hasInfix "'${arg}'" a.extraOpts) (c.componentArgs "apiServer")
           && cfg.systemd.services.kube-apiserver.serviceConfig == c.componentLimits "apiServer"
           && cfg.systemd.services.kube-controller-manager.serviceConfig == c.componentLimits "controllerManager"
-          && (c.runs "scheduler" == cfg.systemd.services ? kube-scheduler));
+          && (c.runs "scheduler" == cfg.systemd.services ? kube-scheduler)
+          && lib.elem "kube-apiserver.service" cfg.systemd.services.kube-controller-manager.after
+          && lib.elem "kube-apiserver.service" cfg.systemd.services.kubelet.after);
       "kubelet and kube-proxy on every machine; the kubelet joins with the bootstrap kubeconfig, not admin.conf" =
         k.kubelet.enable && k.proxy.enable
         && lib.hasInfix "--bootstrap-kubeconfig=${c.paths.bootstrapKubeconfig}" k.kubelet.extraOpts
