@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"slices"
 
 	"github.com/homystack/nico/pkg/clusternix"
 )
@@ -29,7 +30,30 @@ type ClusterFile struct {
 		Endpoints []string `json:"endpoints"`
 		Prefix    string   `json:"prefix"`
 	} `json:"etcd"`
-	Paths map[string]string `json:"paths"`
+	// Components are how the flake runs each component, by cluster.nix's
+	// name (apiServer, controllerManager, scheduler, kubelet).
+	Components map[string]ClusterComponent `json:"components"`
+	Paths      map[string]string           `json:"paths"`
+}
+
+// ClusterComponent is one component of cluster.nix.
+type ClusterComponent struct {
+	Provider  string            `json:"provider"`
+	Version   string            `json:"version"`
+	ExtraArgs map[string]string `json:"extraArgs"`
+	Limits    map[string]string `json:"limits"`
+}
+
+// Args are component name's extraArgs as flags, sorted by name, as the
+// schema's componentArgs gives them.
+func (c *ClusterFile) Args(name string) []string {
+	args := c.Components[name].ExtraArgs
+	out := make([]string, 0, len(args))
+	for k, v := range args {
+		out = append(out, "--"+k+"="+v)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ClusterNode is one machine of cluster.nix.

@@ -36,7 +36,8 @@ const ClusterNixPath = "cluster.nix"
 //	listed in controlPlane       --> issue the serving and kubeconfig pairs from the
 //	                                 delivered CAs, start kube-apiserver on the
 //	                                 delivered etcd identity under the cluster's
-//	                                 prefix, then controller-manager and scheduler
+//	                                 prefix with components.apiServer's extraArgs,
+//	                                 then controller-manager and scheduler
 //	                                 (restarted when they exit); return once the
 //	                                 API server is ready
 //	listed in dataPlane          --> record cluster.nix and the tokens; with Worker,
@@ -289,7 +290,7 @@ func (m *Machine) runControlPlane(ctx context.Context, a *Apply, cf *ClusterFile
 		return err
 	}
 	cp, err := StartControlPlane(ctx, ControlPlaneConfig{
-		Binaries: m.Binaries, Files: f, EtcdServers: cf.Etcd.Endpoints, EtcdPrefix: cf.Etcd.Prefix,
+		Binaries: m.Binaries, Files: f, EtcdServers: cf.Etcd.Endpoints, EtcdPrefix: cf.Etcd.Prefix, APIServerArgs: cf.Args("apiServer"),
 		Host: host, Port: port, ControllerManagerPort: cmPort, SchedulerPort: schedPort, NoWaitComponents: true,
 		Dir: filepath.Join(m.Root, "var/log/gen-"+strconv.FormatInt(a.Generation, 10)),
 	})
