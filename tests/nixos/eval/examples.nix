@@ -143,8 +143,8 @@ let
         a.enable == (server && c.runs "apiServer") && k.controllerManager.enable == (server && c.runs "controllerManager")
         && k.scheduler.enable == (server && c.runs "scheduler");
       "each native component's extraArgs on its command line, its limits on its unit" =
-        lib.all (arg: lib.hasInfix "'${arg}'" k.kubelet.extraOpts) (c.componentArgs "kubelet")
-        && cfg.systemd.services.kubelet.serviceConfig == c.componentLimits "kubelet"
+        (c.runs "kubelet" -> lib.all (arg: lib.hasInfix "'${arg}'" k.kubelet.extraOpts) (c.componentArgs "kubelet")
+          && cfg.systemd.services.kubelet.serviceConfig == c.componentLimits "kubelet")
         && (server -> lib.all (arg: lib.hasInfix "'${arg}'" a.extraOpts) (c.componentArgs "apiServer")
           && cfg.systemd.services.kube-apiserver.serviceConfig == c.componentLimits "apiServer"
           && cfg.systemd.services.kube-controller-manager.serviceConfig == c.componentLimits "controllerManager"
@@ -212,9 +212,11 @@ let
         && lib.hasSuffix "'--max-pods=50'" w.services.kubernetes.kubelet.extraOpts;
       "k3s: a server's k3s.service bounded by the sum of its components' limits, only when each sets one" =
         let
-          sample = builtins.toFile "cluster.nix" (builtins.replaceStrings [ "limits = { };" ] [ ''limits = { "CPUQuota" = "0.5%"; "MemoryMax" = "1048576"; };'' ]
-            (builtins.readFile samples.nico-namespaced));
-          out = import ../../../examples/k3s/outputs.nix { nixpkgs = nixpkgsWith "1.37.2"; inherit nico; clusterFile = sample; };
+          raw = import samples.nico-namespaced;
+          limited = raw // { components = lib.mapAttrs (_: x: x // { limits = { CPUQuota = "0.5%"; MemoryMax = "1048576"; }; }) raw.components; };
+          # nico's flake whose schema loads the sample with limits on every component.
+          nicoFlake = nico // { lib.clusterSchema = schema // { load = _: schema.validate limited; }; };
+          out = outputsWith { example = "k3s"; sample = "nico-namespaced"; inherit nicoFlake; };
         in
         out.nixosConfigurations.cp-1.config.systemd.services.k3s.serviceConfig == { CPUQuota = "2%"; MemoryMax = "4194304"; }
         && out.nixosConfigurations.worker-1.config.systemd.services.k3s.serviceConfig == { CPUQuota = "0.5%"; MemoryMax = "1048576"; };
