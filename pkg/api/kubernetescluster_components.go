@@ -105,7 +105,8 @@ type ComponentSpec struct {
 	// Default: spec.version.
 	// Validation: MAJOR.MINOR.PATCH of a minor in nico's Kubernetes version
 	// table; the controller-manager and scheduler at most one minor older
-	// than the API server and never newer, the kubelet at most three.
+	// than the API server and never newer, the kubelet at most three; a
+	// change goes as spec.version's (a patch, or one minor up).
 	Version string `json:"version,omitempty"`
 	// ExtraArgs are flags added to the component's command line, by name
 	// without the leading "--" ({"audit-log-maxage": "7"} is

@@ -55,7 +55,37 @@ func ValidateUpdate(old, next *KubernetesCluster) error {
 	if _, err := VersionChange(old, next.Spec); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, componentVersionChanges(old.Spec, next.Spec)...)
 	return errors.Join(errs...)
+}
+
+// componentVersionChanges refuses a change of a component's own version
+// that Kubernetes does not support (as spec.version's: a patch, or one
+// minor up), from the version it ran at (its own, else the cluster's).
+// A component that names no version, before or after, follows
+// spec.version and is checked there.
+func componentVersionChanges(old, next KubernetesClusterSpec) []error {
+	var errs []error
+	for _, p := range Parts {
+		o, n := old.Component(p), next.Component(p)
+		if o.Version == "" && n.Version == "" {
+			continue
+		}
+		from, to := o.VersionOr(old.Version), n.VersionOr(next.Version)
+		if _, err := kubeversion.CheckStrings(from, to); err != nil {
+			fe := &FieldError{Field: p.Field() + ".version", Value: to, Reason: fmt.Sprintf("from %s %s: %v", p.Binary(), from, err),
+				Accepted: "keep the version, or take one step Kubernetes supports: a patch within the minor, or one minor up"}
+			var ce *kubeversion.ChangeError
+			if errors.As(err, &ce) {
+				fe.Reason = fmt.Sprintf("%s from %s to %s: %s", p.Binary(), from, to, ce.Reason)
+				if ce.Next != "" {
+					fe.Accepted = ce.Next
+				}
+			}
+			errs = append(errs, fe)
+		}
+	}
+	return errs
 }
 
 // VersionChange decides the change of spec.version from the stored

@@ -193,6 +193,18 @@ func TestValidateUpdate(t *testing.T) {
 			o.Spec.Version, o.Status.Version, n.Spec.Version = "1.36.0", "1.35.2", "1.37.0"
 		},
 			[]string{"from the version the machines run (status.version) 1.35.2 to 1.37.0: 2 minors up"}},
+		{"kubelet patch up on its own", func(o, n *KubernetesCluster) {
+			o.Spec.DataPlane.Kubelet.Version = "1.36.1"
+			n.Spec.DataPlane.Kubelet.Version = "1.36.2"
+		}, nil},
+		{"kubelet back to the cluster's version, one minor up", func(o, n *KubernetesCluster) { o.Spec.DataPlane.Kubelet.Version = "1.36.1" }, nil},
+		{"kubelet two minors up", func(o, n *KubernetesCluster) {
+			o.Spec.DataPlane.Kubelet.Version = "1.34.0"
+		}, []string{`spec.dataPlane.kubelet.version: "1.37.2" is not accepted: kubelet from 1.34.0 to 1.37.2: 3 minors up`, "upgrade to 1.35.x first"}},
+		{"scheduler a minor down", func(o, n *KubernetesCluster) { n.Spec.ControlPlane.Components.Scheduler.Version = "1.36.0" },
+			[]string{`spec.controlPlane.components.scheduler.version: "1.36.0" is not accepted: kube-scheduler from 1.37.2 to 1.36.0: a minor down`}},
+		{"component following spec.version is checked there only", func(o, n *KubernetesCluster) { o.Spec.Version = "1.35.0" },
+			[]string{"spec.version"}},
 		{"deleting", func(o, _ *KubernetesCluster) { now := time.Unix(100, 0); o.Metadata.DeletionTimestamp = &now },
 			[]string{"being deleted", "--wait"}},
 	}
