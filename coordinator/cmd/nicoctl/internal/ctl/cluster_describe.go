@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -90,8 +91,13 @@ func (a *app) describeKubernetesCluster(w io.Writer, kc *api.KubernetesCluster, 
 	field(w, "  etcd", etcdCell(kc))
 	field(w, "  Control plane", machineSetCell(sp.ControlPlane.MachineSet))
 	field(w, "  Data plane", machineSetCell(sp.DataPlane.MachineSet))
+	for _, part := range api.Parts {
+		if c := sp.Component(part); !reflect.DeepEqual(c, api.ComponentSpec{}) {
+			field(w, "  "+part.Binary(), componentCell(c, sp.Version))
+		}
+	}
 	field(w, "  Rollout", rolloutCell(sp.Rollout))
-	p := sp.Probes.WithDefaults()
+	p := sp.EffectiveProbes().WithDefaults()
 	field(w, "  Probes", fmt.Sprintf("every %s, timeout %s", time.Duration(p.Interval), time.Duration(p.Timeout)))
 	for _, c := range []struct {
 		name  string
@@ -243,4 +249,31 @@ func replicaCell(r api.ReplicaStatus) string {
 		s += " of " + strings.Join(r.Machines, ", ")
 	}
 	return s
+}
+
+// componentCell is a component's provider, version, extra flags and
+// limits on one line.
+func componentCell(c api.ComponentSpec, clusterVersion string) string {
+	parts := []string{string(c.ProviderOrDefault())}
+	if c.External != nil {
+		parts[0] += " at " + c.External.URL
+	}
+	if v := c.VersionOr(clusterVersion); v != "" {
+		parts = append(parts, "version "+v)
+	}
+	if len(c.ExtraArgs) > 0 {
+		var args []string
+		for k, v := range c.ExtraArgs {
+			args = append(args, "--"+k+"="+v)
+		}
+		slices.Sort(args)
+		parts = append(parts, strings.Join(args, " "))
+	}
+	limits := c.Resources.SystemdLimits()
+	for _, k := range []string{"CPUQuota", "MemoryMax"} {
+		if v, ok := limits[k]; ok {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -188,6 +188,9 @@ func TestKubernetesClusterGetDescribeDelete(t *testing.T) {
 	kc.Spec = api.KubernetesClusterSpec{ControlPlane: api.ControlPlaneSpec{MachineSet: api.MachineSet{Machines: []string{"cp-1", "cp-2", "cp-3"}}},
 		DataPlane: api.DataPlaneSpec{MachineSet: api.MachineSet{MachineSelector: &api.MachineSelector{MatchLabels: map[string]string{"role": "worker"}}, Count: 2}},
 		Version:   "1.37.2", Drain: &api.DrainHook{Command: []string{"kubectl", "drain"}}}
+	kc.Spec.ControlPlane.Components = api.ControlPlaneComponents{
+		APIServer: api.ComponentSpec{ExtraArgs: map[string]string{"v": "2"}, Resources: api.ComponentResources{CPU: "500m", Memory: "512Mi"}},
+		Scheduler: api.ComponentSpec{Provider: api.ComponentExternal, External: &api.ExternalComponent{URL: "https://10.0.0.5:10259/healthz"}}}
 	kc.Status = api.KubernetesClusterStatus{Phase: api.ClusterProvisioning, ObservedGeneration: 1, Rollout: "prod", UpdatedAt: created.Add(3 * time.Second),
 		ControlPlane: api.ReplicaStatus{Ready: 3, Total: 3, ReadyMachines: []string{"cp-1", "cp-2", "cp-3"}, Machines: []string{"cp-1", "cp-2", "cp-3"}},
 		DataPlane:    api.ReplicaStatus{Ready: 1, Total: 2, ReadyMachines: []string{"w-1"}, Machines: []string{"w-1", "w-2"}},
@@ -216,7 +219,9 @@ func TestKubernetesClusterGetDescribeDelete(t *testing.T) {
 	r.want(t, 0, []string{"Generation:", "Phase:", "Provisioning", "the coordinator's default repository", "nico: the fleet's etcd, prefix /clusters/prod/registry",
 		"machines cp-1, cp-2, cp-3", "2 free machines matching role=worker", "https://127.0.0.1:6443/readyz checked with the cluster CA",
 		"leader lease kube-system/kube-scheduler", "kubectl drain", "1/2 ready (w-1) of w-1, w-2", "kube-apiserver", "cp-1,cp-2,cp-3",
-		"ClusterCreated", "Warning", "NotDataPlaneReady", "w-2 applying"}, nil)
+		"ClusterCreated", "Warning", "NotDataPlaneReady", "w-2 applying",
+		"native, version 1.37.2, --v=2, CPUQuota=50%, MemoryMax=536870912", "external at https://10.0.0.5:10259/healthz, version 1.37.2",
+		"https://10.0.0.5:10259/healthz checked with its own serving certificate"}, nil)
 	// Conditions in dependency order, events in time order.
 	out := r.stdout
 	if !(strings.Index(out, "  EtcdReady") < strings.Index(out, "  APIServerReady") && strings.Index(out, "  APIServerReady") < strings.Index(out, "  DataPlaneReady")) {
