@@ -226,11 +226,14 @@ func checkComponents(t *testing.T, c clusternix.Cluster, l loaded) {
 		}
 	}
 	args := func(m map[string]string) string {
-		var out []string
-		for k, v := range m {
-			out = append(out, "--"+k+"="+v)
+		var names, out []string
+		for k := range m {
+			names = append(names, k)
 		}
-		slices.Sort(out)
+		slices.Sort(names)
+		for _, k := range names {
+			out = append(out, "--"+k+"="+m[k])
+		}
 		return strings.Join(out, " ")
 	}
 	if strings.Join(l.APIServerArgs, " ") != args(c.Components.APIServer.ExtraArgs) || strings.Join(l.KubeletArgs, " ") != args(c.Components.Kubelet.ExtraArgs) {

@@ -44,15 +44,19 @@ type ClusterComponent struct {
 	Limits    map[string]string `json:"limits"`
 }
 
-// Args are component name's extraArgs as flags, sorted by name, as the
+// Args are component name's extraArgs as flags, sorted by flag name, as the
 // schema's componentArgs gives them.
 func (c *ClusterFile) Args(name string) []string {
 	args := c.Components[name].ExtraArgs
-	out := make([]string, 0, len(args))
-	for k, v := range args {
-		out = append(out, "--"+k+"="+v)
+	names := make([]string, 0, len(args))
+	for k := range args {
+		names = append(names, k)
 	}
-	slices.Sort(out)
+	slices.Sort(names)
+	out := make([]string, 0, len(args))
+	for _, k := range names {
+		out = append(out, "--"+k+"="+args[k])
+	}
 	return out
 }
 
