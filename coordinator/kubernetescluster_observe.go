@@ -187,7 +187,9 @@ func (f *clusterFleet) claimedBy(cluster string) []string {
 func (cc *clusterController) facts(kc *api.KubernetesCluster, sel kubeplan.Selection, f *clusterFleet, members []membership.Member) kubeplan.Facts {
 	fa := kubeplan.Facts{Selection: sel}
 	fa.EtcdReady, fa.EtcdMessage = etcdReady(kc, members)
-	probes := kc.Spec.Probes.WithDefaults()
+	// The probes the agents run: an external component is probed at its
+	// URL whatever spec.probes says of its on-machine probe.
+	probes := kc.Spec.EffectiveProbes().WithDefaults()
 	stale := 3 * time.Duration(probes.Interval)
 	now := cc.c.Now()
 	for _, m := range sel.ControlPlane {
