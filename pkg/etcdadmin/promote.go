@@ -2,6 +2,7 @@ package etcdadmin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -53,7 +54,13 @@ func promotePause(elapsed time.Duration) time.Duration {
 // meanwhile, for its progress report.
 const progressEvery = 100 * time.Millisecond
 
-// Promote promotes learner id as soon as etcd accepts it. It asks the
+// Promote promotes learner id once it serves clients and etcd accepts
+// it. Right before each MemberPromote it asks the learner's own status at
+// learnerURL, over the learner's client, within the health timeout: only an
+// answer from member id itself lets the try go on (a voter that does not
+// serve counts against quorum, and etcd promotes a learner whose log is in
+// sync before it has published itself); otherwise the try counts as
+// refused, with ErrNotServing. It asks the
 // leader at leaderURL, or the voters' client URLs when the leader is not
 // known (a learner cannot serve the call), with a fail-fast timeout per
 // call. Not a follower when the leader is known: with authentication on and
@@ -83,9 +90,12 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	again, _ := ctx.Value(tryAgainKey{}).(<-chan struct{})
 	start := time.Now()
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
-		_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
-		cancel()
+		err = a.serves(ctx, learnerURL, id)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 2*a.health())
+			_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
+			cancel()
+		}
 		if err == nil {
 			// The first reading is still reported: the caller journals
 			// where the learner was when it was promoted.
@@ -100,7 +110,7 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 		case <-ctx.Done():
 			pause.Stop()
 			watch.stop()
-			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %v: %w", id, watch.last.Load(), err, ctx.Err())
+			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %w: %w", id, watch.last.Load(), err, ctx.Err())
 		case <-pause.C:
 		case <-again:
 			pause.Stop()
@@ -194,4 +204,26 @@ func (a *Admin) learnerIndex(ctx context.Context, learnerURL string) (uint64, bo
 		return 0, false
 	}
 	return st.RaftIndex, true
+}
+
+// ErrNotServing: the learner's status is not answered by the learner
+// itself on its client URL within the health timeout. Promote does not
+// promote it (a voter that does not serve counts against quorum) and
+// tries again.
+var ErrNotServing = errors.New("etcdadmin: the learner does not serve clients")
+
+// serves checks that member id answers its status at url, itself, within
+// the health timeout.
+func (a *Admin) serves(ctx context.Context, url string, id api.MemberID) error {
+	if url == "" {
+		return fmt.Errorf("%w: %s has no client URL (it has not published itself)", ErrNotServing, id)
+	}
+	st, err := a.status(ctx, url)
+	if err != nil {
+		return fmt.Errorf("%w: %s at %s: %w", ErrNotServing, id, url, err)
+	}
+	if got := api.MemberID(st.Header.MemberId); got != id {
+		return fmt.Errorf("%w: %s answered at %s, not %s", ErrNotServing, got, url, id)
+	}
+	return nil
 }
