@@ -56,21 +56,20 @@ const progressEvery = 100 * time.Millisecond
 
 // Promote promotes learner id once it serves clients and etcd accepts
 // it. Right before each MemberPromote it asks the learner's own status at
-// learnerURL, over the learner's client, within the health timeout: only an
-// answer from member id itself lets the try go on (a voter that does not
-// serve counts against quorum, and etcd promotes a learner whose log is in
-// sync before it has published itself); otherwise the try counts as
-// refused, with ErrNotServing. It asks the
-// leader at leaderURL, or the voters' client URLs when the leader is not
-// known (a learner cannot serve the call), with a fail-fast timeout per
-// call. Not a follower when the leader is known: with authentication on and
+// learnerURL, over the learner's client, within the health timeout: only
+// an answer from member id itself lets the try go on (a voter that does
+// not serve counts against quorum, and etcd promotes a learner whose log
+// is in sync before it has published itself); otherwise the try counts as
+// refused, with ErrNotServing. It asks the leader at leaderURL, or the
+// voters' client URLs when the leader is not known (a learner cannot serve
+// the call), with a fail-fast timeout per call. Not a follower when the leader is known: with authentication on and
 // client certificates as identities, a follower forwards the call to the
 // leader without the caller's identity, the leader refuses it ("auth: user
 // name is empty"; etcd-io/etcd#20757 was fixed for tokens only) and the
 // follower retries in a tight loop until the call times out. The first try
 // is immediate; while etcd answers "not in sync" (or another passing error)
-// it tries again after promotePause: etcd's own readiness rule (the
-// learner within 10% of the leader) is the gate. Meanwhile it reads the
+// it tries again after promotePause: the learner serving and etcd's own
+// readiness rule (the learner within 10% of the leader) are the gates. Meanwhile it reads the
 // learner's raft index every progressEvery, apart from the tries, and
 // reports each increase to progress; a learner that does not answer yet
 // (it serves clients only after publishing itself) reports nothing.
