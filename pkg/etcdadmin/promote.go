@@ -212,7 +212,7 @@ func (a *Admin) learnerIndex(ctx context.Context, learnerURL string) (uint64, bo
 var ErrNotServing = errors.New("etcdadmin: the learner does not serve clients")
 
 // serves checks that member id answers its status at url, itself, within
-// the health timeout.
+// the health timeout, with no alarm (as Observe's Healthy).
 func (a *Admin) serves(ctx context.Context, url string, id api.MemberID) error {
 	if url == "" {
 		return fmt.Errorf("%w: %s has no client URL (it has not published itself)", ErrNotServing, id)
@@ -223,6 +223,11 @@ func (a *Admin) serves(ctx context.Context, url string, id api.MemberID) error {
 	}
 	if got := api.MemberID(st.Header.MemberId); got != id {
 		return fmt.Errorf("%w: %s answered at %s, not %s", ErrNotServing, got, url, id)
+	}
+	if len(st.Errors) > 0 {
+		// An alarm (NOSPACE refuses every write): not healthy, and no
+		// change is made that the journal could not record.
+		return fmt.Errorf("%w: %s reports %v", ErrNotServing, id, st.Errors)
 	}
 	return nil
 }
