@@ -108,7 +108,8 @@ func Fragmentation(m etcdadmin.MemberStatus) float64 {
 // as its snapshot, and etcd counts that file's size against the joiner's
 // quota. A learner past its quota raises NOSPACE, and etcd neither
 // defragments nor promotes a learner; the reclaim leaves no such file
-// (Disarm waits for it). A member started before the declared quota runs
+// (Disarm waits for it). A learner is never due: etcd refuses the call;
+// one that raised NOSPACE is named in a Wait for an operator. A member started before the declared quota runs
 // etcd's default and raises nothing while its file grows as the others'.
 func Plan(obs Observed, pol Policy) Step {
 	noSpace := map[api.MemberID]bool{}
@@ -132,6 +133,7 @@ func Plan(obs Observed, pol Policy) Step {
 		}
 	}
 	var due []etcdadmin.MemberStatus
+	var stuck string // a learner that raised NOSPACE
 	voters, healthy := 0, 0
 	for _, m := range obs.Members {
 		ok := serving(m)
@@ -143,6 +145,14 @@ func Plan(obs Observed, pol Policy) Step {
 		}
 		f := Fragmentation(m)
 		if obs.External[m.ID] {
+			continue
+		}
+		// etcd refuses to defragment a learner ("rpc not supported for
+		// learner"), whatever its file.
+		if m.Learner {
+			if noSpace[m.ID] && stuck == "" {
+				stuck = label(m)
+			}
 			continue
 		}
 		// A NOSPACE member is due even when it shows nothing to reclaim:
@@ -159,6 +169,9 @@ func Plan(obs Observed, pol Policy) Step {
 			}
 			due = append(due, m)
 		}
+	}
+	if len(due) == 0 && stuck != "" {
+		return Step{Action: Wait, Reason: "learner " + stuck + " raised NOSPACE: etcd does not defragment a learner, and nico does not promote one that does not serve; an operator removes it (etcdctl member remove) and disarms the alarm (etcdctl alarm disarm)"}
 	}
 	if len(due) == 0 && obs.Active != "" {
 		return Step{Action: Wait, Reason: "operation " + obs.Active + " is in flight"}
