@@ -210,11 +210,19 @@ func (s *Server) serve(ctx context.Context, req restore.ServeRequest) (restore.S
 	if err := s.heldFor(req.Op); err != nil {
 		return restore.ServeResponse{}, err
 	}
+	if req.Force != (req.Hold != nil) {
+		return restore.ServeResponse{}, fmt.Errorf("%w: field force is %v and field hold is %v: a forced start needs its recovery's hold (its journal and prefix), and only it", ErrBadRequest, req.Force, req.Hold != nil)
+	}
+	if req.Hold != nil {
+		if err := req.Hold.Check(req.Op); err != nil {
+			return restore.ServeResponse{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
+	}
 	s.fleet.ClusterToken = req.ClusterToken
 	if req.Force && s.host.ForceRuntime != nil {
 		s.fleet.Members[0].Runtime = s.host.ForceRuntime
 	}
-	id, err := s.fleet.Serve(ctx, s.host.Name, req.Force)
+	id, err := s.fleet.Serve(ctx, s.host.Name, req.Hold)
 	return restore.ServeResponse{ClusterID: id}, err
 }
 

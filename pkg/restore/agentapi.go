@@ -106,11 +106,13 @@ type RestoreRequest struct {
 }
 
 // ServeRequest asks an agent to serve its member (forced into a new
-// one-member cluster when Force).
+// one-member cluster when Force, which needs Hold: the member serves on a
+// private loopback client URL until the agent has written Hold there).
 type ServeRequest struct {
-	Op           string `json:"op"`
-	Force        bool   `json:"force,omitempty"`
-	ClusterToken string `json:"clusterToken"`
+	Op           string     `json:"op"`
+	Force        bool       `json:"force,omitempty"`
+	Hold         *FirstHold `json:"hold,omitempty"`
+	ClusterToken string     `json:"clusterToken"`
 }
 
 // ServeResponse is the cluster the member serves.

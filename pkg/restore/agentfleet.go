@@ -200,9 +200,10 @@ func fileSHA256(path string) (string, error) {
 }
 
 // Serve implements Fleet.
-func (f *AgentFleet) Serve(ctx context.Context, node string, force bool) (uint64, error) {
+func (f *AgentFleet) Serve(ctx context.Context, node string, hold *FirstHold) (uint64, error) {
 	var resp ServeResponse
-	if err := f.do(ctx, node, http.MethodPost, PathServe, ServeRequest{Op: f.Op, Force: force, ClusterToken: f.ClusterToken}, nil, &resp); err != nil {
+	req := ServeRequest{Op: f.Op, Force: hold != nil, Hold: hold, ClusterToken: f.ClusterToken}
+	if err := f.do(ctx, node, http.MethodPost, PathServe, req, nil, &resp); err != nil {
 		return 0, err
 	}
 	f.serves(node)

@@ -26,6 +26,9 @@ type LocalMember struct {
 	Name, DataDir, PeerURL, ClientURL string
 	Runtime                           member.Runtime
 	TLS                               *member.TLS
+	// private is the loopback client URL the member serves on alone
+	// while a recovery writes its hold (serveHeld); "" otherwise.
+	private string
 }
 
 // LocalFleet is a Fleet of members run by this process (member.Runtime):
@@ -154,15 +157,21 @@ func (f *LocalFleet) Restore(ctx context.Context, node, snap string, bump uint64
 }
 
 // Serve implements Fleet.
-func (f *LocalFleet) Serve(ctx context.Context, node string, force bool) (uint64, error) {
+func (f *LocalFleet) Serve(ctx context.Context, node string, hold *FirstHold) (uint64, error) {
 	m, err := f.member(node)
 	if err != nil {
 		return 0, err
 	}
+	if hold != nil {
+		return f.serveHeld(ctx, m, hold)
+	}
+	if m.private != "" && !isDone(m.Runtime.Done()) {
+		return 0, fmt.Errorf("%w: %s serves only at %s, for a recovery whose hold is not written yet: run the recovery again", ErrNotHeld, node, m.private)
+	}
 	if !isDone(m.Runtime.Done()) {
 		return f.clusterID(ctx, m)
 	}
-	if err := m.Runtime.Start(ctx, f.config(m, "", member.StateNew, force)); err != nil {
+	if err := m.Runtime.Start(ctx, f.config(m, "", member.StateNew, false)); err != nil {
 		return 0, err
 	}
 	return f.clusterID(ctx, m)
@@ -181,7 +190,13 @@ func (f *LocalFleet) clusterID(ctx context.Context, m *LocalMember) (uint64, err
 		return 0, err
 	}
 	defer cli.Close()
-	st, err := cli.Status(ctx, m.ClientURL)
+	return f.recordCluster(ctx, m, cli, m.ClientURL)
+}
+
+// recordCluster asks the member at url (through cli) for its cluster ID
+// and records it in m's marker.
+func (f *LocalFleet) recordCluster(ctx context.Context, m *LocalMember, cli *clientv3.Client, url string) (uint64, error) {
+	st, err := cli.Status(ctx, url)
 	if err != nil {
 		return 0, fmt.Errorf("restore: status of %s: %w", m.Name, err)
 	}
@@ -238,7 +253,7 @@ func (f *LocalFleet) Rejoin(ctx context.Context, node string) error {
 		}
 	}
 	if mk, ok, _ := member.ReadMarker(m.DataDir); self != nil && !learner && ok && mk.ClusterID == list.Header.ClusterId && mk.MemberID == *self {
-		_, err := f.Serve(ctx, node, false) // a voter already: a resumed run
+		_, err := f.Serve(ctx, node, nil) // a voter already: a resumed run
 		return err
 	}
 	if err := m.Runtime.Stop(ctx); err != nil {

@@ -26,7 +26,7 @@ func (f *busyFleet) Stop(context.Context, string, *member.Fence) error     { ret
 func (f *busyFleet) Restore(context.Context, string, string, uint64) error { return nil }
 func (f *busyFleet) Rejoin(context.Context, string) error                  { return nil }
 func (f *busyFleet) Client(context.Context) (*clientv3.Client, error)      { return nil, errors.New("none") }
-func (f *busyFleet) Serve(ctx context.Context, node string, force bool) (uint64, error) {
+func (f *busyFleet) Serve(ctx context.Context, node string, _ *FirstHold) (uint64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++

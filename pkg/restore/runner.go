@@ -103,7 +103,7 @@ func (r *Runner) resume(ctx context.Context, j *Journal) error {
 func (r *Runner) serveAgain(ctx context.Context, node string, deadline time.Time) error {
 	wait := 100 * time.Millisecond
 	for {
-		_, err := r.Fleet.Serve(ctx, node, false)
+		_, err := r.Fleet.Serve(ctx, node, nil)
 		if err == nil || !errors.Is(err, syscall.EADDRINUSE) || !r.Now().Before(deadline) {
 			return err
 		}
@@ -156,7 +156,13 @@ func (r *Runner) step(ctx context.Context, j *Journal) (string, error) {
 		j.Step = StepStart
 		return fmt.Sprintf("restored %s (revision %d, %d keys) onto %s", j.Snapshot.Path, j.Snapshot.Revision, j.Snapshot.Keys, j.Target), nil
 	case StepStart:
-		id, err := r.Fleet.Serve(ctx, j.Target, j.Kind == KindRecover)
+		var hold *FirstHold
+		if j.Kind == KindRecover {
+			// A restored member is held by the snapshot's cluster ID; a
+			// recovered one keeps its ID: it is held before it serves.
+			hold = &FirstHold{Prefix: r.Prefix, Journal: j}
+		}
+		id, err := r.Fleet.Serve(ctx, j.Target, hold)
 		if err != nil {
 			return "", err
 		}

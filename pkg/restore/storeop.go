@@ -58,6 +58,11 @@ func takeSlot(ctx context.Context, f Fleet, prefix string, j *Journal) error {
 		return err
 	}
 	defer done()
+	return takeSlotIn(ctx, st, j)
+}
+
+// takeSlotIn is takeSlot through st.
+func takeSlotIn(ctx context.Context, st *store.Store, j *Journal) error {
 	old, err := st.ActiveOp(ctx)
 	if err != nil {
 		return err

@@ -64,7 +64,10 @@ func TestRecoveryAPIUnderSystemd(t *testing.T) {
 	// A recovery's forced start: the systemd runtime does not pass
 	// --force-new-cluster, so the agent runs etcd itself for it (as root);
 	// etcd.service (User=etcd) must serve that data dir after the release.
-	if out, err := cp1.sh(ctx, root+`-X POST -d '{"op":"restore-systemd","force":true,"clusterToken":"nico"}' `+api+"serve"); err != nil || strings.Contains(out, "error") {
+	// It first serves on a private loopback URL, where the agent writes the
+	// recovery's hold, and only then on its own.
+	hold := `"hold":{"prefix":"/nico/v1/","journal":{"id":"restore-systemd","kind":"Recover","target":"cp1","step":"StartTarget"}}`
+	if out, err := cp1.sh(ctx, root+`-X POST -d '{"op":"restore-systemd","force":true,`+hold+`,"clusterToken":"nico"}' `+api+"serve"); err != nil || strings.Contains(out, "error") {
 		t.Fatalf("forced serve: %v: %s\n%s", err, out, cp1.journal(ctx, 40))
 	}
 	cp1.waitFor(ctx, "the forced member serving, still held", survey(`"held":"restore-systemd"`, `"serving":true`))
