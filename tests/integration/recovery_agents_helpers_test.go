@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 
@@ -24,6 +25,11 @@ type recoveryHosts struct {
 	// are what its own mesh lists (recovery.MeshPeers), at the recovery
 	// address the test gave each node.
 	meshes map[string]*gossip.Mesh
+	// gates hold an agent back after its release (heldBack) until closed;
+	// calls counts each node's calls by path.
+	gates   map[string]chan struct{}
+	calls   map[string]int
+	abandon chan struct{}
 }
 
 // serveRecovery starts the recovery API of each named (running) agent.
@@ -36,7 +42,8 @@ func serveRecovery(f *fleet, names ...string) *recoveryHosts {
 // gossip meshes (node -> its member).
 func serveRecoveryMesh(f *fleet, meshes map[string]*gossip.Mesh, names ...string) *recoveryHosts {
 	f.t.Helper()
-	h := &recoveryHosts{f: f, addrs: map[string]string{}, stops: map[string]context.CancelFunc{}, meshes: meshes}
+	h := &recoveryHosts{f: f, addrs: map[string]string{}, stops: map[string]context.CancelFunc{}, meshes: meshes,
+		gates: map[string]chan struct{}{}, calls: map[string]int{}, abandon: make(chan struct{})}
 	for _, n := range names {
 		h.serve(n)
 	}
@@ -70,13 +77,33 @@ func (h *recoveryHosts) serveAt(name, addr string) {
 		},
 		// The agent starts again from its data dir, as systemd restarts
 		// nico-agent after it exits on its release.
-		Release: func() { h.f.Run(cfg, h.f.NewRuntime()) },
-		Peers:   func() []restore.AgentPeer { return h.peers(name) },
+		Release: func() {
+			gate := h.gate(name)
+			if gate == nil {
+				h.f.Run(cfg, h.f.NewRuntime())
+				return
+			}
+			go func() {
+				select {
+				case <-gate:
+					h.f.Run(cfg, h.f.NewRuntime())
+				case <-h.abandon:
+				}
+			}()
+		},
+		Peers: func() []restore.AgentPeer { return h.peers(name) },
 	})
 	ep, err := recovery.Endpoint(addr, cfg.PKI.Dir, srv, h.f.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	next := ep.Handler
+	ep.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.calls[name+" "+r.URL.Path]++
+		h.mu.Unlock()
+		next.ServeHTTP(w, r)
+	})
 	if err := ep.Bind(); err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +162,45 @@ func (h *recoveryHosts) addr(name string) string {
 	return h.addrs[name]
 }
 
+// heldBack keeps name's agent from starting again once its host is
+// handed back (its member then does not serve), until the returned
+// function is called.
+func (h *recoveryHosts) heldBack(name string) (letGo func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	gate := make(chan struct{})
+	h.gates[name] = gate
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			delete(h.gates, name)
+			h.mu.Unlock()
+			close(gate)
+		})
+	}
+}
+
+func (h *recoveryHosts) gate(name string) chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.gates[name]
+}
+
+// called is how many calls of path name's recovery API has answered.
+func (h *recoveryHosts) called(name, path string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[name+" "+path]
+}
+
 func (h *recoveryHosts) close() {
 	h.mu.Lock()
+	select {
+	case <-h.abandon:
+	default:
+		close(h.abandon)
+	}
 	for _, c := range h.stops {
 		c()
 	}

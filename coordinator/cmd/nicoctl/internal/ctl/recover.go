@@ -24,6 +24,7 @@ type recoverOpts struct {
 	agents         []string
 	voters         int
 	yes            bool
+	handBackWait   time.Duration
 }
 
 func (a *app) recoverCmd() *cobra.Command {
@@ -58,6 +59,7 @@ listed as not answering), and each agent does its host's part (see restore).`,
 	c.Flags().IntVar(&o.voters, "voters", 0, "how many voters the cluster had (default: the members of --fleet)")
 	c.Flags().StringSliceVar(&o.agents, "agents", nil, "recover through the control-plane agents instead of --fleet: host:port of one or more agents' recovery API (recovery.listen); the others are found from their gossip mesh, the survivors from what each agent reports")
 	c.Flags().BoolVar(&o.yes, "yes", false, "do it without asking")
+	c.Flags().DurationVar(&o.handBackWait, "hand-back-wait", releaseWait, handBackHelp)
 	return c
 }
 

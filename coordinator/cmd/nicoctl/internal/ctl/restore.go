@@ -21,6 +21,7 @@ type restoreOpts struct {
 	agents                              []string
 	bump                                uint64
 	abort, latest, again                bool
+	handBackWait                        time.Duration
 }
 
 func (a *app) restoreCmd() *cobra.Command {
@@ -80,6 +81,7 @@ for those that do not (up to 1m, saying which), then refuses, having changed not
 	c.Flags().StringSliceVar(&o.agents, "agents", nil, "restore through the control-plane agents instead of --fleet: host:port of one or more agents' recovery API (recovery.listen); the others are found from their gossip mesh")
 	c.Flags().BoolVar(&o.abort, "abort", false, "abandon the unfinished restore or recovery of the journal while it is still at its first step (nothing restored): remove its fences (with --agents: hand each host back to its agent), free the live cluster's slot")
 	c.Flags().BoolVar(&o.again, "again", false, "restore a cluster that is itself the product of a restore, discarding every write it acknowledged since (refused without it, naming how many revisions that is)")
+	c.Flags().DurationVar(&o.handBackWait, "hand-back-wait", releaseWait, handBackHelp)
 	c.Flags().Uint64Var(&o.bump, "bump-revision", 1_000_000_000, "how far past the snapshot's revision the restored cluster starts (etcdutl's --bump-revision); 0 keeps it and does not mark it compacted")
 	return c
 }

@@ -16,9 +16,12 @@ import (
 	"github.com/homystack/nico/pkg/restore"
 )
 
-// releaseWait bounds how long nicoctl waits for each agent to serve its
-// member again once handed its host back.
+// releaseWait is --hand-back-wait's default: how long nicoctl waits for
+// each agent to serve its member again once handed its host back.
 const releaseWait = 2 * time.Minute
+
+// handBackHelp is --hand-back-wait's help.
+const handBackHelp = "with --agents: how long to wait for each agent to serve its member again once its host is handed back (past it the command fails naming the agent; run it again to hand back the rest)"
 
 // agentJournal is the journal of restore and recover through the agents
 // unless --journal names one: one per operator, so that a second operation
@@ -56,11 +59,16 @@ type agentsSetup struct {
 	tls    *tls.Config
 	agents map[string]string
 	jf     restore.FileJournal
+	// wait bounds each agent's serving again once handed back.
+	wait time.Duration
 }
 
 // setupAgents checks --agents and --journal and finds the control-plane
 // agents from the seeds.
-func (a *app) setupAgents(ctx context.Context, fleet, journal string, seeds []string) (*agentsSetup, error) {
+func (a *app) setupAgents(ctx context.Context, fleet, journal string, seeds []string, wait time.Duration) (*agentsSetup, error) {
+	if wait <= 0 {
+		return nil, withCode(ExitUsage, fmt.Errorf("--hand-back-wait %s: want a positive duration (default %s)", wait, releaseWait))
+	}
 	if fleet != "" {
 		return nil, withCode(ExitUsage, fmt.Errorf("--agents %s and --fleet %s: give one (--agents: through each host's agent; --fleet: every data dir on this host)", strings.Join(seeds, ","), fleet))
 	}
@@ -81,7 +89,7 @@ func (a *app) setupAgents(ctx context.Context, fleet, journal string, seeds []st
 	if err != nil {
 		return nil, withCode(ExitUsage, fmt.Errorf("--agents %s: %w", strings.Join(addrs, ","), err))
 	}
-	return &agentsSetup{tls: tlsCfg, agents: agents, jf: restore.FileJournal{Path: journal}}, nil
+	return &agentsSetup{tls: tlsCfg, agents: agents, jf: restore.FileJournal{Path: journal}, wait: wait}, nil
 }
 
 // handBack finishes the journal's operation when it is done but some host
@@ -117,7 +125,7 @@ func (a *app) handBack(ctx context.Context, s *agentsSetup, same func(*restore.J
 		}
 		return false, nil
 	}
-	if err := af.Release(ctx, releaseWait); err != nil {
+	if err := af.Release(ctx, s.wait); err != nil {
 		return true, fmt.Errorf("%s is done; handing %v back to their agents: %w (run the same command again: it hands back the rest, and does nothing else)", j.ID, left, err)
 	}
 	fmt.Fprintf(a.stdout, "%s was done; %v handed back to their agents now, voters %s (nothing else done)\n", j.ID, left, votersOf(ctx, af, j))
@@ -138,7 +146,7 @@ func (s *agentsSetup) fleetOf(j *restore.Journal) (*restore.AgentFleet, error) {
 
 // restoreThroughAgents is restore with --agents.
 func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
-	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents)
+	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents, o.handBackWait)
 	if err != nil {
 		return err
 	}
@@ -182,7 +190,7 @@ func (a *app) restoreThroughAgents(ctx context.Context, o restoreOpts) error {
 // recoverThroughAgents is recover with --agents: the survivors are what
 // the agents report of their hosts.
 func (a *app) recoverThroughAgents(ctx context.Context, o recoverOpts, stdin io.Reader) error {
-	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents)
+	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents, o.handBackWait)
 	if err != nil {
 		return err
 	}
@@ -238,7 +246,7 @@ func (a *app) runThroughAgents(ctx context.Context, s *agentsSetup, j *restore.J
 		}
 		return err
 	}
-	if err := af.Release(ctx, releaseWait); err != nil {
+	if err := af.Release(ctx, s.wait); err != nil {
 		return fmt.Errorf("%s: done, but handing the hosts back to their agents: %w (run the same command again: it hands back the rest, and does nothing else)", j.ID, err)
 	}
 	fmt.Fprintf(a.stdout, "%s: done in %s: cluster %x, voters %s%s, each member served by its agent again\n",
@@ -250,7 +258,7 @@ func (a *app) runThroughAgents(ctx context.Context, s *agentsSetup, j *restore.J
 // operation, still at its first step, is abandoned; each host it held is
 // handed back to its agent with the fence the operation wrote removed.
 func (a *app) abortThroughAgents(ctx context.Context, o restoreOpts) error {
-	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents)
+	s, err := a.setupAgents(ctx, o.fleet, o.journal, o.agents, o.handBackWait)
 	if err != nil {
 		return err
 	}
@@ -268,7 +276,7 @@ func (a *app) abortThroughAgents(ctx context.Context, o restoreOpts) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	if err := af.Abandon(ctx, releaseWait); err != nil {
+	if err := af.Abandon(ctx, s.wait); err != nil {
 		return err
 	}
 	if live := a.liveClient(ctx); live != nil {
