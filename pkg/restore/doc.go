@@ -22,6 +22,9 @@
 // The coordinators plan nothing on a held cluster (store.Hold): a restored
 // member starts with the snapshot's store.ClusterIDKey, which names the
 // old cluster, so the hold is there from its first start; ReleaseSlot
-// records the new cluster's ID. Only the voters rejoin: control-plane
+// records the new cluster's ID. A recovered member keeps its cluster's
+// ID: StartTarget first serves it on a private loopback client URL,
+// writes the journal there, and only then serves it at its own
+// (serveHeld). Only the voters rejoin: control-plane
 // hosts that were not members (standbys) are left as they are.
 package restore

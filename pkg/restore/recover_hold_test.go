@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -22,10 +23,20 @@ import (
 // hold it (store.Hold), or that coordinator plans on the one-member
 // cluster. A poller reads the hold at the survivor's client URL
 // throughout the start; after StartTarget it must be there.
-func TestRecoverHeldFromItsFirstServe(t *testing.T) {
+func TestRecoverHeldFromItsFirstServe(t *testing.T) { recoverHeldCheck(t, "") }
+
+// TestRecoverHeldWithEtcdBinaries: the same under the etcd binaries (the
+// exec runtime nico-agent forces a survivor with).
+func TestRecoverHeldWithEtcdBinaries(t *testing.T) {
+	for _, b := range etcdtest.Binaries(t) {
+		t.Run(b.Version, func(t *testing.T) { recoverHeldCheck(t, b.Path) })
+	}
+}
+
+func recoverHeldCheck(t *testing.T, bin string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	f := startFleet(t, 3, "")
+	f := startFleet(t, 3, bin)
 	f.seed(ctx, fleetTime)
 	for _, m := range f.Members[1:] {
 		if err := m.Runtime.Stop(ctx); err != nil {
@@ -59,9 +70,20 @@ func TestRecoverHeldFromItsFirstServe(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for pctx.Err() == nil {
-			rctx, c := context.WithTimeout(pctx, 200*time.Millisecond)
-			why, _, _, err := st.Hold(rctx)
+			// A client per read: no reconnection backoff hides an answer.
+			pc, err := clientv3.New(clientv3.Config{Endpoints: []string{target}, DialTimeout: 200 * time.Millisecond, Logger: zap.NewNop()})
+			if err != nil {
+				continue
+			}
+			pst, err := store.New(pc, prefix)
+			if err != nil {
+				pc.Close()
+				continue
+			}
+			rctx, c := context.WithTimeout(pctx, 300*time.Millisecond)
+			why, _, _, err := pst.Hold(rctx)
 			c()
+			pc.Close()
 			if err == nil {
 				answers.Add(1)
 				if why == "" {
