@@ -7,10 +7,12 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
@@ -41,6 +43,7 @@ func TestMoveLeaderClientStall(t *testing.T) {
 		errs                map[string]int
 	}
 	stop := make(chan struct{})
+	var acked atomic.Int64 // puts acknowledged, every writer
 	var wg sync.WaitGroup
 	tallies := map[string]*tally{}
 	for _, ep := range c.Endpoints() {
@@ -62,6 +65,9 @@ func TestMoveLeaderClientStall(t *testing.T) {
 					_, err := cli.Put(pctx, fmt.Sprintf("/stall/%s/%d/%d", ep, w, i), "v")
 					cancel()
 					d := time.Since(start)
+					if err == nil {
+						acked.Add(1)
+					}
 					tl.mu.Lock()
 					tl.puts++
 					tl.longest = max(tl.longest, d)
@@ -80,7 +86,9 @@ func TestMoveLeaderClientStall(t *testing.T) {
 	}
 	var took []time.Duration
 	for range transfers {
-		time.Sleep(300 * time.Millisecond) // writes flow between transfers
+		// Writes flow between transfers: a hundred more acknowledged.
+		want := acked.Load() + 100
+		testwait.True(t, 30*time.Second, "100 puts acknowledged between transfers", func() bool { return acked.Load() >= want })
 		st, err := admin.Status(ctx, c.Endpoints()[0])
 		if err != nil {
 			t.Fatal(err)
