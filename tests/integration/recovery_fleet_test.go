@@ -71,7 +71,7 @@ func (f *fleet) checkAppKeys(ctx context.Context, cli *clientv3.Client, what str
 	}
 }
 
-// snapshotAppKeys saves a snapshot of the first member after putAppKeys,
+// snapshotAppKeys saves a snapshot of a voter's member after putAppKeys,
 // then writes /app/after, which a restore of it must not bring back. It
 // returns the snapshot's file and a read of /app/k00 taken before it (its
 // header names the old cluster).
@@ -81,14 +81,30 @@ func (f *fleet) snapshotAppKeys(ctx context.Context, cli *clientv3.Client) (stri
 	if err != nil {
 		f.t.Fatal(err)
 	}
+	// The snapshot is of a voter's member (a standby's client URL, which
+	// serves nothing, may sort first among the fleet's endpoints).
+	ml, err := cli.MemberList(ctx)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var voters []string
+	for _, m := range ml.Members {
+		if !m.IsLearner && len(m.ClientURLs) > 0 {
+			voters = append(voters, m.ClientURLs[0])
+		}
+	}
+	if len(voters) == 0 {
+		f.t.Fatalf("no voter serves clients: %v", ml.Members)
+	}
+	slices.Sort(voters)
 	// A snapshot is of what its member applied: a linearizable read
 	// through that member first makes it hold every write above.
-	if _, err := etcdtest.NewClient(f.t, f.Endpoints()[0]).Get(ctx, "/app/k19"); err != nil {
+	if _, err := etcdtest.NewClient(f.t, voters[0]).Get(ctx, "/app/k19"); err != nil {
 		f.t.Fatal(err)
 	}
 	snap := filepath.Join(f.TempDir(), "snap.db")
 	rootTLS := etcdtest.ClientTLS(f.t, pki.RootIdentity)
-	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: f.Endpoints()[:1], TLS: rootTLS, DialTimeout: 5 * time.Second}, snap); err != nil {
+	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: voters[:1], TLS: rootTLS, DialTimeout: 5 * time.Second}, snap); err != nil {
 		f.t.Fatal(err)
 	}
 	if _, err := cli.Put(ctx, "/app/after", "lost by design"); err != nil {
