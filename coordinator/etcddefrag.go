@@ -42,10 +42,10 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 			noSpace[a.Member] = true
 		}
 	}
-	for id := range s.defragged {
-		if !noSpace[id] {
-			delete(s.defragged, id)
-		}
+	// Kept while any NOSPACE alarm stands: a voter defragmented during the
+	// episode is done for it, alarmed or not (defrag.Plan).
+	if len(noSpace) == 0 {
+		clear(s.defragged)
 	}
 	external := map[api.MemberID]bool{}
 	for _, e := range spec.Members {

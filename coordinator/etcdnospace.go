@@ -16,10 +16,13 @@ import (
 //	               nico_etcd_alarm; the status cannot be written
 //	compact        the history at the current revision (physical), when
 //	               the revision moved since the last compaction
-//	defragment     the alarmed members, one at a time, followers first,
-//	               the leader last (defrag.Plan), without the slot
+//	defragment     the alarmed members, then every other voter that
+//	               answers, once (a learner's snapshot is the leader's
+//	               file), one at a time, followers first, the leader
+//	               last (defrag.Plan), without the slot
 //	disarm         each alarmed member once defragmented and below its
-//	               quota (defrag.Disarm); never while above it
+//	               quota, every voter defragmented (defrag.Disarm);
+//	               never while above it
 //	all disarmed   the episode goes into status.noSpace, the first status
 //	               write that can land
 //

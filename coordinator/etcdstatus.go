@@ -56,8 +56,9 @@ type etcdStatuser struct {
 	admin maintenanceAdmin
 	// samples are each learner's (time, raft index) observations.
 	samples etcdstatus.History[api.MemberID]
-	// defragged are members defragmented since their NOSPACE alarm was
-	// seen: only those are disarmed.
+	// defragged are members defragmented since a NOSPACE alarm was seen
+	// (alarmed or not, defrag.Plan): only those
+	// are disarmed, and the set is cleared once no alarm is left.
 	defragged map[api.MemberID]bool
 	// episode is the last NOSPACE episode (coordinator/etcdnospace.go).
 	episode *api.NoSpaceEpisode

@@ -182,15 +182,17 @@ func memberAdminContract(t *testing.T, env contractEnv) {
 		t.Fatalf("second learner: %v, want ErrTooManyLearners", err)
 	}
 
-	// Promote needs voters to ask, and a started learner.
-	if err := a.Promote(ctx(), nil, id, "", "", nil); err == nil {
+	// Promote needs voters to ask, and a learner that serves clients.
+	if err := a.Promote(ctx(), nil, id, client, "", nil); err == nil {
 		t.Fatal("promote with no voter to ask succeeded")
 	}
-	short, cancel = context.WithTimeout(t.Context(), time.Second)
-	err = a.Promote(short, env.voters, id, "", "", nil)
-	cancel()
-	if err == nil {
-		t.Fatal("promoted a learner that never started")
+	for _, url := range []string{"", client} {
+		short, cancel = context.WithTimeout(t.Context(), time.Second)
+		err = a.Promote(short, env.voters, id, url, "", nil)
+		cancel()
+		if !errors.Is(err, etcdadmin.ErrNotServing) {
+			t.Fatalf("promote a learner that never started, at %q: %v, want ErrNotServing", url, err)
+		}
 	}
 
 	env.start(id, "m9", peer, client, initial)

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
@@ -153,8 +154,9 @@ func (f *memAdmin) Promote(ctx context.Context, voters []string, id api.MemberID
 		return fmt.Errorf("memadmin: promote %s: %w", id, rpctypes.ErrMemberNotFound)
 	case !m.learner:
 		return fmt.Errorf("memadmin: promote %s: %w", id, rpctypes.ErrMemberNotLearner)
-	case !m.alive:
-		return fmt.Errorf("memadmin: promote %s: %w", id, rpctypes.ErrMemberLearnerNotReady)
+	case !m.alive || learnerURL == "" || learnerURL != m.client:
+		// etcdadmin asks the learner's own status first.
+		return fmt.Errorf("memadmin: promote %s at %q: %w", id, learnerURL, etcdadmin.ErrNotServing)
 	}
 	if progress != nil && learnerURL != "" && leaderURL != "" {
 		progress(f.index)

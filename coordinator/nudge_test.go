@@ -34,8 +34,8 @@ func TestExecutorNudgesForAnUnstartedLearner(t *testing.T) {
 		}
 	}
 	step, _ := h.pass()
-	if step.Action != membership.Promote || step.Nudge || nudgeRev() != 0 {
-		t.Fatalf("at once: step %v nudge=%v, nudge key at %d; want a promotion, no nudge yet", step, step.Nudge, nudgeRev())
+	if step.Action != membership.Wait || step.Nudge || nudgeRev() != 0 {
+		t.Fatalf("at once: step %v nudge=%v, nudge key at %d; want a wait on the learner's serving, no nudge yet", step, step.Nudge, nudgeRev())
 	}
 	h.now = h.now.Add(membership.NudgeAfter)
 	if step, _ = h.pass(); !step.Nudge {

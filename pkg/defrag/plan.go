@@ -42,7 +42,8 @@ type Observed struct {
 	Active string
 	// Done are members already defragmented since their NOSPACE alarm:
 	// the alarm alone does not make them due again.
-	Done map[api.MemberID]bool // External are members nico does not run (spec.members): they count
+	Done map[api.MemberID]bool
+	// External are members nico does not run (spec.members): they count
 	// for quorum, and are never defragmented by nico.
 	External map[api.MemberID]bool
 }
@@ -100,6 +101,16 @@ func Fragmentation(m etcdadmin.MemberStatus) float64 {
 // other way, and it pauses for the call's length; so is an alarmed member
 // of two voters both serving, under NOSPACE). A member whose status
 // reports only an alarm serves.
+//
+// Under NOSPACE every voter nico runs that answers is due as well, once
+// in the episode (Done), alarmed or not, after the alarmed ones: a member
+// that joins receives the leader's database file, free pages included,
+// as its snapshot, and etcd counts that file's size against the joiner's
+// quota. A learner past its quota raises NOSPACE, and etcd neither
+// defragments nor promotes a learner; the reclaim leaves no such file
+// (Disarm waits for it). A learner is never due: etcd refuses the call;
+// one that raised NOSPACE is named in a Wait for an operator. A member started before the declared quota runs
+// etcd's default and raises nothing while its file grows as the others'.
 func Plan(obs Observed, pol Policy) Step {
 	noSpace := map[api.MemberID]bool{}
 	for _, a := range obs.Alarms {
@@ -122,6 +133,7 @@ func Plan(obs Observed, pol Policy) Step {
 		}
 	}
 	var due []etcdadmin.MemberStatus
+	var stuck string // a learner that raised NOSPACE
 	voters, healthy := 0, 0
 	for _, m := range obs.Members {
 		ok := serving(m)
@@ -135,12 +147,21 @@ func Plan(obs Observed, pol Policy) Step {
 		if obs.External[m.ID] {
 			continue
 		}
+		// etcd refuses to defragment a learner ("rpc not supported for
+		// learner"), whatever its file.
+		if m.Learner {
+			if noSpace[m.ID] && stuck == "" {
+				stuck = label(m)
+			}
+			continue
+		}
 		// A NOSPACE member is due even when it shows nothing to reclaim:
 		// bbolt counts freed pages only from a later commit, and under
 		// NOSPACE there may be none. Once defragmented it is due again
 		// when space was freed since (data deleted and compacted), with
 		// defragmentation off too: reclaiming is how NOSPACE ends.
 		reclaim := noSpace[m.ID] && (!obs.Done[m.ID] || f >= NoSpaceRefrag)
+		reclaim = reclaim || (len(noSpace) > 0 && shipsFile(obs, m) && !obs.Done[m.ID])
 		byPolicy := obs.Active == "" && pol.Fragmentation > 0 && f > 0 && f >= pol.Fragmentation && m.DBSize >= pol.MinDBSize
 		if reclaim || byPolicy {
 			if !m.Reachable {
@@ -148,6 +169,9 @@ func Plan(obs Observed, pol Policy) Step {
 			}
 			due = append(due, m)
 		}
+	}
+	if len(due) == 0 && stuck != "" {
+		return Step{Action: Wait, Reason: "learner " + stuck + " raised NOSPACE: etcd does not defragment a learner, and nico does not promote one that does not serve; an operator removes it (etcdctl member remove) and disarms the alarm (etcdctl alarm disarm)"}
 	}
 	if len(due) == 0 && obs.Active != "" {
 		return Step{Action: Wait, Reason: "operation " + obs.Active + " is in flight"}
@@ -160,6 +184,9 @@ func Plan(obs Observed, pol Policy) Step {
 		if li != lj {
 			return lj
 		}
+		if ai, aj := noSpace[due[i].ID], noSpace[due[j].ID]; ai != aj {
+			return ai
+		}
 		fi, fj := Fragmentation(due[i]), Fragmentation(due[j])
 		if fi != fj {
 			return fi > fj
@@ -171,13 +198,17 @@ func Plan(obs Observed, pol Policy) Step {
 	// growing to three), the alarmed member is defragmented anyway, as a
 	// single voter is: writes are refused already, and there is no other
 	// way back.
-	noWayElse := noSpace[m.ID] && healthy == voters
+	underNoSpace := noSpace[m.ID] || (len(noSpace) > 0 && shipsFile(obs, m) && !obs.Done[m.ID])
+	noWayElse := underNoSpace && healthy == voters
 	if !m.Learner && voters > 1 && healthy-1 < voters/2+1 && !noWayElse {
 		return Step{Action: Wait, Reason: fmt.Sprintf("defragmenting %s would leave %d of %d voters serving, below quorum", label(m), healthy-1, voters)}
 	}
 	why := fmt.Sprintf("%.0f%% of %d bytes is free", 100*Fragmentation(m), m.DBSize)
-	if noSpace[m.ID] {
+	switch {
+	case noSpace[m.ID]:
 		why += ", NOSPACE raised"
+	case underNoSpace:
+		why += ", under NOSPACE: a joiner's snapshot is the leader's file"
 	}
 	if m.ID == obs.Leader {
 		why += ", the leader last"
@@ -192,11 +223,17 @@ const NoSpaceRefrag = 0.2
 
 // Disarm returns the members whose NOSPACE alarm may be disarmed: those
 // that were defragmented since the alarm (defragged) and whose database is
-// now below its quota. A member with no known quota is left armed.
+// now below its quota. A member with no known quota is left armed. None is
+// while a voter nico runs that answers was not defragmented in the
+// episode: the disarm lets a held join go on, and its learner's snapshot
+// is the leader's file.
 func Disarm(obs Observed, defragged map[api.MemberID]bool) []api.MemberID {
 	byID := map[api.MemberID]etcdadmin.MemberStatus{}
 	for _, m := range obs.Members {
 		byID[m.ID] = m
+		if shipsFile(obs, m) && !defragged[m.ID] {
+			return nil
+		}
 	}
 	var out []api.MemberID
 	for _, a := range obs.Alarms {
@@ -209,6 +246,12 @@ func Disarm(obs Observed, defragged map[api.MemberID]bool) []api.MemberID {
 		}
 	}
 	return out
+}
+
+// shipsFile tells whether m is a voter nico runs that answers: one that
+// may lead, and send its database file to a learner as its snapshot.
+func shipsFile(obs Observed, m etcdadmin.MemberStatus) bool {
+	return !m.Learner && !obs.External[m.ID] && m.Reachable
 }
 
 // serving tells whether m answered and reported no error but an active

@@ -97,14 +97,14 @@ func lostAnswer(err error) bool {
 
 // Retryable reports the membership errors that pass by themselves: a
 // cluster that just changed ("unhealthy cluster"), a learner slot still
-// taken, a learner not yet in sync, or a lost leader. It matches etcd's
-// typed errors (rpctypes), as the client returns them or as gRPC status
-// errors it did not convert.
+// taken, a learner not yet in sync or not serving yet, or a lost leader.
+// It matches etcd's typed errors (rpctypes), as the client returns them or
+// as gRPC status errors it did not convert.
 func Retryable(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errAskAgain) {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errAskAgain) || errors.Is(err, ErrNotServing) {
 		return true
 	}
 	for _, target := range retryableErrors {
@@ -167,7 +167,9 @@ func (a *Admin) Observe(ctx context.Context) ([]membership.Member, error) {
 		go func(i int, url string) {
 			defer wg.Done()
 			st, err := a.status(ctx, url)
-			if err != nil {
+			if err != nil || st.Header == nil || st.Header.MemberId != uint64(out[i].ID) {
+				// Not answered, or not by the member itself (another
+				// member at its address): it does not serve.
 				return
 			}
 			out[i].Healthy = len(st.Errors) == 0

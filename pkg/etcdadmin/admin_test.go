@@ -36,6 +36,7 @@ func TestRetryable(t *testing.T) {
 		rpctypes.ErrPeerURLExist:                                 false,
 		rpctypes.ErrStopped:                                      false,
 		fmt.Errorf("%w: %w", errAskAgain, rpctypes.ErrStopped):   true,
+		fmt.Errorf("promote: %w: no answer", ErrNotServing):      true,
 		errors.New("permission denied"):                          false,
 	} {
 		if got := Retryable(err); got != want {

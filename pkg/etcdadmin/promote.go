@@ -2,6 +2,7 @@ package etcdadmin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -53,17 +54,22 @@ func promotePause(elapsed time.Duration) time.Duration {
 // meanwhile, for its progress report.
 const progressEvery = 100 * time.Millisecond
 
-// Promote promotes learner id as soon as etcd accepts it. It asks the
-// leader at leaderURL, or the voters' client URLs when the leader is not
-// known (a learner cannot serve the call), with a fail-fast timeout per
-// call. Not a follower when the leader is known: with authentication on and
+// Promote promotes learner id once it serves clients and etcd accepts
+// it. Right before each MemberPromote it asks the learner's own status at
+// learnerURL, over the learner's client, within the health timeout: only
+// an answer from member id itself lets the try go on (a voter that does
+// not serve counts against quorum, and etcd promotes a learner whose log
+// is in sync before it has published itself); otherwise the try counts as
+// refused, with ErrNotServing. It asks the leader at leaderURL, or the
+// voters' client URLs when the leader is not known (a learner cannot serve
+// the call), with a fail-fast timeout per call. Not a follower when the leader is known: with authentication on and
 // client certificates as identities, a follower forwards the call to the
 // leader without the caller's identity, the leader refuses it ("auth: user
 // name is empty"; etcd-io/etcd#20757 was fixed for tokens only) and the
 // follower retries in a tight loop until the call times out. The first try
 // is immediate; while etcd answers "not in sync" (or another passing error)
-// it tries again after promotePause: etcd's own readiness rule (the
-// learner within 10% of the leader) is the gate. Meanwhile it reads the
+// it tries again after promotePause: the learner serving and etcd's own
+// readiness rule (the learner within 10% of the leader) are the gates. Meanwhile it reads the
 // learner's raft index every progressEvery, apart from the tries, and
 // reports each increase to progress; a learner that does not answer yet
 // (it serves clients only after publishing itself) reports nothing.
@@ -83,9 +89,12 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 	again, _ := ctx.Value(tryAgainKey{}).(<-chan struct{})
 	start := time.Now()
 	for {
-		cctx, cancel := context.WithTimeout(ctx, 2*a.health())
-		_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
-		cancel()
+		err = a.serves(ctx, learnerURL, id)
+		if err == nil {
+			cctx, cancel := context.WithTimeout(ctx, 2*a.health())
+			_, err = cli.MemberPromote(clientv3.WithRequireLeader(cctx), uint64(id))
+			cancel()
+		}
 		if err == nil {
 			// The first reading is still reported: the caller journals
 			// where the learner was when it was promoted.
@@ -100,7 +109,7 @@ func (a *Admin) Promote(ctx context.Context, voters []string, id api.MemberID, l
 		case <-ctx.Done():
 			pause.Stop()
 			watch.stop()
-			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %v: %w", id, watch.last.Load(), err, ctx.Err())
+			return fmt.Errorf("etcdadmin: promote %s (learner at raft index %d): %w: %w", id, watch.last.Load(), err, ctx.Err())
 		case <-pause.C:
 		case <-again:
 			pause.Stop()
@@ -194,4 +203,31 @@ func (a *Admin) learnerIndex(ctx context.Context, learnerURL string) (uint64, bo
 		return 0, false
 	}
 	return st.RaftIndex, true
+}
+
+// ErrNotServing: the learner's status is not answered by the learner
+// itself on its client URL within the health timeout. Promote does not
+// promote it (a voter that does not serve counts against quorum) and
+// tries again.
+var ErrNotServing = errors.New("etcdadmin: the learner does not serve clients")
+
+// serves checks that member id answers its status at url, itself, within
+// the health timeout, with no alarm (as Observe's Healthy).
+func (a *Admin) serves(ctx context.Context, url string, id api.MemberID) error {
+	if url == "" {
+		return fmt.Errorf("%w: %s has no client URL (it has not published itself)", ErrNotServing, id)
+	}
+	st, err := a.status(ctx, url)
+	if err != nil {
+		return fmt.Errorf("%w: %s at %s: %w", ErrNotServing, id, url, err)
+	}
+	if got := api.MemberID(st.Header.MemberId); got != id {
+		return fmt.Errorf("%w: %s answered at %s, not %s", ErrNotServing, got, url, id)
+	}
+	if len(st.Errors) > 0 {
+		// An alarm (NOSPACE refuses every write): not healthy, and no
+		// change is made that the journal could not record.
+		return fmt.Errorf("%w: %s reports %v", ErrNotServing, id, st.Errors)
+	}
+	return nil
 }

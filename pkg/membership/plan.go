@@ -101,11 +101,14 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 		if !m.Learner {
 			return with(base, FinishJoin, "learner was promoted")
 		}
-		// An unstarted learner is promoted all the same: etcd itself
-		// refuses until its log is in sync, and the promotion is a write,
-		// which a learner that got its log as a snapshot needs before it
-		// can publish itself (docs/etcd-snapshot-join.md). Waiting for it
-		// to start first can wait forever.
+		// A learner is promoted only once its member serves clients: its
+		// status answered by the member itself within the health timeout
+		// (Healthy). etcd accepts the promotion as soon as the learner's
+		// log is in sync, before it has published itself or while its
+		// publish retries, and such a voter counts against quorum. A
+		// learner that got its log as a snapshot publishes itself only
+		// after an entry past the snapshot is applied
+		// (docs/etcd-snapshot-join.md): the nudge below is that entry.
 		waited := now.Sub(op.Status.StepSince)
 		if !m.Started() && waited >= pol.LearnerStartTimeout {
 			s := with(base, AbortJoin, fmt.Sprintf("learner did not start within %s", pol.LearnerStartTimeout))
@@ -141,6 +144,9 @@ func planJoinOp(obs Observed, pol Policy, now time.Time, op *api.Operation) Step
 			s := with(base, AbortJoin, fmt.Sprintf("learner made no progress for %s (raft index %d)", stalled.Round(time.Second), op.Status.LearnerIndex))
 			s.Retry = true
 			return s
+		}
+		if !m.Healthy {
+			return with(base, Wait, fmt.Sprintf("learner %s does not serve clients yet (its status is not answered); a voter that does not serve counts against quorum", m.label()))
 		}
 		if p := Project(obs.Members, Change{Kind: PromoteChange, Member: m.ID}); !p.OK {
 			return with(base, Wait, "promotion unsafe: "+p.Reason)

@@ -114,8 +114,9 @@ func TestPlanExternal(t *testing.T) {
 			},
 		},
 		{
-			name: "unstarted external learner is promoted all the same before the start timeout", action: Promote, now: t0.Add(10 * time.Second),
-			obs: world("VVV").declare("ext").extMember("X").activeExt(api.OpJoin, api.StepLearner, extID, t0),
+			name: "unstarted external learner waits until it serves, before the start timeout", action: Wait, now: t0.Add(10 * time.Second),
+			obs:   world("VVV").declare("ext").extMember("X").activeExt(api.OpJoin, api.StepLearner, extID, t0),
+			check: reason("does not serve clients"),
 		},
 		{
 			name: "external learner that never starts is removed after the start timeout", action: AbortJoin, now: t0.Add(time.Minute),

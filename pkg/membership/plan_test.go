@@ -163,31 +163,47 @@ func TestPlan(t *testing.T) {
 			check: reason("defragmentation"),
 		},
 		{
-			// It may never start until something writes: a learner that got
-			// its log as a snapshot cannot publish itself before an entry
-			// after the snapshot is applied (docs/etcd-snapshot-join.md).
-			name: "unstarted learner is promoted alongside its start, not waited for", now: t0.Add(100 * time.Millisecond), action: Promote,
+			// A voter that does not serve counts against quorum: the
+			// learner is promoted only once its member answers its status
+			// (it may need a write to publish itself: the nudge).
+			name: "unstarted learner is not promoted", now: t0.Add(100 * time.Millisecond), action: Wait,
 			obs: learnerWorld(false, t0),
 			check: func(t *testing.T, s Step) {
-				if s.Member != 4 || s.Nudge {
-					t.Fatalf("step = %v nudge=%v, want promote n4 without a nudge yet", s, s.Nudge)
+				if s.Member != 4 || s.Nudge || !strings.Contains(s.Reason, "does not serve clients") {
+					t.Fatalf("step = %v nudge=%v, want a wait on n4's serving, no nudge yet", s, s.Nudge)
 				}
 			},
 		},
 		{
-			name: "learner unstarted past NudgeAfter is promoted with a nudge", now: t0.Add(NudgeAfter), action: Promote,
+			name: "learner unstarted past NudgeAfter waits with a nudge", now: t0.Add(NudgeAfter), action: Wait,
 			obs:   learnerWorld(false, t0),
 			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
 		},
 		{
-			name: "unstarted learner within its timeout is still promoted", now: t0.Add(2*min - time.Second), action: Promote,
+			name: "unstarted learner within its timeout still waits, nudged", now: t0.Add(2*min - time.Second), action: Wait,
 			obs:   learnerWorld(false, t0),
 			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
 		},
 		{
-			name: "learner whose name shows but that does not answer is nudged", now: t0.Add(time.Minute), action: Promote,
+			name: "learner whose name shows but that does not answer waits, nudged", now: t0.Add(time.Minute), action: Wait,
 			obs:   world("VVVN").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0),
-			check: func(t *testing.T, s Step) { wantNudge(t, s, true) },
+			check: func(t *testing.T, s Step) { wantNudge(t, s, true); reason("does not serve clients")(t, s) },
+		},
+		{
+			// Three serving voters would keep quorum with a fourth that
+			// does not serve; it is still not promoted.
+			name: "learner that does not serve is not promoted even where quorum would hold", now: t0.Add(time.Second), action: Wait,
+			obs:   world("VVVN").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0),
+			check: reason("does not serve clients"),
+		},
+		{
+			name: "one voter and a learner that does not serve: no promotion", now: t0.Add(time.Second), action: Wait,
+			obs:   world("VN").active(api.OpJoin, "n2", "http://10.0.0.2:2380", api.StepLearner, 2, t0),
+			check: reason("does not serve clients"),
+		},
+		{
+			name: "one voter and a serving learner: promoted", now: t0.Add(time.Second), action: Promote,
+			obs: world("VL").active(api.OpJoin, "n2", "http://10.0.0.2:2380", api.StepLearner, 2, t0),
 		},
 		{
 			name: "started learner that answers gets no nudge", now: t0.Add(time.Minute), action: Promote,
@@ -221,10 +237,6 @@ func TestPlan(t *testing.T) {
 					t.Fatalf("voters=%v leader=%q learner=%q", s.Voters, s.LeaderURL, s.LearnerURL)
 				}
 			},
-		},
-		{
-			name: "named learner that does not serve clients yet is promoted (etcd checks its log)", now: t0.Add(time.Second), action: Promote,
-			obs: world("VVVN").active(api.OpJoin, "n4", "http://10.0.0.4:2380", api.StepLearner, 4, t0),
 		},
 		{
 			name: "learner making progress is not aborted", now: t0.Add(3 * min), action: Promote,

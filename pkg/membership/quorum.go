@@ -37,9 +37,10 @@ type Projection struct {
 // Unhealthy voters and voters with no registered node (ghosts) count as
 // voters but never as healthy (an external member is no ghost: it counts
 // as healthy when its status answered); learners are not voters. A learner being
-// promoted counts as healthy, started or not: etcd promotes it only when its
-// log is in sync with the leader's, whether or not it has published itself
-// or serves clients yet.
+// promoted counts as healthy only when it serves clients (its status
+// answered): etcd promotes a learner whose log is in sync whether or not it
+// has published itself, and a voter that does not serve counts against
+// quorum.
 func Project(members []Member, change Change) Projection {
 	var p Projection
 	var weak []string
@@ -59,12 +60,8 @@ func Project(members []Member, change Change) Projection {
 		switch {
 		case m.Node == "" && m.External == "":
 			weak = append(weak, fmt.Sprintf("%s has no registered node", m.label()))
-		case promoted:
-			// A learner may not serve clients, nor even have published
-			// itself, yet; etcd itself refuses to promote it unless its
-			// raft log is in sync with the leader's, which only a running
-			// learner's is.
-			p.Healthy++
+		case promoted && !m.Healthy:
+			weak = append(weak, fmt.Sprintf("%s does not serve clients", m.label()))
 		case !m.Healthy:
 			weak = append(weak, fmt.Sprintf("%s is unhealthy", m.label()))
 		default:

@@ -86,9 +86,12 @@ func TestProject(t *testing.T) {
 
 		// Promotions.
 		{"VL", Change{PromoteChange, 2}, 2, 2, true, ""},
-		{"VX", Change{PromoteChange, 2}, 2, 2, true, ""}, // etcd checks it is in sync
-		{"VN", Change{PromoteChange, 2}, 2, 2, true, ""},
-		{"VUN", Change{PromoteChange, 3}, 3, 2, true, ""},
+		// A learner that does not serve would be a voter that counts
+		// against quorum: etcd's in-sync check does not make it serve.
+		{"VX", Change{PromoteChange, 2}, 2, 1, false, "n2 does not serve clients"},
+		{"VN", Change{PromoteChange, 2}, 2, 1, false, "n2 does not serve clients"},
+		{"VUN", Change{PromoteChange, 3}, 3, 1, false, "below quorum 2"},
+		{"VVVN", Change{PromoteChange, 4}, 4, 3, true, ""},
 		{"VN", Change{}, 1, 1, true, ""},
 		{"VUL", Change{PromoteChange, 3}, 3, 2, true, ""},
 		{"VUUL", Change{PromoteChange, 4}, 4, 2, false, "below quorum 3"},

@@ -20,7 +20,7 @@ const (
 	StartJoin    Action = "StartJoin"    // journal a new join operation (Op)
 	AddLearner   Action = "AddLearner"   // MemberAddAsLearner(Op.Spec.PeerURL)
 	AdoptLearner Action = "AdoptLearner" // the learner exists already: record Member in the journal
-	Promote      Action = "Promote"      // wait until Member caught up, then promote it through Voters
+	Promote      Action = "Promote"      // Member serves clients: promote it through Voters once etcd accepts (and it still serves)
 	AbortJoin    Action = "AbortJoin"    // remove learner Member (if any); fail the op; tell the node to wipe and retry
 	FinishJoin   Action = "FinishJoin"   // the member is a voter: close the op (if any) and the request
 	MarkStandby  Action = "MarkStandby"  // the cluster has its voters: mark join request Request a standby (Reason says why)
@@ -38,8 +38,11 @@ const (
 )
 
 // NudgeAfter is how long a learner may go unanswering before the
-// executor nudges the cluster with a write (Step.Nudge).
-const NudgeAfter = time.Second
+// executor nudges the cluster with a write (Step.Nudge). A learner is
+// promoted only once it serves, so no promotion writes for it meanwhile; a
+// learner that got its log as a snapshot in a quiet cluster waits for this
+// write to publish itself, and a join there takes at least this long.
+const NudgeAfter = 250 * time.Millisecond
 
 // NudgeEvery bounds the rate of the nudges.
 const NudgeEvery = time.Second

@@ -13,6 +13,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -37,6 +38,14 @@ type kubeadm struct {
 	cli   *clientv3.Client
 	log   *slog.Logger
 	every time.Duration
+	// serving holds the baseline to nico's promotion rule: MemberPromote
+	// is tried only once the learner's own status is answered, by the
+	// learner, at its client URL, and while it is not, one small write is
+	// made after membership.NudgeAfter and then at most every NudgeEvery
+	// (a learner that got its log as a snapshot needs an entry applied
+	// after it to publish itself). The tight loop has it; the kubeadm arm
+	// promotes as kubeadm does.
+	serving bool
 	// trace, with -nico.trace, records the members' log (trace_test.go).
 	trace *tracer
 }
@@ -159,7 +168,12 @@ func (k *kubeadm) add(ctx context.Context, name string) (j kubeadmJoin, remove f
 		_ = rt.Stop(rctx)
 		_ = os.RemoveAll(dir)
 	}
+	serves, done := k.servingCheck(name, client, id, t0)
+	defer done()
 	err = k.retryEvery(ctx, func(ctx context.Context) error {
+		if err := serves(ctx); err != nil {
+			return err
+		}
 		j.promoteTries++
 		_, err := k.cli.MemberPromote(ctx, id)
 		if k.trace != nil {
@@ -200,4 +214,41 @@ func (k *kubeadm) retryEvery(ctx context.Context, fn func(context.Context) error
 		case <-t.C:
 		}
 	}
+}
+
+// servingCheck returns the check made before each MemberPromote try: none
+// without k.serving; else the learner's status, at client, answered by
+// member id itself, with the nudge while it is not. done closes its client.
+func (k *kubeadm) servingCheck(name, client string, id uint64, t0 time.Time) (check func(context.Context) error, done func()) {
+	if !k.serving {
+		return func(context.Context) error { return nil }, func() {}
+	}
+	var lcli *clientv3.Client
+	var nudged time.Time
+	done = func() {
+		if lcli != nil {
+			_ = lcli.Close()
+		}
+	}
+	return func(ctx context.Context) error {
+		if lcli == nil {
+			lcli = etcdtest.NewClient(k.tb, client)
+		}
+		sctx, cancel := context.WithTimeout(ctx, membership.NudgeAfter)
+		st, err := lcli.Status(sctx, client)
+		cancel()
+		if err == nil && st.Header.MemberId == id {
+			return nil
+		}
+		if time.Since(t0) >= membership.NudgeAfter && time.Since(nudged) >= membership.NudgeEvery {
+			nudged = time.Now()
+			if _, err := k.cli.Put(ctx, "/bench/nudge", name); err != nil {
+				return err
+			}
+		}
+		if err == nil {
+			err = fmt.Errorf("member %x answered at %s, not %x", st.Header.MemberId, client, id)
+		}
+		return fmt.Errorf("learner does not serve: %w", err)
+	}, done
 }

@@ -21,7 +21,13 @@ import (
 //     harness is faulting on purpose are a majority (a minority that lasts
 //     belowQuorumFor),
 //   - the etcd leader never removed while leading: a member that leaves the
-//     list was not the leader at the previous sample.
+//     list was not the leader at the previous sample,
+//   - no voter counted toward quorum that has not answered for longer than
+//     the health timeout: every voter the harness is not faulting has
+//     answered its status, itself, within healthTimeout (plus one sample)
+//     of each sample. A member is timed from the first sample that lists
+//     it, learner or voter, so a learner promoted before it serves is a
+//     breach as soon as it is a voter past that bound.
 //
 // Sampling misses what happens between two samples; etcd itself refuses
 // most of these (a second learner, a removal below quorum), so a breach
@@ -38,7 +44,17 @@ type watcher struct {
 
 	belowSince    time.Time // the first sample below quorum of a run of them
 	belowReported bool
+
+	// answered is when each member (by ID) last answered its status
+	// itself, was faulted on purpose, or was first listed; silent holds
+	// the voters already reported as not serving.
+	answered map[uint64]time.Time
+	silent   map[uint64]bool
 }
+
+// healthTimeout is the coordinators' coordinator.healthTimeout (its
+// default): a member whose status is not answered within it is unhealthy.
+const healthTimeout = 2 * time.Second
 
 // belowQuorumFor is how long the voters that answer must stay a minority
 // to count as a breach: a busy member may miss one status call.
@@ -48,7 +64,7 @@ const sampleEvery = 200 * time.Millisecond
 
 // newWatcher samples through cli (unscoped) and st.
 func newWatcher(cli *clientv3.Client, st *store.Store, faulted func() map[string]bool) *watcher {
-	return &watcher{cli: cli, st: st, faulted: faulted}
+	return &watcher{cli: cli, st: st, faulted: faulted, answered: map[uint64]time.Time{}, silent: map[uint64]bool{}}
 }
 
 // run samples until ctx ends.
@@ -89,29 +105,28 @@ func (w *watcher) sample(ctx context.Context) {
 	var leader uint64
 	ids := map[uint64]string{}
 	faulted := w.faulted()
+	var silent []string
 	for _, m := range resp.Members {
 		ids[m.ID] = m.Name
+		if _, ok := w.answered[m.ID]; !ok || faulted[m.Name] {
+			w.answered[m.ID] = time.Now()
+		}
+		ok := w.answers(ctx, m.ID, m.ClientURLs, &leader)
 		if m.IsLearner {
 			learners++
 			continue
 		}
 		voters++
-		if faulted[m.Name] {
+		switch {
+		case faulted[m.Name] || ok:
 			answering++
-			continue
+		case time.Since(w.answered[m.ID]) > healthTimeout+sampleEvery && !w.silent[m.ID]:
+			w.silent[m.ID] = true
+			silent = append(silent, fmt.Sprintf("%s (%s) is a voter and has not answered for %s", m.Name, api.MemberID(m.ID), time.Since(w.answered[m.ID]).Round(time.Millisecond)))
 		}
-		if len(m.ClientURLs) == 0 {
-			continue // an added voter that never started: counts against quorum
-		}
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
-		st, err := w.cli.Status(cctx, m.ClientURLs[0])
-		ccancel()
-		if err == nil {
-			answering++
-			if st.Leader != 0 {
-				leader = st.Leader
-			}
-		}
+	}
+	for _, v := range silent {
+		w.breach("%s (health timeout %s)", v, healthTimeout)
 	}
 	if learners > 1 {
 		w.breach("%d learners", learners)
@@ -159,4 +174,24 @@ func movedAway(ops []*api.Operation, id api.MemberID) bool {
 		}
 	}
 	return false
+}
+
+// answers asks member id's status at its first client URL; true when the
+// member itself answered within a second (its time is then recorded). A
+// member with no client URL has not published itself: it serves nobody.
+func (w *watcher) answers(ctx context.Context, id uint64, urls []string, leader *uint64) bool {
+	if len(urls) == 0 {
+		return false
+	}
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	st, err := w.cli.Status(cctx, urls[0])
+	cancel()
+	if err != nil || st.Header.MemberId != id {
+		return false
+	}
+	w.answered[id] = time.Now()
+	if st.Leader != 0 {
+		*leader = st.Leader
+	}
+	return true
 }
