@@ -109,8 +109,9 @@ func (m *Embedded) Start(ctx context.Context, cfg Config) error {
 	return r.start(ctx, cfg, m.opts)
 }
 
-// Stop closes the member and waits until it has exited or ctx ends. etcd's
-// Close cannot be cut short: when ctx ends first, Done closes later.
+// Stop closes the member and waits until it has exited or ctx ends. A
+// member that does not serve yet stops at once; a serving member's Close
+// cannot be cut short: when ctx ends first, Done closes later.
 func (m *Embedded) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	r := m.run
@@ -161,21 +162,71 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 	if err := checkFree(cfg.PeerURL, cfg.ClientURL); err != nil {
 		return fail(err)
 	}
-	ec, err := r.embedConfig(cfg, opts)
-	if err != nil {
-		return fail(err)
+	restart := restartable(cfg)
+	for {
+		ec, err := r.embedConfig(cfg, opts)
+		if err != nil {
+			return fail(err)
+		}
+		e, err := embed.StartEtcd(ec)
+		if err != nil {
+			return fail(fmt.Errorf("peer %s, client %s: %w", cfg.PeerURL, cfg.ClientURL, err))
+		}
+		r.gate.attach(e.Server)
+		cause := r.waitReady(ctx, e, cfg, restart)
+		if cause == nil {
+			go r.watch(e, cfg)
+			return nil
+		}
+		removed := r.wasRemoved(e)
+		r.quiet.Store(true)
+		// HardStop ends the pending publish, which Close alone waits out:
+		// etcd's serve returns only once the server is ready or stopping.
+		e.Server.HardStop()
+		e.Close()
+		if errors.Is(cause, errLostPublish) {
+			cfg.Logger.Info("etcd member restarts once: "+cause.Error(), "member", cfg.Name)
+			restart = false
+			r.reset(cfg)
+			continue
+		}
+		if removed {
+			cause = fmt.Errorf("%w: %w", ErrRemoved, cause)
+		}
+		return fail(cause)
 	}
-	e, err := embed.StartEtcd(ec)
-	if err != nil {
-		return fail(fmt.Errorf("peer %s, client %s: %w", cfg.PeerURL, cfg.ClientURL, err))
-	}
-	r.gate.attach(e.Server)
-	var cause error
+}
+
+// reset readies r for another etcd server after the first one closed
+// before it served.
+func (r *embeddedRun) reset(cfg Config) {
+	r.quiet.Store(false)
+	r.removed.Store(false)
+	r.gate = newClientGate(cfg.Logger)
+	r.grpcMu.Lock()
+	r.grpcs = nil
+	r.grpcMu.Unlock()
+}
+
+// waitReady waits until e serves clients (nil) or why it will not;
+// errLostPublish when restart is set and e lost its own publish.
+func (r *embeddedRun) waitReady(ctx context.Context, e *embed.Etcd, cfg Config, restart bool) error {
 	stuck := time.NewTicker(snapshotGapEvery)
 	defer stuck.Stop()
+	var lostc <-chan time.Time
+	if restart {
+		lost := time.NewTicker(lostPublishEvery)
+		defer lost.Stop()
+		lostc = lost.C
+	}
+	var lp lostPublish
 	warned := false
-	for cause == nil {
+	for {
 		select {
+		case <-lostc:
+			if lp.saw(embeddedPublished(e.Server), isClosed(e.Server.ReadyNotify())) {
+				return errLostPublish
+			}
 		case <-stuck.C:
 			if !warned && snapshotGap(e.Server.AppliedIndex(), e.Server.CommittedIndex()) {
 				warned = true
@@ -183,25 +234,17 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 					"applied-index", e.Server.AppliedIndex(), "committed-index", e.Server.CommittedIndex())
 			}
 		case <-e.Server.ReadyNotify():
-			go r.watch(e, cfg)
 			return nil
 		case <-ctx.Done():
-			cause = fmt.Errorf("not serving %s yet: %w", cfg.ClientURL, ctx.Err())
+			return fmt.Errorf("not serving %s yet: %w", cfg.ClientURL, ctx.Err())
 		case <-r.stopc:
-			cause = fmt.Errorf("stopped before serving %s", cfg.ClientURL)
+			return fmt.Errorf("stopped before serving %s", cfg.ClientURL)
 		case <-e.Server.StopNotify():
-			cause = fmt.Errorf("etcd server stopped before serving %s", cfg.ClientURL)
+			return fmt.Errorf("etcd server stopped before serving %s", cfg.ClientURL)
 		case lerr := <-e.Err():
-			cause = fmt.Errorf("listener on %s or %s failed: %w", cfg.PeerURL, cfg.ClientURL, lerr)
+			return fmt.Errorf("listener on %s or %s failed: %w", cfg.PeerURL, cfg.ClientURL, lerr)
 		}
 	}
-	removed := r.wasRemoved(e)
-	r.quiet.Store(true)
-	e.Close()
-	if removed {
-		cause = fmt.Errorf("%w: %w", ErrRemoved, cause)
-	}
-	return fail(cause)
 }
 
 // watch waits until the member stops by itself or Stop asks, closes it and

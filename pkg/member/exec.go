@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -18,6 +19,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // readyPoll is how often Exec.Start asks the child whether it serves yet.
@@ -79,14 +82,7 @@ func (m *Exec) Start(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	r := &execRun{
-		name:    cfg.Name,
-		stopc:   make(chan struct{}),
-		killc:   make(chan struct{}),
-		exited:  make(chan struct{}),
-		decided: make(chan struct{}),
-		done:    make(chan struct{}),
-	}
+	r := newExecRun(cfg.Name)
 	m.mu.Lock()
 	if m.run != nil && !isClosed(m.run.done) {
 		m.mu.Unlock()
@@ -95,7 +91,30 @@ func (m *Exec) Start(ctx context.Context, cfg Config) error {
 	m.run = r
 	binary := m.binary
 	m.mu.Unlock()
-	return r.start(ctx, binary, cfg, m.opts)
+	restart := restartable(cfg)
+	err = r.start(ctx, binary, cfg, m.opts, restart)
+	if !restart || !errors.Is(err, errLostPublish) {
+		return err
+	}
+	// The child was killed (SIGKILL: etcd's SIGTERM handler waits out the
+	// publish); a fresh child starts from the data dir it left.
+	cfg.Logger.Info("etcd member restarts once: "+errLostPublish.Error(), "member", cfg.Name)
+	r = newExecRun(cfg.Name)
+	m.mu.Lock()
+	m.run = r
+	m.mu.Unlock()
+	return r.start(ctx, binary, cfg, m.opts, false)
+}
+
+func newExecRun(name string) *execRun {
+	return &execRun{
+		name:    name,
+		stopc:   make(chan struct{}),
+		killc:   make(chan struct{}),
+		exited:  make(chan struct{}),
+		decided: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
 }
 
 // Stop sends SIGTERM to the child's process group, SIGKILL after the grace
@@ -150,7 +169,7 @@ func (m *Exec) Pid() int {
 	return int(r.pid.Load())
 }
 
-func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts options) error {
+func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts options, restart bool) error {
 	fail := func(err error) error {
 		r.err = fmt.Errorf("member: start %s: %w", cfg.Name, err)
 		close(r.exited)
@@ -185,7 +204,7 @@ func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts opt
 	go r.supervise(cmd.Process.Pid, opts.grace)
 	go r.wait(cmd, &readers, cfg.Logger)
 
-	if err := r.waitServing(ctx, cfg); err != nil {
+	if err := r.waitServing(ctx, cfg, restart); err != nil {
 		r.mu.Lock()
 		r.failed = err
 		r.mu.Unlock()
@@ -245,29 +264,51 @@ func execArgs(cfg Config, opts options) []string {
 }
 
 // waitServing polls the child's own client URL until it answers, the child
-// exits, Stop is called or ctx ends.
-func (r *execRun) waitServing(ctx context.Context, cfg Config) error {
+// exits, Stop is called or ctx ends. With restart set, it also asks the
+// child's peer URL whether the child lost its own publish (errLostPublish).
+func (r *execRun) waitServing(ctx context.Context, cfg Config, restart bool) error {
 	tlsCfg, err := cfg.clientTLS()
 	if err != nil {
 		return err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, TLS: tlsCfg, Logger: zap.NewNop()})
+	// The child's client URL refuses connections until etcd listens: redial
+	// every readyPoll, not after gRPC's default backoff of 1 s and more.
+	redial := grpc.WithConnectParams(grpc.ConnectParams{
+		Backoff:           backoff.Config{BaseDelay: readyPoll, Multiplier: 1, MaxDelay: readyPoll},
+		MinConnectTimeout: time.Second,
+	})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{cfg.ClientURL}, TLS: tlsCfg, Logger: zap.NewNop(),
+		DialOptions: []grpc.DialOption{redial}})
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", cfg.ClientURL, err)
 	}
 	defer cli.Close()
+	var peer *http.Client
+	if restart {
+		if peer, err = peerClient(cfg); err != nil {
+			return err
+		}
+		defer peer.CloseIdleConnections()
+	}
 	// pctx also ends when the child exits or Stop is called, to cut a pending
-	// Status call short.
-	pctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// Status call short, and with errLostPublish as its cause on a lost
+	// publish.
+	pctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	go func() {
 		select {
 		case <-r.exited:
 		case <-r.stopc:
 		case <-pctx.Done():
 		}
-		cancel()
+		cancel(nil)
 	}()
+	if peer != nil {
+		var watching sync.WaitGroup
+		defer watching.Wait()
+		defer cancel(nil)
+		watching.Go(func() { watchPublish(pctx, cancel, peer, cfg.PeerURL, tlsCfg, cfg.ClientURL) })
+	}
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()
 	for {
@@ -279,6 +320,9 @@ func (r *execRun) waitServing(ctx context.Context, cfg Config) error {
 		}
 		select {
 		case <-pctx.Done():
+			if errors.Is(context.Cause(pctx), errLostPublish) {
+				return errLostPublish
+			}
 			return r.notServing(ctx, cfg, err)
 		case <-tick.C:
 		}

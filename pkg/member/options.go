@@ -37,7 +37,8 @@ func WithTimings(tick, election time.Duration) Option {
 }
 
 // WithGracePeriod sets how long Exec.Stop waits between SIGTERM and SIGKILL.
-// Embedded members ignore it: their Close cannot be cut short.
+// Embedded members ignore it: one that does not serve yet stops at once,
+// a serving one once etcd's Close returns.
 func WithGracePeriod(d time.Duration) Option {
 	return func(o *options) { o.grace = d }
 }

@@ -1,0 +1,89 @@
+package member_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/member"
+)
+
+// snapshotHistory is how many writes the cluster takes before the joins:
+// past etcd's first in-memory snapshot at 100 raft entries, so every
+// learner is sent a snapshot instead of the log (docs/etcd-snapshot-join.md).
+const snapshotHistory = 200
+
+// snapshotJoins is how many learners join one after the other; a learner
+// sent a snapshot often finds its own first publish inside it.
+const snapshotJoins = 10
+
+// snapshotServeBound is how long a learner may take from its Start to
+// serving. A learner that lost its publish to the snapshot and waited for
+// it would serve only after etcd's request timeout (5 s plus two election
+// timeouts).
+const snapshotServeBound = 3 * time.Second
+
+// TestSnapshottedLearnerServesPromptly joins learners one after the other
+// into a cluster whose raft log is compacted; each serves within
+// snapshotServeBound of its Start.
+func TestSnapshottedLearnerServesPromptly(t *testing.T) {
+	rts := []struct {
+		name string
+		new  func() member.Runtime
+	}{{"embedded", func() member.Runtime { return member.NewEmbedded(member.WithTimings(testTick, testElection)) }}}
+	for _, bin := range etcdtest.Binaries(t) {
+		rts = append(rts, struct {
+			name string
+			new  func() member.Runtime
+		}{"etcd-" + bin.Version, func() member.Runtime {
+			return member.NewExec(bin.Path, member.WithTimings(testTick, testElection))
+		}})
+	}
+	for _, rt := range rts {
+		t.Run(rt.name, func(t *testing.T) { testSnapshottedJoins(t, rt.new) })
+	}
+}
+
+func testSnapshottedJoins(t *testing.T, newRuntime func() member.Runtime) {
+	ctx := caseContext(t)
+	a := newRuntime()
+	stopAll(t, a)
+	cfgA := newConfig(t, "a")
+	if err := a.Start(ctx, cfgA); err != nil {
+		t.Fatalf("start a: %v", err)
+	}
+	cli := etcdtest.NewClient(t, cfgA.ClientURL)
+	for i := range snapshotHistory {
+		if _, err := cli.Put(ctx, "/history", fmt.Sprint(i)); err != nil {
+			t.Fatalf("put %d: %v", i, err)
+		}
+	}
+	var slow int
+	for i := range snapshotJoins {
+		name := fmt.Sprintf("l%d", i)
+		cfg := newConfig(t, name)
+		added := memberAddAsLearner(ctx, t, cli, cfg.PeerURL)
+		cfg.InitialCluster = initialCluster(added, name)
+		cfg.ClusterState = member.StateExisting
+		cfg.ClusterToken = cfgA.ClusterToken
+		l := newRuntime()
+		start := time.Now()
+		if err := l.Start(ctx, cfg); err != nil {
+			t.Fatalf("start learner %s: %v", name, err)
+		}
+		took := time.Since(start)
+		t.Logf("learner %s serves %s after its start", name, took.Round(time.Millisecond))
+		if took > snapshotServeBound {
+			slow++
+		}
+		retry(ctx, t, "MemberRemove", func() error { _, err := cli.MemberRemove(ctx, added.Member.ID); return err })
+		waitDone(ctx, t, l)
+		if err := l.Stop(ctx); err != nil {
+			t.Fatalf("stop learner %s: %v", name, err)
+		}
+	}
+	if slow > 0 {
+		t.Fatalf("%d of %d learners took more than %s to serve", slow, snapshotJoins, snapshotServeBound)
+	}
+}
