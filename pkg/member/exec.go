@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,13 +54,16 @@ type execRun struct {
 	stopOnce sync.Once
 	killc    chan struct{} // closed to SIGKILL at once
 	killOnce sync.Once
-	exited   chan struct{} // closed once the child is reaped; waitErr is set
-	waitErr  error
-	decided  chan struct{} // closed once Start knows whether it succeeded
-	done     chan struct{} // closed after err is set
-	err      error
-	removed  atomic.Bool // the child logged that this member was removed
-	pid      atomic.Int64
+	// stopAsked is set by Stop, under Exec.mu: a Start that restarts its
+	// member does not start another child after it.
+	stopAsked bool
+	exited    chan struct{} // closed once the child is reaped; waitErr is set
+	waitErr   error
+	decided   chan struct{} // closed once Start knows whether it succeeded
+	done      chan struct{} // closed after err is set
+	err       error
+	removed   atomic.Bool // the child logged that this member was removed
+	pid       atomic.Int64
 
 	mu     sync.Mutex
 	failed error    // why Start failed; becomes err
@@ -99,8 +101,13 @@ func (m *Exec) Start(ctx context.Context, cfg Config) error {
 	// The child was killed (SIGKILL: etcd's SIGTERM handler waits out the
 	// publish); a fresh child starts from the data dir it left.
 	cfg.Logger.Info("etcd member restarts once: "+errLostPublish.Error(), "member", cfg.Name)
+	first := r
 	r = newExecRun(cfg.Name)
 	m.mu.Lock()
+	if first.stopAsked {
+		m.mu.Unlock()
+		return fmt.Errorf("member: start %s: stopped before serving %s", cfg.Name, cfg.ClientURL)
+	}
 	m.run = r
 	m.mu.Unlock()
 	return r.start(ctx, binary, cfg, m.opts, false)
@@ -122,6 +129,9 @@ func newExecRun(name string) *execRun {
 func (m *Exec) Stop(ctx context.Context) error {
 	m.mu.Lock()
 	r := m.run
+	if r != nil {
+		r.stopAsked = true
+	}
 	m.mu.Unlock()
 	if r == nil {
 		return nil
@@ -209,58 +219,14 @@ func (r *execRun) start(ctx context.Context, binary string, cfg Config, opts opt
 		r.failed = err
 		r.mu.Unlock()
 		close(r.decided)
-		r.stopOnce.Do(func() { close(r.stopc) })
+		// SIGKILL alone: etcd's SIGTERM handler waits for a pending publish.
 		r.killOnce.Do(func() { close(r.killc) })
+		r.stopOnce.Do(func() { close(r.stopc) })
 		<-r.done
 		return r.err
 	}
 	close(r.decided)
 	return nil
-}
-
-// childEnv drops NOTIFY_SOCKET: etcd sends READY=1 to systemd when it is
-// set, which would report the agent's own unit ready on the child's behalf.
-func childEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func execArgs(cfg Config, opts options) []string {
-	args := []string{
-		"--name=" + cfg.Name,
-		"--data-dir=" + cfg.DataDir,
-		"--listen-peer-urls=" + cfg.PeerURL,
-		"--initial-advertise-peer-urls=" + cfg.PeerURL,
-		"--listen-client-urls=" + cfg.ClientURL,
-		"--advertise-client-urls=" + cfg.ClientURL,
-		"--initial-cluster=" + cfg.InitialCluster,
-		"--initial-cluster-state=" + cfg.ClusterState,
-		"--log-outputs=stderr",
-	}
-	if cfg.ForceNewCluster {
-		args = append(args, "--force-new-cluster")
-	}
-	if cfg.ClusterToken != "" {
-		args = append(args, "--initial-cluster-token="+cfg.ClusterToken)
-	}
-	if cfg.QuotaBackendBytes > 0 {
-		args = append(args, "--quota-backend-bytes="+strconv.FormatInt(cfg.QuotaBackendBytes, 10))
-	}
-	if cfg.TLS != nil {
-		args = append(args, cfg.TLS.flags()...)
-	}
-	if opts.tick > 0 {
-		args = append(args, "--heartbeat-interval="+strconv.FormatInt(opts.tick.Milliseconds(), 10))
-	}
-	if opts.election > 0 {
-		args = append(args, "--election-timeout="+strconv.FormatInt(opts.election.Milliseconds(), 10))
-	}
-	return append(args, opts.extraArgs...)
 }
 
 // waitServing polls the child's own client URL until it answers, the child
@@ -367,14 +333,19 @@ func (r *execRun) forward(wg *sync.WaitGroup, rd io.Reader, stream string, logge
 }
 
 // supervise turns Stop into signals: SIGTERM to the process group, then
-// SIGKILL after the grace period or on demand.
+// SIGKILL after the grace period or on demand (at once, with no SIGTERM,
+// when killc is closed first).
 func (r *execRun) supervise(pid int, grace time.Duration) {
 	select {
 	case <-r.stopc:
 	case <-r.exited:
 		return
 	}
-	_ = syscall.Kill(-pid, syscall.SIGTERM)
+	select {
+	case <-r.killc:
+	default:
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+	}
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
