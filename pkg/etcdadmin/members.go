@@ -30,6 +30,10 @@ func newMemberClients(t *tls.Config, dialTimeout time.Duration) *memberClients {
 	return &memberClients{tls: t, dialTimeout: dialTimeout, byURL: map[string]*clientv3.Client{}}
 }
 
+// memberRedialAfter is the first pause before a member client redials a
+// lost connection (etcdclient.Config.RedialAfter).
+const memberRedialAfter = 20 * time.Millisecond
+
 // get returns the client of the member at url, making it on first use.
 func (p *memberClients) get(url string) (*clientv3.Client, error) {
 	p.mu.Lock()
@@ -40,7 +44,10 @@ func (p *memberClients) get(url string) (*clientv3.Client, error) {
 	if cli := p.byURL[url]; cli != nil {
 		return cli, nil
 	}
-	cli, err := etcdclient.New(etcdclient.Config{Endpoints: []string{url}, DialTimeout: p.dialTimeout, TLS: p.tls})
+	// A learner restarts once when its publish was lost (pkg/member):
+	// redial soon, so that its status answers within milliseconds of
+	// it serving, not after gRPC's one-second backoff.
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: []string{url}, DialTimeout: p.dialTimeout, TLS: p.tls, RedialAfter: memberRedialAfter})
 	if err != nil {
 		return nil, fmt.Errorf("etcdadmin: member client %s: %w", url, err)
 	}

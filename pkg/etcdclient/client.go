@@ -16,6 +16,8 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // ErrPlaintext is returned by New for an https endpoint without a TLS
@@ -32,7 +34,16 @@ type Config struct {
 	// TLS is the client's identity and the CA it trusts (Files.Config); nil
 	// only for a plaintext etcd, which nico's configuration never accepts.
 	TLS *tls.Config
+	// RedialAfter, when set, redials a lost connection after that long,
+	// backing off to at most RedialMax, instead of gRPC's default (a
+	// second, growing to two minutes). For a client bound to one member
+	// that restarts and must be asked again within milliseconds.
+	RedialAfter time.Duration
 }
+
+// RedialMax bounds the pause between redials of a client with
+// RedialAfter set: a member that stays down costs a dial a second.
+const RedialMax = time.Second
 
 // KeepAliveTime and KeepAliveTimeout are every client's gRPC keepalive:
 // a ping after KeepAliveTime without a frame from the server, the
@@ -58,7 +69,17 @@ func New(cfg Config) (*clientv3.Client, error) {
 		}
 	}
 	ctx := context.WithValue(context.Background(), tlsKey{}, cfg.TLS)
+	var dial []grpc.DialOption
+	if cfg.RedialAfter > 0 {
+		dial = append(dial, grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff: backoff.Config{BaseDelay: cfg.RedialAfter, Multiplier: 1.6, Jitter: 0.2, MaxDelay: max(RedialMax, cfg.RedialAfter)},
+			// gRPC bounds each attempt by this or the backoff, whichever
+			// is longer; its default, which an explicit backoff drops.
+			MinConnectTimeout: 20 * time.Second,
+		}))
+	}
 	cli, err := clientv3.New(clientv3.Config{
+		DialOptions:      dial,
 		Endpoints:        cfg.Endpoints,
 		DialTimeout:      cfg.DialTimeout,
 		AutoSyncInterval: cfg.AutoSyncInterval,
