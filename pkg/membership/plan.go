@@ -26,6 +26,9 @@ func Plan(obs Observed, pol Policy, now time.Time) Step {
 		case api.OpDefrag:
 			// The etcd-status controller owns it (coordinator/etcddefrag.go).
 			return Step{Action: Wait, Op: obs.Active, Reason: "defragmentation " + obs.Active.Metadata.Name + " is in flight"}
+		case api.OpSwitch:
+			// A host switching its generation holds it (pkg/switchguard).
+			return Step{Action: Wait, Op: obs.Active, Reason: "switch of " + obs.Active.Spec.Node + " (" + obs.Active.Metadata.Name + ") is in flight"}
 		case api.OpRestore, api.OpRecover:
 			// nicoctl restore or recover drives it (pkg/restore) and rejoins the members itself.
 			return Step{Action: Wait, Op: obs.Active, Reason: string(obs.Active.Spec.Type) + " " + obs.Active.Metadata.Name + " is in flight"}

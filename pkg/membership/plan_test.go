@@ -163,6 +163,11 @@ func TestPlan(t *testing.T) {
 			check: reason("defragmentation"),
 		},
 		{
+			name: "a host's switch in flight blocks joins and removals", action: Wait,
+			obs:   world("VVV").newcomer("n9", newPeer).active(api.OpSwitch, "n1", "", api.StepSwitching, 0, t0).remove("n2", false, t0),
+			check: reason("switch of n1"),
+		},
+		{
 			// A voter that does not serve counts against quorum: the
 			// learner is promoted only once its member answers its status
 			// (it may need a write to publish itself: the nudge).

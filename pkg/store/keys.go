@@ -52,3 +52,10 @@ func RemovalKey(name string) string { return RemovalsDir + name }
 
 // OpKey is where operation id is journaled.
 func OpKey(id string) string { return OpsDir + id }
+
+// SwitchesDir holds one api.SwitchRequest per control-plane host asking
+// for the switch slot (its agent writes the spec, the leader the status).
+const SwitchesDir = "switches/"
+
+// SwitchKey is node name's switch request.
+func SwitchKey(name string) string { return SwitchesDir + name }

@@ -38,6 +38,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindNodeSecrets:        NodeNamedSecretsKey,
 	api.KindComponentReport:    ComponentReportKey,
 	api.KindDrainRequest:       DrainRequestKey,
+	api.KindSwitchRequest:      SwitchKey,
 	api.KindKubeconfigReport:   KubeconfigReportKey,
 	api.KindSnapshotDrill:      func(string) string { return SnapshotDrillKey },
 	api.KindClusterLineage:     func(string) string { return ClusterLineageKey },

@@ -40,6 +40,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewNodeSecrets("cp-1"), "secrets/nodes/cp-1/named-secrets"},
 		{api.NewComponentReport("cp-1"), "componentreports/cp-1"},
 		{api.NewDrainRequest("dp-1"), "drainrequests/dp-1"},
+		{api.NewSwitchRequest("cp-1"), "switches/cp-1"},
 		{api.NewKubeconfigReport("k1"), "kubeconfigreports/k1"},
 		{api.NewSnapshotDrill(api.SnapshotVerification{}), "snapshot-drill"},
 		{api.NewClusterLineage(nil), "lineage"},
