@@ -40,6 +40,8 @@ import (
 //	                                                                   snapshots in the destination
 //	etcd-compaction       etcdcluster active-op                        etcdcluster status.compaction,
 //	                                                                   etcd compaction
+//	switch-guard          switches/ active-op nodes/                   switches/ (status) ops/ active-op,
+//	                                                                   etcd leader
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
 	membership := newReconciler(c, fence)
@@ -78,6 +80,11 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
 			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
 			Policy: controller.HealthPolicy{StallAfter: -1},
+		},
+		&controller.Func{
+			// Not settled: a host's pre-switch check waits on its answer.
+			ControllerName: "switch-guard", Resync: resync, Do: (&switchGuard{c: c, fence: fence}).reconcile,
+			Prefixes: []string{store.SwitchesDir, store.ActiveOpKey, store.NodesDir},
 		},
 		&controller.Func{
 			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
