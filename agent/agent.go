@@ -127,6 +127,9 @@ type Config struct {
 	// KubeconfigPublish says how a control-plane agent publishes a
 	// distribution's own kubeconfig (agent/kubeconfig_publish.go).
 	KubeconfigPublish KubeconfigPublishConfig
+	// SwitchGuard says how a control-plane agent gives back the switch
+	// slot its host's pre-switch check took (agent/switchrelease.go).
+	SwitchGuard SwitchGuardConfig
 	// OnConnect, when set, is given the store each time the agent has
 	// connected to etcd (nico-agent binds its applier's secret source,
 	// the machine's projected secrets, to it).
@@ -414,7 +417,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		quota, dataDir = a.quotaWatch(), a.dataDirWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes(), a.drains(), a.kubeconfigPublish()))
+	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes(), a.drains(), a.kubeconfigPublish(), a.switchRelease()))
 }
 
 // connect makes the store client: the configured endpoints plus the local

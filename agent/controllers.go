@@ -31,6 +31,7 @@ import (
 //	removal             node       removals/<node>   removalResync
 //	component-probes    node       clusterclaims/<node> clusters/  ComponentProbes.Interval (probes a KubernetesCluster's components)
 //	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
+//	switch-release      node       switches/<node>   SwitchGuard.Resync (control plane: ends a granted switch)
 //	join-endpoint       join       -                 Config.Poll (agent/joinendpoint: keeps it serving, again on a CA change or a failure)
 //	token-prune         join       -                 TokenPruneInterval (agent/joinendpoint, while it serves)
 //

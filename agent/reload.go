@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/homystack/nico/pkg/apply"
@@ -65,6 +66,7 @@ type Reloader struct {
 	agentPath string            // AgentPathFile's binary at start, resolved
 	exe       string            // the running agent's path
 	exeSame   bool              // exe was RunningExe at start
+	mu        sync.Mutex        // guards rejected: changed runs for two controllers
 	rejected  [sha256.Size]byte // the last changed configuration Valid refused
 }
 
@@ -128,6 +130,8 @@ func (r *Reloader) sameAsRunning() bool {
 // changed says what changed since the snapshot, or "" when nothing did (or
 // nothing that is valid).
 func (r *Reloader) changed() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if sum, ok := r.configSum(); ok && sum != r.config && sum != r.rejected {
 		if r.w.Valid != nil {
 			if err := r.w.Valid(); err != nil {
@@ -148,6 +152,11 @@ func (r *Reloader) changed() string {
 	}
 	return ""
 }
+
+// Stale tells whether the running agent is older than what the system
+// installs: its configuration file or binary changed since it started (a
+// restart into them is due, or already asked for).
+func (r *Reloader) Stale() bool { return r.changed() != "" }
 
 // Controller is the controller that looks for changes every interval
 // (tick-only: its inputs are files). On one, it waits for a generation

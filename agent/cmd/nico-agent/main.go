@@ -40,6 +40,9 @@ func run(args []string, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "leave" {
 		return leave(args[1:], stderr)
 	}
+	if len(args) > 0 && args[0] == "switch-check" {
+		return switchCheck(args[1:], stderr)
+	}
 	if wantsVersion(args) {
 		fmt.Fprintln(versionOut, "nico-agent", Version)
 		return 0
@@ -92,6 +95,7 @@ func run(args []string, stderr io.Writer) int {
 	reload := newReloader(fs, cfg, log)
 	ac.Applier = reload.Guard(ac.Applier)
 	ac.Reloader = reload
+	ac.SwitchGuard = agent.SwitchGuardConfig{Stale: reload.Stale}
 	var closeHV func()
 	ac.Hypervisor, closeHV = newHypervisor(cfg, log)
 	defer closeHV()

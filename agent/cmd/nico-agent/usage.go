@@ -20,6 +20,10 @@ Usage:
   nico-agent [flags]          run the agent
   nico-agent leave [flags]    ask the coordinator to remove this node's member
                               safely and wait for the answer (--force, --wait)
+  nico-agent switch-check [flags] <toplevel> <action>
+                              the pre-switch check of a control-plane host: wait
+                              for the switch slot (--wait, --hold; override:
+                              NICO_SWITCH_GUARD=off or --force)
   nico-agent version          print the version (also --version)
 
 Exit codes (nico-agent):
@@ -30,6 +34,12 @@ Exit codes (nico-agent):
   4  start the agent again: a generation installed another nico-agent, its
      configuration file or binary changed, or its member was removed to
      make it a standby (systemd: RestartForceExitStatus=4)
+Exit codes (nico-agent switch-check):
+  0  switch: granted, overridden, or nothing to guard
+  1  failed, or still waiting at --wait: do not switch
+  2  bad configuration or usage
+  3  refused: the leader's reason, etcd's minor version changes, or no
+     coordinator answered and this host runs an etcd member
 Exit codes (nico-agent leave):
   0  the node left the cluster
   1  failed (or the wait ran out)
