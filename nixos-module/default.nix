@@ -131,6 +131,8 @@ let
 
 in
 {
+  imports = [ ./switchguard.nix ];
+
   options.services.nico = {
     enable = mkEnableOption "nico, the agent that makes this host join the fleet and its etcd cluster";
 

@@ -473,6 +473,16 @@ let
     "config changes (defect 11): the agent reads /etc/nico/agent.yaml, is not restarted by a switch, and restarts itself with exit 4" =
       lib.hasSuffix "--config /etc/nico/agent.yaml" cp1Agent.ExecStart && !cp1.systemd.services.nico-agent.restartIfChanged
       && cp1Agent.RestartForceExitStatus == "4" && !(cp1Agent ? ExecReload);
+    "switch guard: a control-plane host's pre-switch check runs the new generation's switch-check on its agent.yaml with the toplevel and action" =
+      cp1.system.preSwitchChecks.nico-switch-guard
+        == "${pkgs.nico}/bin/nico-agent switch-check --config /nix/store/00000000000000000000000000000000-nico-agent.yaml --wait 15m --answer-timeout 30s \"$1\" \"$2\""
+      && (cpWith { switchGuard = { hold = "20m"; wait = "1h"; }; }).system.preSwitchChecks.nico-switch-guard != null
+      && lib.hasInfix "--wait 1h --answer-timeout 30s --hold 20m " (cpWith { switchGuard = { hold = "20m"; wait = "1h"; }; }).system.preSwitchChecks.nico-switch-guard;
+    "switch guard: none on a data-plane host, nor when disabled" =
+      !(worker.system.preSwitchChecks ? nico-switch-guard)
+      && !((cpWith { switchGuard.enable = false; }).system.preSwitchChecks ? nico-switch-guard);
+    "switch guard: a bad duration fails evaluation" =
+      evalFails (_: (cpWith { switchGuard.wait = "soon"; }).system.preSwitchChecks);
     "type error: a function in the freeform settings" =
       evalFails (_: (host [{ services.nico = { enable = true; seeds = [ "a" ]; settings.foo = x: x; }; }]).services.nico.settings);
   };

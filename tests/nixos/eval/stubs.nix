@@ -76,6 +76,8 @@ in
     virtualisation.diskSize = mkOption { type = types.nullOr types.ints.positive; default = 1024; };
     virtualisation.libvirtd.qemu.package = mkOption { type = types.package; default = pkgs.qemu; };
     system.switch.enable = mkOption { type = types.bool; default = false; };
+    # system/activation/pre-switch-check.nix (its `apply` adds the script).
+    system.preSwitchChecks = mkOption { type = types.attrsOf types.str; default = { }; };
     specialisation = mkOption {
       type = types.attrsOf (types.submodule {
         options.inheritParentConfig = mkOption { type = types.bool; default = true; };
