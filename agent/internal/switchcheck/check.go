@@ -7,9 +7,10 @@
 // progress.
 //
 //	override (NICO_SWITCH_GUARD=off) ---------------------------------> proceed
-//	boot, dry-activate, check; no controlPlane role; same toplevel ---> proceed
+//	boot, dry-activate, check; no controlPlane role; same toplevel;
+//	no etcd member's data on this host --------------------------------> proceed
 //	the new generation's etcd has another minor version -------------> refuse (EtcdCluster spec.version)
-//	no etcd endpoint answers: a member's data here --> refuse, none --> proceed
+//	no etcd endpoint answers ------------------------------------------> refuse
 //	ask (a new attempt) --> Granted --> proceed
 //	                    --> Refused --> refuse (the leader's reason)
 //	                    --> no answer within AnswerTimeout: a member here --> refuse, none --> proceed
@@ -107,6 +108,12 @@ func (c *Check) Run(ctx context.Context) int {
 	}
 	if cur, err := filepath.EvalSymlinks(c.CurrentSystem); err == nil && cur == c.Toplevel {
 		c.say("%s already runs %s: no slot needed", c.Node, c.Toplevel)
+		return Proceed
+	}
+	if c.LocalMember != nil && !c.LocalMember() {
+		// No member's data: no member runs here to restart (a host
+		// enabling nico, a standby, a host before its learner starts).
+		c.say("%s keeps no etcd member's data: no member to guard", c.Node)
 		return Proceed
 	}
 	if code, done := c.checkEtcdVersion(ctx); done {

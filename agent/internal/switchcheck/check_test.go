@@ -136,7 +136,7 @@ func TestNoCoordinatorAnswersAVoterHost(t *testing.T) {
 }
 
 // TestNoEtcdAnswers: with no store at all, a host keeping a member's data
-// refuses and one without switches; a data-plane host, another action or
+// refuses and one without switches, asking no one; a data-plane host, another action or
 // the running generation never ask.
 func TestNoEtcdAnswers(t *testing.T) {
 	dial := func(context.Context) (*store.Store, error) { return nil, errors.New("connection refused") }
@@ -152,7 +152,7 @@ func TestNoEtcdAnswers(t *testing.T) {
 		says   string
 	}{
 		{"a member's data here", func(c *Check) { c.LocalMember = func() bool { return true } }, Refused, "switching blind"},
-		{"no member here", func(c *Check) { c.LocalMember = func() bool { return false } }, Proceed, "runs no etcd member"},
+		{"no member here", func(c *Check) { c.LocalMember = func() bool { return false } }, Proceed, "keeps no etcd member's data"},
 		{"data plane", func(c *Check) { c.ControlPlane = false }, Proceed, "no controlPlane role"},
 		{"boot", func(c *Check) { c.Action = "boot" }, Proceed, "restarts nothing now"},
 		{"the running generation", func(c *Check) { c.Toplevel = target }, Proceed, "already runs"},
