@@ -36,7 +36,13 @@ func (a *Agent) cachedEndpoints() ([]string, error) {
 	if a.cfg.EndpointsCache == "" {
 		return nil, nil
 	}
-	b, err := os.ReadFile(a.cfg.EndpointsCache)
+	return ReadEndpointsCache(a.cfg.EndpointsCache)
+}
+
+// ReadEndpointsCache reads the etcd client URLs an agent cached at path
+// (Config.EndpointsCache); none (and no error) when there is no file.
+func ReadEndpointsCache(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -45,7 +51,7 @@ func (a *Agent) cachedEndpoints() ([]string, error) {
 	}
 	var c endpointsCache
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("agent: endpoints cache %s: %w", a.cfg.EndpointsCache, err)
+		return nil, fmt.Errorf("agent: endpoints cache %s: %w", path, err)
 	}
 	return c.Endpoints, nil
 }

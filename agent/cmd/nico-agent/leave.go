@@ -35,24 +35,12 @@ func leave(args []string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
-	eps := append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...)
-	d := pki.Dir(cfg.PKI.Dir)
-	tlsCfg, err := etcdclient.Files{CA: d.CACert(), Cert: d.Cert(pki.NodeLeaf), Key: d.Key(pki.NodeLeaf)}.Load(eps)
+	st, closeStore, err := nodeStore(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "leave: %v\n", err)
 		return 2
 	}
-	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: cfg.Etcd.DialTimeout, TLS: tlsCfg})
-	if err != nil {
-		fmt.Fprintf(stderr, "leave: cannot reach etcd at %v: %v\n", eps, err)
-		return 2
-	}
-	defer cli.Close()
-	st, err := store.New(cli, cfg.Store.Prefix)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 2
-	}
+	defer closeStore()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
@@ -74,4 +62,25 @@ func leave(args []string, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stderr, "node %s left the cluster (%s)\n", cfg.Name, r.Status.Operation)
 	return 0
+}
+
+// nodeStore connects to nico's store as this node (its node certificate),
+// through the local member's client URL and etcd.endpoints.
+func nodeStore(cfg config.Agent) (*store.Store, func(), error) {
+	eps := append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...)
+	d := pki.Dir(cfg.PKI.Dir)
+	tlsCfg, err := etcdclient.Files{CA: d.CACert(), Cert: d.Cert(pki.NodeLeaf), Key: d.Key(pki.NodeLeaf)}.Load(eps)
+	if err != nil {
+		return nil, nil, err
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: cfg.Etcd.DialTimeout, TLS: tlsCfg})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot reach etcd at %v: %w", eps, err)
+	}
+	st, err := store.New(cli, cfg.Store.Prefix)
+	if err != nil {
+		cli.Close()
+		return nil, nil, err
+	}
+	return st, func() { cli.Close() }, nil
 }

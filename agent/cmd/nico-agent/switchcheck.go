@@ -10,11 +10,10 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/agent/internal/switchcheck"
 	"github.com/homystack/nico/pkg/config"
-	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/member"
-	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/pflag"
 )
@@ -56,19 +55,15 @@ func switchCheck(args []string, stderr io.Writer) int {
 		Out:         stderr,
 	}
 	var closeStore func()
-	c.Dial = func(ctx context.Context) (*store.Store, error) {
-		eps := append([]string{cfg.Etcd.ClientURL}, cfg.Etcd.Endpoints...)
-		d := pki.Dir(cfg.PKI.Dir)
-		tlsCfg, err := etcdclient.Files{CA: d.CACert(), Cert: d.Cert(pki.NodeLeaf), Key: d.Key(pki.NodeLeaf)}.Load(eps)
-		if err != nil {
-			return nil, err
+	c.Dial = func(context.Context) (st *store.Store, err error) {
+		// With no etcd.endpoints (learned from the mesh), the endpoints
+		// the running agent last reached besides the local member: this
+		// host's own member may be the one that is down.
+		if len(cfg.Etcd.Endpoints) == 0 {
+			cfg.Etcd.Endpoints, _ = agent.ReadEndpointsCache(agentConfig(cfg).EndpointsCache)
 		}
-		cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: cfg.Etcd.DialTimeout, TLS: tlsCfg})
-		if err != nil {
-			return nil, err
-		}
-		closeStore = func() { cli.Close() }
-		return store.New(cli, cfg.Store.Prefix)
+		st, closeStore, err = nodeStore(cfg)
+		return st, err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
