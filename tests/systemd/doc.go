@@ -33,6 +33,10 @@
 //	TestChangedSettingsReachTheAgent  a switch to changed settings reaches the agent (defect 11)
 //	TestNixOSApplier                  the nixos applier with real Nix under systemd-run, health
 //	                                  gate and rollback; Nix's cache under ProtectHome (defect 9)
+//	TestParallelSwitchesTakeTheSlotOneAtATime
+//	                                  cp1..cp3 run their pre-switch checks at once and switch:
+//	                                  one at a time, the leader's after leadership moved, every
+//	                                  slot back once healthy, no acknowledged write lost
 //
 // Trial runs on another branch: NICO_SYSTEMD_MODULE=/its/nixos-module
 // render/fixtures.sh write DIR, then NICO_SYSTEMD_FIXTURES=DIR (and

@@ -26,6 +26,9 @@ type fixture struct {
 	Packages map[string]string `json:"packages"`
 	Hosts    map[string]struct {
 		Address string `json:"address"`
+		// PreSwitchCheck is the script switch-to-configuration runs
+		// first (system.preSwitchChecks), "" when there is none.
+		PreSwitchCheck string `json:"preSwitchCheck"`
 	} `json:"hosts"`
 }
 

@@ -62,6 +62,12 @@ func (b *Bridge) Attach(ctx context.Context, h *Host, cidr string) error {
 	return nil
 }
 
+// Join gives the test's own network namespace the address cidr on the
+// bridge, so that the test reaches the guests as a client would.
+func (b *Bridge) Join(cidr string) error {
+	return run("ip", "addr", "add", cidr, "dev", b.name)
+}
+
 func (b *Bridge) close() {
 	// A veth goes with its guest's namespace, but that may be freed later
 	// than the guest's last process; deleting one end deletes both.

@@ -143,7 +143,23 @@ let
     // { "etc/set-environment" = setEnvironment cfg.environment.variables; }
     # systemd.tmpfiles.rules, one a line, as NixOS writes them.
     // lib.optionalAttrs (cfg.systemd.tmpfiles.rules != [ ]) { "etc/tmpfiles.d/00-nixos.conf" = lib.concatMapStrings (r: "${r}\n") cfg.systemd.tmpfiles.rules; }
-    // lib.listToAttrs (map storeFile (map (e: e.source) (lib.filter (e: e.text == null && e.source ? text) (lib.attrValues etc)) ++ scripts));
+    // lib.listToAttrs (map storeFile (map (e: e.source) (lib.filter (e: e.text == null && e.source ? text) (lib.attrValues etc)) ++ scripts ++ preSwitchOf cfg));
+
+  # system.preSwitchChecks as one script, the way nixpkgs'
+  # system/activation/pre-switch-check.nix makes it: each fragment in a
+  # subshell, the script stopping at the first that fails;
+  # switch-to-configuration runs it with the toplevel and the action.
+  preSwitchScript = checks: pkgs.writeShellScript "pre-switch-checks" (lib.concatStrings (lib.mapAttrsToList (name: text: ''
+    # pre-switch check ${name}
+    (
+      ${text}
+    )
+    if [[ $? != 0 ]]; then
+      echo "Pre-switch check '${name}' failed"
+      exit 1
+    fi
+  '') checks));
+  preSwitchOf = cfg: lib.optional (cfg.system.preSwitchChecks != { }) (preSwitchScript cfg.system.preSwitchChecks);
 
   configs = lib.mapAttrs evalHost hosts;
   failed = lib.concatLists (lib.mapAttrsToList (n: cfg: map (a: "${n}: ${a.message}") (lib.filter (a: !a.assertion) cfg.assertions)) configs);
@@ -155,6 +171,9 @@ assert lib.assertMsg (failed == [ ]) (lib.concatStringsSep "\n" failed);
     packages = lib.mapAttrs (_: p: p.outPath) {
       inherit (pkgs) nico etcd coreutils findutils gnugrep gnused systemd bash tzdata glibcLocales nix git;
     };
-    hosts = lib.mapAttrs (_: h: { inherit (h) address; }) hosts;
+    hosts = lib.mapAttrs (n: h: { inherit (h) address; } // lib.optionalAttrs (preSwitchOf configs.${n} != [ ]) {
+      # The script switch-to-configuration runs first (system.preSwitchChecks).
+      preSwitchCheck = (lib.head (preSwitchOf configs.${n})).outPath;
+    }) hosts;
   };
 }

@@ -49,6 +49,10 @@ in
       services.nico.settings.generations.command = lib.mkForce [ ];
     };
   };
+  # cp2's and cp3's next generations, like cp1-switched: the three switch
+  # at once (TestParallelSwitchesTakeTheSlotOneAtATime).
+  cp2-switched = { address = ip 2; module = { imports = [ (controlPlaneModule 2) ]; services.nico.settings.log.level = "debug"; }; };
+  cp3-switched = { address = ip 3; module = { imports = [ (controlPlaneModule 3) ]; services.nico.settings.log.level = "debug"; }; };
   # cp1's next generation: only its settings changed (a `switch` to it
   # must reach the running agent; TestChangedSettingsReachTheAgent).
   cp1-switched = {

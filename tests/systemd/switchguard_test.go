@@ -1,0 +1,251 @@
+package systemd
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdclient"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// TestParallelSwitchesTakeTheSlotOneAtATime: the three control-plane hosts
+// receive a generation that restarts their agent, and so their etcd
+// member (hosts.nix cpN-switched: changed agent settings), and all three
+// switch at once, as colmena would: each runs its new generation's
+// pre-switch checks the way switch-to-configuration runs them (the script
+// system.preSwitchChecks makes, with the toplevel and "switch"), then
+// switches. The switches run one at a time (their Switch operations'
+// journals never overlap), every check is granted, every slot comes back
+// once the host's restarted agent reports its member healthy, and a client
+// writing throughout loses no acknowledged write. It logs each host's wait
+// for its slot and the client's longest stall.
+func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	c := newCluster(t)
+	cp1 := c.boot(ctx, "cp1")
+	mustStart(ctx, t, cp1, "nico-agent.service")
+	mustStart(ctx, t, cp1, "nico-coordinator.service")
+	hosts := []*guest{cp1}
+	for _, n := range []string{"cp2", "cp3"} {
+		g := c.boot(ctx, n)
+		mustStart(ctx, t, g, "nico-agent.service")
+		hosts = append(hosts, g)
+	}
+	wantVoters(ctx, t, cp1, "cp1", "cp2", "cp3")
+
+	cli := c.rootClient(ctx, cp1)
+	st, err := store.New(cli, store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &stallWriter{cli: cli}
+	wctx, stopWriter := context.WithCancel(ctx)
+	writerDone := make(chan struct{})
+	go func() { defer close(writerDone); w.run(wctx) }()
+
+	type result struct {
+		host   string
+		waited time.Duration
+		out    string
+		err    error
+	}
+	granted := make(chan result, len(hosts))
+	start := time.Now()
+	for _, g := range hosts {
+		next := g.Name + "-switched"
+		top := "/nix/store/" + strings.Repeat("5", 32) + "-nixos-system-" + next
+		g.installClosure(ctx, next, top)
+		script := c.fx.Hosts[next].PreSwitchCheck
+		go func() {
+			out, err := g.Exec(ctx, "bash", script, top, "switch")
+			granted <- result{host: g.Name, waited: time.Since(start), out: string(out), err: err}
+		}()
+	}
+	var waits []string
+	for range hosts {
+		r := <-granted
+		if r.err != nil {
+			t.Fatalf("%s's pre-switch check failed after %v: %v\n%s", r.host, r.waited, r.err, r.out)
+		}
+		waits = append(waits, fmt.Sprintf("%s %v", r.host, r.waited.Round(100*time.Millisecond)))
+		t.Logf("%s granted after %v:\n%s", r.host, r.waited.Round(100*time.Millisecond), r.out)
+		g := c.guests[r.host]
+		g.switchTo(ctx, r.host+"-switched")
+		top := "/nix/store/" + strings.Repeat("5", 32) + "-nixos-system-" + r.host + "-switched"
+		if out, err := g.Exec(ctx, "ln", "-sfn", top, "/run/current-system"); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	cp1.waitFor(ctx, "every switch released", func() error {
+		for _, g := range hosts {
+			r := &api.SwitchRequest{}
+			if err := st.Get(ctx, store.SwitchKey(g.Name), r); err != nil {
+				return err
+			}
+			if r.Status.Phase != api.SwitchReleased {
+				return fmt.Errorf("%w: %s is %s: %s", errNotYet, g.Name, r.Status.Phase, r.Status.Message)
+			}
+		}
+		return nil
+	})
+	total := time.Since(start)
+	stopWriter()
+	<-writerDone
+
+	ops, _, err := store.List[api.Operation](ctx, st, store.OpsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type span struct {
+		node     string
+		from, to time.Time
+	}
+	var spans []span
+	for _, op := range ops {
+		if op.Spec.Type != api.OpSwitch || len(op.Status.History) == 0 {
+			continue
+		}
+		if op.Status.Phase != api.OpSucceeded {
+			t.Errorf("switch %s: %s: %s", op.Metadata.Name, op.Status.Phase, op.Status.Message)
+		}
+		h := op.Status.History
+		spans = append(spans, span{op.Spec.Node, h[0].At, h[len(h)-1].At})
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+	if len(spans) != 3 {
+		t.Fatalf("%d switch operations, want 3: %+v", len(spans), spans)
+	}
+	for i := 1; i < len(spans); i++ {
+		if spans[i].from.Before(spans[i-1].to) {
+			t.Fatalf("%s's switch started at %s, before %s's ended at %s", spans[i].node, spans[i].from, spans[i-1].node, spans[i-1].to)
+		}
+	}
+	lost, err := w.lost(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d acknowledged writes lost: %v", len(lost), lost)
+	}
+	t.Logf("three hosts switched at once: waited for the slot %s; all released %v after the start; the client wrote %d values, longest stall %v",
+		strings.Join(waits, ", "), total.Round(100*time.Millisecond), len(w.acked), w.stall.Round(time.Millisecond))
+}
+
+// installClosure copies host next's store files into g's store, as
+// copying a generation's closure does before its switch, and makes its
+// toplevel.
+func (g *guest) installClosure(ctx context.Context, next, top string) {
+	t := g.t
+	t.Helper()
+	root := fmt.Sprintf("/proc/%d/root", g.PID)
+	for p, f := range hostFiles(t, next) {
+		if !strings.HasPrefix(p, "/nix/store/") {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(root+p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(root+p, f.Data, f.Mode); err != nil && !os.IsExist(err) {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(root+top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rootClient is an etcd client of the guests' cluster with root's
+// certificate of g's pki, from the test's own namespace on the bridge.
+func (c *cluster) rootClient(ctx context.Context, g *guest) *clientv3.Client {
+	t := c.t
+	t.Helper()
+	if err := c.bridge.Join("10.233.0.254/24"); err != nil {
+		t.Fatal(err)
+	}
+	pkiDir := fmt.Sprintf("/proc/%d/root/var/lib/nico/pki", g.PID)
+	dir := t.TempDir()
+	for _, f := range []string{"ca.crt", "root.crt", "root.key"} {
+		b, err := os.ReadFile(filepath.Join(pkiDir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var eps []string
+	for _, n := range []string{"cp1", "cp2", "cp3"} {
+		eps = append(eps, "https://"+c.fx.Hosts[n].Address+":2379")
+	}
+	tlsCfg, err := etcdclient.Files{CA: filepath.Join(dir, "ca.crt"), Cert: filepath.Join(dir, "root.crt"), Key: filepath.Join(dir, "root.key")}.Load(eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// stallWriter writes one key after another and measures the longest time
+// between two acknowledged writes.
+type stallWriter struct {
+	cli   *clientv3.Client
+	mu    sync.Mutex
+	acked []string
+	stall time.Duration
+}
+
+func (w *stallWriter) run(ctx context.Context) {
+	last := time.Now()
+	for i := 0; ctx.Err() == nil; i++ {
+		key := fmt.Sprintf("/switch-client/%06d", i)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := w.cli.Put(pctx, key, "v")
+		cancel()
+		if err != nil {
+			continue
+		}
+		now := time.Now()
+		w.mu.Lock()
+		w.acked = append(w.acked, key)
+		w.stall = max(w.stall, now.Sub(last))
+		w.mu.Unlock()
+		last = now
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// lost returns the acknowledged keys that cannot be read back.
+func (w *stallWriter) lost(ctx context.Context) ([]string, error) {
+	resp, err := w.cli.Get(ctx, "/switch-client/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, kv := range resp.Kvs {
+		have[string(kv.Key)] = true
+	}
+	var lost []string
+	for _, k := range w.acked {
+		if !have[k] {
+			lost = append(lost, k)
+		}
+	}
+	return lost, nil
+}
