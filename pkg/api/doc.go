@@ -60,6 +60,12 @@ type ObjectMeta struct {
 	DeletionTimestamp *time.Time `json:"deletionTimestamp,omitempty"`
 	// OwnerReferences name the objects this one was made for.
 	OwnerReferences []OwnerReference `json:"ownerReferences,omitempty"`
+	// Declared marks an object the flake declares (FlakeObjects): its spec
+	// is the flake's, and nicoctl apply and delete refuse to change it
+	// without --force.
+	// Validation: written by the agent that applies the flake's objects;
+	// left out in nicoctl apply.
+	Declared *Declaration `json:"declared,omitempty"`
 	// Revision is the etcd mod revision the object was read at. It is filled
 	// by the store on read and used for compare-and-swap; it is not stored.
 	Revision int64 `json:"-"`

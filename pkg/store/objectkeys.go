@@ -42,7 +42,12 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindKubeconfigReport:   KubeconfigReportKey,
 	api.KindSnapshotDrill:      func(string) string { return SnapshotDrillKey },
 	api.KindClusterLineage:     func(string) string { return ClusterLineageKey },
+	api.KindFlakeObjects:       func(string) string { return FlakeObjectsKey },
 }
+
+// FlakeObjectsKey is the record of the flake's objects applied last
+// (api.FlakeObjects).
+const FlakeObjectsKey = "flake-objects"
 
 // KeyOf returns where obj lives, from its kind and name: the one mapping
 // from objects to keys, so that no caller builds an object's key by hand.

@@ -44,6 +44,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewKubeconfigReport("k1"), "kubeconfigreports/k1"},
 		{api.NewSnapshotDrill(api.SnapshotVerification{}), "snapshot-drill"},
 		{api.NewClusterLineage(nil), "lineage"},
+		{api.NewFlakeObjects(), "flake-objects"},
 	}
 	seen := map[string]bool{}
 	for _, tt := range tests {

@@ -1,22 +1,19 @@
 package ctl
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/objectapply"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 )
 
 // poolCmd is `nicoctl pool`: machine pools of libvirt VMs and their
@@ -24,15 +21,17 @@ import (
 // pool's spec and read what was observed.
 func (a *app) poolCmd() *cobra.Command {
 	var file string
+	var force bool
 	apply := &cobra.Command{
 		Use:   "apply -f FILE",
 		Short: "Create or update a MachinePool from a YAML or JSON file (- for stdin)",
 		Args:  cobra.NoArgs,
 		RunE: runE(func(cmd *cobra.Command, _ []string) error {
-			return a.applyPool(cmd.Context(), cmd.InOrStdin(), file)
+			return a.applyPool(cmd.Context(), cmd.InOrStdin(), file, force)
 		}),
 	}
 	apply.Flags().StringVarP(&file, "file", "f", "", "the MachinePool (apiVersion, kind, metadata.name, spec)")
+	apply.Flags().BoolVar(&force, "force", false, "write over a pool the flake declares (services.nico.objects)")
 	get := &cobra.Command{
 		Use:   "get [NAME]",
 		Short: "List machine pools with their counts and conditions",
@@ -51,49 +50,21 @@ func (a *app) poolCmd() *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 		RunE:  runE(a.scalePool),
 	}
+	scale.Flags().BoolVar(&force, "force", false, "scale a pool the flake declares (services.nico.objects)")
 	return group("pool", "Machine pools of libvirt VMs", "pool: apply, get, machines or scale", apply, get, machines, scale)
 }
 
-// readPool decodes a MachinePool, refusing unknown fields.
+// readPool decodes a MachinePool, refusing unknown fields
+// (objectapply.ReadPool).
 func readPool(r io.Reader) (*api.MachinePool, error) {
 	raw, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
 	}
-	var doc any
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("not YAML or JSON: %w", err)
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	p := &api.MachinePool{}
-	if err := dec.Decode(p); err != nil {
-		return nil, fmt.Errorf("MachinePool: %w", err)
-	}
-	switch {
-	case p.Kind != api.KindMachinePool:
-		return nil, fmt.Errorf("kind %q is not accepted; want %s", p.Kind, api.KindMachinePool)
-	case apiVersionErr(p) != nil:
-		return nil, apiVersionErr(p)
-	case p.Metadata.Name == "":
-		return nil, errors.New("metadata.name is empty; name the pool")
-	case !dnsLabelRE.MatchString(p.Metadata.Name):
-		return nil, fmt.Errorf("metadata.name %q is not accepted; use a DNS label: 1 to 63 lowercase letters, digits and '-', starting and ending with a letter or digit", p.Metadata.Name)
-	case p.Spec.Count < 0:
-		return nil, fmt.Errorf("spec.count %d is not accepted; want 0 or more", p.Spec.Count)
-	}
-	return p, nil
+	return objectapply.ReadPool(raw)
 }
 
-// dnsLabelRE matches an RFC 1123 label: pool names become machine and
-// domain names.
-var dnsLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-
-func (a *app) applyPool(ctx context.Context, stdin io.Reader, file string) error {
+func (a *app) applyPool(ctx context.Context, stdin io.Reader, file string, force bool) error {
 	var r io.Reader
 	switch file {
 	case "":
@@ -114,7 +85,7 @@ func (a *app) applyPool(ctx context.Context, stdin io.Reader, file string) error
 	}
 	a.upgradeAPIVersion(file, p)
 	return a.withCluster(ctx, func(ctx context.Context, c *cluster) error {
-		return updatePool(ctx, c.st, p.Metadata.Name, true, func(old *api.MachinePool) { old.Spec = p.Spec })
+		return updatePool(ctx, c.st, p.Metadata.Name, true, force, func(old *api.MachinePool) { old.Spec = p.Spec })
 	})
 }
 
@@ -124,36 +95,14 @@ func (a *app) scalePool(cmd *cobra.Command, args []string) error {
 		return withCode(ExitUsage, fmt.Errorf("count %q is not accepted; want 0 or more", args[1]))
 	}
 	return a.withCluster(cmd.Context(), func(ctx context.Context, c *cluster) error {
-		return updatePool(ctx, c.st, args[0], false, func(p *api.MachinePool) { p.Spec.Count = n })
+		force, _ := cmd.Flags().GetBool("force")
+		return updatePool(ctx, c.st, args[0], false, force, func(p *api.MachinePool) { p.Spec.Count = n })
 	})
 }
 
-// planPool returns the write of p's spec over the stored pool (keeping its
-// status), or its creation.
-func planPool(ctx context.Context, st *store.Store, p *api.MachinePool) (write, error) {
-	name := p.Metadata.Name
-	stored := api.NewMachinePool(name)
-	w := write{key: store.PoolKey(name)}
-	switch err := st.Get(ctx, w.key, stored); {
-	case errors.Is(err, store.ErrNotFound):
-		stored.Metadata.CreatedAt = time.Now().UTC()
-		stored.Spec = p.Spec
-		w.obj, w.msg = stored, "MachinePool "+name+" created"
-	case err != nil:
-		return write{}, fmt.Errorf("reading machine pool %s: %w", name, err)
-	case specsEqual(stored.Spec, p.Spec):
-		w.rev, w.msg = stored.Metadata.Revision, "MachinePool "+name+" unchanged"
-	default:
-		w.rev = stored.Metadata.Revision
-		stored.Spec = p.Spec
-		w.obj, w.msg = stored, "MachinePool "+name+" configured"
-	}
-	return w, nil
-}
-
 // updatePool changes a pool's spec with compare-and-swap, creating it when
-// create is set.
-func updatePool(ctx context.Context, st *store.Store, name string, create bool, change func(*api.MachinePool)) error {
+// create is set. A pool the flake declares is refused unless force.
+func updatePool(ctx context.Context, st *store.Store, name string, create, force bool, change func(*api.MachinePool)) error {
 	for {
 		p := api.NewMachinePool(name)
 		err := st.Get(ctx, store.PoolKey(name), p)
@@ -166,6 +115,8 @@ func updatePool(ctx context.Context, st *store.Store, name string, create bool, 
 			return withCode(ExitNotFound, fmt.Errorf("no machine pool %q", name))
 		case err != nil:
 			return err
+		case p.Metadata.Declared != nil && !force:
+			return withCode(ExitRefused, objectapply.OwnedError(p))
 		default:
 			change(p)
 			err = st.UpdateObject(ctx, p)

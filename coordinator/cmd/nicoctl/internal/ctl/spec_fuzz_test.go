@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -33,7 +34,7 @@ func FuzzReadPool(f *testing.F) {
 		if p.Spec.Count < 0 {
 			t.Fatalf("accepted count %d", p.Spec.Count)
 		}
-		if !dnsLabelRE.MatchString(p.Metadata.Name) {
+		if !regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`).MatchString(p.Metadata.Name) {
 			t.Fatalf("accepted name %q", p.Metadata.Name)
 		}
 		b, err := json.Marshal(p)

@@ -1,51 +1,12 @@
-package ctl
+package objectapply
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdversion"
-	"github.com/homystack/nico/pkg/membership"
-	"github.com/homystack/nico/pkg/store"
 )
-
-// readEtcdCluster decodes an EtcdCluster and checks it on its own: kind,
-// apiVersion, name and every spec field (api.EtcdClusterSpec.Validate).
-// Its status, if any, is ignored: the leader writes status.
-func readEtcdCluster(raw []byte) (*api.EtcdCluster, error) {
-	ec := &api.EtcdCluster{}
-	if err := decodeStrict(raw, ec); err != nil {
-		return nil, fmt.Errorf("EtcdCluster: %w", err)
-	}
-	switch {
-	case apiVersionErr(ec) != nil:
-		return nil, apiVersionErr(ec)
-	case ec.Metadata.Name == "":
-		ec.Metadata.Name = api.EtcdClusterName
-	case ec.Metadata.Name != api.EtcdClusterName:
-		return nil, fmt.Errorf("metadata.name %q is not accepted; the fleet has one EtcdCluster, named %s", ec.Metadata.Name, api.EtcdClusterName)
-	}
-	if err := ec.Spec.Validate(); err != nil {
-		return nil, err
-	}
-	return ec, nil
-}
-
-// clusterFacts are what an applied EtcdCluster is checked against.
-type clusterFacts struct {
-	// stored is the EtcdCluster in the store (nil: none yet).
-	stored *api.EtcdCluster
-	// members is etcd's member list, matched to nodes.
-	members []membership.Member
-	nodes   []*api.Node
-	// running are the server versions the members report (those that
-	// answered), as "3.6.16".
-	running []string
-}
 
 // checkAgainst refuses what spec cannot be given the cluster as it is: a
 // version change that is no path etcd supports (from the stored
@@ -183,100 +144,3 @@ func checkExternalMembers(spec api.EtcdClusterSpec, f clusterFacts) []error {
 	return errs
 }
 
-// norm is a URL as compared: without a trailing slash.
-func norm(u string) string { return strings.TrimSuffix(u, "/") }
-
-// uniq sorts and de-duplicates versions, oldest first.
-func uniq(vs []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, v := range vs {
-		if v != "" && !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		a, errA := etcdversion.Parse(out[i])
-		b, errB := etcdversion.Parse(out[j])
-		if errA != nil || errB != nil {
-			return out[i] < out[j]
-		}
-		return a.Compare(b) < 0
-	})
-	return out
-}
-
-// facts reads what an apply is checked against.
-func (c *cluster) facts(ctx context.Context) (clusterFacts, error) {
-	var f clusterFacts
-	stored := &api.EtcdCluster{}
-	switch err := c.st.Get(ctx, store.EtcdClusterKey, stored); {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return f, fmt.Errorf("reading the EtcdCluster: %w", err)
-	default:
-		f.stored = stored
-	}
-	nodes, err := c.nodes(ctx)
-	if err != nil {
-		return f, err
-	}
-	f.nodes = nodes
-	if f.members, err = c.members(ctx, nodes); err != nil {
-		return f, err
-	}
-	f.running = c.runningVersions(ctx, f.members)
-	return f, nil
-}
-
-// runningVersions asks each started member for its server version; those
-// that do not answer within the health timeout are left out.
-func (c *cluster) runningVersions(ctx context.Context, ms []membership.Member) []string {
-	var out []string
-	for _, m := range ms {
-		if !m.Started() || len(m.ClientURLs) == 0 {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, c.health)
-		resp, err := c.cli.Status(sctx, m.ClientURLs[0])
-		cancel()
-		if err == nil && resp.Version != "" {
-			out = append(out, resp.Version)
-		}
-	}
-	return out
-}
-
-// planEtcdCluster checks ec against the cluster and returns the write of
-// its spec over the stored EtcdCluster (keeping its status), or its
-// creation. A refusal is a *refusal.
-func (a *app) planEtcdCluster(ctx context.Context, c *cluster, ec *api.EtcdCluster) (write, error) {
-	f, err := c.facts(ctx)
-	if err != nil {
-		return write{}, err
-	}
-	if err := checkAgainst(ec.Spec, f); err != nil {
-		return write{}, &refusal{err}
-	}
-	w := write{key: store.EtcdClusterKey}
-	step := versionStep(ec.Spec, f)
-	if f.stored == nil {
-		obj := api.NewEtcdCluster()
-		obj.Metadata.CreatedAt = a.now().UTC()
-		obj.Spec = ec.Spec
-		w.obj, w.msg = obj, "EtcdCluster etcd created"
-	} else {
-		w.rev = f.stored.Metadata.Revision
-		if specsEqual(f.stored.Spec, ec.Spec) {
-			w.msg = "EtcdCluster etcd unchanged"
-			return w, nil
-		}
-		f.stored.Spec = ec.Spec
-		w.obj, w.msg = f.stored, "EtcdCluster etcd configured"
-	}
-	if step != "" {
-		w.msg += "; version: " + step
-	}
-	return w, nil
-}
