@@ -143,4 +143,3 @@ func checkExternalMembers(spec api.EtcdClusterSpec, f clusterFacts) []error {
 	}
 	return errs
 }
-
