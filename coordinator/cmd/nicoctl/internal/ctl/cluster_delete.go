@@ -7,12 +7,14 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/objectapply"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/cobra"
 )
 
 // deleteOpts are the flags of delete cluster.
 type deleteOpts struct {
+	force       bool
 	wait        bool
 	waitTimeout time.Duration
 }
@@ -37,13 +39,18 @@ object already marked changes nothing.
 With --wait nicoctl waits until the object is gone, printing the phase, the
 machines still held and the controller's message as they change.
 
-Exit codes: 0 marked (with --wait: gone), 4 no such cluster, 1 the wait
+A cluster the flake declares (services.nico.objects) is refused with 3
+unless --force: remove it from the flake, with kubernetesClusterRemoval
+delete (docs/declared-objects.md).
+
+Exit codes: 0 marked (with --wait: gone), 3 declared in the flake, 4 no such cluster, 1 the wait
 ended (--wait-timeout) before the cluster was gone (it stays marked), 2 no
 cluster to reach.`,
 		Args: cobra.ExactArgs(1),
 		RunE: runE(func(cmd *cobra.Command, args []string) error { return a.deleteCluster(cmd.Context(), args[0], o) }),
 	}
 	cl.Flags().BoolVar(&o.wait, "wait", false, "wait until the cluster is gone")
+	cl.Flags().BoolVar(&o.force, "force", false, "delete a cluster the flake declares (services.nico.objects); remove it from the flake instead")
 	cl.Flags().DurationVar(&o.waitTimeout, "wait-timeout", 30*time.Minute, "how long --wait waits")
 	return group("delete", "Delete objects", "delete: cluster", cl)
 }
@@ -56,7 +63,7 @@ func (a *app) deleteCluster(ctx context.Context, name string, o deleteOpts) erro
 		return err
 	}
 	defer c.Close()
-	kc, err := markDeletion(rctx, c.st, name, a.now().UTC())
+	kc, err := markDeletion(rctx, c.st, name, a.now().UTC(), o.force)
 	if err != nil {
 		return err
 	}
@@ -74,8 +81,9 @@ func (a *app) deleteCluster(ctx context.Context, name string, o deleteOpts) erro
 }
 
 // markDeletion sets the cluster's deletion timestamp (once; a marked
-// cluster keeps its first), with compare-and-swap.
-func markDeletion(ctx context.Context, st *store.Store, name string, now time.Time) (*api.KubernetesCluster, error) {
+// cluster keeps its first), with compare-and-swap; a cluster the flake
+// declares only with force.
+func markDeletion(ctx context.Context, st *store.Store, name string, now time.Time, force bool) (*api.KubernetesCluster, error) {
 	for {
 		kc, err := getKubernetesCluster(ctx, st, name)
 		if err != nil {
@@ -83,6 +91,9 @@ func markDeletion(ctx context.Context, st *store.Store, name string, now time.Ti
 		}
 		if kc.Metadata.DeletionTimestamp != nil {
 			return kc, nil
+		}
+		if kc.Metadata.Declared != nil && !force {
+			return nil, withCode(ExitRefused, objectapply.OwnedError(kc))
 		}
 		kc.Metadata.DeletionTimestamp = &now
 		err = st.UpdateObject(ctx, kc)

@@ -32,7 +32,11 @@ func (a *app) clusterDescribeCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.emit(kc, func(w io.Writer) { a.describeKubernetesCluster(w, kc, evs) })
+				decl, err := declaredLines(ctx, c, kc, kc.Spec)
+				if err != nil {
+					return err
+				}
+				return a.emit(kc, func(w io.Writer) { a.describeKubernetesCluster(w, kc, evs); printDeclared(w, decl) })
 			})
 		}),
 	}

@@ -45,7 +45,11 @@ func (a *app) describeCmd() *cobra.Command {
 				if err := c.st.Get(ctx, store.ClusterLineageKey, lin); err != nil && !errors.Is(err, store.ErrNotFound) {
 					return fmt.Errorf("reading the ClusterLineage: %w", err)
 				}
-				return a.emit(ec, func(w io.Writer) { a.describeEtcdCluster(w, ec, lin) })
+				decl, err := declaredLines(ctx, c, ec, ec.Spec)
+				if err != nil {
+					return err
+				}
+				return a.emit(ec, func(w io.Writer) { a.describeEtcdCluster(w, ec, lin); printDeclared(w, decl) })
 			})
 		}),
 	}
