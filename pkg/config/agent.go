@@ -63,6 +63,8 @@ type Agent struct {
 	KubeconfigPublish KubeconfigPublish
 	// Recovery: see recovery.go.
 	Recovery Recovery
+	// Objects: see objects.go.
+	Objects Objects
 }
 
 // LabelMap returns the machine's labels as a map.
@@ -172,6 +174,7 @@ func agentKeys(a *Agent) ([]key, []rule) {
 	keys = append(keys, componentProbeKeys(&a.ComponentProbes)...)
 	keys = append(keys, clusterHookKeys(&a.Drain, &a.KubeconfigPublish)...)
 	keys = append(keys, recoveryKeys(&a.Recovery)...)
+	keys = append(keys, objectKeys(&a.Objects)...)
 	rules := []rule{
 		gossipRule(&a.Gossip, &a.TokenFile),
 		metricsRule(&a.Metrics),

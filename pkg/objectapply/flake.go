@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/homystack/nico/pkg/api"
@@ -287,4 +288,22 @@ func diff(path string, want, have any, out *[]string) {
 	w, _ := json.Marshal(want)
 	h, _ := json.Marshal(have)
 	*out = append(*out, fmt.Sprintf("%s: flake %s, running %s", path, w, h))
+}
+
+// ApplyFile reads the manifest at file and applies it as host
+// (ApplyFlake): what a control-plane agent does when it starts and
+// nico-agent apply-objects after a switch.
+func (c *Cluster) ApplyFile(ctx context.Context, file, host string) (FlakeResult, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return FlakeResult{}, &InvalidError{fmt.Errorf("reading the flake's objects: %w", err)}
+	}
+	docs, err := Split(file, raw)
+	if err != nil {
+		return FlakeResult{}, err
+	}
+	if err := Decode(docs, nil); err != nil {
+		return FlakeResult{}, err
+	}
+	return c.ApplyFlake(ctx, docs, host)
 }

@@ -1,6 +1,7 @@
 // Command nico-agent runs nico's agent on one machine.
 //
-// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage,
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage
+// (the flake's objects, objects.file, refused at start included),
 // 3 this node was removed from the cluster (systemd: RestartPreventExitStatus=3),
 // 4 a generation it applied installs another nico-agent, a recovery operation
 // (nicoctl restore or recover --agents) handed the host back, or its configuration
@@ -42,6 +43,9 @@ func run(args []string, stderr io.Writer) int {
 	}
 	if len(args) > 0 && args[0] == "switch-check" {
 		return switchCheck(args[1:], stderr)
+	}
+	if len(args) > 0 && args[0] == "apply-objects" {
+		return applyObjects(args[1:], os.Stdout, stderr)
 	}
 	if wantsVersion(args) {
 		fmt.Fprintln(versionOut, "nico-agent", Version)
@@ -163,6 +167,9 @@ func run(args []string, stderr io.Writer) int {
 	case errors.Is(err, agent.ErrUpgraded):
 		log.Info("exiting so that the service manager starts the nico-agent of the new generation")
 		return 4
+	case errors.Is(err, agent.ErrObjectsRefused):
+		log.Error("the flake's objects (objects.file) were refused; fix them in services.nico.objects and switch", "err", err)
+		return 2
 	default:
 		log.Error("agent failed", "err", err)
 		return 1
@@ -192,6 +199,7 @@ func agentConfig(cfg config.Agent) agent.Config {
 		Version:       Version,
 		PKI:           agent.PKIConfig{Dir: pki.Dir(cfg.PKI.Dir), CACertFile: cfg.PKI.CACertFile, CAKeyFile: cfg.PKI.CAKeyFile},
 		AgentPathFile: cfg.Generations.AgentPathFile,
+		ObjectsFile:   cfg.Objects.File,
 		// Where this machine's own Kubernetes components answer, when not
 		// where the cluster's spec.probes says.
 		ComponentProbes: agent.ComponentProbeConfig{URLs: cfg.ComponentProbes.URLs()},

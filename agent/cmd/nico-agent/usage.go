@@ -24,12 +24,16 @@ Usage:
                               the pre-switch check of a control-plane host: wait
                               for the switch slot (--wait, --hold; override:
                               NICO_SWITCH_GUARD=off or --force)
+  nico-agent apply-objects [flags]
+                              apply the flake's objects (objects.file) as the
+                              agent does at start; the unit's reload runs it
   nico-agent version          print the version (also --version)
 
 Exit codes (nico-agent):
   0  stopped by a signal
   1  failed
-  2  bad configuration or usage
+  2  bad configuration or usage, or the flake's objects (objects.file)
+     refused at start, nothing written
   3  this node was removed from the cluster (systemd: RestartPreventExitStatus=3)
   4  start the agent again: a generation installed another nico-agent, its
      configuration file or binary changed, or its member was removed to
@@ -45,6 +49,11 @@ Exit codes (nico-agent leave):
   1  failed (or the wait ran out)
   2  bad configuration or usage
   3  the coordinator refused the removal (see --force)
+Exit codes (nico-agent apply-objects):
+  0  applied, or not needed (a newer manifest was applied, no objects.file)
+  1  etcd could not be reached or written
+  2  refused, nothing written (the field, the value and what is accepted),
+     or bad configuration or usage
 
 Flags:
 `
