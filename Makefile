@@ -225,10 +225,13 @@ cli-docs: deps
 	$(GO) run ./coordinator/cmd/nicoctl/internal/clidocs > docs/cli.md.tmp && mv docs/cli.md.tmp docs/cli.md
 
 # api-docs regenerates docs/api.md, every API object's fields with their
-# defaults and validation, from pkg/api's types and doc comments
-# (TestReferenceUpToDate in pkg/api/internal/apidocs fails when they drift).
+# defaults and validation, from pkg/api's types and doc comments, and the
+# schema the NixOS module's services.nico.objects options are made from
+# (TestReferenceUpToDate and TestNixSchemaUpToDate in pkg/api/internal/apidocs
+# fail when they drift).
 api-docs: deps
 	$(GO) run ./pkg/api/internal/apidocs > docs/api.md.tmp && mv docs/api.md.tmp docs/api.md
+	$(GO) run ./pkg/api/internal/apidocs -nix-schema > nixos-module/lib/api-schema.json.tmp && mv nixos-module/lib/api-schema.json.tmp nixos-module/lib/api-schema.json
 
 # nix-docs regenerates docs/options.md from nixos-module/.
 nix-docs: deps

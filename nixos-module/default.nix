@@ -131,7 +131,9 @@ let
 
 in
 {
-  imports = [ ./switchguard.nix ];
+  # The switch guard (switchguard.nix) and the fleet's objects declared in
+  # the flake (objects.nix: services.nico.objects).
+  imports = [ ./switchguard.nix ./objects.nix ];
 
   options.services.nico = {
     enable = mkEnableOption "nico, the agent that makes this host join the fleet and its etcd cluster";

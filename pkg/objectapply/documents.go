@@ -122,7 +122,13 @@ func Decode(docs []*Document, warn func(string)) error {
 		seen[id] = d.At
 	}
 	if len(errs) > 0 {
-		return &InvalidError{nothingWritten(len(docs), errs)}
+		n := 0
+		for _, d := range docs {
+			if d.Kind != api.KindFlakeObjects {
+				n++
+			}
+		}
+		return &InvalidError{nothingWritten(n, errs)}
 	}
 	return nil
 }

@@ -112,11 +112,20 @@ else
     echo "$err" >&2; echo "nix-check: a host named Cp_1 fails without saying to set services.nico.settings.name (above)" >&2; exit 1
   fi
   echo "nix-check: a host name that is no DNS label fails, asking for services.nico.settings.name"
+  if err=$(nix-instantiate --eval --strict tests/nixos/eval -A badObject --arg lib "import $lib" 2>&1); then
+    echo "nix-check: a machine pool with count \"two\" evaluated ($err); want a type error naming the option" >&2; exit 1
+  elif ! grep -q "services.nico.objects.machinePools.web.count" <<<"$err"; then
+    echo "$err" >&2; echo "nix-check: a machine pool with count \"two\" fails without naming services.nico.objects.machinePools.web.count (above)" >&2; exit 1
+  fi
+  echo "nix-check: a declared object of the wrong type fails, naming its option"
   nix-instantiate --eval --strict tests/nixos/eval/vm-tests.nix -A checks --arg lib "import $lib"
   configs=$(mktemp); trap 'rm -f "$configs"' EXIT
   nix-instantiate --eval --strict --json tests/nixos/eval/vm-tests.nix -A configs --arg lib "import $lib" > "$configs"
-  NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >/dev/null ||
-    { NICO_NIX_CONFIGS=$configs go test -count=1 ./tests/nixos/loadconfig/ >&2 || true; echo "nix-check: tests/nixos/loadconfig failed (above): nico-agent or nico-coordinator refuses a file the module renders, or the test does not build" >&2; exit 1; }
+  manifest=$(mktemp); trap 'rm -f "$configs" "$manifest"' EXIT
+  nix-instantiate --eval --strict --json tests/nixos/eval -A fleetManifest --arg lib "import $lib" |
+    python3 -c 'import json,sys; sys.stdout.write(json.load(sys.stdin))' > "$manifest"
+  NICO_NIX_CONFIGS=$configs NICO_NIX_MANIFEST=$manifest go test -count=1 ./tests/nixos/loadconfig/ >/dev/null ||
+    { NICO_NIX_CONFIGS=$configs NICO_NIX_MANIFEST=$manifest go test -count=1 ./tests/nixos/loadconfig/ >&2 || true; echo "nix-check: tests/nixos/loadconfig failed (above): nico-agent or nico-coordinator refuses a file the module renders, the agent refuses the manifest of declared objects, or the test does not build" >&2; exit 1; }
   echo "nix-check: the agent and coordinator files the module renders for $(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))))' "$configs") hosts load with pkg/config"
   if ! diff -u docs/options.md <(render_docs "$lib") >/dev/null; then
     diff -u docs/options.md <(render_docs "$lib") | head -40 >&2

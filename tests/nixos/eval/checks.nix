@@ -487,8 +487,68 @@ let
       evalFails (_: (host [{ services.nico = { enable = true; seeds = [ "a" ]; settings.foo = x: x; }; }]).services.nico.settings);
   };
 
+  # A fleet's objects declared in the flake (nixos-module/objects.nix).
+  fleet = extra: host [{
+    networking.hostName = "cp-1";
+    system.configurationRevision = "abc123";
+    services.nico = {
+      enable = true;
+      roles = [ "controlPlane" ];
+      bootstrap = true;
+      objects = lib.recursiveUpdate {
+        enable = true;
+        lastModified = 1700000000;
+        etcdCluster = { voters = 3; policy.replaceDeadMembersAfter = "10m"; };
+        machinePools.web = { count = 2; template = { vcpus = 1; memoryMiB = 512; diskGiB = 4; baseImage = "x.qcow2"; network = "default"; }; };
+        kubernetesClusters.prod = {
+          gitRepo = "https://example.org/fleet.git";
+          configurationSubdir = "k3s";
+          controlPlane.machines = [ "cp-1" ];
+          dataPlane = { machineSelector.matchLabels.role = "worker"; count = 2; };
+          etcd.provider = "nico";
+        };
+      } extra;
+    };
+  }];
+  fleetCfg = fleet { };
+  manifestDocs = cfg: map builtins.fromJSON (lib.filter (d: d != "") (lib.splitString "---\n" cfg.services.nico.objects.manifest.text));
+  objectChecks = {
+    "objects: the manifest is a FlakeObjects header, then each object with only the fields set" =
+      let docs = manifestDocs fleetCfg; in
+      map (d: d.kind) docs == [ "FlakeObjects" "EtcdCluster" "MachinePool" "KubernetesCluster" ]
+      && (lib.head docs).spec == { revision = "abc123"; lastModified = 1700000000; kubernetesClusterRemoval = "orphan"; }
+      && (lib.elemAt docs 1).spec == { voters = 3; policy.replaceDeadMembersAfter = "10m"; }
+      && (lib.elemAt docs 2).metadata.name == "web" && (lib.elemAt docs 2).spec.template.vcpus == 1
+      && (lib.elemAt docs 3).apiVersion == "nico.homystack.io/v1alpha1"
+      && (lib.elemAt docs 3).spec.dataPlane == { machineSelector.matchLabels.role = "worker"; count = 2; };
+    "objects: a control-plane agent applies it at start (objects.file) and on reload, which a changed manifest triggers" =
+      fleetCfg.services.nico.settings.objects.file == "/etc/nico/objects.yaml"
+      && fleetCfg.environment.etc."nico/objects.yaml".source == fleetCfg.services.nico.objects.manifest
+      && fleetCfg.systemd.services.nico-agent.reloadTriggers == [ fleetCfg.services.nico.objects.manifest ]
+      && lib.hasSuffix "nico-agent apply-objects --config /etc/nico/agent.yaml" fleetCfg.systemd.services.nico-agent.serviceConfig.ExecReload
+      && !fleetCfg.systemd.services.nico-agent.restartIfChanged;
+    "objects: off by default, and a worker carries no manifest" =
+      !(cp1.services.nico.settings ? objects) && !(cp1.environment.etc ? "nico/objects.yaml")
+      && !((host [{ networking.hostName = "w-1"; services.nico = { enable = true; seeds = [ "x" ]; tokenFile = "/t"; objects = { enable = true; revision = "r"; lastModified = 1; }; }; }]).environment.etc ? "nico/objects.yaml");
+    "objects: no revision, voters 4, a bad pool name, a negative count fail with the option named" =
+      anyContains "services.nico.objects.revision is not set" (failedAssertions (host [{ networking.hostName = "cp-1"; services.nico = { enable = true; roles = [ "controlPlane" ]; bootstrap = true; objects = { enable = true; lastModified = 1; }; }; }]))
+      && anyContains "services.nico.objects.etcdCluster.voters is 4" (failedAssertions (fleet { etcdCluster.voters = 4; }))
+      && anyContains "services.nico.objects.machinePools: the names [\"Web_1\"]" (failedAssertions (fleet { machinePools.Web_1 = { count = 1; }; }))
+      && anyContains "services.nico.objects.machinePools.web.count is -1" (failedAssertions (fleet { machinePools.web.count = -1; }))
+      && failedAssertions fleetCfg == [ ];
+    "type error: a pool's count as a string" =
+      evalFails (_: (fleet { machinePools.web.count = "two"; }).services.nico.objects.manifest.text);
+    "type error: a field the API does not have" =
+      evalFails (_: (fleet { machinePools.web.replicas = 2; }).services.nico.objects.manifest.text);
+    "type error: an etcd provider the API does not have" =
+      evalFails (_: (fleet { kubernetesClusters.prod.etcd.provider = "consul"; }).services.nico.objects.manifest.text);
+    "type error: a duration without a unit in the EtcdCluster's policy" =
+      evalFails (_: (fleet { etcdCluster.policy.healthTimeout = "5"; }).services.nico.objects.manifest.text);
+  };
+
   # A check that throws (an evaluation error it provokes) counts as failed.
-  failed = lib.attrNames (lib.filterAttrs (_: ok: let r = builtins.tryEval ok; in !(r.success && r.value)) checks);
+  allChecks = checks // objectChecks;
+  failed = lib.attrNames (lib.filterAttrs (_: ok: let r = builtins.tryEval ok; in !(r.success && r.value)) allChecks);
 in
-if failed == [ ] then "${toString (lib.length (lib.attrNames checks))} module checks passed"
+if failed == [ ] then "${toString (lib.length (lib.attrNames allChecks))} module checks passed"
 else throw "nixos-module checks failed:\n  ${lib.concatStringsSep "\n  " failed}"

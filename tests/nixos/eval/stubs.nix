@@ -26,6 +26,7 @@ let
       path = mkOption { type = types.listOf (types.either types.package types.str); default = [ ]; };
       environment = mkOption { type = types.attrsOf (types.nullOr (types.oneOf [ types.str types.path types.package ])); default = { }; };
       restartIfChanged = mkOption { type = types.bool; default = true; };
+      reloadTriggers = mkOption { type = types.listOf unitOption; default = [ ]; };
       stopIfChanged = mkOption { type = types.bool; default = true; };
       unitConfig = mkOption { type = types.attrsOf unitOption; default = { }; };
       serviceConfig = mkOption { type = types.attrsOf unitOption; default = { }; };
@@ -78,6 +79,7 @@ in
     system.switch.enable = mkOption { type = types.bool; default = false; };
     # system/activation/pre-switch-check.nix (its `apply` adds the script).
     system.preSwitchChecks = mkOption { type = types.attrsOf types.str; default = { }; };
+    system.configurationRevision = mkOption { type = types.nullOr types.str; default = null; };
     specialisation = mkOption {
       type = types.attrsOf (types.submodule {
         options.inheritParentConfig = mkOption { type = types.bool; default = true; };

@@ -17,9 +17,14 @@ import (
 
 func main() {
 	dir := flag.String("dir", "pkg/api", "the api package's directory")
+	nix := flag.Bool("nix-schema", false, "print the schema of the declared specs the NixOS module's options are made from (nixos-module/lib/api-schema.json)")
 	flag.Parse()
 	pkg, err := parse(*dir)
-	if err == nil {
+	switch {
+	case err != nil:
+	case *nix:
+		err = pkg.writeNixSchema(os.Stdout)
+	default:
 		err = pkg.write(os.Stdout)
 	}
 	if err != nil {

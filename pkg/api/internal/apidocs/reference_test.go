@@ -16,7 +16,32 @@ import (
 const (
 	apiDir  = "../.."
 	docPath = "../../../../docs/api.md"
+	// nixSchemaPath is the schema of the declared specs, for the NixOS
+	// module's options.
+	nixSchemaPath = "../../../../nixos-module/lib/api-schema.json"
 )
+
+// TestNixSchemaUpToDate: the schema the NixOS module makes the options
+// of the flake's objects from (nixos-module/lib/api-schema.json) is what
+// the generator writes from pkg/api's specs: a field added to a spec and
+// not to the options fails here; run `make api-docs`.
+func TestNixSchemaUpToDate(t *testing.T) {
+	p, err := parse(apiDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := p.writeNixSchema(&buf); err != nil {
+		t.Fatal(err)
+	}
+	have, err := os.ReadFile(nixSchemaPath)
+	if err != nil {
+		t.Fatalf("%v; run make api-docs", err)
+	}
+	if !bytes.Equal(have, buf.Bytes()) {
+		t.Fatalf("%s is not what pkg/api generates; run make api-docs", nixSchemaPath)
+	}
+}
 
 // TestReferenceUpToDate: docs/api.md is what the generator writes from
 // pkg/api; run `make api-docs` after changing a type or its doc comments.
