@@ -32,6 +32,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -402,11 +403,9 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	a.publishGossip()
 	defer a.learnPeers()()
-	if err := a.applyObjects(ctx); err != nil {
-		return err
-	}
+	objects := a.applyObjects(ctx)
 	_ = a.notify.Ready()
-	a.status("ready")
+	a.status(strings.TrimSuffix("ready; "+objects, "; "))
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
 	var reload controller.Controller
 	if a.cfg.Reloader != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,13 +19,28 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// readyNotifier counts READY.
+// readyNotifier counts READY and keeps the last status.
 type readyNotifier struct {
 	quietNotifier
-	ready atomic.Int32
+	ready  atomic.Int32
+	mu     sync.Mutex
+	status string
 }
 
 func (n *readyNotifier) Ready() error { n.ready.Add(1); return nil }
+
+func (n *readyNotifier) Status(s string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.status = s
+	return nil
+}
+
+func (n *readyNotifier) last() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.status
+}
 
 const objectsHeader = "apiVersion: nico.homystack.io/v1\nkind: FlakeObjects\nmetadata: {name: flake}\nspec: {revision: rev-1, lastModified: 1700000000}\n"
 
@@ -91,46 +107,48 @@ func TestObjectsAppliedAtStart(t *testing.T) {
 	waitMemberExited(t, rt)
 }
 
-// TestObjectsRefusedFailsStart: a manifest refused against the cluster
-// fails the agent's start (ErrObjectsRefused, no READY) with the field,
-// the value and what is accepted, and writes none of it.
-func TestObjectsRefusedFailsStart(t *testing.T) {
+// TestObjectsRefusedAtStartKeepsMember: a manifest refused against the
+// cluster (an external member with the agent's own peer URL), or on its
+// own (a negative count), writes nothing, and the agent keeps running,
+// ready, its member serving: a start that failed would stop the member
+// (on every control-plane host restarting into the same manifest). The
+// refusal, naming the field, is in the unit's status.
+func TestObjectsRefusedAtStartKeepsMember(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		docs func(peer string) []string
+		says func(peer string) []string
+	}{
+		{"against the cluster", func(peer string) []string {
+			return []string{objectsHeader, objectsPool, fmt.Sprintf("apiVersion: nico.homystack.io/v1\nkind: EtcdCluster\nmetadata: {name: etcd}\nspec:\n  voters: 3\n  members:\n  - {name: ext-1, kind: external, peerURLs: [%q], clientURLs: [\"http://10.9.9.9:2379\"]}\n", peer)}
+		}, func(peer string) []string {
+			return []string{"spec.members[0].peerURLs[0]", peer, "declare an external member with URLs"}
+		}},
+		{"on its own", func(string) []string {
+			return []string{objectsHeader, strings.Replace(objectsPool, "count: 2", "count: -1", 1)}
+		}, func(string) []string { return []string{"spec.count -1 is not accepted; want 0 or more"} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { refusedAtStart(t, tc.docs, tc.says) })
+	}
+}
+
+func refusedAtStart(t *testing.T, docs, says func(peer string) []string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	// The external member claims the peer URL of the agent's own member.
-	_, cfg, n, rt, done := objectsAgent(ctx, t, func(peer string) []string {
-		return []string{objectsHeader, objectsPool, fmt.Sprintf("apiVersion: nico.homystack.io/v1\nkind: EtcdCluster\nmetadata: {name: etcd}\nspec:\n  voters: 3\n  members:\n  - {name: ext-1, kind: external, peerURLs: [%q], clientURLs: [\"http://10.9.9.9:2379\"]}\n", peer)}
-	})
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the agent did not fail its start within 60 s")
-	}
-	waitMemberExited(t, rt)
-	if !errors.Is(err, ErrObjectsRefused) {
-		t.Fatalf("Run = %v, want ErrObjectsRefused", err)
-	}
-	for _, want := range []string{"spec.members[0].peerURLs[0]", cfg.PeerURL, "declare an external member with URLs no member"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("the refusal lacks %q:\n%v", want, err)
-		}
-	}
-	if n.ready.Load() != 0 {
-		t.Fatal("the agent told systemd it was ready")
-	}
-	// Nothing of the manifest was written: the agent started again on
-	// the same data, without objects, finds no trace of it.
-	cfg.ObjectsFile = ""
-	a, _, rt, done := runAgent(ctx, t, cfg)
-	waitFor(t, 60*time.Second, "agent healthy", func() bool {
+	a, cfg, n, rt, done := objectsAgent(ctx, t, docs)
+	waitFor(t, 60*time.Second, "agent healthy and ready", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("agent stopped: %v", err)
 		default:
 		}
-		return a.Healthy()
+		return a.Healthy() && n.ready.Load() == 1
 	})
+	for _, want := range append(says(cfg.PeerURL), "ready; the flake's objects not applied") {
+		if s := n.last(); !strings.Contains(s, want) {
+			t.Errorf("the unit's status %q lacks %q", s, want)
+		}
+	}
 	st, err := store.New(etcdtest.NewClient(t, cfg.ClientURL), store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)

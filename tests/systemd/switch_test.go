@@ -15,14 +15,17 @@ import (
 // switchTo does to a running guest what switch-to-configuration does for
 // the files and units of the fixture host next (a later generation of the
 // same host): it writes next's files (units, /etc, store), reloads
-// systemd, and for each active unit whose file changed reloads it
-// (X-ReloadIfChanged=true), leaves it alone (X-RestartIfChanged=false) or
-// restarts it. It returns what it did, per unit.
+// systemd, and for each active unit whose file changed reloads it (only
+// X-Reload-Triggers changed, or X-ReloadIfChanged=true), leaves it alone
+// (X-RestartIfChanged=false) or restarts it. It returns what it did, per
+// unit; a reload that fails is "reload failed: " and systemctl's output,
+// as switch-to-configuration reports it and goes on.
 func (g *guest) switchTo(ctx context.Context, next string) map[string]string {
 	t := g.t
 	t.Helper()
 	root := fmt.Sprintf("/proc/%d/root", g.PID)
 	changed := map[string]bool{}
+	triggersOnly := map[string]bool{}
 	for p, f := range hostFiles(t, next) {
 		dst := root + p
 		old, _ := os.ReadFile(dst)
@@ -31,6 +34,7 @@ func (g *guest) switchTo(ctx context.Context, next string) map[string]string {
 		}
 		if dir := path.Dir(p); dir == "/etc/systemd/system" {
 			changed[path.Base(p)] = true
+			triggersOnly[path.Base(p)] = len(old) > 0 && withoutTriggers(old) == withoutTriggers(f.Data)
 		}
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			t.Fatal(err)
@@ -51,7 +55,7 @@ func (g *guest) switchTo(ctx context.Context, next string) map[string]string {
 		text := string(hostFiles(t, next)["/etc/systemd/system/"+unit].Data)
 		verb := "restart"
 		switch {
-		case strings.Contains(text, "\nX-ReloadIfChanged=true\n"):
+		case triggersOnly[unit] || strings.Contains(text, "\nX-ReloadIfChanged=true\n"):
 			verb = "reload"
 		case strings.Contains(text, "\nX-RestartIfChanged=false\n"):
 			verb = "none"
@@ -60,11 +64,26 @@ func (g *guest) switchTo(ctx context.Context, next string) map[string]string {
 		if verb == "none" {
 			continue
 		}
-		if out, err := g.Exec(ctx, "systemctl", verb, unit); err != nil {
+		out, err := g.Exec(ctx, "systemctl", verb, unit)
+		switch {
+		case err != nil && verb == "reload":
+			did[unit] = fmt.Sprintf("reload failed: %v: %s", err, out)
+		case err != nil:
 			t.Fatalf("%v: %s", err, out)
 		}
 	}
 	return did
+}
+
+// withoutTriggers is a unit file without its X-Reload-Triggers line.
+func withoutTriggers(unit []byte) string {
+	var keep []string
+	for _, l := range strings.Split(string(unit), "\n") {
+		if !strings.HasPrefix(l, "X-Reload-Triggers=") {
+			keep = append(keep, l)
+		}
+	}
+	return strings.Join(keep, "\n")
 }
 
 // TestChangedSettingsReachTheAgent switches the bootstrap host to a

@@ -1,7 +1,6 @@
 // Command nico-agent runs nico's agent on one machine.
 //
-// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage
-// (the flake's objects, objects.file, refused at start included),
+// Exit codes: 0 stopped by a signal, 1 failed, 2 bad configuration or usage,
 // 3 this node was removed from the cluster (systemd: RestartPreventExitStatus=3),
 // 4 a generation it applied installs another nico-agent, a recovery operation
 // (nicoctl restore or recover --agents) handed the host back, or its configuration
@@ -167,9 +166,6 @@ func run(args []string, stderr io.Writer) int {
 	case errors.Is(err, agent.ErrUpgraded):
 		log.Info("exiting so that the service manager starts the nico-agent of the new generation")
 		return 4
-	case errors.Is(err, agent.ErrObjectsRefused):
-		log.Error("the flake's objects (objects.file) were refused; fix them in services.nico.objects and switch", "err", err)
-		return 2
 	default:
 		log.Error("agent failed", "err", err)
 		return 1

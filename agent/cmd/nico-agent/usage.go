@@ -32,8 +32,7 @@ Usage:
 Exit codes (nico-agent):
   0  stopped by a signal
   1  failed
-  2  bad configuration or usage, or the flake's objects (objects.file)
-     refused at start, nothing written
+  2  bad configuration or usage
   3  this node was removed from the cluster (systemd: RestartPreventExitStatus=3)
   4  start the agent again: a generation installed another nico-agent, its
      configuration file or binary changed, or its member was removed to

@@ -5,7 +5,8 @@
 # nixos/lib/systemd-lib.nix and nixos/modules/system/boot/systemd.nix:
 #
 #   [Unit]     unitConfig plus Description, Requires, Wants, After, Before
-#              (lists joined by spaces); keys sorted, as attribute names are
+#              (lists joined by spaces), X-Reload-Triggers (reloadTriggers);
+#              keys sorted, as attribute names are
 #   [Service]  Environment="NAME=value" (JSON-quoted) for environment,
 #              systemd.globalEnvironment and PATH (from path, plus the
 #              default coreutils findutils gnugrep gnused systemd: each
@@ -114,7 +115,8 @@ let
         // lib.optionalAttrs (svc.wants != [ ]) { Wants = toString svc.wants; }
         // lib.optionalAttrs (svc.after != [ ]) { After = toString svc.after; }
         // lib.optionalAttrs (svc.before != [ ]) { Before = toString svc.before; }
-        // lib.optionalAttrs (svc.description != "") { Description = svc.description; };
+        // lib.optionalAttrs (svc.description != "") { Description = svc.description; }
+        // lib.optionalAttrs (svc.reloadTriggers != [ ]) { X-Reload-Triggers = toString svc.reloadTriggers; };
     in
     "[Unit]\n${section unitConfig}\n"
     + "[Service]\n"

@@ -33,6 +33,21 @@ let
       };
     };
   };
+  # cp1 declaring a machine pool in the flake (services.nico.objects),
+  # at three revisions; the third is refused against the cluster (an
+  # external member with cp1's own peer URL). TestDeclaredObjects.
+  withObjects = rev: lastModified: count: extra: {
+    address = ip 1;
+    module = {
+      imports = [ (controlPlaneModule 1) ];
+      services.nico.objects = {
+        enable = true;
+        revision = rev;
+        inherit lastModified;
+        machinePools.web = { inherit count; template = { vcpus = 1; memoryMiB = 512; diskGiB = 4; baseImage = "x.qcow2"; network = "default"; }; };
+      } // extra;
+    };
+  };
 in
 {
   cp1 = controlPlane 1;
@@ -60,6 +75,14 @@ in
     module = {
       imports = [ (controlPlaneModule 1) ];
       services.nico.settings.log.level = "debug";
+    };
+  };
+  cp1-objects = withObjects "r1" 100 2 { };
+  cp1-objects-next = withObjects "r2" 200 3 { };
+  cp1-objects-bad = withObjects "r3" 300 4 {
+    etcdCluster = {
+      voters = 3;
+      members = [{ name = "ext-1"; kind = "external"; peerURLs = [ "https://${ip 1}:2380" ]; clientURLs = [ "https://10.233.0.9:2379" ]; }];
     };
   };
 }
