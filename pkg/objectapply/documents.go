@@ -156,9 +156,10 @@ func (d *Document) decode() error {
 	default:
 		return fmt.Errorf("%s: kind %q is not accepted; want %s, %s or %s", d.At, d.Kind, api.KindEtcdCluster, api.KindMachinePool, api.KindKubernetesCluster)
 	}
-	if m := d.Object().GetMetadata(); m.Declared != nil {
-		return fmt.Errorf("%s: metadata.declared is not accepted; the agent that applies the flake's objects writes it", d.At)
-	}
+	// The flake's mark is the agent's to write, as status is the
+	// controller's: a document that carries it (the output of nicoctl get)
+	// is read without it.
+	d.Object().GetMetadata().Declared = nil
 	return nil
 }
 
