@@ -255,3 +255,37 @@ func TestApplyRefusesFlakeObjects(t *testing.T) {
 		t.Fatalf("count %d after the flake's apply, want 2", p.Spec.Count)
 	}
 }
+
+// TestRacingHostsEndOnTheNewest: control-plane hosts applying different
+// generations at the same moment (a colmena deploy, agents restarting)
+// end on the newest manifest, whatever order their transactions land in.
+func TestRacingHostsEndOnTheNewest(t *testing.T) {
+	f := newFixture(t)
+	manifests := map[string][]byte{
+		"cp-1": join(header(100, "aaa"), pool("web", 1)),
+		"cp-2": join(header(300, "ccc"), pool("web", 3)),
+		"cp-3": join(header(200, "bbb"), pool("web", 2), pool("db", 1)),
+	}
+	for round := range 5 {
+		errs := make(chan error, len(manifests))
+		for host, raw := range manifests {
+			go func() {
+				_, err := f.apply(host, raw)
+				errs <- err
+			}()
+		}
+		for range manifests {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+		rec := f.record()
+		p, _ := f.pool("web")
+		if rec.Spec.Revision != "ccc" || p.Spec.Count != 3 || p.Metadata.Declared.Revision != "ccc" {
+			t.Fatalf("round %d: record %s, pool web count %d (revision %s); want revision ccc, count 3", round, rec.Spec.Revision, p.Spec.Count, p.Metadata.Declared.Revision)
+		}
+		if _, ok := f.pool("db"); ok {
+			t.Fatalf("round %d: pool db of the older revision bbb is there", round)
+		}
+	}
+}
