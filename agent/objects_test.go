@@ -144,6 +144,8 @@ func refusedAtStart(t *testing.T, docs, says func(peer string) []string) {
 		}
 		return a.Healthy() && n.ready.Load() == 1
 	})
+	// The status follows READY.
+	waitFor(t, 10*time.Second, "the unit's status", func() bool { return strings.HasPrefix(n.last(), "ready") })
 	for _, want := range append(says(cfg.PeerURL), "ready; the flake's objects not applied") {
 		if s := n.last(); !strings.Contains(s, want) {
 			t.Errorf("the unit's status %q lacks %q", s, want)

@@ -88,11 +88,27 @@ func TestDeclaredObjects(t *testing.T) {
 	}
 	wantPool(ctx, t, cp1, 3, "r2")
 
-	if out, err := cp1.Exec(ctx, "systemctl", "restart", "nico-agent.service"); err != nil {
-		t.Fatalf("the agent restarted with a refused manifest did not start: %v: %s", err, out)
+	// A signal rather than systemctl restart: the stop job of the agent
+	// would hold up the stop of etcd.service it asks for on its way out
+	// (etcd is ordered before it) until its own 15 s timeout.
+	if out, err := cp1.Exec(ctx, "systemctl", "kill", "--signal=SIGTERM", "nico-agent.service"); err != nil {
+		t.Fatalf("%v: %s", err, out)
 	}
-	if st, _ := cp1.prop(ctx, "nico-agent.service", "StatusText").(string); !strings.Contains(st, "the flake's objects not applied") || !strings.Contains(st, "spec.members[0].peerURLs[0]") {
-		t.Fatalf("the agent's status %q does not name the refused field", st)
+	cp1.waitFor(ctx, "the agent stopped", func() error {
+		if s := cp1.prop(ctx, "nico-agent.service", "ActiveState"); s != "inactive" {
+			return fmt.Errorf("%w: %v", errNotYet, s)
+		}
+		return nil
+	})
+	if err := cp1.start(ctx, "nico-agent.service"); err != nil {
+		t.Fatalf("the agent did not start with a refused manifest: %v", err)
 	}
+	// STATUS= follows READY=1 in another datagram.
+	cp1.waitFor(ctx, "the agent's status names the refused field", func() error {
+		if st, _ := cp1.prop(ctx, "nico-agent.service", "StatusText").(string); !strings.Contains(st, "the flake's objects not applied") || !strings.Contains(st, "spec.members[0].peerURLs[0]") {
+			return fmt.Errorf("%w: status %q", errNotYet, st)
+		}
+		return nil
+	})
 	wantPool(ctx, t, cp1, 3, "r2")
 }
