@@ -54,6 +54,16 @@ type EtcdClusterSpec struct {
 	// Snapshots is where and how often snapshots are taken
 	// (etcdsnapshots.go); empty: none.
 	Snapshots EtcdSnapshotsSpec `json:"snapshots,omitzero"`
+	// MachinePool names the MachinePool that VMs come from when the
+	// registered control-plane hosts are fewer than spec.voters: the leader's
+	// etcd-machines controller writes the cluster's MachineClaim (named
+	// etcd) and only that; the machine-pool controller creates and places
+	// the VMs, spread over hypervisor hosts, and takes away the ones the
+	// claim drops. A VM voter dead past policy.replaceDeadMembersAfter is
+	// removed, then its VM destroyed and a fresh one asked for
+	// (docs/machine-pools.md). "" asks no pool.
+	// Validation: "" or a DNS label (a pool's name).
+	MachinePool string `json:"machinePool,omitempty"`
 }
 
 // EtcdMemberSpec is one declared member that nico does not run.

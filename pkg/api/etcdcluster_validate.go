@@ -87,6 +87,9 @@ func (s EtcdClusterSpec) Validate() error {
 	errs = append(errs, validateMembers(s.Members)...)
 	errs = append(errs, s.Policy.validate()...)
 	errs = append(errs, s.Snapshots.validate()...)
+	if err := validatePoolName("spec.machinePool", s.MachinePool); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -225,4 +228,14 @@ func knownReleases() string {
 		s = append(s, fmt.Sprintf("%s.0-%s", k.MinorString(), k))
 	}
 	return strings.Join(s, ", ")
+}
+
+// validatePoolName refuses a machinePool that cannot be a MachinePool's
+// name ("" names none).
+func validatePoolName(field, name string) error {
+	if name == "" || (len(name) <= 63 && dnsLabelRE.MatchString(name)) {
+		return nil
+	}
+	return &FieldError{Field: field, Value: name, Reason: "not a machine pool's name",
+		Accepted: "name a MachinePool: a DNS label, 1 to 63 lower-case letters, digits and '-', starting and ending with a letter or digit, or \"\" for none"}
 }

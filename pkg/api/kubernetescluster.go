@@ -79,14 +79,25 @@ type MachineSet struct {
 	// Validation: not beside machines; label keys and values by Kubernetes'
 	// label syntax.
 	MachineSelector *MachineSelector `json:"machineSelector,omitempty"`
-	// Count is how many matching machines to take (with a selector).
-	// Validation: 1 or more with machineSelector; left out with machines.
+	// Count is how many matching machines to take (with a selector), or
+	// how many the plane wants in all (with machinePool).
+	// Validation: 1 or more with machineSelector or machinePool; left out
+	// with machines.
 	Count int `json:"count,omitempty"`
+	// MachinePool names the MachinePool that VMs come from when fewer
+	// than count free machines match the selector (every free machine
+	// without one): the
+	// cluster's controller writes the plane's MachineClaim
+	// (<cluster>-controlplane or <cluster>-dataplane) and only that;
+	// deleting the cluster destroys the VMs it asked for and no others.
+	// Validation: "" or a DNS label (a pool's name); not beside machines;
+	// with count.
+	MachinePool string `json:"machinePool,omitempty"`
 }
 
 // Empty tells whether the set selects nothing.
 func (s MachineSet) Empty() bool {
-	return len(s.Machines) == 0 && s.MachineSelector == nil && s.Count == 0
+	return len(s.Machines) == 0 && s.MachineSelector == nil && s.Count == 0 && s.MachinePool == ""
 }
 
 // MachineSelector selects machines by label, as Kubernetes' label

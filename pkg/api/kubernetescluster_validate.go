@@ -130,7 +130,13 @@ func (m MachineSet) validate(at string, required bool) []error {
 		errs = append(errs, &FieldError{Field: field, Value: v, Reason: reason, Accepted: accepted})
 	}
 	if required && m.Empty() {
-		bad(at, "{}", "the cluster needs at least one control-plane machine", "give machines (names), or machineSelector.matchLabels and count")
+		bad(at, "{}", "the cluster needs at least one control-plane machine", "give machines (names), or machineSelector.matchLabels and count, or machinePool and count")
+	}
+	if err := validatePoolName(at+".machinePool", m.MachinePool); err != nil {
+		errs = append(errs, err)
+	}
+	if len(m.Machines) > 0 && m.MachinePool != "" {
+		bad(at+".machinePool", m.MachinePool, "given beside machines", "give either machines (explicit names) or machinePool with count, not both")
 	}
 	if len(m.Machines) > 0 && m.MachineSelector != nil {
 		bad(at+".machineSelector", m.MachineSelector.MatchLabels, "given beside machines", "give either machines (explicit names) or machineSelector with count, not both")
@@ -155,8 +161,10 @@ func (m MachineSet) validate(at string, required bool) []error {
 		bad(at+".count", m.Count, "negative", "use a count of 1 or more with machineSelector")
 	case m.MachineSelector != nil && len(m.Machines) == 0 && m.Count == 0:
 		bad(at+".count", m.Count, "a selector with no count selects no machine", "use a count of 1 or more")
-	case m.MachineSelector == nil && len(m.Machines) == 0 && m.Count > 0:
-		bad(at+".count", m.Count, "no machineSelector to count machines of", "give machineSelector.matchLabels beside count (matchLabels: {} matches every free machine)")
+	case m.MachinePool != "" && len(m.Machines) == 0 && m.Count == 0:
+		bad(at+".count", m.Count, "a machine pool with no count asks for no machine", "use a count of 1 or more")
+	case m.MachineSelector == nil && m.MachinePool == "" && len(m.Machines) == 0 && m.Count > 0:
+		bad(at+".count", m.Count, "no machineSelector to count machines of", "give machineSelector.matchLabels (matchLabels: {} matches every free machine) or machinePool beside count")
 	}
 	if m.MachineSelector != nil {
 		errs = append(errs, validateLabels(at+".machineSelector.matchLabels", m.MachineSelector.MatchLabels)...)

@@ -43,6 +43,16 @@ func TestKubernetesClusterValidate(t *testing.T) {
 		{"wrong kind", func(c *KubernetesCluster) { c.Kind = "Cluster" }, []string{`kind: "Cluster" is not accepted; use KubernetesCluster`}},
 		{"bad name", func(c *KubernetesCluster) { c.Metadata.Name = "Prod_1" }, []string{`metadata.name: "Prod_1"`, "lower-case"}},
 		{"long name", func(c *KubernetesCluster) { c.Metadata.Name = strings.Repeat("a", 41) }, []string{"metadata.name", "1 to 40"}},
+		{"planes from a machine pool", func(c *KubernetesCluster) {
+			c.Spec.ControlPlane.MachineSet = MachineSet{MachinePool: "cp-vms", Count: 3}
+			c.Spec.DataPlane.MachinePool = "workers"
+		}, nil},
+		{"machine pool without count", func(c *KubernetesCluster) { c.Spec.ControlPlane.MachineSet = MachineSet{MachinePool: "cp-vms"} },
+			[]string{"spec.controlPlane.count: 0 is not accepted", "a machine pool with no count asks for no machine", "1 or more"}},
+		{"machine pool beside machines", func(c *KubernetesCluster) { c.Spec.ControlPlane.MachinePool = "cp-vms" },
+			[]string{`spec.controlPlane.machinePool: "cp-vms" is not accepted`, "given beside machines", "not both"}},
+		{"machine pool not a DNS label", func(c *KubernetesCluster) { c.Spec.DataPlane.MachinePool = "Workers!" },
+			[]string{`spec.dataPlane.machinePool: "Workers!" is not accepted`, "a DNS label"}},
 		{"no control plane", func(c *KubernetesCluster) { c.Spec.ControlPlane.MachineSet = MachineSet{} },
 			[]string{"spec.controlPlane", "at least one control-plane machine"}},
 		{"machines and selector", func(c *KubernetesCluster) {

@@ -41,6 +41,9 @@ type MachineSpec struct {
 	// Pool is the MachinePool the machine belongs to; Ordinal its index there.
 	Pool    string `json:"pool,omitempty"`
 	Ordinal int    `json:"ordinal,omitempty"`
+	// Claim is the MachineClaim that asked for the machine ("": the pool's
+	// own count). A claimed machine lives as long as its claim lists it.
+	Claim string `json:"claim,omitempty"`
 	// UUID is the libvirt domain's UUID, chosen once by the leader: the host
 	// reconciles domains keyed by it.
 	UUID string `json:"uuid,omitempty"`

@@ -11,7 +11,9 @@ type MachinePool struct {
 	Status   MachinePoolStatus `json:"status"`
 }
 
-// MachinePoolSpec is the desired pool.
+// MachinePoolSpec is the desired pool. People write it; a declared
+// cluster that wants machines from the pool writes a MachineClaim instead,
+// and the pool's machines are its count plus every claim's machines.
 type MachinePoolSpec struct {
 	// Count is how many machines the pool asks for.
 	// Validation: 0 or more.
@@ -27,7 +29,10 @@ type MachinePoolSpec struct {
 
 // MachinePoolStatus is the leader's view of the pool.
 type MachinePoolStatus struct {
-	Machines   int         `json:"machines"`
+	Machines int `json:"machines"`
+	// Claimed is how many machines MachineClaims ask of the pool, beside
+	// spec.count.
+	Claimed    int         `json:"claimed,omitempty"`
 	Running    int         `json:"running"`
 	Pending    int         `json:"pending"`
 	Conditions []Condition `json:"conditions,omitempty"`

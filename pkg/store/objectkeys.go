@@ -25,6 +25,7 @@ var keyOfKind = map[string]func(name string) string{
 	api.KindMachine:            MachineKey,
 	api.KindMachinePool:        PoolKey,
 	api.KindHypervisor:         HypervisorKey,
+	api.KindMachineClaim:       MachineClaimKey,
 	api.KindNixosConfiguration: NixosConfigKey,
 	api.KindRollout:            RolloutKey,
 	api.KindToken:              TokenKey,

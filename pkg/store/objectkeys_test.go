@@ -27,6 +27,7 @@ func TestKeyOf(t *testing.T) {
 		{api.NewMachine("web-0"), "machines/web-0"},
 		{api.NewMachinePool("web"), "pools/web"},
 		{api.NewHypervisor("hv-1"), "hypervisors/hv-1"},
+		{api.NewMachineClaim("etcd"), "machineclaims/etcd"},
 		{api.NewNixosConfiguration("cp-1"), "nixosconfigs/cp-1"},
 		{api.NewRollout("r1"), "rollouts/r1"},
 		{api.NewToken("abcdef"), "secrets/tokens/abcdef"},
