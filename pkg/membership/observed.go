@@ -70,6 +70,10 @@ type Observed struct {
 	// the peer URL it was added at (store.ExternalMembersDir): one that
 	// left the spec is removed while still a member.
 	Onboarded map[string]string
+	// Claimed are the nodes whose machines the cluster asked a machine
+	// pool for (its MachineClaim): a shrink sheds them before hosts that
+	// came on their own, so that their VMs can be taken away.
+	Claimed map[string]bool
 }
 
 // Policy holds the planner's tunables.

@@ -103,8 +103,10 @@ func (o Observed) rankStandbys(reqs []*api.JoinRequest) {
 //  1. unhealthy (dead included) first: removing one costs no healthy voter;
 //  2. followers before the leader: the leader goes last, and then only
 //     after the removal path has moved leadership away;
-//  3. the failure domain with the most voters;
-//  4. the youngest registration (keep the longest alive), then the name.
+//  3. a machine the cluster asked a pool for before a host that came on
+//     its own: once shed, its VM is taken away (package machineclaim);
+//  4. the failure domain with the most voters;
+//  5. the youngest registration (keep the longest alive), then the name.
 func (o Observed) rankShed(ms []Member) {
 	byDomain := o.votersByDomain()
 	sort.SliceStable(ms, func(i, j int) bool {
@@ -114,6 +116,9 @@ func (o Observed) rankShed(ms []Member) {
 		}
 		if a.Leader != b.Leader {
 			return !a.Leader
+		}
+		if ca, cb := o.Claimed[a.Node], o.Claimed[b.Node]; ca != cb {
+			return ca
 		}
 		if da, db := byDomain[o.domainOf(a.Node)], byDomain[o.domainOf(b.Node)]; da != db {
 			return da > db

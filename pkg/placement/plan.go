@@ -19,7 +19,9 @@ type Input struct {
 	// Nodes are the registered nodes by name; Removals the removal requests.
 	Nodes    map[string]*api.Node
 	Removals map[string]*api.RemoveRequest
-	Now      time.Time
+	// Claims are the declared clusters' asks of the pools (claims.go).
+	Claims []*api.MachineClaim
+	Now    time.Time
 }
 
 // Plan is what the leader should write. Objects are copies: applying the
@@ -37,16 +39,18 @@ type Plan struct {
 	RequestRemoval []string
 	// Pools are pools whose status changed.
 	Pools []*api.MachinePool
+	// Claims are claims whose status changed.
+	Claims []*api.MachineClaim
 }
 
 // Empty tells whether the plan writes nothing.
 func (p Plan) Empty() bool {
-	return len(p.Create)+len(p.Update)+len(p.Delete)+len(p.RequestRemoval)+len(p.Pools) == 0
+	return len(p.Create)+len(p.Update)+len(p.Delete)+len(p.RequestRemoval)+len(p.Pools)+len(p.Claims) == 0
 }
 
 // Counts summarizes the plan for logs.
 func (p Plan) Counts() string {
-	return fmt.Sprintf("create=%d update=%d delete=%d removals=%d pools=%d", len(p.Create), len(p.Update), len(p.Delete), len(p.RequestRemoval), len(p.Pools))
+	return fmt.Sprintf("create=%d update=%d delete=%d removals=%d pools=%d claims=%d", len(p.Create), len(p.Update), len(p.Delete), len(p.RequestRemoval), len(p.Pools), len(p.Claims))
 }
 
 // MachineName is the name of a pool's machine with ordinal i; it is also
@@ -55,13 +59,13 @@ func MachineName(pool string, i int) string { return fmt.Sprintf("%s-%d", pool, 
 
 // Compute plans one pass. It is pure: the same input gives the same plan.
 func Compute(in Input) Plan {
-	p := &planner{in: in, byPool: map[string][]*api.Machine{}}
+	p := &planner{in: in, byPool: map[string][]*api.Machine{}, byClaim: map[string][]*api.Machine{}, hostByName: map[string]*Host{}}
 	for _, h := range in.Hosts {
 		c := *h // the planner's accounting never leaks into the input
 		p.hosts = append(p.hosts, &c)
 	}
 	slices.SortFunc(p.hosts, func(a, b *Host) int { return cmp.Compare(a.Name, b.Name) })
-	hostByName := map[string]*Host{}
+	hostByName := p.hostByName
 	for _, h := range p.hosts {
 		h.used, h.perPool = usage{diskGiB: map[string]int{}}, map[string]int{}
 		hostByName[h.Name] = h
@@ -71,6 +75,9 @@ func Compute(in Input) Plan {
 			continue
 		}
 		p.byPool[m.Spec.Pool] = append(p.byPool[m.Spec.Pool], m)
+		if m.Spec.Claim != "" {
+			p.byClaim[m.Spec.Claim] = append(p.byClaim[m.Spec.Claim], m)
+		}
 		if h := hostByName[m.Spec.Host]; h != nil {
 			h.used.add(m.Spec.Template, 1)
 			h.perPool[m.Spec.Pool]++
@@ -81,6 +88,9 @@ func Compute(in Input) Plan {
 	known := map[string]bool{}
 	for _, pool := range pools {
 		known[pool.Metadata.Name] = true
+	}
+	p.known = known
+	for _, pool := range pools {
 		p.pool(pool, hostByName)
 	}
 	// Machines of pools that no longer exist are surplus.
@@ -91,14 +101,19 @@ func Compute(in Input) Plan {
 			}
 		}
 	}
+	p.claimsOfNoPool()
 	return p.out
 }
 
 type planner struct {
-	in     Input
-	hosts  []*Host
-	byPool map[string][]*api.Machine
-	out    Plan
+	in         Input
+	hosts      []*Host
+	hostByName map[string]*Host
+	byPool     map[string][]*api.Machine
+	// byClaim are the claimed machines by claim; known the pools.
+	byClaim map[string][]*api.Machine
+	known   map[string]bool
+	out     Plan
 	// waits collects, per pool, the scale-down waits for its condition.
 	waits []string
 }
@@ -107,7 +122,10 @@ func (p *planner) pool(pool *api.MachinePool, hostByName map[string]*Host) {
 	name := pool.Metadata.Name
 	st := pool.Status
 	st.Conditions = slices.Clone(st.Conditions)
-	machines := p.byPool[name]
+	all := p.byPool[name]
+	// The pool's own machines (its count); claimed ones follow their
+	// claims (claims.go).
+	machines := slices.DeleteFunc(slices.Clone(all), func(m *api.Machine) bool { return m.Spec.Claim != "" })
 	slices.SortFunc(machines, func(a, b *api.Machine) int { return cmp.Compare(a.Spec.Ordinal, b.Spec.Ordinal) })
 	p.waits = nil
 
@@ -131,7 +149,7 @@ func (p *planner) pool(pool *api.MachinePool, hostByName map[string]*Host) {
 		case m.Spec.Host == "":
 			p.place(m, pool, false)
 		default:
-			p.resize(m, pool, hostByName[m.Spec.Host])
+			p.resize(m, pool.Spec.Template, hostByName[m.Spec.Host])
 		}
 	}
 	for i := 0; i < count; i++ {
@@ -143,9 +161,10 @@ func (p *planner) pool(pool *api.MachinePool, hostByName map[string]*Host) {
 		m.Spec = api.MachineSpec{Kind: api.MachineLibvirt, Pool: name, Ordinal: i, Template: cloneTemplate(pool.Spec.Template)}
 		p.place(m, pool, true)
 	}
+	st.Claimed = p.claims(pool, valid == "")
 
 	st.Machines, st.Running, st.Pending = 0, 0, 0
-	for _, m := range machines {
+	for _, m := range all {
 		st.Machines++
 		switch {
 		case m.Status.Phase == api.MachineRunning:
@@ -157,7 +176,7 @@ func (p *planner) pool(pool *api.MachinePool, hostByName map[string]*Host) {
 	// Failures on the hosts (a domain that could not be defined) show on
 	// the pool too.
 	var failing []string
-	for _, m := range machines {
+	for _, m := range all {
 		if c := api.FindCondition(m.Status.Conditions, api.CondProvisioned); c != nil && !c.Status && c.Reason != "NotDefined" {
 			failing = append(failing, fmt.Sprintf("%s on %s: %s", m.Metadata.Name, m.Spec.Host, c.Message))
 		}
@@ -167,8 +186,8 @@ func (p *planner) pool(pool *api.MachinePool, hostByName map[string]*Host) {
 	} else if api.FindCondition(st.Conditions, api.CondProvisioned) != nil {
 		setCond(&st, api.Condition{Type: api.CondProvisioned, Status: true, Reason: "AllDefined"}, p.in.Now)
 	}
-	ready := count >= 0 && st.Running == count && st.Machines == count
-	msg := fmt.Sprintf("%d of %d machines running", st.Running, pool.Spec.Count)
+	ready := count >= 0 && st.Running == count+st.Claimed && st.Machines == count+st.Claimed
+	msg := fmt.Sprintf("%d of %d machines running", st.Running, pool.Spec.Count+st.Claimed)
 	setCond(&st, api.Condition{Type: api.CondReady, Status: ready, Reason: reason(boolMsg(!ready, msg), "NotReady"), Message: msg}, p.in.Now)
 	if len(p.waits) > 0 {
 		setCond(&st, api.Condition{Type: api.CondScaleDown, Status: false, Reason: "Waiting", Message: strings.Join(p.waits, "; ")}, p.in.Now)
@@ -239,6 +258,12 @@ func (p *planner) validate(pool *api.MachinePool) string {
 // place finds a host for m; a machine that fits nowhere stays Pending with
 // a Scheduled=false condition naming what each host lacks.
 func (p *planner) place(m *api.Machine, pool *api.MachinePool, isNew bool) {
+	p.placeBy(m, pool, isNew, func(a, b *Host) bool { return better(a, b, pool) })
+}
+
+// placeBy is place with the host order given: better(a, b) tells whether
+// a beats b. It returns the host chosen, nil when none has room.
+func (p *planner) placeBy(m *api.Machine, pool *api.MachinePool, isNew bool, better func(a, b *Host) bool) *Host {
 	t := m.Spec.Template
 	var best *Host
 	var why []string
@@ -250,7 +275,7 @@ func (p *planner) place(m *api.Machine, pool *api.MachinePool, isNew bool) {
 			why = append(why, h.Name+": "+w)
 			continue
 		}
-		if best == nil || better(h, best, pool) {
+		if best == nil || better(h, best) {
 			best = h
 		}
 	}
@@ -272,6 +297,7 @@ func (p *planner) place(m *api.Machine, pool *api.MachinePool, isNew bool) {
 	case nm.Spec.Host != "" || !conditionsEqual(nm.Status.Conditions, m.Status.Conditions) || nm.Status.Phase != m.Status.Phase:
 		p.out.Update = append(p.out.Update, &nm)
 	}
+	return best
 }
 
 // better tells whether a is a better host than b for the pool: with
@@ -287,10 +313,9 @@ func better(a, b *Host, pool *api.MachinePool) bool {
 	return false // pack: the first host by name with room
 }
 
-// resize brings a placed machine's template to the pool's, when its host
-// has room for the difference.
-func (p *planner) resize(m *api.Machine, pool *api.MachinePool, h *Host) {
-	want := pool.Spec.Template
+// resize brings a placed machine's template to want (its pool's, or its
+// claim's), when its host has room for the difference.
+func (p *planner) resize(m *api.Machine, want api.MachineTemplate, h *Host) {
 	if templateEqual(m.Spec.Template, want) {
 		return
 	}
@@ -390,5 +415,5 @@ func conditionsEqual(a, b []api.Condition) bool {
 }
 
 func statusEqual(a, b api.MachinePoolStatus) bool {
-	return a.Machines == b.Machines && a.Running == b.Running && a.Pending == b.Pending && conditionsEqual(a.Conditions, b.Conditions)
+	return a.Machines == b.Machines && a.Claimed == b.Claimed && a.Running == b.Running && a.Pending == b.Pending && conditionsEqual(a.Conditions, b.Conditions)
 }
