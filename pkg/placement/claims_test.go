@@ -98,8 +98,12 @@ func TestClaims(t *testing.T) {
 			}},
 		{"topology labels: two hosts in one rack count as one domain", Input{Pools: []*api.MachinePool{vms},
 			Claims: []*api.MachineClaim{claimOf("etcd", "vms", two, "cp-1")},
-			Nodes:  map[string]*api.Node{"cp-1": func() *api.Node { n := node("cp-1", api.NodeRegistered); n.Spec.Labels = map[string]string{api.LabelTopology: "rack-c"}; return n }()},
-			Hosts:  []*Host{labelled(host("hv-1", 8, 8192), "rack-a"), labelled(host("hv-2", 8, 8192), "rack-a"), labelled(host("hv-3", 8, 4096), "rack-b")}},
+			Nodes: map[string]*api.Node{"cp-1": func() *api.Node {
+				n := node("cp-1", api.NodeRegistered)
+				n.Spec.Labels = map[string]string{api.LabelTopology: "rack-c"}
+				return n
+			}()},
+			Hosts: []*Host{labelled(host("hv-1", 8, 8192), "rack-a"), labelled(host("hv-2", 8, 8192), "rack-a"), labelled(host("hv-3", 8, 4096), "rack-b")}},
 			func(t *testing.T, pl Plan) {
 				got := placed(pl)
 				if len(got["hv-3"]) != 1 || len(got["hv-1"])+len(got["hv-2"]) != 1 {
