@@ -25,8 +25,11 @@ import (
 //	                                                                   etcd members
 //	rollout               rollouts/ nixosconfigs/ nodes/ heartbeats/   rollouts/ nixosconfigs/ ops/
 //	                      active-op                                    active-op, etcd leader
-//	machine-pools         pools/ machines/ hypervisors/ nodes/         pools/ machines/ removals/
-//	                      removals/ heartbeats/
+//	machine-pools         pools/ machineclaims/ machines/              pools/ machines/ removals/
+//	                      hypervisors/ nodes/ removals/ heartbeats/    machineclaims/ (status)
+//	etcd-machines         etcdcluster machineclaims/ machines/ nodes/  machineclaims/etcd (spec)
+//	                      joins/ removals/ heartbeats/ (liveness read
+//	                      on each pass, not watched)
 //	identity-revocation   removals/ nodes/ heartbeats/                 removals/, etcd users and roles
 //	etcd-status           nodes/ active-op etcdcluster                 etcdcluster status, ops/ active-op,
 //	                                                                   etcd defragment, alarm disarm
@@ -56,7 +59,11 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		},
 		&controller.Func{
 			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },
-			Prefixes: []string{store.PoolsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
+			Prefixes: []string{store.PoolsDir, store.ClaimsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
+		},
+		&controller.Func{
+			ControllerName: "etcd-machines", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcileEtcdMachines(ctx, fence) },
+			Prefixes: []string{store.EtcdClusterKey, store.ClaimsDir, store.MachinesDir, store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
 			ControllerName: "identity-revocation", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },

@@ -58,6 +58,7 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 		clientv3.OpGet(store.ActiveOpKey),
 		clientv3.OpGet(store.EtcdClusterKey),
 		clientv3.OpGet(store.ExternalMembersDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.MachineClaimKey(api.EtcdClaimName)),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: observe: %w", err)
@@ -75,6 +76,17 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 	}
 	o.Alive = store.AliveIn(kvs(3))
 	o.Onboarded = store.ExternalMembersIn(kvs(6))
+	if cl := kvs(7); len(cl) > 0 {
+		// The VMs the cluster asked a pool for: a shrink sheds them first.
+		claim := new(api.MachineClaim)
+		if err := store.Decode(cl[0], claim); err != nil {
+			return nil, fmt.Errorf("coordinator: observe: %w", err)
+		}
+		o.Claimed = map[string]bool{}
+		for _, name := range claim.Spec.Machines {
+			o.Claimed[name] = true
+		}
+	}
 	for _, j := range o.Joins {
 		o.joins[j.Metadata.Name] = j
 	}

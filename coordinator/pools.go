@@ -14,8 +14,9 @@ import (
 )
 
 // reconcilePools is the leader's machine-pool controller
-// (controllers.go), beside the membership one: it reads the pools,
-// machines, hypervisor reports, nodes and removal requests, plans with
+// (controllers.go), beside the membership one: it reads the pools, the
+// machine claims, machines, hypervisor reports, nodes and removal
+// requests, plans with
 // placement.Compute and writes the plan, each object in a transaction
 // fenced on leadership and guarded on the revision it was read at. Surplus
 // machines' nodes leave through the safe removal (a RemoveRequest, as
@@ -63,6 +64,9 @@ func observePools(ctx context.Context, st *store.Store, now time.Time) (placemen
 	}
 	removals, _, err := store.List[api.RemoveRequest](ctx, st, store.RemovalsDir)
 	if err != nil {
+		return in, err
+	}
+	if in.Claims, _, err = store.List[api.MachineClaim](ctx, st, store.ClaimsDir); err != nil {
 		return in, err
 	}
 	alive, _, err := st.Alive(ctx)
@@ -138,6 +142,13 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 	}
 	for _, p := range pl.Pools {
 		if err := write(p, put); err != nil {
+			return err
+		}
+	}
+	// A claim's status only; its spec is its cluster's controller's. A
+	// claim changed meanwhile is planned again on the next pass.
+	for _, cl := range pl.Claims {
+		if err := write(cl, put); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,111 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/libvirt/libvirttest"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+)
+
+// setEtcdCluster changes the stored EtcdCluster's spec with mod.
+func (f *fleet) setEtcdCluster(mod func(*api.EtcdClusterSpec)) {
+	f.t.Helper()
+	ec := api.NewEtcdCluster()
+	if err := f.Store().Get(f.t.Context(), store.EtcdClusterKey, ec); err != nil {
+		f.t.Fatal(err)
+	}
+	mod(&ec.Spec)
+	if err := f.Store().Put(f.t.Context(), store.EtcdClusterKey, ec); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestEtcdClusterGrowsWithVMs: an EtcdCluster of one bare-metal voter
+// with spec.voters 3 and a machine pool gets two VMs from the pool, one on
+// each of two hypervisor hosts (losing either keeps quorum); the VMs'
+// agents self-join and become voters. The coordinator leader is killed
+// between the claim and the VMs' joins, and its successor carries on.
+// Lowering spec.voters to 1 sheds the VM voters first and then destroys
+// their domains, and the claim ends with none.
+func TestEtcdClusterGrowsWithVMs(t *testing.T) {
+	f := newFleet(t)
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(1)
+	c1 := f.StartCoordinator("c-1")
+	hosts := []*hvHost{
+		f.startHypervisor("hv-1", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
+		f.startHypervisor("hv-2", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
+	}
+	for _, h := range hosts {
+		waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey(h.name), h.name+" reported", func(*api.Hypervisor) bool { return true })
+	}
+	pool := api.NewMachinePool("vms")
+	pool.Spec = api.MachinePoolSpec{Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 1024, DiskGiB: 4, BaseImage: "base.qcow2", Network: "default"}}
+	f.putPool(pool)
+
+	f.setEtcdCluster(func(s *api.EtcdClusterSpec) { s.Voters, s.MachinePool = 3, "vms" })
+	vms := []string{"vms-etcd-0", "vms-etcd-1"}
+	claim := waitObj[api.MachineClaim](f, 30*time.Second, store.MachineClaimKey(api.EtcdClaimName), "the claim placed over both hosts", func(c *api.MachineClaim) bool {
+		if !slices.Equal(c.Spec.Machines, vms) || !slices.Equal(c.Spec.SpreadWith, []string{"cp-1"}) || len(c.Status.Machines) != 2 {
+			return false
+		}
+		s := api.FindCondition(c.Status.Conditions, api.CondSpread)
+		return c.Status.Machines[0].Host != "" && c.Status.Machines[1].Host != "" && s != nil && s.Status
+	})
+	if a, b := claim.Status.Machines[0].Host, claim.Status.Machines[1].Host; a == b {
+		t.Fatalf("both VMs on %s", a)
+	}
+	for _, name := range vms {
+		if m := f.machines()[name]; m == nil || m.Spec.Claim != api.EtcdClaimName || !slices.Equal(m.Spec.Template.Roles, []api.Role{api.RoleControlPlane}) {
+			t.Fatalf("machine %s: %+v", name, m)
+		}
+	}
+
+	// The leader dies between steps: its successor resumes from etcd.
+	c1.Crash()
+	f.StartCoordinator("c-2")
+	testwait.For(t, 60*time.Second, "2 domains running", func() (bool, string) {
+		var all []string
+		for _, h := range hosts {
+			all = append(all, h.domains(t)...)
+		}
+		slices.Sort(all)
+		return slices.Equal(all, vms), fmt.Sprint(all)
+	})
+	// The VMs boot: their agents self-join as control-plane hosts do.
+	for _, name := range vms {
+		f.Start(f.AgentConfig(name, false))
+	}
+	f.WaitVoters(90*time.Second, append([]string{"cp-1"}, vms...)...)
+	if c := f.claimOf(); len(c.Spec.Machines) != 2 || c.Spec.NextOrdinal != 2 {
+		t.Fatalf("claim after the joins: %+v", c.Spec)
+	}
+
+	// Scale down: the VM voters are shed first (the etcd leader last),
+	// then their domains are destroyed; cp-1 stays the one voter.
+	f.setEtcdCluster(func(s *api.EtcdClusterSpec) { s.Voters = 1 })
+	f.WaitVoters(90*time.Second, "cp-1")
+	testwait.For(t, 90*time.Second, "the VMs destroyed", func() (bool, string) {
+		var all []string
+		for _, h := range hosts {
+			all = append(all, h.domains(t)...)
+		}
+		c := f.claimOf()
+		return len(all) == 0 && len(f.machines()) == 0 && len(c.Spec.Machines) == 0, fmt.Sprintf("domains %v, claim %+v", all, c.Spec)
+	})
+}
+
+func (f *fleet) claimOf() *api.MachineClaim {
+	f.t.Helper()
+	c := api.NewMachineClaim(api.EtcdClaimName)
+	if err := f.Store().Get(f.t.Context(), store.MachineClaimKey(api.EtcdClaimName), c); err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
