@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/libvirt/libvirttest"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -98,6 +99,72 @@ func TestEtcdClusterGrowsWithVMs(t *testing.T) {
 		}
 		c := f.claimOf()
 		return len(all) == 0 && len(f.machines()) == 0 && len(c.Spec.Machines) == 0, fmt.Sprintf("domains %v, claim %+v", all, c.Spec)
+	})
+}
+
+// TestDeadVMVoterIsReplaced: a VM voter whose node dies is removed after
+// policy.replaceDeadMembersAfter (membership's plain removal); then the
+// claim releases it, its domain is destroyed, and a fresh VM is asked for,
+// placed on the host the dead one left, and joins as a voter.
+func TestDeadVMVoterIsReplaced(t *testing.T) {
+	f := newFleet(t)
+	m1 := f.startMesh("cp-1", 121)
+	seed := m1.Addr()
+	cfg := f.AgentConfig("cp-1", true)
+	cfg.Gossip = m1
+	f.Start(cfg)
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(1)
+	f.Gossip = f.startMesh("coord-1", 120, seed)
+	f.StartCoordinator("coord-1")
+	hosts := []*hvHost{
+		f.startHypervisor("hv-1", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
+		f.startHypervisor("hv-2", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096}),
+	}
+	for _, h := range hosts {
+		waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey(h.name), h.name+" reported", func(*api.Hypervisor) bool { return true })
+	}
+	pool := api.NewMachinePool("vms")
+	pool.Spec = api.MachinePoolSpec{Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 1024, DiskGiB: 4, BaseImage: "base.qcow2", Network: "default"}}
+	f.putPool(pool)
+	f.setEtcdCluster(func(s *api.EtcdClusterSpec) {
+		s.Voters, s.MachinePool = 3, "vms"
+		s.Policy.ReplaceDeadMembersAfter = api.Duration(api.MinReplaceDeadMembersAfter)
+	})
+	meshes := map[string]*gossip.Mesh{}
+	agents := map[string]*node{}
+	boot := func(name string, ip int) {
+		waitObj[api.Machine](f, 30*time.Second, store.MachineKey(name), name+" running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
+		meshes[name] = f.startMesh(name, ip, seed)
+		c := f.AgentConfig(name, false)
+		c.Gossip = meshes[name]
+		agents[name] = f.Start(c)
+	}
+	boot("vms-etcd-0", 122)
+	boot("vms-etcd-1", 123)
+	f.WaitVoters(90*time.Second, "cp-1", "vms-etcd-0", "vms-etcd-1")
+	deadHost := f.machines()["vms-etcd-1"].Spec.Host
+
+	// vms-etcd-1 dies: its mesh member and agent stop without a word.
+	_ = meshes["vms-etcd-1"].Shutdown()
+	if err := agents["vms-etcd-1"].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	waitObj[api.MachineClaim](f, 90*time.Second, store.MachineClaimKey(api.EtcdClaimName), "vms-etcd-1 replaced by vms-etcd-2", func(c *api.MachineClaim) bool {
+		return slices.Equal(c.Spec.Machines, []string{"vms-etcd-0", "vms-etcd-2"})
+	})
+	f.WaitVoters(30*time.Second, "cp-1", "vms-etcd-0")
+	boot("vms-etcd-2", 124)
+	f.WaitVoters(90*time.Second, "cp-1", "vms-etcd-0", "vms-etcd-2")
+	testwait.For(t, 60*time.Second, "vms-etcd-1's domain destroyed, vms-etcd-2 on "+deadHost, func() (bool, string) {
+		ms := f.machines()
+		var all []string
+		for _, h := range hosts {
+			all = append(all, h.domains(t)...)
+		}
+		slices.Sort(all)
+		return ms["vms-etcd-1"] == nil && ms["vms-etcd-2"] != nil && ms["vms-etcd-2"].Spec.Host == deadHost &&
+			slices.Equal(all, []string{"vms-etcd-0", "vms-etcd-2"}), fmt.Sprintf("domains %v", all)
 	})
 }
 
