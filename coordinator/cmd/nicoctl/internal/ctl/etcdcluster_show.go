@@ -49,7 +49,18 @@ func (a *app) describeCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.emit(ec, func(w io.Writer) { a.describeEtcdCluster(w, ec, lin); printDeclared(w, decl) })
+				claim := api.NewMachineClaim(api.EtcdClaimName)
+				switch err := c.st.Get(ctx, store.MachineClaimKey(api.EtcdClaimName), claim); {
+				case errors.Is(err, store.ErrNotFound):
+					claim = nil
+				case err != nil:
+					return fmt.Errorf("reading the EtcdCluster's MachineClaim: %w", err)
+				}
+				return a.emit(ec, func(w io.Writer) {
+					a.describeEtcdCluster(w, ec, lin)
+					a.describeClaim(w, ec.Spec.MachinePool, claim)
+					printDeclared(w, decl)
+				})
 			})
 		}),
 	}
@@ -196,6 +207,50 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster, lin *api.Clu
 			fmt.Fprintf(w, "  %s:\t%s\n", x.Name, startFlags(x))
 		}
 	}
+}
+
+// describeClaim writes the machines the cluster asked its machine pool
+// for, where they run, and the claim's conditions (Spread: whether losing
+// one host or domain keeps quorum).
+func (a *app) describeClaim(w io.Writer, pool string, claim *api.MachineClaim) {
+	if pool == "" && claim == nil {
+		field(w, "Machine pool", "- (none: the cluster asks no pool for VMs)")
+		return
+	}
+	if claim == nil {
+		field(w, "Machine pool", pool+" (no machines asked for yet)")
+		return
+	}
+	if pool == "" {
+		pool = claim.Spec.Pool + " (no longer named: its machines are given back)"
+	}
+	field(w, "Machine pool", pool)
+	if len(claim.Status.Machines) == 0 && len(claim.Spec.Machines) == 0 {
+		fmt.Fprintln(w, "  Machines asked for: -")
+	} else {
+		fmt.Fprintln(w, "  Machines asked for:")
+		row(w, "    NAME", "HOST", "DOMAIN", "PHASE", "STATE")
+		for _, m := range claim.Status.Machines {
+			state := "listed"
+			if m.Released {
+				state = "released: being taken away"
+			}
+			row(w, "    "+m.Name, dash(m.Host), dash(m.Domain), dash(string(m.Phase)), state)
+		}
+	}
+	if len(claim.Spec.SpreadWith) > 0 {
+		field(w, "  Spread with", strings.Join(claim.Spec.SpreadWith, ", "))
+	}
+	for _, c := range claim.Status.Conditions {
+		field(w, "  "+c.Type, fmt.Sprintf("%v %s %s", c.Status, c.Reason, oneLine(c.Message)))
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 // stamp is a time and how long ago it was.

@@ -247,6 +247,26 @@ func TestEtcdClusterGetAndDescribe(t *testing.T) {
 	if n := strings.Count(r.stdout, "00000000000000a1"); n != 1 {
 		t.Errorf("the earlier cluster shown %d times, want once:\n%s", n, r.stdout)
 	}
+	r.want(t, 0, []string{"Machine pool:", "- (none: the cluster asks no pool for VMs)"}, nil)
+
+	// The machines the cluster asked its pool for, and where they run.
+	cl := api.NewMachineClaim(api.EtcdClaimName)
+	cl.Spec = api.MachineClaimSpec{Pool: "vms", Machines: []string{"vms-etcd-0", "vms-etcd-2"}, SpreadWith: []string{"cp-1"}, Quorum: true}
+	cl.Status.Machines = []api.ClaimedMachine{{Name: "vms-etcd-0", Host: "hv-1", Domain: "rack-a", Phase: api.MachineRunning},
+		{Name: "vms-etcd-1", Host: "hv-2", Domain: "hv-2", Phase: api.MachineDeleting, Released: true}, {Name: "vms-etcd-2", Phase: api.MachinePending}}
+	cl.Status.Conditions = []api.Condition{{Type: api.CondSpread, Status: false, Reason: "QuorumAtRisk", Message: "losing rack-a would lose 2 of 3 voters (quorum 2)"}}
+	if err := st.Put(testCtx(t), store.MachineClaimKey(api.EtcdClaimName), cl); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, eps, "describe", "etcdcluster")
+	r.want(t, 0, []string{"Machine pool:", "vms (no longer named", "Machines asked for:", "HOST", "DOMAIN",
+		"Spread with:", "cp-1", "Spread:", "false QuorumAtRisk losing rack-a would lose 2 of 3 voters"}, nil)
+	rows := rowsByName(r.stdout)
+	for name, want := range map[string]string{"vms-etcd-0": "hv-1 rack-a Running listed", "vms-etcd-1": "hv-2 hv-2 Deleting released: being taken away", "vms-etcd-2": "- - Pending listed"} {
+		if got := strings.Join(rows[name][1:], " "); got != want {
+			t.Errorf("row %s = %q, want %q", name, got, want)
+		}
+	}
 }
 
 // TestCompactionCellOff: describe says compaction is off when
