@@ -93,7 +93,7 @@ staticcheck-binary: deps
 CHECK_PACKAGES := ./agent/internal/firstboot ./pkg/api/... ./pkg/compaction ./pkg/config \
 	./pkg/defrag ./pkg/etcdstatus ./pkg/etcdversion ./pkg/failpoint ./pkg/httpserve \
 	./pkg/hypervisor/... ./pkg/kubeplan ./pkg/kubeprobe ./pkg/kubeversion ./pkg/libvirt \
-	./pkg/logging ./pkg/membership ./pkg/pki ./pkg/placement ./pkg/releasever \
+	./pkg/logging ./pkg/machineclaim ./pkg/membership ./pkg/pki ./pkg/placement ./pkg/releasever \
 	./pkg/rollout ./pkg/sdnotify ./pkg/secretbox ./pkg/switchguard ./pkg/versionroll
 check: deps staticcheck-binary
 	@bad=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
