@@ -228,7 +228,13 @@ func etcdClaimInput(o *etcdMachinesObserved) (machineclaim.Input, bool) {
 			st.DeadSince = o.deadSince(name)
 		}
 		if m := o.machines[name]; m != nil && m.Status.Phase == api.MachineFailed && st.DeadSince.IsZero() {
+			// Failed since its Provisioned condition turned false (its
+			// status is rewritten on each retry; the condition's Since
+			// stays).
 			st.DeadSince = m.Status.UpdatedAt
+			if c := api.FindCondition(m.Status.Conditions, api.CondProvisioned); c != nil && !c.Status && !c.Since.IsZero() {
+				st.DeadSince = c.Since
+			}
 		}
 		in.Machines = append(in.Machines, st)
 	}
