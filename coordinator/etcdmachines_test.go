@@ -59,7 +59,7 @@ func TestEtcdClaimInput(t *testing.T) {
 	}
 	want := []machineclaim.Machine{
 		{Name: "vms-etcd-0", Registered: true, Member: true},
-		{Name: "vms-etcd-1", Registered: true, Left: true},                          // removed (a plain removal, done)
+		{Name: "vms-etcd-1", Registered: true, Left: true},                            // removed (a plain removal, done)
 		{Name: "vms-etcd-2", Registered: true, DeadSince: now.Add(-30 * time.Second)}, // shed to a standby: not gone
 		{Name: "vms-etcd-3", DeadSince: now.Add(-2 * time.Minute)},                    // its domain failed
 	}
