@@ -98,6 +98,12 @@ func fleet(t *testing.T, st *store.Store, member string) {
 	p.Status = api.MachinePoolStatus{Machines: 3, Running: 2, Pending: 1}
 	put(t, st, p)
 
+	cl := api.NewMachineClaim(api.EtcdClaimName)
+	cl.Spec = api.MachineClaimSpec{Pool: "workers", Machines: []string{"workers-etcd-0"}, Quorum: true}
+	cl.Status.Machines = []api.ClaimedMachine{{Name: "workers-etcd-0", Host: "hv-1", Domain: "rack-a", Phase: api.MachineRunning}}
+	cl.Status.Conditions = []api.Condition{{Type: api.CondSpread, Status: false, Reason: "QuorumAtRisk", Message: "losing rack-a would lose 2 of 3 voters (quorum 2)"}}
+	put(t, st, cl)
+
 	k := api.NewKubernetesCluster("prod")
 	k.Spec.Version = "1.37.2"
 	k.Spec.ControlPlane.Machines = []string{member}

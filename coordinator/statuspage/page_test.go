@@ -47,6 +47,8 @@ func TestRenderPage(t *testing.T) {
 		`<b>wk-1</b>: Done at 2026-12-01 12:00:00Z, 40s`,
 		`<b>cp-9</b> (control plane): Pending`,
 		`<tr id="pool-workers"><td>workers</td><td>3</td><td>3</td><td>2</td><td>1</td>`,
+		`<tr id="claim-etcd"><td>etcd</td><td>workers</td><td><span>workers-etcd-0 on hv-1 (rack-a) Running</span>`,
+		`title="losing rack-a would lose 2 of 3 voters (quorum 2)">Spread=false</span>`,
 		`fault tolerance 0 · etcd 3.6.0`,
 		`<tr id="kubernetes-prod" data-phase="Provisioning">`,
 		`<td>- / 1.37.2</td>`,

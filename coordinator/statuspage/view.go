@@ -24,6 +24,8 @@ type View struct {
 	Op       *OpView
 	Rollouts []RolloutView
 	Pools    []PoolRow
+	// Claims are the machines the declared clusters asked the pools for.
+	Claims []ClaimRow
 	// Kubernetes are the KubernetesCluster objects.
 	Kubernetes []KubernetesRow
 	// Problems are the parts that could not be read, each with its reason.
@@ -88,8 +90,15 @@ func Read(ctx context.Context, st *store.Store, now time.Time) (View, error) {
 		problem("machine pools", err)
 	}
 	for _, p := range pools {
-		v.Pools = append(v.Pools, PoolRow{Name: p.Metadata.Name, Count: p.Spec.Count, Machines: p.Status.Machines,
+		v.Pools = append(v.Pools, PoolRow{Name: p.Metadata.Name, Count: p.Spec.Count, Claimed: p.Status.Claimed, Machines: p.Status.Machines,
 			Running: p.Status.Running, Pending: p.Status.Pending, Conditions: p.Status.Conditions})
+	}
+	claims, _, err := store.List[api.MachineClaim](ctx, st, store.ClaimsDir)
+	if err != nil {
+		problem("machine claims", err)
+	}
+	for _, c := range claims {
+		v.Claims = append(v.Claims, ClaimRow{Name: c.Metadata.Name, Pool: c.Spec.Pool, Machines: c.Status.Machines, Conditions: c.Status.Conditions})
 	}
 	if v.Kubernetes, err = readKubernetes(ctx, st); err != nil {
 		problem("Kubernetes clusters", err)
@@ -185,10 +194,19 @@ func readOp(ctx context.Context, st *store.Store) (*OpView, error) {
 		Phase: op.Status.Phase, Since: op.Status.StepSince, Leader: op.Status.Leader, Message: op.Status.Message, History: h}, nil
 }
 
-// PoolRow is one machine pool.
+// PoolRow is one machine pool: Count is the operator's, Claimed what
+// the clusters' claims ask beside it.
 type PoolRow struct {
 	Name                       string
-	Count                      int
+	Count, Claimed             int
 	Machines, Running, Pending int
 	Conditions                 []api.Condition
+}
+
+// ClaimRow is one cluster's MachineClaim: the machines it asked a pool
+// for, where they are, and whether their spread keeps quorum.
+type ClaimRow struct {
+	Name, Pool string
+	Machines   []api.ClaimedMachine
+	Conditions []api.Condition
 }
