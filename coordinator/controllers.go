@@ -36,6 +36,7 @@ import (
 //	etcd-version          etcdcluster etcdversions/ nodes/ active-op   etcdversions/ ops/ active-op,
 //	                                                                   etcd leader, etcd downgrade
 //	kubernetes-clusters   clusters/ clusterclaims/ componentreports/    clusters/ (status, deletion) clusterclaims/
+//	                      machineclaims/                               machineclaims/<cluster>-<plane> (spec)
 //	                      nodes/ heartbeats/ machines/ nixosconfigs/   rollouts/ (its own), secrets (hooks),
 //	                      rollouts/ drainrequests/                     drainrequests/ (spec)
 //	                      kubeconfigreports/
@@ -79,7 +80,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		},
 		&controller.Func{
 			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(c, fence).reconcile,
-			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
+			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},
 		&controller.Func{

@@ -84,6 +84,9 @@ func (cc *clusterController) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("kubernetes clusters: %w", err)
 	}
+	if err := cc.orphanClaims(ctx, f); err != nil {
+		return fmt.Errorf("kubernetes clusters: machine claims: %w", err)
+	}
 	if len(f.clusters) == 0 {
 		return nil
 	}
@@ -108,11 +111,14 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	deleting := kc.Deleting()
 	var sel kubeplan.Selection
 	if !deleting {
-		sel = kubeplan.Select(name, group(kc.Spec.ControlPlane.MachineSet), group(kc.Spec.DataPlane.MachineSet), f.candidates(name))
+		sel = kubeplan.Select(name, group(name, api.PlaneControl, kc.Spec.ControlPlane.MachineSet), group(name, api.PlaneData, kc.Spec.DataPlane.MachineSet), f.candidates(name))
 		var err error
 		if sel, err = cc.claim(ctx, f, kc, sel); err != nil {
 			return err
 		}
+	}
+	if err := cc.planeClaims(ctx, f, kc, sel); err != nil {
+		return fmt.Errorf("machine claims: %w", err)
 	}
 	members := f.members
 	endpoint := clusterEndpoint(kc, sel, f)
@@ -286,9 +292,13 @@ func (cc *clusterController) log(cluster string, p kubeplan.RollPlan) {
 	lvl("kubernetes cluster", "cluster", cluster, "action", string(p.Action), "machines", strings.Join(p.Machines, ","), "reason", p.Reason)
 }
 
-// group is a machine set as the planner reads it.
-func group(s api.MachineSet) kubeplan.Group {
+// group is a machine set of cluster's plane as the planner reads it.
+func group(cluster, plane string, s api.MachineSet) kubeplan.Group {
 	g := kubeplan.Group{Machines: s.Machines, Count: s.Count}
+	if s.MachinePool != "" {
+		g.Claim = api.KubernetesPlaneClaimName(cluster, plane)
+		g.ClaimOnly = s.MachineSelector == nil
+	}
 	if s.MachineSelector != nil {
 		g.MatchLabels = s.MachineSelector.MatchLabels
 	}

@@ -32,6 +32,17 @@ type clusterFleet struct {
 	kubeconfigs map[string]*api.KubeconfigReport
 	// members are etcd's members, read once per pass.
 	members []membership.Member
+	// machineClaims are the MachineClaims (the planes' asks of pools, and
+	// others').
+	machineClaims []*api.MachineClaim
+}
+
+// claimOf is the machine's MachineClaim ("" none).
+func (f *clusterFleet) claimOf(machine string) string {
+	if m := f.machines[machine]; m != nil {
+		return m.Spec.Claim
+	}
+	return ""
 }
 
 // readClusterFleet reads every input of the cluster controller in one
@@ -48,6 +59,7 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 		clientv3.OpGet(store.ComponentReportsDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.DrainRequestsDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.KubeconfigReportsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.ClaimsDir, clientv3.WithPrefix()),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
@@ -96,6 +108,9 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 	if err := index(kvs(9), f.kubeconfigs); err != nil {
 		return nil, err
 	}
+	if f.machineClaims, err = store.Objects[api.MachineClaim](kvs(10)); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -128,11 +143,11 @@ func (f *clusterFleet) candidates(cluster string) []kubeplan.Machine {
 		cfg := f.configs[name]
 		out = append(out, kubeplan.Machine{Name: name, Labels: n.Spec.Labels, Discoverable: f.alive[name],
 			HasConfiguration: cfg != nil && !kubeplan.OwnedBy(cfg.Metadata.OwnerReferences, cluster),
-			ClaimedBy:        f.claims[name], Addresses: f.addresses(name)})
+			ClaimedBy:        f.claims[name], Claim: f.claimOf(name), Addresses: f.addresses(name)})
 	}
 	for name, m := range f.machines {
 		if !seen[name] {
-			out = append(out, kubeplan.Machine{Name: name, HasConfiguration: m.Status.HasConfiguration, ClaimedBy: f.claims[name], Addresses: m.Status.Addresses})
+			out = append(out, kubeplan.Machine{Name: name, HasConfiguration: m.Status.HasConfiguration, ClaimedBy: f.claims[name], Claim: m.Spec.Claim, Addresses: m.Status.Addresses})
 		}
 	}
 	return out

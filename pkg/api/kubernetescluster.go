@@ -85,11 +85,12 @@ type MachineSet struct {
 	// with machines.
 	Count int `json:"count,omitempty"`
 	// MachinePool names the MachinePool that VMs come from when fewer
-	// than count free machines match the selector (every free machine
-	// without one): the cluster's controller writes the plane's
-	// MachineClaim (<cluster>-controlplane or <cluster>-dataplane) and
-	// only that; deleting the cluster destroys the VMs it asked for and
-	// no others.
+	// than count free machines match the selector (without a selector,
+	// every machine of the plane is a VM): the cluster's controller writes
+	// the plane's MachineClaim (<cluster>-controlplane or
+	// <cluster>-dataplane) and only that; the plane takes its claim's VMs
+	// first, and no other cluster takes them. Deleting the cluster
+	// destroys the VMs it asked for and no others.
 	// Validation: "" or a DNS label (a pool's name); not beside machines;
 	// with count.
 	MachinePool string `json:"machinePool,omitempty"`

@@ -14,6 +14,12 @@ type Group struct {
 	Machines    []string
 	MatchLabels map[string]string
 	Count       int
+	// Claim is the plane's MachineClaim ("" none): the machines it asked
+	// a pool for are the plane's first, whatever their labels.
+	Claim string
+	// ClaimOnly takes no free machine but the claim's (a plane with a
+	// machine pool and no selector).
+	ClaimOnly bool
 }
 
 // Machine is one machine of the fleet as the controller observed it.
@@ -27,6 +33,9 @@ type Machine struct {
 	HasConfiguration bool
 	// ClaimedBy is the cluster that holds it ("" none).
 	ClaimedBy string
+	// Claim is the MachineClaim that asked a pool for it ("" none): it is
+	// free only to the group of that claim.
+	Claim string
 	// Addresses are the machine's addresses, in its own order.
 	Addresses []string
 }
@@ -57,7 +66,9 @@ func (s Selection) All() []string {
 // (its existence checked, not its state) unless another cluster holds it.
 // A selector keeps the matching machines the cluster already holds, in
 // name order, then adds free ones: discoverable, with no configuration,
-// held by nobody, in name order, up to its count. The control plane is
+// held by nobody, in name order, up to its count; the machines the
+// group's claim asked a pool for come before the others, and a machine
+// another claim asked for is never taken. The control plane is
 // chosen first; a machine is never in both parts.
 func Select(cluster string, cp, dp Group, machines []Machine) Selection {
 	byName := map[string]Machine{}
@@ -99,7 +110,10 @@ func selectGroup(cluster string, g Group, byName map[string]Machine, names []str
 	take := func(ok func(Machine) bool) {
 		for _, name := range names {
 			m := byName[name]
-			if len(out) == g.Count || used[name] || !matches(m.Labels, g.MatchLabels) || !ok(m) {
+			// A machine a claim asked a pool for is its claim's group's
+			// alone, and its labels do not matter there.
+			mine := g.Claim != "" && m.Claim == g.Claim
+			if len(out) == g.Count || used[name] || (!mine && (m.Claim != "" || g.ClaimOnly || !matches(m.Labels, g.MatchLabels))) || !ok(m) {
 				continue
 			}
 			used[name] = true
@@ -107,7 +121,11 @@ func selectGroup(cluster string, g Group, byName map[string]Machine, names []str
 		}
 	}
 	take(func(m Machine) bool { return m.ClaimedBy == cluster })
-	take(func(m Machine) bool { return m.ClaimedBy == "" && m.Discoverable && !m.HasConfiguration })
+	free := func(m Machine) bool { return m.ClaimedBy == "" && m.Discoverable && !m.HasConfiguration }
+	if g.Claim != "" {
+		take(func(m Machine) bool { return m.Claim == g.Claim && free(m) })
+	}
+	take(free)
 	return out, g.Count - len(out)
 }
 

@@ -68,6 +68,15 @@ func TestSelect(t *testing.T) {
 		{name: "a machine is never in both planes", cp: Group{Machines: []string{"dp-1"}}, dp: dpSel, machines: fleet(nil),
 			wantCP: []string{"dp-1"}, wantDP: []string{"dp-2", "dp-3"}},
 		{name: "empty selector matches every machine", cp: Group{Count: 1}, machines: fleet(nil), wantCP: []string{"cp-1"}},
+		{name: "a machine another claim asked a pool for is never free", cp: Group{Count: 2}, dp: dpSel,
+			machines: fleet(func(ms []Machine) { at(ms, "cp-1").Claim = "etcd"; at(ms, "dp-1").Claim = "k2-dataplane" }),
+			wantCP:   []string{"cp-2", "cp-3"}, wantDP: []string{"dp-2", "dp-3"}},
+		{name: "the plane's own claimed machines first, whatever their labels", cp: Group{MatchLabels: map[string]string{"role": "cp"}, Count: 2, Claim: "k1-controlplane"},
+			machines: fleet(func(ms []Machine) { at(ms, "dp-3").Claim = "k1-controlplane" }),
+			wantCP:   []string{"dp-3", "cp-1"}},
+		{name: "a plane with a pool and no selector takes its claim's machines only", cp: Group{Count: 2, Claim: "k1-controlplane", ClaimOnly: true},
+			machines: fleet(func(ms []Machine) { at(ms, "dp-3").Claim = "k1-controlplane" }),
+			wantCP:   []string{"dp-3"}, missCP: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
