@@ -2,6 +2,7 @@ package ctl
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/events"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/cobra"
 )
 
@@ -36,7 +38,24 @@ func (a *app) clusterDescribeCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return a.emit(kc, func(w io.Writer) { a.describeKubernetesCluster(w, kc, evs); printDeclared(w, decl) })
+				claims := map[string]*api.MachineClaim{}
+				for _, plane := range []string{api.PlaneControl, api.PlaneData} {
+					name := api.KubernetesPlaneClaimName(kc.Metadata.Name, plane)
+					cl := api.NewMachineClaim(name)
+					switch err := c.st.Get(ctx, store.MachineClaimKey(name), cl); {
+					case errors.Is(err, store.ErrNotFound):
+					case err != nil:
+						return fmt.Errorf("reading the MachineClaim %s: %w", name, err)
+					default:
+						claims[plane] = cl
+					}
+				}
+				return a.emit(kc, func(w io.Writer) {
+					a.describeKubernetesCluster(w, kc, evs)
+					a.describeClaim(w, "Control-plane machine pool", kc.Spec.ControlPlane.MachinePool, claims[api.PlaneControl])
+					a.describeClaim(w, "Data-plane machine pool", kc.Spec.DataPlane.MachinePool, claims[api.PlaneData])
+					printDeclared(w, decl)
+				})
 			})
 		}),
 	}
@@ -206,7 +225,12 @@ func machineSetCell(m api.MachineSet) string {
 		if sel == "" {
 			sel = "any label"
 		}
+		if m.MachinePool != "" {
+			return fmt.Sprintf("%d machines: free ones matching %s, VMs from pool %s for the rest", m.Count, sel, m.MachinePool)
+		}
 		return fmt.Sprintf("%d free machines matching %s", m.Count, sel)
+	case m.MachinePool != "":
+		return fmt.Sprintf("%d VMs from pool %s", m.Count, m.MachinePool)
 	}
 	return "none"
 }

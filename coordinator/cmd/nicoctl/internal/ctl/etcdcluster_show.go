@@ -58,7 +58,7 @@ func (a *app) describeCmd() *cobra.Command {
 				}
 				return a.emit(ec, func(w io.Writer) {
 					a.describeEtcdCluster(w, ec, lin)
-					a.describeClaim(w, ec.Spec.MachinePool, claim)
+					a.describeClaim(w, "Machine pool", ec.Spec.MachinePool, claim)
 					printDeclared(w, decl)
 				})
 			})
@@ -212,19 +212,19 @@ func (a *app) describeEtcdCluster(w io.Writer, ec *api.EtcdCluster, lin *api.Clu
 // describeClaim writes the machines the cluster asked its machine pool
 // for, where they run, and the claim's conditions (Spread: whether losing
 // one host or domain keeps quorum).
-func (a *app) describeClaim(w io.Writer, pool string, claim *api.MachineClaim) {
+func (a *app) describeClaim(w io.Writer, label, pool string, claim *api.MachineClaim) {
 	if pool == "" && claim == nil {
-		field(w, "Machine pool", "- (none: the cluster asks no pool for VMs)")
+		field(w, label, "- (none: the cluster asks no pool for VMs)")
 		return
 	}
 	if claim == nil {
-		field(w, "Machine pool", pool+" (no machines asked for yet)")
+		field(w, label, pool+" (no machines asked for yet)")
 		return
 	}
 	if pool == "" {
 		pool = claim.Spec.Pool + " (no longer named: its machines are given back)"
 	}
-	field(w, "Machine pool", pool)
+	field(w, label, pool)
 	if len(claim.Status.Machines) == 0 && len(claim.Spec.Machines) == 0 {
 		fmt.Fprintln(w, "  Machines asked for: -")
 	} else {

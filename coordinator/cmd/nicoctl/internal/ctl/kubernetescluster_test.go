@@ -232,6 +232,29 @@ func TestKubernetesClusterGetDescribeDelete(t *testing.T) {
 		strings.Index(evs, "APIServerReady") < strings.Index(evs, "NotDataPlaneReady")) {
 		t.Errorf("events not in time order:\n%s", evs)
 	}
+	r.want(t, 0, []string{"Control-plane machine pool:", "Data-plane machine pool:", "- (none: the cluster asks no pool for VMs)"}, nil)
+
+	// A data plane with a pool: what it asked for and where it runs.
+	kc, err := getKubernetesCluster(testCtx(t), st, "prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.Spec.DataPlane.MachinePool = "vms"
+	if err := st.UpdateObject(testCtx(t), kc); err != nil {
+		t.Fatal(err)
+	}
+	cl := api.NewMachineClaim("prod-dataplane")
+	cl.Spec = api.MachineClaimSpec{Pool: "vms", Machines: []string{"vms-prod-dataplane-0"}}
+	cl.Status.Machines = []api.ClaimedMachine{{Name: "vms-prod-dataplane-0", Host: "hv-2", Domain: "hv-2", Phase: api.MachineRunning}}
+	if err := st.PutObject(testCtx(t), cl); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, eps, "describe", "cluster", "prod")
+	r.want(t, 0, []string{"2 machines: free ones matching role=worker, VMs from pool vms for the rest", "Data-plane machine pool:", "vms",
+		"Machines asked for:"}, nil)
+	if f := strings.Join(rowsByName(r.stdout)["vms-prod-dataplane-0"], " "); f != "vms-prod-dataplane-0 hv-2 hv-2 Running listed" {
+		t.Errorf("claim row = %q", f)
+	}
 	run(t, eps, "describe", "cluster", "nope").want(t, ExitNotFound, nil, []string{"no KubernetesCluster named nope"})
 	// What describe -o yaml prints, apply takes back (status and metadata kept as stored).
 	y := filepath.Join(t.TempDir(), "prod.yaml")
