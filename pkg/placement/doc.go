@@ -2,6 +2,9 @@
 // the machines, the hypervisor hosts' reports and the nodes, it decides
 // which machines to create, where to place them, which to resize, and how to
 // take surplus machines away. It never reads the clock, etcd or a host.
+// Beside a pool's own count it serves the declared clusters' MachineClaims
+// (claims.go): their machines spread over failure domains, the Spread
+// condition when losing one domain would lose quorum.
 //
 // A surplus machine (its ordinal is at or past the pool's count) is taken
 // away only after its node has left the cluster through the safe removal:
