@@ -27,6 +27,11 @@ type ClusterHooks struct {
 	// no token is registered and machines count as ready once they run
 	// the cluster's configuration.
 	API ClusterAPI
+	// Nodes reaches each cluster's Nodes for its rollouts: with it, a
+	// cluster's rollout cordons and drains each worker before its switch
+	// and waits for its Node Ready after (api.RolloutKubernetes). nil:
+	// workers roll without.
+	Nodes ClusterNodes
 }
 
 // ClusterSecrets are a cluster's PKI, tokens, machine keys and etcd

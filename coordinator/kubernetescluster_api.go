@@ -68,7 +68,12 @@ func (k *KubeAPI) now() time.Time {
 
 // client is a client of kc's API server with its admin kubeconfig.
 func (k *KubeAPI) client(ctx context.Context, kc *api.KubernetesCluster) (*kubeapi.Client, error) {
-	name := api.KubeconfigSecretName(kc.Metadata.Name)
+	return k.clientFor(ctx, kc.Metadata.Name)
+}
+
+// clientFor is a client of cluster's API server with its admin kubeconfig.
+func (k *KubeAPI) clientFor(ctx context.Context, cluster string) (*kubeapi.Client, error) {
+	name := api.KubeconfigSecretName(cluster)
 	sec := api.NewSecret(name)
 	if err := k.Secrets.Get(ctx, store.NamedSecretKey(name), sec); err != nil {
 		return nil, fmt.Errorf("admin kubeconfig %s: %w", name, err)

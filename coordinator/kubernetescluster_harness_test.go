@@ -44,6 +44,8 @@ type kcHarness struct {
 	// it has not answered: it returns the attempt's status (phase, exit
 	// code, output); nil: requests stay unanswered.
 	drain func(req *api.DrainRequest) api.DrainRequestStatus
+	// onApply, when set, sees each configuration before its agent applies it.
+	onApply func(cfg *api.NixosConfiguration)
 }
 
 func newKCHarness(t *testing.T) *kcHarness {
@@ -155,6 +157,9 @@ func (h *kcHarness) agents() {
 	for _, cfg := range h.configs() {
 		if cfg.Settled() != api.GenerationPending || h.hold[cfg.Metadata.Name] {
 			continue
+		}
+		if h.onApply != nil {
+			h.onApply(cfg)
 		}
 		cfg.Status.Generation, cfg.Status.Attempt, cfg.Status.Phase = cfg.Spec.Generation, cfg.Spec.Attempt, api.GenerationApplied
 		cfg.Status.AppliedGeneration = cfg.Spec.Generation

@@ -115,6 +115,13 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 		Paused:               kc.Spec.Rollout.Paused,
 		DeleteConfigurations: release,
 	}
+	if !release && cc.c.Clusters.Nodes != nil {
+		// Its workers roll as Kubernetes nodes: drained before, Ready after.
+		k := &api.RolloutKubernetes{Cluster: kc.Metadata.Name}
+		if k.Workers = slices.Clone(p.Workers); len(k.Workers) > 0 {
+			r.Spec.Kubernetes = k
+		}
+	}
 	if p.ControlPlaneFirst && kc.Spec.Etcd.ProviderOrDefault() == api.EtcdProviderDistribution {
 		r.Spec.MaxUnavailable = "1" // the distribution's servers join one at a time
 	}

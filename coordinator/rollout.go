@@ -24,6 +24,8 @@ type rollouter struct {
 	c     *Coordinator
 	fence store.Fence
 	last  string
+	// refused is the last eviction refused on each draining worker.
+	refused map[string]string
 }
 
 // reconcile is the rollout controller's Reconcile (controllers.go).
@@ -145,6 +147,7 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 		rn.ControlPlane = rollsAsControlPlane(n, rn.MemberID != 0)
 		obs.Nodes = append(obs.Nodes, rn)
 	}
+	r.observeKube(ctx, ro, &obs)
 	return obs, nil
 }
 
@@ -163,6 +166,14 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	switch s.Action {
 	case rollout.None, rollout.Wait:
 		return nil
+	case rollout.Drain:
+		if !rollout.Journals(ro, s) {
+			return r.kubeAfter(ctx, ro, obs, s) // draining already: evict again
+		}
+	case rollout.Uncordon, rollout.Halt:
+		if err := r.kubeBefore(ctx, ro, s); err != nil {
+			return err
+		}
 	case rollout.Start:
 		var held bool
 		if note, held, err = r.snapshotBefore(ctx, ro, obs, s, now); err != nil || held {
@@ -266,7 +277,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	if s.Action == rollout.Start {
 		failpoint.Hit(failpoint.CoordAfterRolloutStep)
 	}
-	return nil
+	return r.kubeAfter(ctx, ro, obs, s)
 }
 
 // rollsAsControlPlane tells whether node n rolls as a control-plane node

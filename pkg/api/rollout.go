@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,29 @@ type RolloutSpec struct {
 	// Undo rolls every node the rollout touched back to the configuration
 	// it had before, in the same order rules.
 	Undo bool `json:"undo,omitempty"`
+	// Kubernetes, when set, says which of the nodes are a
+	// KubernetesCluster's Nodes (the cluster controller sets it on the
+	// rollouts it writes).
+	Kubernetes *RolloutKubernetes `json:"kubernetes,omitempty"`
+}
+
+// RolloutKubernetes ties a rollout's nodes to a KubernetesCluster's Nodes.
+type RolloutKubernetes struct {
+	// Cluster is the KubernetesCluster.
+	Cluster string `json:"cluster"`
+	// Workers are the nodes that run the cluster's kubelets, each under
+	// the Node of its own name. Before a worker switches, its Node is
+	// cordoned and drained through the eviction API (PodDisruptionBudgets
+	// honoured; DaemonSet and mirror pods stay); after, the worker counts
+	// as done only once its Node is Ready, and the Node is uncordoned
+	// (unless it was cordoned before the rollout). Undo reverts without
+	// draining.
+	Workers []string `json:"workers,omitempty"`
+}
+
+// IsWorker tells whether node is one of the rollout's Kubernetes workers.
+func (s RolloutSpec) IsWorker(node string) bool {
+	return s.Kubernetes != nil && slices.Contains(s.Kubernetes.Workers, node)
 }
 
 // Duration is a time.Duration written as "90s" in JSON.
@@ -130,6 +154,7 @@ type NodeRollPhase string
 // Node progress phases.
 const (
 	NodePending    NodeRollPhase = ""
+	NodeDraining   NodeRollPhase = "Draining" // a Kubernetes worker is cordoned and drained before it switches
 	NodeApplying   NodeRollPhase = "Applying"
 	NodeDone       NodeRollPhase = "Done"
 	NodeRollFailed NodeRollPhase = "Failed"
@@ -150,6 +175,11 @@ type NodeProgress struct {
 	StartedAt  time.Time               `json:"startedAt,omitzero"`
 	FinishedAt time.Time               `json:"finishedAt,omitzero"`
 	Message    string                  `json:"message,omitempty"`
+	// Cordoned: the rollout cordoned the node's Node (it was schedulable
+	// when its drain began) and uncordons it once it is done.
+	Cordoned bool `json:"cordoned,omitempty"`
+	// DrainStartedAt is when its drain began (a Kubernetes worker).
+	DrainStartedAt time.Time `json:"drainStartedAt,omitzero"`
 }
 
 // RolloutStatus is the leader's journal of the rollout.

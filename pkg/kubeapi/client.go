@@ -2,8 +2,8 @@
 // server: JSON over HTTPS with a kubeconfig's credential (a client
 // certificate or a bearer token), for the few objects the coordinator's
 // cluster controller writes and reads: the bootstrap token and the
-// node-bootstrapping RBAC bindings (bootstrap.go), and the Nodes
-// (nodes.go). It is not a general client: each object it writes is
+// node-bootstrapping RBAC bindings (bootstrap.go), the Nodes (nodes.go),
+// and a rolling update's cordon, drain and uncordon (drain.go). It is not a general client: each object it writes is
 // replaced whole when it differs, and nothing else is touched.
 package kubeapi
 
@@ -35,6 +35,9 @@ var (
 	ErrConflict = errors.New("kubeapi: conflict")
 	// ErrBadKubeconfig: a kubeconfig lacks a server, a CA or a credential.
 	ErrBadKubeconfig = errors.New("kubeapi: bad kubeconfig")
+	// ErrTooManyRequests: the API server refused the request for now
+	// (429): an eviction a PodDisruptionBudget does not allow yet.
+	ErrTooManyRequests = errors.New("kubeapi: refused for now")
 )
 
 // Client is one API server's client.
@@ -153,6 +156,11 @@ func (c *Client) Delete(ctx context.Context, path string) error {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	return c.doType(ctx, method, path, "application/json", in, out)
+}
+
+// doType is do with the request body's content type.
+func (c *Client) doType(ctx context.Context, method, path, contentType string, in, out any) error {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
@@ -167,7 +175,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	req.Header.Set("Accept", "application/json")
 	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -192,6 +200,8 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("%w: %s", ErrExists, path)
 	case resp.StatusCode == http.StatusConflict:
 		return fmt.Errorf("%w: %s", ErrConflict, path)
+	case resp.StatusCode == http.StatusTooManyRequests:
+		return fmt.Errorf("%w: %s %s: %s", ErrTooManyRequests, method, path, message(b))
 	case resp.StatusCode/100 != 2:
 		return fmt.Errorf("kubeapi: %s %s: %s: %s", method, path, resp.Status, message(b))
 	}

@@ -10,6 +10,8 @@ type Node struct {
 	Name string
 	// Ready: the Ready condition is True.
 	Ready bool
+	// Unschedulable: the Node is cordoned (spec.unschedulable).
+	Unschedulable bool
 	// Status is the Ready condition's status ("" when the kubelet has
 	// reported none), Reason and Message its reason and message.
 	Status, Reason, Message string
@@ -20,6 +22,9 @@ type nodeList struct {
 		Metadata struct {
 			Name string `json:"name"`
 		} `json:"metadata"`
+		Spec struct {
+			Unschedulable bool `json:"unschedulable"`
+		} `json:"spec"`
 		Status struct {
 			Conditions []struct {
 				Type    string `json:"type"`
@@ -39,7 +44,7 @@ func (c *Client) Nodes(ctx context.Context) (map[string]Node, error) {
 	}
 	out := make(map[string]Node, len(l.Items))
 	for _, it := range l.Items {
-		n := Node{Name: it.Metadata.Name}
+		n := Node{Name: it.Metadata.Name, Unschedulable: it.Spec.Unschedulable}
 		for _, cond := range it.Status.Conditions {
 			if cond.Type == "Ready" {
 				n.Status, n.Reason, n.Message = cond.Status, cond.Reason, cond.Message

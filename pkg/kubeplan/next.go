@@ -66,8 +66,11 @@ type RollPlan struct {
 	Templates         map[string]api.NixosConfigurationSpec
 	ControlPlaneFirst bool
 	// Drain: run the drain hook on Machines before the release.
-	Drain  bool
-	Reason string
+	Drain bool
+	// Workers are those of Machines in the data plane (Roll): they roll
+	// as Kubernetes nodes (api.RolloutKubernetes).
+	Workers []string
+	Reason  string
 }
 
 // Next plans the cluster's next rollout. One rollout of the cluster runs
@@ -124,7 +127,9 @@ func Next(f RollFacts) RollPlan {
 		if cpFirst {
 			why = "data plane after the control plane"
 		}
-		return pick(dp, false, why)
+		p := pick(dp, false, why)
+		p.Workers = dp
+		return p
 	case len(cp) > 0:
 		return pick(cp, true, "control plane after the data plane")
 	}

@@ -81,6 +81,24 @@ func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool)
 				p.Phase = api.NodeReverting
 			}
 		}
+	case Drain:
+		for _, name := range s.Nodes {
+			if p := r.Node(name); p != nil && p.Phase == api.NodePending {
+				p.Phase, p.DrainStartedAt, p.Message = api.NodeDraining, now, ""
+				p.Cordoned = slices.Contains(s.Cordon, name)
+			}
+		}
+	case Uncordon:
+		for _, name := range s.Nodes {
+			p := r.Node(name)
+			if p == nil {
+				continue
+			}
+			p.Cordoned = false
+			if p.Phase == api.NodeDraining {
+				p.Phase, p.DrainStartedAt = api.NodePending, time.Time{}
+			}
+		}
 	case MarkDone:
 		for _, name := range s.Nodes {
 			p := r.Node(name)
@@ -97,6 +115,11 @@ func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool)
 		for _, name := range s.Nodes {
 			if p := r.Node(name); p != nil && (p.Phase == api.NodeApplying || p.Phase == api.NodeReverting) {
 				p.Phase, p.FinishedAt, p.Message = api.NodeRollFailed, now, s.Reason
+			}
+			// A drain that did not finish: the node never switched, and
+			// the executor uncordoned it.
+			if p := r.Node(name); p != nil && p.Phase == api.NodeDraining {
+				p.Phase, p.DrainStartedAt, p.Cordoned, p.Message = api.NodePending, time.Time{}, false, s.Reason
 			}
 		}
 		st.Phase = api.RolloutHalted
@@ -123,4 +146,39 @@ func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool)
 		st.FinishedAt = now
 	}
 	return release
+}
+
+// Journals tells whether step s changes r's journal: a Drain of nodes
+// already draining does not (the executor evicts again), any other step
+// that Record writes does.
+func Journals(r *api.Rollout, s Step) bool {
+	switch s.Action {
+	case None, Wait:
+		return false
+	case Drain:
+		for _, name := range s.Nodes {
+			if p := r.Node(name); p != nil && p.Phase == api.NodePending {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// Uncordons are the nodes whose Node the executor of step s uncordons
+// before Record: an Uncordon's nodes the rollout cordoned, and on a Halt
+// the draining nodes it cordoned.
+func Uncordons(r *api.Rollout, s Step) []string {
+	var out []string
+	for _, name := range s.Nodes {
+		p := r.Node(name)
+		if p == nil || !p.Cordoned {
+			continue
+		}
+		if s.Action == Uncordon || (s.Action == Halt && p.Phase == api.NodeDraining) {
+			out = append(out, name)
+		}
+	}
+	return out
 }

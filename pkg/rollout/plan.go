@@ -17,6 +17,7 @@ package rollout
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -37,6 +38,9 @@ type Node struct {
 	Voter, Healthy, Leader bool
 	MemberID               api.MemberID
 	ClientURL              string
+	// Kube is its Node, for a Kubernetes worker of the rollout (nil: no
+	// Node was read).
+	Kube *KubeNode
 }
 
 // Observed is the planner's input.
@@ -48,6 +52,9 @@ type Observed struct {
 	ClusterReason  string
 	// ActiveOp is the operation holding the one-change-in-flight slot ("" none).
 	ActiveOp string
+	// KubeError, for a rollout with Kubernetes workers, says why their
+	// Nodes could not be read ("" they were).
+	KubeError string
 }
 
 // Action is what the executor does.
@@ -64,6 +71,8 @@ const (
 	Halt           Action = "Halt"           // Nodes[0] failed: stop the rollout
 	TransferLeader Action = "TransferLeader" // move etcd leadership to To before the leader rolls
 	CloseOp        Action = "CloseOp"        // release a step's slot left behind
+	Drain          Action = "Drain"          // cordon Nodes' Kubernetes Nodes (Cordon) and evict their pods
+	Uncordon       Action = "Uncordon"       // uncordon Nodes' Kubernetes Nodes (the rollout cordoned them)
 	Finish         Action = "Finish"
 )
 
@@ -76,7 +85,9 @@ type Step struct {
 	// To and LeaderURL: TransferLeader from the leader at LeaderURL to member To.
 	To        api.MemberID
 	LeaderURL string
-	Reason    string
+	// Cordon are the nodes of a Drain whose Node the rollout cordons.
+	Cordon []string
+	Reason string
 }
 
 // String is a compact form for logs and goldens.
@@ -90,6 +101,9 @@ func (s Step) String() string {
 	}
 	if s.Action == TransferLeader {
 		out += " to=" + s.To.String()
+	}
+	if len(s.Cordon) > 0 {
+		out += fmt.Sprintf(" cordon=%v", s.Cordon)
 	}
 	if len(s.Order) > 0 {
 		var names []string
@@ -119,6 +133,9 @@ func Plan(obs Observed, now time.Time) Step {
 	}
 	if undo && r.Status.Phase != api.RolloutUndoing {
 		return Step{Action: SetPhase, Phase: api.RolloutUndoing, Reason: "undo requested"}
+	}
+	if s, ok := planDraining(obs, now); ok {
+		return s
 	}
 	if s, ok := planInFlight(obs, now); ok {
 		return s
@@ -198,7 +215,7 @@ func planInit(obs Observed) Step {
 func planInFlight(obs Observed, now time.Time) (Step, bool) {
 	r := obs.Rollout
 	timeout := stepTimeout(r)
-	var done []string
+	var done, uncordon []string
 	var waiting string
 	inflight := false
 	for _, p := range r.Status.Nodes {
@@ -218,8 +235,16 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 		case api.GenerationFailed:
 			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("generation %d failed on %s: %s", p.Generation, p.Name, c.Status.LastError)}, true
 		case api.GenerationApplied:
-			if why := unready(obs, n); why == "" {
-				done = append(done, p.Name)
+			why := unready(obs, n)
+			if why == "" {
+				why = workerUnready(obs, n)
+			}
+			if why == "" {
+				if needsUncordon(n, &p) {
+					uncordon = append(uncordon, p.Name)
+				} else {
+					done = append(done, p.Name)
+				}
 				continue
 			} else {
 				waiting = fmt.Sprintf("%s applied generation %d; waiting: %s", p.Name, p.Generation, why)
@@ -233,6 +258,9 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 	}
 	if !inflight {
 		return Step{}, false
+	}
+	if len(uncordon) > 0 {
+		return Step{Action: Uncordon, Nodes: uncordon, Reason: "Node Ready after the switch: uncordon " + strings.Join(uncordon, ", ")}, true
 	}
 	if len(done) > 0 {
 		return Step{Action: MarkDone, Nodes: done}, true
@@ -300,6 +328,9 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 			if n := obs.node(name); n == nil || !n.Alive {
 				return downStep(r, name, now)
 			}
+		}
+		if !r.Spec.Undo && slices.ContainsFunc(dp, r.Spec.IsWorker) {
+			return planDrain(obs, dp)
 		}
 		return Step{Action: Start, Nodes: dp, Reason: fmt.Sprintf("data plane, %d at a time", k)}
 	}

@@ -26,6 +26,9 @@ type sim struct {
 	hooks map[int]func(*sim)
 	// busy: steps during which a membership operation holds the slot.
 	busy map[int]bool
+	// check sees each step before it is applied; before and after run
+	// around its Record (the executor's side effects).
+	check, before, after func(Step)
 }
 
 func newSim(cp, dp int, leader string) *sim {
@@ -66,6 +69,9 @@ func (s *sim) run(t *testing.T, max int) string {
 		}
 		step := Plan(s.obs, s.now)
 		fmt.Fprintf(&out, "%3ds %s\n", int(s.now.Sub(start).Seconds()), step)
+		if s.check != nil {
+			s.check(step)
+		}
 		if step.Action == None && !s.later(i) {
 			break
 		}
@@ -120,7 +126,13 @@ func (s *sim) apply(step Step) {
 			s.obs.Nodes[i].Leader = s.obs.Nodes[i].MemberID == step.To
 		}
 	}
+	if s.before != nil {
+		s.before(step)
+	}
 	Record(r, step, s.now, "c-1")
+	if s.after != nil {
+		s.after(step)
+	}
 	// Agents answer.
 	for i := range s.obs.Nodes {
 		n := &s.obs.Nodes[i]

@@ -256,7 +256,8 @@ func (f *fleet) startCoordinator(opts fleetOptions) {
 		c.Clusters = coordinator.ClusterHooks{DefaultGitRepo: "https://git.example/kube",
 			Secrets: &coordinator.KubePKISecrets{Secrets: sec, Store: f.st, Root: f.root, NicoCA: etcdtest.PKI(f.tb)}}
 		if opts.workers {
-			c.Clusters.API = &coordinator.KubeAPI{Secrets: sec, Store: f.st}
+			kapi := &coordinator.KubeAPI{Secrets: sec, Store: f.st}
+			c.Clusters.API, c.Clusters.Nodes = kapi, kapi
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -35,6 +35,7 @@ func clusterHooks(cfg config.Coordinator, st *store.Store, root *clientv3.Client
 	}
 	sec := secrets.New(st, box)
 	hooks.Secrets = &coordinator.KubePKISecrets{Secrets: sec, Store: st, Root: root, NicoCA: ca}
-	hooks.API = &coordinator.KubeAPI{Secrets: sec, Store: st}
+	kapi := &coordinator.KubeAPI{Secrets: sec, Store: st}
+	hooks.API, hooks.Nodes = kapi, kapi
 	return hooks
 }

@@ -1,0 +1,169 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/kubeplan"
+	"github.com/homystack/nico/pkg/rollout"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// fakeNodes is the memory fake of ClusterNodes: Nodes with pods; an
+// evicted pod terminates, then is gone at the next read; refuse says
+// how many more evictions of a pod the PodDisruptionBudget refuses.
+type fakeNodes struct {
+	mu     sync.Mutex
+	nodes  map[string]*fakeNode
+	refuse map[string]int
+	log    []string
+}
+
+type fakeNode struct {
+	ready, cordoned bool
+	pods            map[string]bool // pod -> terminating
+}
+
+func (f *fakeNodes) Observe(_ context.Context, _ string, workers, drain []string) (map[string]rollout.KubeNode, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[string]rollout.KubeNode{}
+	for _, w := range workers {
+		n := f.nodes[w]
+		if n == nil {
+			out[w] = rollout.KubeNode{}
+			continue
+		}
+		k := rollout.KubeNode{Registered: true, Ready: n.ready, Unschedulable: n.cordoned}
+		if slices.Contains(drain, w) {
+			for _, p := range slices.Sorted(mapKeys(n.pods)) {
+				if n.pods[p] {
+					delete(n.pods, p) // terminated
+					continue
+				}
+				k.Pods, k.Evict = append(k.Pods, p), append(k.Evict, p)
+			}
+		}
+		out[w] = k
+	}
+	return out, nil
+}
+
+func (f *fakeNodes) Cordon(_ context.Context, _ store.Fence, _, node string, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nodes[node].cordoned = on
+	f.log = append(f.log, fmt.Sprintf("cordon %s %v", node, on))
+	return nil
+}
+
+func (f *fakeNodes) Evict(_ context.Context, _ store.Fence, _ string, pods []string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	refused := ""
+	for _, p := range pods {
+		if f.refuse[p] > 0 {
+			f.refuse[p]--
+			refused = p + ": Cannot evict pod as it would violate the pod's disruption budget."
+			f.log = append(f.log, "refused "+p)
+			continue
+		}
+		for _, n := range f.nodes {
+			if _, ok := n.pods[p]; ok {
+				n.pods[p] = true
+			}
+		}
+		f.log = append(f.log, "evict "+p)
+	}
+	return refused, nil
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// TestWorkersDrainedBeforeTheirSwitch: a gitRepo change of a cluster with
+// three workers rolls them one at a time, each cordoned and drained
+// through the eviction API before its configuration changes (an eviction
+// the PodDisruptionBudget refuses is asked again until it passes), done
+// only once its Node is Ready, and uncordoned; a Node its operator
+// cordoned stays cordoned.
+func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
+	h := newKCHarness(t)
+	h.c.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{
+		"dp-1": {Ready: true, Status: "True"}, "dp-2": {Ready: true, Status: "True"}, "dp-3": {Ready: true, Status: "True"}}}
+	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}}
+	h.c.Clusters.Nodes = nodes
+	h.machine("cp-1", "role", "cp")
+	for _, m := range []string{"dp-1", "dp-2", "dp-3"} {
+		h.machine(m, "role", "dp")
+		nodes.nodes[m] = &fakeNode{ready: true, pods: map[string]bool{}}
+	}
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster("k1", 1, 3))
+	h.untilPhase(api.ClusterReady)
+	h.untilInSync()
+
+	nodes.mu.Lock()
+	for _, m := range []string{"dp-1", "dp-2", "dp-3"} {
+		nodes.nodes[m].pods["default/web-"+m] = false
+	}
+	nodes.nodes["dp-3"].cordoned = true // by its operator
+	nodes.refuse["default/web-dp-2"] = 2
+	nodes.log = nil
+	nodes.mu.Unlock()
+	var errs []string
+	h.onApply = func(cfg *api.NixosConfiguration) {
+		nodes.mu.Lock()
+		defer nodes.mu.Unlock()
+		n := nodes.nodes[cfg.Metadata.Name]
+		if n == nil {
+			return
+		}
+		if !n.cordoned || len(n.pods) > 0 {
+			errs = append(errs, fmt.Sprintf("%s switches with cordoned=%v pods=%v", cfg.Metadata.Name, n.cordoned, n.pods))
+		}
+		for m, o := range nodes.nodes {
+			if m != cfg.Metadata.Name && o.cordoned && m != "dp-3" {
+				errs = append(errs, fmt.Sprintf("%s switches while %s is cordoned", cfg.Metadata.Name, m))
+			}
+		}
+		nodes.log = append(nodes.log, "switch "+cfg.Metadata.Name)
+	}
+	h.update(func(kc *api.KubernetesCluster) { kc.Spec.GitRepo = "https://git.example/other" })
+	for range 40 {
+		h.pass()
+		if c := h.config("dp-3"); c != nil && c.Spec.GitRepo == "https://git.example/other" && c.Status.AppliedGeneration == c.Spec.Generation &&
+			!slices.ContainsFunc(h.rollouts(), func(r *api.Rollout) bool { return !r.Status.Phase.Finished() }) {
+			break
+		}
+	}
+	nodes.mu.Lock()
+	defer nodes.mu.Unlock()
+	got := strings.Join(nodes.log, "\n")
+	want := strings.Join([]string{
+		"cordon dp-1 true", "evict default/web-dp-1", "switch dp-1", "cordon dp-1 false",
+		"cordon dp-2 true", "refused default/web-dp-2", "refused default/web-dp-2", "evict default/web-dp-2", "switch dp-2", "cordon dp-2 false",
+		"evict default/web-dp-3", "switch dp-3",
+	}, "\n")
+	if got != want {
+		t.Errorf("the workers rolled as\n%s\nwant\n%s", got, want)
+	}
+	if len(errs) > 0 {
+		t.Error(strings.Join(errs, "\n"))
+	}
+	if !nodes.nodes["dp-3"].cordoned || nodes.nodes["dp-1"].cordoned || nodes.nodes["dp-2"].cordoned {
+		t.Errorf("cordons after: dp-1 %v dp-2 %v dp-3 %v, want only dp-3's (its operator's)", nodes.nodes["dp-1"].cordoned, nodes.nodes["dp-2"].cordoned, nodes.nodes["dp-3"].cordoned)
+	}
+}

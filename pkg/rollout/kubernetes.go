@@ -1,0 +1,170 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// A rollout whose spec.kubernetes names workers (a KubernetesCluster's
+// data-plane machines) rolls each of them as a Kubernetes node:
+//
+//	Pending --Drain (cordon, journal Cordoned)--> Draining
+//	    --(Node cordoned, no pod left to evict)--> Start --> Applying
+//	    --(applied, healthy, Node Ready)--> Uncordon (if the rollout cordoned it) --> MarkDone
+//	Draining --(past the step timeout)--> Halt (uncordoned, back to Pending)
+//	Draining --(undo)--> Uncordon (back to Pending)
+//
+// Evictions go through the eviction API, so a PodDisruptionBudget holds
+// a pod until its replacement is ready elsewhere; the executor evicts
+// again on every pass until the node holds no pod to evict.
+
+// KubeNode is a worker's Node as the cluster's API server shows it.
+type KubeNode struct {
+	// Registered: the Node exists (a machine without one has nothing to
+	// drain, and is not done after its switch until it has one).
+	Registered bool
+	// Ready is the Node's Ready condition; NotReady says why not.
+	Ready    bool
+	NotReady string
+	// Unschedulable: the Node is cordoned.
+	Unschedulable bool
+	// Pods are the pods (namespace/name) a drain of it has to see gone,
+	// those being deleted included (read only for a draining node).
+	Pods []string
+	// Evict are those of Pods not yet being deleted.
+	Evict []string
+	// Refused is the last eviction the API server refused (a
+	// PodDisruptionBudget), as the executor saw it.
+	Refused string
+}
+
+// kubeWait says why the cluster's Nodes cannot be judged, or "".
+func kubeWait(obs Observed) string {
+	if obs.KubeError != "" {
+		return "the cluster's API: " + obs.KubeError
+	}
+	return ""
+}
+
+// planDrain is planNext's step for a data-plane batch with workers: the
+// batch starts draining (those with a schedulable Node are cordoned by the
+// rollout, which uncordons them after).
+func planDrain(obs Observed, batch []string) Step {
+	if why := kubeWait(obs); why != "" {
+		return Step{Action: Wait, Nodes: batch, Reason: "before draining " + strings.Join(batch, ", ") + ": " + why}
+	}
+	s := Step{Action: Drain, Nodes: batch, Reason: "cordon and drain " + strings.Join(batch, ", ") + " before the switch"}
+	for _, name := range batch {
+		if n := obs.node(name); n != nil && n.Kube != nil && n.Kube.Registered && !n.Kube.Unschedulable {
+			s.Cordon = append(s.Cordon, name)
+		}
+	}
+	return s
+}
+
+// planDraining judges the nodes being drained: on to Start once every
+// one is drained, Drain again while one is not, Halt when one is past the
+// step timeout, Uncordon when undo was asked.
+func planDraining(obs Observed, now time.Time) (Step, bool) {
+	r := obs.Rollout
+	var names []string
+	for _, p := range r.Status.Nodes {
+		if p.Phase == api.NodeDraining {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		return Step{}, false
+	}
+	if r.Spec.Undo {
+		return Step{Action: Uncordon, Nodes: names, Reason: "undo: the drain of " + strings.Join(names, ", ") + " stops, uncordoned"}, true
+	}
+	timeout := stepTimeout(r)
+	var waiting []string
+	for _, name := range names {
+		p := r.Node(name)
+		n := obs.node(name)
+		if n == nil {
+			return Step{Action: Halt, Nodes: haltFirst(names, name), Reason: fmt.Sprintf("node %s is no longer registered", name)}, true
+		}
+		why := undrained(obs, n, p)
+		if why == "" {
+			continue
+		}
+		waiting = append(waiting, name+": "+why)
+		if now.Sub(p.DrainStartedAt) >= timeout {
+			return Step{Action: Halt, Nodes: haltFirst(names, name),
+				Reason: fmt.Sprintf("the drain of %s did not finish within %s (%s); not switching it, uncordoned", name, timeout, why)}, true
+		}
+	}
+	if len(waiting) > 0 {
+		return Step{Action: Drain, Nodes: names, Reason: "draining " + strings.Join(waiting, "; ")}, true
+	}
+	if obs.ActiveOp != "" {
+		return Step{Action: Wait, Reason: "drained; operation " + obs.ActiveOp + " is in flight"}, true
+	}
+	return Step{Action: Start, Nodes: names, Reason: "drained " + strings.Join(names, ", ") + ": switching"}, true
+}
+
+// undrained says why node n, draining, is not drained yet, or "".
+func undrained(obs Observed, n *Node, p *api.NodeProgress) string {
+	if !obs.Rollout.Spec.IsWorker(n.Name) {
+		return ""
+	}
+	if why := kubeWait(obs); why != "" {
+		return why
+	}
+	k := n.Kube
+	if k == nil || !k.Registered {
+		return "" // no Node: nothing runs there
+	}
+	if p.Cordoned && !k.Unschedulable {
+		return "its Node is not cordoned yet"
+	}
+	if len(k.Pods) == 0 {
+		return ""
+	}
+	why := fmt.Sprintf("%d pods left (%s)", len(k.Pods), strings.Join(k.Pods, ", "))
+	if k.Refused != "" {
+		why += "; eviction refused: " + k.Refused
+	}
+	return why
+}
+
+// workerUnready says why worker n, applied, does not count as done yet
+// ("" when its Node is Ready).
+func workerUnready(obs Observed, n *Node) string {
+	if !obs.Rollout.Spec.IsWorker(n.Name) {
+		return ""
+	}
+	if why := kubeWait(obs); why != "" {
+		return why
+	}
+	switch k := n.Kube; {
+	case k == nil || !k.Registered:
+		return "its Node is not registered"
+	case !k.Ready:
+		return "its Node is not Ready: " + k.NotReady
+	}
+	return ""
+}
+
+// needsUncordon tells whether worker n, done, still has the cordon the
+// rollout put on its Node.
+func needsUncordon(n *Node, p *api.NodeProgress) bool {
+	return p.Cordoned && n.Kube != nil && n.Kube.Unschedulable
+}
+
+// haltFirst is names with first moved to the front (Halt names it).
+func haltFirst(names []string, first string) []string {
+	out := []string{first}
+	for _, n := range names {
+		if n != first {
+			out = append(out, n)
+		}
+	}
+	return out
+}

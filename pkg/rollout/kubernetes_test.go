@@ -1,0 +1,184 @@
+package rollout
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+)
+
+// kubeSim is a sim whose data-plane nodes are Kubernetes workers, each
+// running one pod: the executor cordons, evicts (a pod terminates over one
+// pass; blocked nodes' evictions are refused), and a switched worker's
+// Node is NotReady for one pass.
+type kubeSim struct {
+	*sim
+	blocked  map[string]bool
+	notReady map[string]int
+}
+
+func newKubeSim(cp, dp int) *kubeSim {
+	k := &kubeSim{sim: newSim(cp, dp, "cp-1"), blocked: map[string]bool{}, notReady: map[string]int{}}
+	k.obs.Rollout.Metadata.Name = "k1-1"
+	k.obs.Rollout.Spec.Kubernetes = &api.RolloutKubernetes{Cluster: "k1"}
+	for i := range k.obs.Nodes {
+		n := &k.obs.Nodes[i]
+		if n.ControlPlane {
+			continue
+		}
+		k.obs.Rollout.Spec.Kubernetes.Workers = append(k.obs.Rollout.Spec.Kubernetes.Workers, n.Name)
+		pod := "default/web-" + n.Name
+		n.Kube = &KubeNode{Registered: true, Ready: true, Pods: []string{pod}, Evict: []string{pod}}
+	}
+	return k
+}
+
+// run is sim.run with the executor's and the kubelets' part played.
+func (k *kubeSim) run(t *testing.T, max int) string {
+	k.sim.before = func(step Step) {
+		for _, name := range Uncordons(k.obs.Rollout, step) {
+			k.node(name).Kube.Unschedulable = false
+		}
+	}
+	k.sim.after = func(step Step) {
+		r := k.obs.Rollout
+		for name, left := range k.notReady {
+			if left == 0 {
+				k.node(name).Kube.Ready, k.node(name).Kube.NotReady = true, ""
+				delete(k.notReady, name)
+			} else {
+				k.notReady[name] = left - 1
+			}
+		}
+		for _, name := range step.Nodes {
+			n, p := k.node(name), r.Node(name)
+			if n.Kube == nil {
+				continue
+			}
+			switch step.Action {
+			case Drain:
+				if p.Cordoned {
+					n.Kube.Unschedulable = true
+				}
+				switch {
+				case k.blocked[name]:
+					n.Kube.Refused = "Cannot evict pod as it would violate the pod's disruption budget."
+				case len(n.Kube.Evict) > 0:
+					n.Kube.Evict = nil // terminating
+				default:
+					n.Kube.Pods = nil // gone
+				}
+			case Start:
+				n.Kube.Ready, n.Kube.NotReady = false, "KubeletNotReady: the kubelet restarts"
+				k.notReady[name] = 1
+			}
+		}
+	}
+	return k.sim.run(t, max)
+}
+
+func TestPlanKubernetesGolden(t *testing.T) {
+	cases := map[string]func() *kubeSim{
+		// dp-2 was cordoned by its operator: drained, but left cordoned.
+		"kube-workers-drain-and-uncordon": func() *kubeSim {
+			k := newKubeSim(1, 3)
+			k.node("dp-2").Kube.Unschedulable = true
+			return k
+		},
+		"kube-drain-blocked-halts": func() *kubeSim {
+			k := newKubeSim(1, 2)
+			k.obs.Rollout.Spec.StepTimeout = api.Duration(3 * time.Minute)
+			k.blocked["dp-1"] = true
+			return k
+		},
+		"kube-undo-while-draining": func() *kubeSim {
+			k := newKubeSim(1, 2)
+			k.blocked["dp-1"] = true
+			k.hooks[3] = func(s *sim) { s.obs.Rollout.Spec.Undo = true }
+			return k
+		},
+		"kube-api-down-waits": func() *kubeSim {
+			k := newKubeSim(0, 1)
+			k.hooks[1] = func(s *sim) { s.obs.KubeError = "dial tcp 10.0.0.1:6443: connection refused" }
+			k.hooks[3] = func(s *sim) { s.obs.KubeError = "" }
+			return k
+		},
+		"kube-max-unavailable-2": func() *kubeSim {
+			k := newKubeSim(0, 3)
+			k.obs.Rollout.Spec.MaxUnavailable = "2"
+			return k
+		},
+	}
+	for name, mk := range cases {
+		t.Run(name, func(t *testing.T) {
+			k := mk()
+			got := k.run(t, 60)
+			for _, n := range k.obs.Nodes {
+				if n.Kube != nil {
+					got += fmt.Sprintf("%s: unschedulable=%v ready=%v pods=%v\n", n.Name, n.Kube.Unschedulable, n.Kube.Ready, n.Kube.Pods)
+				}
+			}
+			golden(t, name, got)
+		})
+	}
+}
+
+// TestPlanWorkersDrainBeforeSwitch: every worker's Node is cordoned and
+// holds no pod when its switch starts, is Ready when it is marked done,
+// and ends schedulable.
+func TestPlanWorkersDrainBeforeSwitch(t *testing.T) {
+	k := newKubeSim(1, 3)
+	var errs []string
+	k.sim.check = func(step Step) {
+		for _, name := range step.Nodes {
+			n := k.node(name)
+			switch step.Action {
+			case Start:
+				if n.Kube != nil && (!n.Kube.Unschedulable || len(n.Kube.Pods) > 0) {
+					errs = append(errs, fmt.Sprintf("%s starts with its Node %+v", name, *n.Kube))
+				}
+			case MarkDone:
+				if n.Kube != nil && (!n.Kube.Ready || n.Kube.Unschedulable) {
+					errs = append(errs, fmt.Sprintf("%s done with its Node %+v", name, *n.Kube))
+				}
+			}
+		}
+	}
+	k.run(t, 60)
+	if k.obs.Rollout.Status.Phase != api.RolloutSucceeded {
+		t.Fatalf("phase %s", k.obs.Rollout.Status.Phase)
+	}
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, n := range k.obs.Nodes {
+		if n.Kube != nil && n.Kube.Unschedulable {
+			t.Errorf("%s left cordoned", n.Name)
+		}
+	}
+	if !slices.Equal(k.obs.Rollout.Spec.Kubernetes.Workers, []string{"dp-1", "dp-2", "dp-3"}) {
+		t.Fatal(k.obs.Rollout.Spec.Kubernetes.Workers)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to record)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("%s differs from the golden:\n--- got\n%s--- want\n%s", name, got, want)
+	}
+}
