@@ -91,6 +91,9 @@ func (c APIServerConfig) Args() []string {
 		// of the other machines watch through the endpoint.
 		"--shutdown-send-retry-after=true",
 	}
+	if f.KubeletClientCert != "" {
+		args = append(args, "--kubelet-client-certificate="+f.KubeletClientCert, "--kubelet-client-key="+f.KubeletClientKey)
+	}
 	return append(args, c.ExtraArgs...)
 }
 

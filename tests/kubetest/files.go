@@ -15,6 +15,9 @@ type Files struct {
 
 	FrontProxyCACert, FrontProxyCAKey         string
 	FrontProxyClientCert, FrontProxyClientKey string
+	// KubeletClientCert and KubeletClientKey are the API server's client
+	// identity to kubelets (logs, exec).
+	KubeletClientCert, KubeletClientKey string
 
 	// EtcdCA, EtcdCert and EtcdKey are the API server's etcd client
 	// identity and the CA of etcd's serving certificates.
@@ -35,6 +38,7 @@ func Layout(root string) Files {
 		SAPublicKey: p("sa.pub"), SAPrivateKey: p("sa.key"),
 		FrontProxyCACert: p("front-proxy-ca.crt"), FrontProxyCAKey: p("front-proxy-ca.key"),
 		FrontProxyClientCert: p("front-proxy-client.crt"), FrontProxyClientKey: p("front-proxy-client.key"),
+		KubeletClientCert: p("apiserver-kubelet-client.crt"), KubeletClientKey: p("apiserver-kubelet-client.key"),
 		EtcdCA: p("etcd/ca.crt"), EtcdCert: p("apiserver-etcd-client.crt"), EtcdKey: p("apiserver-etcd-client.key"),
 		AdminKubeconfig:             filepath.Join(root, "admin.conf"),
 		ControllerManagerKubeconfig: filepath.Join(root, "controller-manager.conf"),

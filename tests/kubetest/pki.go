@@ -91,6 +91,13 @@ func IssueMissing(f, local Files, ca *pki.CA, proxy func() (*pki.CA, error), ser
 			return f, err
 		}
 	}
+	if f.KubeletClientCert != "" && missing(f.KubeletClientCert, f.KubeletClientKey) {
+		f.KubeletClientCert, f.KubeletClientKey = local.KubeletClientCert, local.KubeletClientKey
+		if err := writeLeaf(ca, Leaf{CommonName: "kube-apiserver-kubelet-client", Organizations: []string{AdminGroup}, Client: true},
+			f.KubeletClientCert, f.KubeletClientKey); err != nil {
+			return f, err
+		}
+	}
 	if missing(f.FrontProxyClientCert, f.FrontProxyClientKey) {
 		pca, err := proxy()
 		if err != nil {

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // WorkerConfig is one real Kubernetes worker: containerd (Debian's, with
@@ -31,6 +33,9 @@ type WorkerConfig struct {
 	PodCIDR string
 	// Dir holds its state, sockets and logs.
 	Dir string
+	// Images are OCI archives (BuildImages) imported into containerd
+	// before the kubelet starts; they hold the sandbox image PauseImage.
+	Images []string
 }
 
 // Worker is a running containerd and kubelet.
@@ -38,7 +43,8 @@ type Worker struct {
 	Containerd, Kubelet *Process
 	// Kubeconfig is what the kubelet writes once its CSR is signed.
 	Kubeconfig string
-	held       bool // holds a reference on hostSettings
+	held       bool   // holds a reference on hostSettings
+	mountNS    string // containerd's mount namespace (mnt:[inode])
 }
 
 // kubeletSysctls are the kernel settings the kubelet changes at start;
@@ -150,14 +156,14 @@ state = %q
 [plugins."io.containerd.internal.v1.opt"]
   path = %q
 [plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "nico.test/pause:1"
+  sandbox_image = %q
   restrict_oom_score_adj = true
   [plugins."io.containerd.grpc.v1.cri".containerd]
     snapshotter = "native"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %q
-`, filepath.Join(dir, "containerd/root"), filepath.Join(dir, "containerd/state"), sock, filepath.Join(dir, "containerd/opt"), filepath.Join(dir, "net.d")),
+`, filepath.Join(dir, "containerd/root"), filepath.Join(dir, "containerd/state"), sock, filepath.Join(dir, "containerd/opt"), PauseImage, filepath.Join(dir, "net.d")),
 		"net.d/10-bridge.conflist": fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "nico-test", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "dataDir": %q}},
@@ -194,43 +200,117 @@ registerNode: true
 			return nil, fmt.Errorf("kubetest: %w", err)
 		}
 	}
-	if w.Containerd, err = StartProcess("containerd "+c.Name, filepath.Join(dir, "containerd.log"), "containerd", "--config", filepath.Join(dir, "containerd.toml")); err != nil {
-		return nil, err
-	}
 	own := filepath.Join(dir, "var-lib-kubelet")
 	if err := os.MkdirAll(own, 0o755); err != nil {
 		return nil, fmt.Errorf("kubetest: %w", err)
 	}
+	// containerd runs in a mount namespace of its own where /var/lib is a
+	// tmpfs holding only /var/lib/kubelet, bound to the worker's directory,
+	// and /run/netns a tmpfs: the host's /var/lib and /run/netns are left
+	// as they are, kubelets side by side do not meet, and every mount the
+	// worker makes (containers' root file systems, pods' network
+	// namespaces, volumes) goes with the namespace once its processes
+	// stopped (Stop).
+	script := "mount --make-rprivate / && mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/kubelet && mount --bind " + strconv.Quote(own) +
+		" /var/lib/kubelet && mkdir -p /run/netns && mount -t tmpfs tmpfs /run/netns && exec containerd \"$@\""
+	if w.Containerd, err = StartProcess("containerd "+c.Name, filepath.Join(dir, "containerd.log"), "unshare",
+		"--mount", "--", "sh", "-c", script, "containerd", "--config", filepath.Join(dir, "containerd.toml")); err != nil {
+		return nil, err
+	}
+	if len(c.Images) > 0 {
+		if err := importImages(context.Background(), w.Containerd, sock, c.Images); err != nil {
+			return nil, err
+		}
+	}
+	if w.mountNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", w.Containerd.Pid())); err != nil {
+		return nil, fmt.Errorf("kubetest: containerd's mount namespace: %w", err)
+	}
 	args := []string{"--config=" + filepath.Join(dir, "kubelet.yaml"), "--bootstrap-kubeconfig=" + c.BootstrapKubeconfig,
 		"--kubeconfig=" + w.Kubeconfig, "--cert-dir=" + filepath.Join(dir, "pki"), "--root-dir=/var/lib/kubelet",
 		"--hostname-override=" + c.Name, "--node-ip=" + c.NodeIP, "--v=2"}
-	// In its own mount namespace, /var/lib is a tmpfs holding only
-	// /var/lib/kubelet, bound to the worker's directory: the host's
-	// /var/lib is left as it is, and kubelets side by side do not meet.
-	script := "mount --make-rprivate / && mount -t tmpfs tmpfs /var/lib && mkdir /var/lib/kubelet && mount --bind " + strconv.Quote(own) +
-		" /var/lib/kubelet && exec " + strconv.Quote(c.Kubelet) + ` "$@"`
-	if w.Kubelet, err = StartProcess("kubelet "+c.Name, filepath.Join(dir, "kubelet.log"), "unshare", append([]string{"--mount", "--", "sh", "-c", script, "kubelet"}, args...)...); err != nil {
+	// The kubelet joins containerd's mount namespace: the volumes it mounts
+	// are where containerd binds them from.
+	if w.Kubelet, err = StartProcess("kubelet "+c.Name, filepath.Join(dir, "kubelet.log"), "nsenter",
+		append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", w.Containerd.Pid()), "--", c.Kubelet}, args...)...); err != nil {
 		return nil, err
 	}
 	ok = true
 	return w, nil
 }
 
-// Stop stops the kubelet, then containerd (and the shims it started);
-// the host's last worker puts back the kernel settings the kubelet
-// changed. Idempotent.
+// Stop stops the kubelet, kills the pods (the shims containerd started,
+// which outlive it, and their containers), then stops containerd; its
+// mount namespace goes with its last process. The host's last worker puts
+// back the kernel settings the kubelet changed. Idempotent.
 func (w *Worker) Stop() error {
 	var errs []error
-	for _, p := range []*Process{w.Kubelet, w.Containerd} {
-		if p != nil {
-			errs = append(errs, p.Stop())
-		}
+	if w.Kubelet != nil {
+		errs = append(errs, w.Kubelet.Stop())
+	}
+	if w.mountNS != "" {
+		errs = append(errs, killNamespace(w.mountNS, w.Containerd.Pid()))
+	}
+	if w.Containerd != nil {
+		errs = append(errs, w.Containerd.Stop())
 	}
 	if w.held {
 		w.held = false
 		errs = append(errs, releaseHost())
 	}
 	return errors.Join(errs...)
+}
+
+// killNamespace kills with SIGKILL every process in mount namespace ns
+// but keep, and their descendants (containers live in namespaces of their
+// own, under their shim), and waits until they are gone.
+func killNamespace(ns string, keep int) error {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	children := map[int][]int{}
+	var roots []int
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == keep {
+			continue
+		}
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && l == ns {
+			roots = append(roots, pid)
+		}
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			// pid (comm) state ppid ...: comm may hold spaces.
+			if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+				var ppid int
+				if _, err := fmt.Sscanf(string(b[i+2:]), "%*c %d", &ppid); err == nil {
+					children[ppid] = append(children[ppid], pid)
+				}
+			}
+		}
+	}
+	var all []int
+	for queue := roots; len(queue) > 0; {
+		pid := queue[0]
+		queue = append(queue[1:], children[pid]...)
+		all = append(all, pid)
+	}
+	for _, pid := range all {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.After(30 * time.Second)
+	for _, pid := range all {
+		for syscall.Kill(pid, 0) == nil {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(b), ") Z ") {
+				break // a zombie: dead, its parent reaps it
+			}
+			select {
+			case <-deadline:
+				return fmt.Errorf("kubetest: process %d of the worker's namespace survived SIGKILL", pid)
+			case <-time.After(10 * time.Millisecond): // the pause between two looks at a killed process
+			}
+		}
+	}
+	return nil
 }
 
 // Netns runs the test process's re-run in a new network namespace with

@@ -49,13 +49,17 @@ func TestRealKubeletJoins(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	images, err := kubetest.BuildImages(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bkPath := filepath.Join(dir, "bootstrap-kubelet.conf")
 	if err := os.WriteFile(bkPath, bk, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
 	w, err := kubetest.StartWorker(kubetest.WorkerConfig{Kubelet: bins.Kubelet, Name: "w-1", NodeIP: "10.77.0.2",
-		BootstrapKubeconfig: bkPath, CACert: files.CACert, Dir: filepath.Join(dir, "w-1")})
+		BootstrapKubeconfig: bkPath, CACert: files.CACert, Dir: filepath.Join(dir, "w-1"), Images: images})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,4 +93,20 @@ func TestRealKubeletJoins(t *testing.T) {
 	if b, err := os.ReadFile(w.Kubeconfig); err != nil || strings.Contains(string(b), tok.String()) {
 		t.Fatalf("the kubelet's own kubeconfig: %v (holds the bootstrap token: %v)", err, strings.Contains(string(b), tok.String()))
 	}
+
+	// A pod of the image made offline runs on it; its log is read back
+	// through the kubelet.
+	k := kubetest.Kubectl{Bin: bins.Kubectl, Kubeconfig: files.AdminKubeconfig}
+	start = time.Now()
+	if out, err := k.Run(ctx, []byte(kubetest.WebDeployment("web", 1, 0)), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := k.Run(ctx, nil, "wait", "--for=condition=Available", "deployment/web", "--timeout=90s"); err != nil {
+		t.Fatalf("%v\n%s\nkubelet log ends:\n%s", err, out, w.Kubelet.Tail(3000))
+	}
+	out, err := k.Run(ctx, nil, "logs", "deployment/web")
+	if err != nil || !strings.Contains(string(out), "on w-1") {
+		t.Fatalf("the pod's log: %v\n%s", err, out)
+	}
+	t.Logf("a pod of %s ran %s after its apply: %s", kubetest.WebImage, time.Since(start).Round(time.Millisecond), strings.TrimSpace(string(out)))
 }
