@@ -56,6 +56,9 @@ type fleet struct {
 	coord context.CancelFunc
 	done  chan error
 
+	// images are the workers' OCI archives (with workers).
+	images []string
+
 	mu       sync.Mutex
 	nodes    map[string]*node
 	machines map[string]*kubetest.Machine
@@ -78,8 +81,9 @@ type fleetOptions struct {
 	// clusters runs the Kubernetes cluster controller with kubepki's
 	// secrets, the agents' component probes and their secret sources.
 	clusters bool
-	// workers runs a real worker (containerd and a kubelet) on each
-	// data-plane machine, dp-N at 10.77.0.N+1 (the test runs in a network
+	// workers runs a real worker (containerd and a kubelet, with the
+	// images of kubetest.BuildImages) on each data-plane machine, dp-N at
+	// 10.77.0.N+1 and its pods in 10.244.N+1.0/24 (the test runs in a network
 	// namespace holding those addresses, kubetest.InNetns), and the
 	// cluster controller with the clusters' API (coordinator.KubeAPI):
 	// the bootstrap token registered, readiness from the Nodes.
@@ -129,6 +133,12 @@ func newFleet(tb testing.TB, opts fleetOptions) *fleet {
 		}
 	}
 	f.waitVoters(ctx, opts.cps)
+	if opts.workers {
+		var err error
+		if f.images, err = kubetest.BuildImages(ctx, f.dir); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	for i := 1; i <= opts.dps; i++ {
 		f.start(fmt.Sprintf("dp-%d", i), []api.Role{api.RoleWorker}, false, opts)
 	}
@@ -177,7 +187,11 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 	}
 	m := &kubetest.Machine{Name: name, Root: filepath.Join(dir, "root"), Binaries: f.bins, Log: f.log}
 	if opts.workers && roles[0] != api.RoleControlPlane {
-		m.Worker = &kubetest.WorkerConfig{Kubelet: f.bins.Kubelet, NodeIP: workerIP(name), Dir: filepath.Join(dir, "worker")}
+		// Each worker's pods get a bridge and a range of their own: the
+		// workers of one test share a network namespace.
+		n := strings.TrimPrefix(workerIP(name), "10.77.0.")
+		m.Worker = &kubetest.WorkerConfig{Kubelet: f.bins.Kubelet, NodeIP: workerIP(name), Dir: filepath.Join(dir, "worker"),
+			PodCIDR: "10.244." + n + ".0/24", Bridge: "cni" + n, Images: f.images}
 	}
 	var secrets apply.Secrets
 	if opts.clusters {

@@ -29,8 +29,10 @@ type WorkerConfig struct {
 	// BootstrapKubeconfig is the file the kubelet joins with; CACert the
 	// cluster CA it checks client certificates against.
 	BootstrapKubeconfig, CACert string
-	// PodCIDR is the CNI bridge's range (10.244.0.0/24 when empty).
-	PodCIDR string
+	// PodCIDR is the CNI bridge's range (10.244.0.0/24 when empty) and
+	// Bridge its name (cni0 when empty): workers that share a network
+	// namespace each need their own.
+	PodCIDR, Bridge string
 	// Dir holds its state, sockets and logs.
 	Dir string
 	// Images are OCI archives (BuildImages) imported into containerd
@@ -131,6 +133,9 @@ func StartWorker(c WorkerConfig) (*Worker, error) {
 	if c.PodCIDR == "" {
 		c.PodCIDR = "10.244.0.0/24"
 	}
+	if c.Bridge == "" {
+		c.Bridge = "cni0"
+	}
 	dir, err := filepath.Abs(c.Dir)
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: worker dir: %w", err)
@@ -165,10 +170,10 @@ state = %q
     conf_dir = %q
 `, filepath.Join(dir, "containerd/root"), filepath.Join(dir, "containerd/state"), sock, filepath.Join(dir, "containerd/opt"), PauseImage, filepath.Join(dir, "net.d")),
 		"net.d/10-bridge.conflist": fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "nico-test", "plugins": [
-  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
+  {"type": "bridge", "bridge": %q, "isGateway": true, "ipMasq": false,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "dataDir": %q}},
   {"type": "loopback"}]}
-`, c.PodCIDR, filepath.Join(dir, "cni-ipam")),
+`, c.Bridge, c.PodCIDR, filepath.Join(dir, "cni-ipam")),
 		"kubelet.yaml": fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 failCgroupV1: false
