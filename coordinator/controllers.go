@@ -24,7 +24,8 @@ import (
 //	                      active-op etcdcluster                        nodes/ liveness etcdcluster,
 //	                                                                   etcd members
 //	rollout               rollouts/ nixosconfigs/ nodes/ heartbeats/   rollouts/ nixosconfigs/ ops/
-//	                      active-op                                    active-op, etcd leader
+//	                      active-op componentreports/                  active-op, etcd leader,
+//	                                                                   clusters' Nodes (cordon, evict)
 //	machine-pools         pools/ machineclaims/ machines/              pools/ machines/ removals/
 //	                      hypervisors/ nodes/ removals/ heartbeats/    machineclaims/ (status)
 //	etcd-machines         etcdcluster machineclaims/ machines/ nodes/  machineclaims/etcd (spec)
@@ -56,7 +57,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		},
 		&controller.Func{
 			ControllerName: "rollout", Resync: resync, Settle: settle, Do: (&rollouter{c: c, fence: fence}).reconcile,
-			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey},
+			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey, store.ComponentReportsDir},
 		},
 		&controller.Func{
 			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },

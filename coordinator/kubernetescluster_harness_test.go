@@ -120,6 +120,7 @@ func (h *kcHarness) pass() {
 			break
 		}
 		h.agents()
+		h.report() // the agents probe as soon as they applied
 	}
 	h.agents()
 	h.report()

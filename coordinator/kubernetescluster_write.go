@@ -115,10 +115,15 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 		Paused:               kc.Spec.Rollout.Paused,
 		DeleteConfigurations: release,
 	}
-	if !release && cc.c.Clusters.Nodes != nil {
-		// Its workers roll as Kubernetes nodes: drained before, Ready after.
-		k := &api.RolloutKubernetes{Cluster: kc.Metadata.Name}
-		if k.Workers = slices.Clone(p.Workers); len(k.Workers) > 0 {
+	if !release {
+		// Its control-plane machines are done once their API servers are
+		// ready; its workers roll as Kubernetes nodes (drained before,
+		// Ready after) when the leader reaches the cluster's Nodes.
+		k := &api.RolloutKubernetes{Cluster: kc.Metadata.Name, ControlPlane: slices.Clone(p.ControlPlane)}
+		if cc.c.Clusters.Nodes != nil {
+			k.Workers = slices.Clone(p.Workers)
+		}
+		if len(k.Workers)+len(k.ControlPlane) > 0 {
 			r.Spec.Kubernetes = k
 		}
 	}

@@ -148,6 +148,9 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 		obs.Nodes = append(obs.Nodes, rn)
 	}
 	r.observeKube(ctx, ro, &obs)
+	if err := r.observeAPIServers(ctx, ro, &obs); err != nil {
+		return rollout.Observed{}, err
+	}
 	return obs, nil
 }
 

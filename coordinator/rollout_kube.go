@@ -63,6 +63,38 @@ func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollo
 	}
 }
 
+// observeAPIServers reads, for ro's Kubernetes control-plane machines,
+// their agents' last reports of their own API server into obs. A report
+// of the cluster that probes no API server counts as ready (the cluster
+// judges it no other way); no report counts as none.
+func (r *rollouter) observeAPIServers(ctx context.Context, ro *api.Rollout, obs *rollout.Observed) error {
+	k := ro.Spec.Kubernetes
+	if k == nil || len(k.ControlPlane) == 0 || ro.Status.Phase.Finished() {
+		return nil
+	}
+	for i := range obs.Nodes {
+		n := &obs.Nodes[i]
+		if !ro.Spec.IsAPIServer(n.Name) {
+			continue
+		}
+		rep := api.NewComponentReport(n.Name)
+		if err := r.c.store.Get(ctx, store.ComponentReportKey(n.Name), rep); errors.Is(err, store.ErrNotFound) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if rep.Status.Cluster != k.Cluster {
+			continue
+		}
+		a := &rollout.APIServerReport{Ready: true, CheckedAt: rep.Status.CheckedAt}
+		if h := rep.Component(api.ComponentAPIServer); h != nil {
+			a.Ready, a.Message = h.Healthy, h.Message
+		}
+		n.APIServer = a
+	}
+	return nil
+}
+
 // kubeBefore is the part of step s done before its journal is written:
 // an Uncordon's Nodes, and on a Halt the draining Nodes the rollout
 // cordoned, are uncordoned (the journal then forgets the cordon).

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/kubeplan"
@@ -166,4 +167,52 @@ func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
 	if !nodes.nodes["dp-3"].cordoned || nodes.nodes["dp-1"].cordoned || nodes.nodes["dp-2"].cordoned {
 		t.Errorf("cordons after: dp-1 %v dp-2 %v dp-3 %v, want only dp-3's (its operator's)", nodes.nodes["dp-1"].cordoned, nodes.nodes["dp-2"].cordoned, nodes.nodes["dp-3"].cordoned)
 	}
+}
+
+// TestAPIServerNotReadyHaltsTheRollout: a gitRepo change rolls the
+// control-plane machines one at a time, each done only once its agent
+// reports its API server ready after the switch; a generation that
+// leaves cp-2's API server not ready halts the rollout at the step
+// timeout, naming cp-2 and the probe's answer, and cp-3 is not rolled.
+func TestAPIServerNotReadyHaltsTheRollout(t *testing.T) {
+	h := newKCHarness(t)
+	for _, m := range []string{"cp-1", "cp-2", "cp-3"} {
+		h.machine(m, "role", "cp")
+	}
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster("k1", 3, 0))
+	h.untilPhase(api.ClusterReady)
+	h.untilInSync()
+	const repo = "https://git.example/broken"
+	h.onApply = func(cfg *api.NixosConfiguration) {
+		if cfg.Metadata.Name == "cp-2" && cfg.Spec.GitRepo == repo {
+			h.unhealthy["cp-2/"+api.ComponentAPIServer] = true
+		}
+	}
+	h.update(func(kc *api.KubernetesCluster) {
+		kc.Spec.GitRepo = repo
+		kc.Spec.Rollout.StepTimeout = api.Duration(30 * time.Second)
+	})
+	var last *api.Rollout
+	for range 60 {
+		h.pass()
+		rs := h.rollouts()
+		if last = rs[len(rs)-1]; last.Status.Phase == api.RolloutHalted {
+			break
+		}
+	}
+	if last.Status.Phase != api.RolloutHalted || last.Status.HaltedNode != "cp-2" ||
+		!strings.Contains(last.Status.HaltedReason, "its API server is not ready: healthz: 500") {
+		t.Fatalf("rollout %s: phase %s, halted at %q: %s", last.Metadata.Name, last.Status.Phase, last.Status.HaltedNode, last.Status.HaltedReason)
+	}
+	if !slices.Equal(last.Spec.Kubernetes.ControlPlane, []string{"cp-1", "cp-2", "cp-3"}) {
+		t.Fatalf("rollout's control plane %v", last.Spec.Kubernetes.ControlPlane)
+	}
+	if c := h.config("cp-1"); c.Spec.GitRepo != repo {
+		t.Errorf("cp-1 not rolled before cp-2: %s", c.Spec.GitRepo)
+	}
+	if c := h.config("cp-3"); c.Spec.GitRepo == repo {
+		t.Error("cp-3 rolled after cp-2's API server stayed not ready")
+	}
+	t.Logf("halted: %s", last.Status.HaltedReason)
 }

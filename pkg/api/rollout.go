@@ -80,11 +80,22 @@ type RolloutKubernetes struct {
 	// (unless it was cordoned before the rollout). Undo reverts without
 	// draining.
 	Workers []string `json:"workers,omitempty"`
+	// ControlPlane are the nodes that run the cluster's API servers: each
+	// counts as done only once its agent reports, after its switch
+	// began, its own API server ready (/readyz); one that does not within
+	// the step timeout halts the rollout, naming it.
+	ControlPlane []string `json:"controlPlane,omitempty"`
 }
 
 // IsWorker tells whether node is one of the rollout's Kubernetes workers.
 func (s RolloutSpec) IsWorker(node string) bool {
 	return s.Kubernetes != nil && slices.Contains(s.Kubernetes.Workers, node)
+}
+
+// IsAPIServer tells whether node runs one of the rollout's Kubernetes
+// API servers.
+func (s RolloutSpec) IsAPIServer(node string) bool {
+	return s.Kubernetes != nil && slices.Contains(s.Kubernetes.ControlPlane, node)
 }
 
 // Duration is a time.Duration written as "90s" in JSON.

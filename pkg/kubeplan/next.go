@@ -3,6 +3,7 @@ package kubeplan
 import (
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/homystack/nico/pkg/api"
 )
@@ -70,7 +71,10 @@ type RollPlan struct {
 	// Workers are those of Machines in the data plane (Roll): they roll
 	// as Kubernetes nodes (api.RolloutKubernetes).
 	Workers []string
-	Reason  string
+	// ControlPlane are those of Machines in the control plane (Roll):
+	// each is done once its API server is ready.
+	ControlPlane []string
+	Reason       string
 }
 
 // Next plans the cluster's next rollout. One rollout of the cluster runs
@@ -110,7 +114,13 @@ func Next(f RollFacts) RollPlan {
 		for _, m := range ms {
 			t[m] = templates[m]
 		}
-		return RollPlan{Action: Roll, Machines: ms, Templates: t, ControlPlaneFirst: cpFirst, Reason: why}
+		p := RollPlan{Action: Roll, Machines: ms, Templates: t, ControlPlaneFirst: cpFirst, Reason: why}
+		for _, m := range ms {
+			if slices.Contains(cp, m) {
+				p.ControlPlane = append(p.ControlPlane, m)
+			}
+		}
+		return p
 	}
 	cpFirst := f.VersionChange || !f.APIServerReady
 	switch {

@@ -41,6 +41,33 @@ type KubeNode struct {
 	Refused string
 }
 
+// APIServerReport is what a control-plane machine's agent last reported
+// of its own API server's /readyz.
+type APIServerReport struct {
+	Ready bool
+	// Message says why not.
+	Message string
+	// CheckedAt is when the agent probed it.
+	CheckedAt time.Time
+}
+
+// apiServerUnready says why control-plane machine n, applied, does not
+// count as done yet: no report of its API server since its switch began,
+// or one that says it is not ready ("" when ready).
+func apiServerUnready(obs Observed, n *Node, p *api.NodeProgress) string {
+	if !obs.Rollout.Spec.IsAPIServer(n.Name) {
+		return ""
+	}
+	a := n.APIServer
+	if a == nil || a.CheckedAt.Before(p.StartedAt) {
+		return "no report of its API server since its switch"
+	}
+	if !a.Ready {
+		return "its API server is not ready: " + a.Message
+	}
+	return ""
+}
+
 // kubeWait says why the cluster's Nodes cannot be judged, or "".
 func kubeWait(obs Observed) string {
 	if obs.KubeError != "" {

@@ -19,10 +19,13 @@ type kubeSim struct {
 	*sim
 	blocked  map[string]bool
 	notReady map[string]int
+	// apiDown: control-plane machines whose API server is not ready
+	// after their switch.
+	apiDown map[string]bool
 }
 
 func newKubeSim(cp, dp int) *kubeSim {
-	k := &kubeSim{sim: newSim(cp, dp, "cp-1"), blocked: map[string]bool{}, notReady: map[string]int{}}
+	k := &kubeSim{sim: newSim(cp, dp, "cp-1"), blocked: map[string]bool{}, notReady: map[string]int{}, apiDown: map[string]bool{}}
 	k.obs.Rollout.Metadata.Name = "k1-1"
 	k.obs.Rollout.Spec.Kubernetes = &api.RolloutKubernetes{Cluster: "k1"}
 	for i := range k.obs.Nodes {
@@ -56,6 +59,12 @@ func (k *kubeSim) run(t *testing.T, max int) string {
 		}
 		for _, name := range step.Nodes {
 			n, p := k.node(name), r.Node(name)
+			if step.Action == Start && r.Spec.IsAPIServer(name) {
+				n.APIServer = &APIServerReport{Ready: !k.apiDown[name], CheckedAt: k.now}
+				if k.apiDown[name] {
+					n.APIServer.Message = "readyz: 500: [-]etcd failed"
+				}
+			}
 			if n.Kube == nil {
 				continue
 			}
@@ -105,6 +114,22 @@ func TestPlanKubernetesGolden(t *testing.T) {
 			k := newKubeSim(0, 1)
 			k.hooks[1] = func(s *sim) { s.obs.KubeError = "dial tcp 10.0.0.1:6443: connection refused" }
 			k.hooks[3] = func(s *sim) { s.obs.KubeError = "" }
+			return k
+		},
+		// Each control-plane machine is done once its API server reports
+		// ready after its switch; cp-3's is not: the rollout halts on it
+		// and the etcd leader (cp-1) is never rolled.
+		"kube-control-plane-readyz-halts": func() *kubeSim {
+			k := newKubeSim(3, 0)
+			k.obs.Rollout.Spec.StepTimeout = api.Duration(3 * time.Minute)
+			k.obs.Rollout.Spec.Kubernetes.ControlPlane = []string{"cp-1", "cp-2", "cp-3"}
+			k.apiDown["cp-3"] = true
+			return k
+		},
+		"kube-control-plane-readyz": func() *kubeSim {
+			k := newKubeSim(3, 1)
+			k.obs.Rollout.Spec.Kubernetes.ControlPlane = []string{"cp-1", "cp-2", "cp-3"}
+			k.obs.Rollout.Spec.ControlPlaneFirst = true
 			return k
 		},
 		"kube-max-unavailable-2": func() *kubeSim {

@@ -41,6 +41,9 @@ type Node struct {
 	// Kube is its Node, for a Kubernetes worker of the rollout (nil: no
 	// Node was read).
 	Kube *KubeNode
+	// APIServer is its agent's last report of its own API server, for a
+	// Kubernetes control-plane machine of the rollout (nil: none).
+	APIServer *APIServerReport
 }
 
 // Observed is the planner's input.
@@ -238,6 +241,9 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 			why := unready(obs, n)
 			if why == "" {
 				why = workerUnready(obs, n)
+			}
+			if why == "" {
+				why = apiServerUnready(obs, n, &p)
 			}
 			if why == "" {
 				if needsUncordon(n, &p) {
