@@ -115,17 +115,22 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 		Paused:               kc.Spec.Rollout.Paused,
 		DeleteConfigurations: release,
 	}
-	if !release {
-		// Its control-plane machines are done once their API servers are
-		// ready; its workers roll as Kubernetes nodes (drained before,
-		// Ready after) when the leader reaches the cluster's Nodes.
-		k := &api.RolloutKubernetes{Cluster: kc.Metadata.Name, ControlPlane: slices.Clone(p.ControlPlane)}
+	// Its control-plane machines are done once their API servers are
+	// ready; when the leader reaches the cluster's Nodes its workers roll
+	// as Kubernetes nodes (drained before, Ready after), and machines
+	// that leave are drained before their release.
+	k := &api.RolloutKubernetes{Cluster: kc.Metadata.Name}
+	switch {
+	case release && cc.c.Clusters.Nodes != nil:
+		k.Leaving = slices.Clone(p.Machines)
+	case !release:
+		k.ControlPlane = slices.Clone(p.ControlPlane)
 		if cc.c.Clusters.Nodes != nil {
 			k.Workers = slices.Clone(p.Workers)
 		}
-		if len(k.Workers)+len(k.ControlPlane) > 0 {
-			r.Spec.Kubernetes = k
-		}
+	}
+	if len(k.Workers)+len(k.ControlPlane)+len(k.Leaving) > 0 {
+		r.Spec.Kubernetes = k
 	}
 	if p.ControlPlaneFirst && kc.Spec.Etcd.ProviderOrDefault() == api.EtcdProviderDistribution {
 		r.Spec.MaxUnavailable = "1" // the distribution's servers join one at a time

@@ -34,9 +34,10 @@ type ClusterNodes interface {
 // is obs.KubeError (the planner waits, up to the step timeout).
 func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollout.Observed) {
 	k := ro.Spec.Kubernetes
-	if k == nil || len(k.Workers) == 0 || ro.Status.Phase.Finished() {
+	if k == nil || len(k.Workers)+len(k.Leaving) == 0 || ro.Status.Phase.Finished() {
 		return
 	}
+	workers := slices.Concat(k.Workers, k.Leaving)
 	cn := r.c.Clusters.Nodes
 	if cn == nil {
 		obs.KubeError = "this coordinator reaches no cluster's API (ClusterHooks.Nodes)"
@@ -44,18 +45,18 @@ func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollo
 	}
 	var drain []string
 	for _, p := range ro.Status.Nodes {
-		if p.Phase == api.NodeDraining && ro.Spec.IsWorker(p.Name) {
+		if p.Phase == api.NodeDraining && ro.Spec.Drains(p.Name) {
 			drain = append(drain, p.Name)
 		}
 	}
-	nodes, err := cn.Observe(ctx, k.Cluster, k.Workers, drain)
+	nodes, err := cn.Observe(ctx, k.Cluster, workers, drain)
 	if err != nil {
 		obs.KubeError = err.Error()
 		return
 	}
 	for i := range obs.Nodes {
 		n, ok := nodes[obs.Nodes[i].Name]
-		if !ok || !ro.Spec.IsWorker(obs.Nodes[i].Name) {
+		if !ok || !ro.Spec.Drains(obs.Nodes[i].Name) {
 			continue
 		}
 		n.Refused = r.refused[obs.Nodes[i].Name]

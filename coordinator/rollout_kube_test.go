@@ -167,6 +167,26 @@ func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
 	if !nodes.nodes["dp-3"].cordoned || nodes.nodes["dp-1"].cordoned || nodes.nodes["dp-2"].cordoned {
 		t.Errorf("cordons after: dp-1 %v dp-2 %v dp-3 %v, want only dp-3's (its operator's)", nodes.nodes["dp-1"].cordoned, nodes.nodes["dp-2"].cordoned, nodes.nodes["dp-3"].cordoned)
 	}
+
+	// dp-3 leaves the cluster: the others roll (their cluster.nix lists
+	// the machines) one at a time, then dp-3 is drained before its
+	// release, whose switch is not awaited for a Ready Node.
+	nodes.nodes["dp-3"].cordoned = false
+	nodes.nodes["dp-3"].pods["default/db-dp-3"] = false
+	nodes.log = nil
+	nodes.mu.Unlock()
+	h.update(func(kc *api.KubernetesCluster) { kc.Spec.DataPlane.Count = 2 })
+	for i := 0; i < 40 && h.claims()["dp-3"] != ""; i++ {
+		h.pass()
+	}
+	nodes.mu.Lock()
+	if got, want := strings.Join(nodes.log, "\n"), strings.Join([]string{"cordon dp-1 true", "switch dp-1", "cordon dp-1 false",
+		"cordon dp-2 true", "switch dp-2", "cordon dp-2 false", "cordon dp-3 true", "evict default/db-dp-3", "switch dp-3"}, "\n"); got != want {
+		t.Errorf("dp-3 left as\n%s\nwant\n%s", got, want)
+	}
+	if c := h.claims()["dp-3"]; c != "" {
+		t.Errorf("dp-3 still claimed by %s", c)
+	}
 }
 
 // TestAPIServerNotReadyHaltsTheRollout: a gitRepo change rolls the

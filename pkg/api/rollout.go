@@ -85,11 +85,22 @@ type RolloutKubernetes struct {
 	// began, its own API server ready (/readyz); one that does not within
 	// the step timeout halts the rollout, naming it.
 	ControlPlane []string `json:"controlPlane,omitempty"`
+	// Leaving are workers that leave the cluster (a release): drained
+	// like Workers before their switch, neither awaited nor uncordoned
+	// after (their Node is deleted once they are released).
+	Leaving []string `json:"leaving,omitempty"`
 }
 
-// IsWorker tells whether node is one of the rollout's Kubernetes workers.
+// IsWorker tells whether node is one of the rollout's Kubernetes workers
+// that stay in the cluster.
 func (s RolloutSpec) IsWorker(node string) bool {
 	return s.Kubernetes != nil && slices.Contains(s.Kubernetes.Workers, node)
+}
+
+// Drains tells whether node's Node is drained before its switch: a
+// worker, staying or leaving.
+func (s RolloutSpec) Drains(node string) bool {
+	return s.IsWorker(node) || (s.Kubernetes != nil && slices.Contains(s.Kubernetes.Leaving, node))
 }
 
 // IsAPIServer tells whether node runs one of the rollout's Kubernetes

@@ -138,7 +138,7 @@ func planDraining(obs Observed, now time.Time) (Step, bool) {
 
 // undrained says why node n, draining, is not drained yet, or "".
 func undrained(obs Observed, n *Node, p *api.NodeProgress) string {
-	if !obs.Rollout.Spec.IsWorker(n.Name) {
+	if !obs.Rollout.Spec.Drains(n.Name) {
 		return ""
 	}
 	if why := kubeWait(obs); why != "" {
@@ -180,9 +180,9 @@ func workerUnready(obs Observed, n *Node) string {
 }
 
 // needsUncordon tells whether worker n, done, still has the cordon the
-// rollout put on its Node.
-func needsUncordon(n *Node, p *api.NodeProgress) bool {
-	return p.Cordoned && n.Kube != nil && n.Kube.Unschedulable
+// rollout put on its Node (a leaving worker's stays: its Node goes).
+func needsUncordon(r *api.Rollout, n *Node, p *api.NodeProgress) bool {
+	return r.Spec.IsWorker(n.Name) && p.Cordoned && n.Kube != nil && n.Kube.Unschedulable
 }
 
 // haltFirst is names with first moved to the front (Halt names it).

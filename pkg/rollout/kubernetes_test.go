@@ -132,6 +132,13 @@ func TestPlanKubernetesGolden(t *testing.T) {
 			k.obs.Rollout.Spec.ControlPlaneFirst = true
 			return k
 		},
+		// Workers leaving the cluster: drained, switched to their
+		// release, neither awaited Ready nor uncordoned.
+		"kube-leaving": func() *kubeSim {
+			k := newKubeSim(0, 2)
+			k.obs.Rollout.Spec.Kubernetes.Leaving, k.obs.Rollout.Spec.Kubernetes.Workers = k.obs.Rollout.Spec.Kubernetes.Workers, nil
+			return k
+		},
 		"kube-max-unavailable-2": func() *kubeSim {
 			k := newKubeSim(0, 3)
 			k.obs.Rollout.Spec.MaxUnavailable = "2"

@@ -246,7 +246,7 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 				why = apiServerUnready(obs, n, &p)
 			}
 			if why == "" {
-				if needsUncordon(n, &p) {
+				if needsUncordon(r, n, &p) {
 					uncordon = append(uncordon, p.Name)
 				} else {
 					done = append(done, p.Name)
@@ -335,7 +335,7 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 				return downStep(r, name, now)
 			}
 		}
-		if !r.Spec.Undo && slices.ContainsFunc(dp, r.Spec.IsWorker) {
+		if !r.Spec.Undo && slices.ContainsFunc(dp, r.Spec.Drains) {
 			return planDrain(obs, dp)
 		}
 		return Step{Action: Start, Nodes: dp, Reason: fmt.Sprintf("data plane, %d at a time", k)}
