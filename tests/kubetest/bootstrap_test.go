@@ -39,17 +39,8 @@ func TestBootstrapTokenJoin(t *testing.T) {
 	bins := kubetest.FindBinaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	files, server := startControlPlane(ctx, t, bins, "c1")
-
-	raw, err := os.ReadFile(files.AdminKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := kubeapi.FromKubeconfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	cl := startControlPlane(ctx, t, bins, "c1")
+	files, server, admin := cl.files, cl.server, cl.admin
 	tok := kubepki.BootstrapToken{ID: "abcdef", Secret: "0123456789abcdef", Expires: time.Now().Add(time.Hour).Truncate(time.Second)}
 	b := kubeapi.Bootstrap{TokenID: tok.ID, TokenSecret: tok.Secret, Expires: tok.Expires, Group: kubepki.BootstrapGroup("c1"), Description: "test"}
 	fenced := func(context.Context) error { return store.ErrNotLeader }
@@ -70,15 +61,7 @@ func TestBootstrapTokenJoin(t *testing.T) {
 	}
 
 	// A kubelet with only the bootstrap kubeconfig.
-	caPEM, err := os.ReadFile(files.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bk, err := kubepki.TokenKubeconfig("c1", server, "kubelet-bootstrap", caPEM, tok.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubelet, err := kubeapi.FromKubeconfig(bk)
+	kubelet, err := kubeapi.FromKubeconfig(cl.bootstrapKubeconfig(t, tok))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,10 +159,34 @@ func TestBootstrapTokenJoin(t *testing.T) {
 	}
 }
 
+// testCluster is a control plane startControlPlane runs: its files, its
+// server's URL and a client with its admin kubeconfig.
+type testCluster struct {
+	name   string
+	files  kubetest.Files
+	server string
+	admin  *kubeapi.Client
+}
+
+// bootstrapKubeconfig is a kubelet's bootstrap kubeconfig of the cluster
+// with tok (the server, the cluster CA, the token).
+func (c testCluster) bootstrapKubeconfig(t *testing.T, tok kubepki.BootstrapToken) []byte {
+	t.Helper()
+	caPEM, err := os.ReadFile(c.files.CACert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bk, err := kubepki.TokenKubeconfig(c.name, c.server, "kubelet-bootstrap", caPEM, tok.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bk
+}
+
 // startControlPlane runs a control plane of cluster c on a real etcd
 // under c's prefix, stopped when the test ends, and returns its files and
 // URL.
-func startControlPlane(ctx context.Context, t *testing.T, bins kubetest.Binaries, c string) (kubetest.Files, string) {
+func startControlPlane(ctx context.Context, t *testing.T, bins kubetest.Binaries, c string) testCluster {
 	t.Helper()
 	ec := etcdtest.StartWith(t, etcdtest.Options{Members: 1, TLS: true})
 	root := etcdtest.NewClient(t, ec.Endpoints()...)
@@ -215,5 +222,14 @@ func startControlPlane(ctx context.Context, t *testing.T, bins kubetest.Binaries
 			t.Error(err)
 		}
 	})
-	return files, server
+	raw, err := os.ReadFile(files.AdminKubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := kubeapi.FromKubeconfig(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(admin.Close)
+	return testCluster{name: c, files: files, server: server, admin: admin}
 }

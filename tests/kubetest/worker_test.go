@@ -25,29 +25,14 @@ func TestRealKubeletJoins(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	files, server := startControlPlane(ctx, t, bins, "c1")
-	raw, err := os.ReadFile(files.AdminKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := kubeapi.FromKubeconfig(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	cl := startControlPlane(ctx, t, bins, "c1")
+	admin := cl.admin
 	tok := kubepki.BootstrapToken{ID: "abcdef", Secret: "0123456789abcdef", Expires: time.Now().Add(time.Hour)}
 	if _, err := admin.EnsureBootstrap(ctx, kubeapi.Bootstrap{TokenID: tok.ID, TokenSecret: tok.Secret, Expires: tok.Expires, Group: kubepki.BootstrapGroup("c1")},
 		func(context.Context) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	caPEM, err := os.ReadFile(files.CACert)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bk, err := kubepki.TokenKubeconfig("c1", server, "kubelet-bootstrap", caPEM, tok.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bk := cl.bootstrapKubeconfig(t, tok)
 	dir := t.TempDir()
 	images, err := kubetest.BuildImages(ctx, dir)
 	if err != nil {
@@ -59,7 +44,7 @@ func TestRealKubeletJoins(t *testing.T) {
 	}
 	start := time.Now()
 	w, err := kubetest.StartWorker(kubetest.WorkerConfig{Kubelet: bins.Kubelet, Name: "w-1", NodeIP: "10.77.0.2",
-		BootstrapKubeconfig: bkPath, CACert: files.CACert, Dir: filepath.Join(dir, "w-1"), Images: images})
+		BootstrapKubeconfig: bkPath, CACert: cl.files.CACert, Dir: filepath.Join(dir, "w-1"), Images: images})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +81,7 @@ func TestRealKubeletJoins(t *testing.T) {
 
 	// A pod of the image made offline runs on it; its log is read back
 	// through the kubelet.
-	k := kubetest.Kubectl{Bin: bins.Kubectl, Kubeconfig: files.AdminKubeconfig}
+	k := kubetest.Kubectl{Bin: bins.Kubectl, Kubeconfig: cl.files.AdminKubeconfig}
 	start = time.Now()
 	if out, err := k.Run(ctx, []byte(kubetest.WebDeployment("web", 1, 0)), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
