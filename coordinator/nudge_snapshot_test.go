@@ -30,13 +30,18 @@ func (heldPromote) Promote(context.Context, []string, api.MemberID, string, stri
 }
 
 // gapSeen is a slog handler that notes the embedded runtime's warning that
-// a starting member is in the refuse-own-publish state.
-type gapSeen struct{ seen atomic.Bool }
+// a starting member is in the refuse-own-publish state, and its restart of
+// a member whose own publish arrived inside the snapshot (pkg/member), which
+// also ends that state without a write.
+type gapSeen struct{ seen, restarted atomic.Bool }
 
 func (g *gapSeen) Enabled(context.Context, slog.Level) bool { return true }
 func (g *gapSeen) Handle(_ context.Context, r slog.Record) error {
 	if strings.Contains(r.Message, "refuses its own publish") {
 		g.seen.Store(true)
+	}
+	if strings.Contains(r.Message, "restarts once") {
+		g.restarted.Store(true)
 	}
 	return nil
 }
@@ -48,7 +53,8 @@ func (g *gapSeen) WithGroup(string) slog.Handler      { return g }
 // ("too many requests") until an entry after the snapshot is applied
 // (docs/etcd-snapshot-join.md). With its promotion held, so that nothing
 // else writes and no client is there, only the leader's nudge gets it
-// ready; without nudges it stays not ready. The leader never promotes it
+// ready; without nudges it stays not ready, unless its own publish was in
+// the snapshot and its runtime restarted it (which sets its applied index). The leader never promotes it
 // meanwhile: a learner is promoted only once it serves.
 func TestNudgeReadiesASnapshottedLearner(t *testing.T) {
 	for _, nudge := range []bool{false, true} {
@@ -159,6 +165,10 @@ func snapshottedLearner(t *testing.T, nudge bool) {
 				t.Fatal(err)
 			}
 			switch {
+			case !nudge && gap.seen.Load() && gap.restarted.Load():
+				// Its own publish was inside the snapshot: the runtime
+				// restarted it, and the restart set its applied index.
+				t.Log("the learner refused its own publish after its snapshot, which held its own publish; the runtime restarted it")
 			case !nudge && gap.seen.Load():
 				t.Fatal("the learner refused its own publish after its snapshot, then became ready with no write")
 			case !nudge:
