@@ -162,7 +162,7 @@ func (r *embeddedRun) start(ctx context.Context, cfg Config, opts options) error
 	if err := checkFree(cfg.PeerURL, cfg.ClientURL); err != nil {
 		return fail(err)
 	}
-	restart := restartable(cfg)
+	restart := restartable(cfg) && !opts.keepLostPublish
 	for {
 		ec, err := r.embedConfig(cfg, opts)
 		if err != nil {

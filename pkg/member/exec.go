@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -249,13 +248,6 @@ func (r *execRun) waitServing(ctx context.Context, cfg Config, restart bool) err
 		return fmt.Errorf("client for %s: %w", cfg.ClientURL, err)
 	}
 	defer cli.Close()
-	var peer *http.Client
-	if restart {
-		if peer, err = peerClient(cfg); err != nil {
-			return err
-		}
-		defer peer.CloseIdleConnections()
-	}
 	// pctx also ends when the child exits or Stop is called, to cut a pending
 	// Status call short, and with errLostPublish as its cause on a lost
 	// publish.
@@ -269,11 +261,12 @@ func (r *execRun) waitServing(ctx context.Context, cfg Config, restart bool) err
 		}
 		cancel(nil)
 	}()
-	if peer != nil {
-		var watching sync.WaitGroup
-		defer watching.Wait()
-		defer cancel(nil)
-		watching.Go(func() { watchPublish(pctx, cancel, peer, cfg.PeerURL, tlsCfg, cfg.ClientURL) })
+	if restart {
+		stop, err := watchLostPublish(pctx, cancel, cfg, tlsCfg)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	tick := time.NewTicker(readyPoll)
 	defer tick.Stop()

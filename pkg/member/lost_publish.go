@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/etcdserver"
@@ -114,10 +115,16 @@ func peerClient(cfg Config) (*http.Client, error) {
 	return &http.Client{Transport: tr}, nil
 }
 
-// answers reports whether url's /version answers: etcd serves its client
-// URL only once it is ready.
+// answerWithin bounds a check that a member's client URL answers: etcd
+// accepts connections there before it is ready but answers only once it
+// is, and a ready member on the same host answers within milliseconds.
+// Each check of a member that lost its publish waits this long.
+const answerWithin = 200 * time.Millisecond
+
+// answers reports whether url's /version answers within answerWithin:
+// etcd serves its client URL only once it is ready.
 func answers(ctx context.Context, hc *http.Client, url string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, answerWithin)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(url, "/")+"/version", nil)
 	if err != nil {
@@ -153,4 +160,24 @@ func watchPublish(ctx context.Context, cancel context.CancelCauseFunc, peer *htt
 			return
 		}
 	}
+}
+
+// watchLostPublish watches cfg's member from outside its process (the exec
+// and systemd runtimes) until ctx ends: it cancels ctx with errLostPublish
+// once the member lost its publish. stop cancels ctx and waits for the
+// watch to end.
+func watchLostPublish(ctx context.Context, cancel context.CancelCauseFunc, cfg Config, clientTLS *tls.Config) (stop func(), err error) {
+	peer, err := peerClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		defer peer.CloseIdleConnections()
+		watchPublish(ctx, cancel, peer, cfg.PeerURL, clientTLS, cfg.ClientURL)
+	})
+	return func() {
+		cancel(nil)
+		watching.Wait()
+	}, nil
 }

@@ -20,6 +20,9 @@ type options struct {
 	binaries       map[string]string // WithBinaries: etcd version -> binary
 	binaryVersion  string            // WithBinaryVersion
 	etcdLog        zapcore.Level     // WithEtcdLogLevel; embedded only
+	// keepLostPublish: an embedded member that lost its publish waits it
+	// out, as etcd alone does (tests' stand-in for etcd.service).
+	keepLostPublish bool
 }
 
 func newOptions(opts []Option) options {

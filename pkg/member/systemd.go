@@ -23,8 +23,11 @@ const DefaultUnit = "etcd.service"
 //
 //	Start: write env file -> StartUnit (RestartUnit when the unit already
 //	       runs, so that it reads the new file) -> poll Status on ClientURL
-//	       -> watch the unit
-//	Stop:  StopUnit -> Done closed, Err nil
+//	       -> watch the unit; on a first start into an existing cluster, a
+//	       lost publish (lost_publish.go) -> KillUnit SIGKILL -> StartUnit,
+//	       once (systemd_publish.go)
+//	Stop:  StopUnit -> (a Start under way ends) -> Done closed, Err nil
+//	       (or, for a Start under way, "stopped before serving")
 //	unit exits by itself -> Done closed; Err is ErrRemoved when etcd's
 //	       journal since the start has its "permanently removed" line,
 //	       another error naming the unit state otherwise
@@ -101,6 +104,7 @@ type systemdRun struct {
 	once     sync.Once
 	err      error
 	stopping chan struct{} // closed by Stop before it stops the unit
+	decided  chan struct{} // closed when Start returns
 	stopOnce sync.Once
 	cancel   context.CancelFunc // ends the watcher; guarded by Systemd.mu
 }
@@ -133,13 +137,15 @@ func (s *Systemd) Start(ctx context.Context, cfg Config) error {
 		s.mu.Unlock()
 		return fmt.Errorf("member: start %s: %w", cfg.Name, ErrRunning)
 	}
-	run := &systemdRun{name: cfg.Name, since: time.Now(), done: make(chan struct{}), stopping: make(chan struct{})}
+	run := &systemdRun{name: cfg.Name, since: time.Now(), done: make(chan struct{}), stopping: make(chan struct{}), decided: make(chan struct{})}
 	s.run = run
 	s.mu.Unlock()
+	defer close(run.decided)
 
 	if err := s.start(ctx, cfg, run); err != nil {
-		run.finish(fmt.Errorf("member: start %s: %w", cfg.Name, err))
-		return run.err
+		err = fmt.Errorf("member: start %s: %w", cfg.Name, err)
+		run.finish(err)
+		return err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	s.mu.Lock()
@@ -178,13 +184,16 @@ func (s *Systemd) start(ctx context.Context, cfg Config, run *systemdRun) error 
 		return err
 	}
 	cfg.Logger.Info("starting etcd unit", "unit", s.unit, "state", cfg.ClusterState, "was", st.String())
-	if st.Running() {
-		err = s.units.RestartUnit(ctx, s.unit)
-	} else {
-		err = s.units.StartUnit(ctx, s.unit)
+	restart := restartable(cfg)
+	err = s.startServing(ctx, cfg, run, st.Running(), restart)
+	if restart && errors.Is(err, errLostPublish) {
+		cfg.Logger.Info("etcd member restarts once: "+errLostPublish.Error(), "member", cfg.Name, "unit", s.unit)
+		err = s.restartLost(ctx, cfg, run)
 	}
-	if err == nil {
-		err = s.waitServing(ctx, cfg)
+	if err == nil && isClosed(run.stopping) {
+		// Stop came while the unit started: its stop job may have run
+		// before this start's.
+		err = fmt.Errorf("stopped before serving %s", cfg.ClientURL)
 	}
 	if err != nil {
 		s.stopUnit(cfg.Logger, ctx.Err() != nil)
@@ -301,7 +310,9 @@ func (s *Systemd) stopUnit(log *slog.Logger, canceled bool) {
 	}
 }
 
-// Stop stops the unit and waits for systemd's stop job. It is idempotent.
+// Stop stops the unit and waits for systemd's stop job, and for a Start
+// under way to end (Err then says the start was stopped). It is
+// idempotent.
 func (s *Systemd) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	run := s.run
@@ -312,6 +323,13 @@ func (s *Systemd) Stop(ctx context.Context) error {
 	run.stopOnce.Do(func() { close(run.stopping) })
 	if err := s.units.StopUnit(ctx, s.unit); err != nil {
 		return fmt.Errorf("member: stop %s: %w", run.name, err)
+	}
+	// A Start still under way stops the unit again when it started it
+	// after this stop job (a restart after a lost publish).
+	select {
+	case <-run.decided:
+	case <-ctx.Done():
+		return fmt.Errorf("member: stop %s: waiting for its start to end: %w", run.name, ctx.Err())
 	}
 	run.finish(nil) // the unit is inactive: the job completed
 	s.mu.Lock()

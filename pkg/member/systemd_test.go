@@ -19,10 +19,12 @@ type systemdFixture struct {
 	envFile string
 }
 
-func newSystemdFixture(t *testing.T) systemdFixture {
+// opts are the embedded etcd's, after the test timings.
+func newSystemdFixture(t *testing.T, opts ...member.Option) systemdFixture {
 	envFile := filepath.Join(t.TempDir(), "run", "etcd.env")
 	units := systemdtest.NewUnits()
-	units.Add(member.DefaultUnit, systemdtest.NewEtcd(envFile, testLogger(t), member.WithTimings(testTick, testElection)))
+	opts = append([]member.Option{member.WithTimings(testTick, testElection)}, opts...)
+	units.Add(member.DefaultUnit, systemdtest.NewEtcd(envFile, testLogger(t), opts...))
 	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: envFile, TLSInEnvironment: true})
 	if err != nil {
 		t.Fatal(err)

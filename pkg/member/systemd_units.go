@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
@@ -47,6 +48,12 @@ type UnitManager interface {
 	RestartUnit(ctx context.Context, name string) error
 	// UnitState returns the unit's state, ErrNoUnit when it is not known.
 	UnitState(ctx context.Context, name string) (UnitState, error)
+	// KillUnit sends signal to the unit's main process and returns once it
+	// is sent, not once the process has exited; it fails for a unit with
+	// no main process (one that is not running), ErrNoUnit for an unknown
+	// unit. A unit whose main process dies by SIGKILL ends up "failed",
+	// and a pending start job of it fails.
+	KillUnit(ctx context.Context, name string, signal syscall.Signal) error
 	// WatchUnit sends the unit's current state at once, then each change,
 	// until ctx ends; then it closes the channel. A reader that falls behind
 	// gets the latest state, not every transition.
@@ -112,6 +119,18 @@ func (d *DBusUnits) StopUnit(ctx context.Context, name string) error {
 // RestartUnit restarts (or starts) the unit and waits for the job.
 func (d *DBusUnits) RestartUnit(ctx context.Context, name string) error {
 	return d.job(ctx, "restart", d.conn.RestartUnitContext, name)
+}
+
+// KillUnit sends signal to the unit's main process (systemd's KillUnit
+// with whom "main").
+func (d *DBusUnits) KillUnit(ctx context.Context, name string, signal syscall.Signal) error {
+	if err := d.conn.KillUnitWithTarget(ctx, name, sddbus.Main, int32(signal)); err != nil {
+		if _, serr := d.UnitState(ctx, name); errors.Is(serr, ErrNoUnit) {
+			return fmt.Errorf("member: kill %s: %w", name, ErrNoUnit)
+		}
+		return fmt.Errorf("member: kill %s with %s: %w", name, signal, err)
+	}
+	return nil
 }
 
 // UnitState reads ActiveState and SubState; a unit whose LoadState is

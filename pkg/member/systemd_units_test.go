@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 )
 
 // unitManagerContract runs the cases every UnitManager must pass. unit is a
-// unit that is safe to start and stop, and inactive at first.
+// unit that is safe to start, stop and kill, with a main process that runs
+// until it is stopped, and inactive at first.
 func unitManagerContract(t *testing.T, units member.UnitManager, unit string) {
 	ctx := caseContext(t)
 	t.Run("UnknownUnit", func(t *testing.T) {
@@ -25,6 +27,39 @@ func unitManagerContract(t *testing.T, units member.UnitManager, unit string) {
 		if err := units.StartUnit(ctx, ghost); !errors.Is(err, member.ErrNoUnit) {
 			t.Fatalf("StartUnit(%s) = %v, want ErrNoUnit", ghost, err)
 		}
+		if err := units.KillUnit(ctx, ghost, syscall.SIGKILL); !errors.Is(err, member.ErrNoUnit) {
+			t.Fatalf("KillUnit(%s) = %v, want ErrNoUnit", ghost, err)
+		}
+	})
+	t.Run("Kill", func(t *testing.T) {
+		t.Cleanup(func() { _ = units.StopUnit(context.Background(), unit) })
+		if err := units.KillUnit(ctx, unit, syscall.SIGKILL); err == nil {
+			t.Fatal("KillUnit of an inactive unit succeeded, want an error: it has no main process")
+		}
+		if err := units.StartUnit(ctx, unit); err != nil {
+			t.Fatalf("StartUnit: %v", err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		states, err := units.WatchUnit(wctx, unit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := units.KillUnit(ctx, unit, syscall.SIGKILL); err != nil {
+			t.Fatalf("KillUnit of a running unit: %v", err)
+		}
+		waitWatched(ctx, t, states, false)
+		if st, _ := units.UnitState(ctx, unit); st.Active != "failed" {
+			t.Fatalf("state of %s after SIGKILL is %s, want failed", unit, st)
+		}
+		if err := units.StartUnit(ctx, unit); err != nil {
+			t.Fatalf("StartUnit after SIGKILL: %v", err)
+		}
+		assertState(ctx, t, units, unit, true)
+		if err := units.StopUnit(ctx, unit); err != nil {
+			t.Fatal(err)
+		}
+		assertState(ctx, t, units, unit, false)
 	})
 	t.Run("StartStopRestart", func(t *testing.T) {
 		t.Cleanup(func() { _ = units.StopUnit(context.Background(), unit) })
@@ -102,8 +137,8 @@ func TestFakeUnitsContract(t *testing.T) {
 
 // TestDBusUnitsContract runs the contract on the real systemd. It needs a
 // system bus and a unit that is safe to start and stop, named in
-// NICO_SYSTEMD_TEST_UNIT (for example a oneshot unit with
-// RemainAfterExit=yes); the build machines have neither.
+// NICO_SYSTEMD_TEST_UNIT (for example a simple unit running
+// `sleep infinity`); the build machines have neither.
 func TestDBusUnitsContract(t *testing.T) {
 	unit := os.Getenv("NICO_SYSTEMD_TEST_UNIT")
 	if _, err := os.Stat("/run/systemd/system"); err != nil {

@@ -10,15 +10,15 @@ import (
 	"github.com/homystack/nico/tests/systemd/harness"
 )
 
-// contractUnit is safe to start and stop, and inactive at first, as
-// pkg/member's UnitManager contract wants.
+// contractUnit is safe to start, stop and kill, runs a main process until
+// it is stopped, and is inactive at first, as pkg/member's UnitManager
+// contract wants.
 const contractUnit = `[Unit]
 Description=nico: a unit for pkg/member's D-Bus contract test
 
 [Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/bin/true
+Type=simple
+ExecStart=/bin/sleep infinity
 `
 
 // TestMemberDBusContract runs pkg/member's TestDBusUnitsContract (the

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/homystack/nico/pkg/member"
@@ -45,6 +46,7 @@ type unit struct {
 	svc      Service
 	state    member.UnitState
 	gen      int // bumped by each start, so an old exit is ignored
+	killed   int // the gen whose service KillUnit stopped
 	watchers []chan member.UnitState
 }
 
@@ -108,14 +110,16 @@ func (u *Units) Lines(_ context.Context, name string, since time.Time) ([]string
 
 func (u *Units) get(verb, name string) (*unit, error) {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	u.jobs = append(u.jobs, verb+" "+name)
 	un, ok := u.units[name]
+	failJob := u.failJob
+	u.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("systemdtest: %s %s: %w", verb, name, member.ErrNoUnit)
 	}
-	if u.failJob != nil {
-		if err := u.failJob(verb, name); err != nil {
+	// Called without u.mu: a hook may drive the units itself.
+	if failJob != nil {
+		if err := failJob(verb, name); err != nil {
 			return nil, fmt.Errorf("systemdtest: %s %s: %w", verb, name, err)
 		}
 	}
@@ -136,7 +140,8 @@ func (u *Units) setState(un *unit, st member.UnitState) {
 }
 
 // StartUnit starts the service unless it runs; a failed start leaves the
-// unit "failed" and returns member.ErrUnitJob.
+// unit "failed" and returns member.ErrUnitJob. As systemd's start job, the
+// service's start goes on when ctx ends: only the wait for it ends.
 func (u *Units) StartUnit(ctx context.Context, name string) error {
 	un, err := u.get("start", name)
 	if err != nil {
@@ -156,19 +161,34 @@ func (u *Units) start(ctx context.Context, name string, un *unit) error {
 	u.setState(un, member.UnitState{Active: "activating", Sub: "start"})
 	u.mu.Unlock()
 
-	if err := un.svc.Start(ctx); err != nil {
+	job := make(chan error, 1)
+	go func() { job <- u.runJob(name, un, gen) }()
+	select {
+	case err := <-job:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("systemdtest: start %s: %w", name, ctx.Err())
+	}
+}
+
+// runJob starts the service of un's start gen and follows it until it
+// exits.
+func (u *Units) runJob(name string, un *unit, gen int) error {
+	if err := un.svc.Start(context.Background()); err != nil {
 		u.mu.Lock()
+		defer u.mu.Unlock()
+		if un.gen != gen { // a stop job replaced this start
+			return fmt.Errorf("systemdtest: start %s: %w: result \"canceled\": %w", name, member.ErrUnitJob, err)
+		}
 		u.logExit(name, un, err)
 		u.journal = append(u.journal, entry{at: time.Now(), unit: name, line: fmt.Sprintf("%s: start failed: %v", name, err)})
 		u.setState(un, member.UnitState{Active: "failed", Sub: "failed"})
-		u.mu.Unlock()
-		if ctx.Err() != nil {
-			return fmt.Errorf("systemdtest: start %s: %w", name, ctx.Err())
-		}
 		return fmt.Errorf("systemdtest: start %s: %w: result \"failed\": %w", name, member.ErrUnitJob, err)
 	}
 	u.mu.Lock()
-	u.setState(un, member.UnitState{Active: "active", Sub: "running"})
+	if un.gen == gen {
+		u.setState(un, member.UnitState{Active: "active", Sub: "running"})
+	}
 	u.mu.Unlock()
 	go func() {
 		<-un.svc.Done()
@@ -178,6 +198,9 @@ func (u *Units) start(ctx context.Context, name string, un *unit) error {
 		if un.gen != gen || !un.state.Running() {
 			return // stopped through StopUnit, or started again
 		}
+		if un.killed == gen && err == nil {
+			err = errKilled
+		}
 		if err != nil {
 			u.logExit(name, un, err)
 			u.journal = append(u.journal, entry{at: time.Now(), unit: name, line: fmt.Sprintf("%s: exited: %v", name, err)})
@@ -186,6 +209,31 @@ func (u *Units) start(ctx context.Context, name string, un *unit) error {
 		}
 		u.setState(un, inactive)
 	}()
+	return nil
+}
+
+// errKilled is why a killed service exited.
+var errKilled = errors.New("signal: killed")
+
+// KillUnit stops the service of a running or starting unit at once, as
+// SIGKILL would end its main process: the unit ends "failed", a pending
+// start job fails. The signal is not looked at.
+func (u *Units) KillUnit(ctx context.Context, name string, _ syscall.Signal) error {
+	un, err := u.get("kill", name)
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	if un.state.Active != "active" && un.state.Active != "activating" {
+		st := un.state
+		u.mu.Unlock()
+		return fmt.Errorf("systemdtest: kill %s: no main process to kill (%s)", name, st)
+	}
+	un.killed = un.gen
+	u.mu.Unlock()
+	if err := un.svc.Stop(ctx); err != nil {
+		return fmt.Errorf("systemdtest: kill %s: %w", name, err)
+	}
 	return nil
 }
 
