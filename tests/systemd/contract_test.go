@@ -29,30 +29,36 @@ func TestMemberDBusContract(t *testing.T) {
 	harness.Skip(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := t.TempDir()
-	bin := dir + "/member.test"
+	runMemberTest(ctx, t, harness.Config{
+		Name:  "contract",
+		Files: map[string]harness.File{"/etc/systemd/system/nico-contract.service": {Data: []byte(contractUnit)}},
+	}, "TestDBusUnitsContract", "NICO_SYSTEMD_TEST_UNIT=nico-contract.service")
+}
+
+// runMemberTest builds pkg/member's test binary, boots a guest from cfg
+// with the binary bound in, and runs test there with env; test must pass,
+// not skip.
+func runMemberTest(ctx context.Context, t *testing.T, cfg harness.Config, test string, env ...string) {
+	t.Helper()
+	bin := t.TempDir() + "/member.test"
 	build := exec.CommandContext(ctx, "go", "test", "-c", "-o", bin, "./pkg/member")
 	build.Dir = "../.."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go test -c ./pkg/member: %v\n%s", err, out)
 	}
 	const guestBin = "/usr/local/libexec/nico-member.test"
-	h, err := harness.Boot(ctx, t, harness.Config{
-		Name:  "contract",
-		Files: map[string]harness.File{"/etc/systemd/system/nico-contract.service": {Data: []byte(contractUnit)}},
-		Binds: []harness.Bind{{Src: bin, Dst: guestBin, RO: true}},
-	})
+	cfg.Binds = append(cfg.Binds, harness.Bind{Src: bin, Dst: guestBin, RO: true})
+	h, err := harness.Boot(ctx, t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := h.Command(ctx, "/usr/bin/env", "NICO_SYSTEMD_TEST_UNIT=nico-contract.service", guestBin,
-		"-test.run", "^TestDBusUnitsContract$", "-test.v", "-test.count=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("pkg/member's TestDBusUnitsContract in %s:\n%s", h.Name, out)
+	args := append(append([]string{"/usr/bin/env"}, env...), guestBin, "-test.run", "^"+test+"$", "-test.v", "-test.count=1")
+	out, err := h.Command(ctx, args...).CombinedOutput()
+	t.Logf("pkg/member's %s in %s:\n%s", test, h.Name, out)
 	if err != nil {
-		t.Fatalf("pkg/member's D-Bus contract failed: %v", err)
+		t.Fatalf("pkg/member's %s failed: %v", test, err)
 	}
-	if !strings.Contains(string(out), "--- PASS: TestDBusUnitsContract") {
-		t.Fatalf("pkg/member's D-Bus contract did not run (skipped?)")
+	if !strings.Contains(string(out), "--- PASS: "+test) {
+		t.Fatalf("pkg/member's %s did not run (skipped?)", test)
 	}
 }

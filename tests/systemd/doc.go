@@ -23,6 +23,9 @@
 //	                                  User=etcd serving TLS only with the module's files
 //	                                  (defects 1, 2), coordinator READY and leader (defect 3)
 //	TestMemberDBusContract            pkg/member's TestDBusUnitsContract against real systemd
+//	TestSnapshottedLearnerUnderSystemd ten learners sent a snapshot, each started by the systemd
+//	                                  runtime as a Type=notify etcd unit: a lost publish is
+//	                                  killed and restarted once; they serve within 3 s
 //	TestJoinThroughSystemd            cp2, cp3 join through the systemd member runtime; restart
 //	                                  mid-join resumes the learner; watchdog on a hung agent;
 //	                                  exit 3 after removal is not restarted
