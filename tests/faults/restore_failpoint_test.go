@@ -22,6 +22,7 @@ import (
 	"github.com/homystack/nico/pkg/restore"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/linearkv"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/snapshot"
@@ -253,8 +254,8 @@ func restoreKilledRun(t *testing.T, name, etcd string) {
 	started := time.Now()
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	var h *history
-	var waitWorkload func() *history
+	var h *linearkv.History
+	var waitWorkload func() *linearkv.History
 	var waitWatch func() []string
 	// kill runs nicoctl armed at point and checks that it died there: the
 	// journal is at the step after the one the point ends.
@@ -271,7 +272,7 @@ func restoreKilledRun(t *testing.T, name, etcd string) {
 	kill(failpoint.RestoreAfterRestore, restore.StepStart)
 	kill(failpoint.RestoreAfterStart, restore.StepRecord)
 	// The restore point is behind: the new cluster has served.
-	h, waitWorkload = runWorkload(ctx, func() *clientv3.Client { return etcdtest.NewClient(t, r.endpoints()...) }, 3, 1)
+	h, waitWorkload = linearkv.Run(ctx, func() *clientv3.Client { return etcdtest.NewClient(t, r.endpoints()...) }, 3, 1)
 	waitWatch = learnerWatch(ctx, etcdtest.NewClient(t, r.endpoints()...))
 	kill(failpoint.RestoreAfterRecord, restore.StepRejoin)
 	// In the middle of a step, not after it: -9 while a learner joins.
@@ -303,8 +304,8 @@ func restoreKilledRun(t *testing.T, name, etcd string) {
 		_, err := cli.Put(wctx, "probe", "x")
 		return err == nil
 	})
-	from := h.ackedCount()
-	testwait.True(t, 30*time.Second, "the clients writing to the served members", func() bool { return h.ackedCount() >= from+10 })
+	from := h.Acked()
+	testwait.True(t, 30*time.Second, "the clients writing to the served members", func() bool { return h.Acked() >= from+10 })
 	// The same command again, as a failed run's message advises: the
 	// restore is done and the cluster it made has acknowledged writes
 	// since, so it is refused (no --again) and changes nothing.
@@ -317,12 +318,12 @@ func restoreKilledRun(t *testing.T, name, etcd string) {
 			viol = append(viol, fmt.Sprintf("%s's data dir fenced by the run again: %+v %v", m.Name, f, err))
 		}
 	}
-	from = h.ackedCount()
-	testwait.True(t, 30*time.Second, "the clients writing after the run again", func() bool { return h.ackedCount() >= from+10 })
+	from = h.Acked()
+	testwait.True(t, 30*time.Second, "the clients writing after the run again", func() bool { return h.Acked() >= from+10 })
 	stop()
 	h = waitWorkload()
 	viol = append(viol, waitWatch()...)
-	v := check(t, cli, h, filepath.Join(reportDir(), strings.NewReplacer(" ", "-", ",", "").Replace(name)+".html"))
+	v := linearkv.Check(t, cli, h, filepath.Join(reportDir(), strings.NewReplacer(" ", "-", ",", "").Replace(name)+".html"))
 
 	rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/linearkv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,8 +26,8 @@ type scenario struct {
 	st      *store.Store
 	w       *watcher
 	stop    context.CancelFunc
-	wait    func() *history
-	h       *history
+	wait    func() *linearkv.History
+	h       *linearkv.History
 	started time.Time
 
 	mu      sync.Mutex
@@ -93,7 +94,7 @@ func (s *scenario) startWorkload(clients int, seed uint64) {
 	var done sync.WaitGroup
 	done.Add(1)
 	go func() { defer done.Done(); w.run(ctx) }()
-	h, wait := runWorkload(ctx, s.c.client, clients, seed)
+	h, wait := linearkv.Run(ctx, s.c.client, clients, seed)
 	s.h = h
 	s.stop = func() { cancel(); done.Wait() }
 	s.wait = wait
@@ -125,7 +126,7 @@ func (s *scenario) finish(converged time.Duration) {
 	s.t.Helper()
 	s.stop()
 	h := s.wait()
-	v := check(s.t, s.cli, h, filepath.Join(reportDir(), strings.ReplaceAll(s.name, "/", "_")+".html"))
+	v := linearkv.Check(s.t, s.cli, h, filepath.Join(reportDir(), strings.ReplaceAll(s.name, "/", "_")+".html"))
 	viol := s.w.Violations()
 	record(row{Scenario: s.name, Violations: len(viol), Lost: len(v.Lost), Verdict: string(v.Linearizable),
 		Stall: v.Stall, Converge: converged, Ops: v.Ops})
@@ -155,8 +156,8 @@ func fmtDur(d time.Duration) string {
 // waitWrites waits until the clients have had n more writes acknowledged.
 func (s *scenario) waitWrites(within time.Duration, n int) {
 	s.t.Helper()
-	from := s.h.ackedCount()
-	testwait.True(s.t, within, fmt.Sprintf("%d more acknowledged writes", n), func() bool { return s.h.ackedCount() >= from+n })
+	from := s.h.Acked()
+	testwait.True(s.t, within, fmt.Sprintf("%d more acknowledged writes", n), func() bool { return s.h.Acked() >= from+n })
 }
 
 // waitCaughtUp waits until every voter answers and has applied the

@@ -1,4 +1,4 @@
-package faults
+package linearkv
 
 import (
 	"math"
@@ -14,10 +14,10 @@ import (
 // effect or not.
 func TestKVModel(t *testing.T) {
 	put := func(c int, v string, call, ret int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: kvInput{put: true, key: "k", value: v}, Output: kvOutput{}, Call: call, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: Input{put: true, key: "k", value: v}, Output: Output{}, Call: call, Return: ret}
 	}
 	get := func(c int, v string, call, ret int64) porcupine.Operation {
-		return porcupine.Operation{ClientId: c, Input: kvInput{key: "k"}, Output: kvOutput{value: v}, Call: call, Return: ret}
+		return porcupine.Operation{ClientId: c, Input: Input{key: "k"}, Output: Output{value: v}, Call: call, Return: ret}
 	}
 	tests := []struct {
 		name string
@@ -33,14 +33,14 @@ func TestKVModel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, info := porcupine.CheckOperationsVerbose(kvModel, tt.ops, 0)
+			got, info := porcupine.CheckOperationsVerbose(Model, tt.ops, 0)
 			if got != tt.want {
 				t.Fatalf("check = %s, want %s", got, tt.want)
 			}
 			if got == porcupine.Illegal {
 				// What a failed scenario writes next to the report.
 				path := filepath.Join(t.TempDir(), "history.html")
-				if err := porcupine.VisualizePath(kvModel, info, path); err != nil {
+				if err := porcupine.VisualizePath(Model, info, path); err != nil {
 					t.Fatal(err)
 				}
 				if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
@@ -56,13 +56,13 @@ func TestKVModel(t *testing.T) {
 // kept.
 func TestSettledDropsWritesThatNeverTookEffect(t *testing.T) {
 	op := func(v string, ret int64) porcupine.Operation {
-		return porcupine.Operation{Input: kvInput{put: true, key: "k", value: v}, Return: ret}
+		return porcupine.Operation{Input: Input{put: true, key: "k", value: v}, Return: ret}
 	}
-	got := settled([]porcupine.Operation{op("refused", math.MaxInt64), op("applied", math.MaxInt64), op("acked", 5),
-		{Input: kvInput{key: "k"}, Return: 6}}, map[string]bool{"applied": true, "acked": true})
+	got := Settled([]porcupine.Operation{op("refused", math.MaxInt64), op("applied", math.MaxInt64), op("acked", 5),
+		{Input: Input{key: "k"}, Return: 6}}, map[string]bool{"applied": true, "acked": true})
 	var kept []string
 	for _, o := range got {
-		kept = append(kept, o.Input.(kvInput).value)
+		kept = append(kept, o.Input.(Input).value)
 	}
 	if len(got) != 3 || kept[0] != "applied" || kept[1] != "acked" || kept[2] != "" {
 		t.Fatalf("kept %q", kept)
