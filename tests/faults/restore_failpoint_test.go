@@ -272,7 +272,7 @@ func restoreKilledRun(t *testing.T, name, etcd string) {
 	kill(failpoint.RestoreAfterRestore, restore.StepStart)
 	kill(failpoint.RestoreAfterStart, restore.StepRecord)
 	// The restore point is behind: the new cluster has served.
-	h, waitWorkload = linearkv.Run(ctx, func() *clientv3.Client { return etcdtest.NewClient(t, r.endpoints()...) }, 3, 1)
+	h, waitWorkload = linearkv.Run(ctx, func() *clientv3.Client { return etcdtest.NewClient(t, r.endpoints()...) }, 3, 1, 0)
 	waitWatch = learnerWatch(ctx, etcdtest.NewClient(t, r.endpoints()...))
 	kill(failpoint.RestoreAfterRecord, restore.StepRejoin)
 	// In the middle of a step, not after it: -9 while a learner joins.

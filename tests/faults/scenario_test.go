@@ -94,7 +94,7 @@ func (s *scenario) startWorkload(clients int, seed uint64) {
 	var done sync.WaitGroup
 	done.Add(1)
 	go func() { defer done.Done(); w.run(ctx) }()
-	h, wait := linearkv.Run(ctx, s.c.client, clients, seed)
+	h, wait := linearkv.Run(ctx, s.c.client, clients, seed, 0)
 	s.h = h
 	s.stop = func() { cancel(); done.Wait() }
 	s.wait = wait

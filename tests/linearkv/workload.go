@@ -57,8 +57,9 @@ func (h *History) noteStall(d time.Duration) {
 }
 
 // Run runs clients goroutines of reads and writes on nKeys keys
-// until ctx ends; each client has its own connection to every endpoint.
-func Run(ctx context.Context, newClient func() *clientv3.Client, clients int, seed uint64) (*History, func() *History) {
+// until ctx ends, each pausing pause after each call (0: none); each
+// client has its own connection to every endpoint.
+func Run(ctx context.Context, newClient func() *clientv3.Client, clients int, seed uint64, pause time.Duration) (*History, func() *History) {
 	h := &History{start: time.Now()}
 	var wg sync.WaitGroup
 	for id := range clients {
@@ -66,13 +67,13 @@ func Run(ctx context.Context, newClient func() *clientv3.Client, clients int, se
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			runClient(ctx, h, cli, id, rand.New(rand.NewPCG(seed, uint64(id))))
+			runClient(ctx, h, cli, id, rand.New(rand.NewPCG(seed, uint64(id))), pause)
 		}()
 	}
 	return h, func() *History { wg.Wait(); return h }
 }
 
-func runClient(ctx context.Context, h *History, cli *clientv3.Client, id int, rng *rand.Rand) {
+func runClient(ctx context.Context, h *History, cli *clientv3.Client, id int, rng *rand.Rand, pause time.Duration) {
 	lastOK := time.Now()
 	for n := 0; ctx.Err() == nil; n++ {
 		key := fmt.Sprintf("%s%d", RegPrefix, rng.IntN(nKeys))
@@ -110,6 +111,12 @@ func runClient(ctx context.Context, h *History, cli *clientv3.Client, id int, rn
 			h.mu.Lock()
 			h.failed++ // a failed read has no effect: left out
 			h.mu.Unlock()
+		}
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
 		}
 		if ctx.Err() != nil {
 			h.noteStall(time.Since(lastOK))

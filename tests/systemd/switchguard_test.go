@@ -7,13 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/linearkv"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,9 +26,11 @@ import (
 // system.preSwitchChecks makes, with the toplevel and "switch"), then
 // switches. The switches run one at a time (their Switch operations'
 // journals never overlap), every check is granted, every slot comes back
-// once the host's restarted agent reports its member healthy, and a client
-// writing throughout loses no acknowledged write. It logs each host's wait
-// for its slot and the client's longest stall.
+// once the host's restarted agent reports its member healthy. Three
+// clients reading and writing throughout see a linearizable history
+// (porcupine, tests/linearkv) with no acknowledged write lost, and quorum,
+// sampled throughout, never drops (some sample sees a member down). It
+// logs each host's wait for its slot and the clients' longest stall.
 func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -43,15 +46,20 @@ func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
 	}
 	wantVoters(ctx, t, cp1, "cp1", "cp2", "cp3")
 
-	cli := c.rootClient(ctx, cp1)
+	newClient := c.rootClients(ctx, cp1)
+	cli := newClient()
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &stallWriter{cli: cli}
-	wctx, stopWriter := context.WithCancel(ctx)
-	writerDone := make(chan struct{})
-	go func() { defer close(writerDone); w.run(wctx) }()
+	// Three clients writing and reading throughout (porcupine-checked),
+	// and quorum sampled.
+	wctx, stopClients := context.WithCancel(ctx)
+	defer stopClients()
+	hist, waitClients := linearkv.Run(wctx, newClient, 3, 33, 20*time.Millisecond)
+	q := &quorumSampler{cli: newClient(), interval: 250 * time.Millisecond}
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); q.run(wctx) }()
 
 	type result struct {
 		host   string
@@ -99,8 +107,9 @@ func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
 		return nil
 	})
 	total := time.Since(start)
-	stopWriter()
-	<-writerDone
+	stopClients()
+	<-sampled
+	h := waitClients()
 
 	ops, _, err := store.List[api.Operation](ctx, st, store.OpsDir)
 	if err != nil {
@@ -130,15 +139,28 @@ func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
 			t.Fatalf("%s's switch started at %s, before %s's ended at %s", spans[i].node, spans[i].from, spans[i-1].node, spans[i-1].to)
 		}
 	}
-	lost, err := w.lost(ctx)
-	if err != nil {
-		t.Fatal(err)
+	v := linearkv.Check(t, newClient(), h, filepath.Join(t.TempDir(), "history.html"))
+	samples, degraded, least, breaches := q.report()
+	t.Logf("three hosts switched at once: waited for the slot %s; all released %v after the start; "+
+		"the clients made %d calls (%d failed or unknown), linearizable %s, %d acknowledged lost, longest stall %v; "+
+		"quorum sampled %d times, %d with a voter down, fewest healthy voters %d",
+		strings.Join(waits, ", "), total.Round(100*time.Millisecond), v.Ops, v.Failed, v.Linearizable, len(v.Lost),
+		v.Stall.Round(time.Millisecond), samples, degraded, least)
+	if v.Ops == 0 || hist.Acked() == 0 {
+		t.Error("the clients had no write acknowledged")
 	}
-	if len(lost) > 0 {
-		t.Fatalf("%d acknowledged writes lost: %v", len(lost), lost)
+	if v.Linearizable != porcupine.Ok {
+		t.Errorf("the clients' history is %s, not linearizable", v.Linearizable)
 	}
-	t.Logf("three hosts switched at once: waited for the slot %s; all released %v after the start; the client wrote %d values, longest stall %v",
-		strings.Join(waits, ", "), total.Round(100*time.Millisecond), len(w.acked), w.stall.Round(time.Millisecond))
+	if len(v.Lost) > 0 {
+		t.Errorf("%d acknowledged writes lost: %v", len(v.Lost), v.Lost[:min(len(v.Lost), 10)])
+	}
+	if len(breaches) > 0 {
+		t.Errorf("quorum lost in %d samples:\n%s", len(breaches), strings.Join(breaches, "\n"))
+	}
+	if degraded == 0 {
+		t.Errorf("no sample of %d saw a member down: the switches restarted none, or the sampler cannot see one", samples)
+	}
 }
 
 // installClosure copies host next's store files into g's store, as
@@ -164,9 +186,10 @@ func (g *guest) installClosure(ctx context.Context, next, top string) {
 	}
 }
 
-// rootClient is an etcd client of the guests' cluster with root's
-// certificate of g's pki, from the test's own namespace on the bridge.
-func (c *cluster) rootClient(ctx context.Context, g *guest) *clientv3.Client {
+// rootClients makes etcd clients of the guests' cluster with root's
+// certificate of g's pki, from the test's own namespace on the bridge;
+// each call of the function it returns is a new client.
+func (c *cluster) rootClients(ctx context.Context, g *guest) func() *clientv3.Client {
 	t := c.t
 	t.Helper()
 	if err := c.bridge.Join("10.233.0.254/24"); err != nil {
@@ -191,61 +214,12 @@ func (c *cluster) rootClient(ctx context.Context, g *guest) *clientv3.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
-}
-
-// stallWriter writes one key after another and measures the longest time
-// between two acknowledged writes.
-type stallWriter struct {
-	cli   *clientv3.Client
-	mu    sync.Mutex
-	acked []string
-	stall time.Duration
-}
-
-func (w *stallWriter) run(ctx context.Context) {
-	last := time.Now()
-	for i := 0; ctx.Err() == nil; i++ {
-		key := fmt.Sprintf("/switch-client/%06d", i)
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := w.cli.Put(pctx, key, "v")
-		cancel()
+	return func() *clientv3.Client {
+		cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg})
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		now := time.Now()
-		w.mu.Lock()
-		w.acked = append(w.acked, key)
-		w.stall = max(w.stall, now.Sub(last))
-		w.mu.Unlock()
-		last = now
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
+		t.Cleanup(func() { cli.Close() })
+		return cli
 	}
-}
-
-// lost returns the acknowledged keys that cannot be read back.
-func (w *stallWriter) lost(ctx context.Context) ([]string, error) {
-	resp, err := w.cli.Get(ctx, "/switch-client/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
-	if err != nil {
-		return nil, err
-	}
-	have := map[string]bool{}
-	for _, kv := range resp.Kvs {
-		have[string(kv.Key)] = true
-	}
-	var lost []string
-	for _, k := range w.acked {
-		if !have[k] {
-			lost = append(lost, k)
-		}
-	}
-	return lost, nil
 }
