@@ -33,6 +33,24 @@ let
       };
     };
   };
+  # A worker: no etcd member; it joins the mesh through cp1.
+  worker = extra: {
+    address = ip 4;
+    module = {
+      imports = [ extra ];
+      networking.hostName = "w1";
+      environment.etc."nico-token".text = "sdtier.0123456789abcdef";
+      services.nico = {
+        enable = true;
+        roles = [ "worker" ];
+        seeds = [ (ip 1) ];
+        tokenFile = "/etc/nico-token";
+        settings.etcd.endpoints = [ "https://${ip 1}:2379" ];
+        settings.heartbeat.ttl = "5s";
+        settings.gossip.profile = "fast";
+      };
+    };
+  };
   # cp1 declaring a machine pool in the flake (services.nico.objects),
   # at three revisions; the third is refused against the cluster (an
   # external member with cp1's own peer URL). TestDeclaredObjects.
@@ -68,6 +86,20 @@ in
   # at once (TestParallelSwitchesTakeTheSlotOneAtATime).
   cp2-switched = { address = ip 2; module = { imports = [ (controlPlaneModule 2) ]; services.nico.settings.log.level = "debug"; }; };
   cp3-switched = { address = ip 3; module = { imports = [ (controlPlaneModule 3) ]; services.nico.settings.log.level = "debug"; }; };
+  # cp2's next generation with a short switch-slot hold: its check is
+  # held while cp3 joins, then granted, and the switch never happens, so
+  # the leader takes the slot back at the hold (TestSwitchGuardUnderSystemd).
+  cp2-hold = {
+    address = ip 2;
+    module = {
+      imports = [ (controlPlaneModule 2) ];
+      services.nico.settings.log.level = "debug";
+      services.nico.switchGuard.hold = "30s";
+    };
+  };
+  # A data-plane host and its next generation: no switch guard.
+  w1 = worker { };
+  w1-switched = worker { services.nico.settings.log.level = "debug"; };
   # cp1's next generation: only its settings changed (a `switch` to it
   # must reach the running agent; TestChangedSettingsReachTheAgent).
   cp1-switched = {
