@@ -41,9 +41,12 @@
 //	TestNixOSApplier                  the nixos applier with real Nix under systemd-run, health
 //	                                  gate and rollback; Nix's cache under ProtectHome (defect 9)
 //	TestParallelSwitchesTakeTheSlotOneAtATime
-//	                                  cp1..cp3 run their pre-switch checks at once and switch:
-//	                                  one at a time, the leader's after leadership moved, every
-//	                                  slot back once healthy, no acknowledged write lost
+//	                                  cp2's switch held while cp3 joins; w1 (data plane) switches
+//	                                  while cp2 holds the slot; cp2's failed switch gives the slot
+//	                                  back at its 30 s hold; then cp1..cp3 run their pre-switch
+//	                                  checks at once and switch: one at a time, the leader's after
+//	                                  leadership moved, every slot back once healthy, the clients'
+//	                                  history linearizable (porcupine), quorum never lost (sampled)
 //
 // Trial runs on another branch: NICO_SYSTEMD_MODULE=/its/nixos-module
 // render/fixtures.sh write DIR, then NICO_SYSTEMD_FIXTURES=DIR (and

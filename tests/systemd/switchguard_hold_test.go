@@ -10,12 +10,14 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/switchguard"
 	"github.com/homystack/nico/tests/systemd/harness"
 )
 
-// TestSwitchGuardHoldsAndGivesBack: on one fleet under a real systemd
-// (cp1 and cp2 voters, cp3 joining, w1 a data-plane host), the switch
-// guard's other promises, each with the module's pre-switch script run as
+// holdsAndGivesBack runs the switch guard's other promises on the fleet of
+// TestParallelSwitchesTakeTheSlotOneAtATime as it grows (cp1 and cp2
+// voters, cp1 leading the coordinators, w1 a data-plane host; it boots
+// cp3), each with the module's pre-switch script run as
 // switch-to-configuration runs it:
 //
 //   - a switch is held while a join is in flight: cp2's check (hosts.nix
@@ -26,23 +28,9 @@ import (
 //   - a host whose switch fails after its grant (it never reaches the
 //     granted generation) gives the slot back at its hold: the leader
 //     answers Expired and frees the slot about 30 s after the grant.
-func TestSwitchGuardHoldsAndGivesBack(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c := newCluster(t)
-	cp1 := c.boot(ctx, "cp1")
-	mustStart(ctx, t, cp1, "nico-agent.service")
-	mustStart(ctx, t, cp1, "nico-coordinator.service")
-	cp2 := c.boot(ctx, "cp2")
-	mustStart(ctx, t, cp2, "nico-agent.service")
-	w1 := c.boot(ctx, "w1")
-	mustStart(ctx, t, w1, "nico-agent.service")
-	wantVoters(ctx, t, cp1, "cp1", "cp2")
-	st, err := store.New(c.rootClients(ctx, cp1)(), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-
+func holdsAndGivesBack(ctx context.Context, t *testing.T, c *cluster, st *store.Store) {
+	t.Helper()
+	cp1, cp2, w1 := c.guests["cp1"], c.guests["cp2"], c.guests["w1"]
 	// A join in flight: cp3's member is added as a learner, its etcd
 	// held at a gate (join_test.go's etcdGate).
 	cp3 := c.boot(ctx, "cp3", func(cfg *harness.Config) {
@@ -129,6 +117,13 @@ func TestSwitchGuardHoldsAndGivesBack(t *testing.T) {
 		return nil
 	})
 	back := time.Since(grantedAt)
+	op := &api.Operation{}
+	if err := st.Get(ctx, store.OpKey(switchguard.OpName("cp2", sw.Spec.Attempt)), op); err != nil {
+		t.Fatal(err)
+	}
+	if op.Status.Phase != api.OpFailed {
+		t.Errorf("cp2's expired switch operation is %s, want Failed: %s", op.Status.Phase, op.Status.Message)
+	}
 	t.Logf("cp2's slot back %v after its grant (hold 30s): %s", back.Round(100*time.Millisecond), sw.Status.Message)
 	if back < 25*time.Second {
 		t.Errorf("the slot came back %v after the grant, before the 30s hold", back)

@@ -18,7 +18,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// TestParallelSwitchesTakeTheSlotOneAtATime: the three control-plane hosts
+// TestParallelSwitchesTakeTheSlotOneAtATime: on the fleet as it grows, a
+// switch is held by a join in flight, a data-plane host switches without
+// waiting and a failed switch gives its slot back at its hold
+// (holdsAndGivesBack). Then the three control-plane hosts
 // receive a generation that restarts their agent, and so their etcd
 // member (hosts.nix cpN-switched: changed agent settings), and all three
 // switch at once, as colmena would: each runs its new generation's
@@ -38,26 +41,28 @@ func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
 	cp1 := c.boot(ctx, "cp1")
 	mustStart(ctx, t, cp1, "nico-agent.service")
 	mustStart(ctx, t, cp1, "nico-coordinator.service")
-	hosts := []*guest{cp1}
-	for _, n := range []string{"cp2", "cp3"} {
-		g := c.boot(ctx, n)
-		mustStart(ctx, t, g, "nico-agent.service")
-		hosts = append(hosts, g)
-	}
-	wantVoters(ctx, t, cp1, "cp1", "cp2", "cp3")
-
+	cp2 := c.boot(ctx, "cp2")
+	mustStart(ctx, t, cp2, "nico-agent.service")
+	w1 := c.boot(ctx, "w1")
+	mustStart(ctx, t, w1, "nico-agent.service")
+	wantVoters(ctx, t, cp1, "cp1", "cp2")
 	newClient := c.rootClients(ctx, cp1)
 	cli := newClient()
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A switch held by cp3's join, w1's switch not held, a slot back at
+	// its hold; it leaves cp1..cp3 voters.
+	holdsAndGivesBack(ctx, t, c, st)
+	hosts := []*guest{cp1, cp2, c.guests["cp3"]}
+
 	// Three clients writing and reading throughout (porcupine-checked),
 	// and quorum sampled.
 	wctx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
-	hist, waitClients := linearkv.Run(wctx, newClient, 3, 33, 20*time.Millisecond)
-	q := &quorumSampler{cli: newClient(), interval: 250 * time.Millisecond}
+	hist, waitClients := linearkv.Run(wctx, func() *clientv3.Client { return newClient() }, 3, 33, 20*time.Millisecond)
+	q := &quorumSampler{cli: newClient(), dial: func(ep string) *clientv3.Client { return newClient(ep) }, interval: 250 * time.Millisecond}
 	sampled := make(chan struct{})
 	go func() { defer close(sampled); q.run(wctx) }()
 
@@ -121,8 +126,8 @@ func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
 	}
 	var spans []span
 	for _, op := range ops {
-		if op.Spec.Type != api.OpSwitch || len(op.Status.History) == 0 {
-			continue
+		if op.Spec.Type != api.OpSwitch || len(op.Status.History) == 0 || op.Status.History[0].At.Before(start) {
+			continue // not one of these three switches (cp2's that expired before)
 		}
 		if op.Status.Phase != api.OpSucceeded {
 			t.Errorf("switch %s: %s: %s", op.Metadata.Name, op.Status.Phase, op.Status.Message)
@@ -140,12 +145,12 @@ func TestParallelSwitchesTakeTheSlotOneAtATime(t *testing.T) {
 		}
 	}
 	v := linearkv.Check(t, newClient(), h, filepath.Join(t.TempDir(), "history.html"))
-	samples, degraded, least, breaches := q.report()
+	samples, degraded, downs, least, breaches := q.report()
 	t.Logf("three hosts switched at once: waited for the slot %s; all released %v after the start; "+
 		"the clients made %d calls (%d failed or unknown), linearizable %s, %d acknowledged lost, longest stall %v; "+
-		"quorum sampled %d times, %d with a voter down, fewest healthy voters %d",
+		"quorum sampled %d times, %d with a voter down (samples by voter: %v), fewest healthy voters %d",
 		strings.Join(waits, ", "), total.Round(100*time.Millisecond), v.Ops, v.Failed, v.Linearizable, len(v.Lost),
-		v.Stall.Round(time.Millisecond), samples, degraded, least)
+		v.Stall.Round(time.Millisecond), samples, degraded, downs, least)
 	if v.Ops == 0 || hist.Acked() == 0 {
 		t.Error("the clients had no write acknowledged")
 	}
@@ -188,8 +193,9 @@ func (g *guest) installClosure(ctx context.Context, next, top string) {
 
 // rootClients makes etcd clients of the guests' cluster with root's
 // certificate of g's pki, from the test's own namespace on the bridge;
-// each call of the function it returns is a new client.
-func (c *cluster) rootClients(ctx context.Context, g *guest) func() *clientv3.Client {
+// each call of the function it returns is a new client, of the given
+// endpoints or, with none, of cp1..cp3's.
+func (c *cluster) rootClients(ctx context.Context, g *guest) func(endpoints ...string) *clientv3.Client {
 	t := c.t
 	t.Helper()
 	if err := c.bridge.Join("10.233.0.254/24"); err != nil {
@@ -214,8 +220,11 @@ func (c *cluster) rootClients(ctx context.Context, g *guest) func() *clientv3.Cl
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func() *clientv3.Client {
-		cli, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg})
+	return func(endpoints ...string) *clientv3.Client {
+		if len(endpoints) == 0 {
+			endpoints = eps
+		}
+		cli, err := etcdclient.New(etcdclient.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, TLS: tlsCfg})
 		if err != nil {
 			t.Fatal(err)
 		}
