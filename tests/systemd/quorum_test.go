@@ -10,7 +10,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"google.golang.org/grpc"
 )
 
 // quorumSampler samples etcd's voters every interval: a voter is healthy
@@ -112,6 +111,7 @@ func (q *quorumSampler) sample(ctx context.Context) (healthy, voters int, down [
 			// On the kept connection, then, should that fail, on a new
 			// one: a kept connection to a member that restarted may
 			// wait out gRPC's reconnect backoff after the member is back.
+			// A member that refuses connections fails both at once.
 			var why string
 			for try := range 2 {
 				if try == 1 {
@@ -123,7 +123,7 @@ func (q *quorumSampler) sample(ctx context.Context) (healthy, voters int, down [
 					conn = fresh
 				}
 				sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-				st, err := pb.NewMaintenanceClient(conn.ActiveConnection()).Status(sctx, &pb.StatusRequest{}, grpc.WaitForReady(true))
+				st, err := pb.NewMaintenanceClient(conn.ActiveConnection()).Status(sctx, &pb.StatusRequest{})
 				cancel()
 				switch {
 				case err != nil:
