@@ -24,7 +24,7 @@
             inherit version;
             go = goFor final;
             # make vendor-hash rewrites this line; make nix-check compares it.
-            vendorHash = "sha256-WrnT39pBfpy+SZKJnO3Z3Qio8hCglVnm9qe2xeRsF10=";
+            vendorHash = "sha256-HgFWcVk+UWful/HALc6J1UXyJHLXue41ft1Nfor6SdQ=";
           };
         in
         {
