@@ -26,56 +26,108 @@ import (
 // resourceVersion; the row (failed requests, longest time without a
 // successful write, relists) is logged.
 func TestKubernetesAPIThroughMemberReplacement(t *testing.T) {
+	f, ctx := newLoadFleet(t)
+	kubeconfig := f.loadCluster(t, ctx, "1.37.2")
+	f.underLoad(t, ctx, kubeconfig, "(a) replace an etcd member", func() {
+		old := f.memberID(t, ctx, "cp-3")
+		if _, err := requests.RequestStandby(ctx, f.st, "cp-3", "kubeload test"); err != nil {
+			t.Fatal(err)
+		}
+		f.restartStandby(t, "cp-3")
+		testwait.For(t, 2*time.Minute, "cp-3 a voter again as a new member", func() (bool, string) {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			defer cancel()
+			ms, err := f.root.MemberList(cctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			voters := 0
+			var now uint64
+			for _, m := range ms.Members {
+				if !m.IsLearner {
+					voters++
+				}
+				if m.Name == "cp-3" && !m.IsLearner {
+					now = m.ID
+				}
+			}
+			return voters == 3 && now != 0 && now != old, fmt.Sprintf("%d voters, cp-3's voter %x (was %x)", voters, now, old)
+		})
+	})
+}
+
+// TestKubernetesAPIThroughControlPlaneRoll is
+// TestKubernetesAPIThroughMemberReplacement through a version change
+// (1.37.1 to 1.37.2) that rolls the three control-plane machines one at a
+// time, each API server restarted.
+func TestKubernetesAPIThroughControlPlaneRoll(t *testing.T) {
+	f, ctx := newLoadFleet(t)
+	kubeconfig := f.loadCluster(t, ctx, "1.37.1")
+	f.underLoad(t, ctx, kubeconfig, "(c) roll the control-plane machines", func() {
+		mark := time.Now()
+		f.applyCluster(t, ctx, "1.37.2")
+		f.waitCluster(t, ctx, "k1", 6*time.Minute, "Ready at 1.37.2", func(kc *api.KubernetesCluster) bool {
+			return kc.Status.Phase == api.ClusterReady && kc.Status.Version == "1.37.2"
+		})
+		f.checkControlPlaneFirst(t, mark, "1.37.2")
+	})
+}
+
+// loadFleet is a fleet of three control-plane machines and one data-plane
+// machine, with nicoctl.
+type loadFleet struct {
+	*fleet
+	ctl func(context.Context, ...string) (string, error)
+}
+
+func newLoadFleet(t *testing.T) (*loadFleet, context.Context) {
 	kubetest.FindBinaries(t) // skips (or fails) before the nicoctl build
 	nicoctl := nicoctlBin(t)
 	f := newFleet(t, fleetOptions{cps: 3, dps: 1, clusters: true})
-	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
-	defer cancel()
-	const name = "k1"
-	ctl := f.nicoctl(nicoctl)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	t.Cleanup(cancel)
+	return &loadFleet{fleet: f, ctl: f.nicoctl(nicoctl)}, ctx
+}
+
+// applyCluster applies cluster k1 at version with nicoctl.
+func (f *loadFleet) applyCluster(t *testing.T, ctx context.Context, version string) {
+	t.Helper()
 	file := filepath.Join(f.dir, "k1.yaml")
-	writeFile(t, file, clusterDoc(name, "1.37.2", "dp-1", ""))
-	if out, err := ctl(ctx, "apply", "-f", file); err != nil {
-		t.Fatalf("nicoctl apply: %v\n%s", err, out)
+	writeFile(t, file, clusterDoc("k1", version, "dp-1", ""))
+	if out, err := f.ctl(ctx, "apply", "-f", file); err != nil {
+		t.Fatalf("nicoctl apply %s: %v\n%s", version, err, out)
 	}
-	f.waitCluster(t, ctx, name, 6*time.Minute, "Ready", func(kc *api.KubernetesCluster) bool { return kc.Status.Phase == api.ClusterReady })
+}
+
+// loadCluster applies cluster k1 at version, waits for it Ready and
+// returns the path of its published kubeconfig.
+func (f *loadFleet) loadCluster(t *testing.T, ctx context.Context, version string) string {
+	t.Helper()
+	f.applyCluster(t, ctx, version)
+	f.waitCluster(t, ctx, "k1", 6*time.Minute, "Ready", func(kc *api.KubernetesCluster) bool {
+		return kc.Status.Phase == api.ClusterReady && kc.Status.Version == version
+	})
 	kubeconfig := filepath.Join(f.dir, "k1.kubeconfig")
-	if out, err := ctl(ctx, "get", "kubeconfig", name, "--file", kubeconfig); err != nil {
+	if out, err := f.ctl(ctx, "get", "kubeconfig", "k1", "--file", kubeconfig); err != nil {
 		t.Fatalf("nicoctl get kubeconfig: %v\n%s", err, out)
 	}
+	return kubeconfig
+}
 
+// underLoad runs op under a ConfigMap load (20 writes a second) through
+// kubeconfig, 40 writes before and after it, logs the load's row as
+// operation and fails on a failed write or a missed event.
+func (f *loadFleet) underLoad(t *testing.T, ctx context.Context, kubeconfig, operation string, op func()) {
+	t.Helper()
 	run, err := kubetest.ConfigMapLoad{Kubeconfig: kubeconfig, Rate: 20}.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.waitWrites(t, run, 40, "before the replacement")
-	old := f.memberID(t, ctx, "cp-3")
-	if _, err := requests.RequestStandby(ctx, f.st, "cp-3", "kubeload test"); err != nil {
-		t.Fatal(err)
-	}
-	f.restartStandby(t, "cp-3")
-	testwait.For(t, 2*time.Minute, "cp-3 a voter again as a new member", func() (bool, string) {
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		ms, err := f.root.MemberList(cctx)
-		if err != nil {
-			return false, err.Error()
-		}
-		voters := 0
-		var now uint64
-		for _, m := range ms.Members {
-			if !m.IsLearner {
-				voters++
-			}
-			if m.Name == "cp-3" && !m.IsLearner {
-				now = m.ID
-			}
-		}
-		return voters == 3 && now != 0 && now != old, fmt.Sprintf("%d voters, cp-3's voter %x (was %x)", voters, now, old)
-	})
-	f.waitWrites(t, run, run.Writes()+40, "after the replacement")
+	f.waitWrites(t, run, 40, "before "+operation)
+	op()
+	f.waitWrites(t, run, run.Writes()+40, "after "+operation)
 	rep, err := run.Stop(30 * time.Second)
-	t.Logf("ConfigMap load through an etcd member's replacement:\n%s\n%s", kubetest.RowHeader, rep.Row("(a) replace an etcd member"))
+	t.Logf("ConfigMap load through %s:\n%s\n%s", operation, kubetest.RowHeader, rep.Row(operation))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +140,7 @@ func TestKubernetesAPIThroughMemberReplacement(t *testing.T) {
 }
 
 // waitWrites waits until the load's writes reach n.
-func (f *fleet) waitWrites(t *testing.T, run *kubetest.LoadRun, n int, what string) {
+func (f *loadFleet) waitWrites(t *testing.T, run *kubetest.LoadRun, n int, what string) {
 	t.Helper()
 	testwait.For(t, 2*time.Minute, fmt.Sprintf("%d ConfigMap writes %s", n, what), func() (bool, string) {
 		return run.Writes() >= n, fmt.Sprintf("%d writes", run.Writes())
