@@ -69,15 +69,16 @@ type LoadRun struct {
 	writerD chan struct{}
 	stopW   chan struct{}
 	watchD  chan error
-	start   time.Time
+	// progress is signalled when the watch's highest resourceVersion rises.
+	progress chan struct{}
+	start    time.Time
 
-	mu       sync.Mutex
-	rep      LoadReport
-	written  map[uint64]bool // resourceVersions of successful writes
-	seen     map[uint64]bool // resourceVersions watch events carried
-	lastOK   time.Time
-	maxSeen  uint64
-	watchErr error
+	mu      sync.Mutex
+	rep     LoadReport
+	written map[uint64]bool // resourceVersions of successful writes
+	seen    map[uint64]bool // resourceVersions watch events carried
+	lastOK  time.Time
+	maxSeen uint64
 }
 
 // Start lists, starts the watch and the writer, and returns once the
@@ -111,7 +112,7 @@ func (l ConfigMapLoad) Start(ctx context.Context) (*LoadRun, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	r := &LoadRun{cancel: cancel, writerD: make(chan struct{}), stopW: make(chan struct{}), watchD: make(chan error, 1),
-		written: map[uint64]bool{}, seen: map[uint64]bool{}, start: time.Now()}
+		progress: make(chan struct{}, 1), written: map[uint64]bool{}, seen: map[uint64]bool{}, start: time.Now()}
 	r.lastOK = r.start
 	w, err := cms.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion, AllowWatchBookmarks: true})
 	if err != nil {
@@ -150,21 +151,23 @@ func (r *LoadRun) Stop(within time.Duration) (LoadReport, error) {
 		last = max(last, rv)
 	}
 	r.mu.Unlock()
-	deadline := time.Now().Add(within)
+	timeout := time.NewTimer(within)
+	defer timeout.Stop()
+wait:
 	for {
 		r.mu.Lock()
-		caught, werr := r.maxSeen >= last, r.watchErr
+		caught := r.maxSeen >= last
 		r.mu.Unlock()
-		if caught || werr != nil || time.Now().After(deadline) {
+		if caught {
 			break
 		}
 		select {
-		case <-time.After(pollInterval):
+		case <-r.progress:
+		case <-timeout.C:
+			break wait
 		case err := <-r.watchD:
 			r.watchD <- err
-			r.mu.Lock()
-			r.watchErr = err
-			r.mu.Unlock()
+			break wait
 		}
 	}
 	r.cancel()
@@ -282,7 +285,13 @@ func (r *LoadRun) watch(ctx context.Context, cms configMaps, w watch.Interface, 
 				r.rep.Events++
 				r.seen[n] = true
 			}
-			r.maxSeen = max(r.maxSeen, n)
+			if n > r.maxSeen {
+				r.maxSeen = n
+				select {
+				case r.progress <- struct{}{}:
+				default:
+				}
+			}
 			r.mu.Unlock()
 		}
 		w.Stop()
