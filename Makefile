@@ -63,7 +63,7 @@ KUBE_BENCH ?= $(CURDIR)/kube-bench.out
 e2e-kube: kube-binaries etcd-binaries
 	NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
 		NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
-		$(GO) test -race -count=1 -v -timeout 20m ./tests/kubetest/ ./tests/kube/
+		$(GO) test -race -count=1 -v -timeout 30m ./tests/kubetest/ ./tests/kube/
 	set -o pipefail; NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
 		$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/kube/ | tee $(KUBE_BENCH)
 
