@@ -116,7 +116,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	deleting := kc.Deleting()
 	var sel kubeplan.Selection
 	if !deleting {
-		sel = kubeplan.Select(name, group(name, api.PlaneControl, kc.Spec.ControlPlane.MachineSet), group(name, api.PlaneData, kc.Spec.DataPlane.MachineSet), f.candidates(name))
+		sel = kubeplan.Select(name, group(name, api.PlaneControl, kc.Spec.ControlPlane.MachineSet), group(name, api.PlaneData, kc.Spec.DataPlane.MachineSet), f.candidates(name, cc.c.Now()))
 		var err error
 		if sel, err = cc.claim(ctx, f, kc, sel); err != nil {
 			return err

@@ -80,11 +80,20 @@ func (cc *clusterController) writePlaneClaim(ctx context.Context, f *clusterFlee
 			own++
 		}
 	}
-	in := machineclaim.Input{Claim: name, Pool: pool, Roles: []api.Role{api.RoleWorker}, Want: want, Own: own, Current: spec, Now: cc.c.Now()}
+	etcd := map[string]bool{}
+	for _, m := range f.members {
+		etcd[m.Node] = m.Node != ""
+	}
+	in := machineclaim.Input{Claim: name, Pool: pool, Roles: []api.Role{api.RoleWorker}, Want: want, Own: own, Current: spec,
+		ReplaceDeadAfter: f.replaceDeadAfter, Now: cc.c.Now()}
 	for _, m := range spec.Machines {
-		st := machineclaim.Machine{Name: m, Member: held[m] || f.claims[m] == cluster}
+		// A member holds the role until the cluster has released it (its
+		// Node drained and deleted) and, on a control-plane VM, its etcd
+		// member is removed.
+		st := machineclaim.Machine{Name: m, Member: held[m] || f.claims[m] == cluster || etcd[m]}
 		if n := f.nodes[m]; n != nil {
 			st.Registered, st.Left = true, n.Status.Phase == api.NodeRemoved
+			st.DeadSince = f.deadSince(m)
 		}
 		in.Machines = append(in.Machines, st)
 	}

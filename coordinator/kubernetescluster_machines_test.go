@@ -4,8 +4,10 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -114,5 +116,65 @@ func TestClusterMachinesFromPool(t *testing.T) {
 	}
 	if m := &(api.Machine{}); h.st.Get(h.t.Context(), store.MachineKey("vms-etcd-0"), m) != nil || m.Spec.Claim != api.EtcdClaimName {
 		t.Fatalf("the etcd cluster's VM: %+v", m)
+	}
+}
+
+// TestClusterDeadVMIsReplaced: a plane's VM that the liveness record has
+// seen dead past the EtcdCluster's replaceDeadMembersAfter is let go by
+// its plane (released as any leaving machine), then taken off its claim
+// (the pool destroys its domain and disk) and a fresh VM is asked for in
+// its place; before that time it is kept.
+func TestClusterDeadVMIsReplaced(t *testing.T) {
+	h := newKCHarness(t)
+	ec := api.NewEtcdCluster()
+	ec.Spec.Policy.ReplaceDeadMembersAfter = api.Duration(time.Minute)
+	if err := h.st.PutObject(h.t.Context(), ec); err != nil {
+		t.Fatal(err)
+	}
+	kc := api.NewKubernetesCluster("prod")
+	kc.Spec.ControlPlane.MachineSet = api.MachineSet{MachinePool: "vms", Count: 1}
+	kc.Spec.DataPlane.MachineSet = api.MachineSet{MachinePool: "vms", Count: 1}
+	h.create(kc)
+	h.pass()
+	h.claimed("vms-prod-controlplane-0", "prod-controlplane")
+	h.claimed("vms-prod-dataplane-0", "prod-dataplane")
+	h.pass()
+	h.pass()
+	if got := h.cluster("prod").Status.DataPlane.Machines; !slices.Equal(got, []string{"vms-prod-dataplane-0"}) {
+		t.Fatalf("data plane %v", got)
+	}
+
+	lv := api.NewLiveness()
+	lv.Status.Nodes = map[string]api.NodeLiveness{"vms-prod-dataplane-0": {State: string(membership.LiveDead), Since: h.now}}
+	if err := h.st.PutObject(h.t.Context(), lv); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		h.pass() // 5 s dead: kept
+	}
+	if got := h.machineClaim("prod-dataplane").Spec.Machines; !slices.Equal(got, []string{"vms-prod-dataplane-0"}) {
+		t.Fatalf("claim before replaceDeadMembersAfter: %v", got)
+	}
+	if got := h.cluster("prod").Status.DataPlane.Machines; !slices.Equal(got, []string{"vms-prod-dataplane-0"}) {
+		t.Fatalf("data plane before replaceDeadMembersAfter: %v", got)
+	}
+
+	h.now = h.now.Add(time.Minute)
+	want := []string{"vms-prod-dataplane-1"}
+	for i := 0; i < 15 && !slices.Equal(h.machineClaim("prod-dataplane").Spec.Machines, want); i++ {
+		h.pass()
+	}
+	if got := h.machineClaim("prod-dataplane").Spec.Machines; !slices.Equal(got, want) {
+		t.Fatalf("claim after replaceDeadMembersAfter: %v (plane %v)", got, h.cluster("prod").Status.DataPlane.Machines)
+	}
+	if got := h.machineClaim("prod-controlplane").Spec.Machines; !slices.Equal(got, []string{"vms-prod-controlplane-0"}) {
+		t.Fatalf("the alive control-plane VM: %v", got)
+	}
+	// The fresh VM registers and the plane takes it.
+	h.claimed("vms-prod-dataplane-1", "prod-dataplane")
+	h.pass()
+	h.pass()
+	if got := h.cluster("prod").Status.DataPlane.Machines; !slices.Equal(got, want) {
+		t.Fatalf("data plane with the fresh VM: %v", got)
 	}
 }

@@ -35,6 +35,27 @@ type clusterFleet struct {
 	// machineClaims are the MachineClaims (the planes' asks of pools, and
 	// others').
 	machineClaims []*api.MachineClaim
+	// live is the leader's liveness record of the nodes;
+	// replaceDeadAfter is the EtcdCluster's replaceDeadMembersAfter (zero:
+	// a dead VM is never replaced).
+	live             map[string]api.NodeLiveness
+	replaceDeadAfter time.Duration
+}
+
+// deadSince is when the liveness record saw machine die (zero: not dead).
+func (f *clusterFleet) deadSince(machine string) time.Time {
+	if l, ok := f.live[machine]; ok && l.State == string(membership.LiveDead) {
+		return l.Since
+	}
+	return time.Time{}
+}
+
+// replace tells whether machine is a VM a claim asked for that is dead
+// past replaceDeadMembersAfter: its plane lets it go and the claim asks
+// for a fresh one.
+func (f *clusterFleet) replace(machine string, now time.Time) bool {
+	dead := f.deadSince(machine)
+	return f.claimOf(machine) != "" && f.replaceDeadAfter > 0 && !dead.IsZero() && now.Sub(dead) >= f.replaceDeadAfter
 }
 
 // claimOf is the machine's MachineClaim ("" none).
@@ -60,6 +81,8 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 		clientv3.OpGet(store.DrainRequestsDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.KubeconfigReportsDir, clientv3.WithPrefix()),
 		clientv3.OpGet(store.ClaimsDir, clientv3.WithPrefix()),
+		clientv3.OpGet(store.LivenessKey),
+		clientv3.OpGet(store.EtcdClusterKey),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
@@ -111,6 +134,16 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 	if f.machineClaims, err = store.Objects[api.MachineClaim](kvs(10)); err != nil {
 		return nil, err
 	}
+	if lv, err := store.Objects[api.Liveness](kvs(11)); err != nil {
+		return nil, err
+	} else if len(lv) == 1 {
+		f.live = lv[0].Status.Nodes
+	}
+	if ec, err := store.Objects[api.EtcdCluster](kvs(12)); err != nil {
+		return nil, err
+	} else if len(ec) == 1 {
+		f.replaceDeadAfter = time.Duration(ec[0].Spec.Policy.ReplaceDeadMembersAfter)
+	}
 	return f, nil
 }
 
@@ -132,7 +165,7 @@ func index[T any, PT interface {
 // candidates are the fleet's machines as cluster's selection sees them: the
 // registered nodes (labels from the node) and the machines of pools whose
 // node has not registered yet.
-func (f *clusterFleet) candidates(cluster string) []kubeplan.Machine {
+func (f *clusterFleet) candidates(cluster string, now time.Time) []kubeplan.Machine {
 	var out []kubeplan.Machine
 	seen := map[string]bool{}
 	for name, n := range f.nodes {
@@ -143,7 +176,7 @@ func (f *clusterFleet) candidates(cluster string) []kubeplan.Machine {
 		cfg := f.configs[name]
 		out = append(out, kubeplan.Machine{Name: name, Labels: n.Spec.Labels, Discoverable: f.alive[name],
 			HasConfiguration: cfg != nil && !kubeplan.OwnedBy(cfg.Metadata.OwnerReferences, cluster),
-			ClaimedBy:        f.claims[name], Claim: f.claimOf(name), Addresses: f.addresses(name)})
+			ClaimedBy:        f.claims[name], Claim: f.claimOf(name), Addresses: f.addresses(name), Replace: f.replace(name, now)})
 	}
 	for name, m := range f.machines {
 		if !seen[name] {

@@ -28,6 +28,10 @@ type Machine struct {
 	Labels map[string]string
 	// Discoverable: its agent has registered its node.
 	Discoverable bool
+	// Replace: a VM a claim asked for, dead past replaceDeadMembersAfter.
+	// A selector lets it go (its claim asks for a fresh VM); a named
+	// machine is kept.
+	Replace bool
 	// HasConfiguration: it has a desired configuration that is not the
 	// cluster's own.
 	HasConfiguration bool
@@ -113,7 +117,7 @@ func selectGroup(cluster string, g Group, byName map[string]Machine, names []str
 			// A machine a claim asked a pool for is its claim's group's
 			// alone, and its labels do not matter there.
 			mine := g.Claim != "" && m.Claim == g.Claim
-			if len(out) == g.Count || used[name] || (!mine && (m.Claim != "" || g.ClaimOnly || !matches(m.Labels, g.MatchLabels))) || !ok(m) {
+			if len(out) == g.Count || used[name] || m.Replace || (!mine && (m.Claim != "" || g.ClaimOnly || !matches(m.Labels, g.MatchLabels))) || !ok(m) {
 				continue
 			}
 			used[name] = true

@@ -77,6 +77,15 @@ func TestSelect(t *testing.T) {
 		{name: "a plane with a pool and no selector takes its claim's machines only", cp: Group{Count: 2, Claim: "k1-controlplane", ClaimOnly: true},
 			machines: fleet(func(ms []Machine) { at(ms, "dp-3").Claim = "k1-controlplane" }),
 			wantCP:   []string{"dp-3"}, missCP: 1},
+		{name: "a claim's VM dead past replaceDeadMembersAfter is let go, held or not", cp: Group{Count: 2, Claim: "k1-controlplane", ClaimOnly: true},
+			machines: fleet(func(ms []Machine) {
+				at(ms, "dp-2").Claim, at(ms, "dp-2").ClaimedBy, at(ms, "dp-2").Replace = "k1-controlplane", "k1", true
+				at(ms, "dp-3").Claim, at(ms, "dp-3").Replace = "k1-controlplane", true
+				at(ms, "dp-1").Claim = "k1-controlplane"
+			}),
+			wantCP: []string{"dp-1"}, missCP: 1},
+		{name: "a named machine is kept however dead", cp: Group{Machines: []string{"cp-1"}},
+			machines: fleet(func(ms []Machine) { at(ms, "cp-1").Replace = true }), wantCP: []string{"cp-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
