@@ -100,6 +100,12 @@ type Coordinator struct {
 	// succeeded and before the journal records it: tests crash the leader
 	// there to prove the next leader resumes from the journal.
 	AfterSideEffect func(membership.Step)
+	// AfterMachineWrite, when set, is called after the leader wrote a
+	// step of asking a pool for machines: "claim" (the etcd-machines
+	// controller wrote the EtcdCluster's claim) or "machines" (the
+	// machine-pool controller created Machines). Tests crash the leader
+	// there.
+	AfterMachineWrite func(step string)
 	// OnRolloutStep, when set, is called with every rollout step the leader
 	// applies.
 	OnRolloutStep func(name string, s rollout.Step)

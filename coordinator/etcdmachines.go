@@ -87,7 +87,9 @@ func (c *Coordinator) etcdMachinesPass(ctx context.Context, fence store.Fence) (
 		cl.Metadata.OwnerReferences = []api.OwnerReference{{APIVersion: api.Version, Kind: api.KindEtcdCluster, Name: api.EtcdClusterName}}
 	}
 	cl.Spec = pl.Spec
-	_, err = c.store.PutUnchanged(ctx, fence, cl)
+	if _, err = c.store.PutUnchanged(ctx, fence, cl); err == nil && c.AfterMachineWrite != nil {
+		c.AfterMachineWrite("claim")
+	}
 	return pl, ignoreConflict(err)
 }
 

@@ -126,7 +126,11 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 			guards = append(guards, store.Guard{Cmp: store.Absent(key), Err: fmt.Errorf("%w: %s", store.ErrConflict, key)})
 			ops = append(ops, op)
 		}
-		if _, err := c.store.FencedTxn(ctx, fence, guards, ops...); err != nil && !errors.Is(err, store.ErrConflict) {
+		_, err := c.store.FencedTxn(ctx, fence, guards, ops...)
+		switch {
+		case err == nil && c.AfterMachineWrite != nil:
+			c.AfterMachineWrite("machines")
+		case err != nil && !errors.Is(err, store.ErrConflict):
 			errs = append(errs, err)
 		}
 	}
