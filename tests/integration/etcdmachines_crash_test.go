@@ -14,7 +14,7 @@ import (
 	"github.com/homystack/nico/pkg/testwait"
 )
 
-// vmPool stores the pool every test of this file draws from.
+// vmPool stores the pool "vms" the etcd-machines tests draw from.
 func (f *fleet) vmPool() {
 	f.t.Helper()
 	pool := api.NewMachinePool("vms")

@@ -46,9 +46,7 @@ func TestEtcdClusterGrowsWithVMs(t *testing.T) {
 	for _, h := range hosts {
 		waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey(h.name), h.name+" reported", func(*api.Hypervisor) bool { return true })
 	}
-	pool := api.NewMachinePool("vms")
-	pool.Spec = api.MachinePoolSpec{Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 1024, DiskGiB: 4, BaseImage: "base.qcow2", Network: "default"}}
-	f.putPool(pool)
+	f.vmPool()
 
 	f.setEtcdCluster(func(s *api.EtcdClusterSpec) { s.Voters, s.MachinePool = 3, "vms" })
 	vms := []string{"vms-etcd-0", "vms-etcd-1"}
@@ -124,9 +122,7 @@ func TestDeadVMVoterIsReplaced(t *testing.T) {
 	for _, h := range hosts {
 		waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey(h.name), h.name+" reported", func(*api.Hypervisor) bool { return true })
 	}
-	pool := api.NewMachinePool("vms")
-	pool.Spec = api.MachinePoolSpec{Template: api.MachineTemplate{VCPUs: 1, MemoryMiB: 1024, DiskGiB: 4, BaseImage: "base.qcow2", Network: "default"}}
-	f.putPool(pool)
+	f.vmPool()
 	f.setEtcdCluster(func(s *api.EtcdClusterSpec) {
 		s.Voters, s.MachinePool = 3, "vms"
 		s.Policy.ReplaceDeadMembersAfter = api.Duration(api.MinReplaceDeadMembersAfter)
