@@ -3,10 +3,12 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/kubeplan"
 	"github.com/homystack/nico/pkg/machineclaim"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -80,10 +82,7 @@ func (cc *clusterController) writePlaneClaim(ctx context.Context, f *clusterFlee
 			own++
 		}
 	}
-	etcd := map[string]bool{}
-	for _, m := range f.members {
-		etcd[m.Node] = m.Node != ""
-	}
+	etcd := f.etcdMemberNodes()
 	in := machineclaim.Input{Claim: name, Pool: pool, Roles: []api.Role{api.RoleWorker}, Want: want, Own: own, Current: spec,
 		ReplaceDeadAfter: f.replaceDeadAfter, Now: cc.c.Now()}
 	for _, m := range spec.Machines {
@@ -132,4 +131,22 @@ func (f *clusterFleet) machineClaim(name string) *api.MachineClaim {
 		}
 	}
 	return nil
+}
+
+// etcdMemberNodes are the nodes that run an etcd member, matched by
+// peer URL.
+func (f *clusterFleet) etcdMemberNodes() map[string]bool {
+	var nodes []*api.Node
+	for _, n := range f.nodes {
+		nodes = append(nodes, n)
+	}
+	ms := slices.Clone(f.members)
+	membership.MatchNodes(ms, nodes)
+	out := map[string]bool{}
+	for _, m := range ms {
+		if m.Node != "" {
+			out[m.Node] = true
+		}
+	}
+	return out
 }

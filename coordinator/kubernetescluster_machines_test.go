@@ -123,7 +123,8 @@ func TestClusterMachinesFromPool(t *testing.T) {
 // seen dead past the EtcdCluster's replaceDeadMembersAfter is let go by
 // its plane (released as any leaving machine), then taken off its claim
 // (the pool destroys its domain and disk) and a fresh VM is asked for in
-// its place; before that time it is kept.
+// its place; before that time it is kept. A dead control-plane VM that
+// runs an etcd member stays on its claim until the member is removed.
 func TestClusterDeadVMIsReplaced(t *testing.T) {
 	h := newKCHarness(t)
 	ec := api.NewEtcdCluster()
@@ -138,6 +139,15 @@ func TestClusterDeadVMIsReplaced(t *testing.T) {
 	h.pass()
 	h.claimed("vms-prod-controlplane-0", "prod-controlplane")
 	h.claimed("vms-prod-dataplane-0", "prod-dataplane")
+	// The control-plane VM runs the etcd member (its peer URL).
+	n := &api.Node{}
+	if err := h.st.Get(h.t.Context(), store.NodeKey("vms-prod-controlplane-0"), n); err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.PeerURL = h.cl.Members[0].PeerURL
+	if err := h.st.UpdateObject(h.t.Context(), n); err != nil {
+		t.Fatal(err)
+	}
 	h.pass()
 	h.pass()
 	if got := h.cluster("prod").Status.DataPlane.Machines; !slices.Equal(got, []string{"vms-prod-dataplane-0"}) {
@@ -145,7 +155,8 @@ func TestClusterDeadVMIsReplaced(t *testing.T) {
 	}
 
 	lv := api.NewLiveness()
-	lv.Status.Nodes = map[string]api.NodeLiveness{"vms-prod-dataplane-0": {State: string(membership.LiveDead), Since: h.now}}
+	lv.Status.Nodes = map[string]api.NodeLiveness{"vms-prod-dataplane-0": {State: string(membership.LiveDead), Since: h.now},
+		"vms-prod-controlplane-0": {State: string(membership.LiveDead), Since: h.now}}
 	if err := h.st.PutObject(h.t.Context(), lv); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +179,7 @@ func TestClusterDeadVMIsReplaced(t *testing.T) {
 		t.Fatalf("claim after replaceDeadMembersAfter: %v (plane %v)", got, h.cluster("prod").Status.DataPlane.Machines)
 	}
 	if got := h.machineClaim("prod-controlplane").Spec.Machines; !slices.Equal(got, []string{"vms-prod-controlplane-0"}) {
-		t.Fatalf("the alive control-plane VM: %v", got)
+		t.Fatalf("the dead control-plane VM that runs an etcd member is kept until the member is removed: %v", got)
 	}
 	// The fresh VM registers and the plane takes it.
 	h.claimed("vms-prod-dataplane-1", "prod-dataplane")
