@@ -3,7 +3,8 @@
 // whose exec applier runs the generation of tests/kubetest.Machine (a real
 // kube-apiserver, controller-manager and scheduler per control-plane
 // machine, on nico's etcd), and a coordinator. It holds the end-to-end test
-// and the benchmark from apply to Ready; make e2e-kube runs both.
+// and the benchmarks (apply to Ready, a worker rollout per node); make
+// e2e-kube runs them.
 package kube
 
 import (

@@ -34,48 +34,12 @@ import (
 func TestRealWorkersRollingUpdate(t *testing.T) {
 	kubetest.FindBinaries(t)
 	dps := []string{"dp-1", "dp-2", "dp-3"}
-	var addrs []string
-	for _, m := range dps {
-		addrs = append(addrs, workerIP(m)+"/24")
-	}
-	if !kubetest.InNetns(t, "TestRealWorkersRollingUpdate", addrs...) {
+	if !kubetest.InNetns(t, "TestRealWorkersRollingUpdate", workerAddrs(dps)...) {
 		return
 	}
-	f := newFleet(t, fleetOptions{cps: 1, dps: len(dps), clusters: true, workers: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Minute)
 	defer cancel()
-	kc := api.NewKubernetesCluster("k1")
-	kc.Spec.GitRepo, kc.Spec.Version = "https://git.example/kube", "1.37.2"
-	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
-	kc.Spec.DataPlane.Machines = dps
-	kc.Spec.Etcd.Provider = api.EtcdProviderNico
-	kc.Spec.Probes.Interval = api.Duration(time.Second)
-	kc.Spec.Rollout.StepTimeout = api.Duration(3 * time.Minute)
-	if err := kc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	t0 := time.Now()
-	if err := f.st.PutObject(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
-	f.waitCluster(t, ctx, "k1", 5*time.Minute, "Ready", func(kc *api.KubernetesCluster) bool { return kc.Status.Phase == api.ClusterReady })
-	t.Logf("apply to Ready with three real workers: %s", time.Since(t0).Round(time.Millisecond))
-
-	admin := f.adminClient(t, ctx, "k1")
-	k := kubetest.Kubectl{Bin: f.bins.Kubectl, Kubeconfig: f.kubeconfigFile(t, ctx, "k1")}
-	if out, err := k.Run(ctx, []byte(kubetest.WebDeployment("web", 3, 2)), "apply", "-f", "-"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	if out, err := k.Run(ctx, nil, "rollout", "status", "deployment/web", "--timeout=2m"); err != nil {
-		pods, _ := k.Run(ctx, nil, "get", "pods", "-o", "wide")
-		events, _ := k.Run(ctx, nil, "get", "events", "--sort-by=.lastTimestamp")
-		t.Fatalf("%v\n%s\npods:\n%s\nevents:\n%s", err, out, pods, events)
-	}
-	out, err := k.Run(ctx, nil, "logs", "-l", "app=web", "--prefix")
-	if err != nil || strings.Count(string(out), "web web-") != 3 {
-		t.Fatalf("the pods' logs: %v\n%s", err, out)
-	}
-	t.Logf("three pods of %s run:\n%s", kubetest.WebImage, strings.TrimSpace(string(out)))
+	f, admin, k := newWorkerCluster(t, ctx, dps)
 
 	for _, change := range []struct {
 		what string
@@ -136,9 +100,71 @@ func TestRealWorkersRollingUpdate(t *testing.T) {
 	}
 }
 
+// workerAddrs are the node addresses of data-plane machines dps, for
+// kubetest.InNetns.
+func workerAddrs(dps []string) []string {
+	var addrs []string
+	for _, m := range dps {
+		addrs = append(addrs, workerIP(m)+"/24")
+	}
+	return addrs
+}
+
+// workerClusterSpec is cluster k1 over control-plane machine cp-1 and
+// data-plane machines dps: etcd provider nico, probes every second, a step
+// timeout of three minutes.
+func workerClusterSpec(t testing.TB, dps []string) *api.KubernetesCluster {
+	t.Helper()
+	kc := api.NewKubernetesCluster("k1")
+	kc.Spec.GitRepo, kc.Spec.Version = "https://git.example/kube", "1.37.2"
+	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
+	kc.Spec.DataPlane.Machines = dps
+	kc.Spec.Etcd.Provider = api.EtcdProviderNico
+	kc.Spec.Probes.Interval = api.Duration(time.Second)
+	kc.Spec.Rollout.StepTimeout = api.Duration(3 * time.Minute)
+	if err := kc.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// newWorkerCluster starts a fleet of one control-plane machine and real
+// workers dps, applies cluster k1 over them (workerClusterSpec), waits
+// for it Ready and runs the Deployment web of three replicas with a
+// PodDisruptionBudget (minAvailable 2), its pods' logs read back. It returns the fleet, a
+// client of the cluster's API and kubectl with its admin kubeconfig.
+func newWorkerCluster(t testing.TB, ctx context.Context, dps []string) (*fleet, *kubeapi.Client, kubetest.Kubectl) {
+	t.Helper()
+	f := newFleet(t, fleetOptions{cps: 1, dps: len(dps), clusters: true, workers: true})
+	kc := workerClusterSpec(t, dps)
+	t0 := time.Now()
+	if err := f.st.PutObject(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	f.waitClusterTB(t, ctx, "k1", 5*time.Minute, func(kc *api.KubernetesCluster) bool { return kc.Status.Phase == api.ClusterReady }, "Ready")
+	t.Logf("apply to Ready with %d real workers: %s", len(dps), time.Since(t0).Round(time.Millisecond))
+
+	admin := f.adminClient(t, ctx, "k1")
+	k := kubetest.Kubectl{Bin: f.bins.Kubectl, Kubeconfig: f.kubeconfigFile(t, ctx, "k1")}
+	if out, err := k.Run(ctx, []byte(kubetest.WebDeployment("web", 3, 2)), "apply", "-f", "-"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if out, err := k.Run(ctx, nil, "rollout", "status", "deployment/web", "--timeout=2m"); err != nil {
+		pods, _ := k.Run(ctx, nil, "get", "pods", "-o", "wide")
+		events, _ := k.Run(ctx, nil, "get", "events", "--sort-by=.lastTimestamp")
+		t.Fatalf("%v\n%s\npods:\n%s\nevents:\n%s", err, out, pods, events)
+	}
+	out, err := k.Run(ctx, nil, "logs", "-l", "app=web", "--prefix")
+	if err != nil || strings.Count(string(out), "web web-") != 3 {
+		t.Fatalf("the pods' logs: %v\n%s", err, out)
+	}
+	t.Logf("three pods of %s run:\n%s", kubetest.WebImage, strings.TrimSpace(string(out)))
+	return f, admin, k
+}
+
 // kubeconfigFile writes cluster name's admin kubeconfig into a file of
 // the test and returns its path.
-func (f *fleet) kubeconfigFile(t *testing.T, ctx context.Context, name string) string {
+func (f *fleet) kubeconfigFile(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
 	sec := api.NewSecret(api.KubeconfigSecretName(name))
 	if err := secrets.New(f.st, f.box).Get(ctx, store.NamedSecretKey(sec.Metadata.Name), sec); err != nil {
@@ -153,7 +179,7 @@ func (f *fleet) kubeconfigFile(t *testing.T, ctx context.Context, name string) s
 
 // changeCluster changes cluster name's spec (a new generation), as an
 // apply would.
-func (f *fleet) changeCluster(t *testing.T, ctx context.Context, name string, set func(*api.KubernetesCluster)) {
+func (f *fleet) changeCluster(t testing.TB, ctx context.Context, name string, set func(*api.KubernetesCluster)) {
 	t.Helper()
 	kc := api.NewKubernetesCluster(name)
 	if err := f.st.Get(ctx, store.ClusterKey(name), kc); err != nil {
@@ -173,7 +199,7 @@ func (f *fleet) changeCluster(t *testing.T, ctx context.Context, name string, se
 // configuration done says is the new one, no rollout of the cluster is
 // unfinished and the cluster is Ready (read on each try: the cluster's
 // own object may not change when its roll ends).
-func (f *fleet) waitRolled(t *testing.T, ctx context.Context, name string, within time.Duration, what string, done func(api.NixosConfigurationSpec) bool) {
+func (f *fleet) waitRolled(t testing.TB, ctx context.Context, name string, within time.Duration, what string, done func(api.NixosConfigurationSpec) bool) {
 	t.Helper()
 	testwait.For(t, within, what+" rolled", func() (bool, string) {
 		kc := api.NewKubernetesCluster(name)

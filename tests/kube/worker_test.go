@@ -32,16 +32,7 @@ func TestRealWorkerJoins(t *testing.T) {
 	f := newFleet(t, fleetOptions{cps: 1, dps: 1, clusters: true, workers: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
-	kc := api.NewKubernetesCluster("k1")
-	kc.Spec.GitRepo, kc.Spec.Version = "https://git.example/kube", "1.37.2"
-	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
-	kc.Spec.DataPlane.Machines = []string{"dp-1"}
-	kc.Spec.Etcd.Provider = api.EtcdProviderNico
-	kc.Spec.Probes.Interval = api.Duration(time.Second)
-	kc.Spec.Rollout.StepTimeout = api.Duration(3 * time.Minute)
-	if err := kc.Validate(); err != nil {
-		t.Fatal(err)
-	}
+	kc := workerClusterSpec(t, []string{"dp-1"})
 	t0 := time.Now()
 	if err := f.st.PutObject(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -98,7 +89,7 @@ func TestRealWorkerJoins(t *testing.T) {
 
 // adminClient is a kubeapi client of cluster name with its admin
 // kubeconfig, closed when the test ends.
-func (f *fleet) adminClient(t *testing.T, ctx context.Context, name string) *kubeapi.Client {
+func (f *fleet) adminClient(t testing.TB, ctx context.Context, name string) *kubeapi.Client {
 	t.Helper()
 	sec := api.NewSecret(api.KubeconfigSecretName(name))
 	if err := secrets.New(f.st, f.box).Get(ctx, store.NamedSecretKey(sec.Metadata.Name), sec); err != nil {

@@ -340,7 +340,10 @@ const EnvInNetns = "NICO_KUBE_IN_NETNS"
 // is then done. Everything the re-run starts talks over loopback or the
 // namespace's own addresses. Without root, containerd, runc, unshare, ip
 // or the CNI plugins it skips (fails with NICO_REQUIRE_KUBE_BINARIES=1).
-func InNetns(t *testing.T, name string, addrs ...string) bool {
+//
+// A benchmark (t a *testing.B) re-runs as one (-test.bench=^name$,
+// -test.benchtime=1x) and reports the re-run's metrics as its own.
+func InNetns(t testing.TB, name string, addrs ...string) bool {
 	t.Helper()
 	if os.Getenv(EnvInNetns) == "1" {
 		return true
@@ -360,12 +363,49 @@ func InNetns(t *testing.T, name string, addrs ...string) bool {
 			missing("a real kubelet needs " + bin + " (.ci/deps.sh installs containerd, runc, containernetworking-plugins)")
 		}
 	}
-	cmd := Netns([]string{os.Args[0], "-test.run=^" + name + "$", "-test.v", "-test.count=1", "-test.timeout=10m"}, addrs...)
+	args := []string{os.Args[0], "-test.run=^" + name + "$", "-test.v", "-test.count=1", "-test.timeout=10m"}
+	b, bench := t.(*testing.B)
+	if bench {
+		args = []string{os.Args[0], "-test.run=^$", "-test.bench=^" + name + "$", "-test.benchtime=1x", "-test.v", "-test.count=1", "-test.timeout=10m"}
+	}
+	cmd := Netns(args, addrs...)
 	cmd.Env = append(os.Environ(), EnvInNetns+"=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("in its network namespace:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+name) {
+	passed := strings.Contains(string(out), "--- PASS: "+name)
+	if bench {
+		var metrics map[string]float64
+		metrics, passed = benchMetrics(string(out), name)
+		passed = passed && !strings.Contains(string(out), "--- FAIL")
+		for unit, v := range metrics {
+			b.ReportMetric(v, unit)
+		}
+	}
+	if err != nil || !passed {
 		t.Fatalf("%s in its network namespace: %v", name, err)
 	}
 	return false
+}
+
+// benchMetrics reads benchmark name's result line out of a benchmark
+// run's output ("name-P  1  123 ns/op  4.5 unit ..."): its metrics but
+// ns/op, and whether there was one.
+func benchMetrics(out, name string) (map[string]float64, bool) {
+	for line := range strings.Lines(out) {
+		f := strings.Fields(line)
+		if len(f) < 2 || (f[0] != name && !strings.HasPrefix(f[0], name+"-")) {
+			continue
+		}
+		if _, err := strconv.Atoi(f[1]); err != nil {
+			continue
+		}
+		m := map[string]float64{}
+		for i := 2; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil && f[i+1] != "ns/op" {
+				m[f[i+1]] = v
+			}
+		}
+		return m, true
+	}
+	return nil, false
 }
