@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/kubetest"
 )
@@ -88,5 +91,53 @@ func TestAPIServerExtraArgsReachTheRunningAPIServer(t *testing.T) {
 	})
 	f.waitCluster(t, ctx, "k1", 3*time.Minute, "Ready at the new generation", func(c *api.KubernetesCluster) bool {
 		return c.Status.Phase == api.ClusterReady && c.Status.ObservedGeneration == kc.Metadata.Generation
+	})
+}
+
+// TestRealAPIServerNotReadyHaltsTheRollout: a control-plane generation whose
+// API server runs but is never ready (extraArgs
+// --etcd-readycheck-timeout=1ns: /livez answers, /readyz fails its
+// etcd-readiness check) halts the cluster's rollout at cp-1 once the step
+// timeout passes, naming the machine, and the cluster's status names it.
+func TestRealAPIServerNotReadyHaltsTheRollout(t *testing.T) {
+	kubetest.FindBinaries(t)
+	f := newFleet(t, fleetOptions{cps: 1, clusters: true})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	kc := workerClusterSpec(t, nil)
+	kc.Spec.Rollout.StepTimeout = api.Duration(15 * time.Second)
+	if err := f.st.PutObject(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCluster(t, ctx, "k1", 3*time.Minute, "Ready", func(kc *api.KubernetesCluster) bool { return kc.Status.Phase == api.ClusterReady })
+
+	f.changeCluster(t, ctx, "k1", func(kc *api.KubernetesCluster) {
+		kc.Spec.ControlPlane.Components.APIServer.ExtraArgs = map[string]string{"etcd-readycheck-timeout": "1ns"}
+	})
+	var halted *api.Rollout
+	testwait.For(t, 2*time.Minute, "the cluster's rollout halted", func() (bool, string) {
+		ros, _, err := store.List[api.Rollout](ctx, f.st, store.RolloutsDir)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, r := range ros {
+			if r.Status.Phase == api.RolloutHalted {
+				halted = r
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprintf("%s %s: %s", r.Metadata.Name, r.Status.Phase, r.Status.Message))
+		}
+		return false, strings.Join(seen, "; ")
+	})
+	t.Logf("rollout %s halted at %s: %s", halted.Metadata.Name, halted.Status.HaltedNode, halted.Status.HaltedReason)
+	if halted.Status.HaltedNode != "cp-1" || !strings.Contains(halted.Status.HaltedReason, "cp-1") || !strings.Contains(halted.Status.HaltedReason, "etcd-readiness failed") {
+		t.Errorf("halted at %q (%q), want cp-1 named, its API server's etcd-readiness failed", halted.Status.HaltedNode, halted.Status.HaltedReason)
+	}
+	if cp := f.machines["cp-1"].ControlPlane(); cp == nil || cp.APIServer == nil {
+		t.Error("cp-1 runs no API server: the generation failed, not its readiness")
+	}
+	f.waitCluster(t, ctx, "k1", time.Minute, "the cluster naming cp-1", func(kc *api.KubernetesCluster) bool {
+		return strings.Contains(kc.Status.Message, "cp-1")
 	})
 }

@@ -34,9 +34,11 @@ type ControlPlaneConfig struct {
 	APIServerArgs []string
 	// APIServerOnly starts no controller-manager or scheduler.
 	APIServerOnly bool
-	// NoWaitComponents returns once the API server is ready, as a switch
-	// returns once its units started: the controller-manager and the
-	// scheduler come up under supervision (component probes see them).
+	// NoWaitComponents returns once the API server is live (/livez), as a
+	// switch returns once its units started: its readiness (/readyz), the
+	// controller-manager and the scheduler are for the component probes
+	// and a rollout's gate to see (the latter two come up under
+	// supervision).
 	NoWaitComponents bool
 }
 
@@ -60,7 +62,8 @@ type ControlPlane struct {
 	mu        sync.Mutex
 }
 
-// StartControlPlane starts the API server, waits for its /readyz, then
+// StartControlPlane starts the API server, waits for its /readyz (its
+// /livez with NoWaitComponents), then
 // starts the controller-manager and scheduler and waits for their
 // /healthz. On failure whatever started is stopped.
 func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane, error) {
@@ -91,7 +94,11 @@ func StartControlPlane(ctx context.Context, c ControlPlaneConfig) (*ControlPlane
 		return nil, err
 	}
 	cp.apiTLS = &tls.Config{RootCAs: caPool, MinVersion: tls.VersionTLS12}
-	if err := WaitHealthy(ctx, cp.APIServer, cp.URL+"/readyz", cp.apiTLS, ReadyTimeout); err != nil {
+	wait := "/readyz"
+	if c.NoWaitComponents {
+		wait = "/livez"
+	}
+	if err := WaitHealthy(ctx, cp.APIServer, cp.URL+wait, cp.apiTLS, ReadyTimeout); err != nil {
 		return nil, err
 	}
 	if !c.APIServerOnly {
