@@ -240,16 +240,17 @@ func (m *Mesh) pushLeaving() {
 	self := ml.LocalNode().Name
 	sem := make(chan struct{}, leavePushes)
 	var wg sync.WaitGroup
-	for _, n := range ml.Members() {
-		if n.Name == self {
+	// Addresses come from the tracker (copied under memberlist's lock by its
+	// events), never from Members' nodes, which memberlist keeps writing.
+	for _, n := range m.tracker.snapshot() {
+		if n.Name == self || (n.State != Alive && n.State != Suspect) || n.Addr == "" {
 			continue
 		}
-		addr := n.FullAddress()
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			if _, err := ml.Join([]string{addr.Name + "/" + addr.Addr}); err != nil {
-				m.log.Debug("leave not pushed; the broadcast carries it", "peer", addr.Name, "err", err)
+			if _, err := ml.Join([]string{n.Name + "/" + n.Addr}); err != nil {
+				m.log.Debug("leave not pushed; the broadcast carries it", "peer", n.Name, "err", err)
 			}
 		})
 	}
