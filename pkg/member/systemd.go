@@ -324,8 +324,8 @@ func (s *Systemd) Stop(ctx context.Context) error {
 	if err := s.units.StopUnit(ctx, s.unit); err != nil {
 		return fmt.Errorf("member: stop %s: %w", run.name, err)
 	}
-	// A Start still under way stops the unit again when it started it
-	// after this stop job (a restart after a lost publish).
+	// A Start still under way stops the unit again when its own start
+	// job (a restart after a lost publish) came after the StopUnit above.
 	select {
 	case <-run.decided:
 	case <-ctx.Done():
