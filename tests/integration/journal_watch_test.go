@@ -67,44 +67,49 @@ func watchJournal(t *testing.T, cli *clientv3.Client) *journalWatch {
 	}
 	wctx, wcancel := context.WithCancel(context.Background())
 	w := &journalWatch{cancel: wcancel, done: make(chan struct{})}
-	ch := cli.Watch(wctx, store.DefaultPrefix, clientv3.WithPrefix(), clientv3.WithRev(resp.Header.Revision+1))
+	fail := func(err error) {
+		w.mu.Lock()
+		w.err = err
+		w.mu.Unlock()
+	}
 	go func() {
 		defer close(w.done)
-		for r := range ch {
-			if err := r.Err(); err != nil {
-				w.mu.Lock()
-				w.err = err
-				w.mu.Unlock()
-				return
-			}
-			for _, ev := range r.Events {
-				e := journalEvent{rev: ev.Kv.ModRevision, key: strings.TrimPrefix(string(ev.Kv.Key), store.DefaultPrefix), put: ev.Type == mvccpb.PUT}
-				switch {
-				case e.key == store.LivenessKey && e.put:
-					var l api.Liveness
-					if err := json.Unmarshal(ev.Kv.Value, &l); err != nil {
-						w.mu.Lock()
-						w.err = fmt.Errorf("liveness record at rev %d: %w", e.rev, err)
-						w.mu.Unlock()
-						return
-					}
-					e.states = map[string]string{}
-					for n, s := range l.Status.Nodes {
-						e.states[n] = s.State
-					}
-				case e.isOp():
-				default:
-					continue
+		// A watch etcd cancels (its member restarting under the client)
+		// is opened again from the next revision: no event is lost.
+		next := resp.Header.Revision + 1
+		for wctx.Err() == nil {
+			ch := cli.Watch(wctx, store.DefaultPrefix, clientv3.WithPrefix(), clientv3.WithRev(next))
+			for r := range ch {
+				if r.Canceled && r.CompactRevision == 0 && wctx.Err() == nil {
+					break
 				}
-				w.mu.Lock()
-				w.events = append(w.events, e)
-				w.mu.Unlock()
+				if err := r.Err(); err != nil {
+					fail(err)
+					return
+				}
+				for _, ev := range r.Events {
+					e := journalEvent{rev: ev.Kv.ModRevision, key: strings.TrimPrefix(string(ev.Kv.Key), store.DefaultPrefix), put: ev.Type == mvccpb.PUT}
+					next = ev.Kv.ModRevision + 1
+					switch {
+					case e.key == store.LivenessKey && e.put:
+						var l api.Liveness
+						if err := json.Unmarshal(ev.Kv.Value, &l); err != nil {
+							fail(fmt.Errorf("liveness record at rev %d: %w", e.rev, err))
+							return
+						}
+						e.states = map[string]string{}
+						for n, s := range l.Status.Nodes {
+							e.states[n] = s.State
+						}
+					case e.isOp():
+					default:
+						continue
+					}
+					w.mu.Lock()
+					w.events = append(w.events, e)
+					w.mu.Unlock()
+				}
 			}
-		}
-		if wctx.Err() == nil {
-			w.mu.Lock()
-			w.err = fmt.Errorf("the watch ended early")
-			w.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { wcancel(); <-w.done })
