@@ -65,18 +65,25 @@ func (c *Cluster) members(ctx context.Context, nodes []*api.Node) ([]membership.
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
 	}
+	return MatchMembers(ctx, c.Store, ms, nodes)
+}
+
+// MatchMembers maps each observed member to the registered node with its
+// peer URL, or to the external member it is (as the coordinator does: an
+// external member is no ghost), and sorts them by Label, then ID.
+func MatchMembers(ctx context.Context, st *store.Store, ms []membership.Member, nodes []*api.Node) ([]membership.Member, error) {
 	membership.MatchNodes(ms, nodes)
 	ec := api.NewEtcdCluster()
-	if err := c.Store.Get(ctx, store.EtcdClusterKey, ec); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := st.Get(ctx, store.EtcdClusterKey, ec); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("reading the EtcdCluster: %w", err)
 	}
-	kvs, _, err := c.Store.ListKVs(ctx, store.ExternalMembersDir)
+	kvs, _, err := st.ListKVs(ctx, store.ExternalMembersDir)
 	if err != nil {
 		return nil, fmt.Errorf("reading the external members: %w", err)
 	}
 	membership.MatchExternal(ms, ec.Spec, store.ExternalMembersIn(kvs))
 	sort.Slice(ms, func(i, j int) bool {
-		if li, lj := label(ms[i]), label(ms[j]); li != lj {
+		if li, lj := Label(ms[i]), Label(ms[j]); li != lj {
 			return li < lj
 		}
 		return ms[i].ID < ms[j].ID
@@ -84,9 +91,9 @@ func (c *Cluster) members(ctx context.Context, nodes []*api.Node) ([]membership.
 	return ms, nil
 }
 
-// label names a member for people: its node, else its external member's
+// Label names a member for people: its node, else its external member's
 // name, else its etcd name, else its ID.
-func label(m membership.Member) string {
+func Label(m membership.Member) string {
 	switch {
 	case m.Node != "":
 		return m.Node

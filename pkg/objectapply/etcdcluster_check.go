@@ -96,7 +96,7 @@ func checkExternalMembers(spec api.EtcdClusterSpec, f clusterFacts) []error {
 	names := map[string]string{} // name -> who has it
 	for _, m := range f.members {
 		who := "etcd member " + m.ID.String()
-		if l := label(m); l != m.ID.String() {
+		if l := Label(m); l != m.ID.String() {
 			who = fmt.Sprintf("etcd member %s (%s)", l, m.ID)
 		}
 		for _, u := range append(append([]string(nil), m.PeerURLs...), m.ClientURLs...) {

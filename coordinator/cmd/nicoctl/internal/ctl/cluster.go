@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"github.com/homystack/nico/pkg/objectapply"
 	"strings"
 	"time"
 
@@ -109,23 +109,7 @@ func (c *cluster) members(ctx context.Context, nodes []*api.Node) ([]membership.
 	if err != nil {
 		return nil, fmt.Errorf("reading members: %w", err)
 	}
-	membership.MatchNodes(ms, nodes)
-	ec := api.NewEtcdCluster()
-	if err := c.st.Get(ctx, store.EtcdClusterKey, ec); err != nil && !errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("reading the EtcdCluster: %w", err)
-	}
-	kvs, _, err := c.st.ListKVs(ctx, store.ExternalMembersDir)
-	if err != nil {
-		return nil, fmt.Errorf("reading the external members: %w", err)
-	}
-	membership.MatchExternal(ms, ec.Spec, store.ExternalMembersIn(kvs))
-	sort.Slice(ms, func(i, j int) bool {
-		if li, lj := label(ms[i]), label(ms[j]); li != lj {
-			return li < lj
-		}
-		return ms[i].ID < ms[j].ID
-	})
-	return ms, nil
+	return objectapply.MatchMembers(ctx, c.st, ms, nodes)
 }
 
 // activeOp reads the operation in flight, or nil.
@@ -139,18 +123,7 @@ func (c *cluster) activeOp(ctx context.Context) (*api.Operation, error) {
 
 // label names a member for people: its node, else its external member's
 // name, else its etcd name, else its ID.
-func label(m membership.Member) string {
-	switch {
-	case m.Node != "":
-		return m.Node
-	case m.External != "":
-		return m.External
-	case m.Name != "":
-		return m.Name
-	default:
-		return m.ID.String()
-	}
-}
+func label(m membership.Member) string { return objectapply.Label(m) }
 
 // memberOf finds the member of node: by its peer URL, else by name.
 func memberOf(ms []membership.Member, node string) *membership.Member {
