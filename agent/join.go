@@ -121,17 +121,19 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 	if done {
 		return &v, nil
 	}
-	if v.removal != nil && v.removal.Status.Phase.Finished() {
-		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
-		_ = a.store().Delete(ctx, store.RemovalKey(a.cfg.Name))
-		v.removal = nil
-	}
 	n := a.nodeObject(v.node)
 	put, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
 	if err != nil {
 		return nil, fmt.Errorf("agent: register: %w", err)
 	}
 	ops := append([]clientv3.Op{put}, a.heartbeatOps()...)
+	if v.removal != nil && v.removal.Status.Phase.Finished() {
+		// In the transaction that registers the node again: a removal
+		// left behind would end the join it files ("removed while joining").
+		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
+		ops = append(ops, clientv3.OpDelete(store.RemovalKey(a.cfg.Name)))
+		v.removal = nil
+	}
 	var filed *api.JoinRequest
 	if a.resumable(ctx, v.join) {
 		a.log.Info("resuming join request", "attempt", v.join.Spec.Attempt, "phase", v.join.Status.Phase)

@@ -335,12 +335,12 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 		}
 		objs = append(objs, r)
 	}
-	err := x.commit(ctx, op, objs...)
-	if err == nil {
-		// A removed node must not rejoin by a stale request.
-		err = x.c.store.Delete(ctx, store.JoinKey(op.Spec.Node))
-	}
-	return err
+	// A removed node must not rejoin by a stale request: its join request
+	// goes in the transaction that shows Done. Deleted after it, the
+	// delete could land on the request of the node's next life (an agent
+	// that sees Done wipes its data, is started again and files anew at
+	// once).
+	return x.commitWith(ctx, op, []clientv3.Op{clientv3.OpDelete(store.JoinKey(op.Spec.Node))}, objs...)
 }
 
 // commit writes objs fenced on leadership; when closing is set it also

@@ -9,6 +9,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // fileJoin registers node name and files its join request.
@@ -175,5 +176,37 @@ func TestExecutorResumesFromTheJournal(t *testing.T) {
 				h.checkRemoved()
 			}
 		})
+	}
+}
+
+// TestRemovalDoneDeletesTheJoinRequestAtOnce: the removal's Done and the
+// deletion of the node's join request are one revision. An agent that
+// sees Done wipes its member and, started again, files a new request at
+// once; a deletion after Done could take that new request away.
+func TestRemovalDoneDeletesTheJoinRequestAtOnce(t *testing.T) {
+	h := newExecHarness(t, etcdtest.Start(t, 1))
+	j := api.NewJoinRequest("cp-2")
+	j.Spec = api.JoinRequestSpec{Node: "cp-2", PeerURL: memPeerURL("cp-2"), ClientURL: memClientURL("cp-2"), Attempt: 1}
+	j.Status = api.JoinRequestStatus{Phase: api.JoinJoined}
+	h.put(store.JoinKey("cp-2"), j)
+	h.fileRemoval("cp-2")
+	if errs := h.converge(""); len(errs) > 0 {
+		t.Fatalf("pass errors: %v", errs)
+	}
+	ctx := t.Context()
+	r, err := h.st.Client().Get(ctx, store.RemovalKey("cp-2"))
+	if err != nil || len(r.Kvs) != 1 {
+		t.Fatalf("removal of cp-2: %v, %v", r, err)
+	}
+	done := r.Kvs[0].ModRevision
+	removal := api.NewRemoveRequest("cp-2")
+	if err := h.st.Get(ctx, store.RemovalKey("cp-2"), removal); err != nil || removal.Status.Phase != api.RemoveDone {
+		t.Fatalf("removal of cp-2: phase %q (%v), want Done", removal.Status.Phase, err)
+	}
+	for rev, want := range map[int64]int64{done - 1: 1, done: 0} {
+		got, err := h.st.Client().Get(ctx, store.JoinKey("cp-2"), clientv3.WithRev(rev))
+		if err != nil || got.Count != want {
+			t.Fatalf("cp-2's join request at revision %d (Done at %d): %d keys (%v), want %d", rev, done, got.Count, err, want)
+		}
 	}
 }

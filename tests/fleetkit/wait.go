@@ -60,34 +60,46 @@ func UnhealthyMembers(ctx context.Context, cli *clientv3.Client) []string {
 // while one is unhealthy, sees them all); it returns the voters, sorted.
 func WaitSettled(tb testing.TB, cli *clientv3.Client, within time.Duration, what string, want func(voters []string) bool) []string {
 	tb.Helper()
+	return waitSettled(tb, cli, within, what, want, func() string { return "" })
+}
+
+// waitSettled is WaitSettled whose failure message ends with note().
+func waitSettled(tb testing.TB, cli *clientv3.Client, within time.Duration, what string, want func(voters []string) bool, note func() string) []string {
+	tb.Helper()
 	var voters []string
 	testwait.For(tb, within, what, func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		ms, err := Members(ctx, cli)
-		if err != nil {
-			return false, err.Error()
-		}
-		voters = voters[:0]
-		for n, learner := range ms {
-			if !learner {
-				voters = append(voters, n)
-			}
-		}
-		slices.Sort(voters)
-		if len(voters) != len(ms) || !want(voters) {
-			return false, fmt.Sprint(ms)
-		}
-		active, err := cli.Get(ctx, store.DefaultPrefix+store.ActiveOpKey)
-		if err != nil || len(active.Kvs) > 0 {
-			return false, fmt.Sprintf("members %v, an operation is still active", ms)
-		}
-		if sick := UnhealthyMembers(ctx, cli); len(sick) > 0 {
-			return false, fmt.Sprintf("members %v, not answering: %v", ms, sick)
-		}
-		return true, ""
+		ok, why := settled(cli, want, &voters)
+		return ok, why + note()
 	})
 	return slices.Clone(voters)
+}
+
+// settled is one look of WaitSettled: the voters found go to *voters.
+func settled(cli *clientv3.Client, want func(voters []string) bool, voters *[]string) (bool, string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ms, err := Members(ctx, cli)
+	if err != nil {
+		return false, err.Error()
+	}
+	*voters = (*voters)[:0]
+	for n, learner := range ms {
+		if !learner {
+			*voters = append(*voters, n)
+		}
+	}
+	slices.Sort(*voters)
+	if len(*voters) != len(ms) || !want(*voters) {
+		return false, fmt.Sprint(ms)
+	}
+	active, err := cli.Get(ctx, store.DefaultPrefix+store.ActiveOpKey)
+	if err != nil || len(active.Kvs) > 0 {
+		return false, fmt.Sprintf("members %v, an operation is still active", ms)
+	}
+	if sick := UnhealthyMembers(ctx, cli); len(sick) > 0 {
+		return false, fmt.Sprintf("members %v, not answering: %v", ms, sick)
+	}
+	return true, ""
 }
 
 // WaitVotersThrough waits through cli until exactly the named members are
@@ -102,14 +114,41 @@ func WaitVotersThrough(tb testing.TB, cli *clientv3.Client, within time.Duration
 // WaitVoters waits until exactly the named members are voters, settled.
 func (f *Fleet) WaitVoters(within time.Duration, names ...string) {
 	f.TB.Helper()
-	WaitVotersThrough(f.TB, f.Client(), within, names...)
+	want := slices.Clone(names)
+	slices.Sort(want)
+	waitSettled(f.TB, f.Client(), within, "voters "+strings.Join(want, ","), func(v []string) bool { return slices.Equal(v, want) }, f.exitedNote)
 }
 
 // WaitVoterCount waits until the cluster has exactly n voters, settled,
 // and returns their names, sorted.
 func (f *Fleet) WaitVoterCount(within time.Duration, n int) []string {
 	f.TB.Helper()
-	return WaitSettled(f.TB, f.Client(), within, fmt.Sprintf("%d voters", n), func(v []string) bool { return len(v) == n })
+	return waitSettled(f.TB, f.Client(), within, fmt.Sprintf("%d voters", n), func(v []string) bool { return len(v) == n }, f.exitedNote)
+}
+
+// exitedNote names the fleet's agents whose Run has returned, with what
+// it returned, for a wait's failure message ("" when none has).
+func (f *Fleet) exitedNote() string {
+	f.mu.Lock()
+	nodes := make([]*Node, 0, len(f.nodes))
+	for _, n := range f.nodes {
+		nodes = append(nodes, n)
+	}
+	f.mu.Unlock()
+	var out []string
+	for _, n := range nodes {
+		select {
+		case err := <-n.Done:
+			n.Done <- err
+			out = append(out, fmt.Sprintf("%s: %v", n.Name, err))
+		default:
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	slices.Sort(out)
+	return "; agents exited: " + strings.Join(out, "; ")
 }
 
 // LeaderName is the coordinator leader's candidate name, "" when none.
