@@ -32,7 +32,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,10 +130,6 @@ type Config struct {
 	// SwitchGuard says how a control-plane agent gives back the switch
 	// slot its host's pre-switch check took (agent/switchrelease.go).
 	SwitchGuard SwitchGuardConfig
-	// ObjectsFile is the manifest of the fleet's objects the flake
-	// declares; a control-plane agent applies it before it is ready
-	// (agent/objects.go). Empty: none.
-	ObjectsFile string
 	// OnConnect, when set, is given the store each time the agent has
 	// connected to etcd (nico-agent binds its applier's secret source,
 	// the machine's projected secrets, to it).
@@ -403,9 +398,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	a.publishGossip()
 	defer a.learnPeers()()
-	objects := a.applyObjects(ctx)
 	_ = a.notify.Ready()
-	a.status(strings.TrimSuffix("ready; "+objects, "; "))
+	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
 	var reload controller.Controller
 	if a.cfg.Reloader != nil {

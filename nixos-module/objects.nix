@@ -1,8 +1,8 @@
 # services.nico.objects: the fleet's objects (the EtcdCluster, machine
 # pools, Kubernetes clusters) declared in the flake, rendered to a
-# manifest that the agent on each control-plane host applies when it
-# starts and, through the unit's reload, after every switch that changes
-# it (docs/declared-objects.md).
+# manifest that nico-objects.service on each control-plane host applies
+# (nico-agent apply-objects) when the agent starts and after every switch
+# that changes it (docs/declared-objects.md).
 #
 # The options of each object's spec are made from lib/api-schema.json,
 # which pkg/api/internal/apidocs generates from the Go types (`make
@@ -161,14 +161,28 @@ in
     (mkIf isControlPlane {
       environment.etc."nico/objects.yaml".source = manifest;
       services.nico.settings.objects.file = mkDefault manifestLink;
-      # A switch that changes only the manifest reloads the agent
-      # (X-Reload-Triggers; restartIfChanged is false): the reload applies
-      # it, and a refused manifest fails the reload, so the switch reports
-      # it. A switch that also changes the agent restarts it (agent/reload.go),
-      # and it applies the manifest when it starts.
-      systemd.services.nico-agent = {
-        reloadTriggers = [ manifest ];
-        serviceConfig.ExecReload = "${cfg.package}/bin/nico-agent apply-objects --config /etc/nico/agent.yaml";
+      # nico-objects applies the manifest once the agent is ready (the
+      # agent's Wants; After), again when the agent starts again (PartOf)
+      # and after every switch that changes the manifest (restartTriggers).
+      # A refused manifest fails this unit, so the switch reports it
+      # ("the following units failed"), and leaves the agent and its etcd
+      # member running: a start of the agent that failed would stop the
+      # member on every control-plane host switching into the same manifest.
+      systemd.services.nico-agent.wants = [ "nico-objects.service" ];
+      systemd.services.nico-objects = {
+        description = "nico: apply the fleet's objects declared in the flake";
+        after = [ "nico-agent.service" ];
+        partOf = [ "nico-agent.service" ];
+        restartTriggers = [ manifest ];
+        serviceConfig = {
+          Type = "oneshot";
+          RemainAfterExit = true;
+          ExecStart = "${cfg.package}/bin/nico-agent apply-objects --config /etc/nico/agent.yaml";
+          User = "root";
+          PrivateTmp = true;
+          ProtectHome = "read-only";
+          UMask = "0077";
+        };
       };
     })
   ]);

@@ -1,9 +1,9 @@
 package config
 
 // Objects is the manifest of the fleet's objects the flake declares
-// (services.nico.objects, docs/declared-objects.md): a control-plane agent
-// applies it when it starts, and `nico-agent apply-objects` after each
-// switch (the unit's reload).
+// (services.nico.objects, docs/declared-objects.md): `nico-agent
+// apply-objects` applies it (nico-objects.service runs it once the agent
+// is ready, when the agent starts again and after a switch that changes it).
 type Objects struct {
 	File string // "objects.file": the manifest; empty: none
 }
@@ -12,6 +12,6 @@ type Objects struct {
 func objectKeys(o *Objects) []key {
 	return []key{
 		stringKey("objects.file", &o.File, "",
-			"the manifest of the fleet's objects the flake declares (a FlakeObjects header, then EtcdCluster, MachinePool and KubernetesCluster documents), applied by a control-plane agent when it starts and by nico-agent apply-objects; empty: none", absPath(true)),
+			"the manifest of the fleet's objects the flake declares (a FlakeObjects header, then EtcdCluster, MachinePool and KubernetesCluster documents), applied on a control-plane host by nico-agent apply-objects; empty: none", absPath(true)),
 	}
 }

@@ -291,8 +291,8 @@ func diff(path string, want, have any, out *[]string) {
 }
 
 // ApplyFile reads the manifest at file and applies it as host
-// (ApplyFlake): what a control-plane agent does when it starts and
-// nico-agent apply-objects after a switch.
+// (ApplyFlake): what nico-agent apply-objects does on a control-plane
+// host.
 func (c *Cluster) ApplyFile(ctx context.Context, file, host string) (FlakeResult, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil {

@@ -34,10 +34,10 @@
 //	                                  etcd endpoints from the mesh, NRestarts 0
 //	TestAgentRestartsIntoTheNewAgent  exit 4 after a generation that installs another agent
 //	TestChangedSettingsReachTheAgent  a switch to changed settings reaches the agent (defect 11)
-//	TestDeclaredObjects               the flake's objects applied at start and by the reload a
-//	                                  switch of the manifest triggers; nicoctl refused without
-//	                                  --force; a refused manifest fails the reload, writes
-//	                                  nothing, and does not keep the agent from starting
+//	TestDeclaredObjects               nico-objects applies the flake's objects once the agent is
+//	                                  ready and on a switch of the manifest; nicoctl refused
+//	                                  without --force; a refused manifest fails nico-objects,
+//	                                  writes nothing, and leaves the agent running and starting
 //	TestNixOSApplier                  the nixos applier with real Nix under systemd-run, health
 //	                                  gate and rollback; Nix's cache under ProtectHome (defect 9)
 //	TestParallelSwitchesTakeTheSlotOneAtATime

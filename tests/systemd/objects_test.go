@@ -48,19 +48,30 @@ func wantPool(ctx context.Context, t *testing.T, g *guest, count int, rev string
 }
 
 // TestDeclaredObjects: cp1 declares a machine pool in the flake
-// (hosts.nix cp1-objects). The agent applies it before READY; nicoctl
-// pool scale of it is refused without --force and shows as drift; a
-// switch that changes only the manifest reloads the agent, which applies
-// the new revision (writing the drift back); a switch to a manifest
-// refused against the cluster fails the reload with the field named and
-// writes nothing; an agent restarted with it still starts (READY, its
-// member serving), the refusal in its status, and writes nothing.
+// (hosts.nix cp1-objects). Starting the agent starts nico-objects once
+// the agent is ready, which applies it; nicoctl pool scale of it is
+// refused without --force and shows as drift; a switch that changes only
+// the manifest restarts nico-objects, which applies the new revision
+// (writing the drift back); a switch to a manifest refused against the
+// cluster fails nico-objects with the field named, writes nothing and
+// leaves the agent running; the agent started again starts (READY, its
+// member serving) and nico-objects fails again, writing nothing.
 func TestDeclaredObjects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	c := newCluster(t)
 	cp1 := c.boot(ctx, "cp1-objects")
 	mustStart(ctx, t, cp1, "nico-agent.service")
+	objectsState := func(want string) {
+		t.Helper()
+		cp1.waitFor(ctx, "nico-objects.service "+want, func() error {
+			if s := cp1.prop(ctx, "nico-objects.service", "ActiveState"); s != want {
+				return fmt.Errorf("%w: %v", errNotYet, s)
+			}
+			return nil
+		})
+	}
+	objectsState("active")
 	wantPool(ctx, t, cp1, 2, "r1")
 
 	if out, err := cp1.sh(ctx, "nicoctl pool scale web 5"); err == nil || !strings.Contains(out, "declared in the flake (revision r1, applied by cp1)") {
@@ -71,20 +82,28 @@ func TestDeclaredObjects(t *testing.T) {
 	}
 
 	did := cp1.switchTo(ctx, "cp1-objects-next")
-	if did["nico-agent.service"] != "reload" {
-		t.Fatalf("switch to the next manifest: %v; want nico-agent.service reloaded", did)
+	if did["nico-objects.service"] != "restart" || did["nico-agent.service"] != "" {
+		t.Fatalf("switch to the next manifest: %v; want nico-objects.service restarted, the agent left alone", did)
 	}
 	wantPool(ctx, t, cp1, 3, "r2")
 
 	did = cp1.switchTo(ctx, "cp1-objects-bad")
-	if !strings.HasPrefix(did["nico-agent.service"], "reload failed") {
-		t.Fatalf("switch to a refused manifest: %v; want the reload failed", did)
+	if !strings.HasPrefix(did["nico-objects.service"], "restart failed") {
+		t.Fatalf("switch to a refused manifest: %v; want nico-objects.service failed", did)
 	}
-	if j := cp1.journal(ctx, 40); !strings.Contains(j, "spec.members[0].peerURLs[0]") || !strings.Contains(j, "refused, nothing written") {
-		t.Fatalf("the journal does not name the refused field:\n%s", j)
+	refusals := func() int {
+		out, _ := cp1.Exec(ctx, "journalctl", "--no-pager", "-o", "cat", "-u", "nico-objects.service")
+		if !strings.Contains(string(out), "spec.members[0].peerURLs[0]") {
+			t.Fatalf("nico-objects' journal does not name the refused field:\n%s", out)
+		}
+		return strings.Count(string(out), "apply-objects: /etc/nico/objects.yaml refused, nothing written")
 	}
+	if n := refusals(); n != 1 {
+		t.Fatalf("%d refusals in nico-objects' journal, want 1", n)
+	}
+	objectsState("failed")
 	if got := cp1.prop(ctx, "nico-agent.service", "ActiveState"); got != "active" {
-		t.Fatalf("nico-agent.service is %v after a failed reload; want it running", got)
+		t.Fatalf("nico-agent.service is %v after nico-objects failed; want it running", got)
 	}
 	wantPool(ctx, t, cp1, 3, "r2")
 
@@ -103,12 +122,12 @@ func TestDeclaredObjects(t *testing.T) {
 	if err := cp1.start(ctx, "nico-agent.service"); err != nil {
 		t.Fatalf("the agent did not start with a refused manifest: %v", err)
 	}
-	// STATUS= follows READY=1 in another datagram.
-	cp1.waitFor(ctx, "the agent's status names the refused field", func() error {
-		if st, _ := cp1.prop(ctx, "nico-agent.service", "StatusText").(string); !strings.Contains(st, "the flake's objects not applied") || !strings.Contains(st, "spec.members[0].peerURLs[0]") {
-			return fmt.Errorf("%w: status %q", errNotYet, st)
+	cp1.waitFor(ctx, "nico-objects run again and refused", func() error {
+		if n := refusals(); n != 2 {
+			return fmt.Errorf("%w: %d refusals", errNotYet, n)
 		}
 		return nil
 	})
+	objectsState("failed")
 	wantPool(ctx, t, cp1, 3, "r2")
 }

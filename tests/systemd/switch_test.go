@@ -18,8 +18,9 @@ import (
 // systemd, and for each active unit whose file changed reloads it (only
 // X-Reload-Triggers changed, or X-ReloadIfChanged=true), leaves it alone
 // (X-RestartIfChanged=false) or restarts it. It returns what it did, per
-// unit; a reload that fails is "reload failed: " and systemctl's output,
-// as switch-to-configuration reports it and goes on.
+// unit; a reload that fails, or the restart of a Type=oneshot unit (whose
+// run is its work), is "reload failed: " or "restart failed: " and
+// systemctl's output, as switch-to-configuration reports it and goes on.
 func (g *guest) switchTo(ctx context.Context, next string) map[string]string {
 	t := g.t
 	t.Helper()
@@ -66,8 +67,8 @@ func (g *guest) switchTo(ctx context.Context, next string) map[string]string {
 		}
 		out, err := g.Exec(ctx, "systemctl", verb, unit)
 		switch {
-		case err != nil && verb == "reload":
-			did[unit] = fmt.Sprintf("reload failed: %v: %s", err, out)
+		case err != nil && (verb == "reload" || strings.Contains(text, "\nType=oneshot\n")):
+			did[unit] = fmt.Sprintf("%s failed: %v: %s", verb, err, out)
 		case err != nil:
 			t.Fatalf("%v: %s", err, out)
 		}

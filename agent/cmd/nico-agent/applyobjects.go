@@ -18,8 +18,9 @@ import (
 )
 
 // applyObjects applies the manifest of the flake's objects (objects.file)
-// as the agent does when it starts: the unit's ExecReload runs it after a
-// switch that changed the manifest. Exit codes: 0 applied (or superseded
+// on a control-plane host: nico-objects.service runs it once the agent is
+// ready, when the agent starts again and after a switch that changes the
+// manifest, and fails when it is refused. Exit codes: 0 applied (or superseded
 // by a newer manifest), 2 refused (nothing written) or bad usage, 1 etcd
 // could not be reached or written.
 func applyObjects(args []string, stdout, stderr io.Writer) int {

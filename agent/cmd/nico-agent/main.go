@@ -195,7 +195,6 @@ func agentConfig(cfg config.Agent) agent.Config {
 		Version:       Version,
 		PKI:           agent.PKIConfig{Dir: pki.Dir(cfg.PKI.Dir), CACertFile: cfg.PKI.CACertFile, CAKeyFile: cfg.PKI.CAKeyFile},
 		AgentPathFile: cfg.Generations.AgentPathFile,
-		ObjectsFile:   cfg.Objects.File,
 		// Where this machine's own Kubernetes components answer, when not
 		// where the cluster's spec.probes says.
 		ComponentProbes: agent.ComponentProbeConfig{URLs: cfg.ComponentProbes.URLs()},

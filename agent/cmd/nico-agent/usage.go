@@ -25,8 +25,8 @@ Usage:
                               for the switch slot (--wait, --hold; override:
                               NICO_SWITCH_GUARD=off or --force)
   nico-agent apply-objects [flags]
-                              apply the flake's objects (objects.file) as the
-                              agent does at start; the unit's reload runs it
+                              apply the flake's objects (objects.file); the
+                              nico-objects unit runs it
   nico-agent version          print the version (also --version)
 
 Exit codes (nico-agent):

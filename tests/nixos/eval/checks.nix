@@ -521,12 +521,17 @@ let
       && (lib.elemAt docs 2).metadata.name == "web" && (lib.elemAt docs 2).spec.template.vcpus == 1
       && (lib.elemAt docs 3).apiVersion == "nico.homystack.io/v1alpha1"
       && (lib.elemAt docs 3).spec.dataPlane == { machineSelector.matchLabels.role = "worker"; count = 2; };
-    "objects: a control-plane agent applies it at start (objects.file) and on reload, which a changed manifest triggers" =
+    "objects: nico-objects applies it once the agent is ready, when the agent starts again and when the manifest changes" =
+      let o = fleetCfg.systemd.services.nico-objects; in
       fleetCfg.services.nico.settings.objects.file == "/etc/nico/objects.yaml"
       && fleetCfg.environment.etc."nico/objects.yaml".source == fleetCfg.services.nico.objects.manifest
-      && fleetCfg.systemd.services.nico-agent.reloadTriggers == [ fleetCfg.services.nico.objects.manifest ]
-      && lib.hasSuffix "nico-agent apply-objects --config /etc/nico/agent.yaml" fleetCfg.systemd.services.nico-agent.serviceConfig.ExecReload
-      && !fleetCfg.systemd.services.nico-agent.restartIfChanged;
+      && lib.elem "nico-objects.service" fleetCfg.systemd.services.nico-agent.wants
+      && o.after == [ "nico-agent.service" ] && o.partOf == [ "nico-agent.service" ]
+      && o.restartTriggers == [ fleetCfg.services.nico.objects.manifest ]
+      && o.serviceConfig.Type == "oneshot" && o.serviceConfig.RemainAfterExit
+      && lib.hasSuffix "nico-agent apply-objects --config /etc/nico/agent.yaml" o.serviceConfig.ExecStart
+      && fleetCfg.systemd.services.nico-agent.reloadTriggers == [ ]
+      && !(fleetCfg.systemd.services.nico-agent.serviceConfig ? ExecReload);
     "objects: off by default, and a worker carries no manifest" =
       !(cp1.services.nico.settings ? objects) && !(cp1.environment.etc ? "nico/objects.yaml")
       && !((host [{ networking.hostName = "w-1"; services.nico = { enable = true; seeds = [ "x" ]; tokenFile = "/t"; objects = { enable = true; revision = "r"; lastModified = 1; }; }; }]).environment.etc ? "nico/objects.yaml");

@@ -23,10 +23,12 @@ let
       requires = mkOption { type = types.listOf types.str; default = [ ]; };
       after = mkOption { type = types.listOf types.str; default = [ ]; };
       before = mkOption { type = types.listOf types.str; default = [ ]; };
+      partOf = mkOption { type = types.listOf types.str; default = [ ]; };
       path = mkOption { type = types.listOf (types.either types.package types.str); default = [ ]; };
       environment = mkOption { type = types.attrsOf (types.nullOr (types.oneOf [ types.str types.path types.package ])); default = { }; };
       restartIfChanged = mkOption { type = types.bool; default = true; };
       reloadTriggers = mkOption { type = types.listOf unitOption; default = [ ]; };
+      restartTriggers = mkOption { type = types.listOf unitOption; default = [ ]; };
       stopIfChanged = mkOption { type = types.bool; default = true; };
       unitConfig = mkOption { type = types.attrsOf unitOption; default = { }; };
       serviceConfig = mkOption { type = types.attrsOf unitOption; default = { }; };

@@ -4,8 +4,9 @@
 # etcd unit as etcd.nix sets it), by the rules of nixpkgs'
 # nixos/lib/systemd-lib.nix and nixos/modules/system/boot/systemd.nix:
 #
-#   [Unit]     unitConfig plus Description, Requires, Wants, After, Before
-#              (lists joined by spaces), X-Reload-Triggers (reloadTriggers);
+#   [Unit]     unitConfig plus Description, Requires, Wants, After, Before,
+#              PartOf (lists joined by spaces), X-Reload-Triggers
+#              (reloadTriggers), X-Restart-Triggers (restartTriggers);
 #              keys sorted, as attribute names are
 #   [Service]  Environment="NAME=value" (JSON-quoted) for environment,
 #              systemd.globalEnvironment and PATH (from path, plus the
@@ -115,8 +116,10 @@ let
         // lib.optionalAttrs (svc.wants != [ ]) { Wants = toString svc.wants; }
         // lib.optionalAttrs (svc.after != [ ]) { After = toString svc.after; }
         // lib.optionalAttrs (svc.before != [ ]) { Before = toString svc.before; }
+        // lib.optionalAttrs (svc.partOf != [ ]) { PartOf = toString svc.partOf; }
         // lib.optionalAttrs (svc.description != "") { Description = svc.description; }
-        // lib.optionalAttrs (svc.reloadTriggers != [ ]) { X-Reload-Triggers = toString svc.reloadTriggers; };
+        // lib.optionalAttrs (svc.reloadTriggers != [ ]) { X-Reload-Triggers = toString svc.reloadTriggers; }
+        // lib.optionalAttrs (svc.restartTriggers != [ ]) { X-Restart-Triggers = toString svc.restartTriggers; };
     in
     "[Unit]\n${section unitConfig}\n"
     + "[Service]\n"
