@@ -10,9 +10,6 @@ package kubeapi
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,8 +18,6 @@ import (
 	"net/url"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // Sentinel errors.
@@ -57,74 +52,18 @@ const DefaultTimeout = 10 * time.Second
 // kubeconfig b: its server, its CA (certificate-authority-data), and its
 // client certificate (client-certificate-data, client-key-data) or token.
 func FromKubeconfig(b []byte) (*Client, error) {
-	var kc struct {
-		Clusters []struct {
-			Name    string `yaml:"name"`
-			Cluster struct {
-				Server string `yaml:"server"`
-				CA     string `yaml:"certificate-authority-data"`
-			} `yaml:"cluster"`
-		} `yaml:"clusters"`
-		Users []struct {
-			Name string `yaml:"name"`
-			User struct {
-				Cert  string `yaml:"client-certificate-data"`
-				Key   string `yaml:"client-key-data"`
-				Token string `yaml:"token"`
-			} `yaml:"user"`
-		} `yaml:"users"`
-		Contexts []struct {
-			Name    string `yaml:"name"`
-			Context struct {
-				Cluster string `yaml:"cluster"`
-				User    string `yaml:"user"`
-			} `yaml:"context"`
-		} `yaml:"contexts"`
-		Current string `yaml:"current-context"`
+	k, err := ParseKubeconfig(b)
+	if err != nil {
+		return nil, err
 	}
-	if err := yaml.Unmarshal(b, &kc); err != nil {
-		return nil, fmt.Errorf("%w: does not parse: %w", ErrBadKubeconfig, err)
+	if len(k.CertPEM) == 0 && k.Token == "" {
+		return nil, fmt.Errorf("%w: user %q: want client-certificate-data and client-key-data, or a token", ErrBadKubeconfig, k.User)
 	}
-	clusterName, userName := "", ""
-	for _, x := range kc.Contexts {
-		if x.Name == kc.Current {
-			clusterName, userName = x.Context.Cluster, x.Context.User
-		}
+	cfg, err := k.TLS()
+	if err != nil {
+		return nil, err
 	}
-	c := &Client{}
-	var caPEM, certPEM, keyPEM []byte
-	for _, cl := range kc.Clusters {
-		if cl.Name == clusterName || len(kc.Clusters) == 1 {
-			c.Server = cl.Cluster.Server
-			caPEM, _ = base64.StdEncoding.DecodeString(cl.Cluster.CA)
-		}
-	}
-	for _, u := range kc.Users {
-		if u.Name == userName || len(kc.Users) == 1 {
-			certPEM, _ = base64.StdEncoding.DecodeString(u.User.Cert)
-			keyPEM, _ = base64.StdEncoding.DecodeString(u.User.Key)
-			c.Token = u.User.Token
-		}
-	}
-	if c.Server == "" {
-		return nil, fmt.Errorf("%w: no server in the current context (%q)", ErrBadKubeconfig, kc.Current)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("%w: cluster %q: certificate-authority-data holds no certificate", ErrBadKubeconfig, clusterName)
-	}
-	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	if len(certPEM) > 0 {
-		pair, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			return nil, fmt.Errorf("%w: user %q: client certificate: %w", ErrBadKubeconfig, userName, err)
-		}
-		cfg.Certificates = []tls.Certificate{pair}
-	} else if c.Token == "" {
-		return nil, fmt.Errorf("%w: user %q: want client-certificate-data and client-key-data, or a token", ErrBadKubeconfig, userName)
-	}
-	c.HTTP = &http.Client{Timeout: DefaultTimeout, Transport: &http.Transport{TLSClientConfig: cfg}}
-	return c, nil
+	return &Client{Server: k.Server, Token: k.Token, HTTP: &http.Client{Timeout: DefaultTimeout, Transport: &http.Transport{TLSClientConfig: cfg}}}, nil
 }
 
 // Close drops the client's idle connections.

@@ -1,15 +1,12 @@
 package kubeprobe
 
 import (
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"net/url"
 
 	"github.com/homystack/nico/pkg/api"
-	"gopkg.in/yaml.v3"
+	"github.com/homystack/nico/pkg/kubeapi"
 )
 
 // Targets are the components probes asks for, defaults filled in
@@ -52,100 +49,26 @@ func Targets(probes api.ClusterProbes, clusterCA string, readFile func(string) (
 	return out, nil
 }
 
-// kubeconfig is the part of a kubeconfig file the lease reader needs.
-type kubeconfig struct {
-	CurrentContext string `yaml:"current-context"`
-	Clusters       []struct {
-		Name    string `yaml:"name"`
-		Cluster struct {
-			Server                   string `yaml:"server"`
-			CertificateAuthorityData string `yaml:"certificate-authority-data"`
-		} `yaml:"cluster"`
-	} `yaml:"clusters"`
-	Users []struct {
-		Name string `yaml:"name"`
-		User struct {
-			ClientCertificateData string `yaml:"client-certificate-data"`
-			ClientKeyData         string `yaml:"client-key-data"`
-			Token                 string `yaml:"token"`
-		} `yaml:"user"`
-	} `yaml:"users"`
-	Contexts []struct {
-		Name    string `yaml:"name"`
-		Context struct {
-			Cluster string `yaml:"cluster"`
-			User    string `yaml:"user"`
-		} `yaml:"context"`
-	} `yaml:"contexts"`
-}
-
 // LeasesFromKubeconfig returns a lease reader with the credential and CA
-// of kubeconfig's current context (inline data only, as nico and kubeadm
-// write admin.conf), talking to server when given (the machine's own API
-// server, whose certificate names the loopback address), else to the
-// context's server.
+// of kubeconfig's current context (kubeapi.ParseKubeconfig), talking to
+// server when given (the machine's own API server, whose certificate
+// names the loopback address), else to the context's server.
 func LeasesFromKubeconfig(data []byte, server string) (*APILeases, error) {
-	var kc kubeconfig
-	if err := yaml.Unmarshal(data, &kc); err != nil {
-		return nil, fmt.Errorf("kubeprobe: kubeconfig: %w", err)
+	k, err := kubeapi.ParseKubeconfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("kubeprobe: %w", err)
 	}
-	ctxName := kc.CurrentContext
-	if ctxName == "" && len(kc.Contexts) > 0 {
-		ctxName = kc.Contexts[0].Name
+	if server == "" {
+		server = k.Server
 	}
-	var clusterName, userName string
-	for _, c := range kc.Contexts {
-		if c.Name == ctxName {
-			clusterName, userName = c.Context.Cluster, c.Context.User
-		}
+	if u, err := url.Parse(server); err != nil || u.Host == "" {
+		return nil, fmt.Errorf("kubeprobe: kubeconfig: server %q: want an https URL", server)
 	}
-	l := &APILeases{Server: server}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	found := false
-	for _, c := range kc.Clusters {
-		if c.Name != clusterName {
-			continue
-		}
-		found = true
-		if l.Server == "" {
-			l.Server = c.Cluster.Server
-		}
-		ca, err := base64.StdEncoding.DecodeString(c.Cluster.CertificateAuthorityData)
-		if err != nil {
-			return nil, fmt.Errorf("kubeprobe: kubeconfig cluster %s: certificate-authority-data: %w", c.Name, err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(ca) {
-			return nil, fmt.Errorf("kubeprobe: kubeconfig cluster %s: %w", c.Name, ErrBadCA)
-		}
-		cfg.RootCAs = pool
+	cfg, err := k.TLS()
+	if err != nil {
+		return nil, fmt.Errorf("kubeprobe: %w", err)
 	}
-	if !found {
-		return nil, fmt.Errorf("kubeprobe: kubeconfig: context %q names no cluster (want current-context naming a context with a cluster)", ctxName)
-	}
-	for _, u := range kc.Users {
-		if u.Name != userName {
-			continue
-		}
-		l.Token = u.User.Token
-		if u.User.ClientCertificateData != "" {
-			crt, err1 := base64.StdEncoding.DecodeString(u.User.ClientCertificateData)
-			key, err2 := base64.StdEncoding.DecodeString(u.User.ClientKeyData)
-			if err1 != nil || err2 != nil {
-				return nil, fmt.Errorf("kubeprobe: kubeconfig user %s: client-certificate-data or client-key-data is not base64", u.Name)
-			}
-			pair, err := tls.X509KeyPair(crt, key)
-			if err != nil {
-				return nil, fmt.Errorf("kubeprobe: kubeconfig user %s: %w", u.Name, err)
-			}
-			cfg.Certificates = []tls.Certificate{pair}
-		}
-	}
-	if _, err := url.Parse(l.Server); err != nil || l.Server == "" {
-		return nil, fmt.Errorf("kubeprobe: kubeconfig: server %q: want an https URL", l.Server)
-	}
-	l.Client = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
-	return l, nil
+	return &APILeases{Server: server, Token: k.Token, Client: &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}}, nil
 }
 
 // Close drops the reader's idle connections.
