@@ -164,10 +164,12 @@ e2e-faults: etcd-binaries
 		$(GO) test -count=1 -v -timeout 40m ./tests/faults/
 	@echo "summary: $(FAULTS_REPORT)"; cat $(FAULTS_REPORT)
 
-# e2e-vm boots a real VM (libvirtd + qemu; software emulation unless a probe
-# guest boots under /dev/kvm) inside a network namespace and checks that it
-# joins the cluster by itself; it reports the time from pool scale-up to the
-# node registered and the domain type it chose.
+# e2e-vm boots real VMs (libvirtd + qemu; software emulation unless a probe
+# guest boots under /dev/kvm) inside a network namespace and checks that they
+# join the cluster by themselves, as workers and as the etcd voters an
+# EtcdCluster with a machine pool asks for (a destroyed one replaced); it
+# reports the time from pool scale-up to the node registered, voters 1 -> 3
+# with VMs, and the domain type it chose.
 # Root; installs libvirt, qemu, a Debian kernel and busybox-static
 # (tests/e2evm/deps.sh). Not part of make test: it takes several minutes.
 e2e-vm: deps

@@ -1,7 +1,8 @@
 // Package e2evm is nico's real-VM tier (make e2e-vm, tests/e2evm/run.sh): a
 // real libvirtd with qemu, in a network namespace, boots a guest made here
 // from Debian's kernel and a busybox initramfs with a static nico-agent; the
-// guest reads its identity from SMBIOS and joins the cluster as a worker.
+// guest reads its identity from SMBIOS and joins the cluster as a worker,
+// or, drawn by an EtcdCluster, as an etcd voter.
 // Outside make e2e-vm (NICO_E2EVM_DIR unset) only the unit tests of the
 // guest builder run.
 package e2evm
@@ -25,6 +26,7 @@ import (
 	"github.com/homystack/nico/pkg/placement"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/token"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The cluster and the guests live on the isolated libvirt network "nico".
@@ -48,14 +50,16 @@ const networkXML = `<network>
 // certificate from the join endpoint on the seed's host with the token
 // alone, learns the etcd endpoints through gossip and registers its node; scaled back to 0,
 // the node leaves and the domain goes. Three runs; the time from the
-// scale-up to the node registered is reported with its median. Then
-// libvirtd is restarted while a guest boots (lostConnection).
+// scale-up to the node registered is reported with its median. Then an
+// EtcdCluster grows to three voters with two VMs and replaces one
+// destroyed by hand (etcdVMs), and libvirtd is restarted while a guest
+// boots (lostConnection).
 func TestGuestJoins(t *testing.T) {
 	w := os.Getenv("NICO_E2EVM_DIR")
 	if w == "" {
 		t.Skip("the real-VM tier runs with make e2e-vm (root, libvirtd, qemu, a network namespace)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 24*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Minute)
 	defer cancel()
 
 	// libvirt: the network, a storage pool and a base image for overlays.
@@ -134,6 +138,14 @@ func TestGuestJoins(t *testing.T) {
 	if f := os.Getenv("NICO_E2EVM_RESULT"); f != "" {
 		must(t, os.WriteFile(f, fmt.Appendf(nil, "scale-up to node registered, median of %d: %v (runs %v), domain type %s: %s\n", runs, sorted[len(sorted)/2].Round(10*time.Millisecond), took, domainType, why), 0o644))
 	}
+
+	newClient := func() *clientv3.Client {
+		c, err := etcdclient.New(etcdclient.Config{Endpoints: eps, DialTimeout: 5 * time.Second, TLS: tlsCfg})
+		must(t, err)
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	etcdVMs(t, ctx, st, newClient, kernel, initrd)
 
 	lostConnection(t, ctx, st, w, kernel, initrd)
 

@@ -49,7 +49,7 @@ CONF
   libvirtd -d -p "$W/libvirtd.pid"
   for _ in $(seq 100); do [ -S /run/libvirt/libvirt-sock ] && break; sleep 0.1; done
   rc=0
-  NICO_E2EVM_DIR=$W "$W/e2evm.test" -test.v -test.count=1 -test.timeout 25m ${NICO_E2EVM_RUN:+-test.run "$NICO_E2EVM_RUN"} || rc=$?
+  NICO_E2EVM_DIR=$W "$W/e2evm.test" -test.v -test.count=1 -test.timeout 75m ${NICO_E2EVM_RUN:+-test.run "$NICO_E2EVM_RUN"} || rc=$?
   kill "$(cat "$W/libvirtd.pid")" "$(cat "$W/virtlogd.pid")" 2>/dev/null || true
   exit $rc
 fi

@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"strconv"
@@ -56,13 +57,23 @@ func guestMesh(cfg config.Agent) (seeds []string, token string) {
 // firstBootEnv turns a VM's first-boot identity (systemd credentials nico.*
 // or SMBIOS OEM strings, handed by its hypervisor host) into the NICO_*
 // variables that are not set already: name, etcd.endpoints, gossip.seeds,
-// roles, store.prefix, and tokenFile (the token in a 0600 file). A machine without such an identity is unaffected.
-func firstBootEnv() {
+// roles, store.prefix, tokenFile (the token in a 0600 file), and on a
+// control-plane VM etcd.peerURL and etcd.clientURL on the address it
+// reaches the cluster from (firstboot.MemberEnv). A machine without such
+// an identity is unaffected.
+func firstBootEnv() error {
 	id, err := firstboot.Read(os.Getenv("CREDENTIALS_DIRECTORY"), firstboot.DMIEntries)
 	if err != nil {
-		return
+		return nil
 	}
 	env := firstboot.Env(id)
+	if os.Getenv("NICO_ETCD_PEERURL") == "" || os.Getenv("NICO_ETCD_CLIENTURL") == "" {
+		urls, err := firstboot.MemberEnv(id, firstboot.RouteAddr)
+		if err != nil {
+			return err
+		}
+		maps.Copy(env, urls)
+	}
 	if p, err := firstboot.TokenFile(id, os.Getenv("CREDENTIALS_DIRECTORY"), firstBootRunDir); err == nil && p != "" {
 		env["NICO_TOKENFILE"] = p
 	}
@@ -71,6 +82,7 @@ func firstBootEnv() {
 			_ = os.Setenv(k, v)
 		}
 	}
+	return nil
 }
 
 // firstBootRunDir holds the token file written from SMBIOS strings.

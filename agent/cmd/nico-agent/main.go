@@ -50,7 +50,10 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintln(versionOut, "nico-agent", Version)
 		return 0
 	}
-	firstBootEnv()
+	if err := firstBootEnv(); err != nil {
+		fmt.Fprintf(stderr, "nico-agent: first boot: %v\n", err)
+		return 1
+	}
 	fs := pflag.NewFlagSet("nico-agent", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config.AgentFlags(fs)
