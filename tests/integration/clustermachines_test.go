@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/libvirt/libvirttest"
+	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
+)
+
+// TestClusterPlaneVMs: KubernetesCluster planes drawing VMs from a pool,
+// on two libvirt test-driver hosts. Cluster prod's data plane asks for two
+// VMs and cluster other's for one; the VMs boot (their agents register as
+// workers) and each plane holds its own. A prod VM dies (its domain
+// destroyed, its agent gone): after replaceDeadMembersAfter its plane lets
+// it go, the claim drops it and asks for a fresh VM, whose domain is made
+// and which the plane takes once it registers; the dead domain is removed.
+// prod scaled down to one releases one VM and destroys its domain. prod
+// deleted destroys the VMs it asked for and no others: other's VM runs on.
+func TestClusterPlaneVMs(t *testing.T) {
+	f := newFleet(t)
+	rf := &rollFleet{fleet: f, dir: f.TempDir()} // its agents apply generations
+	cfg := f.AgentConfig("cp-1", true)
+	cfg.Applier = rf.applier("cp-1")
+	f.Start(cfg)
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(1)
+	f.setEtcdCluster(func(s *api.EtcdClusterSpec) {
+		s.Policy.ReplaceDeadMembersAfter = api.Duration(api.MinReplaceDeadMembersAfter)
+	})
+	f.StartCoordinator("c-1")
+	cfg2 := f.AgentConfig("cp-2", false) // a standby: other's control plane
+	cfg2.Applier = rf.applier("cp-2")
+	f.Start(cfg2)
+	hosts := []*hvHost{
+		f.startHypervisor("hv-1", libvirttest.Options{VCPUs: 8, MemoryMiB: 8192}),
+		f.startHypervisor("hv-2", libvirttest.Options{VCPUs: 8, MemoryMiB: 8192}),
+	}
+	for _, h := range hosts {
+		waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey(h.name), h.name+" reported", func(*api.Hypervisor) bool { return true })
+	}
+	f.vmPool()
+	domains := func() []string { // defined, in any state
+		var all []string
+		for _, h := range hosts {
+			ds, err := h.hv.Domains(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range ds {
+				all = append(all, d.Spec.Name)
+			}
+		}
+		slices.Sort(all)
+		return all
+	}
+	vms := map[string]*fleetkit.Node{}
+	boot := func(name string) {
+		t.Helper()
+		waitObj[api.Machine](f, 30*time.Second, store.MachineKey(name), name+" running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
+		cfg := f.AgentConfig(name, false)
+		cfg.Roles = []api.Role{api.RoleWorker}
+		cfg.Applier = rf.applier(name)
+		vms[name] = f.Start(cfg)
+	}
+	cluster := func(name, controlPlane string, count int) {
+		t.Helper()
+		kc := api.NewKubernetesCluster(name)
+		if err := f.Store().Get(t.Context(), store.ClusterKey(name), kc); err != nil {
+			kc = api.NewKubernetesCluster(name)
+			kc.Spec.GitRepo, kc.Spec.Version = "https://git.example/fleet", "1.33"
+			// No Kubernetes runs here: its components are not probed.
+			kc.Spec.Probes = api.ClusterProbes{APIServer: &api.ComponentProbe{Disabled: true}, ControllerManager: &api.ComponentProbe{Disabled: true}, Scheduler: &api.ComponentProbe{Disabled: true}}
+			kc.Spec.ControlPlane.MachineSet = api.MachineSet{Machines: []string{controlPlane}}
+		}
+		kc.Spec.DataPlane.MachineSet = api.MachineSet{MachinePool: "vms", Count: count}
+		if err := f.Store().Put(t.Context(), store.ClusterKey(name), kc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plane := func(name string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		waitObj[api.KubernetesCluster](f, 60*time.Second, store.ClusterKey(name), fmt.Sprintf("%s's data plane %v", name, want), func(kc *api.KubernetesCluster) bool {
+			return slices.Equal(kc.Status.DataPlane.Machines, want)
+		})
+	}
+	wantDomains := func(what string, want ...string) {
+		t.Helper()
+		slices.Sort(want)
+		testwait.For(t, 60*time.Second, what, func() (bool, string) {
+			got := domains()
+			return slices.Equal(got, want), fmt.Sprint(got)
+		})
+	}
+
+	cluster("prod", "cp-1", 2)
+	cluster("other", "cp-2", 1)
+	prod := []string{"vms-prod-dataplane-0", "vms-prod-dataplane-1"}
+	other := "vms-other-dataplane-0"
+	wantDomains("three domains", append([]string{other}, prod...)...)
+	for _, name := range append([]string{other}, prod...) {
+		boot(name)
+	}
+	plane("prod", prod...)
+	plane("other", other)
+	for name, cp := range map[string]string{"prod": "cp-1", "other": "cp-2"} {
+		waitObj[api.KubernetesCluster](f, 60*time.Second, store.ClusterKey(name), name+"'s control plane "+cp, func(kc *api.KubernetesCluster) bool {
+			return slices.Equal(kc.Status.ControlPlane.Machines, []string{cp})
+		})
+	}
+
+	// prod-dataplane-0 dies with its VM.
+	dead := prod[0]
+	f.destroyDomain(hosts, dead)
+	vms[dead].Cancel()
+	fresh := "vms-prod-dataplane-2"
+	wantDomains("the dead VM's domain gone and a fresh one made", other, prod[1], fresh)
+	boot(fresh)
+	plane("prod", prod[1], fresh)
+	if c := waitObj[api.MachineClaim](f, 30*time.Second, store.MachineClaimKey(api.KubernetesPlaneClaimName("prod", "dataplane")), "prod's claim without the dead VM", func(c *api.MachineClaim) bool {
+		return slices.Equal(c.Spec.Machines, []string{prod[1], fresh})
+	}); c.Spec.NextOrdinal != 3 {
+		t.Fatalf("prod's claim: %+v", c.Spec)
+	}
+
+	// Scaled down to one: one VM released, its domain destroyed.
+	cluster("prod", "cp-1", 1)
+	testwait.For(t, 60*time.Second, "prod down to one VM", func() (bool, string) {
+		got := domains()
+		return len(got) == 2 && slices.Contains(got, other), fmt.Sprint(got)
+	})
+	kept := slices.DeleteFunc(domains(), func(d string) bool { return d == other })
+	plane("prod", kept...)
+
+	// Deleted: prod's VMs go, other's stays.
+	kc := api.NewKubernetesCluster("prod")
+	if err := f.Store().Get(t.Context(), store.ClusterKey("prod"), kc); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	kc.Metadata.DeletionTimestamp = &now
+	if err := f.Store().Put(t.Context(), store.ClusterKey("prod"), kc); err != nil {
+		t.Fatal(err)
+	}
+	wantDomains("prod's VMs destroyed, other's running", other)
+	testwait.For(t, 60*time.Second, "prod and its claims gone", func() (bool, string) {
+		_, err1 := f.Store().GetKV(t.Context(), store.ClusterKey("prod"))
+		_, err2 := f.Store().GetKV(t.Context(), store.MachineClaimKey(api.KubernetesPlaneClaimName("prod", "dataplane")))
+		return err1 != nil && err2 != nil, fmt.Sprint(err1, err2)
+	})
+	plane("other", other)
+}
+
+// destroyDomain powers domain name off at once on whichever host has it,
+// as a VM that died.
+func (f *fleet) destroyDomain(hosts []*hvHost, name string) {
+	f.t.Helper()
+	for _, h := range hosts {
+		ds, err := h.hv.Domains(f.t.Context())
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Spec.Name == name {
+				if err := h.hv.Stop(f.t.Context(), d.Spec.UUID, 0); err != nil {
+					f.t.Fatal(err)
+				}
+				return
+			}
+		}
+	}
+	f.t.Fatalf("no host has %s", name)
+}
