@@ -149,21 +149,27 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	}
 
 	rf := kubeplan.RollFacts{Current: map[string]*api.NixosConfigurationSpec{}, Release: map[string]api.NixosConfigurationSpec{},
-		Rollouts: f.owned(name), Drain: kc.Spec.Drain != nil}
+		Rollouts: f.owned(name), Drain: kc.Spec.Drain != nil, Down: map[string]bool{}}
 	for m, cfg := range f.configs {
 		rf.Current[m] = &cfg.Spec
 	}
 	selected := map[string]bool{}
 	for _, m := range sel.All() {
 		selected[m] = true
+		if n := f.nodes[m]; n != nil && n.Status.Phase != api.NodeRemoved && !f.alive[m] {
+			rf.Down[m] = true
+		}
 	}
 	for _, m := range f.claimedBy(name) {
 		if selected[m] {
 			continue
 		}
 		rf.Release[m] = kubeplan.ReleaseSpec(kc, cc.c.Clusters.DefaultGitRepo)
-		if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved {
-			delete(rf.Current, m) // gone from the fleet: nothing to roll, only the claim to drop
+		if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved || f.replace(m, cc.c.Now()) {
+			// Gone from the fleet, or a dead VM being replaced (its domain
+			// goes with its claim): nothing to roll onto, only the claim
+			// to drop.
+			delete(rf.Current, m)
 		}
 	}
 	if cpComplete && nixErr == nil && !deleting {

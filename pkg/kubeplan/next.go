@@ -34,6 +34,11 @@ type RollFacts struct {
 	// Drain: a drain hook is configured and runs before a release (also
 	// when the whole cluster is being deleted; PlanDrain).
 	Drain bool
+	// Down are the selected machines whose heartbeat is gone. They are
+	// not rolled onto: the rollout would wait for them up to its step
+	// timeout, holding the one-change slot that the removal of a dead
+	// machine's etcd member needs. They roll once back, or are replaced.
+	Down map[string]bool
 }
 
 // Action is what the cluster controller does next.
@@ -85,7 +90,8 @@ type RollPlan struct {
 // Then machines no longer selected are drained (when a hook is set),
 // switched to their release configuration, and unclaimed once their
 // configuration is gone. A halted rollout stops everything until the
-// desired configuration of one of its machines changes.
+// desired configuration of one of its machines changes. A machine that
+// is down (RollFacts.Down) is left out of rolls until it is back.
 func Next(f RollFacts) RollPlan {
 	for _, r := range f.Rollouts {
 		if !r.Status.Phase.Finished() && r.Status.Phase != api.RolloutHalted {
@@ -99,7 +105,7 @@ func Next(f RollFacts) RollPlan {
 	var cp, dp []string
 	templates := map[string]api.NixosConfigurationSpec{}
 	for _, w := range f.Desired {
-		if same(f.Current[w.Machine], w.Spec) {
+		if same(f.Current[w.Machine], w.Spec) || f.Down[w.Machine] {
 			continue
 		}
 		templates[w.Machine] = w.Spec

@@ -21,7 +21,9 @@ import (
 // it go, the claim drops it and asks for a fresh VM, whose domain is made
 // and which the plane takes once it registers; the dead domain is removed.
 // prod scaled down to one releases one VM and destroys its domain. prod
-// deleted destroys the VMs it asked for and no others: other's VM runs on.
+// deleted destroys the VMs it asked for and no others: other's VM runs on;
+// the leader dies as the deletion is asked for and its successor carries
+// it out.
 func TestClusterPlaneVMs(t *testing.T) {
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()} // its agents apply generations
@@ -33,7 +35,7 @@ func TestClusterPlaneVMs(t *testing.T) {
 	f.setEtcdCluster(func(s *api.EtcdClusterSpec) {
 		s.Policy.ReplaceDeadMembersAfter = api.Duration(api.MinReplaceDeadMembersAfter)
 	})
-	f.StartCoordinator("c-1")
+	c1 := f.StartCoordinator("c-1")
 	cfg2 := f.AgentConfig("cp-2", false) // a standby: other's control plane
 	cfg2.Applier = rf.applier("cp-2")
 	f.Start(cfg2)
@@ -138,7 +140,8 @@ func TestClusterPlaneVMs(t *testing.T) {
 	kept := slices.DeleteFunc(domains(), func(d string) bool { return d == other })
 	plane("prod", kept...)
 
-	// Deleted: prod's VMs go, other's stays.
+	// Deleted: prod's VMs go, other's stays; the leader dies as the
+	// deletion is asked for, and its successor carries it out.
 	kc := api.NewKubernetesCluster("prod")
 	if err := f.Store().Get(t.Context(), store.ClusterKey("prod"), kc); err != nil {
 		t.Fatal(err)
@@ -148,6 +151,8 @@ func TestClusterPlaneVMs(t *testing.T) {
 	if err := f.Store().Put(t.Context(), store.ClusterKey("prod"), kc); err != nil {
 		t.Fatal(err)
 	}
+	c1.Crash()
+	f.StartCoordinator("c-2")
 	wantDomains("prod's VMs destroyed, other's running", other)
 	testwait.For(t, 60*time.Second, "prod and its claims gone", func() (bool, string) {
 		_, err1 := f.Store().GetKV(t.Context(), store.ClusterKey("prod"))
