@@ -35,7 +35,7 @@ func objectsPool(count int) string {
 // applies nothing.
 func TestApplyObjectsCommand(t *testing.T) {
 	dir := t.TempDir()
-	file := writeBootstrapConfig(t, dir, "", "")
+	file, peer, client := writeBootstrapSettings(t, dir, "", "")
 	objects := filepath.Join(dir, "objects.yaml")
 	settings, err := os.ReadFile(file)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestApplyObjectsCommand(t *testing.T) {
 		default:
 		}
 		if st == nil {
-			eps := []string{clientURLOf(t, settings)}
+			eps := []string{client}
 			tlsCfg, err := etcdclient.Files{CA: d.CACert(), Cert: d.Cert(pki.RootLeaf), Key: d.Key(pki.RootLeaf)}.Load(eps)
 			if err != nil {
 				return false, err.Error()
@@ -120,7 +120,6 @@ func TestApplyObjectsCommand(t *testing.T) {
 		t.Fatalf("the same manifest applied again wrote pool web (revision %d -> %d)", rev, again)
 	}
 
-	peer := peerURLOf(t, settings)
 	for _, tc := range []struct {
 		name string
 		docs []string
@@ -152,20 +151,5 @@ func TestApplyObjectsCommand(t *testing.T) {
 	if again, p := poolRev(); again != rev || p.Spec.Count != 2 {
 		t.Fatalf("an older manifest wrote pool web (revision %d -> %d, count %d)", rev, again, p.Spec.Count)
 	}
-	apply(0, "not a control-plane machine", "--roles", "worker", "--bootstrap=false", "--etcd.endpoints", clientURLOf(t, settings))
-}
-
-// clientURLOf and peerURLOf read the etcd URLs writeBootstrapConfig chose.
-func clientURLOf(t *testing.T, settings []byte) string { return settingOf(t, settings, "clientURL") }
-func peerURLOf(t *testing.T, settings []byte) string   { return settingOf(t, settings, "peerURL") }
-
-func settingOf(t *testing.T, settings []byte, key string) string {
-	t.Helper()
-	for _, l := range strings.Split(string(settings), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(l), key+": "); ok {
-			return v
-		}
-	}
-	t.Fatalf("no %s in the agent's settings:\n%s", key, settings)
-	return ""
+	apply(0, "not a control-plane machine", "--roles", "worker", "--bootstrap=false", "--etcd.endpoints", client)
 }

@@ -18,14 +18,22 @@ import (
 // off), and returns the file's path.
 func writeBootstrapConfig(t *testing.T, dir, recoveryListen, metricsListen string) string {
 	t.Helper()
-	peer, client := etcdtest.URLsFor(t, true)
-	file := filepath.Join(dir, "agent.yaml")
+	file, _, _ := writeBootstrapSettings(t, dir, recoveryListen, metricsListen)
+	return file
+}
+
+// writeBootstrapSettings is writeBootstrapConfig that also returns the
+// member's peer and client URLs.
+func writeBootstrapSettings(t *testing.T, dir, recoveryListen, metricsListen string) (file, peer, client string) {
+	t.Helper()
+	peer, client = etcdtest.URLsFor(t, true)
+	file = filepath.Join(dir, "agent.yaml")
 	settings := fmt.Sprintf("name: cp-1\nbootstrap: true\ndataDir: %s\netcd:\n  peerURL: %s\n  clientURL: %s\njoin:\n  listen: 127.0.0.1:%d\nrecovery:\n  listen: %q\ngenerations:\n  agentPathFile: %s\nmetrics:\n  listen: %q\n",
 		dir, peer, client, etcdtest.FreePort(t), recoveryListen, filepath.Join(dir, "agent-path"), metricsListen)
 	if err := os.WriteFile(file, []byte(settings), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return file
+	return file, peer, client
 }
 
 // stopAgent sends the test process SIGTERM (what systemd sends) and waits
