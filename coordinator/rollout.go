@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/failpoint"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -103,6 +105,15 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 		byName[c.Metadata.Name] = c
 	}
 	obs := rollout.Observed{Rollout: ro, ClusterHealthy: true}
+	if o.cluster != nil {
+		obs.ReplaceDeadAfter = policyOf(o.cluster.Spec.Policy, r.c.cfg.Policy).ReplaceDeadMembersAfter
+	}
+	lv := api.NewLiveness()
+	switch err := r.c.store.Get(ctx, store.LivenessKey, lv); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return rollout.Observed{}, err
+	}
 	if o.Active != nil {
 		obs.ActiveOp = o.Active.Metadata.Name
 	}
@@ -136,6 +147,9 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 			continue
 		}
 		rn := rollout.Node{Name: n.Metadata.Name, ControlPlane: n.HasRole(api.RoleControlPlane), Alive: o.Alive[n.Metadata.Name], Config: byName[n.Metadata.Name]}
+		if l, ok := lv.Status.Nodes[rn.Name]; ok && l.State == string(membership.LiveDead) {
+			rn.DeadSince = l.Since
+		}
 		for _, m := range o.Members {
 			if m.Node == rn.Name {
 				rn.Voter, rn.Healthy, rn.Leader, rn.MemberID = !m.Learner, m.Healthy, m.Leader, m.ID

@@ -32,6 +32,9 @@ type Node struct {
 	ControlPlane bool
 	// Alive: its heartbeat lease is live.
 	Alive bool
+	// DeadSince is when the leader's liveness record saw the node die
+	// (zero: it is not dead).
+	DeadSince time.Time
 	// Config is its desired configuration and the agent's status (nil: none).
 	Config *api.NixosConfiguration
 	// Voter, Healthy, Leader describe its etcd member (control plane).
@@ -58,6 +61,10 @@ type Observed struct {
 	// KubeError, for a rollout with Kubernetes workers, says why their
 	// Nodes could not be read ("" they were).
 	KubeError string
+	// ReplaceDeadAfter is the etcd cluster's replaceDeadMembersAfter (0:
+	// never). A node dead this long is replaced (its member removed, its
+	// VM made anew), so the rollout does not wait for it.
+	ReplaceDeadAfter time.Duration
 }
 
 // Action is what the executor does.
@@ -230,6 +237,11 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 		if n == nil {
 			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("node %s is no longer registered", p.Name)}, true
 		}
+		if why := replaced(obs, n, now); why != "" {
+			// Waiting out the step timeout would hold the change slot
+			// the dead member's removal needs.
+			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: why}, true
+		}
 		c := n.Config
 		if c == nil || c.Spec.Generation != p.Generation {
 			return Step{Action: Halt, Nodes: []string{p.Name}, Reason: fmt.Sprintf("configuration of %s changed outside the rollout", p.Name)}, true
@@ -332,7 +344,7 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 		}
 		for _, name := range dp {
 			if n := obs.node(name); n == nil || !n.Alive {
-				return downStep(r, name, now)
+				return downStep(obs, name, now)
 			}
 		}
 		if !r.Spec.Undo && slices.ContainsFunc(dp, r.Spec.Drains) {
@@ -350,7 +362,7 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 		}
 		n := obs.node(p.Name)
 		if n == nil || !n.Alive {
-			return downStep(r, p.Name, now)
+			return downStep(obs, p.Name, now)
 		}
 		if n.Leader {
 			leader = n
@@ -383,12 +395,23 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 		Reason: fmt.Sprintf("%s leads etcd: moving leadership to %s before it rolls", leader.Name, to.Name)}
 }
 
-// downStep is the step for a node to roll next whose heartbeat is gone: it
-// is never rolled onto; the rollout waits for it (a heartbeat lease lost
-// in a partition comes back a moment after the node's member serves
-// again) up to the step timeout, counted from when the node could have
-// started (the rollout's start or the last node's finish), then halts.
-func downStep(r *api.Rollout, name string, now time.Time) Step {
+// downStep is the step for a node to roll next whose heartbeat is gone or
+// that is no longer registered: it is never rolled onto. A node dead past
+// ReplaceDeadAfter, or gone from the fleet, halts the rollout at once:
+// it is being replaced or was removed, and will not come back as it was.
+// Otherwise the rollout waits for it (a heartbeat lease lost in a
+// partition comes back a moment after the node's member serves again) up
+// to the step timeout, counted from when the node could have started
+// (the rollout's start or the last node's finish), then halts.
+func downStep(obs Observed, name string, now time.Time) Step {
+	r := obs.Rollout
+	n := obs.node(name)
+	if n == nil {
+		return Step{Action: Halt, Nodes: []string{name}, Reason: fmt.Sprintf("node %s is no longer registered", name)}
+	}
+	if why := replaced(obs, n, now); why != "" {
+		return Step{Action: Halt, Nodes: []string{name}, Reason: why}
+	}
 	since := r.Status.StartedAt
 	for _, p := range r.Status.Nodes {
 		if p.FinishedAt.After(since) {
@@ -400,6 +423,19 @@ func downStep(r *api.Rollout, name string, now time.Time) Step {
 		return Step{Action: Halt, Nodes: []string{name}, Reason: fmt.Sprintf("%s is down (no heartbeat) for the step timeout (%s); not rolling onto it", name, timeout)}
 	}
 	return Step{Action: Wait, Nodes: []string{name}, Reason: fmt.Sprintf("%s is down (no heartbeat); waiting for it up to %s, then halting", name, timeout)}
+}
+
+// replaced says why n is not waited for: dead past the cluster's
+// replaceDeadMembersAfter, it is being replaced. "" when it is not.
+func replaced(obs Observed, n *Node, now time.Time) string {
+	if obs.ReplaceDeadAfter <= 0 || n.DeadSince.IsZero() {
+		return ""
+	}
+	dead := now.Sub(n.DeadSince)
+	if dead < obs.ReplaceDeadAfter {
+		return ""
+	}
+	return fmt.Sprintf("%s is dead for %s, past replaceDeadMembersAfter (%s): it is being replaced, not waited for", n.Name, dead.Round(time.Second), obs.ReplaceDeadAfter)
 }
 
 // stepTimeout is the rollout's step timeout, or DefaultStepTimeout.

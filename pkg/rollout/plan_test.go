@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -215,6 +216,33 @@ func TestPlanGolden(t *testing.T) {
 			s := newSim(3, 0, "cp-1")
 			s.node("cp-2").Alive = false
 			s.hooks[4] = func(s *sim) { s.node("cp-2").Alive = true }
+			return s
+		},
+		// dp-1 dies while it applies: once it is dead past
+		// replaceDeadMembersAfter it is being replaced, and the rollout
+		// halts rather than hold the slot for the step timeout.
+		"dead-in-flight-replaced": func() *sim {
+			s := newSim(1, 2, "cp-1")
+			s.obs.ReplaceDeadAfter = 2 * time.Minute
+			s.silent["dp-1"] = true
+			s.hooks[3] = func(s *sim) { s.node("dp-1").Alive, s.node("dp-1").DeadSince = false, s.now }
+			return s
+		},
+		// cp-2, to roll next, has been dead past replaceDeadMembersAfter:
+		// no wait for it.
+		"dead-next-replaced": func() *sim {
+			s := newSim(3, 0, "cp-1")
+			s.obs.ReplaceDeadAfter = 2 * time.Minute
+			s.node("cp-2").Alive, s.node("cp-2").DeadSince = false, s.now.Add(-time.Minute)
+			return s
+		},
+		// cp-3 is removed from the fleet (its member replaced) before its
+		// turn.
+		"removed-node-halts": func() *sim {
+			s := newSim(3, 0, "cp-1")
+			s.hooks[2] = func(s *sim) {
+				s.obs.Nodes = slices.DeleteFunc(s.obs.Nodes, func(n Node) bool { return n.Name == "cp-3" })
+			}
 			return s
 		},
 		"bad-max-unavailable": func() *sim {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/libvirt/libvirttest"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -160,6 +161,100 @@ func TestClusterPlaneVMs(t *testing.T) {
 		return err1 != nil && err2 != nil, fmt.Sprint(err1, err2)
 	})
 	plane("other", other)
+}
+
+// TestClusterControlPlaneVMReplaced: a KubernetesCluster's control plane
+// draws a VM from a pool; the VM's agent joins etcd as the third voter.
+// The VM dies: no roll is started onto it, and a roll in flight on it
+// halts once it is dead past replaceDeadMembersAfter (it would hold the
+// one-change slot its member's removal needs); its member is removed first
+// (the plane keeps a VM that runs an etcd member until then), then the
+// plane lets it go, its domain is removed and a fresh VM is asked for,
+// which joins as a voter and which the plane takes.
+func TestClusterControlPlaneVMReplaced(t *testing.T) {
+	f := newFleet(t)
+	rf := &rollFleet{fleet: f, dir: f.TempDir()} // its agents apply generations
+	m1 := f.startMesh("cp-1", 131)
+	seed := m1.Addr()
+	cfg := f.AgentConfig("cp-1", true)
+	cfg.Gossip = m1
+	cfg.Applier = rf.applier("cp-1")
+	f.Start(cfg)
+	f.WaitVoters(30*time.Second, "cp-1")
+	f.SetVoters(3)
+	f.setEtcdCluster(func(s *api.EtcdClusterSpec) {
+		s.Policy.ReplaceDeadMembersAfter = api.Duration(api.MinReplaceDeadMembersAfter)
+	})
+	f.Gossip = f.startMesh("coord-1", 130, seed)
+	f.StartCoordinator("coord-1")
+	meshes := map[string]*gossip.Mesh{}
+	agents := map[string]*node{}
+	start := func(name string, ip int) {
+		meshes[name] = f.startMesh(name, ip, seed)
+		c := f.AgentConfig(name, false)
+		c.Gossip = meshes[name]
+		c.Applier = rf.applier(name)
+		agents[name] = f.Start(c)
+	}
+	start("cp-2", 132)
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
+	h := f.startHypervisor("hv-1", libvirttest.Options{VCPUs: 8, MemoryMiB: 8192})
+	waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey("hv-1"), "hv-1 reported", func(*api.Hypervisor) bool { return true })
+	f.vmPool()
+
+	kc := api.NewKubernetesCluster("prod")
+	kc.Spec.GitRepo, kc.Spec.Version = "https://git.example/fleet", "1.33"
+	// No Kubernetes runs here: its components are not probed.
+	kc.Spec.Probes = api.ClusterProbes{APIServer: &api.ComponentProbe{Disabled: true}, ControllerManager: &api.ComponentProbe{Disabled: true}, Scheduler: &api.ComponentProbe{Disabled: true}}
+	kc.Spec.ControlPlane.MachineSet = api.MachineSet{MachinePool: "vms", Count: 1}
+	if err := f.Store().Put(t.Context(), store.ClusterKey("prod"), kc); err != nil {
+		t.Fatal(err)
+	}
+	first, fresh := "vms-prod-controlplane-0", "vms-prod-controlplane-1"
+	boot := func(name string, ip int) {
+		t.Helper()
+		waitObj[api.Machine](f, 90*time.Second, store.MachineKey(name), name+" running", func(m *api.Machine) bool { return m.Status.Phase == api.MachineRunning })
+		start(name, ip)
+	}
+	boot(first, 133)
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", first)
+	ready := waitObj[api.KubernetesCluster](f, 60*time.Second, store.ClusterKey("prod"), "prod's control plane "+first+" ready", func(kc *api.KubernetesCluster) bool {
+		return slices.Equal(kc.Status.ControlPlane.ReadyMachines, []string{first}) && kc.Status.Phase == api.ClusterReady
+	})
+	// Its last roll (the endpoint it brought) finished: no rollout step
+	// waits on the VM when it dies.
+	waitObj[api.Rollout](f, 60*time.Second, store.RolloutKey(ready.Status.Rollout), "rollout "+ready.Status.Rollout+" finished", func(r *api.Rollout) bool {
+		return r.Status.Phase == api.RolloutSucceeded
+	})
+
+	// The VM dies: its domain off, its mesh member and agent gone without a word.
+	f.destroyDomain([]*hvHost{h}, first)
+	_ = meshes[first].Shutdown()
+	if err := agents[first].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
+	boot(fresh, 134)
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2", fresh)
+	waitObj[api.KubernetesCluster](f, 60*time.Second, store.ClusterKey("prod"), "prod's control plane "+fresh, func(kc *api.KubernetesCluster) bool {
+		return slices.Equal(kc.Status.ControlPlane.Machines, []string{fresh})
+	})
+	testwait.For(t, 60*time.Second, "the dead VM's domain removed", func() (bool, string) {
+		ds, err := h.hv.Domains(t.Context())
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, d := range ds {
+			names = append(names, d.Spec.Name)
+		}
+		return slices.Equal(names, []string{fresh}), fmt.Sprint(names)
+	})
+	// Its member was removed through a removal request, as any dead voter's.
+	r := api.NewRemoveRequest(first)
+	if err := f.Store().Get(t.Context(), store.RemovalKey(first), r); err != nil || r.Status.Phase != api.RemoveDone {
+		t.Fatalf("%s's removal: %q (%v), want Done", first, r.Status.Phase, err)
+	}
 }
 
 // destroyDomain powers domain name off at once on whichever host has it,
