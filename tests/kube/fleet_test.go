@@ -89,6 +89,9 @@ type fleetOptions struct {
 	// cluster controller with the clusters' API (coordinator.KubeAPI):
 	// the bootstrap token registered, readiness from the Nodes.
 	workers bool
+	// runtime, when set, makes each control-plane machine's member
+	// runtime (nil: embedded etcd).
+	runtime func() member.Runtime
 }
 
 // workerIP is data-plane machine dp-N's node address with workers.
@@ -241,7 +244,10 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 			f.tb.Fatal(err)
 		}
 	}
-	rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+	var rt member.Runtime = member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))
+	if opts.runtime != nil && roles[0] == api.RoleControlPlane {
+		rt = opts.runtime()
+	}
 	n := &node{host: host, cfg: cfg, rt: rt, done: make(chan error, 1)}
 	ag := agent.New(cfg, rt, nopNotifier{}, f.log.With("node", name))
 	ctx, cancel := context.WithCancel(context.Background())

@@ -4,15 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/requests"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	"github.com/homystack/nico/tests/kubetest"
 )
 
@@ -73,6 +78,39 @@ func TestKubernetesAPIThroughControlPlaneRoll(t *testing.T) {
 	})
 }
 
+// TestKubernetesAPIThroughEtcdPatchRoll is
+// TestKubernetesAPIThroughMemberReplacement through an etcd patch
+// version roll: the control-plane machines' members run etcd's binaries
+// (the exec runtime, given both), 3.6.15 to start with; spec.version
+// 3.6.16 restarts each member on the new binary, one at a time.
+func TestKubernetesAPIThroughEtcdPatchRoll(t *testing.T) {
+	const from, to = "3.6.15", "3.6.16"
+	paths := map[string]string{}
+	for _, b := range etcdtest.Binaries(t) {
+		paths[b.Version] = b.Path
+	}
+	if paths[from] == "" || paths[to] == "" {
+		msg := fmt.Sprintf("needs etcd %s and %s binaries in %s (make e2e-kube builds them), have %v", from, to, etcdtest.EnvBinaries, paths)
+		if os.Getenv(kubetest.EnvRequireBinaries) != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	byVersion, err := member.BinariesByVersion(t.Context(), []string{paths[from], paths[to]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ctx := newLoadFleetWith(t, func() member.Runtime {
+		return fleetkit.ExecRuntime(paths[from], member.WithBinaries(byVersion), member.WithBinaryVersion(from))
+	})
+	kubeconfig := f.loadCluster(t, ctx, "1.37.2")
+	f.waitEtcdVersions(t, ctx, from)
+	f.underLoad(t, ctx, kubeconfig, "(b) roll an etcd patch version", func() {
+		f.setEtcdVersion(t, ctx, to)
+		f.waitEtcdVersions(t, ctx, to)
+	})
+}
+
 // loadFleet is a fleet of three control-plane machines and one data-plane
 // machine, with nicoctl.
 type loadFleet struct {
@@ -81,9 +119,15 @@ type loadFleet struct {
 }
 
 func newLoadFleet(t *testing.T) (*loadFleet, context.Context) {
+	return newLoadFleetWith(t, nil)
+}
+
+// newLoadFleetWith is newLoadFleet with the control-plane members'
+// runtime (nil: embedded etcd).
+func newLoadFleetWith(t *testing.T, runtime func() member.Runtime) (*loadFleet, context.Context) {
 	kubetest.FindBinaries(t) // skips (or fails) before the nicoctl build
 	nicoctl := nicoctlBin(t)
-	f := newFleet(t, fleetOptions{cps: 3, dps: 1, clusters: true})
+	f := newFleet(t, fleetOptions{cps: 3, dps: 1, clusters: true, runtime: runtime})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	t.Cleanup(cancel)
 	return &loadFleet{fleet: f, ctl: f.nicoctl(nicoctl)}, ctx
@@ -197,4 +241,61 @@ func (f *fleet) restartStandby(t *testing.T, name string) {
 	f.nodes[name] = next
 	f.mu.Unlock()
 	go func() { next.done <- ag.Run(ctx) }()
+}
+
+// setEtcdVersion sets the EtcdCluster's spec.version, retrying on a
+// concurrent write.
+func (f *fleet) setEtcdVersion(t *testing.T, ctx context.Context, v string) {
+	t.Helper()
+	testwait.For(t, 30*time.Second, "spec.version "+v+" written", func() (bool, string) {
+		ec := &api.EtcdCluster{}
+		if err := f.st.Get(ctx, store.EtcdClusterKey, ec); err != nil {
+			return false, err.Error()
+		}
+		ec.Spec.Version = v
+		if err := f.st.Update(ctx, store.EtcdClusterKey, ec); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+}
+
+// waitEtcdVersions waits until every control-plane machine reports its
+// member on etcd v, the member's own status says so, and no membership or
+// version step holds the slot.
+func (f *fleet) waitEtcdVersions(t *testing.T, ctx context.Context, v string) {
+	t.Helper()
+	testwait.For(t, 4*time.Minute, "every member on etcd "+v+" and the slot free", func() (bool, string) {
+		var off []string
+		for _, name := range f.nodeNames() {
+			if !strings.HasPrefix(name, "cp-") {
+				continue
+			}
+			n := &api.Node{}
+			if err := f.st.Get(ctx, store.NodeKey(name), n); err != nil {
+				return false, err.Error()
+			}
+			if n.Status.EtcdVersion != v {
+				off = append(off, fmt.Sprintf("%s=%q %s", name, n.Status.EtcdVersion, n.Status.EtcdVersionError))
+				continue
+			}
+			// The member itself says which server answers.
+			f.mu.Lock()
+			url := f.nodes[name].cfg.ClientURL
+			f.mu.Unlock()
+			sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			st, err := f.root.Status(sctx, url)
+			cancel()
+			if err != nil || st.Version != v {
+				off = append(off, fmt.Sprintf("%s's member answers %v %v", name, st, err))
+			}
+		}
+		if len(off) > 0 {
+			return false, strings.Join(off, ", ")
+		}
+		if kv, err := f.st.GetKV(ctx, store.ActiveOpKey); !errors.Is(err, store.ErrNotFound) {
+			return false, fmt.Sprintf("slot held: %v %v", kv, err)
+		}
+		return true, ""
+	})
 }
