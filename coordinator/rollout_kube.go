@@ -175,6 +175,10 @@ func (k *KubeAPI) Observe(ctx context.Context, cluster string, workers, drain []
 	if err != nil {
 		return nil, err
 	}
+	leases, err := c.NodeLeases(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("node leases: %w", err)
+	}
 	out := map[string]rollout.KubeNode{}
 	for _, w := range workers {
 		n, ok := ns[w]
@@ -182,7 +186,10 @@ func (k *KubeAPI) Observe(ctx context.Context, cluster string, workers, drain []
 			out[w] = rollout.KubeNode{}
 			continue
 		}
-		kn := rollout.KubeNode{Registered: true, Ready: n.Ready, Unschedulable: n.Unschedulable}
+		kn := rollout.KubeNode{Registered: true, Ready: n.Ready, Unschedulable: n.Unschedulable, NicoCordon: n.NicoCordon, Heartbeat: n.Heartbeat}
+		if l := leases[w]; l.After(kn.Heartbeat) {
+			kn.Heartbeat = l
+		}
 		if !n.Ready {
 			kn.NotReady = strings.TrimSpace(n.Reason + ": " + n.Message)
 			if n.Status == "" {

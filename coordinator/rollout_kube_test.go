@@ -19,6 +19,9 @@ import (
 // evicted pod terminates, then is gone at the next read; refuse says
 // how many more evictions of a pod the PodDisruptionBudget refuses.
 type fakeNodes struct {
+	// now is the kubelets' clock: each Node's heartbeat is its last read
+	// (a kubelet that reports all the time).
+	now    func() time.Time
 	mu     sync.Mutex
 	nodes  map[string]*fakeNode
 	refuse map[string]int
@@ -40,7 +43,7 @@ func (f *fakeNodes) Observe(_ context.Context, _ string, workers, drain []string
 			out[w] = rollout.KubeNode{}
 			continue
 		}
-		k := rollout.KubeNode{Registered: true, Ready: n.ready, Unschedulable: n.cordoned}
+		k := rollout.KubeNode{Registered: true, Ready: n.ready, Unschedulable: n.cordoned, Heartbeat: f.now()}
 		if slices.Contains(drain, w) {
 			for _, p := range slices.Sorted(mapKeys(n.pods)) {
 				if n.pods[p] {
@@ -104,7 +107,7 @@ func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
 	h := newKCHarness(t)
 	h.c.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{
 		"dp-1": {Ready: true, Status: "True"}, "dp-2": {Ready: true, Status: "True"}, "dp-3": {Ready: true, Status: "True"}}}
-	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}}
+	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
 	h.c.Clusters.Nodes = nodes
 	h.machine("cp-1", "role", "cp")
 	for _, m := range []string{"dp-1", "dp-2", "dp-3"} {

@@ -76,9 +76,10 @@ type RolloutKubernetes struct {
 	// the Node of its own name. Before a worker switches, its Node is
 	// cordoned and drained through the eviction API (PodDisruptionBudgets
 	// honoured; DaemonSet and mirror pods stay); after, the worker counts
-	// as done only once its Node is Ready, and the Node is uncordoned
-	// (unless it was cordoned before the rollout). Undo reverts without
-	// draining.
+	// as done only once its Node is Ready and its kubelet has reported
+	// since the switch began (its Node Lease or Ready heartbeat), and the
+	// Node is uncordoned (unless it was cordoned before the rollout by
+	// someone other than nico). Undo reverts without draining.
 	Workers []string `json:"workers,omitempty"`
 	// ControlPlane are the nodes that run the cluster's API servers: each
 	// counts as done only once its agent reports, after its switch

@@ -38,11 +38,19 @@ type podList struct {
 // mirrorAnnotation marks a static pod's mirror, which the kubelet owns.
 const mirrorAnnotation = "kubernetes.io/config.mirror"
 
-// Cordon sets Node name's spec.unschedulable to on (a merge patch).
+// CordonAnnotation marks a Node that nico cordoned: a later rollout that
+// finds it cordoned takes the cordon over and lifts it once the Node is
+// Ready after its switch, where a cordon of the operator's is left.
+const CordonAnnotation = "nico.homystack.io/cordoned"
+
+// Cordon sets Node name's spec.unschedulable to on and marks it with
+// CordonAnnotation (removed when on is false), in one merge patch.
 func (c *Client) Cordon(ctx context.Context, name string, on bool) error {
-	patch := map[string]any{"spec": map[string]any{"unschedulable": on}}
+	patch := map[string]any{"metadata": map[string]any{"annotations": map[string]any{CordonAnnotation: "true"}},
+		"spec": map[string]any{"unschedulable": true}}
 	if !on {
-		patch = map[string]any{"spec": map[string]any{"unschedulable": nil}}
+		patch = map[string]any{"metadata": map[string]any{"annotations": map[string]any{CordonAnnotation: nil}},
+			"spec": map[string]any{"unschedulable": nil}}
 	}
 	return c.doType(ctx, "PATCH", "/api/v1/nodes/"+url.PathEscape(name), "application/merge-patch+json", patch, nil)
 }

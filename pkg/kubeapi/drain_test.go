@@ -67,7 +67,7 @@ func TestDrainCalls(t *testing.T) {
 	if err := json.Unmarshal([]byte(post), &ev); err != nil || ev["kind"] != "Eviction" || ev["apiVersion"] != "policy/v1" {
 		t.Fatalf("eviction body %s: %v", post, err)
 	}
-	if last := seen[len(seen)-1]; last != `PATCH /api/v1/nodes/dp-1 application/merge-patch+json {"spec":{"unschedulable":true}}` {
+	if last := seen[len(seen)-1]; last != `PATCH /api/v1/nodes/dp-1 application/merge-patch+json {"metadata":{"annotations":{"nico.homystack.io/cordoned":"true"}},"spec":{"unschedulable":true}}` {
 		t.Fatalf("cordon: %s", last)
 	}
 }

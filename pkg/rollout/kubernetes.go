@@ -31,6 +31,13 @@ type KubeNode struct {
 	NotReady string
 	// Unschedulable: the Node is cordoned.
 	Unschedulable bool
+	// NicoCordon: the cordon is nico's (a rollout halted after its
+	// switch left it): the next rollout takes it over and lifts it.
+	NicoCordon bool
+	// Heartbeat is when its kubelet last reported (the newer of its Node
+	// Lease's renewal and the Ready condition's heartbeat; the kubelet's
+	// clock). Zero: none seen.
+	Heartbeat time.Time
 	// Pods are the pods (namespace/name) a drain of it has to see gone,
 	// those being deleted included (read only for a draining node).
 	Pods []string
@@ -77,15 +84,17 @@ func kubeWait(obs Observed) string {
 }
 
 // planDrain is planNext's step for a data-plane batch with workers: the
-// batch starts draining (those with a schedulable Node are cordoned by the
-// rollout, which uncordons them after).
+// batch starts draining. The rollout cordons those with a schedulable Node
+// and takes over a cordon of nico's (one an earlier rollout left when it
+// halted after the switch), and uncordons them after; a cordon of the
+// operator's stays.
 func planDrain(obs Observed, batch []string) Step {
 	if why := kubeWait(obs); why != "" {
 		return Step{Action: Wait, Nodes: batch, Reason: "before draining " + strings.Join(batch, ", ") + ": " + why}
 	}
 	s := Step{Action: Drain, Nodes: batch, Reason: "cordon and drain " + strings.Join(batch, ", ") + " before the switch"}
 	for _, name := range batch {
-		if n := obs.node(name); n != nil && n.Kube != nil && n.Kube.Registered && !n.Kube.Unschedulable {
+		if n := obs.node(name); n != nil && n.Kube != nil && n.Kube.Registered && (!n.Kube.Unschedulable || n.Kube.NicoCordon) {
 			s.Cordon = append(s.Cordon, name)
 		}
 	}
@@ -161,9 +170,12 @@ func undrained(obs Observed, n *Node, p *api.NodeProgress) string {
 	return why
 }
 
-// workerUnready says why worker n, applied, does not count as done yet
-// ("" when its Node is Ready).
-func workerUnready(obs Observed, n *Node) string {
+// workerUnready says why worker n, applied at step p, does not count as
+// done yet ("" it does): its Node must be Ready and its kubelet must have
+// reported since the switch started. A Ready condition from before the
+// switch proves nothing: a generation that stops the kubelet leaves its
+// Node Ready until the node controller's grace period (40 s) passes.
+func workerUnready(obs Observed, n *Node, p *api.NodeProgress) string {
 	if !obs.Rollout.Spec.IsWorker(n.Name) {
 		return ""
 	}
@@ -175,6 +187,12 @@ func workerUnready(obs Observed, n *Node) string {
 		return "its Node is not registered"
 	case !k.Ready:
 		return "its Node is not Ready: " + k.NotReady
+	case k.Heartbeat.Before(p.StartedAt):
+		last := "none"
+		if !k.Heartbeat.IsZero() {
+			last = k.Heartbeat.UTC().Format(time.RFC3339)
+		}
+		return fmt.Sprintf("its kubelet has not reported since the switch (last heartbeat %s)", last)
 	}
 	return ""
 }

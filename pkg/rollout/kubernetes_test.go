@@ -14,18 +14,21 @@ import (
 // kubeSim is a sim whose data-plane nodes are Kubernetes workers, each
 // running one pod: the executor cordons, evicts (a pod terminates over one
 // pass; blocked nodes' evictions are refused), and a switched worker's
-// Node is NotReady for one pass.
+// Node is NotReady for one pass, then Ready with a fresh heartbeat.
 type kubeSim struct {
 	*sim
 	blocked  map[string]bool
 	notReady map[string]int
+	// stopped: workers whose switch stops the kubelet: the Node stays
+	// Ready as it last reported, its heartbeat from before the switch.
+	stopped map[string]bool
 	// apiDown: control-plane machines whose API server is not ready
 	// after their switch.
 	apiDown map[string]bool
 }
 
 func newKubeSim(cp, dp int) *kubeSim {
-	k := &kubeSim{sim: newSim(cp, dp, "cp-1"), blocked: map[string]bool{}, notReady: map[string]int{}, apiDown: map[string]bool{}}
+	k := &kubeSim{sim: newSim(cp, dp, "cp-1"), blocked: map[string]bool{}, notReady: map[string]int{}, stopped: map[string]bool{}, apiDown: map[string]bool{}}
 	k.obs.Rollout.Metadata.Name = "k1-1"
 	k.obs.Rollout.Spec.Kubernetes = &api.RolloutKubernetes{Cluster: "k1"}
 	for i := range k.obs.Nodes {
@@ -35,7 +38,7 @@ func newKubeSim(cp, dp int) *kubeSim {
 		}
 		k.obs.Rollout.Spec.Kubernetes.Workers = append(k.obs.Rollout.Spec.Kubernetes.Workers, n.Name)
 		pod := "default/web-" + n.Name
-		n.Kube = &KubeNode{Registered: true, Ready: true, Pods: []string{pod}, Evict: []string{pod}}
+		n.Kube = &KubeNode{Registered: true, Ready: true, Pods: []string{pod}, Evict: []string{pod}, Heartbeat: k.now}
 	}
 	return k
 }
@@ -51,7 +54,7 @@ func (k *kubeSim) run(t *testing.T, max int) string {
 		r := k.obs.Rollout
 		for name, left := range k.notReady {
 			if left == 0 {
-				k.node(name).Kube.Ready, k.node(name).Kube.NotReady = true, ""
+				k.node(name).Kube.Ready, k.node(name).Kube.NotReady, k.node(name).Kube.Heartbeat = true, "", k.now
 				delete(k.notReady, name)
 			} else {
 				k.notReady[name] = left - 1
@@ -82,6 +85,9 @@ func (k *kubeSim) run(t *testing.T, max int) string {
 					n.Kube.Pods = nil // gone
 				}
 			case Start:
+				if k.stopped[name] {
+					continue
+				}
 				n.Kube.Ready, n.Kube.NotReady = false, "KubeletNotReady: the kubelet restarts"
 				k.notReady[name] = 1
 			}
@@ -95,6 +101,25 @@ func TestPlanKubernetesGolden(t *testing.T) {
 		// dp-2 was cordoned by its operator: drained, but left cordoned.
 		"kube-workers-drain-and-uncordon": func() *kubeSim {
 			k := newKubeSim(1, 3)
+			k.node("dp-2").Kube.Unschedulable = true
+			return k
+		},
+		// dp-1's switch stops its kubelet: its Node stays Ready as last
+		// reported, but no heartbeat comes after the switch, so it is
+		// not done; the rollout halts at the step timeout and dp-2 is
+		// never drained.
+		"kube-kubelet-stopped-halts": func() *kubeSim {
+			k := newKubeSim(1, 2)
+			k.obs.Rollout.Spec.StepTimeout = api.Duration(3 * time.Minute)
+			k.stopped["dp-1"] = true
+			return k
+		},
+		// dp-1 carries a cordon of nico's (a rollout halted after its
+		// switch); dp-2 one of its operator's: dp-1's is taken over and
+		// lifted after, dp-2's stays.
+		"kube-takes-over-its-cordon": func() *kubeSim {
+			k := newKubeSim(0, 2)
+			k.node("dp-1").Kube.Unschedulable, k.node("dp-1").Kube.NicoCordon = true, true
 			k.node("dp-2").Kube.Unschedulable = true
 			return k
 		},

@@ -252,7 +252,7 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 		case api.GenerationApplied:
 			why := unready(obs, n)
 			if why == "" {
-				why = workerUnready(obs, n)
+				why = workerUnready(obs, n, &p)
 			}
 			if why == "" {
 				why = apiServerUnready(obs, n, &p)

@@ -94,7 +94,8 @@ func BenchmarkClusterReady(b *testing.B) {
 //     coordinator stopped (no nico controller), one at a time by a plain
 //     loop of client calls (bareRoll): cordon, evict its pods until none
 //     is left, switch its NixosConfiguration, wait for the generation
-//     applied and the Node Ready, uncordon; a worker's time is from its
+//     applied, the Node Ready and its kubelet heard from since the switch
+//     (the rollout's gate), uncordon; a worker's time is from its
 //     cordon to its uncordon. The coordinator, started again, rolls the
 //     workers back to the cluster's generation (not timed).
 //
@@ -236,6 +237,7 @@ func (f *fleet) bareRoll(tb testing.TB, ctx context.Context, c *kubeapi.Client, 
 		return len(pods) == 0, fmt.Sprintf("pods left: %v", pods)
 	})
 	var gen int64
+	switched := time.Now()
 	testwait.For(tb, 10*time.Second, m+" switched", func() (bool, string) {
 		cfg := &api.NixosConfiguration{}
 		if err := f.st.Get(ctx, store.NixosConfigKey(m), cfg); err != nil {
@@ -247,14 +249,24 @@ func (f *fleet) bareRoll(tb testing.TB, ctx context.Context, c *kubeapi.Client, 
 		err := f.st.UpdateObject(ctx, cfg)
 		return err == nil, fmt.Sprint(err)
 	})
+	// The rollout's gate: the Node Ready and its kubelet heard from
+	// since the switch (its Lease renewed, or a status posted).
 	testwait.For(tb, 2*time.Minute, m+" applied and Ready", func() (bool, string) {
 		cfg := &api.NixosConfiguration{}
 		if err := f.st.Get(ctx, store.NixosConfigKey(m), cfg); err != nil {
 			return false, err.Error()
 		}
 		nodes, err := c.Nodes(ctx)
-		return err == nil && cfg.Status.AppliedGeneration >= gen && nodes[m].Ready,
-			fmt.Sprintf("applied %d of %d, Node %+v (%v)", cfg.Status.AppliedGeneration, gen, nodes[m], err)
+		if err != nil {
+			return false, err.Error()
+		}
+		leases, err := c.NodeLeases(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		heard := !nodes[m].Heartbeat.Before(switched) || !leases[m].Before(switched)
+		return cfg.Status.AppliedGeneration >= gen && nodes[m].Ready && heard,
+			fmt.Sprintf("applied %d of %d, Node %+v, lease %s", cfg.Status.AppliedGeneration, gen, nodes[m], leases[m])
 	})
 	if err := c.Cordon(ctx, m, false); err != nil {
 		tb.Fatal(err)

@@ -197,7 +197,7 @@ func (f *fleet) changeCluster(t testing.TB, ctx context.Context, name string, se
 
 // waitRolled waits until every machine of cluster name runs a
 // configuration done says is the new one, no rollout of the cluster is
-// unfinished and the cluster is Ready (read on each try: the cluster's
+// running (one halted before the change may stay) and the cluster is Ready (read on each try: the cluster's
 // own object may not change when its roll ends).
 func (f *fleet) waitRolled(t testing.TB, ctx context.Context, name string, within time.Duration, what string, done func(api.NixosConfigurationSpec) bool) {
 	t.Helper()
@@ -228,7 +228,8 @@ func (f *fleet) waitRolled(t testing.TB, ctx context.Context, name string, withi
 			return false, err.Error()
 		}
 		if i := slices.IndexFunc(ros, func(r *api.Rollout) bool {
-			return strings.HasPrefix(r.Metadata.Name, name+"-") && !r.Status.Phase.Finished()
+			// A halted rollout stays; the change after it rolls anew.
+			return strings.HasPrefix(r.Metadata.Name, name+"-") && !r.Status.Phase.Finished() && r.Status.Phase != api.RolloutHalted
 		}); i >= 0 {
 			return false, fmt.Sprintf("rollout %s is %s: %s", ros[i].Metadata.Name, ros[i].Status.Phase, ros[i].Status.Message)
 		}

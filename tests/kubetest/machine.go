@@ -42,7 +42,9 @@ const ClusterNixPath = "cluster.nix"
 //	                                 API server is ready
 //	listed in dataPlane          --> record cluster.nix and the tokens; with Worker,
 //	                                 start containerd and a kubelet that joins with
-//	                                 the delivered bootstrap kubeconfig alone
+//	                                 the delivered bootstrap kubeconfig alone (the
+//	                                 kubelet alone stopped in a generation of
+//	                                 SetKubeletOffIn's repository)
 //
 // Its files live under Root (Path): host files land at Root+path.
 type Machine struct {
@@ -58,11 +60,13 @@ type Machine struct {
 	// (Kubelet, NodeIP and Dir; the rest comes from cluster.nix's paths).
 	Worker *WorkerConfig
 
-	mu      sync.Mutex
-	cp      *ControlPlane
-	cpKey   string
-	worker  *Worker
-	applies []Apply
+	mu     sync.Mutex
+	cp     *ControlPlane
+	cpKey  string
+	worker *Worker
+	// kubeletOffIn: SetKubeletOffIn.
+	kubeletOffIn string
+	applies      []Apply
 }
 
 // Apply is one run of the machine's generation.
@@ -70,6 +74,7 @@ type Apply struct {
 	Generation int64
 	Action     string // apply or rollback
 	Attr       string // the flake attribute
+	GitRepo    string // the generation's Git repository
 	Role       string // controlPlane, dataPlane or ""
 	Version    string // cluster.nix's version
 	ClusterNix []byte
@@ -134,6 +139,16 @@ func (m *Machine) stopLocked() error {
 	return errors.Join(errs...)
 }
 
+// SetKubeletOffIn makes the machine's data-plane generations of Git
+// repository repo leave the kubelet out, as a flake that does not enable
+// it: the switch stops the kubelet alone and succeeds. A later generation
+// of another repository starts it again. "" undoes it.
+func (m *Machine) SetKubeletOffIn(repo string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.kubeletOffIn = repo
+}
+
 // RunningWorker returns the running worker, nil when none runs.
 func (m *Machine) RunningWorker() *Worker {
 	m.mu.Lock()
@@ -146,7 +161,7 @@ func (m *Machine) RunningWorker() *Worker {
 // cluster's to judge).
 func (m *Machine) runWorker(cf *ClusterFile) error {
 	if m.worker != nil {
-		return nil
+		return m.worker.StartKubelet() // after a generation without it
 	}
 	c := *m.Worker
 	c.Name, c.BootstrapKubeconfig, c.CACert = m.Name, m.Path(cf.Paths["bootstrapKubeconfig"]), m.Path(cf.Paths["caCert"])
@@ -170,7 +185,7 @@ func (m *Machine) Run(ctx context.Context, c apply.Cmd) ([]byte, error) {
 		}
 	}
 	number, _ := strconv.ParseInt(env["NICO_GENERATION"], 10, 64)
-	a := Apply{Generation: number, Action: env["NICO_ACTION"], Attr: env["NICO_FLAKE_ATTR"], Started: time.Now()}
+	a := Apply{Generation: number, Action: env["NICO_ACTION"], Attr: env["NICO_FLAKE_ATTR"], GitRepo: env["NICO_GIT_REPO"], Started: time.Now()}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a.Err = m.run(ctx, &a)
@@ -211,6 +226,12 @@ func (m *Machine) run(ctx context.Context, a *Apply) error {
 	case "controlPlane":
 		return m.runControlPlane(ctx, a, cf, raw)
 	case "dataPlane":
+		if m.Worker != nil && m.kubeletOffIn != "" && a.GitRepo == m.kubeletOffIn {
+			if m.worker == nil {
+				return nil
+			}
+			return m.worker.StopKubelet()
+		}
 		if m.Worker != nil {
 			return m.runWorker(cf)
 		}

@@ -47,6 +47,11 @@ type Worker struct {
 	Kubeconfig string
 	held       bool   // holds a reference on hostSettings
 	mountNS    string // containerd's mount namespace (mnt:[inode])
+	// kubelet is how the kubelet starts (StartKubelet).
+	kubelet struct {
+		name, log string
+		args      []string
+	}
 }
 
 // kubeletSysctls are the kernel settings the kubelet changes at start;
@@ -235,12 +240,39 @@ registerNode: true
 		"--hostname-override=" + c.Name, "--node-ip=" + c.NodeIP, "--v=2"}
 	// The kubelet joins containerd's mount namespace: the volumes it mounts
 	// are where containerd binds them from.
-	if w.Kubelet, err = StartProcess("kubelet "+c.Name, filepath.Join(dir, "kubelet.log"), "nsenter",
-		append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", w.Containerd.Pid()), "--", c.Kubelet}, args...)...); err != nil {
+	w.kubelet.name, w.kubelet.log = "kubelet "+c.Name, filepath.Join(dir, "kubelet.log")
+	w.kubelet.args = append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", w.Containerd.Pid()), "--", c.Kubelet}, args...)
+	if err := w.StartKubelet(); err != nil {
 		return nil, err
 	}
 	ok = true
 	return w, nil
+}
+
+// StopKubelet stops the kubelet alone, as systemd stopping its unit: the
+// pods and containerd run on, and the Node stays as it last reported
+// until the node controller's grace period passes.
+func (w *Worker) StopKubelet() error {
+	if w.Kubelet == nil {
+		return nil
+	}
+	err := w.Kubelet.Stop()
+	w.Kubelet = nil
+	return err
+}
+
+// StartKubelet starts the kubelet again after StopKubelet (a no-op while
+// it runs); it picks up its certificate and the running pods.
+func (w *Worker) StartKubelet() error {
+	if w.Kubelet != nil {
+		return nil
+	}
+	k, err := StartProcess(w.kubelet.name, w.kubelet.log, "nsenter", w.kubelet.args...)
+	if err != nil {
+		return err
+	}
+	w.Kubelet = k
+	return nil
 }
 
 // Stop stops the kubelet, kills the pods (the shims containerd started,

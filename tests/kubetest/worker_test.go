@@ -2,6 +2,7 @@ package kubetest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/homystack/nico/pkg/kubeapi"
 	"github.com/homystack/nico/pkg/kubepki"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/kubetest"
 )
 
@@ -75,6 +77,23 @@ func TestRealKubeletJoins(t *testing.T) {
 		}
 	}
 	t.Logf("Node w-1 Ready %s after the kubelet started", time.Since(start).Round(time.Millisecond))
+	// The kubelet's heartbeats, as the rollout's gate reads them: its
+	// Ready condition's heartbeat and its Node Lease's renewal (the Lease
+	// comes a moment after the Node), both since it started (one host:
+	// one clock).
+	since := start.Add(-time.Second)
+	testwait.For(t, 30*time.Second, "w-1's heartbeats since the kubelet started", func() (bool, string) {
+		leases, err := admin.NodeLeases(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		nodes, err := admin.Nodes(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		return !leases["w-1"].Before(since) && !nodes["w-1"].Heartbeat.Before(since),
+			fmt.Sprintf("lease renewed %s, Ready condition %s; the kubelet started %s", leases["w-1"], nodes["w-1"].Heartbeat, start)
+	})
 	if b, err := os.ReadFile(w.Kubeconfig); err != nil || strings.Contains(string(b), tok.String()) {
 		t.Fatalf("the kubelet's own kubeconfig: %v (holds the bootstrap token: %v)", err, strings.Contains(string(b), tok.String()))
 	}
