@@ -118,10 +118,12 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 	// Its control-plane machines are done once their API servers are
 	// ready; when the leader reaches the cluster's Nodes its workers roll
 	// as Kubernetes nodes (drained before, Ready after), and machines
-	// that leave are drained before their release.
+	// that leave are drained before their release. A cluster being
+	// deleted releases its machines undrained: its workloads go with it,
+	// and a disruption budget would hold the last worker's drain forever.
 	k := &api.RolloutKubernetes{Cluster: kc.Metadata.Name}
 	switch {
-	case release && cc.c.Clusters.Nodes != nil:
+	case release && cc.c.Clusters.Nodes != nil && !kc.Deleting():
 		k.Leaving = slices.Clone(p.Machines)
 	case !release:
 		k.ControlPlane = slices.Clone(p.ControlPlane)

@@ -239,3 +239,52 @@ func TestAPIServerNotReadyHaltsTheRollout(t *testing.T) {
 	}
 	t.Logf("halted: %s", last.Status.HaltedReason)
 }
+
+// TestDeletedClusterReleasesWorkersUndrained: deleting a cluster whose
+// workers run pods a PodDisruptionBudget never lets go releases every
+// machine without cordoning or evicting (the workloads go with the
+// cluster), and the deletion completes.
+func TestDeletedClusterReleasesWorkersUndrained(t *testing.T) {
+	h := newKCHarness(t)
+	h.c.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{
+		"dp-1": {Ready: true, Status: "True"}, "dp-2": {Ready: true, Status: "True"}}}
+	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
+	h.c.Clusters.Nodes = nodes
+	h.machine("cp-1", "role", "cp")
+	for _, m := range []string{"dp-1", "dp-2"} {
+		h.machine(m, "role", "dp")
+		nodes.nodes[m] = &fakeNode{ready: true, pods: map[string]bool{}}
+	}
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster("k1", 1, 2))
+	h.untilPhase(api.ClusterReady)
+	h.untilInSync()
+	nodes.mu.Lock()
+	for _, m := range []string{"dp-1", "dp-2"} {
+		nodes.nodes[m].pods["default/web-"+m] = false
+		nodes.refuse["default/web-"+m] = 1 << 20 // never let go
+	}
+	nodes.log = nil
+	nodes.mu.Unlock()
+
+	kc := h.cluster("k1")
+	at := h.now
+	kc.Metadata.DeletionTimestamp = &at
+	if err := h.st.UpdateObject(t.Context(), kc); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 30 && h.cluster("k1") != nil; i++ {
+		h.pass()
+	}
+	if kc := h.cluster("k1"); kc != nil {
+		t.Fatalf("k1 not deleted: %s: %s", kc.Status.Phase, kc.Status.Message)
+	}
+	nodes.mu.Lock()
+	defer nodes.mu.Unlock()
+	if len(nodes.log) > 0 {
+		t.Errorf("the deletion drained: %v", nodes.log)
+	}
+	if c := h.claims(); len(c) > 0 {
+		t.Errorf("machines still claimed: %v", c)
+	}
+}

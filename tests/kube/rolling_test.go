@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -30,7 +31,8 @@ import (
 // its Node deleted). A watcher of the pods and Nodes sees the budget
 // never broken (never fewer than two ready pods), never two Nodes
 // cordoned at once, every worker cordoned during each roll, and every
-// staying Node Ready and schedulable after.
+// staying Node Ready and schedulable after. Deleting the cluster then
+// releases every machine (kubelets stopped) and leaves none of its keys.
 func TestRealWorkersRollingUpdate(t *testing.T) {
 	kubetest.FindBinaries(t)
 	dps := []string{"dp-1", "dp-2", "dp-3"}
@@ -98,6 +100,37 @@ func TestRealWorkersRollingUpdate(t *testing.T) {
 	if out, err := k.Run(ctx, nil, "rollout", "status", "deployment/web", "--timeout=1m"); err != nil {
 		t.Fatalf("the Deployment after the rolls: %v\n%s", err, out)
 	}
+
+	// Deleted: the machines are released (their kubelets and the control
+	// plane stopped), the cluster's registry, Nodes included, is gone.
+	kc := api.NewKubernetesCluster("k1")
+	if err := f.st.Get(ctx, store.ClusterKey("k1"), kc); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	kc.Metadata.DeletionTimestamp = &now
+	if err := f.st.UpdateObject(ctx, kc); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 3*time.Minute, "k1 deleted", func() (bool, string) {
+		kc := api.NewKubernetesCluster("k1")
+		err := f.st.Get(ctx, store.ClusterKey("k1"), kc)
+		if errors.Is(err, store.ErrNotFound) {
+			return true, ""
+		}
+		ros, _, _ := store.List[api.Rollout](ctx, f.st, store.RolloutsDir)
+		var rs []string
+		for _, r := range ros {
+			rs = append(rs, fmt.Sprintf("%s %s: %s", r.Metadata.Name, r.Status.Phase, r.Status.Message))
+		}
+		return false, fmt.Sprintf("%v; %s: %s; rollouts: %s", err, kc.Status.Phase, kc.Status.Message, strings.Join(rs, "; "))
+	})
+	f.checkDeleted(t, ctx, "k1", "")
+	for _, m := range dps {
+		if f.machines[m].RunningWorker() != nil {
+			t.Errorf("%s still runs its kubelet after the deletion", m)
+		}
+	}
 }
 
 // workerAddrs are the node addresses of data-plane machines dps, for
@@ -130,7 +163,8 @@ func workerClusterSpec(t testing.TB, dps []string) *api.KubernetesCluster {
 
 // newWorkerCluster starts a fleet of one control-plane machine and real
 // workers dps, applies cluster k1 over them (workerClusterSpec), waits
-// for it Ready and runs the Deployment web of three replicas with a
+// for it Ready (kubectl get nodes lists every worker Ready) and runs the
+// Deployment web of three replicas with a
 // PodDisruptionBudget (minAvailable 2), its pods' logs read back. It returns the fleet, a
 // client of the cluster's API and kubectl with its admin kubeconfig.
 func newWorkerCluster(t testing.TB, ctx context.Context, dps []string) (*fleet, *kubeapi.Client, kubetest.Kubectl) {
@@ -146,6 +180,22 @@ func newWorkerCluster(t testing.TB, ctx context.Context, dps []string) (*fleet, 
 
 	admin := f.adminClient(t, ctx, "k1")
 	k := kubetest.Kubectl{Bin: f.bins.Kubectl, Kubeconfig: f.kubeconfigFile(t, ctx, "k1")}
+	// kubectl get nodes with the published kubeconfig: every worker Ready.
+	out, err := k.Run(ctx, nil, "get", "nodes", "--no-headers")
+	if err != nil {
+		t.Fatalf("kubectl get nodes: %v\n%s", err, out)
+	}
+	ready := map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) > 1 {
+			ready[f[0]] = f[1] == "Ready"
+		}
+	}
+	for _, m := range dps {
+		if !ready[m] {
+			t.Fatalf("kubectl get nodes: %s not Ready:\n%s", m, out)
+		}
+	}
 	if out, err := k.Run(ctx, []byte(kubetest.WebDeployment("web", 3, 2)), "apply", "-f", "-"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -154,7 +204,7 @@ func newWorkerCluster(t testing.TB, ctx context.Context, dps []string) (*fleet, 
 		events, _ := k.Run(ctx, nil, "get", "events", "--sort-by=.lastTimestamp")
 		t.Fatalf("%v\n%s\npods:\n%s\nevents:\n%s", err, out, pods, events)
 	}
-	out, err := k.Run(ctx, nil, "logs", "-l", "app=web", "--prefix")
+	out, err = k.Run(ctx, nil, "logs", "-l", "app=web", "--prefix")
 	if err != nil || strings.Count(string(out), "web web-") != 3 {
 		t.Fatalf("the pods' logs: %v\n%s", err, out)
 	}
