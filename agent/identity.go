@@ -114,13 +114,13 @@ func (a *Agent) holdsRoot() bool {
 	return d != "" && a.controlPlane() && exists(d.Cert(pki.RootLeaf))
 }
 
-// identityRetry paces finishIdentityUntilDone's attempts.
+// identityRetry paces the attempts of the identity's changes (untilDone).
 func identityRetry() backoff.BackOff {
 	return &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 5 * time.Second}
 }
 
 // untilDone calls try until it succeeds or ctx ends, pausing by b between
-// attempts and logging each failure. finishIdentity's eleven auth changes
+// attempts and logging each failure. finishIdentity's auth changes
 // run right after the join, while the cluster often changes leader or
 // membership; one failed change ("leader changed", a timeout) must not
 // stop the agent, whose member the cluster now counts for quorum.

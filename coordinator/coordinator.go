@@ -70,11 +70,11 @@ type Config struct {
 }
 
 // DefaultSettle is nico-coordinator's Settle. A join writes a dozen times
-// within tens of milliseconds; without it every write woke the status,
+// within tens of milliseconds; without it every write wakes the status,
 // version, compaction, rollout, pool, revocation, snapshot and Kubernetes
-// controllers, whose reads and status writes competed with the join's on
-// the store: the learner was added about 6 ms later on an empty store
-// (docs/join-speed.md). Their answers are not needed within 100 ms.
+// controllers, whose reads and status writes compete with the join's on
+// the store and delay its learner (docs/join-speed.md). Their answers are
+// not needed within 100 ms.
 const DefaultSettle = 100 * time.Millisecond
 
 // Coordinator is one candidate.

@@ -27,7 +27,8 @@ import (
 //     answered its status, itself, within healthTimeout (plus one sample)
 //     of each sample. A member is timed from the first sample that lists
 //     it, learner or voter, so a learner promoted before it serves is a
-//     breach as soon as it is a voter past that bound.
+//     breach as soon as it is a voter past that bound. A member whose
+//     fault ended is allowed recoverFor to serve again.
 //
 // Sampling misses what happens between two samples; etcd itself refuses
 // most of these (a second learner, a removal below quorum), so a breach
@@ -50,7 +51,17 @@ type watcher struct {
 	// the voters already reported as not serving.
 	answered map[uint64]time.Time
 	silent   map[uint64]bool
+	// wasFaulted holds the members faulted at the last sample;
+	// recovering, the members whose fault has ended and that have not
+	// answered since. A member the harness paused or cut off catches up
+	// before it serves again (a paused leader steps down and learns the
+	// new term): etcd's time, not a voter nico counted, so it is allowed
+	// recoverFor rather than the health timeout.
+	wasFaulted, recovering map[uint64]bool
 }
+
+// recoverFor is how long a member whose fault ended may stay silent.
+const recoverFor = 15 * time.Second
 
 // healthTimeout is the coordinators' coordinator.healthTimeout (its
 // default): a member whose status is not answered within it is unhealthy.
@@ -64,7 +75,8 @@ const sampleEvery = 200 * time.Millisecond
 
 // newWatcher samples through cli (unscoped) and st.
 func newWatcher(cli *clientv3.Client, st *store.Store, faulted func() map[string]bool) *watcher {
-	return &watcher{cli: cli, st: st, faulted: faulted, answered: map[uint64]time.Time{}, silent: map[uint64]bool{}}
+	return &watcher{cli: cli, st: st, faulted: faulted, answered: map[uint64]time.Time{}, silent: map[uint64]bool{},
+		wasFaulted: map[uint64]bool{}, recovering: map[uint64]bool{}}
 }
 
 // run samples until ctx ends.
@@ -111,7 +123,21 @@ func (w *watcher) sample(ctx context.Context) {
 		if _, ok := w.answered[m.ID]; !ok || faulted[m.Name] {
 			w.answered[m.ID] = time.Now()
 		}
+		switch {
+		case faulted[m.Name]:
+			w.wasFaulted[m.ID] = true
+		case w.wasFaulted[m.ID]:
+			delete(w.wasFaulted, m.ID)
+			w.recovering[m.ID] = true
+		}
 		ok := w.answers(ctx, m.ID, m.ClientURLs, &leader)
+		if ok {
+			delete(w.recovering, m.ID)
+		}
+		bound := healthTimeout + sampleEvery
+		if w.recovering[m.ID] {
+			bound = recoverFor
+		}
 		if m.IsLearner {
 			learners++
 			continue
@@ -120,9 +146,13 @@ func (w *watcher) sample(ctx context.Context) {
 		switch {
 		case faulted[m.Name] || ok:
 			answering++
-		case time.Since(w.answered[m.ID]) > healthTimeout+sampleEvery && !w.silent[m.ID]:
+		case time.Since(w.answered[m.ID]) > bound && !w.silent[m.ID]:
 			w.silent[m.ID] = true
-			silent = append(silent, fmt.Sprintf("%s (%s) is a voter and has not answered for %s", m.Name, api.MemberID(m.ID), time.Since(w.answered[m.ID]).Round(time.Millisecond)))
+			after := ""
+			if w.recovering[m.ID] {
+				after = " since its fault ended"
+			}
+			silent = append(silent, fmt.Sprintf("%s (%s) is a voter and has not answered for %s%s", m.Name, api.MemberID(m.ID), time.Since(w.answered[m.ID]).Round(time.Millisecond), after))
 		}
 	}
 	for _, v := range silent {
