@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"fmt"
 	"net/http"
 	"os"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/kubetest"
 )
@@ -118,22 +116,7 @@ func TestRealAPIServerNotReadyHaltsTheRollout(t *testing.T) {
 		kc.Spec.ControlPlane.Components.APIServer.ExtraArgs = map[string]string{"etcd-readycheck-timeout": "1ns"}
 		kc.Spec.Rollout.StepTimeout = api.Duration(45 * time.Second)
 	})
-	var halted *api.Rollout
-	testwait.For(t, 2*time.Minute, "the cluster's rollout halted", func() (bool, string) {
-		ros, _, err := store.List[api.Rollout](ctx, f.st, store.RolloutsDir)
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, r := range ros {
-			if r.Status.Phase == api.RolloutHalted {
-				halted = r
-				return true, ""
-			}
-			seen = append(seen, fmt.Sprintf("%s %s: %s", r.Metadata.Name, r.Status.Phase, r.Status.Message))
-		}
-		return false, strings.Join(seen, "; ")
-	})
+	halted := f.waitHalted(t, ctx, 2*time.Minute, func(*api.Rollout) bool { return true })
 	t.Logf("rollout %s halted at %s: %s", halted.Metadata.Name, halted.Status.HaltedNode, halted.Status.HaltedReason)
 	if halted.Status.HaltedNode != "cp-1" || !strings.Contains(halted.Status.HaltedReason, "cp-1") || !strings.Contains(halted.Status.HaltedReason, "etcd-readiness failed") {
 		t.Errorf("halted at %q (%q), want cp-1 named, its API server's etcd-readiness failed", halted.Status.HaltedNode, halted.Status.HaltedReason)

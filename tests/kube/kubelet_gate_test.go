@@ -2,14 +2,11 @@ package kube
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
-	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/kubetest"
 )
 
@@ -41,22 +38,7 @@ func TestWorkerSwitchThatStopsTheKubeletHalts(t *testing.T) {
 		kc.Spec.GitRepo = broken
 		kc.Spec.Rollout.StepTimeout = api.Duration(time.Minute)
 	})
-	var halted *api.Rollout
-	testwait.For(t, 4*time.Minute, "the rollout halted", func() (bool, string) {
-		ros, _, err := store.List[api.Rollout](ctx, f.st, store.RolloutsDir)
-		if err != nil {
-			return false, err.Error()
-		}
-		var seen []string
-		for _, r := range ros {
-			if r.Spec.Template.GitRepo == broken && r.Status.Phase == api.RolloutHalted {
-				halted = r
-				return true, ""
-			}
-			seen = append(seen, fmt.Sprintf("%s %s: %s", r.Metadata.Name, r.Status.Phase, r.Status.Message))
-		}
-		return false, strings.Join(seen, "; ")
-	})
+	halted := f.waitHalted(t, ctx, 4*time.Minute, func(r *api.Rollout) bool { return r.Spec.Template.GitRepo == broken })
 	seen := w.stop()
 	t.Logf("rollout %s halted at %s: %s (pods and Nodes: %s)", halted.Metadata.Name, halted.Status.HaltedNode, halted.Status.HaltedReason, seen)
 	if halted.Status.HaltedNode != "dp-1" {

@@ -287,6 +287,29 @@ func (f *fleet) waitRolled(t testing.TB, ctx context.Context, name string, withi
 	})
 }
 
+// waitHalted waits until a Rollout that match accepts has halted and
+// returns it; the wait's message lists the rollouts seen meanwhile.
+func (f *fleet) waitHalted(t testing.TB, ctx context.Context, within time.Duration, match func(*api.Rollout) bool) *api.Rollout {
+	t.Helper()
+	var halted *api.Rollout
+	testwait.For(t, within, "the rollout halted", func() (bool, string) {
+		ros, _, err := store.List[api.Rollout](ctx, f.st, store.RolloutsDir)
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, r := range ros {
+			if match(r) && r.Status.Phase == api.RolloutHalted {
+				halted = r
+				return true, ""
+			}
+			seen = append(seen, fmt.Sprintf("%s %s: %s", r.Metadata.Name, r.Status.Phase, r.Status.Message))
+		}
+		return false, strings.Join(seen, "; ")
+	})
+	return halted
+}
+
 // disruption is what a watcher of a Deployment's pods and the workers'
 // Nodes saw.
 type disruption struct {
