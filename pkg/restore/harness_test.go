@@ -104,9 +104,19 @@ func (f *testFleet) seed(ctx context.Context, created time.Time) {
 	}
 }
 
-// save takes a snapshot from the first member into dir.
+// save takes a snapshot from the first member into path, once that
+// member has applied every write acknowledged so far (a linearizable read
+// through it; a follower applies a moment after the leader acknowledged).
 func (f *testFleet) save(ctx context.Context, path string) {
 	f.t.Helper()
+	cli, err := f.dial(f.Members[0].ClientURL)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer cli.Close()
+	if _, err := cli.Get(ctx, "sync", clientv3.WithCountOnly()); err != nil {
+		f.t.Fatal(err)
+	}
 	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: []string{f.Members[0].ClientURL}, DialTimeout: 5 * time.Second}, path); err != nil {
 		f.t.Fatal(err)
 	}

@@ -39,6 +39,10 @@ type Meta struct {
 	TakenAt time.Time `json:"takenAt"`
 	// Reason is ReasonScheduled, ReasonOnDemand or "before-op <op>".
 	Reason string `json:"reason,omitempty"`
+	// Unsynced, when set, says why the member could not be brought up to
+	// its cluster's acknowledged writes before the snapshot (no quorum):
+	// the snapshot is that member's own state.
+	Unsynced string `json:"unsynced,omitempty"`
 	// Status is what Check read from the file.
 	Status
 }

@@ -34,6 +34,14 @@ type TakeOptions struct {
 // of that one member's endpoint: etcd's snapshot is that member's
 // point-in-time state), writes it to a file in opts.Dir and checks it.
 // The Meta names the cluster and member from the stream's header.
+//
+// A follower applies what the cluster committed a moment after the
+// leader acknowledged it, so Take first reads through the member
+// linearizably: once that read returns, the member has applied every
+// write acknowledged before Take was called, and the snapshot holds
+// them. A member whose cluster has no quorum cannot answer that read
+// within syncTimeout; it is snapshotted as it is, and Meta.Unsynced
+// says why.
 func Take(ctx context.Context, cli *clientv3.Client, opts TakeOptions) (*Taken, error) {
 	now := opts.Now
 	if now == nil {
@@ -49,6 +57,7 @@ func Take(ctx context.Context, cli *clientv3.Client, opts TakeOptions) (*Taken, 
 		return nil, fmt.Errorf("snapshot: take from %s: status: %w", eps[0], err)
 	}
 	cluster, member := api.MemberID(sresp.Header.ClusterId), api.MemberID(sresp.Header.MemberId)
+	unsynced := syncWith(ctx, cli)
 	at := now().UTC()
 	resp, err := cli.SnapshotWithVersion(ctx)
 	if err != nil {
@@ -102,9 +111,30 @@ func Take(ctx context.Context, cli *clientv3.Client, opts TakeOptions) (*Taken, 
 		EtcdVersion: version,
 		TakenAt:     at,
 		Reason:      opts.Reason,
+		Unsynced:    unsynced,
 		Status:      st,
 	}}, nil
 }
+
+// syncTimeout bounds the linearizable read that brings the member up to
+// the cluster's acknowledged writes before a snapshot.
+const syncTimeout = 5 * time.Second
+
+// syncWith waits until the member cli talks to has applied every write
+// its cluster acknowledged (a linearizable read through it: etcd answers
+// it once the member's applied index reaches the leader's commit index).
+// It returns "" then, or why the member could not be brought up to date.
+func syncWith(ctx context.Context, cli *clientv3.Client) string {
+	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	if _, err := cli.Get(sctx, syncKey, clientv3.WithCountOnly()); err != nil {
+		return fmt.Sprintf("a linearizable read through the member failed (%v): the snapshot may miss the cluster's last acknowledged writes", err)
+	}
+	return ""
+}
+
+// syncKey is the key syncWith reads; any key serves, none need exist.
+const syncKey = "\x00nico-snapshot-sync"
 
 // progressWriter reports the running byte count after each write.
 type progressWriter struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,30 @@ func TestVerifyStoredRefusesAnotherCluster(t *testing.T) {
 	m, res, err := snapshot.VerifyStored(context.Background(), st, tk.Meta.Name, snapshot.VerifyOptions{Dir: t.TempDir(), ExpectCluster: tk.Meta.ClusterID})
 	if err != nil || res.Keys != 3 || m.Name != tk.Meta.Name {
 		t.Fatalf("VerifyStored of its own cluster: %+v, %v", res, err)
+	}
+}
+
+// TestTakeFromAMemberWithoutQuorum: a member whose cluster lost quorum
+// cannot be brought up to the cluster's acknowledged writes; it is
+// snapshotted as it is (the snapshot a disaster recovery starts from),
+// and the Meta says so.
+func TestTakeFromAMemberWithoutQuorum(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	ctx := context.Background()
+	if _, err := c.Client(t).Put(ctx, "/a", "1"); err != nil {
+		t.Fatal(err)
+	}
+	c.Members[1].Close()
+	c.Members[2].Close()
+	cli := etcdtest.NewClient(t, c.Members[0].ClientURL)
+	tk, err := snapshot.Take(ctx, cli, snapshot.TakeOptions{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("Take from the last member: %v", err)
+	}
+	if !strings.Contains(tk.Meta.Unsynced, "linearizable read") {
+		t.Fatalf("Meta.Unsynced = %q, want why the member could not be synced", tk.Meta.Unsynced)
+	}
+	if tk.Meta.TotalKeys != 1 {
+		t.Fatalf("the member's own state has %d keys, want 1", tk.Meta.TotalKeys)
 	}
 }

@@ -82,6 +82,11 @@ func newRestoreRig(t *testing.T, etcd string) *restoreRig {
 	dir := t.TempDir()
 	r.root = etcdtest.IssueFiles(t, dir, pki.Request{CommonName: pki.RootIdentity, Usage: pki.UsageClient})
 	r.snap = filepath.Join(dir, "snap.db")
+	// A snapshot is of what its member applied: a linearizable read
+	// through that member first makes it hold every write above.
+	if _, err := etcdtest.NewClient(t, c.Endpoints()[0]).Get(ctx, "before/19"); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := snapshot.SaveWithVersion(ctx, zap.NewNop(), clientv3.Config{Endpoints: c.Endpoints()[:1], TLS: etcdtest.ClientTLS(t, pki.RootIdentity), DialTimeout: 5 * time.Second}, r.snap); err != nil {
 		t.Fatal(err)
 	}

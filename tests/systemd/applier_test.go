@@ -327,7 +327,8 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		}
 		acts := strings.Fields(sh(t, "cat "+applierState+"/activations"))
 		if n := strings.Count(strings.Join(acts, " "), "slow switch"); n != 1 {
-			t.Fatalf("slow was activated %d times, want once: %v", n, acts)
+			t.Fatalf("slow was activated %d times, want once: %v\nagents %s then %s; commands:\n%s\njournal of nico-activate-5:\n%s", n, acts, first, second,
+				sh(t, "cat "+applierCmds), sh(t, "journalctl -o short-monotonic -u nico-activate-5.service -u nico-agent.service | tail -40"))
 		}
 		if log := sh(t, "cat "+applierCmds); strings.Contains(log, second+" systemd-run --unit=nico-activate-5") {
 			t.Fatalf("the restarted agent (pid %s) started a second activation:\n%s", second, log)

@@ -89,6 +89,9 @@ func (a *app) snapshotSaveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if m.Unsynced != "" {
+				fmt.Fprintf(a.stderr, "warning: %s: %s\n", src.Name, m.Unsynced)
+			}
 			return a.emit(snapshotView(m, st.Where()), func(w io.Writer) {
 				fmt.Fprintf(w, "snapshot %s stored in %s\n", m.Name, st.Where())
 				fmt.Fprintf(w, "revision %d, %d keys, %s, sha256 %s, from %s of cluster %s\n", m.Revision, m.TotalKeys, bytesCell(m.Size), m.SHA256, m.MemberName, m.ClusterID)
