@@ -13,11 +13,12 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// ClusterNodes is what a rollout of a KubernetesCluster's workers does to
-// their Nodes through the cluster's own API server (KubeAPI implements
+// ClusterNodes is what a rollout of a KubernetesCluster's machines does
+// to their Nodes through the cluster's own API server (KubeAPI implements
 // it): read them, cordon and uncordon them, evict their pods.
 type ClusterNodes interface {
-	// Observe reads the Nodes named workers and, for those in drain, the
+	// Observe reads the Nodes named (workers and control-plane machines;
+	// one without a Node reads unregistered) and, for those in drain, the
 	// pods a drain still has to see gone.
 	Observe(ctx context.Context, cluster string, workers, drain []string) (map[string]rollout.KubeNode, error)
 	// Cordon makes Node node unschedulable (on) or schedulable again,
@@ -29,15 +30,17 @@ type ClusterNodes interface {
 	Evict(ctx context.Context, fence store.Fence, cluster string, pods []string) (refused string, err error)
 }
 
-// observeKube reads the Nodes of ro's Kubernetes workers into obs: each
-// worker's Node, and the pods left on those draining. A read that fails
-// is obs.KubeError (the planner waits, up to the step timeout).
+// observeKube reads the Nodes of ro's Kubernetes machines into obs: each
+// worker's Node, each control-plane machine's when it has one (it runs a
+// kubelet), and the pods left on those draining. A read that fails is
+// obs.KubeError (the planner waits for the workers, up to the step
+// timeout; a control-plane machine rolls undrained).
 func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollout.Observed) {
 	k := ro.Spec.Kubernetes
-	if k == nil || len(k.Workers)+len(k.Leaving) == 0 || ro.Status.Phase.Finished() {
+	if k == nil || len(k.Workers)+len(k.Leaving)+len(k.ControlPlane) == 0 || ro.Status.Phase.Finished() {
 		return
 	}
-	workers := slices.Concat(k.Workers, k.Leaving)
+	workers := slices.Concat(k.Workers, k.Leaving, k.ControlPlane)
 	cn := r.c.Clusters.Nodes
 	if cn == nil {
 		obs.KubeError = "this coordinator reaches no cluster's API (ClusterHooks.Nodes)"
@@ -45,7 +48,7 @@ func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollo
 	}
 	var drain []string
 	for _, p := range ro.Status.Nodes {
-		if p.Phase == api.NodeDraining && ro.Spec.Drains(p.Name) {
+		if p.Phase == api.NodeDraining {
 			drain = append(drain, p.Name)
 		}
 	}
@@ -56,7 +59,7 @@ func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollo
 	}
 	for i := range obs.Nodes {
 		n, ok := nodes[obs.Nodes[i].Name]
-		if !ok || !ro.Spec.Drains(obs.Nodes[i].Name) {
+		if !ok || !ro.Spec.Drains(obs.Nodes[i].Name) && !(ro.Spec.IsAPIServer(obs.Nodes[i].Name) && n.Registered) {
 			continue
 		}
 		n.Refused = r.refused[obs.Nodes[i].Name]

@@ -192,6 +192,79 @@ func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
 	}
 }
 
+// TestControlPlaneKubeletsDrainedBeforeTheirSwitch: control-plane
+// machines whose kubelets registered a Node roll one at a time as
+// Kubernetes nodes: each cordoned and drained before its configuration
+// changes, and uncordoned once its Node and API server are Ready again.
+func TestControlPlaneKubeletsDrainedBeforeTheirSwitch(t *testing.T) {
+	h := newKCHarness(t)
+	cps := []string{"cp-1", "cp-2", "cp-3"}
+	h.c.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}}
+	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
+	h.c.Clusters.Nodes = nodes
+	for _, m := range cps {
+		h.machine(m, "role", "cp")
+		nodes.nodes[m] = &fakeNode{ready: true, pods: map[string]bool{}}
+	}
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster("k1", 3, 0))
+	h.untilPhase(api.ClusterReady)
+	h.untilInSync()
+
+	nodes.mu.Lock()
+	for _, m := range cps {
+		nodes.nodes[m].pods["kube-system/agent-"+m] = false
+	}
+	nodes.log = nil
+	nodes.mu.Unlock()
+	var errs []string
+	h.onApply = func(cfg *api.NixosConfiguration) {
+		nodes.mu.Lock()
+		defer nodes.mu.Unlock()
+		n := nodes.nodes[cfg.Metadata.Name]
+		if !n.cordoned || len(n.pods) > 0 {
+			errs = append(errs, fmt.Sprintf("%s switches with cordoned=%v pods=%v", cfg.Metadata.Name, n.cordoned, n.pods))
+		}
+		for m, o := range nodes.nodes {
+			if m != cfg.Metadata.Name && o.cordoned {
+				errs = append(errs, fmt.Sprintf("%s switches while %s is cordoned", cfg.Metadata.Name, m))
+			}
+		}
+		nodes.log = append(nodes.log, "switch "+cfg.Metadata.Name)
+	}
+	h.update(func(kc *api.KubernetesCluster) { kc.Spec.GitRepo = "https://git.example/other" })
+	for range 60 {
+		h.pass()
+		if !slices.ContainsFunc(h.rollouts(), func(r *api.Rollout) bool { return !r.Status.Phase.Finished() }) &&
+			!slices.ContainsFunc(cps, func(m string) bool { return h.config(m).Spec.GitRepo != "https://git.example/other" }) {
+			break
+		}
+	}
+	nodes.mu.Lock()
+	defer nodes.mu.Unlock()
+	var order []string
+	for _, l := range nodes.log {
+		if m, ok := strings.CutPrefix(l, "switch "); ok {
+			order = append(order, m)
+		}
+	}
+	var want []string
+	for _, m := range order {
+		want = append(want, "cordon "+m+" true", "evict kube-system/agent-"+m, "switch "+m, "cordon "+m+" false")
+	}
+	if got := strings.Join(nodes.log, "\n"); len(order) != 3 || got != strings.Join(want, "\n") {
+		t.Errorf("the control plane rolled as\n%s\nwant each of cp-1..3 cordoned, drained, switched and uncordoned in turn", got)
+	}
+	if len(errs) > 0 {
+		t.Error(strings.Join(errs, "\n"))
+	}
+	for _, m := range cps {
+		if nodes.nodes[m].cordoned {
+			t.Errorf("%s left cordoned", m)
+		}
+	}
+}
+
 // TestAPIServerNotReadyHaltsTheRollout: a gitRepo change rolls the
 // control-plane machines one at a time, each done only once its agent
 // reports its API server ready after the switch; a generation that

@@ -17,6 +17,13 @@ import (
 //	Draining --(past the step timeout)--> Halt (uncordoned, back to Pending)
 //	Draining --(undo)--> Uncordon (back to Pending)
 //
+// A control-plane machine whose Node the API server shows (it runs a
+// kubelet) rolls the same way, one at a time in the control plane's
+// order: drained before its switch, done once both its API server and
+// its Node are Ready again, uncordoned. One without a Node, or whose
+// cluster's API does not answer when its turn comes, is not drained: a
+// rollout that repairs the API servers must not wait on them.
+//
 // Evictions go through the eviction API, so a PodDisruptionBudget holds
 // a pod until its replacement is ready elsewhere; the executor evicts
 // again on every pass until the node holds no pod to evict.
@@ -83,6 +90,42 @@ func kubeWait(obs Observed) string {
 	return ""
 }
 
+// kubeletNode tells whether the rollout treats n (at progress p, nil
+// before it started) as a Kubernetes node it drains and awaits Ready: a
+// worker, a leaving worker, or a control-plane machine with a Node (or
+// that this rollout cordoned).
+func kubeletNode(obs Observed, n *Node, p *api.NodeProgress) bool {
+	s := obs.Rollout.Spec
+	if s.Drains(n.Name) {
+		return true
+	}
+	if !s.IsAPIServer(n.Name) {
+		return false
+	}
+	return (n.Kube != nil && n.Kube.Registered) || (p != nil && (p.Cordoned || p.Phase == api.NodeDraining))
+}
+
+// drainsNow tells whether the node named, about to roll, is drained
+// first: a worker or a leaving worker, or an API server's machine whose
+// Node is registered (it runs a kubelet).
+func drainsNow(obs Observed, name string) bool {
+	s := obs.Rollout.Spec
+	if s.Drains(name) {
+		return true
+	}
+	n := obs.node(name)
+	return s.IsAPIServer(name) && n != nil && n.Kube != nil && n.Kube.Registered
+}
+
+// startControlPlane starts control-plane node n, or first drains it when
+// it runs a kubelet (its Node is registered).
+func startControlPlane(obs Observed, n *Node, why string) Step {
+	if !obs.Rollout.Spec.Undo && drainsNow(obs, n.Name) {
+		return planDrain(obs, []string{n.Name})
+	}
+	return Step{Action: Start, Nodes: []string{n.Name}, Reason: why}
+}
+
 // planDrain is planNext's step for a data-plane batch with workers: the
 // batch starts draining. The rollout cordons those with a schedulable Node
 // and takes over a cordon of nico's (one an earlier rollout left when it
@@ -142,12 +185,47 @@ func planDraining(obs Observed, now time.Time) (Step, bool) {
 	if obs.ActiveOp != "" {
 		return Step{Action: Wait, Reason: "drained; operation " + obs.ActiveOp + " is in flight"}, true
 	}
+	// A control-plane node (an etcd member) is drained alone; it switches
+	// under the control plane's rules: etcd healthy, and never while it leads etcd
+	// (leadership may have moved to it during the drain).
+	if n := obs.node(names[0]); n != nil && n.ControlPlane && len(names) == 1 {
+		if !obs.ClusterHealthy {
+			return Step{Action: Wait, Reason: "drained " + n.Name + "; etcd cluster is not healthy: " + obs.ClusterReason}, true
+		}
+		if n.Leader {
+			if s, ok := leadershipOff(obs, n); ok {
+				return s, true
+			}
+		}
+	}
 	return Step{Action: Start, Nodes: names, Reason: "drained " + strings.Join(names, ", ") + ": switching"}, true
+}
+
+// leadershipOff moves etcd's leadership off drained control-plane machine
+// n before its switch: to an updated healthy voter when there is one,
+// else to any other healthy voter (n has not switched yet, so the leader
+// is still rolled last among the updated). None: n rolls in place.
+func leadershipOff(obs Observed, n *Node) (Step, bool) {
+	var to *Node
+	for _, p := range obs.Rollout.Status.Nodes {
+		o := obs.node(p.Name)
+		if !p.ControlPlane || p.Name == n.Name || o == nil || !o.Voter || !o.Healthy || !o.Alive {
+			continue
+		}
+		if to == nil || p.Phase == api.NodeDone {
+			to = o
+		}
+	}
+	if to == nil {
+		return Step{}, false
+	}
+	return Step{Action: TransferLeader, Nodes: []string{n.Name}, To: to.MemberID, LeaderURL: n.ClientURL,
+		Reason: fmt.Sprintf("%s leads etcd: moving leadership to %s before it switches", n.Name, to.Name)}, true
 }
 
 // undrained says why node n, draining, is not drained yet, or "".
 func undrained(obs Observed, n *Node, p *api.NodeProgress) string {
-	if !obs.Rollout.Spec.Drains(n.Name) {
+	if !kubeletNode(obs, n, p) {
 		return ""
 	}
 	if why := kubeWait(obs); why != "" {
@@ -170,13 +248,14 @@ func undrained(obs Observed, n *Node, p *api.NodeProgress) string {
 	return why
 }
 
-// workerUnready says why worker n, applied at step p, does not count as
-// done yet ("" it does): its Node must be Ready and its kubelet must have
+// kubeletUnready says why node n, applied at step p, does not count as
+// done yet ("" it does): a worker's Node, or that of a control-plane
+// machine that runs a kubelet, must be Ready and its kubelet must have
 // reported since the switch started. A Ready condition from before the
 // switch proves nothing: a generation that stops the kubelet leaves its
 // Node Ready until the node controller's grace period (40 s) passes.
-func workerUnready(obs Observed, n *Node, p *api.NodeProgress) string {
-	if !obs.Rollout.Spec.IsWorker(n.Name) {
+func kubeletUnready(obs Observed, n *Node, p *api.NodeProgress) string {
+	if !obs.Rollout.Spec.IsWorker(n.Name) && (!obs.Rollout.Spec.IsAPIServer(n.Name) || !kubeletNode(obs, n, p)) {
 		return ""
 	}
 	if why := kubeWait(obs); why != "" {
@@ -197,10 +276,11 @@ func workerUnready(obs Observed, n *Node, p *api.NodeProgress) string {
 	return ""
 }
 
-// needsUncordon tells whether worker n, done, still has the cordon the
-// rollout put on its Node (a leaving worker's stays: its Node goes).
+// needsUncordon tells whether worker or control-plane machine n, done,
+// still has the cordon the rollout put on its Node (a leaving worker's
+// stays: its Node goes).
 func needsUncordon(r *api.Rollout, n *Node, p *api.NodeProgress) bool {
-	return r.Spec.IsWorker(n.Name) && p.Cordoned && n.Kube != nil && n.Kube.Unschedulable
+	return (r.Spec.IsWorker(n.Name) || r.Spec.IsAPIServer(n.Name)) && p.Cordoned && n.Kube != nil && n.Kube.Unschedulable
 }
 
 // haltFirst is names with first moved to the front (Halt names it).

@@ -43,6 +43,21 @@ func newKubeSim(cp, dp int) *kubeSim {
 	return k
 }
 
+// withControlPlaneKubelets makes every control-plane machine an API
+// server machine that runs a kubelet with one pod on its Node.
+func (k *kubeSim) withControlPlaneKubelets() {
+	k.obs.Rollout.Spec.Kubernetes.ControlPlane = nil
+	for i := range k.obs.Nodes {
+		n := &k.obs.Nodes[i]
+		if !n.ControlPlane {
+			continue
+		}
+		k.obs.Rollout.Spec.Kubernetes.ControlPlane = append(k.obs.Rollout.Spec.Kubernetes.ControlPlane, n.Name)
+		pod := "kube-system/agent-" + n.Name
+		n.Kube = &KubeNode{Registered: true, Ready: true, Pods: []string{pod}, Evict: []string{pod}, Heartbeat: k.now}
+	}
+}
+
 // run is sim.run with the executor's and the kubelets' part played.
 func (k *kubeSim) run(t *testing.T, max int) string {
 	k.sim.before = func(step Step) {
@@ -157,6 +172,55 @@ func TestPlanKubernetesGolden(t *testing.T) {
 			k.obs.Rollout.Spec.ControlPlaneFirst = true
 			return k
 		},
+		// Control-plane machines that run a kubelet (their Node is
+		// registered) roll one at a time as Kubernetes nodes: drained,
+		// switched, done once API server and Node are Ready again,
+		// uncordoned; the etcd leader still last.
+		"kube-control-plane-kubelets": func() *kubeSim {
+			k := newKubeSim(3, 1)
+			k.withControlPlaneKubelets()
+			return k
+		},
+		// Leadership moves to cp-2 while it drains: it is handed on to a
+		// healthy voter before cp-2 switches.
+		"kube-control-plane-leader-moves-while-draining": func() *kubeSim {
+			k := newKubeSim(3, 0)
+			k.withControlPlaneKubelets()
+			k.hooks[2] = func(s *sim) {
+				for i := range s.obs.Nodes {
+					s.obs.Nodes[i].Leader = s.obs.Nodes[i].Name == "cp-2"
+				}
+			}
+			return k
+		},
+		// etcd turns unhealthy once cp-2 is drained: it waits, drained
+		// and cordoned, and switches once etcd is healthy again.
+		"kube-control-plane-drained-waits-for-etcd": func() *kubeSim {
+			k := newKubeSim(3, 0)
+			k.withControlPlaneKubelets()
+			k.hooks[2] = func(s *sim) { s.obs.ClusterHealthy, s.obs.ClusterReason = false, "cp-3 does not answer" }
+			k.hooks[4] = func(s *sim) { s.obs.ClusterHealthy, s.obs.ClusterReason = true, "" }
+			return k
+		},
+		// The cluster's API does not answer: control-plane machines roll
+		// undrained (a rollout that repairs the API servers must not wait
+		// on them).
+		"kube-control-plane-api-down-rolls-undrained": func() *kubeSim {
+			k := newKubeSim(2, 0)
+			k.obs.Rollout.Spec.Kubernetes.ControlPlane = []string{"cp-1", "cp-2"}
+			k.obs.KubeError = "dial tcp 10.0.0.1:6443: connection refused"
+			return k
+		},
+		// API servers' machines that are no etcd members roll with the
+		// data plane but alone, drained (they run kubelets); the workers
+		// after them two at a time.
+		"kube-api-servers-not-members-one-at-a-time": func() *kubeSim {
+			k := newKubeSim(0, 4)
+			k.obs.Rollout.Spec.MaxUnavailable = "2"
+			k.obs.Rollout.Spec.Kubernetes.ControlPlane = []string{"dp-1", "dp-2"}
+			k.obs.Rollout.Spec.Kubernetes.Workers = []string{"dp-3", "dp-4"}
+			return k
+		},
 		// Workers leaving the cluster: drained, switched to their
 		// release, neither awaited Ready nor uncordoned.
 		"kube-leaving": func() *kubeSim {
@@ -219,6 +283,54 @@ func TestPlanWorkersDrainBeforeSwitch(t *testing.T) {
 	}
 	if !slices.Equal(k.obs.Rollout.Spec.Kubernetes.Workers, []string{"dp-1", "dp-2", "dp-3"}) {
 		t.Fatal(k.obs.Rollout.Spec.Kubernetes.Workers)
+	}
+}
+
+// TestPlanControlPlaneKubeletsDrainBeforeSwitch: a control-plane
+// machine with a Node is cordoned and holds no pod when its switch
+// starts, never switches while it leads etcd, is Ready (Node and API
+// server) when marked done, and ends schedulable.
+func TestPlanControlPlaneKubeletsDrainBeforeSwitch(t *testing.T) {
+	k := newKubeSim(3, 2)
+	k.withControlPlaneKubelets()
+	k.hooks[2] = func(s *sim) { // leadership moves to the first one draining
+		for i := range s.obs.Nodes {
+			s.obs.Nodes[i].Leader = s.obs.Nodes[i].Name == "cp-2"
+		}
+	}
+	var errs []string
+	k.sim.check = func(step Step) {
+		for _, name := range step.Nodes {
+			n := k.node(name)
+			switch step.Action {
+			case Start:
+				if n.Kube != nil && (!n.Kube.Unschedulable || len(n.Kube.Pods) > 0) {
+					errs = append(errs, fmt.Sprintf("%s starts with its Node %+v", name, *n.Kube))
+				}
+				if n.Leader {
+					errs = append(errs, name+" starts while it leads etcd")
+				}
+			case MarkDone:
+				if n.Kube != nil && (!n.Kube.Ready || n.Kube.Unschedulable) {
+					errs = append(errs, fmt.Sprintf("%s done with its Node %+v", name, *n.Kube))
+				}
+				if n.APIServer != nil && !n.APIServer.Ready {
+					errs = append(errs, name+" done with its API server not ready")
+				}
+			}
+		}
+	}
+	k.run(t, 80)
+	if k.obs.Rollout.Status.Phase != api.RolloutSucceeded {
+		t.Fatalf("phase %s", k.obs.Rollout.Status.Phase)
+	}
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	for _, n := range k.obs.Nodes {
+		if n.Kube != nil && n.Kube.Unschedulable {
+			t.Errorf("%s left cordoned", n.Name)
+		}
 	}
 }
 

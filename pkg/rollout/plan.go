@@ -58,8 +58,8 @@ type Observed struct {
 	ClusterReason  string
 	// ActiveOp is the operation holding the one-change-in-flight slot ("" none).
 	ActiveOp string
-	// KubeError, for a rollout with Kubernetes workers, says why their
-	// Nodes could not be read ("" they were).
+	// KubeError, for a rollout of a KubernetesCluster's machines, says why
+	// their Nodes could not be read ("" they were).
 	KubeError string
 	// ReplaceDeadAfter is the etcd cluster's replaceDeadMembersAfter (0:
 	// never). A node dead this long is replaced (its member removed, its
@@ -252,7 +252,7 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 		case api.GenerationApplied:
 			why := unready(obs, n)
 			if why == "" {
-				why = workerUnready(obs, n, &p)
+				why = kubeletUnready(obs, n, &p)
 			}
 			if why == "" {
 				why = apiServerUnready(obs, n, &p)
@@ -336,8 +336,16 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 			}
 		}
 		k, _ := r.Spec.BatchSize(total)
+		// A Kubernetes API server's machine that is no etcd member rolls
+		// here, but alone: the API servers go one at a time.
+		api1 := false
 		for _, p := range cands {
 			if p.ControlPlane || len(dp) == k {
+				continue
+			}
+			if is := r.Spec.IsAPIServer(p.Name); len(dp) == 0 {
+				api1 = is
+			} else if is || api1 {
 				continue
 			}
 			dp = append(dp, p.Name)
@@ -347,7 +355,7 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 				return downStep(obs, name, now)
 			}
 		}
-		if !r.Spec.Undo && slices.ContainsFunc(dp, r.Spec.Drains) {
+		if !r.Spec.Undo && slices.ContainsFunc(dp, func(name string) bool { return drainsNow(obs, name) }) {
 			return planDrain(obs, dp)
 		}
 		return Step{Action: Start, Nodes: dp, Reason: fmt.Sprintf("data plane, %d at a time", k)}
@@ -368,9 +376,15 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 			leader = n
 			continue
 		}
-		return Step{Action: Start, Nodes: []string{p.Name}, Reason: "control plane, one at a time, followers first"}
+		return startControlPlane(obs, n, "control plane, one at a time, followers first")
 	}
-	// Only the etcd leader is left: hand leadership to an updated voter.
+	return leaderStep(obs, leader)
+}
+
+// leaderStep is the step for the etcd leader when it is the control-plane
+// node to roll: hand leadership to an updated healthy voter first.
+func leaderStep(obs Observed, leader *Node) Step {
+	r := obs.Rollout
 	var to *Node
 	for _, p := range r.Status.Nodes {
 		if !p.ControlPlane || p.Name == leader.Name {
@@ -389,7 +403,7 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 		if otherVoters(obs, leader.Name) {
 			return Step{Action: Halt, Nodes: []string{leader.Name}, Reason: fmt.Sprintf("%s leads etcd and no updated healthy voter can take leadership", leader.Name)}
 		}
-		return Step{Action: Start, Nodes: []string{leader.Name}, Reason: "the only voter rolls in place"}
+		return startControlPlane(obs, leader, "the only voter rolls in place")
 	}
 	return Step{Action: TransferLeader, Nodes: []string{leader.Name}, To: to.MemberID, LeaderURL: leader.ClientURL,
 		Reason: fmt.Sprintf("%s leads etcd: moving leadership to %s before it rolls", leader.Name, to.Name)}
