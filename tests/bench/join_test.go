@@ -25,10 +25,9 @@ const valueSize = 64 << 10
 var flagPad = flag.Int("nico.pad", 0, "small writes after the 64MiB fill (10500 forces the snapshot path)")
 
 // flagVoters is the number of voters of every arm's cluster before each
-// join. With more than one, a linearizable read makes etcd's leader
-// heartbeat every member at once, which nico's promotion uses to reach a
-// just-started learner before the leader's next heartbeat tick
-// (etcdadmin.Promote); a one-voter leader answers reads alone.
+// join. With more than one, the leader replicates to the other voters
+// while the learner catches up, and quorum counts them, as in a fleet
+// that grows past its first members.
 var flagVoters = flag.Int("nico.voters", 1, "voters of each arm's cluster before each join (1 or 3)")
 
 // BenchmarkJoinToVoter times joins from their start until the member list

@@ -35,7 +35,7 @@ var milestones = []struct {
 	name  string
 	match func(string) bool
 }{
-	{"identity", prefix("etcd user ")}, // "etcd user of this node made" on a join
+	{"root client", prefix("joining under the root identity")}, // the node's own identity comes after the join
 	{"registered", prefix("registered ")},
 	{"join filed", prefix("join requested")},
 	{"learner added", func(l string) bool {
