@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/kubeapi"
@@ -40,6 +41,13 @@ func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollo
 	if k == nil || len(k.Workers)+len(k.Leaving)+len(k.ControlPlane) == 0 || ro.Status.Phase.Finished() {
 		return
 	}
+	if len(k.Workers)+len(k.Leaving) == 0 {
+		// Only control-plane machines: a read of an API server that does
+		// not answer must not slow their roll (they roll undrained then).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, controlPlaneObserveTimeout)
+		defer cancel()
+	}
 	workers := slices.Concat(k.Workers, k.Leaving, k.ControlPlane)
 	cn := r.c.Clusters.Nodes
 	if cn == nil {
@@ -66,6 +74,10 @@ func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollo
 		obs.Nodes[i].Kube = &n
 	}
 }
+
+// controlPlaneObserveTimeout bounds the read of the Nodes of a rollout
+// of control-plane machines only.
+const controlPlaneObserveTimeout = 3 * time.Second
 
 // observeAPIServers reads, for ro's Kubernetes control-plane machines,
 // their agents' last reports of their own API server into obs. A report
