@@ -58,6 +58,15 @@ func (k *kubeSim) withControlPlaneKubelets() {
 	}
 }
 
+// leaderTo is a hook that moves etcd's leadership to the node named.
+func leaderTo(name string) func(*sim) {
+	return func(s *sim) {
+		for i := range s.obs.Nodes {
+			s.obs.Nodes[i].Leader = s.obs.Nodes[i].Name == name
+		}
+	}
+}
+
 // run is sim.run with the executor's and the kubelets' part played.
 func (k *kubeSim) run(t *testing.T, max int) string {
 	k.sim.before = func(step Step) {
@@ -186,11 +195,7 @@ func TestPlanKubernetesGolden(t *testing.T) {
 		"kube-control-plane-leader-moves-while-draining": func() *kubeSim {
 			k := newKubeSim(3, 0)
 			k.withControlPlaneKubelets()
-			k.hooks[2] = func(s *sim) {
-				for i := range s.obs.Nodes {
-					s.obs.Nodes[i].Leader = s.obs.Nodes[i].Name == "cp-2"
-				}
-			}
+			k.hooks[2] = leaderTo("cp-2")
 			return k
 		},
 		// etcd turns unhealthy once cp-2 is drained: it waits, drained
@@ -293,11 +298,7 @@ func TestPlanWorkersDrainBeforeSwitch(t *testing.T) {
 func TestPlanControlPlaneKubeletsDrainBeforeSwitch(t *testing.T) {
 	k := newKubeSim(3, 2)
 	k.withControlPlaneKubelets()
-	k.hooks[2] = func(s *sim) { // leadership moves to the first one draining
-		for i := range s.obs.Nodes {
-			s.obs.Nodes[i].Leader = s.obs.Nodes[i].Name == "cp-2"
-		}
-	}
+	k.hooks[2] = leaderTo("cp-2") // leadership moves to the first one draining
 	var errs []string
 	k.sim.check = func(step Step) {
 		for _, name := range step.Nodes {
