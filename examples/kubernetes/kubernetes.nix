@@ -17,7 +17,11 @@
 # the controller-manager approves and signs with the cluster CA, writes
 # its own kubeconfig (kubeletKubeconfig) and renews the certificate before
 # it expires (--rotate-certificates). A data-plane machine gets no other
-# credential; kube-proxy runs with its kubelet's.
+# credential; kube-proxy runs with its kubelet's. The kubelet keeps its
+# credentials only while the delivered cluster CA is the one they were
+# issued under: a machine released by one cluster and claimed by another
+# (or a cluster made anew under the same name) starts with the bootstrap
+# kubeconfig again, the old cluster's certificate removed.
 #
 # Each component (cluster.nix components: the KubernetesCluster's
 # spec.controlPlane.components and spec.dataPlane.kubelet) runs here when
@@ -27,7 +31,7 @@
 # external component is not run. Every component runs from the one
 # services.kubernetes.package: a component version other than the
 # cluster's fails an assertion naming it.
-{ lib, cluster, machine, ... }:
+{ lib, pkgs, cluster, machine, ... }:
 let
   p = cluster.paths;
   cp = machine.role == "controlPlane";
@@ -37,8 +41,11 @@ let
   units = lib.filterAttrs (name: _: cluster.runs name) ({ kubelet = "kubelet"; }
     // lib.optionalAttrs cp { apiServer = "kube-apiserver"; controllerManager = "kube-controller-manager"; scheduler = "kube-scheduler"; });
   kubeconfigFlag = "--kubeconfig=${p.kubeconfig}";
-  # What the kubelet writes once its CSR is signed.
+  # What the kubelet writes once its CSR is signed, and where its
+  # certificates live; kubeletCA is the CA they were issued under.
   kubeletKubeconfig = "/var/lib/kubelet/kubeconfig";
+  kubeletPKI = "/var/lib/kubelet/pki";
+  kubeletCA = "/var/lib/kubelet/nico-ca.crt";
 in
 {
   assertions = [{
@@ -104,7 +111,7 @@ in
     # A later --kubeconfig wins over the one the module writes.
     kubelet = lib.mkIf (cluster.runs "kubelet") {
       enable = true;
-      extraOpts = "--bootstrap-kubeconfig=${p.bootstrapKubeconfig} --kubeconfig=${kubeletKubeconfig} --rotate-certificates=true --cert-dir=/var/lib/kubelet/pki${extra "kubelet"}";
+      extraOpts = "--bootstrap-kubeconfig=${p.bootstrapKubeconfig} --kubeconfig=${kubeletKubeconfig} --rotate-certificates=true --cert-dir=${kubeletPKI}${extra "kubelet"}";
     };
     proxy = { enable = true; extraOpts = "--kubeconfig=${kubeletKubeconfig}"; };
   };
@@ -114,10 +121,22 @@ in
   # restarts by After=): a generation that changes several components
   # brings the API server up first, then the controller-manager, the
   # scheduler and the kubelet.
-  systemd.services = lib.mapAttrs' (name: unit: lib.nameValuePair unit {
-    serviceConfig = cluster.componentLimits name;
-    after = lib.optional (name != "apiServer" && units ? apiServer) "kube-apiserver.service";
-  }) units;
+  systemd.services = lib.mkMerge [
+    (lib.mapAttrs' (name: unit: lib.nameValuePair unit {
+      serviceConfig = cluster.componentLimits name;
+      after = lib.optional (name != "apiServer" && units ? apiServer) "kube-apiserver.service";
+    }) units)
+    (lib.mkIf (cluster.runs "kubelet") {
+      # Credentials of another cluster: removed, so the kubelet joins
+      # this one with the bootstrap kubeconfig.
+      kubelet.preStart = lib.mkAfter ''
+        if ! ${pkgs.diffutils}/bin/cmp -s ${p.caCert} ${kubeletCA}; then
+          rm -rf ${kubeletKubeconfig} ${kubeletPKI}
+          install -m 0644 ${p.caCert} ${kubeletCA}
+        fi
+      '';
+    })
+  ];
 
   networking.firewall.allowedTCPPorts = [ 10250 ] ++ lib.optional cp 6443;
 }

@@ -108,7 +108,7 @@ func BenchmarkWorkerRollout(b *testing.B) {
 	}
 	ctx, cancel := context.WithTimeout(b.Context(), 9*time.Minute)
 	defer cancel()
-	f, admin, _ := newWorkerCluster(b, ctx, dps)
+	f, admin, _ := newWorkerCluster(b, ctx, 1, dps)
 	const runs = 3
 	var base, roll, baseSpan, rollSpan []time.Duration
 	for i := range runs {

@@ -102,7 +102,7 @@ func TestRealAPIServerNotReadyHaltsTheRollout(t *testing.T) {
 	f := newFleet(t, fleetOptions{cps: 1, clusters: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	kc := workerClusterSpec(t, nil)
+	kc := workerClusterSpec(t, []string{"cp-1"}, nil)
 	if err := f.st.PutObject(ctx, kc); err != nil {
 		t.Fatal(err)
 	}

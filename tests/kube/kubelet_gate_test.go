@@ -26,12 +26,12 @@ func TestWorkerSwitchThatStopsTheKubeletHalts(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Minute)
 	defer cancel()
-	f, admin, k := newWorkerCluster(t, ctx, dps)
+	f, admin, k := newWorkerCluster(t, ctx, 1, dps)
 	const broken = "https://git.example/kube-no-kubelet"
 	for _, m := range dps {
 		f.machines[m].SetKubeletOffIn(broken)
 	}
-	good := workerClusterSpec(t, dps).Spec.GitRepo
+	good := workerClusterSpec(t, []string{"cp-1"}, dps).Spec.GitRepo
 
 	w := watchDisruption(ctx, t, admin, "web", dps)
 	f.changeCluster(t, ctx, "k1", func(kc *api.KubernetesCluster) {

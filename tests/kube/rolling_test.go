@@ -21,11 +21,13 @@ import (
 	"github.com/homystack/nico/tests/kubetest"
 )
 
-// TestRealWorkersRollingUpdate: a cluster over one control-plane machine
-// and three real workers runs a Deployment of three replicas with a
+// TestRealWorkersRollingUpdate: a cluster over three control-plane
+// machines (nico's etcd voters, each with its API server, controller-
+// manager and scheduler) and three real workers runs a Deployment of three replicas with a
 // PodDisruptionBudget (minAvailable 2). A gitRepo change, a
 // configurationSubdir change, a credentialsRef change and a machine-list
-// change (dp-3 leaves) each roll the workers one at a time: each Node is
+// change (dp-3 leaves) each roll the cluster: the control-plane machines
+// one at a time (the etcd leader last), the workers one at a time: each Node is
 // cordoned and drained through the eviction API before its machine
 // switches, and uncordoned once Ready after (dp-3 is drained, released,
 // its Node deleted). A watcher of the pods and Nodes sees the budget
@@ -41,7 +43,7 @@ func TestRealWorkersRollingUpdate(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 9*time.Minute)
 	defer cancel()
-	f, admin, k := newWorkerCluster(t, ctx, dps)
+	f, admin, k := newWorkerCluster(t, ctx, 3, dps)
 
 	for _, change := range []struct {
 		what string
@@ -103,8 +105,21 @@ func TestRealWorkersRollingUpdate(t *testing.T) {
 
 	// Deleted: the machines are released (their kubelets and the control
 	// plane stopped), the cluster's registry, Nodes included, is gone.
-	kc := api.NewKubernetesCluster("k1")
-	if err := f.st.Get(ctx, store.ClusterKey("k1"), kc); err != nil {
+	f.deleteCluster(t, ctx, "k1")
+	f.checkDeleted(t, ctx, "k1", "")
+	for _, m := range dps {
+		if f.machines[m].RunningWorker() != nil {
+			t.Errorf("%s still runs its kubelet after the deletion", m)
+		}
+	}
+}
+
+// deleteCluster marks cluster name deleted, as nicoctl delete does, and
+// waits until the controller has released its machines and removed it.
+func (f *fleet) deleteCluster(t testing.TB, ctx context.Context, name string) {
+	t.Helper()
+	kc := api.NewKubernetesCluster(name)
+	if err := f.st.Get(ctx, store.ClusterKey(name), kc); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()
@@ -112,9 +127,9 @@ func TestRealWorkersRollingUpdate(t *testing.T) {
 	if err := f.st.UpdateObject(ctx, kc); err != nil {
 		t.Fatal(err)
 	}
-	testwait.For(t, 3*time.Minute, "k1 deleted", func() (bool, string) {
-		kc := api.NewKubernetesCluster("k1")
-		err := f.st.Get(ctx, store.ClusterKey("k1"), kc)
+	testwait.For(t, 3*time.Minute, name+" deleted", func() (bool, string) {
+		kc := api.NewKubernetesCluster(name)
+		err := f.st.Get(ctx, store.ClusterKey(name), kc)
 		if errors.Is(err, store.ErrNotFound) {
 			return true, ""
 		}
@@ -125,12 +140,6 @@ func TestRealWorkersRollingUpdate(t *testing.T) {
 		}
 		return false, fmt.Sprintf("%v; %s: %s; rollouts: %s", err, kc.Status.Phase, kc.Status.Message, strings.Join(rs, "; "))
 	})
-	f.checkDeleted(t, ctx, "k1", "")
-	for _, m := range dps {
-		if f.machines[m].RunningWorker() != nil {
-			t.Errorf("%s still runs its kubelet after the deletion", m)
-		}
-	}
 }
 
 // workerAddrs are the node addresses of data-plane machines dps, for
@@ -143,14 +152,14 @@ func workerAddrs(dps []string) []string {
 	return addrs
 }
 
-// workerClusterSpec is cluster k1 over control-plane machine cp-1 and
+// workerClusterSpec is cluster k1 over control-plane machines cps and
 // data-plane machines dps: etcd provider nico, probes every second, a step
 // timeout of three minutes.
-func workerClusterSpec(t testing.TB, dps []string) *api.KubernetesCluster {
+func workerClusterSpec(t testing.TB, cps, dps []string) *api.KubernetesCluster {
 	t.Helper()
 	kc := api.NewKubernetesCluster("k1")
 	kc.Spec.GitRepo, kc.Spec.Version = "https://git.example/kube", "1.37.2"
-	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
+	kc.Spec.ControlPlane.Machines = cps
 	kc.Spec.DataPlane.Machines = dps
 	kc.Spec.Etcd.Provider = api.EtcdProviderNico
 	kc.Spec.Probes.Interval = api.Duration(time.Second)
@@ -161,16 +170,20 @@ func workerClusterSpec(t testing.TB, dps []string) *api.KubernetesCluster {
 	return kc
 }
 
-// newWorkerCluster starts a fleet of one control-plane machine and real
-// workers dps, applies cluster k1 over them (workerClusterSpec), waits
+// newWorkerCluster starts a fleet of cps control-plane machines (cp-1 ...)
+// and real workers dps, applies cluster k1 over them (workerClusterSpec), waits
 // for it Ready (kubectl get nodes lists every worker Ready) and runs the
 // Deployment web of three replicas with a
 // PodDisruptionBudget (minAvailable 2), its pods' logs read back. It returns the fleet, a
 // client of the cluster's API and kubectl with its admin kubeconfig.
-func newWorkerCluster(t testing.TB, ctx context.Context, dps []string) (*fleet, *kubeapi.Client, kubetest.Kubectl) {
+func newWorkerCluster(t testing.TB, ctx context.Context, cps int, dps []string) (*fleet, *kubeapi.Client, kubetest.Kubectl) {
 	t.Helper()
-	f := newFleet(t, fleetOptions{cps: 1, dps: len(dps), clusters: true, workers: true})
-	kc := workerClusterSpec(t, dps)
+	f := newFleet(t, fleetOptions{cps: cps, dps: len(dps), clusters: true, workers: true})
+	var cpNames []string
+	for i := 1; i <= cps; i++ {
+		cpNames = append(cpNames, fmt.Sprintf("cp-%d", i))
+	}
+	kc := workerClusterSpec(t, cpNames, dps)
 	t0 := time.Now()
 	if err := f.st.PutObject(ctx, kc); err != nil {
 		t.Fatal(err)

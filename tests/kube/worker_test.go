@@ -32,7 +32,7 @@ func TestRealWorkerJoins(t *testing.T) {
 	f := newFleet(t, fleetOptions{cps: 1, dps: 1, clusters: true, workers: true})
 	ctx, cancel := context.WithTimeout(t.Context(), 6*time.Minute)
 	defer cancel()
-	kc := workerClusterSpec(t, []string{"dp-1"})
+	kc := workerClusterSpec(t, []string{"cp-1"}, []string{"dp-1"})
 	t0 := time.Now()
 	if err := f.st.PutObject(ctx, kc); err != nil {
 		t.Fatal(err)
@@ -85,6 +85,24 @@ func TestRealWorkerJoins(t *testing.T) {
 	if err := admin.Get(ctx, "/api/v1/namespaces/kube-system/secrets/bootstrap-token-"+tok.ID, &sec); err != nil || sec.Type != kubeapi.BootstrapTokenType {
 		t.Fatalf("bootstrap token %s in the cluster: %v %+v", tok.ID, err, sec.Metadata)
 	}
+
+	// Released and claimed by another cluster (its own CA): dp-1's kubelet
+	// joins it anew, its credentials for k1 left where k1 put them.
+	f.deleteCluster(t, ctx, "k1")
+	kc2 := workerClusterSpec(t, []string{"cp-1"}, []string{"dp-1"})
+	kc2.Metadata.Name = "k2"
+	t1 := time.Now()
+	if err := f.st.PutObject(ctx, kc2); err != nil {
+		t.Fatal(err)
+	}
+	f.waitCluster(t, ctx, "k2", 4*time.Minute, "k2 Ready over the machines k1 released", func(kc *api.KubernetesCluster) bool {
+		return kc.Status.Phase == api.ClusterReady
+	})
+	nodes, err = f.adminClient(t, ctx, "k2").Nodes(ctx)
+	if n := nodes["dp-1"]; err != nil || !n.Ready {
+		t.Fatalf("Node dp-1 in k2: %+v (%v)", n, err)
+	}
+	t.Logf("apply to Ready of a second cluster over the released machines: %s", time.Since(t1).Round(time.Millisecond))
 }
 
 // adminClient is a kubeapi client of cluster name with its admin

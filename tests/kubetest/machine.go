@@ -168,6 +168,9 @@ func (m *Machine) runWorker(cf *ClusterFile) error {
 	if _, err := os.Stat(c.BootstrapKubeconfig); err != nil {
 		return fmt.Errorf("kubetest: %s: no bootstrap kubeconfig: %w", m.Name, err)
 	}
+	if err := KeepCredentialsFor(c, c.CACert); err != nil {
+		return err
+	}
 	w, err := StartWorker(c)
 	if err != nil {
 		return err

@@ -40,6 +40,35 @@ type WorkerConfig struct {
 	Images []string
 }
 
+// KeepCredentialsFor keeps the kubelet's credentials in c.Dir (its
+// kubeconfig and certificates) only while they are of the cluster whose
+// CA is caCert, as the example flake's kubelet unit does before each
+// start: the credentials of another cluster (a machine released and
+// claimed by another, or a cluster made anew under the same name) are
+// removed, so the kubelet joins this one with the bootstrap kubeconfig.
+func KeepCredentialsFor(c WorkerConfig, caCert string) error {
+	ca, err := os.ReadFile(caCert)
+	if err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	kept := filepath.Join(c.Dir, "nico-ca.crt")
+	if old, err := os.ReadFile(kept); err == nil && string(old) == string(ca) {
+		return nil
+	}
+	for _, p := range []string{filepath.Join(c.Dir, "kubelet.conf"), filepath.Join(c.Dir, "pki")} {
+		if err := os.RemoveAll(p); err != nil {
+			return fmt.Errorf("kubetest: %w", err)
+		}
+	}
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	if err := os.WriteFile(kept, ca, 0o644); err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	return nil
+}
+
 // Worker is a running containerd and kubelet.
 type Worker struct {
 	Containerd, Kubelet *Process
