@@ -117,6 +117,17 @@ func drainsNow(obs Observed, name string) bool {
 	return s.IsAPIServer(name) && n != nil && n.Kube != nil && n.Kube.Registered
 }
 
+// joiningWorker tells whether the node named is a worker whose Node the
+// cluster's API server shows no trace of (read without error): a machine
+// joining the cluster, which nothing runs on yet.
+func joiningWorker(obs Observed, name string) bool {
+	if !obs.Rollout.Spec.IsWorker(name) || obs.KubeError != "" {
+		return false
+	}
+	n := obs.node(name)
+	return n != nil && n.Kube != nil && !n.Kube.Registered
+}
+
 // startControlPlane starts control-plane node n, or first drains it when
 // it runs a kubelet (its Node is registered).
 func startControlPlane(obs Observed, n *Node, why string) Step {

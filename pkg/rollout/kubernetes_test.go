@@ -112,6 +112,7 @@ func (k *kubeSim) run(t *testing.T, max int) string {
 				if k.stopped[name] {
 					continue
 				}
+				n.Kube.Registered = true // a joining machine's kubelet registers its Node
 				n.Kube.Ready, n.Kube.NotReady = false, "KubeletNotReady: the kubelet restarts"
 				k.notReady[name] = 1
 			}
@@ -224,6 +225,16 @@ func TestPlanKubernetesGolden(t *testing.T) {
 			k.obs.Rollout.Spec.MaxUnavailable = "2"
 			k.obs.Rollout.Spec.Kubernetes.ControlPlane = []string{"dp-1", "dp-2"}
 			k.obs.Rollout.Spec.Kubernetes.Workers = []string{"dp-3", "dp-4"}
+			return k
+		},
+		// dp-1..3 are joining (no Node yet): they run nothing, so they
+		// roll in one batch beside dp-4, the one worker that counts
+		// against maxUnavailable 1; dp-5 after.
+		"kube-joining-workers-one-batch": func() *kubeSim {
+			k := newKubeSim(0, 5)
+			for _, m := range []string{"dp-1", "dp-2", "dp-3"} {
+				k.node(m).Kube = &KubeNode{}
+			}
 			return k
 		},
 		// Workers leaving the cluster: drained, switched to their

@@ -337,18 +337,30 @@ func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 		}
 		k, _ := r.Spec.BatchSize(total)
 		// A Kubernetes API server's machine that is no etcd member rolls
-		// here, but alone: the API servers go one at a time.
-		api1 := false
+		// here, but alone: the API servers go one at a time. A worker
+		// whose Node is not registered yet (a machine joining) runs no
+		// pod and serves nothing: it joins the batch without counting
+		// against maxUnavailable.
+		api1, counted := false, 0
 		for _, p := range cands {
-			if p.ControlPlane || len(dp) == k {
+			if p.ControlPlane {
 				continue
 			}
-			if is := r.Spec.IsAPIServer(p.Name); len(dp) == 0 {
-				api1 = is
-			} else if is || api1 {
+			is := r.Spec.IsAPIServer(p.Name)
+			if len(dp) > 0 && (is || api1) {
 				continue
+			}
+			free := joiningWorker(obs, p.Name)
+			if !free && counted == k {
+				continue
+			}
+			if len(dp) == 0 {
+				api1 = is
 			}
 			dp = append(dp, p.Name)
+			if !free {
+				counted++
+			}
 		}
 		for _, name := range dp {
 			if n := obs.node(name); n == nil || !n.Alive {
