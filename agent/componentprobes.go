@@ -45,11 +45,12 @@ type ComponentProbeConfig struct {
 // the cluster's claim and is among status.controlPlane.machines), it
 // probes the components the cluster's spec.probes names each interval (at
 // each of its own ticks while a component is not healthy, so that one
-// coming up is seen soon) and writes the machine's ComponentReport;
-// elsewhere it keeps no report.
+// coming up is seen soon, and at once after this machine applied a new
+// generation: a rollout's step waits for a report from after its switch)
+// and writes the machine's ComponentReport; elsewhere it keeps no report.
 //
-//	claim + cluster (watch, tick) --> control plane here? --no--> delete report
-//	                                        | yes, interval elapsed
+//	claim + cluster + own configuration (watch, tick) --> control plane here? --no--> delete report
+//	                                        | yes, interval elapsed or a generation applied since
 //	                                        v
 //	                            probe each component --> write report
 type componentProber struct {
@@ -61,6 +62,9 @@ type componentProber struct {
 	// healthy: every component was healthy in the last round; until then
 	// rounds follow the agent's tick, then the cluster's interval.
 	healthy bool
+	// applied is the generation this machine had applied at the last
+	// round.
+	applied int64
 }
 
 func (a *Agent) componentProbes() controller.Controller {
@@ -79,7 +83,7 @@ func (a *Agent) componentProbes() controller.Controller {
 	}
 	p := &componentProber{a: a, cfg: cfg}
 	return &controller.Func{ControllerName: "component-probes", Resync: cfg.Interval, Do: p.reconcile,
-		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir}}
+		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir, store.NixosConfigKey(a.cfg.Name)}}
 }
 
 // reconcile probes once when due.
@@ -105,7 +109,11 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	if !p.healthy {
 		every = min(every, p.cfg.Interval) // a component coming up is seen at the next tick
 	}
-	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < every {
+	applied, err := p.appliedGeneration(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: component probes: %w", err)
+	}
+	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < every && applied == p.applied {
 		return nil
 	}
 	r := api.NewComponentReport(p.a.cfg.Name)
@@ -115,9 +123,21 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	if err := p.a.store().PutObject(ctx, r); err != nil {
 		return fmt.Errorf("agent: component probes: report: %w", err)
 	}
-	p.cluster, p.lastAt, p.reported = kc.Metadata.Name, now, true
+	p.cluster, p.lastAt, p.reported, p.applied = kc.Metadata.Name, now, true, applied
 	p.healthy = !slices.ContainsFunc(r.Status.Components, func(h api.ComponentHealth) bool { return !h.Healthy })
 	return nil
+}
+
+// appliedGeneration is the generation this machine's configuration says
+// it applied (0: none).
+func (p *componentProber) appliedGeneration(ctx context.Context) (int64, error) {
+	c := api.NewNixosConfiguration(p.a.cfg.Name)
+	if err := p.a.store().Get(ctx, store.NixosConfigKey(p.a.cfg.Name), c); errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	} else if err != nil {
+		return 0, err
+	}
+	return c.Status.AppliedGeneration, nil
 }
 
 // myCluster is the cluster whose control plane this machine is in, or nil.

@@ -104,6 +104,22 @@ func TestComponentProbesReport(t *testing.T) {
 	if r := report(); !r.Component(api.ComponentControllerManager).Healthy || !r.Status.CheckedAt.Equal(now) {
 		t.Fatalf("not probed at the agent's tick while unhealthy: %+v", r.Status)
 	}
+	// Healthy, a round is due only at the cluster's interval, or at once
+	// once this machine applied a new generation (a rollout's step waits
+	// for a report from after its switch).
+	now = now.Add(time.Second)
+	if r := report(); r.Status.CheckedAt.Equal(now) {
+		t.Fatal("probed again before the interval while healthy")
+	}
+	cfg := api.NewNixosConfiguration("cp-1")
+	cfg.Spec.Generation = 2
+	cfg.Status.Generation, cfg.Status.AppliedGeneration, cfg.Status.Phase = 2, 2, api.GenerationApplied
+	if err := st.PutObject(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if r := report(); !r.Status.CheckedAt.Equal(now) {
+		t.Fatalf("not probed at once after generation 2 was applied: checked at %s, now %s", r.Status.CheckedAt, now)
+	}
 	// A wrong cluster CA (another cluster's) fails the API server's probe.
 	otherCA := kubeprobetest.NewServer(t, mux).CAFile(t)
 	a.cfg.ComponentProbes.ClusterCA = otherCA
