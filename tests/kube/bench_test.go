@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,29 +16,42 @@ import (
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/kubetest"
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // BenchmarkClusterReady measures, three times each and interleaved, on the
-// sandbox's five machines (three control-plane, two data-plane):
+// sandbox's five machines (three control-plane, two data-plane running
+// real workers: containerd and a kubelet each):
 //
 //   - apply-to-ready: from nicoctl apply of a KubernetesCluster (etcd
-//     provider nico) to its phase Ready, as the store's watch shows it:
-//     machine selection and claims, the PKI, the etcd identity, the
-//     cluster's Rollout (control plane first), each control-plane machine
-//     starting a real kube-apiserver, controller-manager and scheduler
-//     with the delivered files, the component probes, the kubeconfig;
+//     provider nico) to its phase Ready, as the store's watch shows it,
+//     which it reaches once every Node is Ready: machine selection and
+//     claims, the PKI, the etcd identity, the cluster's Rollout (control
+//     plane first), each control-plane machine starting a real
+//     kube-apiserver, controller-manager and scheduler with the delivered
+//     files, the component probes, the bootstrap token registered, each
+//     worker's kubelet joining (its CSR approved and signed) and its Node
+//     Ready, the kubeconfig;
 //   - baseline: the same machines running the same generation with no
-//     cluster: a Rollout (control plane first) of cluster.nix and the
-//     files delivered inline (kubetest.StandaloneSpec), from its write to
-//     its success.
+//     cluster controller: a Rollout (control plane first) of cluster.nix
+//     and the files delivered inline, a bootstrap kubeconfig among them
+//     (standaloneSpec), and, from the Rollout's write, its driver
+//     registering the bootstrap token as soon as the API server answers
+//     (what kubeadm init does); from the write until every Node is Ready.
 //
-// It reports both medians and their difference. Each cluster is deleted (nicoctl delete cluster --wait)
-// and each baseline released before the next run; neither is timed.
+// It reports both medians and their difference. Each cluster is deleted
+// (nicoctl delete cluster --wait) and each baseline released before the
+// next run; neither is timed. Every run after the first reuses the workers
+// the run before released (their kubelets join the new cluster anew).
 func BenchmarkClusterReady(b *testing.B) {
 	kubetest.FindBinaries(b) // skips (or fails) before the nicoctl build
+	dps := []string{"dp-1", "dp-2"}
+	if !kubetest.InNetns(b, "BenchmarkClusterReady", workerAddrs(dps)...) {
+		return
+	}
 	nicoctl := nicoctlBin(b)
-	f := newFleet(b, fleetOptions{cps: 3, dps: 2, clusters: true})
+	f := newFleet(b, fleetOptions{cps: 3, dps: len(dps), clusters: true, workers: true})
 	ctl := f.nicoctl(nicoctl)
 	ctx, cancel := context.WithTimeout(b.Context(), 25*time.Minute)
 	defer cancel()
@@ -45,11 +59,11 @@ func BenchmarkClusterReady(b *testing.B) {
 	var base, ready []time.Duration
 	for i := range runs {
 		name := fmt.Sprintf("base-%d", i)
-		spec, err := f.standaloneSpec(ctx, name)
+		sa, err := f.standaloneSpec(ctx, name)
 		if err != nil {
 			b.Fatal(err)
 		}
-		took, err := f.rollAndWait(ctx, name, spec, 5*time.Minute)
+		took, err := f.standaloneReady(ctx, name, sa, dps)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -67,7 +81,16 @@ func BenchmarkClusterReady(b *testing.B) {
 		}
 		f.waitClusterTB(b, ctx, cluster, 5*time.Minute, func(kc *api.KubernetesCluster) bool { return kc.Status.Phase == api.ClusterReady })
 		ready = append(ready, time.Since(t0))
-		b.Logf("run %d: baseline %s, apply to Ready %s", i, took.Round(time.Millisecond), ready[i].Round(time.Millisecond))
+		nodes, err := f.adminClient(b, ctx, cluster).Nodes(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range dps {
+			if !nodes[m].Ready {
+				b.Fatalf("%s Ready, its Node %s %+v", cluster, m, nodes[m])
+			}
+		}
+		b.Logf("run %d: baseline %s, apply to Ready %s; %s", i, took.Round(time.Millisecond), ready[i].Round(time.Millisecond), f.rolloutSpans(ctx, cluster, t0))
 		if out, err := ctl(ctx, "delete", "cluster", cluster, "--wait"); err != nil {
 			b.Fatalf("nicoctl delete cluster: %v\n%s", err, out)
 		}
@@ -79,6 +102,72 @@ func BenchmarkClusterReady(b *testing.B) {
 	// come out negative: the cluster rolls its control plane and its data
 	// plane as two rollouts, the baseline all five machines in one.
 	b.ReportMetric((mr - mb).Seconds(), "ready-minus-baseline-s")
+}
+
+// rolloutSpans says when, after t0, each machine of cluster's rollouts
+// started and finished its step: where apply-to-ready's time goes.
+func (f *fleet) rolloutSpans(ctx context.Context, cluster string, t0 time.Time) string {
+	ros, _, err := store.List[api.Rollout](ctx, f.st, store.RolloutsDir)
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, r := range ros {
+		if !strings.HasPrefix(r.Metadata.Name, cluster+"-") {
+			continue
+		}
+		spans := []string{r.Metadata.Name + fmt.Sprintf(" from %.1fs:", r.Status.StartedAt.Sub(t0).Seconds())}
+		for _, p := range r.Status.Nodes {
+			end := "on"
+			if !p.FinishedAt.IsZero() {
+				end = fmt.Sprintf("%.1fs", p.FinishedAt.Sub(t0).Seconds())
+			}
+			spans = append(spans, fmt.Sprintf("%s %.1fs-%s", p.Name, p.StartedAt.Sub(t0).Seconds(), end))
+		}
+		out = append(out, strings.Join(spans, " "))
+	}
+	return strings.Join(out, "; ")
+}
+
+// standaloneReady is the baseline's run: it writes the Rollout of sa over
+// every machine, registers sa's bootstrap token as soon as the API server
+// answers, and returns the time from the write until the Rollout succeeded
+// and the Nodes of workers are Ready.
+func (f *fleet) standaloneReady(ctx context.Context, name string, sa standalone, workers []string) (time.Duration, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	t0 := time.Now()
+	reg := make(chan error, 1)
+	go func() { reg <- sa.registerToken(rctx, name) }()
+	if _, err := f.rollAndWait(ctx, name, sa.Spec, 5*time.Minute); err != nil {
+		cancel()
+		<-reg
+		return 0, err
+	}
+	if err := <-reg; err != nil {
+		return 0, err
+	}
+	admin, err := kubeapi.FromKubeconfig(sa.Admin)
+	if err != nil {
+		return 0, err
+	}
+	defer admin.Close()
+	err = testwait.Until(rctx, clockwork.NewRealClock(), 5*time.Minute, 100*time.Millisecond, func() (bool, string) {
+		nodes, err := admin.Nodes(rctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range workers {
+			if !nodes[m].Ready {
+				return false, fmt.Sprintf("Node %s: %+v", m, nodes[m])
+			}
+		}
+		return true, ""
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%s: every Node Ready: %w", name, err)
+	}
+	return time.Since(t0), nil
 }
 
 // BenchmarkWorkerRollout measures a worker's time in a rolling update
