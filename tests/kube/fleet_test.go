@@ -92,15 +92,23 @@ type fleetOptions struct {
 	// runtime, when set, makes each control-plane machine's member
 	// runtime (nil: embedded etcd).
 	runtime func() member.Runtime
+	// cpKubelets runs a real worker on each control-plane machine too
+	// (with workers), cp-N at 10.77.0.N+100 and its pods in
+	// 10.244.N+100.0/24: their kubelets register Nodes named after them.
+	cpKubelets bool
 }
 
-// workerIP is data-plane machine dp-N's node address with workers.
+// workerIP is machine dp-N's or cp-N's node address with workers (a
+// control-plane machine's with cpKubelets).
 func workerIP(machine string) string {
 	var n int
-	if _, err := fmt.Sscanf(machine, "dp-%d", &n); err != nil {
-		return ""
+	if _, err := fmt.Sscanf(machine, "dp-%d", &n); err == nil {
+		return fmt.Sprintf("10.77.0.%d", n+1)
 	}
-	return fmt.Sprintf("10.77.0.%d", n+1)
+	if _, err := fmt.Sscanf(machine, "cp-%d", &n); err == nil {
+		return fmt.Sprintf("10.77.0.%d", n+100)
+	}
+	return ""
 }
 
 // address is machine's own loopback address (its Machine's status), where
@@ -127,6 +135,12 @@ func newFleet(tb testing.TB, opts fleetOptions) *fleet {
 	tb.Cleanup(f.stop)
 	ctx, cancel := context.WithTimeout(tb.Context(), 2*time.Minute)
 	defer cancel()
+	if opts.workers {
+		var err error
+		if f.images, err = kubetest.BuildImages(ctx, f.dir); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	for i := 1; i <= opts.cps; i++ {
 		name := fmt.Sprintf("cp-%d", i)
 		f.start(name, []api.Role{api.RoleControlPlane}, i == 1, opts)
@@ -137,12 +151,6 @@ func newFleet(tb testing.TB, opts fleetOptions) *fleet {
 		}
 	}
 	f.waitVoters(ctx, opts.cps)
-	if opts.workers {
-		var err error
-		if f.images, err = kubetest.BuildImages(ctx, f.dir); err != nil {
-			tb.Fatal(err)
-		}
-	}
 	for i := 1; i <= opts.dps; i++ {
 		f.start(fmt.Sprintf("dp-%d", i), []api.Role{api.RoleWorker}, false, opts)
 	}
@@ -190,7 +198,7 @@ func (f *fleet) start(name string, roles []api.Role, bootstrap bool, opts fleetO
 		cfg.PKI.Dir = pki.Dir(filepath.Join(dir, "pki"))
 	}
 	m := &kubetest.Machine{Name: name, Root: filepath.Join(dir, "root"), Binaries: f.bins, Log: f.log}
-	if opts.workers && roles[0] != api.RoleControlPlane {
+	if opts.workers && (roles[0] != api.RoleControlPlane || opts.cpKubelets) {
 		// Each worker's pods get a bridge and a range of their own: the
 		// workers of one test share a network namespace.
 		n := strings.TrimPrefix(workerIP(name), "10.77.0.")

@@ -56,8 +56,9 @@ type Machine struct {
 	Host string
 	Port int
 	Log  *slog.Logger
-	// Worker, when set, is the real worker a data-plane generation runs
-	// (Kubelet, NodeIP and Dir; the rest comes from cluster.nix's paths).
+	// Worker, when set, is the real worker a data-plane generation runs,
+	// and a control-plane one beside its control plane (Kubelet, NodeIP
+	// and Dir; the rest comes from cluster.nix's paths).
 	Worker *WorkerConfig
 
 	mu     sync.Mutex
@@ -227,7 +228,13 @@ func (m *Machine) run(ctx context.Context, a *Apply) error {
 	}
 	switch a.Role {
 	case "controlPlane":
-		return m.runControlPlane(ctx, a, cf, raw)
+		if err := m.runControlPlane(ctx, a, cf, raw); err != nil {
+			return err
+		}
+		if m.Worker != nil {
+			return m.runWorker(cf) // a control-plane machine that runs a kubelet too
+		}
+		return nil
 	case "dataPlane":
 		if m.Worker != nil && m.kubeletOffIn != "" && a.GitRepo == m.kubeletOffIn {
 			if m.worker == nil {

@@ -256,13 +256,17 @@ registerNode: true
 		"--mount", "--", "sh", "-c", script, "containerd", "--config", filepath.Join(dir, "containerd.toml")); err != nil {
 		return nil, err
 	}
-	if len(c.Images) > 0 {
-		if err := importImages(context.Background(), w.Containerd, sock, c.Images); err != nil {
-			return nil, err
-		}
+	// Once containerd answers, its process runs in the namespace unshare
+	// made (read before, it can still be this process's own).
+	if err := importImages(context.Background(), w.Containerd, sock, c.Images); err != nil {
+		return nil, err
 	}
 	if w.mountNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", w.Containerd.Pid())); err != nil {
 		return nil, fmt.Errorf("kubetest: containerd's mount namespace: %w", err)
+	}
+	if own, err := os.Readlink("/proc/self/ns/mnt"); err != nil || own == w.mountNS {
+		w.mountNS = ""
+		return nil, fmt.Errorf("kubetest: containerd of %s runs in this process's mount namespace (%v)", c.Name, err)
 	}
 	args := []string{"--config=" + filepath.Join(dir, "kubelet.yaml"), "--bootstrap-kubeconfig=" + c.BootstrapKubeconfig,
 		"--kubeconfig=" + w.Kubeconfig, "--cert-dir=" + filepath.Join(dir, "pki"), "--root-dir=/var/lib/kubelet",
@@ -330,6 +334,9 @@ func (w *Worker) Stop() error {
 // but keep, and their descendants (containers live in namespaces of their
 // own, under their shim), and waits until they are gone.
 func killNamespace(ns string, keep int) error {
+	if own, err := os.Readlink("/proc/self/ns/mnt"); err != nil || own == ns {
+		return fmt.Errorf("kubetest: refusing to kill every process of mount namespace %s: it is this process's own (%v)", ns, err)
+	}
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		return fmt.Errorf("kubetest: %w", err)
