@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
