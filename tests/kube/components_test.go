@@ -72,14 +72,10 @@ func TestAPIServerExtraArgsReachTheRunningAPIServer(t *testing.T) {
 		t.Fatalf("before the change the API server allows %q (%v), want no CORS answer", got, err)
 	}
 
-	kc.Spec.ControlPlane.Components.APIServer.ExtraArgs = map[string]string{"cors-allowed-origins": `^https://console\.example\.org$`}
-	kc.Metadata.Generation++
-	if err := kc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.st.UpdateObject(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
+	want := kc.Metadata.Generation + 1 // the change's (status writes keep the generation)
+	f.changeCluster(t, ctx, "k1", func(kc *api.KubernetesCluster) {
+		kc.Spec.ControlPlane.Components.APIServer.ExtraArgs = map[string]string{"cors-allowed-origins": `^https://console\.example\.org$`}
+	})
 	testwait.True(t, 4*time.Minute, "the running API server answers "+origin+" with its CORS header", func() bool {
 		got, err := allowed()
 		if err != nil {
@@ -88,7 +84,7 @@ func TestAPIServerExtraArgsReachTheRunningAPIServer(t *testing.T) {
 		return got == origin
 	})
 	f.waitCluster(t, ctx, "k1", 3*time.Minute, "Ready at the new generation", func(c *api.KubernetesCluster) bool {
-		return c.Status.Phase == api.ClusterReady && c.Status.ObservedGeneration == kc.Metadata.Generation
+		return c.Status.Phase == api.ClusterReady && c.Status.ObservedGeneration == want
 	})
 }
 

@@ -118,15 +118,8 @@ func TestRealWorkersRollingUpdate(t *testing.T) {
 // waits until the controller has released its machines and removed it.
 func (f *fleet) deleteCluster(t testing.TB, ctx context.Context, name string) {
 	t.Helper()
-	kc := api.NewKubernetesCluster(name)
-	if err := f.st.Get(ctx, store.ClusterKey(name), kc); err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	kc.Metadata.DeletionTimestamp = &now
-	if err := f.st.UpdateObject(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
+	f.updateCluster(t, ctx, name, func(kc *api.KubernetesCluster) { kc.Metadata.DeletionTimestamp = &now })
 	testwait.For(t, 3*time.Minute, name+" deleted", func() (bool, string) {
 		kc := api.NewKubernetesCluster(name)
 		err := f.st.Get(ctx, store.ClusterKey(name), kc)
@@ -244,18 +237,35 @@ func (f *fleet) kubeconfigFile(t testing.TB, ctx context.Context, name string) s
 // apply would.
 func (f *fleet) changeCluster(t testing.TB, ctx context.Context, name string, set func(*api.KubernetesCluster)) {
 	t.Helper()
-	kc := api.NewKubernetesCluster(name)
-	if err := f.st.Get(ctx, store.ClusterKey(name), kc); err != nil {
-		t.Fatal(err)
-	}
-	set(kc)
-	kc.Metadata.Generation++
-	if err := kc.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.st.UpdateObject(ctx, kc); err != nil {
-		t.Fatal(err)
-	}
+	f.updateCluster(t, ctx, name, func(kc *api.KubernetesCluster) {
+		set(kc)
+		kc.Metadata.Generation++
+		if err := kc.Validate(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// updateCluster reads cluster name, changes it with set and writes it
+// back, reading it again when the controller's status write came in
+// between (store.ErrConflict), as a client of an optimistic store does.
+func (f *fleet) updateCluster(t testing.TB, ctx context.Context, name string, set func(*api.KubernetesCluster)) {
+	t.Helper()
+	testwait.For(t, time.Minute, "cluster "+name+" updated", func() (bool, string) {
+		kc := api.NewKubernetesCluster(name)
+		if err := f.st.Get(ctx, store.ClusterKey(name), kc); err != nil {
+			t.Fatal(err)
+		}
+		set(kc)
+		err := f.st.UpdateObject(ctx, kc)
+		if errors.Is(err, store.ErrConflict) {
+			return false, err.Error()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return true, ""
+	})
 }
 
 // waitRolled waits until every machine of cluster name runs a
