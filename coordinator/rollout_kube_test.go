@@ -97,6 +97,46 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
+// newDrainHarness is a cluster k1 over cps control-plane machines (cp-1
+// ...) and workers, Ready and in sync, whose kubelets have Nodes (in
+// nodes, a fake of the cluster's API: each control-plane machine's when
+// there are no workers, else each worker's), each Node running one pod
+// named podPrefix+machine; nodes' log starts empty.
+func newDrainHarness(t *testing.T, cps int, workers []string, podPrefix string) (*kcHarness, *fakeNodes) {
+	t.Helper()
+	h := newKCHarness(t)
+	api1 := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}}
+	h.c.Clusters.API = api1
+	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
+	h.c.Clusters.Nodes = nodes
+	kubelets := workers
+	for i := 1; i <= cps; i++ {
+		m := fmt.Sprintf("cp-%d", i)
+		h.machine(m, "role", "cp")
+		if len(workers) == 0 {
+			kubelets = append(kubelets, m)
+		}
+	}
+	for _, m := range workers {
+		h.machine(m, "role", "dp")
+		api1.nodes[m] = kubeplan.NodeState{Ready: true, Status: "True"}
+	}
+	for _, m := range kubelets {
+		nodes.nodes[m] = &fakeNode{ready: true, pods: map[string]bool{}}
+	}
+	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
+	h.create(selectorCluster("k1", cps, len(workers)))
+	h.untilPhase(api.ClusterReady)
+	h.untilInSync()
+	nodes.mu.Lock()
+	defer nodes.mu.Unlock()
+	for _, m := range kubelets {
+		nodes.nodes[m].pods[podPrefix+m] = false
+	}
+	nodes.log = nil
+	return h, nodes
+}
+
 // TestWorkersDrainedBeforeTheirSwitch: a gitRepo change of a cluster with
 // three workers rolls them one at a time, each cordoned and drained
 // through the eviction API before its configuration changes (an eviction
@@ -104,28 +144,10 @@ func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 // only once its Node is Ready, and uncordoned; a Node its operator
 // cordoned stays cordoned.
 func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
-	h := newKCHarness(t)
-	h.c.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{
-		"dp-1": {Ready: true, Status: "True"}, "dp-2": {Ready: true, Status: "True"}, "dp-3": {Ready: true, Status: "True"}}}
-	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
-	h.c.Clusters.Nodes = nodes
-	h.machine("cp-1", "role", "cp")
-	for _, m := range []string{"dp-1", "dp-2", "dp-3"} {
-		h.machine(m, "role", "dp")
-		nodes.nodes[m] = &fakeNode{ready: true, pods: map[string]bool{}}
-	}
-	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
-	h.create(selectorCluster("k1", 1, 3))
-	h.untilPhase(api.ClusterReady)
-	h.untilInSync()
-
+	h, nodes := newDrainHarness(t, 1, []string{"dp-1", "dp-2", "dp-3"}, "default/web-")
 	nodes.mu.Lock()
-	for _, m := range []string{"dp-1", "dp-2", "dp-3"} {
-		nodes.nodes[m].pods["default/web-"+m] = false
-	}
 	nodes.nodes["dp-3"].cordoned = true // by its operator
 	nodes.refuse["default/web-dp-2"] = 2
-	nodes.log = nil
 	nodes.mu.Unlock()
 	var errs []string
 	h.onApply = func(cfg *api.NixosConfiguration) {
@@ -197,26 +219,8 @@ func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
 // Kubernetes nodes: each cordoned and drained before its configuration
 // changes, and uncordoned once its Node and API server are Ready again.
 func TestControlPlaneKubeletsDrainedBeforeTheirSwitch(t *testing.T) {
-	h := newKCHarness(t)
 	cps := []string{"cp-1", "cp-2", "cp-3"}
-	h.c.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}}
-	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
-	h.c.Clusters.Nodes = nodes
-	for _, m := range cps {
-		h.machine(m, "role", "cp")
-		nodes.nodes[m] = &fakeNode{ready: true, pods: map[string]bool{}}
-	}
-	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
-	h.create(selectorCluster("k1", 3, 0))
-	h.untilPhase(api.ClusterReady)
-	h.untilInSync()
-
-	nodes.mu.Lock()
-	for _, m := range cps {
-		nodes.nodes[m].pods["kube-system/agent-"+m] = false
-	}
-	nodes.log = nil
-	nodes.mu.Unlock()
+	h, nodes := newDrainHarness(t, len(cps), nil, "kube-system/agent-")
 	var errs []string
 	h.onApply = func(cfg *api.NixosConfiguration) {
 		nodes.mu.Lock()

@@ -269,47 +269,19 @@ func TestPlanKubernetesGolden(t *testing.T) {
 // and ends schedulable.
 func TestPlanWorkersDrainBeforeSwitch(t *testing.T) {
 	k := newKubeSim(1, 3)
-	var errs []string
-	k.sim.check = func(step Step) {
-		for _, name := range step.Nodes {
-			n := k.node(name)
-			switch step.Action {
-			case Start:
-				if n.Kube != nil && (!n.Kube.Unschedulable || len(n.Kube.Pods) > 0) {
-					errs = append(errs, fmt.Sprintf("%s starts with its Node %+v", name, *n.Kube))
-				}
-			case MarkDone:
-				if n.Kube != nil && (!n.Kube.Ready || n.Kube.Unschedulable) {
-					errs = append(errs, fmt.Sprintf("%s done with its Node %+v", name, *n.Kube))
-				}
-			}
-		}
-	}
-	k.run(t, 60)
-	if k.obs.Rollout.Status.Phase != api.RolloutSucceeded {
-		t.Fatalf("phase %s", k.obs.Rollout.Status.Phase)
-	}
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	for _, n := range k.obs.Nodes {
-		if n.Kube != nil && n.Kube.Unschedulable {
-			t.Errorf("%s left cordoned", n.Name)
-		}
-	}
+	k.runDrained(t, 60)
 	if !slices.Equal(k.obs.Rollout.Spec.Kubernetes.Workers, []string{"dp-1", "dp-2", "dp-3"}) {
 		t.Fatal(k.obs.Rollout.Spec.Kubernetes.Workers)
 	}
 }
 
-// TestPlanControlPlaneKubeletsDrainBeforeSwitch: a control-plane
-// machine with a Node is cordoned and holds no pod when its switch
-// starts, never switches while it leads etcd, is Ready (Node and API
-// server) when marked done, and ends schedulable.
-func TestPlanControlPlaneKubeletsDrainBeforeSwitch(t *testing.T) {
-	k := newKubeSim(3, 2)
-	k.withControlPlaneKubelets()
-	k.hooks[2] = leaderTo("cp-2") // leadership moves to the first one draining
+// runDrained runs the sim to its end (at most max steps) checking, at
+// every step, what a drained roll guarantees: a node's Node is cordoned
+// and holds no pod when its switch starts, and a node with a Node does
+// not lead etcd then (these sims give no Node to a lone voter); it is Ready (Node and API server) when marked done; the
+// rollout succeeds and leaves no Node cordoned.
+func (k *kubeSim) runDrained(t *testing.T, max int) {
+	t.Helper()
 	var errs []string
 	k.sim.check = func(step Step) {
 		for _, name := range step.Nodes {
@@ -319,7 +291,7 @@ func TestPlanControlPlaneKubeletsDrainBeforeSwitch(t *testing.T) {
 				if n.Kube != nil && (!n.Kube.Unschedulable || len(n.Kube.Pods) > 0) {
 					errs = append(errs, fmt.Sprintf("%s starts with its Node %+v", name, *n.Kube))
 				}
-				if n.Leader {
+				if n.Kube != nil && n.Leader {
 					errs = append(errs, name+" starts while it leads etcd")
 				}
 			case MarkDone:
@@ -332,7 +304,7 @@ func TestPlanControlPlaneKubeletsDrainBeforeSwitch(t *testing.T) {
 			}
 		}
 	}
-	k.run(t, 80)
+	k.run(t, max)
 	if k.obs.Rollout.Status.Phase != api.RolloutSucceeded {
 		t.Fatalf("phase %s", k.obs.Rollout.Status.Phase)
 	}
@@ -344,6 +316,17 @@ func TestPlanControlPlaneKubeletsDrainBeforeSwitch(t *testing.T) {
 			t.Errorf("%s left cordoned", n.Name)
 		}
 	}
+}
+
+// TestPlanControlPlaneKubeletsDrainBeforeSwitch: a control-plane
+// machine with a Node is cordoned and holds no pod when its switch
+// starts, never switches while it leads etcd, is Ready (Node and API
+// server) when marked done, and ends schedulable.
+func TestPlanControlPlaneKubeletsDrainBeforeSwitch(t *testing.T) {
+	k := newKubeSim(3, 2)
+	k.withControlPlaneKubelets()
+	k.hooks[2] = leaderTo("cp-2") // leadership moves to the first one draining
+	k.runDrained(t, 80)
 }
 
 func golden(t *testing.T, name, got string) {
