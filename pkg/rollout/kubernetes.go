@@ -109,12 +109,10 @@ func kubeletNode(obs Observed, n *Node, p *api.NodeProgress) bool {
 // first: a worker or a leaving worker, or an API server's machine whose
 // Node is registered (it runs a kubelet).
 func drainsNow(obs Observed, name string) bool {
-	s := obs.Rollout.Spec
-	if s.Drains(name) {
-		return true
+	if n := obs.node(name); n != nil {
+		return kubeletNode(obs, n, nil)
 	}
-	n := obs.node(name)
-	return s.IsAPIServer(name) && n != nil && n.Kube != nil && n.Kube.Registered
+	return obs.Rollout.Spec.Drains(name)
 }
 
 // joiningWorker tells whether the node named is a worker whose Node the
