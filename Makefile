@@ -20,7 +20,7 @@ test: export NICO_REQUIRE_NIX := 1
 # (coordinator/statuspage) when chromium is missing; make deps installs it.
 test: export NICO_REQUIRE_CHROMIUM := 1
 
-.PHONY: all deps build etcd-binaries weed-binary kube-binaries e2e-kube test test-s3 test-short test-netns e2e-faults e2e-vm bench demo vet fmt clean nix-check nix-docs cli-docs api-docs vendor-hash systemd-fixtures
+.PHONY: all deps build etcd-binaries weed-binary kube-binaries e2e-kube test test-s3 test-short test-netns e2e-faults e2e-vm bench bench-scale demo vet fmt clean nix-check nix-docs cli-docs api-docs vendor-hash systemd-fixtures
 
 all: build
 
@@ -203,6 +203,12 @@ test-short: deps
 # benchmark fails make bench, not only tee.
 bench: etcd-binaries
 	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./tests/bench/ | tee bench.out
+	$(MAKE) bench-scale
+
+# bench-scale measures nico at fleet size (tests/scale): a real coordinator
+# and three etcd members against 100, 300 and 1 000 machines' agents.
+bench-scale: etcd-binaries
+	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/scale/ | tee bench-scale.out
 
 # demo: five agents as separate processes on loopback, grown through
 # learners and shrunk by removing two nodes, the etcd leader among them.

@@ -1,0 +1,236 @@
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+var (
+	flagSizes   = flag.String("nico.scale.sizes", "100,300,1000", "fleet sizes BenchmarkFleetScale measures")
+	flagIdle    = flag.Duration("nico.scale.idle", 30*time.Second, "how long each fleet idles while measured (reported per minute)")
+	flagApply   = flag.Duration("nico.scale.apply", 3*time.Second, "how long each machine's apply takes in the rollouts")
+	flagChanges = flag.Int("nico.scale.changes", 4, "membership changes measured (machines joining, then as many leaving)")
+)
+
+// BenchmarkFleetScale measures, for each fleet size N: the registration of
+// N machines from nothing; the store's write rate and the coordinator's
+// and the agents' CPU while the fleet idles; the coordinator's cost per
+// membership change; and a data-plane rollout over the N machines at
+// maxUnavailable 10 % against its ideal (N / batch × the apply time), then
+// the same with machines joining and leaving while it runs.
+//
+//	go test -count=1 -run '^$' -bench FleetScale -benchtime 1x -timeout 60m ./tests/scale/
+func BenchmarkFleetScale(b *testing.B) {
+	bins := etcdtest.Binaries(b)
+	bin := bins[len(bins)-1]
+	for _, n := range sizes(b) {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			for range b.N {
+				measureFleet(b, bin, n)
+			}
+		})
+	}
+}
+
+func sizes(tb testing.TB) []int {
+	var out []int
+	for _, s := range strings.Split(*flagSizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			tb.Fatalf("-nico.scale.sizes: %q is not a size: want positive numbers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
+	ctx, cancel := context.WithTimeout(b.Context(), 30*time.Minute)
+	defer cancel()
+	f := newFleet(ctx, b, bin, n)
+
+	// Registration: every machine's Node in the store, Registered.
+	reg := f.watchNodes(ctx)
+	f.startHosts(ctx, *flagApply)
+	last := reg.wait(ctx, b, f.names, func(nd *api.Node) bool { return nd.Status.Phase == api.NodeRegistered })
+	registration := last.Sub(f.started)
+	b.Logf("N=%d: %d machines registered in %s (%d agent hosts)", n, n, registration.Round(time.Millisecond), len(f.hosts))
+	b.ReportMetric(registration.Seconds(), "s/register-all")
+	b.ReportMetric(float64(n)/registration.Seconds(), "machines/s")
+
+	// Idle: the fleet does nothing; heartbeats keep their leases.
+	m := f.startMeter(ctx)
+	<-time.After(*flagIdle)
+	idle := f.stopMeter(ctx, m)
+	perMin := time.Minute.Seconds() / idle.wall.Seconds()
+	b.Logf("N=%d idle %s: coordinator cpu %s, %d allocs, %d KiB; agents cpu %s; %d store revisions",
+		n, idle.wall.Round(time.Millisecond), idle.cpu, idle.allocs, idle.bytes/1024, idle.agentsCPU, idle.revisions)
+	b.ReportMetric(idle.cpu.Seconds()*1000*perMin, "coord-cpu-ms/idle-min")
+	b.ReportMetric(float64(idle.allocs)*perMin, "coord-allocs/idle-min")
+	b.ReportMetric(idle.agentsCPU.Seconds()*1000*perMin/float64(n), "agent-cpu-ms/machine/idle-min")
+	b.ReportMetric(float64(idle.revisions)*perMin, "revisions/idle-min")
+
+	// Membership changes: spares join, then as many machines leave.
+	k := min(*flagChanges, spares)
+	m = f.startMeter(ctx)
+	joined := f.watchNodes(ctx)
+	for _, name := range f.spare[:k] {
+		f.do("start", name)
+	}
+	joined.wait(ctx, b, f.spare[:k], func(nd *api.Node) bool { return nd.Status.Phase == api.NodeRegistered })
+	for _, name := range f.names[:k] {
+		f.do("stop", name) // returns once its heartbeat lease is revoked
+	}
+	// The coordinator's answer to the last change comes within its
+	// resync interval (1 s) and settle; the window covers it.
+	<-time.After(2 * time.Second)
+	ch := f.stopMeter(ctx, m)
+	net := max(0, ch.cpu-time.Duration(float64(idle.cpu)*ch.wall.Seconds()/idle.wall.Seconds()))
+	netAllocs := max(0, float64(ch.allocs)-float64(idle.allocs)*ch.wall.Seconds()/idle.wall.Seconds())
+	changes := 2 * k
+	b.Logf("N=%d %d membership changes in %s: coordinator cpu %s (%s above idle), %d allocs", n, changes, ch.wall.Round(time.Millisecond), ch.cpu, net, ch.allocs)
+	b.ReportMetric(net.Seconds()*1000/float64(changes), "coord-cpu-ms/change")
+	b.ReportMetric(netAllocs/float64(changes), "coord-allocs/change")
+
+	// A data-plane rollout at maxUnavailable 10 %, over the machines still
+	// running.
+	running := append(append([]string{}, f.names[k:]...), f.spare[:k]...)
+	wall, batch := f.rollout(ctx, b, "r1", "v1", running, nil)
+	ideal1 := ideal(len(running), batch)
+	b.Logf("N=%d rollout of %d machines, %d at a time: %s; ideal %s; ratio %.3f", n, len(running), batch, wall.Round(time.Millisecond), ideal1, wall.Seconds()/ideal1.Seconds())
+	b.ReportMetric(wall.Seconds(), "s/rollout")
+	b.ReportMetric(wall.Seconds()/ideal1.Seconds(), "rollout/ideal")
+
+	// The same while a machine joins the fleet and another leaves it. The
+	// one that leaves is not among the rollout's machines: a machine of a
+	// rollout that goes down holds its turn up to the step timeout and
+	// then halts the rollout (pkg/rollout's downStep), which is what an
+	// operator asked for, not a cost of the fleet's size.
+	leaving := running[len(running)-1]
+	rolled := running[:len(running)-1]
+	during := func() {
+		f.do("start", f.spare[k])
+		f.do("stop", leaving)
+	}
+	wall2, batch2 := f.rollout(ctx, b, "r2", "v2", rolled, during)
+	ideal2 := ideal(len(rolled), batch2)
+	b.Logf("N=%d rollout of %d machines while one joins and one leaves: %s; ideal %s; ratio %.3f", n, len(rolled), wall2.Round(time.Millisecond), ideal2, wall2.Seconds()/ideal2.Seconds())
+	b.ReportMetric(wall2.Seconds()/ideal2.Seconds(), "rollout-with-change/ideal")
+}
+
+// ideal is a rollout's wall time if every batch took exactly the apply
+// time and nothing else.
+func ideal(n, batch int) time.Duration {
+	return time.Duration(math.Ceil(float64(n)/float64(batch))) * *flagApply
+}
+
+// rollout rolls revision over names at maxUnavailable 10 % and waits for
+// it to succeed; during, when set, runs once the rollout has started. It
+// returns the wall time from the Rollout's creation to its success and
+// the batch size.
+func (f *fleet) rollout(ctx context.Context, tb testing.TB, name, revision string, names []string, during func()) (time.Duration, int) {
+	tb.Helper()
+	r := api.NewRollout(name)
+	r.Metadata.CreatedAt = time.Now()
+	r.Spec.Template = api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: revision}
+	r.Spec.Nodes = names
+	r.Spec.MaxUnavailable = "10%"
+	r.Spec.StepTimeout = api.Duration(5 * time.Minute)
+	batch, err := r.Spec.BatchSize(len(names))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rev := f.revision(ctx)
+	w := f.st.Client().Watch(wctx, store.RolloutKey(name), clientv3.WithRev(rev+1))
+	t0 := time.Now()
+	if err := f.st.Create(ctx, store.RolloutKey(name), r); err != nil {
+		tb.Fatal(err)
+	}
+	if during != nil {
+		during()
+	}
+	for resp := range w {
+		for _, ev := range resp.Events {
+			got := &api.Rollout{}
+			if err := json.Unmarshal(ev.Kv.Value, got); err != nil {
+				tb.Fatal(err)
+			}
+			switch got.Status.Phase {
+			case api.RolloutSucceeded:
+				return time.Since(t0), batch
+			case api.RolloutHalted:
+				tb.Fatalf("rollout %s %s at %s: %s", name, got.Status.Phase, got.Status.HaltedNode, got.Status.HaltedReason)
+			}
+		}
+	}
+	tb.Fatalf("rollout %s: %v", name, ctx.Err())
+	return 0, 0
+}
+
+// nodeWatch follows the Nodes from the revision it was made at.
+type nodeWatch struct {
+	w clientv3.WatchChan
+}
+
+func (f *fleet) watchNodes(ctx context.Context) nodeWatch {
+	rev := f.revision(ctx)
+	return nodeWatch{w: f.st.Client().Watch(ctx, store.NodesDir, clientv3.WithPrefix(), clientv3.WithRev(rev+1))}
+}
+
+// wait returns when the last of names has a Node cond holds for: when
+// the event that made it so arrived.
+func (nw nodeWatch) wait(ctx context.Context, tb testing.TB, names []string, cond func(*api.Node) bool) time.Time {
+	tb.Helper()
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	for resp := range nw.w {
+		if err := resp.Err(); err != nil {
+			tb.Fatal(err)
+		}
+		for _, ev := range resp.Events {
+			if ev.Type != mvccpb.PUT {
+				continue
+			}
+			nd := &api.Node{}
+			if err := json.Unmarshal(ev.Kv.Value, nd); err != nil {
+				tb.Fatal(err)
+			}
+			if want[nd.Metadata.Name] && cond(nd) {
+				delete(want, nd.Metadata.Name)
+			}
+		}
+		if len(want) == 0 {
+			return time.Now()
+		}
+	}
+	tb.Fatalf("%d machines never registered (%v)", len(want), ctx.Err())
+	return time.Time{}
+}
+
+func (f *fleet) startMeter(ctx context.Context) meter {
+	a, by := heapAllocs()
+	return meter{t0: time.Now(), cpu: selfCPU(), agents: f.hostsCPU(), allocs: a, bytes: by, rev: f.revision(ctx)}
+}
+
+func (f *fleet) stopMeter(ctx context.Context, m meter) cost {
+	a, by := heapAllocs()
+	return cost{wall: time.Since(m.t0), cpu: selfCPU() - m.cpu, agentsCPU: f.hostsCPU() - m.agents,
+		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev}
+}
