@@ -294,4 +294,3 @@ func fleetReads(b *testing.B, bin string, n int) map[string]float64 {
 		ms(ttfbMed), ms(page.wall), page.bytes, libPage.allocs, ms(rawPage.wall), ratio(ttfbMed, rawPage.wall))
 	return figures
 }
-
