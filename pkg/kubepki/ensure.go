@@ -250,7 +250,10 @@ func issue(c Cluster, l Leaf, ca *pki.CA, now time.Time) (map[string][]byte, err
 // clusterSecrets reads the named secrets of cluster c by name, and
 // refuses when one of c's names belongs to another cluster.
 func clusterSecrets(ctx context.Context, s *secrets.Store, c string) (map[string]*api.Secret, error) {
-	all, _, err := secrets.List[api.Secret](ctx, s, store.NamedSecretsDir)
+	// Only this cluster's names: every pass of every cluster reads them,
+	// so a read of every cluster's would grow with the square of the
+	// clusters.
+	all, _, err := secrets.List[api.Secret](ctx, s, store.NamedSecretsDir+c+"-")
 	if err != nil {
 		return nil, fmt.Errorf("kubepki: %w", err)
 	}
