@@ -30,11 +30,22 @@ type rollouter struct {
 	refused map[string]string
 }
 
-// reconcile is the rollout controller's Reconcile (controllers.go).
+// reconcile is the rollout controller's Reconcile (controllers.go). A
+// step that only records nodes done is followed at once by the next
+// plan, so the batch after the last one done starts in the same pass
+// rather than after the watch brings back the rollouter's own write.
 func (r *rollouter) reconcile(ctx context.Context) error {
-	_, err := r.once(ctx)
-	return err
+	for range maxChainedSteps {
+		step, err := r.once(ctx)
+		if err != nil || step.Action != rollout.MarkDone {
+			return err
+		}
+	}
+	return nil
 }
+
+// maxChainedSteps bounds the steps one pass plans in a row.
+const maxChainedSteps = 4
 
 // once plans and applies one step of the oldest unfinished rollout.
 func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {

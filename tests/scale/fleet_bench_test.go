@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	// Registration: every machine's Node in the store, Registered.
 	reg := f.watchNodes(ctx)
 	f.startHosts(ctx, *flagApply)
-	last := reg.wait(ctx, b, f.names, func(nd *api.Node) bool { return nd.Status.Phase == api.NodeRegistered })
+	last := reg.wait(ctx, b, f.names, registered)
 	registration := last.Sub(f.started)
 	b.Logf("N=%d: %d machines registered in %s (%d agent hosts)", n, n, registration.Round(time.Millisecond), len(f.hosts))
 	b.ReportMetric(registration.Seconds(), "s/register-all")
@@ -82,6 +83,7 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	b.ReportMetric(float64(idle.allocs)*perMin, "coord-allocs/idle-min")
 	b.ReportMetric(idle.agentsCPU.Seconds()*1000*perMin/float64(n), "agent-cpu-ms/machine/idle-min")
 	b.ReportMetric(float64(idle.revisions)*perMin, "revisions/idle-min")
+	b.Logf("N=%d idle writes by key: %v", n, f.writesByDir(ctx, b, m.rev, m.rev+idle.revisions))
 
 	// Membership changes: spares join, then as many machines leave.
 	k := min(*flagChanges, spares)
@@ -90,7 +92,7 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	for _, name := range f.spare[:k] {
 		f.do("start", name)
 	}
-	joined.wait(ctx, b, f.spare[:k], func(nd *api.Node) bool { return nd.Status.Phase == api.NodeRegistered })
+	joined.wait(ctx, b, f.spare[:k], registered)
 	for _, name := range f.names[:k] {
 		f.do("stop", name) // returns once its heartbeat lease is revoked
 	}
@@ -108,10 +110,13 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	// A data-plane rollout at maxUnavailable 10 %, over the machines still
 	// running.
 	running := append(append([]string{}, f.names[k:]...), f.spare[:k]...)
-	wall, batch := f.rollout(ctx, b, "r1", "v1", running, nil)
+	wall, batch, r1 := f.rolloutRecord(ctx, b, "r1", "v1", running, nil)
 	ideal1 := ideal(len(running), batch)
 	b.Logf("N=%d rollout of %d machines, %d at a time: %s; ideal %s; ratio %.3f", n, len(running), batch, wall.Round(time.Millisecond), ideal1, wall.Seconds()/ideal1.Seconds())
 	b.ReportMetric(wall.Seconds(), "s/rollout")
+	bs := batches(r1)
+	b.Logf("N=%d rollout's %d batches, median: %s from the first start to the last finish (the apply takes %s), %s from a batch's last finish to the next batch's first start",
+		n, len(bs), median(bs, func(x batchTimes) time.Duration { return x.span }), *flagApply, median(bs, func(x batchTimes) time.Duration { return x.gap }))
 	b.ReportMetric(wall.Seconds()/ideal1.Seconds(), "rollout/ideal")
 
 	// The same while a machine joins the fleet and another leaves it. The
@@ -142,6 +147,12 @@ func ideal(n, batch int) time.Duration {
 // returns the wall time from the Rollout's creation to its success and
 // the batch size.
 func (f *fleet) rollout(ctx context.Context, tb testing.TB, name, revision string, names []string, during func()) (time.Duration, int) {
+	wall, batch, _ := f.rolloutRecord(ctx, tb, name, revision, names, during)
+	return wall, batch
+}
+
+// rolloutRecord is rollout, returning the finished Rollout too.
+func (f *fleet) rolloutRecord(ctx context.Context, tb testing.TB, name, revision string, names []string, during func()) (time.Duration, int, *api.Rollout) {
 	tb.Helper()
 	r := api.NewRollout(name)
 	r.Metadata.CreatedAt = time.Now()
@@ -172,14 +183,14 @@ func (f *fleet) rollout(ctx context.Context, tb testing.TB, name, revision strin
 			}
 			switch got.Status.Phase {
 			case api.RolloutSucceeded:
-				return time.Since(t0), batch
+				return time.Since(t0), batch, got
 			case api.RolloutHalted:
 				tb.Fatalf("rollout %s %s at %s: %s", name, got.Status.Phase, got.Status.HaltedNode, got.Status.HaltedReason)
 			}
 		}
 	}
 	tb.Fatalf("rollout %s: %v", name, ctx.Err())
-	return 0, 0
+	return 0, 0, nil
 }
 
 // nodeWatch follows the Nodes from the revision it was made at.
@@ -233,4 +244,86 @@ func (f *fleet) stopMeter(ctx context.Context, m meter) cost {
 	a, by := heapAllocs()
 	return cost{wall: time.Since(m.t0), cpu: selfCPU() - m.cpu, agentsCPU: f.hostsCPU() - m.agents,
 		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev}
+}
+
+// batchTimes is one batch of a finished rollout: from its first node's
+// start to its last node's finish, and from there to the next batch's
+// first start.
+type batchTimes struct{ span, gap time.Duration }
+
+// batches groups a finished rollout's nodes by their start (a batch's
+// nodes start in one step) in start order.
+func batches(r *api.Rollout) []batchTimes {
+	type group struct{ start, finish time.Time }
+	var gs []group
+	for _, p := range r.Status.Nodes {
+		if p.StartedAt.IsZero() {
+			continue
+		}
+		i := slices.IndexFunc(gs, func(g group) bool { return g.start.Equal(p.StartedAt) })
+		if i < 0 {
+			gs = append(gs, group{start: p.StartedAt})
+			i = len(gs) - 1
+		}
+		if p.FinishedAt.After(gs[i].finish) {
+			gs[i].finish = p.FinishedAt
+		}
+	}
+	slices.SortFunc(gs, func(a, b group) int { return a.start.Compare(b.start) })
+	out := make([]batchTimes, len(gs))
+	for i, g := range gs {
+		out[i].span = g.finish.Sub(g.start)
+		if i+1 < len(gs) {
+			out[i].gap = gs[i+1].start.Sub(g.finish)
+		}
+	}
+	return out
+}
+
+func median[T any](xs []T, of func(T) time.Duration) time.Duration {
+	if len(xs) == 0 {
+		return 0
+	}
+	ds := make([]time.Duration, len(xs))
+	for i, x := range xs {
+		ds[i] = of(x)
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// writesByDir counts the store's writes (puts and deletes) between
+// revisions from and to by the directory of their key (its first path
+// element).
+func (f *fleet) writesByDir(ctx context.Context, tb testing.TB, from, to int64) map[string]int {
+	tb.Helper()
+	out := map[string]int{}
+	if to <= from {
+		return out
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for resp := range f.st.Client().Watch(wctx, "", clientv3.WithPrefix(), clientv3.WithRev(from+1)) {
+		if err := resp.Err(); err != nil {
+			tb.Fatal(err)
+		}
+		for _, ev := range resp.Events {
+			if ev.Kv.ModRevision > to {
+				return out
+			}
+			dir, _, _ := strings.Cut(strings.TrimPrefix(string(ev.Kv.Key), "/"), "/")
+			out[dir]++
+			if ev.Kv.ModRevision == to {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// registered holds for a machine's Node once its agent is ready: its
+// record names its heartbeat's lease (the agent's last write on its way
+// in).
+func registered(nd *api.Node) bool {
+	return nd.Status.Phase == api.NodeRegistered && nd.Status.Lease != 0
 }
