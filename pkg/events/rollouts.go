@@ -41,13 +41,17 @@ func deriveRollout(c Change) ([]Event, error) {
 		add(c.event(st.StartedAt, api.KindRollout, name, Normal, RolloutStarted,
 			fmt.Sprintf("rollout %s started on %d nodes: %s", name, len(st.Nodes), nodeNames(st.Nodes)), ""))
 	}
+	// The previous nodes by name: a rollout of many nodes changes a few
+	// of them per write.
+	prevNodes := map[string]*api.NodeProgress{}
+	if prev != nil {
+		for i := range prev.Status.Nodes {
+			prevNodes[prev.Status.Nodes[i].Name] = &prev.Status.Nodes[i]
+		}
+	}
 	for _, p := range st.Nodes {
-		if prev != nil {
-			if q := prev.Node(p.Name); q != nil {
-				if q.Phase == p.Phase && q.FinishedAt.Equal(p.FinishedAt) {
-					continue
-				}
-			}
+		if q := prevNodes[p.Name]; q != nil && q.Phase == p.Phase && q.FinishedAt.Equal(p.FinishedAt) {
+			continue
 		}
 		switch p.Phase {
 		case api.NodeDone:
@@ -64,15 +68,15 @@ func deriveRollout(c Change) ([]Event, error) {
 	if prev != nil && prev.Status.Phase == st.Phase {
 		return out, nil
 	}
-	was := api.RolloutPending
+	before := api.RolloutPending
 	if prev != nil {
-		was = prev.Status.Phase
+		before = prev.Status.Phase
 	}
 	switch st.Phase {
 	case api.RolloutPaused:
 		add(c.event(st.UpdatedAt, api.KindRollout, name, Normal, RolloutPaused, fmt.Sprintf("rollout %s paused", name), ""))
 	case api.RolloutRunning:
-		if was == api.RolloutPaused {
+		if before == api.RolloutPaused {
 			add(c.event(st.UpdatedAt, api.KindRollout, name, Normal, RolloutResumed, fmt.Sprintf("rollout %s resumed", name), ""))
 		}
 	case api.RolloutHalted:
