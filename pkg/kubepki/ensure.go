@@ -24,6 +24,11 @@ type Result struct {
 	// Waiting names the secrets a user must give before the leaves they
 	// sign can be issued (<c>-etcd for provider external).
 	Waiting []string
+	// Until is when the first of the secrets Ensure keeps current falls
+	// due by the clock alone (a leaf's renewal, the bootstrap token's
+	// rotation; Until). While the secrets and c stay as Ensure left them,
+	// another Ensure before Until changes nothing. Set by Ensure only.
+	Until time.Time
 }
 
 // Ensure makes cluster c's secrets exist and its leaves current, in the
@@ -140,7 +145,53 @@ func Ensure(ctx context.Context, s *secrets.Store, c Cluster, now time.Time) (Re
 	}
 	renewed, err := renew(ctx, s, c, have, now)
 	res.Renewed = renewed
+	if err == nil {
+		res.Until = Until(c, have, now)
+	}
 	return res, err
+}
+
+// Until is when the first of cluster c's secrets in have falls due by the
+// clock alone at or after now: a leaf's renewal (a third of its lifetime
+// left, pki.DueLeaves) or the bootstrap token's rotation
+// (BootstrapTokenDue), a second early. A leaf or token missing,
+// unreadable or not valid yet is due at now. A leaf whose issuer is
+// unknown is left out: it is not issued until the issuer exists. It is
+// pure.
+func Until(c Cluster, have map[string]*api.Secret, now time.Time) time.Time {
+	until := now.Add(BootstrapTokenTTL)
+	_, certs := issuers(c, have)
+	for _, l := range Leaves(c) {
+		if certs[l.Issuer] == nil {
+			continue
+		}
+		cert, _ := observe(l, have[l.Secret])
+		if cert == nil || now.Before(cert.NotBefore) {
+			return now
+		}
+		lifetime := cert.NotAfter.Sub(cert.NotBefore)
+		until = minTime(until, cert.NotAfter.Add(-lifetime/3-time.Second))
+	}
+	tok := have[BootstrapTokenSecret(c.Name)]
+	if tok == nil {
+		return now
+	}
+	t, err := ParseBootstrapToken(tok.Spec.Data)
+	if err != nil {
+		return now
+	}
+	until = minTime(until, t.Expires.Add(-BootstrapTokenTTL/3-time.Second))
+	if until.Before(now) {
+		return now
+	}
+	return until
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // ensureClusterCA makes <c>-ca from the user's CA or a new one; a user CA
