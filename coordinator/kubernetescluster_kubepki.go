@@ -44,6 +44,9 @@ type KubePKISecrets struct {
 	NicoCA *pki.CA
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+
+	// cache skips the full check of a cluster whose inputs are unchanged.
+	cache ensureCache
 }
 
 func (k *KubePKISecrets) now() time.Time {
@@ -53,7 +56,11 @@ func (k *KubePKISecrets) now() time.Time {
 	return time.Now()
 }
 
-// Ensure implements ClusterSecrets.
+// Ensure implements ClusterSecrets. A cluster whose inputs and marks
+// (ensureCache) are those of its last full check in this term, before
+// its first secret falls due, gets its host files without the check;
+// any other does the full check: kubepki.Ensure, the etcd identity, each
+// machine's projection.
 func (k *KubePKISecrets) Ensure(ctx context.Context, fence store.Fence, kc *api.KubernetesCluster, req SecretsRequest) (map[string][]api.HostFile, error) {
 	name := kc.Metadata.Name
 	provider := kubepki.Provider(kc.Spec.Etcd.ProviderOrDefault())
@@ -72,18 +79,6 @@ func (k *KubePKISecrets) Ensure(ctx context.Context, fence store.Fence, kc *api.
 	}
 	slices.Sort(c.APIServerNames)
 	c.APIServerNames = slices.Compact(c.APIServerNames)
-	if _, err := kubepki.Ensure(ctx, k.Secrets.Fenced(fence), c, k.now()); err != nil {
-		return nil, err
-	}
-	if provider == kubepki.ProviderNico {
-		ensure := kubepki.EnsureEtcdIdentity
-		if kc.Spec.Etcd.Namespace {
-			ensure = kubepki.EnsureNamespacedEtcdIdentity
-		}
-		if _, err := ensure(ctx, k.Root, name); err != nil {
-			return nil, err
-		}
-	}
 	layout := kubepki.Layout{Cluster: name, Provider: provider, DistributionKubeconfig: distKubeconfig}
 	if k.NicoCA != nil {
 		layout.NicoCACertPEM = k.NicoCA.CertPEM
@@ -94,13 +89,54 @@ func (k *KubePKISecrets) Ensure(ctx context.Context, fence store.Fence, kc *api.
 		if slices.Contains(req.ControlPlane, m) {
 			role = kubepki.RoleControlPlane
 		}
-		files := layout.HostFiles(m, role)
-		if err := k.project(ctx, fence, name, m, files); err != nil {
-			return nil, err
+		out[m] = layout.HostFiles(m, role)
+	}
+	now := k.now()
+	inputs := ensureInputs(c, kc.Spec.Etcd.Namespace, req.ControlPlane)
+	// Marks that cannot be read leave the check to do and nothing to
+	// remember: the check reads the store itself and says what failed.
+	marks, marksErr := k.marks(ctx, c)
+	if marksErr == nil && k.cache.fresh(fence, name, inputs, marks, now) {
+		return out, nil
+	}
+	k.cache.forget(name)
+	until, err := k.check(ctx, fence, c, kc.Spec.Etcd.Namespace, out, now)
+	if err != nil {
+		return nil, err
+	}
+	if marksErr == nil {
+		if recheck := now.Add(pkiRecheck); recheck.Before(until) {
+			until = recheck
 		}
-		out[m] = files
+		k.cache.remember(fence, name, ensureEntry{inputs: inputs, marks: marks, at: now, until: until})
 	}
 	return out, nil
+}
+
+// check is Ensure's full check of cluster c at now: its secrets made and
+// renewed, its etcd identity (provider nico), each machine's files
+// sealed to it. It returns when the first of the secrets falls due.
+func (k *KubePKISecrets) check(ctx context.Context, fence store.Fence, c kubepki.Cluster, namespaced bool, files map[string][]api.HostFile, now time.Time) (time.Time, error) {
+	k.cache.checked()
+	res, err := kubepki.Ensure(ctx, k.Secrets.Fenced(fence), c, now)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if c.Provider == kubepki.ProviderNico {
+		ensure := kubepki.EnsureEtcdIdentity
+		if namespaced {
+			ensure = kubepki.EnsureNamespacedEtcdIdentity
+		}
+		if _, err := ensure(ctx, k.Root, c.Name); err != nil {
+			return time.Time{}, err
+		}
+	}
+	for _, m := range c.Machines {
+		if err := k.project(ctx, fence, c.Name, m, files[m]); err != nil {
+			return time.Time{}, err
+		}
+	}
+	return res.Until, nil
 }
 
 // project seals machine's values to its node certificate.
@@ -144,6 +180,7 @@ func (k *KubePKISecrets) Released(ctx context.Context, fence store.Fence, _ *api
 // under the cluster's prefix (gone for good), the secrets, and what the
 // machines it last held were given.
 func (k *KubePKISecrets) Delete(ctx context.Context, fence store.Fence, kc *api.KubernetesCluster) error {
+	k.cache.forget(kc.Metadata.Name)
 	machines := append(slices.Clone(kc.Status.ControlPlane.Machines), kc.Status.DataPlane.Machines...)
 	return kubepki.Delete(ctx, k.Root, k.Secrets.Fenced(fence), kc.Metadata.Name, machines)
 }
