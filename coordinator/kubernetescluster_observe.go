@@ -40,6 +40,9 @@ type clusterFleet struct {
 	// a dead VM is never replaced).
 	live             map[string]api.NodeLiveness
 	replaceDeadAfter time.Duration
+	// addrs are the machines' addresses, worked out once per read
+	// (addresses): every cluster's selection asks for each machine's.
+	addrs map[string][]string
 }
 
 // deadSince is when the liveness record saw machine die (zero: not dead).
@@ -166,20 +169,18 @@ func index[T any, PT interface {
 // registered nodes (labels from the node) and the machines of pools whose
 // node has not registered yet.
 func (f *clusterFleet) candidates(cluster string, now time.Time) []kubeplan.Machine {
-	var out []kubeplan.Machine
-	seen := map[string]bool{}
+	out := make([]kubeplan.Machine, 0, len(f.nodes)+len(f.machines))
 	for name, n := range f.nodes {
 		if n.Status.Phase == api.NodeRemoved {
 			continue
 		}
-		seen[name] = true
 		cfg := f.configs[name]
 		out = append(out, kubeplan.Machine{Name: name, Labels: n.Spec.Labels, Discoverable: f.alive[name],
 			HasConfiguration: cfg != nil && !kubeplan.OwnedBy(cfg.Metadata.OwnerReferences, cluster),
 			ClaimedBy:        f.claims[name], Claim: f.claimOf(name), Addresses: f.addresses(name), Replace: f.replace(name, now)})
 	}
 	for name, m := range f.machines {
-		if !seen[name] {
+		if n := f.nodes[name]; n == nil || n.Status.Phase == api.NodeRemoved {
 			out = append(out, kubeplan.Machine{Name: name, HasConfiguration: m.Status.HasConfiguration, ClaimedBy: f.claims[name], Claim: m.Spec.Claim, Addresses: m.Status.Addresses})
 		}
 	}
@@ -187,8 +188,21 @@ func (f *clusterFleet) candidates(cluster string, now time.Time) []kubeplan.Mach
 }
 
 // addresses are machine's addresses: its Machine's, else the hosts of its
-// node's etcd and gossip URLs.
+// node's etcd and gossip URLs. The slice is the fleet's, shared by every
+// caller: read it, do not change it.
 func (f *clusterFleet) addresses(machine string) []string {
+	if as, ok := f.addrs[machine]; ok {
+		return as
+	}
+	as := f.readAddresses(machine)
+	if f.addrs == nil {
+		f.addrs = map[string][]string{}
+	}
+	f.addrs[machine] = as
+	return as
+}
+
+func (f *clusterFleet) readAddresses(machine string) []string {
 	if m := f.machines[machine]; m != nil && len(m.Status.Addresses) > 0 {
 		return slices.Clone(m.Status.Addresses)
 	}

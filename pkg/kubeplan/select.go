@@ -75,7 +75,7 @@ func (s Selection) All() []string {
 // another claim asked for is never taken. The control plane is
 // chosen first; a machine is never in both parts.
 func Select(cluster string, cp, dp Group, machines []Machine) Selection {
-	byName := map[string]Machine{}
+	byName := make(map[string]Machine, len(machines))
 	for _, m := range machines {
 		byName[m.Name] = m
 	}
