@@ -223,7 +223,8 @@ func (c Cluster) ensureClusterCA(have map[string]*api.Secret, create func(string
 
 // Renew re-issues cluster c's leaves that are due (Due) at now, and
 // returns them. It is the periodic step: the coordinator's leader runs it
-// on every pass of the cluster, well within LeafValidity/3.
+// (through Ensure) on a cluster's pass whenever the cluster's secrets
+// changed or Until has come, well within LeafValidity/3.
 func Renew(ctx context.Context, s *secrets.Store, c Cluster, now time.Time) ([]DueLeaf, error) {
 	if err := c.validate(); err != nil {
 		return nil, err
