@@ -40,9 +40,11 @@ type clusterFleet struct {
 	// a dead VM is never replaced).
 	live             map[string]api.NodeLiveness
 	replaceDeadAfter time.Duration
-	// addrs are the machines' addresses, worked out once per read
-	// (addresses): every cluster's selection asks for each machine's.
+	// addrs are the machines' addresses and bases the candidates, each
+	// worked out once per read (addresses, candidates): every cluster's
+	// selection asks for every machine's.
 	addrs map[string][]string
+	bases []fleetCandidate
 }
 
 // deadSince is when the liveness record saw machine die (zero: not dead).
@@ -167,21 +169,51 @@ func index[T any, PT interface {
 
 // candidates are the fleet's machines as cluster's selection sees them: the
 // registered nodes (labels from the node) and the machines of pools whose
-// node has not registered yet.
+// node has not registered yet. What no cluster changes during a pass is
+// worked out once (fleetCandidates); each cluster's adds who holds each
+// machine now (claims change as the clusters before it claim), whether
+// its configuration is another's and whether it is to be replaced.
 func (f *clusterFleet) candidates(cluster string, now time.Time) []kubeplan.Machine {
-	out := make([]kubeplan.Machine, 0, len(f.nodes)+len(f.machines))
+	if f.bases == nil {
+		f.bases = f.fleetCandidates()
+	}
+	out := make([]kubeplan.Machine, len(f.bases))
+	for i := range f.bases {
+		b := &f.bases[i]
+		m := b.Machine
+		m.ClaimedBy = f.claims[m.Name]
+		if b.node {
+			m.HasConfiguration = b.cfg != nil && !kubeplan.OwnedBy(b.cfg.Metadata.OwnerReferences, cluster)
+			// Only a machine a claim asked for is ever replaced.
+			m.Replace = m.Claim != "" && f.replace(m.Name, now)
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// fleetCandidate is a machine as every cluster's selection sees it in one
+// pass; node: a registered node's (cfg its configuration), else a pool's
+// machine not registered yet.
+type fleetCandidate struct {
+	kubeplan.Machine
+	node bool
+	cfg  *api.NixosConfiguration
+}
+
+// fleetCandidates are the candidates' fields no cluster changes in a pass.
+func (f *clusterFleet) fleetCandidates() []fleetCandidate {
+	out := make([]fleetCandidate, 0, len(f.nodes)+len(f.machines))
 	for name, n := range f.nodes {
 		if n.Status.Phase == api.NodeRemoved {
 			continue
 		}
-		cfg := f.configs[name]
-		out = append(out, kubeplan.Machine{Name: name, Labels: n.Spec.Labels, Discoverable: f.alive[name],
-			HasConfiguration: cfg != nil && !kubeplan.OwnedBy(cfg.Metadata.OwnerReferences, cluster),
-			ClaimedBy:        f.claims[name], Claim: f.claimOf(name), Addresses: f.addresses(name), Replace: f.replace(name, now)})
+		out = append(out, fleetCandidate{node: true, cfg: f.configs[name],
+			Machine: kubeplan.Machine{Name: name, Labels: n.Spec.Labels, Discoverable: f.alive[name], Claim: f.claimOf(name), Addresses: f.addresses(name)}})
 	}
 	for name, m := range f.machines {
 		if n := f.nodes[name]; n == nil || n.Status.Phase == api.NodeRemoved {
-			out = append(out, kubeplan.Machine{Name: name, HasConfiguration: m.Status.HasConfiguration, ClaimedBy: f.claims[name], Claim: m.Spec.Claim, Addresses: m.Status.Addresses})
+			out = append(out, fleetCandidate{Machine: kubeplan.Machine{Name: name, HasConfiguration: m.Status.HasConfiguration, Claim: m.Spec.Claim, Addresses: m.Status.Addresses}})
 		}
 	}
 	return out
