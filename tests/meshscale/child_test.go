@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,7 @@ type childMesh struct {
 	members   []*member
 	want      int    // alive count every member should see
 	victim    string // the member whose failure is being watched
+	seenSent  bool   // the victim's SeenTimes have been reported
 	fullSince int64
 }
 
@@ -59,6 +61,7 @@ func runChild(specJSON string, in io.Reader, out io.Writer) int {
 		return 2
 	}
 	c.want = c.spec.Total
+	base := rssKiB(os.Getpid())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -70,7 +73,7 @@ func runChild(specJSON string, in io.Reader, out io.Writer) int {
 		c.send(report{Type: repError, Err: err.Error()})
 		return 1
 	}
-	c.send(report{Type: repStarted, Members: c.spec.Count})
+	c.send(report{Type: repStarted, Members: c.spec.Count, BaseKiB: base})
 	<-ctx.Done()
 	return 0
 }
@@ -163,6 +166,7 @@ func (c *childMesh) watch(name string) {
 	c.victim = name
 	c.want--
 	c.fullSince = 0
+	c.seenSent = false
 	for _, m := range c.members {
 		m.seenAt, m.deadAt = 0, 0
 	}
@@ -226,12 +230,22 @@ func (c *childMesh) view() report {
 			if m.seenAt != 0 {
 				r.Seen++
 				r.LastSeen = max(r.LastSeen, m.seenAt)
+			} else if r.Unseen == "" && m.name != c.victim {
+				r.Unseen = m.name
 			}
 			if m.deadAt != 0 {
 				r.Dead++
 				r.LastDead = max(r.LastDead, m.deadAt)
 			}
 		}
+	}
+	if c.victim != "" && !c.seenSent && r.Seen == r.Members {
+		for _, m := range c.members {
+			if !m.crashed {
+				r.SeenTimes = append(r.SeenTimes, m.seenAt)
+			}
+		}
+		c.seenSent = true
 	}
 	started := len(c.members) == c.spec.Count
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -50,10 +51,11 @@ func BenchmarkMeshScale(b *testing.B) {
 			r := runMesh(b, n)
 			sfx := fmt.Sprintf("-n%d", n)
 			b.ReportMetric(r.converged.Seconds(), "s/converge"+sfx)
+			b.ReportMetric(median(r.suspect99).Seconds(), "s/suspect99-p50"+sfx)
 			b.ReportMetric(median(r.suspect).Seconds(), "s/suspect-p50"+sfx)
 			b.ReportMetric(median(r.dead).Seconds(), "s/detect-p50"+sfx)
 			b.ReportMetric(slices.Max(r.dead).Seconds(), "s/detect-max"+sfx)
-			b.ReportMetric(float64(r.rssKiB)/1024/float64(n)*1000, "MiB-rss/1000"+sfx)
+			b.ReportMetric(r.memberKiB()/1024*1000, "MiB-rss/1000"+sfx)
 			b.Logf("%s", r)
 		}
 	}
@@ -67,7 +69,9 @@ type result struct {
 	alive99        time.Duration   // until 99% of (member, peer) views were alive
 	converged      time.Duration   // until every member saw every member alive
 	suspect, dead  []time.Duration // per crash, until every other member saw it suspect (or dead), dead
+	suspect99      []time.Duration // per crash, until 99% of the others saw it suspect (or dead)
 	rssKiB         int64           // the children's resident memory once converged
+	baseKiB        int64           // theirs before their first member started
 	cpuConverge    float64         // the children's CPU seconds until converged
 	cpuIdlePercent float64         // their CPU during the crashes, in % of one core
 	udpErrors      int64           // UDP datagrams the host dropped on receive meanwhile
@@ -76,12 +80,16 @@ type result struct {
 
 func (r result) String() string {
 	return fmt.Sprintf("meshscale: %d members in %d processes, tune %s: all started %.1fs, 99%% of views alive %.1fs, converged %.1fs; "+
-		"crash to every member seeing it suspect p50 %.1fs, dead p50 %.1fs max %.1fs (%d crashes); "+
-		"RSS %.0f MiB (%.0f KiB/member); children's CPU %.0fs to converge, %.0f%% of a core after; host UDP receive errors +%d; load %s",
+		"crash to 99%% of the members seeing it suspect p50 %.1fs, all %.1fs, all seeing it dead p50 %.1fs max %.1fs (%d crashes); "+
+		"RSS %.0f MiB (%.0f MiB before the members; %.0f KiB/member); children's CPU %.0fs to converge, %.0f%% of a core after; host UDP receive errors +%d; load %s",
 		r.n, r.procs, r.tune, r.started.Seconds(), r.alive99.Seconds(), r.converged.Seconds(),
-		median(r.suspect).Seconds(), median(r.dead).Seconds(), slices.Max(r.dead).Seconds(), len(r.dead),
-		float64(r.rssKiB)/1024, float64(r.rssKiB)/float64(r.n), r.cpuConverge, r.cpuIdlePercent, r.udpErrors, r.load)
+		median(r.suspect99).Seconds(), median(r.suspect).Seconds(), median(r.dead).Seconds(), slices.Max(r.dead).Seconds(), len(r.dead),
+		float64(r.rssKiB)/1024, float64(r.baseKiB)/1024, r.memberKiB(), r.cpuConverge, r.cpuIdlePercent, r.udpErrors, r.load)
 }
+
+// memberKiB is the children's resident memory per member, less what
+// they held before their first member started.
+func (r result) memberKiB() float64 { return float64(r.rssKiB-r.baseKiB) / float64(r.n) }
 
 // runMesh starts n members over the children, waits for convergence,
 // crashes members one after another and returns the figures; any failure
@@ -150,7 +158,11 @@ func runMesh(b *testing.B, n int) result {
 			case repExit:
 				fail("child %d exited: %s", t.child, t.r.Err)
 			case repView:
-				procs[t.child].last = t.r
+				p := procs[t.child]
+				p.last = t.r
+				if t.r.SeenTimes != nil {
+					p.seenTimes, p.seenOf = t.r.SeenTimes, t.r.Victim
+				}
 			}
 			return t
 		case <-deadline:
@@ -190,6 +202,7 @@ func runMesh(b *testing.B, n int) result {
 		})
 		switch t.r.Type {
 		case repStarted:
+			r.baseKiB += t.r.BaseKiB
 			if startedChildren++; startedChildren == k {
 				r.started = time.Since(start)
 			}
@@ -244,6 +257,7 @@ func runMesh(b *testing.B, n int) result {
 			default:
 			}
 			if seen, dead, ok := detected(procs, name); ok {
+				r.suspect99 = append(r.suspect99, time.Duration(seenBy(procs, name, 0.99)-crashedAt))
 				r.suspect = append(r.suspect, time.Duration(seen-crashedAt))
 				r.dead = append(r.dead, time.Duration(dead-crashedAt))
 				break
@@ -302,12 +316,31 @@ func detected(procs []*proc, name string) (seen, dead int64, ok bool) {
 	return seen, dead, true
 }
 
+// seenBy is when the given share of the running members had seen name
+// suspect or dead, from their SeenTimes.
+func seenBy(procs []*proc, name string, share float64) int64 {
+	var all []int64
+	for _, p := range procs {
+		if p.seenOf == name {
+			all = append(all, p.seenTimes...)
+		}
+	}
+	if len(all) == 0 {
+		return 0
+	}
+	slices.Sort(all)
+	return all[max(0, int(math.Ceil(share*float64(len(all))))-1)]
+}
+
 // views describes the children's latest views.
 func views(procs []*proc) string {
 	var out []string
 	for _, p := range procs {
 		v := p.last
 		out = append(out, fmt.Sprintf("child %d: %d of %d members see %d alive; victim %q seen by %d, dead to %d", p.spec.Index, v.Full, v.Members, v.Want, v.Victim, v.Seen, v.Dead))
+		if v.Unseen != "" && v.Seen > 0 {
+			out[len(out)-1] += fmt.Sprintf(" (not seen by %s)", v.Unseen)
+		}
 	}
 	return strings.Join(out, "; ")
 }

@@ -30,6 +30,9 @@ type proc struct {
 	stderr string        // file holding its stderr
 	done   chan struct{} // closed once it has exited and its stdout is read
 	last   report        // its latest view
+	// seenTimes are its members' SeenTimes of the victim seenOf.
+	seenTimes []int64
+	seenOf    string
 }
 
 // spawn starts the test binary as a child running spec; its reports, and

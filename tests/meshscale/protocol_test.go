@@ -20,7 +20,7 @@ const seedMembers = 3
 // Report types, child to parent.
 const (
 	repSeeds   = "seeds"   // Addrs: child 0's seed members are up
-	repStarted = "started" // every member of the child has started
+	repStarted = "started" // every member of the child has started; BaseKiB
 	repView    = "view"    // the child's members' views, every viewEvery
 	repCrashed = "crashed" // Victim was shut down at At
 	repError   = "error"   // Err: the child cannot go on
@@ -33,6 +33,8 @@ type report struct {
 	At    int64    `json:"at"`
 	Addrs []string `json:"addrs,omitempty"`
 	Err   string   `json:"err,omitempty"`
+	// BaseKiB is the child's resident memory before its first member.
+	BaseKiB int64 `json:"baseKiB,omitempty"`
 
 	// Members is how many of the child's members run (crashed ones not
 	// counted); Want is the alive count each should see.
@@ -53,6 +55,11 @@ type report struct {
 	Dead     int    `json:"dead,omitempty"`
 	LastSeen int64  `json:"lastSeen,omitempty"`
 	LastDead int64  `json:"lastDead,omitempty"`
+	// SeenTimes lists, once every member has seen the victim suspect or
+	// dead, when each first did (in the first such report only).
+	SeenTimes []int64 `json:"seenTimes,omitempty"`
+	// Unseen names a member that sees the victim neither suspect nor dead.
+	Unseen string `json:"unseen,omitempty"`
 }
 
 // Commands, parent to child, one a line.
