@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,11 +34,14 @@ type childMesh struct {
 	outMu sync.Mutex
 	out   *json.Encoder
 
+	// mu guards the member list; viewMu the views (what each member has
+	// seen of the victim), so a slow member delays reports, not starts.
 	mu        sync.Mutex
 	members   []*member
-	want      int    // alive count every member should see
-	victim    string // the member whose failure is being watched
-	seenSent  bool   // the victim's SeenTimes have been reported
+	viewMu    sync.Mutex // and each member's crashed, seenAt and deadAt
+	want      int        // alive count every member should see
+	victim    string     // the member whose failure is being watched
+	seenSent  bool       // the victim's SeenTimes have been reported
 	fullSince int64
 }
 
@@ -53,7 +57,8 @@ type member struct {
 }
 
 // runChild runs the members spec (JSON) describes, reporting on out, until
-// in closes; it returns the process's exit code.
+// in closes; it returns the process's exit code. The members do not leave
+// when in closes: the process ends as a crash would end it.
 func runChild(specJSON string, in io.Reader, out io.Writer) int {
 	c := &childMesh{log: slog.New(slog.DiscardHandler), out: json.NewEncoder(out)}
 	if err := json.Unmarshal([]byte(specJSON), &c.spec); err != nil {
@@ -64,18 +69,27 @@ func runChild(specJSON string, in io.Reader, out io.Writer) int {
 	base := rssKiB(os.Getpid())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	closed := make(chan struct{})
 	go func() {
-		defer cancel() // the parent closed stdin, or is gone
+		defer close(closed) // the parent closed stdin, or is gone
 		c.commands(bufio.NewScanner(in))
 	}()
 	go c.views(ctx)
-	if err := c.start(ctx); err != nil {
-		c.send(report{Type: repError, Err: err.Error()})
-		return 1
+	started := make(chan error, 1)
+	go func() { started <- c.start(ctx) }()
+	for {
+		select {
+		case <-closed:
+			return 0
+		case err := <-started:
+			if err != nil {
+				c.send(report{Type: repError, Err: err.Error()})
+				return 1
+			}
+			c.send(report{Type: repStarted, Members: c.spec.Count, BaseKiB: base})
+			started = nil
+		}
 	}
-	c.send(report{Type: repStarted, Members: c.spec.Count, BaseKiB: base})
-	<-ctx.Done()
-	return 0
 }
 
 // start starts the child's members one after another, each once the one
@@ -161,13 +175,13 @@ func (c *childMesh) commands(sc *bufio.Scanner) {
 // watch makes name the victim: one member fewer is alive, and every
 // member's view of name is followed from now on.
 func (c *childMesh) watch(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.viewMu.Lock()
+	defer c.viewMu.Unlock()
 	c.victim = name
 	c.want--
 	c.fullSince = 0
 	c.seenSent = false
-	for _, m := range c.members {
+	for _, m := range c.all() {
 		m.seenAt, m.deadAt = 0, 0
 	}
 }
@@ -175,20 +189,21 @@ func (c *childMesh) watch(name string) {
 // crash shuts name's member down without leaving (its ports close, as when
 // its process is killed) and reports the time.
 func (c *childMesh) crash(name string) {
-	c.mu.Lock()
+	c.viewMu.Lock()
 	var victim *member
-	for _, m := range c.members {
+	for _, m := range c.all() {
 		if m.name == name && !m.crashed {
 			victim = m
 		}
 	}
+	if victim != nil {
+		victim.crashed = true
+	}
+	c.viewMu.Unlock()
 	if victim == nil {
-		c.mu.Unlock()
 		c.send(report{Type: repError, Err: fmt.Sprintf("crash %s: no such running member", name)})
 		return
 	}
-	victim.crashed = true
-	c.mu.Unlock()
 	at := time.Now()
 	_ = victim.mesh.Shutdown()
 	victim.cancel() // its Run ends; the leave it tries finds the mesh shut down
@@ -212,16 +227,22 @@ func (c *childMesh) views(ctx context.Context) {
 // view counts the running members' views: how many see every member
 // alive, and, while a victim is watched, how many see it suspect or dead.
 func (c *childMesh) view() report {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.viewMu.Lock()
+	defer c.viewMu.Unlock()
 	r := report{Type: repView, At: time.Now().UnixNano(), Want: c.want, Victim: c.victim}
-	for _, m := range c.members {
+	members := c.all()
+	for _, m := range members {
 		if m.crashed {
 			continue
 		}
 		r.Members++
-		alive := m.mesh.StateCounts()[gossip.Alive]
+		counts := m.mesh.StateCounts()
+		alive := counts[gossip.Alive]
 		r.AliveViews += alive
+		r.SuspectViews += counts[gossip.Suspect]
+		for _, k := range counts {
+			r.KnownViews += k
+		}
 		if alive == c.want {
 			r.Full++
 		}
@@ -240,14 +261,14 @@ func (c *childMesh) view() report {
 		}
 	}
 	if c.victim != "" && !c.seenSent && r.Seen == r.Members {
-		for _, m := range c.members {
+		for _, m := range members {
 			if !m.crashed {
 				r.SeenTimes = append(r.SeenTimes, m.seenAt)
 			}
 		}
 		c.seenSent = true
 	}
-	started := len(c.members) == c.spec.Count
+	started := len(members) == c.spec.Count
 	switch {
 	case !started || r.Full < r.Members:
 		c.fullSince = 0
@@ -256,6 +277,13 @@ func (c *childMesh) view() report {
 	}
 	r.FullSince = c.fullSince
 	return r
+}
+
+// all is the members started so far, crashed ones included.
+func (c *childMesh) all() []*member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.members)
 }
 
 // follow records when m first saw victim suspect and dead.

@@ -187,13 +187,14 @@ func runMesh(b *testing.B, n int) result {
 	// Convergence: every child's latest view has all its members seeing
 	// every member alive.
 	convWait := time.After(*flagConvergeWait)
+	load := &loadSampler{at: start, udp: udp0}
 	every := time.NewTicker(*flagTrace)
 	defer every.Stop()
 	startedChildren := 0
 	for r.converged == 0 {
 		select {
 		case <-every.C:
-			progress("%d members, %.0fs: %.2f%% of views alive, load %s", n, time.Since(start).Seconds(), 100*aliveShare(procs, n), loadavg())
+			progress("%d members, %.0fs: %s", n, time.Since(start).Seconds(), load.sample(procs, n))
 			continue
 		default:
 		}
@@ -275,6 +276,34 @@ func runMesh(b *testing.B, n int) result {
 		fail("no crash measured (-nico.meshscale.kills=%d)", *flagKills)
 	}
 	return r
+}
+
+// loadSampler describes the mesh and the host between two samples.
+type loadSampler struct {
+	at  time.Time
+	cpu float64
+	udp int64
+}
+
+// sample describes the children's latest views, their CPU since the last
+// sample (200% is both cores of a 2-core host), their RSS, the host's UDP
+// receive errors since then and its load.
+func (l *loadSampler) sample(procs []*proc, n int) string {
+	var alive, suspect, known int
+	var cpu float64
+	var rss int64
+	for _, p := range procs {
+		alive, suspect, known = alive+p.last.AliveViews, suspect+p.last.SuspectViews, known+p.last.KnownViews
+		cpu += cpuSeconds(p.cmd.Process.Pid)
+		rss += rssKiB(p.cmd.Process.Pid)
+	}
+	now, udp := time.Now(), udpErrors()
+	views := float64(n * n)
+	out := fmt.Sprintf("views alive %.2f%%, suspect %.2f%%, known %.2f%%; children's CPU %.0f%%, RSS %d MiB; host UDP receive errors +%d, load %s",
+		100*float64(alive)/views, 100*float64(suspect)/views, 100*float64(known)/views,
+		100*(cpu-l.cpu)/now.Sub(l.at).Seconds(), rss/1024, udp-l.udp, loadavg())
+	l.at, l.cpu, l.udp = now, cpu, udp
+	return out
 }
 
 // aliveShare is the share of (member, peer) views alive in the children's

@@ -45,6 +45,10 @@ type report struct {
 	Full       int   `json:"full"`
 	FullSince  int64 `json:"fullSince,omitempty"`
 	AliveViews int   `json:"aliveViews"`
+	// SuspectViews counts the (member, peer) views suspect, KnownViews
+	// those of any state: a member that has not heard of a peer lacks one.
+	SuspectViews int `json:"suspectViews,omitempty"`
+	KnownViews   int `json:"knownViews,omitempty"`
 
 	// Victim is the member being watched (repView) or crashed (repCrashed).
 	// Seen counts the members that see it suspect or dead, Dead those that
