@@ -206,6 +206,7 @@ func runMesh(b *testing.B, n int) result {
 			r.baseKiB += t.r.BaseKiB
 			if startedChildren++; startedChildren == k {
 				r.started = time.Since(start)
+				progress("%d members, %.0fs: every member started", n, r.started.Seconds())
 			}
 		case repView:
 			if r.alive99 == 0 && aliveShare(procs, n) >= 0.99 {
