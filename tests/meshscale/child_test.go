@@ -34,14 +34,15 @@ type childMesh struct {
 	outMu sync.Mutex
 	out   *json.Encoder
 
-	// mu guards the member list; viewMu the views (what each member has
-	// seen of the victim), so a slow member delays reports, not starts.
+	// mu guards members; viewMu guards the fields below it and each
+	// member's crashed, seenAt and deadAt, so a slow member delays
+	// reports, never starts.
 	mu        sync.Mutex
 	members   []*member
-	viewMu    sync.Mutex // and each member's crashed, seenAt and deadAt
-	want      int        // alive count every member should see
-	victim    string     // the member whose failure is being watched
-	seenSent  bool       // the victim's SeenTimes have been reported
+	viewMu    sync.Mutex
+	want      int    // alive count every member should see
+	victim    string // the member whose failure is being watched
+	seenSent  bool   // the victim's SeenTimes have been reported
 	fullSince int64
 }
 
