@@ -281,29 +281,33 @@ func runMesh(b *testing.B, n int) result {
 
 // loadSampler describes the mesh and the host between two samples.
 type loadSampler struct {
-	at  time.Time
-	cpu float64
-	udp int64
+	at        time.Time
+	cpu, wait float64
+	udp       int64
 }
 
 // sample describes the children's latest views, their CPU since the last
-// sample (200% is both cores of a 2-core host), their RSS, the host's UDP
-// receive errors since then and its load.
+// sample (200% is both cores of a 2-core host) and how long their threads
+// waited for a CPU meanwhile (in the same unit: a starved mesh waits far
+// longer than it runs), their RSS, the host's UDP receive errors since
+// then and its load.
 func (l *loadSampler) sample(procs []*proc, n int) string {
 	var alive, suspect, known int
-	var cpu float64
+	var cpu, wait float64
 	var rss int64
 	for _, p := range procs {
 		alive, suspect, known = alive+p.last.AliveViews, suspect+p.last.SuspectViews, known+p.last.KnownViews
 		cpu += cpuSeconds(p.cmd.Process.Pid)
+		wait += runQueueSeconds(p.cmd.Process.Pid)
 		rss += rssKiB(p.cmd.Process.Pid)
 	}
 	now, udp := time.Now(), udpErrors()
 	views := float64(n * n)
-	out := fmt.Sprintf("views alive %.2f%%, suspect %.2f%%, known %.2f%%; children's CPU %.0f%%, RSS %d MiB; host UDP receive errors +%d, load %s",
+	dt := now.Sub(l.at).Seconds()
+	out := fmt.Sprintf("views alive %.2f%%, suspect %.2f%%, known %.2f%%; children's CPU %.0f%%, waiting for a CPU %.0f%%, RSS %d MiB; host UDP receive errors +%d, load %s",
 		100*float64(alive)/views, 100*float64(suspect)/views, 100*float64(known)/views,
-		100*(cpu-l.cpu)/now.Sub(l.at).Seconds(), rss/1024, udp-l.udp, loadavg())
-	l.at, l.cpu, l.udp = now, cpu, udp
+		100*(cpu-l.cpu)/dt, 100*(wait-l.wait)/dt, rss/1024, udp-l.udp, loadavg())
+	l.at, l.cpu, l.wait, l.udp = now, cpu, wait, udp
 	return out
 }
 

@@ -141,6 +141,27 @@ func cpuSeconds(pid int) float64 {
 	return (ut + st) / 100
 }
 
+// runQueueSeconds is how long a process's threads have been runnable but
+// waiting for a CPU, summed (the second field of each thread's schedstat).
+func runQueueSeconds(pid int) float64 {
+	dirs, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0
+	}
+	var ns float64
+	for _, d := range dirs {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, d.Name()))
+		if err != nil {
+			continue // the thread has exited
+		}
+		if f := strings.Fields(string(b)); len(f) >= 2 {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			ns += v
+		}
+	}
+	return ns / 1e9
+}
+
 // udpErrors is the host's count of UDP datagrams dropped on receive
 // (InErrors of /proc/net/snmp, which includes RcvbufErrors).
 func udpErrors() int64 {
