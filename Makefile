@@ -205,10 +205,11 @@ bench: etcd-binaries
 	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./tests/bench/ | tee bench.out
 	$(MAKE) bench-scale
 
-# bench-scale measures nico at fleet size (tests/scale): a real coordinator
-# and three etcd members against 100, 300 and 1 000 machines' agents.
+# bench-scale measures nico at fleet size: a real coordinator and three
+# etcd members against 100, 300 and 1 000 machines' agents (tests/scale),
+# and a gossip mesh over several processes (tests/meshscale).
 bench-scale: etcd-binaries
-	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/scale/ | tee bench-scale.out
+	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/scale/ ./tests/meshscale/ | tee bench-scale.out
 
 # demo: five agents as separate processes on loopback, grown through
 # learners and shrunk by removing two nodes, the etcd leader among them.

@@ -14,7 +14,7 @@ import (
 )
 
 var (
-	flagSizes        = flag.String("nico.meshscale.sizes", "1000", "mesh sizes, comma-separated")
+	flagSizes        = flag.String("nico.meshscale.sizes", "300", "mesh sizes, comma-separated (1 000 members do not converge on a 2-core machine: docs/performance.md)")
 	flagProcs        = flag.Int("nico.meshscale.procs", 4, "child processes the members are split over")
 	flagKills        = flag.Int("nico.meshscale.kills", 3, "members crashed one after another once the mesh has converged")
 	flagTune         = flag.String("nico.meshscale.tune", "large", "memberlist timings: large (the lan profile with tuneLarge), lan or wan (the product's profiles)")
