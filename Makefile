@@ -202,7 +202,7 @@ test-short: deps
 # and client availability through joins and removals. pipefail: a failed
 # benchmark fails make bench, not only tee.
 bench: etcd-binaries
-	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 60m ./tests/bench/ | tee bench.out
+	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/bench/ | tee bench.out
 	$(MAKE) bench-scale
 
 # bench-scale measures nico at fleet size: a real coordinator and three

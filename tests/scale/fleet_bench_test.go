@@ -73,6 +73,7 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	b.ReportMetric(float64(n)/registration.Seconds(), "machines/s")
 
 	// Idle: the fleet does nothing; heartbeats keep their leases.
+	f.quiet(ctx, b)
 	m := f.startMeter(ctx)
 	<-time.After(*flagIdle)
 	idle := f.stopMeter(ctx, m)
@@ -321,9 +322,27 @@ func (f *fleet) writesByDir(ctx context.Context, tb testing.TB, from, to int64) 
 	return out
 }
 
-// registered holds for a machine's Node once its agent is ready: its
-// record names its heartbeat's lease (the agent's last write on its way
-// in).
-func registered(nd *api.Node) bool {
-	return nd.Status.Phase == api.NodeRegistered && nd.Status.Lease != 0
+// registered holds for a machine's Node once its agent registered it.
+func registered(nd *api.Node) bool { return nd.Status.Phase == api.NodeRegistered }
+
+// quiet waits until the store takes no write for a second: the agents'
+// writes on their way in (each names its heartbeat lease in its Node
+// once it has one) are done.
+func (f *fleet) quiet(ctx context.Context, tb testing.TB) {
+	tb.Helper()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last := f.revision(ctx)
+	for {
+		select {
+		case <-ctx.Done():
+			tb.Fatalf("the store never went quiet: %v", ctx.Err())
+		case <-tick.C:
+		}
+		rev := f.revision(ctx)
+		if rev == last {
+			return
+		}
+		last = rev
+	}
 }
