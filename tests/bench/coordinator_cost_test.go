@@ -4,11 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"path/filepath"
-	"runtime/metrics"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,7 +14,6 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/tests/fleetkit"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 var (
@@ -70,48 +64,13 @@ type meter struct {
 }
 
 func startMeter() meter {
-	a, by := heapAllocs()
-	return meter{t0: time.Now(), cpu0: processCPU(), a0: a, by0: by}
+	a, by := fleetkit.HeapAllocs()
+	return meter{t0: time.Now(), cpu0: fleetkit.ProcessCPU(), a0: a, by0: by}
 }
 
 func (m meter) stop() cost {
-	a, by := heapAllocs()
-	return cost{wall: time.Since(m.t0), cpu: processCPU() - m.cpu0, allocs: a - m.a0, bytes: by - m.by0}
-}
-
-// processCPU is this process's user and system time; children (the etcd
-// members) are not in it.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func heapAllocs() (objects, bytes uint64) {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64(), s[1].Value.Uint64()
-}
-
-// costMember is one etcd child process of the measured cluster.
-type costMember struct {
-	name, peer, client string
-	rt                 member.Runtime
-}
-
-func startCostMember(ctx context.Context, tb testing.TB, bin etcdtest.Binary, name, peer, client, initial, state string) (*costMember, error) {
-	m := &costMember{name: name, peer: peer, client: client, rt: fleetkit.ExecRuntime(bin.Path)}
-	cfg := member.Config{
-		Name: name, DataDir: filepath.Join(tb.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
-		InitialCluster: initial, ClusterState: state, ClusterToken: "cost", TLS: etcdtest.MemberTLS(tb, name, peer, client),
-	}
-	tb.Cleanup(func() { _ = m.rt.Stop(context.Background()) })
-	if err := m.rt.Start(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	return m, nil
+	a, by := fleetkit.HeapAllocs()
+	return cost{wall: time.Since(m.t0), cpu: fleetkit.ProcessCPU() - m.cpu0, allocs: a - m.a0, bytes: by - m.by0}
 }
 
 // coordinatorCost starts three members and one coordinator, lets the leader
@@ -119,41 +78,18 @@ func startCostMember(ctx context.Context, tb testing.TB, bin etcdtest.Binary, na
 func coordinatorCost(b *testing.B, bin etcdtest.Binary) (idle, joins cost) {
 	ctx, cancel := context.WithTimeout(b.Context(), 10*time.Minute)
 	defer cancel()
-	var names, parts []string
-	urls := map[string][2]string{}
-	for i := range 3 {
-		name := fmt.Sprintf("cp-%d", i)
-		peer, client := etcdtest.URLs(b)
-		names, parts = append(names, name), append(parts, name+"="+peer)
-		urls[name] = [2]string{peer, client}
-	}
-	initial := strings.Join(parts, ",")
-	var wg sync.WaitGroup
-	errs := make(chan error, len(names))
 	var eps []string
-	for _, name := range names {
-		eps = append(eps, urls[name][1])
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := startCostMember(ctx, b, bin, name, urls[name][0], urls[name][1], initial, member.StateNew)
-			errs <- err
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
+	ms := fleetkit.StartBinaryCluster(ctx, b, bin, 3)
+	for _, m := range ms {
+		eps = append(eps, m.Client)
 	}
 	cli := etcdtest.NewClient(b, eps...)
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, name := range names {
-		registerNode(ctx, b, st, name, urls[name][0], urls[name][1])
+	for _, m := range ms {
+		fleetkit.RegisterMember(ctx, b, st, m.Name, m.Peer, m.Client)
 	}
 
 	coordCli := etcdtest.Dial(b, pki.RootIdentity, 5*time.Second, eps...)
@@ -204,30 +140,12 @@ func coordinatorCost(b *testing.B, bin etcdtest.Binary) (idle, joins cost) {
 	return idle, joins
 }
 
-// registerNode writes what an agent writes for a control-plane node: its
-// record and a heartbeat on a lease.
-func registerNode(ctx context.Context, tb testing.TB, st *store.Store, name, peer, client string) {
-	tb.Helper()
-	n := api.NewNode(name)
-	n.Spec = api.NodeSpec{Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client}
-	if err := st.Put(ctx, store.NodeKey(name), n); err != nil {
-		tb.Fatal(err)
-	}
-	lease, err := st.Client().Grant(ctx, 600)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := st.Client().Put(ctx, store.HeartbeatKey(name), "", clientv3.WithLease(lease.ID)); err != nil {
-		tb.Fatal(err)
-	}
-}
-
 // costJoin does what a joining agent does: registers, files a join request,
 // starts its member with the initial cluster the leader answers, and waits
 // until the leader says it joined.
 func costJoin(ctx context.Context, tb testing.TB, bin etcdtest.Binary, st *store.Store, name string) error {
 	peer, client := etcdtest.URLs(tb)
-	registerNode(ctx, tb, st, name, peer, client)
+	fleetkit.RegisterMember(ctx, tb, st, name, peer, client)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := st.Client().Watch(wctx, store.JoinKey(name))
@@ -245,7 +163,7 @@ func costJoin(ctx context.Context, tb testing.TB, bin etcdtest.Binary, st *store
 		switch got.Status.Phase {
 		case api.JoinLearnerAdded:
 			if !started {
-				if _, err := startCostMember(ctx, tb, bin, name, peer, client, got.Status.InitialCluster, member.StateExisting); err != nil {
+				if _, err := fleetkit.StartBinaryMember(ctx, tb, bin, name, peer, client, got.Status.InitialCluster, member.StateExisting); err != nil {
 					return err
 				}
 				started = true

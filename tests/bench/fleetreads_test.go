@@ -26,6 +26,7 @@ import (
 	"github.com/homystack/nico/pkg/events"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -125,11 +126,11 @@ func medianCall(b *testing.B, reps int, f func() call) call {
 
 // inProcess measures f in this process: wall time and heap allocations.
 func inProcess(b *testing.B, f func() int) call {
-	a0, _ := heapAllocs()
+	a0, _ := fleetkit.HeapAllocs()
 	t0 := time.Now()
 	n := f()
 	wall := time.Since(t0)
-	a1, _ := heapAllocs()
+	a1, _ := fleetkit.HeapAllocs()
 	return call{wall: wall, allocs: a1 - a0, bytes: n}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -237,13 +238,13 @@ func (nw nodeWatch) wait(ctx context.Context, tb testing.TB, names []string, con
 }
 
 func (f *fleet) startMeter(ctx context.Context) meter {
-	a, by := heapAllocs()
-	return meter{t0: time.Now(), cpu: selfCPU(), agents: f.hostsCPU(), allocs: a, bytes: by, rev: f.revision(ctx)}
+	a, by := fleetkit.HeapAllocs()
+	return meter{t0: time.Now(), cpu: fleetkit.ProcessCPU(), agents: f.hostsCPU(), allocs: a, bytes: by, rev: f.revision(ctx)}
 }
 
 func (f *fleet) stopMeter(ctx context.Context, m meter) cost {
-	a, by := heapAllocs()
-	return cost{wall: time.Since(m.t0), cpu: selfCPU() - m.cpu, agentsCPU: f.hostsCPU() - m.agents,
+	a, by := fleetkit.HeapAllocs()
+	return cost{wall: time.Since(m.t0), cpu: fleetkit.ProcessCPU() - m.cpu, agentsCPU: f.hostsCPU() - m.agents,
 		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev}
 }
 

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/metrics"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/homystack/nico/pkg/logging"
@@ -45,22 +43,6 @@ func procCPU(pid int) time.Duration {
 	ut, _ := strconv.ParseInt(fs[11], 10, 64)
 	st, _ := strconv.ParseInt(fs[12], 10, 64)
 	return time.Duration(ut+st) * clockTick
-}
-
-// selfCPU is this process's user and system time: the coordinator and
-// the harness's waits (the members and agent hosts are children).
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func heapAllocs() (objects, bytes uint64) {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64(), s[1].Value.Uint64()
 }
 
 // cost is what one measured interval took, in this process (the
