@@ -186,6 +186,10 @@ func StartWorker(c WorkerConfig) (*Worker, error) {
 		}
 	}()
 	sock := filepath.Join(dir, "containerd.sock")
+	// The kubelet's eviction thresholds are a share of the disk under its
+	// directory, the host's: a worker's pods must not be refused because
+	// the machine running the tests has less than 15 % of its disk free,
+	// and its images, imported by hand, must not be collected.
 	files := map[string]string{
 		"containerd.toml": fmt.Sprintf(`version = 2
 root = %q
@@ -228,6 +232,12 @@ authentication:
 authorization: {mode: Webhook}
 resolvConf: ""
 registerNode: true
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%%
+  nodefs.inodesFree: 1%%
+  imagefs.available: 1%%
+imageGCHighThresholdPercent: 100
 `, sock, c.NodeIP, c.Port, c.CACert),
 	}
 	for name, body := range files {
