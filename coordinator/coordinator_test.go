@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/etcdtest/leakcheck"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -83,7 +84,7 @@ func waitCampaigners(t *testing.T, st *store.Store, n int, within time.Duration)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		resp, err := st.Client().Get(ctx, store.ElectionPrefix, prefixOpts()...)
+		resp, err := st.Client().Get(ctx, store.ElectionPrefix, clientv3.WithPrefix())
 		if err == nil && len(resp.Kvs) == n {
 			return
 		}
@@ -128,5 +129,5 @@ func TestOneLeaderAndResignOnShutdown(t *testing.T) {
 	if n := leaderOf(t, st); n != "" {
 		t.Fatalf("leader %q left after every candidate stopped", n)
 	}
-	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"))
+	goleak.VerifyNone(t, append(leakcheck.WhileServing(), ignore)...)
 }

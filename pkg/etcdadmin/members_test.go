@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	"github.com/homystack/nico/pkg/etcdtest/leakcheck"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/testwait"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -59,7 +60,7 @@ func TestObserveWhileAutoSync(t *testing.T) {
 	}
 	// Closed, the Admin and its client leave no goroutine behind.
 	cli.Close()
-	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"))
+	goleak.VerifyNone(t, append(leakcheck.WhileServing(), ignore)...)
 }
 
 // TestClosingTheClientClosesTheMemberClients: an Admin whose caller never
@@ -80,7 +81,7 @@ func TestClosingTheClientClosesTheMemberClients(t *testing.T) {
 		_, err := a.members.get(cl.Members[0].ClientURL)
 		return errors.Is(err, ErrClosed), fmt.Sprintf("member client after the client closed: %v", err)
 	})
-	goleak.VerifyNone(t, ignore, goleak.IgnoreAnyFunction("google.golang.org/grpc/internal/grpcsync.(*CallbackSerializer).run"))
+	goleak.VerifyNone(t, append(leakcheck.WhileServing(), ignore)...)
 }
 
 // settled waits until every member of cl has served a client, so that the

@@ -18,3 +18,13 @@ func EtcdIgnores() []goleak.Option {
 		goleak.IgnoreAnyFunction("net/http.(*connReader).backgroundRead"),
 	}
 }
+
+// WhileServing are the options of a goroutine-leak check taken while the
+// test's embedded members still run, to find what a client left behind:
+// EtcdIgnores, and the members' gRPC handlers, which finish a call its
+// client has already given up on (a Status the client's deadline cut
+// short) in their own time.
+func WhileServing() []goleak.Option {
+	return append(EtcdIgnores(),
+		goleak.IgnoreAnyFunction("google.golang.org/grpc.(*Server).handleStream"))
+}
