@@ -8,8 +8,6 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
-	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // observation is the planner's input plus what the executor needs to write
@@ -50,38 +48,37 @@ func observe(ctx context.Context, st *store.Store, members func(context.Context)
 // sees, say, a join request whose node it read before the node existed.
 // The active operation's journal entry is read at that same revision.
 func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
-	resp, err := st.Txn(ctx, nil,
-		clientv3.OpGet(store.NodesDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.JoinsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.RemovalsDir, clientv3.WithPrefix()),
-		store.AliveOp(),
-		clientv3.OpGet(store.ActiveOpKey),
-		clientv3.OpGet(store.EtcdClusterKey),
-		clientv3.OpGet(store.ExternalMembersDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.MachineClaimKey(api.EtcdClaimName)),
+	claimKey := store.MachineClaimKey(api.EtcdClaimName)
+	v, err := st.View(ctx,
+		store.Dir(store.NodesDir),
+		store.Dir(store.JoinsDir),
+		store.Dir(store.RemovalsDir),
+		store.DirKeys(store.HeartbeatsDir),
+		store.Key(store.ActiveOpKey),
+		store.Key(store.EtcdClusterKey),
+		store.Dir(store.ExternalMembersDir),
+		store.Key(claimKey),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: observe: %w", err)
 	}
-	kvs := func(i int) []*mvccpb.KeyValue { return resp.Responses[i].GetResponseRange().GetKvs() }
-	o := &observation{joins: map[string]*api.JoinRequest{}, removals: map[string]*api.RemoveRequest{}, rev: resp.Header.Revision}
-	if o.Nodes, err = store.Objects[api.Node](kvs(0)); err != nil {
+	o := &observation{joins: map[string]*api.JoinRequest{}, removals: map[string]*api.RemoveRequest{}, rev: v.Rev}
+	if o.Nodes, err = store.ViewObjects[api.Node](v, store.NodesDir); err != nil {
 		return nil, err
 	}
-	if o.Joins, err = store.Objects[api.JoinRequest](kvs(1)); err != nil {
+	if o.Joins, err = store.ViewObjects[api.JoinRequest](v, store.JoinsDir); err != nil {
 		return nil, err
 	}
-	if o.Removals, err = store.Objects[api.RemoveRequest](kvs(2)); err != nil {
+	if o.Removals, err = store.ViewObjects[api.RemoveRequest](v, store.RemovalsDir); err != nil {
 		return nil, err
 	}
-	o.Alive = store.AliveIn(kvs(3))
-	o.Onboarded = store.ExternalMembersIn(kvs(6))
-	if cl := kvs(7); len(cl) > 0 {
-		// The VMs the cluster asked a pool for: a shrink sheds them first.
-		claim := new(api.MachineClaim)
-		if err := store.Decode(cl[0], claim); err != nil {
-			return nil, fmt.Errorf("coordinator: observe: %w", err)
-		}
+	o.Alive = v.Names(store.DirKeys(store.HeartbeatsDir))
+	o.Onboarded = store.ExternalMembersIn(v.KVs(store.Dir(store.ExternalMembersDir)))
+	// The VMs the cluster asked a pool for: a shrink sheds them first.
+	claim := new(api.MachineClaim)
+	if ok, err := v.Decode(claimKey, claim); err != nil {
+		return nil, fmt.Errorf("coordinator: observe: %w", err)
+	} else if ok {
 		o.Claimed = map[string]bool{}
 		for _, name := range claim.Spec.Machines {
 			o.Claimed[name] = true
@@ -93,18 +90,16 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 	for _, r := range o.Removals {
 		o.removals[r.Metadata.Name] = r
 	}
-	if ec := kvs(5); len(ec) > 0 {
-		o.cluster = new(api.EtcdCluster)
-		if err := store.Decode(ec[0], o.cluster); err != nil {
-			return nil, fmt.Errorf("coordinator: observe: %w", err)
-		}
+	cluster := new(api.EtcdCluster)
+	if ok, err := v.Decode(store.EtcdClusterKey, cluster); err != nil {
+		return nil, fmt.Errorf("coordinator: observe: %w", err)
+	} else if ok {
+		o.cluster = cluster
 	}
-	if active := kvs(4); len(active) > 0 {
-		if o.Active, err = st.OpAt(ctx, string(active[0].Value), o.rev); err != nil {
+	if active := v.Value(store.ActiveOpKey); active != nil {
+		if o.Active, err = st.OpAt(ctx, string(active), o.rev); err != nil {
 			return nil, fmt.Errorf("coordinator: observe: %w", err)
 		}
 	}
 	return o, nil
 }
-
-func prefixOpts() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithPrefix()} }
