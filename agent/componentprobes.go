@@ -14,6 +14,7 @@ import (
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/kubeprobe"
 	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // ComponentProbeConfig says where the component probes find the cluster's
@@ -47,12 +48,15 @@ type ComponentProbeConfig struct {
 // each of its own ticks while a component is not healthy, so that one
 // coming up is seen soon, and at once after this machine applied a new
 // generation: a rollout's step waits for a report from after its switch)
-// and writes the machine's ComponentReport; elsewhere it keeps no report.
+// and writes the machine's ComponentReport when the round found something
+// else than the report written, and otherwise every ReportRefresh; the
+// report is bound to the heartbeat's lease, so it goes with the agent.
+// Elsewhere it keeps no report.
 //
-//	claim + cluster + own configuration (watch, tick) --> control plane here? --no--> delete report
-//	                                        | yes, interval elapsed or a generation applied since
+//	claim + cluster + own configuration + heartbeat (watch, tick) --> control plane here? --no--> delete report
+//	                                        | yes, interval elapsed, a generation applied or a new lease since
 //	                                        v
-//	                            probe each component --> write report
+//	                            probe each component --> changed, new lease or ReportRefresh elapsed? --yes--> write report
 type componentProber struct {
 	a        *Agent
 	cfg      ComponentProbeConfig
@@ -65,7 +69,15 @@ type componentProber struct {
 	// applied is the generation this machine had applied at the last
 	// round.
 	applied int64
+	// written is the report last written, on lease.
+	written *api.ComponentReportStatus
+	lease   int64
 }
+
+// ReportRefresh is how often an agent rewrites a component report that
+// has not changed; the report is fresh until ReportRefresh and three
+// probe intervals after its round.
+const ReportRefresh = 5 * time.Minute
 
 func (a *Agent) componentProbes() controller.Controller {
 	cfg := a.cfg.ComponentProbes
@@ -83,7 +95,8 @@ func (a *Agent) componentProbes() controller.Controller {
 	}
 	p := &componentProber{a: a, cfg: cfg}
 	return &controller.Func{ControllerName: "component-probes", Resync: cfg.Interval, Do: p.reconcile,
-		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir, store.NixosConfigKey(a.cfg.Name)}}
+		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir, store.NixosConfigKey(a.cfg.Name),
+			store.HeartbeatKey(a.cfg.Name)}}
 }
 
 // reconcile probes once when due.
@@ -100,7 +113,7 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 			}
 			p.reported = false
 		}
-		p.cluster = ""
+		p.cluster, p.written = "", nil
 		return nil
 	}
 	now := p.a.Now()
@@ -113,18 +126,27 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: component probes: %w", err)
 	}
-	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < every && applied == p.applied {
+	p.a.nodeMu.Lock()
+	lease := p.a.hbLease
+	p.a.nodeMu.Unlock()
+	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < every && applied == p.applied && lease == p.lease {
 		return nil
 	}
 	r := api.NewComponentReport(p.a.cfg.Name)
 	r.Status.Cluster = kc.Metadata.Name
 	r.Status.Components = p.probe(ctx, kc)
 	r.Status.CheckedAt = p.a.Now().UTC()
-	if err := p.a.store().PutObject(ctx, r); err != nil {
-		return fmt.Errorf("agent: component probes: report: %w", err)
-	}
-	p.cluster, p.lastAt, p.reported, p.applied = kc.Metadata.Name, now, true, applied
+	r.Status.FreshUntil = r.Status.CheckedAt.Add(ReportRefresh + 3*time.Duration(probes.Interval))
 	p.healthy = !slices.ContainsFunc(r.Status.Components, func(h api.ComponentHealth) bool { return !h.Healthy })
+	if w := p.written; w == nil || w.Cluster != r.Status.Cluster || applied != p.applied || lease != p.lease ||
+		!slices.Equal(w.Components, r.Status.Components) || r.Status.CheckedAt.Sub(w.CheckedAt) >= ReportRefresh {
+		if err := p.a.store().PutOnLease(ctx, r, clientv3.LeaseID(lease)); err != nil {
+			p.written = nil
+			return fmt.Errorf("agent: component probes: report: %w", err)
+		}
+		p.written = &r.Status
+	}
+	p.cluster, p.lastAt, p.reported, p.applied, p.lease = kc.Metadata.Name, now, true, applied, lease
 	return nil
 }
 

@@ -57,7 +57,7 @@ func (cc *clusterController) drain(ctx context.Context, kc *api.KubernetesCluste
 // selection's, as last written), the spec's list, and the runners
 // already asked (a deleted cluster's status no longer lists machines).
 func (cc *clusterController) drainRunners(kc *api.KubernetesCluster, f *clusterFleet) []string {
-	stale := 3 * time.Duration(kc.Spec.Probes.WithDefaults().Interval)
+	interval := time.Duration(kc.Spec.Probes.WithDefaults().Interval)
 	now := cc.c.Now()
 	cands := slices.Concat(kc.Status.ControlPlane.Machines, kc.Spec.ControlPlane.Machines)
 	for _, r := range f.drains {
@@ -72,7 +72,7 @@ func (cc *clusterController) drainRunners(kc *api.KubernetesCluster, f *clusterF
 		}
 		if !kc.Deleting() {
 			r := f.reports[m]
-			if r == nil || r.Status.Cluster != kc.Metadata.Name || now.Sub(r.Status.CheckedAt) > stale {
+			if !r.Fresh(kc.Metadata.Name, now, interval) {
 				continue
 			}
 			if h := r.Component(api.ComponentAPIServer); h == nil || !h.Healthy {

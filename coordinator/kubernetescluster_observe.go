@@ -284,12 +284,11 @@ func (cc *clusterController) facts(kc *api.KubernetesCluster, sel kubeplan.Selec
 	// The probes the agents run: an external component is probed at its
 	// URL whatever spec.probes says of its on-machine probe.
 	probes := kc.Spec.EffectiveProbes().WithDefaults()
-	stale := 3 * time.Duration(probes.Interval)
 	now := cc.c.Now()
 	for _, m := range sel.ControlPlane {
 		mem := kubeplan.Member{Name: m, Applied: runsCluster(f.configs[m], kc.Metadata.Name)}
 		r := f.reports[m]
-		fresh := r != nil && r.Status.Cluster == kc.Metadata.Name && now.Sub(r.Status.CheckedAt) <= stale
+		fresh := r.Fresh(kc.Metadata.Name, now, time.Duration(probes.Interval))
 		probe := func(p *api.ComponentProbe, component string) kubeplan.Probe {
 			if !fresh {
 				return kubeplan.Probe{}

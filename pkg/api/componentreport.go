@@ -24,9 +24,27 @@ type ComponentReportStatus struct {
 	// Components are the probed components, by name (ComponentAPIServer,
 	// ...); a disabled probe is absent.
 	Components []ComponentHealth `json:"components,omitempty"`
-	// CheckedAt is when the round ended; a report much older than the
-	// probe interval is stale and counts as no report.
+	// CheckedAt is when the round written ended.
 	CheckedAt time.Time `json:"checkedAt"`
+	// FreshUntil is when the report goes stale, counting as no report,
+	// unless rewritten. The agent writes its report when a round finds
+	// something else than the last one written, and otherwise again
+	// before this time; the report is bound to the agent's heartbeat
+	// lease and goes with it. Zero (a report written without it): three
+	// probe intervals after CheckedAt.
+	FreshUntil time.Time `json:"freshUntil,omitempty"`
+}
+
+// Fresh tells whether r is a report of cluster's components that is not
+// stale at now; interval is the cluster's probe interval.
+func (r *ComponentReport) Fresh(cluster string, now time.Time, interval time.Duration) bool {
+	if r == nil || r.Status.Cluster != cluster {
+		return false
+	}
+	if !r.Status.FreshUntil.IsZero() {
+		return !now.After(r.Status.FreshUntil)
+	}
+	return now.Sub(r.Status.CheckedAt) <= 3*interval
 }
 
 // ComponentHealth is one component's probe.

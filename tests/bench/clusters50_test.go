@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
@@ -42,7 +43,8 @@ const (
 // -nico.clusterfleet machines, with this harness playing their agents:
 // each applies the configuration its cluster's rollout gives it and, on
 // a control-plane machine, reports its components healthy after the
-// apply and every probe interval (agent/componentprobes.go). Once every
+// apply and, as agents do, again only when a report is ReportRefresh old
+// (agent/componentprobes.go). Once every
 // cluster is Ready it measures the idle store with the production
 // resync (revisions per minute by key directory, the database size),
 // then, under a coordinator that passes only when asked, the CPU and
@@ -65,8 +67,10 @@ type agents struct {
 	// cluster to the machine whose components hold the leases.
 	cp, lead map[string]string
 	mu       sync.Mutex
-	// reported is the generation each machine last reported after.
+	// reported is the generation each machine last reported after,
+	// written when its report was last written.
 	reported map[string]int64
+	written  map[string]time.Time
 	reports  int
 }
 
@@ -105,6 +109,8 @@ func (a *agents) apply(ctx context.Context) error {
 func (a *agents) report(ctx context.Context, machine, cluster string) error {
 	r := api.NewComponentReport(machine)
 	r.Status.Cluster, r.Status.CheckedAt = cluster, time.Now().UTC()
+	r.Status.FreshUntil = r.Status.CheckedAt.Add(agent.ReportRefresh + 3*probeInterval)
+	a.written[machine] = r.Status.CheckedAt
 	lead := a.lead[cluster] == machine
 	for _, c := range []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler} {
 		r.Status.Components = append(r.Status.Components, api.ComponentHealth{Name: c, Healthy: true, HoldsLease: lead && c != api.ComponentAPIServer})
@@ -113,12 +119,19 @@ func (a *agents) report(ctx context.Context, machine, cluster string) error {
 	return a.st.PutObject(ctx, r)
 }
 
-// probe reports every control-plane machine that has reported before, as
-// the agents' probes do each interval.
+// probeInterval is spec.probes.interval's default.
+const probeInterval = 10 * time.Second
+
+// probe is a round of every control-plane machine's probes: each finds
+// its components as its report says, and writes the report again only
+// when it is ReportRefresh old.
 func (a *agents) probe(ctx context.Context) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	for _, m := range slices.Sorted(maps.Keys(a.reported)) {
+		if time.Since(a.written[m]) < agent.ReportRefresh {
+			continue
+		}
 		if err := a.report(ctx, m, a.cp[m]); err != nil {
 			return err
 		}
@@ -165,7 +178,7 @@ func clusterPlanning(b *testing.B) {
 	// The fleet's control plane keeps its configuration; the clusters'
 	// machines (from controlPlane on) have none until their rollout.
 	fillFleet(ctx, b, st, fleetShape{n: fleetN, bare: controlPlane + nc*per, generations: 4, ca: ca, now: time.Now().UTC()})
-	ag := &agents{st: st, cp: map[string]string{}, lead: map[string]string{}, reported: map[string]int64{}}
+	ag := &agents{st: st, cp: map[string]string{}, lead: map[string]string{}, reported: map[string]int64{}, written: map[string]time.Time{}}
 	for c := range nc {
 		kc := api.NewKubernetesCluster(clusterName(c))
 		kc.Spec.Version = "1.37.2"
@@ -401,7 +414,7 @@ func idleStore(ctx context.Context, b *testing.B, st *store.Store, co *coordinat
 	passes0 := clusterHealth(co).Reconciles
 	m := startMeter()
 	end := time.After(*flagClusterIdle)
-	probe := time.NewTicker(10 * time.Second) // spec.probes.interval's default
+	probe := time.NewTicker(probeInterval)
 	defer probe.Stop()
 	seen := map[int64]bool{}
 	for done := false; !done; {
