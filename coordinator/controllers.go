@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"time"
 
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
@@ -47,6 +48,7 @@ import (
 //	                                                                   etcd compaction
 //	switch-guard          switches/ active-op nodes/                   switches/ (status) ops/ active-op,
 //	                                                                   etcd leader
+//	journal               (each JournalEvery)                          ops/ (finished ones deleted)
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
 	membership := newReconciler(c, fence)
@@ -98,6 +100,10 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		&controller.Func{
 			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ActiveOpKey},
+		},
+		&controller.Func{
+			ControllerName: "journal", Resync: JournalEvery, Settle: settle,
+			Do: (&journal{st: c.store, fence: fence, now: func() time.Time { return c.Now() }, log: c.log, policy: c.cfg.Journal}).reconcile,
 		},
 	})
 }

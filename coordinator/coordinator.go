@@ -63,6 +63,9 @@ type Config struct {
 	// SnapshotTempDir holds a snapshot between its stream and its upload
 	// ("": the system's temporary directory); coordinator/snapshots.go.
 	SnapshotTempDir string
+	// Journal is how much of ops/ the leader keeps (coordinator/journal.go);
+	// zero: DefaultJournalPolicy.
+	Journal JournalPolicy
 	// Settle is how long the leader's controllers other than membership
 	// let store events gather before they reconcile (controller.Settler);
 	// zero: none. nico-coordinator runs with DefaultSettle.
@@ -133,6 +136,9 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 	}
 	if cfg.ResyncInterval <= 0 {
 		cfg.ResyncInterval = time.Second
+	}
+	if cfg.Journal == (JournalPolicy{}) {
+		cfg.Journal = DefaultJournalPolicy
 	}
 	if cfg.HealthTimeout <= 0 {
 		cfg.HealthTimeout = 2 * time.Second
