@@ -1,9 +1,11 @@
 package store
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/homystack/nico/pkg/etcdtest"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // TestValueOps: PutValueOp writes a plain value and DeleteOp removes a
@@ -32,5 +34,24 @@ func TestValueOps(t *testing.T) {
 	}
 	if v.Has(ActiveOpKey) || !v.Has(ClusterClaimKey("m")) {
 		t.Fatalf("after delete: active op there %v, claim there %v; want false, true", v.Has(ActiveOpKey), v.Has(ClusterClaimKey("m")))
+	}
+}
+
+// TestValueIs: ValueIs holds on the exact value and fails on another or
+// on an absent key.
+func TestValueIs(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := newStore(t, c)
+	if _, err := s.Txn(ctx(t), []clientv3.Cmp{ValueIs(ActiveOpKey, "")}, PutValueOp(NudgeKey, "x")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("absent key: %v, want ErrConflict", err)
+	}
+	if _, err := s.Txn(ctx(t), nil, PutValueOp(ActiveOpKey, "op-1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Txn(ctx(t), []clientv3.Cmp{ValueIs(ActiveOpKey, "op-2")}, PutValueOp(NudgeKey, "x")); !errors.Is(err, ErrConflict) {
+		t.Fatalf("another value: %v, want ErrConflict", err)
+	}
+	if _, err := s.Txn(ctx(t), []clientv3.Cmp{ValueIs(ActiveOpKey, "op-1")}, PutValueOp(NudgeKey, "x")); err != nil {
+		t.Fatalf("the value: %v, want the write", err)
 	}
 }
