@@ -11,7 +11,6 @@ import (
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The compaction controller (a leader controller, controllers.go) owns the
@@ -94,12 +93,12 @@ func (k *etcdCompactor) slot(ctx context.Context) (store.Guard, string, error) {
 	g := store.Guard{Err: fmt.Errorf("%w: %s moved", store.ErrConflict, store.ActiveOpKey)}
 	kv, err := k.c.store.GetKV(ctx, store.ActiveOpKey)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
-		g.Cmp = clientv3.Compare(clientv3.CreateRevision(store.ActiveOpKey), "=", 0)
+		g.Cmp = store.Absent(store.ActiveOpKey)
 		return g, "", nil
 	} else if err != nil {
 		return g, "", err
 	}
-	g.Cmp = clientv3.Compare(clientv3.ModRevision(store.ActiveOpKey), "=", kv.ModRevision)
+	g.Cmp = store.Unchanged(store.ActiveOpKey, kv.ModRevision)
 	op, err := k.c.store.OpAt(ctx, string(kv.Value), kv.ModRevision)
 	if err != nil {
 		return g, "", err

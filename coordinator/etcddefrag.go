@@ -12,7 +12,6 @@ import (
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdstatus"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // Defragmentation holds the one-change-in-flight slot (store.ActiveOpKey,
@@ -127,7 +126,7 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 		return false, err
 	}
 	_, err = s.c.store.FencedTxn(ctx, s.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}},
-		put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
+		put, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	held := true
 	switch {
 	case errors.Is(err, errOpBusy):
@@ -205,9 +204,9 @@ func (s *etcdStatuser) release(ctx context.Context, op *api.Operation, ok bool, 
 		return err
 	}
 	_, err = s.c.store.FencedTxn(ctx, s.fence, []store.Guard{{
-		Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", op.Metadata.Name),
+		Cmp: store.ValueIs(store.ActiveOpKey, op.Metadata.Name),
 		Err: fmt.Errorf("coordinator: defragmentation %s is no longer the active operation", op.Metadata.Name),
-	}}, put, clientv3.OpDelete(store.ActiveOpKey))
+	}}, put, store.DeleteOp(store.ActiveOpKey))
 	if err != nil {
 		return fmt.Errorf("releasing %s: %w", op.Metadata.Name, err)
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/versionroll"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // versionRoller is the leader's etcd-version controller: it rolls the
@@ -63,19 +62,15 @@ func (r *versionRoller) once(ctx context.Context) (versionroll.Step, error) {
 func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool, error) {
 	// Cheap first: with no spec.version and no version step held there
 	// is nothing to ask the members.
-	resp, err := r.c.store.Txn(ctx, nil, clientv3.OpGet(store.EtcdClusterKey), clientv3.OpGet(store.ActiveOpKey))
+	v, err := r.c.store.View(ctx, store.Key(store.EtcdClusterKey), store.Key(store.ActiveOpKey))
 	if err != nil {
 		return versionroll.Observed{}, false, fmt.Errorf("coordinator: etcd version: %w", err)
 	}
-	idle := true
-	if kvs := resp.Responses[1].GetResponseRange().GetKvs(); len(kvs) > 0 && strings.HasPrefix(string(kvs[0].Value), versionroll.OpPrefix) {
-		idle = false
-	}
-	if kvs := resp.Responses[0].GetResponseRange().GetKvs(); len(kvs) > 0 {
-		ec := &api.EtcdCluster{}
-		if err := store.Decode(kvs[0], ec); err != nil {
-			return versionroll.Observed{}, false, fmt.Errorf("coordinator: etcd version: %w", err)
-		}
+	idle := !strings.HasPrefix(string(v.Value(store.ActiveOpKey)), versionroll.OpPrefix)
+	ec := &api.EtcdCluster{}
+	if ok, err := v.Decode(store.EtcdClusterKey, ec); err != nil {
+		return versionroll.Observed{}, false, fmt.Errorf("coordinator: etcd version: %w", err)
+	} else if ok {
 		idle = idle && ec.Spec.Version == ""
 	}
 	if idle {
@@ -170,7 +165,7 @@ func (r *versionRoller) setVersion(ctx context.Context, s versionroll.Step, now 
 		return err
 	}
 	guards := []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}
-	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, putOp, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
+	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, putOp, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	return err
 }
 
@@ -187,9 +182,9 @@ func (r *versionRoller) closeOp(ctx context.Context, name string, phase api.OpPh
 		return err
 	}
 	guards := []store.Guard{{
-		Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", name),
+		Cmp: store.ValueIs(store.ActiveOpKey, name),
 		Err: fmt.Errorf("coordinator: version step %s is no longer the active operation", name),
 	}}
-	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, clientv3.OpDelete(store.ActiveOpKey))
+	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, store.DeleteOp(store.ActiveOpKey))
 	return err
 }

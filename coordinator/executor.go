@@ -167,7 +167,7 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 	if x.live != nil {
 		ops = append(ops, x.live.op)
 	}
-	ops = append(ops, put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
+	ops = append(ops, put, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	if extra != nil {
 		p, err := store.PutObjectOp(extra)
 		if err != nil {
@@ -340,7 +340,7 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 	// delete could land on the request of the node's next life (an agent
 	// that sees Done wipes its data, is started again and files anew at
 	// once).
-	return x.commitWith(ctx, op, []clientv3.Op{clientv3.OpDelete(store.JoinKey(op.Spec.Node))}, objs...)
+	return x.commitWith(ctx, op, []clientv3.Op{store.DeleteOp(store.JoinKey(op.Spec.Node))}, objs...)
 }
 
 // commit writes objs fenced on leadership; when closing is set it also
@@ -361,9 +361,9 @@ func (x *executor) commitWith(ctx context.Context, closing *api.Operation, extra
 	}
 	var guards []store.Guard
 	if closing != nil {
-		ops = append(ops, clientv3.OpDelete(store.ActiveOpKey))
+		ops = append(ops, store.DeleteOp(store.ActiveOpKey))
 		guards = append(guards, store.Guard{
-			Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", closing.Metadata.Name),
+			Cmp: store.ValueIs(store.ActiveOpKey, closing.Metadata.Name),
 			Err: fmt.Errorf("coordinator: operation %s is no longer the active one", closing.Metadata.Name),
 		})
 	}

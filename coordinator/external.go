@@ -39,12 +39,12 @@ func memberName(s membership.Step) string {
 
 // recordExternalOp records external member name as on-boarded at peer.
 func recordExternalOp(name, peer string) clientv3.Op {
-	return clientv3.OpPut(store.ExternalMemberKey(name), peer)
+	return store.PutValueOp(store.ExternalMemberKey(name), peer)
 }
 
 // forgetExternalOp drops external member name's record.
 func forgetExternalOp(name string) clientv3.Op {
-	return clientv3.OpDelete(store.ExternalMemberKey(name))
+	return store.DeleteOp(store.ExternalMemberKey(name))
 }
 
 // syncExternalStarts brings status.external to what the observation says

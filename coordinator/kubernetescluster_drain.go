@@ -97,7 +97,7 @@ func (cc *clusterController) dropDrains(ctx context.Context, kc *api.KubernetesC
 		if _, ok := releasing[m]; ok {
 			continue
 		}
-		ops = append(ops, clientv3.OpDelete(store.DrainRequestKey(m)))
+		ops = append(ops, store.DeleteOp(store.DrainRequestKey(m)))
 		gone = append(gone, m)
 	}
 	if len(ops) == 0 {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/homystack/nico/pkg/kubepki"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // pkiRecheck bounds how long a cluster's secrets go without the full
@@ -107,21 +106,22 @@ func ensureInputs(c kubepki.Cluster, namespaced bool, controlPlane []string) str
 	return fmt.Sprintf("%q %q %q %q %q %t %t %q", c.Name, c.Provider, c.Endpoint, c.APIServerNames, c.Machines, c.DistributionKubeconfig, namespaced, controlPlane)
 }
 
-// marks reads cluster c's marks: the keys in one read-only transaction
-// (keys and revisions, no values), etcd's auth revision when c's etcd
-// identity is nico's.
+// marks reads cluster c's marks: the keys at one revision (keys and
+// revisions, no values), etcd's auth revision when c's etcd identity is
+// nico's.
 func (k *KubePKISecrets) marks(ctx context.Context, c kubepki.Cluster) (ensureMarks, error) {
-	ops := []clientv3.Op{clientv3.OpGet(store.NamedSecretKey(c.Name+"-"), clientv3.WithPrefix(), clientv3.WithKeysOnly())}
+	secrets := store.DirKeys(store.NamedSecretKey(c.Name + "-"))
+	ranges := []store.Range{secrets}
 	for _, m := range c.Machines {
-		ops = append(ops, clientv3.OpGet(store.NodeKey(m), clientv3.WithKeysOnly()), clientv3.OpGet(store.NodeNamedSecretsKey(m), clientv3.WithKeysOnly()))
+		ranges = append(ranges, store.KeyOnly(store.NodeKey(m)), store.KeyOnly(store.NodeNamedSecretsKey(m)))
 	}
-	resp, err := k.Store.Txn(ctx, nil, ops...)
+	v, err := k.Store.View(ctx, ranges...)
 	if err != nil {
 		return ensureMarks{}, err
 	}
 	var out ensureMarks
-	for i, r := range resp.Responses {
-		kvs := r.GetResponseRange().GetKvs()
+	for i, r := range ranges {
+		kvs := v.KVs(r)
 		if i > 0 && len(kvs) == 0 {
 			out.keys = append(out.keys, keyRevision{}) // absent
 		}

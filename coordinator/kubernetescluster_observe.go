@@ -14,7 +14,6 @@ import (
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // clusterFleet is what the cluster controller reads, at one revision.
@@ -71,32 +70,31 @@ func (f *clusterFleet) claimOf(machine string) string {
 	return ""
 }
 
-// readClusterFleet reads every input of the cluster controller in one
-// read-only transaction.
+// readClusterFleet reads every input of the cluster controller at one
+// revision.
 func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, error) {
-	resp, err := st.Txn(ctx, nil,
-		clientv3.OpGet(store.ClustersDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.NodesDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.MachinesDir, clientv3.WithPrefix()),
-		store.AliveOp(),
-		clientv3.OpGet(store.ClusterClaimsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.NixosConfigsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.RolloutsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.ComponentReportsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.DrainRequestsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.KubeconfigReportsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.ClaimsDir, clientv3.WithPrefix()),
-		clientv3.OpGet(store.LivenessKey),
-		clientv3.OpGet(store.EtcdClusterKey),
+	v, err := st.View(ctx,
+		store.Dir(store.ClustersDir),
+		store.Dir(store.NodesDir),
+		store.Dir(store.MachinesDir),
+		store.DirKeys(store.HeartbeatsDir),
+		store.Dir(store.ClusterClaimsDir),
+		store.Dir(store.NixosConfigsDir),
+		store.Dir(store.RolloutsDir),
+		store.Dir(store.ComponentReportsDir),
+		store.Dir(store.DrainRequestsDir),
+		store.Dir(store.KubeconfigReportsDir),
+		store.Dir(store.ClaimsDir),
+		store.Key(store.LivenessKey),
+		store.Key(store.EtcdClusterKey),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
-	kvs := func(i int) []*mvccpb.KeyValue { return resp.Responses[i].GetResponseRange().GetKvs() }
 	f := &clusterFleet{nodes: map[string]*api.Node{}, machines: map[string]*api.Machine{}, claims: map[string]string{},
 		configs: map[string]*api.NixosConfiguration{}, reports: map[string]*api.ComponentReport{}, drains: map[string]*api.DrainRequest{},
 		kubeconfigs: map[string]*api.KubeconfigReport{}}
-	if f.clusters, err = store.Objects[api.KubernetesCluster](kvs(0)); err != nil {
+	if f.clusters, err = store.ViewObjects[api.KubernetesCluster](v, store.ClustersDir); err != nil {
 		return nil, err
 	}
 	slices.SortStableFunc(f.clusters, func(a, b *api.KubernetesCluster) int {
@@ -105,20 +103,20 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 		}
 		return strings.Compare(a.Metadata.Name, b.Metadata.Name)
 	})
-	if err := index(kvs(1), f.nodes); err != nil {
+	if err := index(v.KVs(store.Dir(store.NodesDir)), f.nodes); err != nil {
 		return nil, err
 	}
-	if err := index(kvs(2), f.machines); err != nil {
+	if err := index(v.KVs(store.Dir(store.MachinesDir)), f.machines); err != nil {
 		return nil, err
 	}
-	f.alive = store.AliveIn(kvs(3))
-	for _, kv := range kvs(4) {
+	f.alive = v.Names(store.DirKeys(store.HeartbeatsDir))
+	for _, kv := range v.KVs(store.Dir(store.ClusterClaimsDir)) {
 		f.claims[store.Name(string(kv.Key))] = string(kv.Value)
 	}
-	if err := index(kvs(5), f.configs); err != nil {
+	if err := index(v.KVs(store.Dir(store.NixosConfigsDir)), f.configs); err != nil {
 		return nil, err
 	}
-	if f.rollouts, err = store.Objects[api.Rollout](kvs(6)); err != nil {
+	if f.rollouts, err = store.ViewObjects[api.Rollout](v, store.RolloutsDir); err != nil {
 		return nil, err
 	}
 	slices.SortStableFunc(f.rollouts, func(a, b *api.Rollout) int {
@@ -127,27 +125,29 @@ func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, erro
 		}
 		return rolloutSeq(a.Metadata.Name) - rolloutSeq(b.Metadata.Name)
 	})
-	if err := index(kvs(7), f.reports); err != nil {
+	if err := index(v.KVs(store.Dir(store.ComponentReportsDir)), f.reports); err != nil {
 		return nil, err
 	}
-	if err := index(kvs(8), f.drains); err != nil {
+	if err := index(v.KVs(store.Dir(store.DrainRequestsDir)), f.drains); err != nil {
 		return nil, err
 	}
-	if err := index(kvs(9), f.kubeconfigs); err != nil {
+	if err := index(v.KVs(store.Dir(store.KubeconfigReportsDir)), f.kubeconfigs); err != nil {
 		return nil, err
 	}
-	if f.machineClaims, err = store.Objects[api.MachineClaim](kvs(10)); err != nil {
+	if f.machineClaims, err = store.ViewObjects[api.MachineClaim](v, store.ClaimsDir); err != nil {
 		return nil, err
 	}
-	if lv, err := store.Objects[api.Liveness](kvs(11)); err != nil {
+	lv := new(api.Liveness)
+	if ok, err := v.Decode(store.LivenessKey, lv); err != nil {
 		return nil, err
-	} else if len(lv) == 1 {
-		f.live = lv[0].Status.Nodes
+	} else if ok {
+		f.live = lv.Status.Nodes
 	}
-	if ec, err := store.Objects[api.EtcdCluster](kvs(12)); err != nil {
+	ec := new(api.EtcdCluster)
+	if ok, err := v.Decode(store.EtcdClusterKey, ec); err != nil {
 		return nil, err
-	} else if len(ec) == 1 {
-		f.replaceDeadAfter = time.Duration(ec[0].Spec.Policy.ReplaceDeadMembersAfter)
+	} else if ok {
+		f.replaceDeadAfter = time.Duration(ec.Spec.Policy.ReplaceDeadMembersAfter)
 	}
 	return f, nil
 }

@@ -29,7 +29,7 @@ func (cc *clusterController) claim(ctx context.Context, f *clusterFleet, kc *api
 			continue
 		}
 		key := store.ClusterClaimKey(m)
-		_, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{{Cmp: store.Absent(key), Err: errClaimTaken}}, clientv3.OpPut(key, name))
+		_, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{{Cmp: store.Absent(key), Err: errClaimTaken}}, store.PutValueOp(key, name))
 		switch {
 		case errors.Is(err, errClaimTaken):
 			lost[m] = true
@@ -71,8 +71,8 @@ func (cc *clusterController) applyPlan(ctx context.Context, kc *api.KubernetesCl
 		}
 		for _, m := range p.Machines {
 			key := store.ClusterClaimKey(m)
-			guard := store.Guard{Cmp: clientv3.Compare(clientv3.Value(key), "=", name), Err: fmt.Errorf("%w: claim %s is not %s's", store.ErrConflict, m, name)}
-			if _, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{guard}, clientv3.OpDelete(key)); err != nil && !errors.Is(err, store.ErrConflict) {
+			guard := store.Guard{Cmp: store.ValueIs(key, name), Err: fmt.Errorf("%w: claim %s is not %s's", store.ErrConflict, m, name)}
+			if _, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{guard}, store.DeleteOp(key)); err != nil && !errors.Is(err, store.ErrConflict) {
 				return fmt.Errorf("unclaim %s: %w", m, err)
 			}
 			delete(f.claims, m)
@@ -145,7 +145,7 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 	ops := []clientv3.Op{put}
 	for _, old := range owned {
 		if old.Status.Phase.Finished() {
-			ops = append(ops, clientv3.OpDelete(store.RolloutKey(old.Metadata.Name)))
+			ops = append(ops, store.DeleteOp(store.RolloutKey(old.Metadata.Name)))
 		}
 	}
 	guard := store.Guard{Cmp: store.Absent(key), Err: fmt.Errorf("%w: %s exists", store.ErrConflict, key)}
@@ -204,9 +204,9 @@ func (cc *clusterController) finishDeletion(ctx context.Context, kc *api.Kuberne
 	if err != nil {
 		return err
 	}
-	ops := []clientv3.Op{clientv3.OpDelete(store.ClusterKey(kc.Metadata.Name)), clientv3.OpDelete(store.KubeconfigReportKey(kc.Metadata.Name))}
+	ops := []clientv3.Op{store.DeleteOp(store.ClusterKey(kc.Metadata.Name)), store.DeleteOp(store.KubeconfigReportKey(kc.Metadata.Name))}
 	for _, r := range f.owned(kc.Metadata.Name) {
-		ops = append(ops, clientv3.OpDelete(store.RolloutKey(r.Metadata.Name)))
+		ops = append(ops, store.DeleteOp(store.RolloutKey(r.Metadata.Name)))
 	}
 	if _, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{g}, ops...); err != nil {
 		if errors.Is(err, store.ErrConflict) {

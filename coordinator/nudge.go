@@ -7,7 +7,6 @@ import (
 
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // nudge writes the nudge key, fenced on leadership, at most once per
@@ -34,7 +33,7 @@ func (x *executor) nudge(ctx context.Context, s membership.Step) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, x.c.admin.HealthTimeout())
 	defer cancel()
-	_, err := x.c.store.FencedTxn(wctx, x.fence, nil, clientv3.OpPut(store.NudgeKey, value))
+	_, err := x.c.store.FencedTxn(wctx, x.fence, nil, store.PutValueOp(store.NudgeKey, value))
 	switch {
 	case err == nil:
 		x.c.log.Debug("nudged the cluster with a write: the learner does not answer", "member", s.Member.String(), "op", value)

@@ -250,7 +250,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 				if err != nil {
 					return err
 				}
-				guards, ops = append(guards, g), append(ops, clientv3.OpDelete(store.NixosConfigKey(name)))
+				guards, ops = append(guards, g), append(ops, store.DeleteOp(store.NixosConfigKey(name)))
 			}
 		}
 	}
@@ -274,7 +274,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		if err != nil {
 			return err
 		}
-		ops = append(ops, put, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
+		ops = append(ops, put, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 		guards = append(guards, store.Guard{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy})
 	case release && opName != "":
 		op := &api.Operation{}
@@ -290,9 +290,9 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		if err != nil {
 			return err
 		}
-		ops = append(ops, put, clientv3.OpDelete(store.ActiveOpKey))
+		ops = append(ops, put, store.DeleteOp(store.ActiveOpKey))
 		guards = append(guards, store.Guard{
-			Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", opName),
+			Cmp: store.ValueIs(store.ActiveOpKey, opName),
 			Err: fmt.Errorf("coordinator: step %s is no longer the active operation", opName),
 		})
 	}

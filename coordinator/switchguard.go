@@ -89,7 +89,7 @@ func (g *switchGuard) apply(ctx context.Context, s switchguard.Step, r *api.Swit
 		if s.Phase == api.SwitchGranted {
 			r.Status.GrantedAt, r.Status.Deadline = now, now.Add(s.Hold)
 		}
-		return g.write(ctx, r, op, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, clientv3.OpPut(store.ActiveOpKey, op.Metadata.Name))
+		return g.write(ctx, r, op, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	case switchguard.TransferLeader:
 		if err := g.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
@@ -128,7 +128,7 @@ func (g *switchGuard) apply(ctx context.Context, s switchguard.Step, r *api.Swit
 			g.answer(r, s, now)
 			r.Status.Deadline = deadline
 		}
-		return g.write(ctx, r, op, []store.Guard{g.holds(s.Op)}, clientv3.OpDelete(store.ActiveOpKey))
+		return g.write(ctx, r, op, []store.Guard{g.holds(s.Op)}, store.DeleteOp(store.ActiveOpKey))
 	}
 	return nil
 }
@@ -154,7 +154,7 @@ func (g *switchGuard) held(ctx context.Context, name string) (*api.Operation, er
 // holds guards a write on op still holding the slot.
 func (g *switchGuard) holds(op string) store.Guard {
 	return store.Guard{
-		Cmp: clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", op),
+		Cmp: store.ValueIs(store.ActiveOpKey, op),
 		Err: fmt.Errorf("%w: switch %s no longer holds the slot", store.ErrConflict, op),
 	}
 }

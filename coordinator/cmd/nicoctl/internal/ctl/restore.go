@@ -11,6 +11,7 @@ import (
 
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/restore"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -243,7 +244,7 @@ func (a *app) liveClient(ctx context.Context) *clientv3.Client {
 	}
 	pctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
-	if _, err := cli.Get(pctx, "health"); err != nil {
+	if err := store.Answers(pctx, cli); err != nil {
 		cli.Close()
 		fmt.Fprintf(a.stderr, "nicoctl: the cluster at %v does not answer (%v): checking the snapshot and the fleet file only\n", a.cfg.Endpoints, err)
 		return nil
