@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -52,7 +53,7 @@ func KeyUntil(ctx context.Context, cli *clientv3.Client, key string, within time
 			return nil
 		}
 		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for wr := range cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1)) {
+		for wr := range store.WatchRange(wctx, cli, store.Key(key), resp.Header.Revision+1) {
 			if err := wr.Err(); err != nil {
 				why = err.Error()
 				break
