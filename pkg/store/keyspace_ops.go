@@ -7,27 +7,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// DeleteOp deletes key in a transaction; deleting an absent key is not an
-// error.
-func DeleteOp(key string) clientv3.Op { return clientv3.OpDelete(key) }
-
 // DeleteDirOp deletes every key under dir in a transaction.
 func DeleteDirOp(dir string) clientv3.Op { return clientv3.OpDelete(dir, clientv3.WithPrefix()) }
-
-// PutValueOp writes value at key as it is, for values that are not JSON
-// objects (a name, a time, a sealed secret), in a transaction.
-func PutValueOp(key, value string) clientv3.Op { return clientv3.OpPut(key, value) }
 
 // PutLeasedOp is PutValueOp bound to lease: the key is gone when the
 // lease ends.
 func PutLeasedOp(key, value string, lease clientv3.LeaseID) clientv3.Op {
 	return clientv3.OpPut(key, value, clientv3.WithLease(lease))
-}
-
-// ValueIs is a comparison that holds when key holds value (an absent key
-// holds none).
-func ValueIs(key, value string) clientv3.Cmp {
-	return clientv3.Compare(clientv3.Value(key), "=", value)
 }
 
 // ModRevision reads the revision of key's last write without its value;
