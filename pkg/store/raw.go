@@ -24,6 +24,13 @@ func GetUnderLocal(ctx context.Context, g Getter, prefix, key string) (kv *mvccp
 	return getUnder(ctx, g, prefix+key, clientv3.WithSerializable())
 }
 
+// GetThrough reads key as g names it: under the prefix of the Store whose
+// client g is, the whole key through a client no Store scopes. kv is nil
+// when the key is absent; rev is the revision it was read at.
+func GetThrough(ctx context.Context, g Getter, key string) (kv *mvccpb.KeyValue, rev int64, err error) {
+	return getUnder(ctx, g, key)
+}
+
 func getUnder(ctx context.Context, g Getter, key string, opts ...clientv3.OpOption) (*mvccpb.KeyValue, int64, error) {
 	resp, err := g.Get(ctx, key, opts...)
 	if err != nil {

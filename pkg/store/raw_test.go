@@ -7,7 +7,7 @@ import (
 )
 
 // TestRaw: GetUnder and GetUnderLocal read nico's keys through a client
-// no store scopes; CountAll counts every key of etcd; DeleteRawPrefix
+// no store scopes, GetThrough a key as the client names it; CountAll counts every key of etcd; DeleteRawPrefix
 // deletes keys outside the prefix through a scoped client, and only those.
 func TestRaw(t *testing.T) {
 	c := etcdtest.Start(t, 1)
@@ -31,6 +31,12 @@ func TestRaw(t *testing.T) {
 	}
 	if kv, rev, err := GetUnder(ctx(t), raw, DefaultPrefix, ActiveOpKey); err != nil || kv != nil || rev == 0 {
 		t.Fatalf("GetUnder of an absent key = %v at %d, %v; want nil at the current revision", kv, rev, err)
+	}
+	if kv, _, err := GetThrough(ctx(t), s.Client(), ClusterIDKey); err != nil || kv == nil || string(kv.Key) != ClusterIDKey {
+		t.Fatalf("GetThrough a store's client = %v, %v; want the key under its prefix", kv, err)
+	}
+	if kv, _, err := GetThrough(ctx(t), raw, "/clusters/a/x"); err != nil || kv == nil {
+		t.Fatalf("GetThrough an unscoped client = %v, %v", kv, err)
 	}
 	if n, rev, err := CountAll(ctx(t), raw); err != nil || n != 4 || rev != put.Header.Revision+3 {
 		t.Fatalf("CountAll = %d at %d, %v; want 4 keys", n, rev, err)
