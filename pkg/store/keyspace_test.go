@@ -45,10 +45,16 @@ var clientKeyCalls = map[string]bool{"Get": true, "Put": true, "Delete": true, "
 // clientv3's key operations, each with why: keys that are not nico's.
 var keyspaceExceptions = map[string]string{}
 
+// clientTypes are clientv3's types whose key methods are key operations.
+var clientTypes = map[string]bool{"Client": true, "KV": true, "Watcher": true}
+
 // keyOpsIn returns, for each key operation in the Go source src (named
 // file), "file:line: expression": a selector of a key operation on the
 // file's import of clientv3 (whatever its local name), and a call of a
-// key method on a store's Client() or on a client's KV field.
+// key method on a store's Client(), on a KV field, or on a name the file
+// declares (a parameter, field or variable) of type *clientv3.Client,
+// clientv3.KV or clientv3.Watcher. It reads one file without types: a
+// client that comes from another file or from := is not recognised.
 func keyOpsIn(file string, src []byte) ([]string, error) {
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, file, src, parser.SkipObjectResolution)
@@ -64,20 +70,57 @@ func keyOpsIn(file string, src []byte) ([]string, error) {
 			}
 		}
 	}
+	if local == "_" {
+		local = ""
+	}
+	// isClient tells whether a declared type is one of clientTypes.
+	isClient := func(typ ast.Expr) bool {
+		if star, ok := typ.(*ast.StarExpr); ok {
+			typ = star.X
+		}
+		switch t := typ.(type) {
+		case *ast.SelectorExpr:
+			id, ok := t.X.(*ast.Ident)
+			return ok && local != "" && id.Name == local && clientTypes[t.Sel.Name]
+		case *ast.Ident:
+			return local == "." && clientTypes[t.Name]
+		}
+		return false
+	}
+	clients := map[string]bool{} // names declared of a client type
+	ast.Inspect(f, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.Field:
+			if isClient(n.Type) {
+				for _, id := range n.Names {
+					clients[id.Name] = true
+				}
+			}
+		case *ast.ValueSpec:
+			if n.Type != nil && isClient(n.Type) {
+				for _, id := range n.Names {
+					clients[id.Name] = true
+				}
+			}
+		}
+		return true
+	})
 	var out []string
 	report := func(n ast.Node) {
 		pos, end := fset.Position(n.Pos()), fset.Position(n.End())
 		out = append(out, fmt.Sprintf("%s:%d: %s", file, pos.Line, src[pos.Offset:end.Offset]))
 	}
+	selected := map[*ast.Ident]bool{} // idents that name a selector's member
 	ast.Inspect(f, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
-			if id, ok := n.X.(*ast.Ident); ok && local != "" && local != "_" && id.Name == local && keyOps[n.Sel.Name] {
+			selected[n.Sel] = true
+			if id, ok := n.X.(*ast.Ident); ok && local != "" && id.Name == local && keyOps[n.Sel.Name] {
 				report(n)
 			}
 		case *ast.Ident:
 			// A dot import brings the key operations in unqualified.
-			if local == "." && keyOps[n.Name] {
+			if local == "." && keyOps[n.Name] && !selected[n] {
 				report(n)
 			}
 		case *ast.CallExpr:
@@ -91,7 +134,11 @@ func keyOpsIn(file string, src []byte) ([]string, error) {
 					report(sel)
 				}
 			case *ast.SelectorExpr:
-				if recv.Sel.Name == "KV" {
+				if recv.Sel.Name == "KV" || clients[recv.Sel.Name] {
+					report(sel)
+				}
+			case *ast.Ident:
+				if clients[recv.Name] {
 					report(sel)
 				}
 			}
@@ -184,6 +231,13 @@ import . "go.etcd.io/etcd/client/v3"
 var op = OpPut("k", "v")`, []string{"agent/x.go:3: OpPut"}},
 		{"store client", `package agent
 func f() { st.Client().Get(ctx, "k"); a.cli.KV.Txn(ctx) }`, []string{"agent/x.go:2: st.Client().Get", "agent/x.go:2: a.cli.KV.Txn"}},
+		{"declared clients", `package agent
+import clientv3 "go.etcd.io/etcd/client/v3"
+type admin struct{ cli *clientv3.Client }
+func (a *admin) f(kv clientv3.KV) { a.cli.Put(ctx, "k", "v"); kv.Delete(ctx, "k"); a.cli.MemberList(ctx) }`, []string{"agent/x.go:4: a.cli.Put", "agent/x.go:4: kv.Delete"}},
+		{"dot import, members of other values", `package agent
+import . "go.etcd.io/etcd/client/v3"
+var v = x.Value + OpGet`, []string{"agent/x.go:3: OpGet"}},
 		{"types and other APIs", `package agent
 import clientv3 "go.etcd.io/etcd/client/v3"
 var (
