@@ -62,12 +62,12 @@ func (a *Agent) startQuota() int64 {
 // other members, before a restart of the local member; a failure leaves
 // the marker's quota in use.
 func (a *Agent) readQuota(ctx context.Context, cli *clientv3.Client) {
-	resp, err := cli.Get(ctx, a.cfg.Prefix+store.EtcdClusterKey)
-	if err != nil || len(resp.Kvs) == 0 {
+	kv, _, err := store.GetUnder(ctx, cli, a.cfg.Prefix, store.EtcdClusterKey)
+	if err != nil || kv == nil {
 		return
 	}
 	ec := &api.EtcdCluster{}
-	if err := store.Decode(resp.Kvs[0], ec); err != nil {
+	if err := store.Decode(kv, ec); err != nil {
 		return
 	}
 	a.quotaWant.Store(ec.Spec.Policy.QuotaBackendBytes)

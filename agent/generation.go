@@ -12,7 +12,6 @@ import (
 	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // generations is the controller that applies the node's desired NixOS
@@ -223,10 +222,10 @@ func (a *Agent) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) er
 	// every hostFilesResync (secrets from local files, a file changed by
 	// hand).
 	mark := hostFilesMark{generation: c.Spec.Generation, attempt: c.Spec.Attempt}
-	kv, err := a.store().GetKV(ctx, store.NodeNamedSecretsKey(a.cfg.Name), clientv3.WithKeysOnly())
+	rev, err := a.store().ModRevision(ctx, store.NodeNamedSecretsKey(a.cfg.Name))
 	switch {
 	case err == nil:
-		mark.projection = kv.ModRevision
+		mark.projection = rev
 	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("agent: host files: %w", err)
 	}

@@ -47,7 +47,7 @@ func (a *Agent) join(ctx context.Context, v *joinView) error {
 	}
 	req := v.join
 	a.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
-	events := watchKey(ctx, a.client(), store.JoinKey(a.cfg.Name))
+	events := watchKey(ctx, a.client(), store.Key(store.JoinKey(a.cfg.Name)))
 	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)
 	defer tick.Stop()
@@ -131,7 +131,7 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 		// In the transaction that registers the node again: a removal
 		// left behind would end the join it files ("removed while joining").
 		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
-		ops = append(ops, clientv3.OpDelete(store.RemovalKey(a.cfg.Name)))
+		ops = append(ops, store.DeleteOp(store.RemovalKey(a.cfg.Name)))
 		v.removal = nil
 	}
 	var filed *api.JoinRequest

@@ -6,8 +6,6 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
-	"go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -31,66 +29,55 @@ func (v *joinView) removalDone() bool {
 
 // readJoin reads the joinView.
 func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
-	resp, err := a.store().Txn(ctx, nil, a.joinReadOps()...)
+	sv, err := a.store().View(ctx, a.joinRanges()...)
 	if err != nil {
 		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
 	}
-	v, err := decodeJoinView(resp.Responses)
+	v, err := a.decodeJoinView(sv)
 	a.noteQuota(v)
 	return v, err
 }
 
-// joinReadOps are the reads of a joinView, in decodeJoinView's order.
-func (a *Agent) joinReadOps() []clientv3.Op {
-	return []clientv3.Op{
-		clientv3.OpGet(store.JoinKey(a.cfg.Name)),
-		clientv3.OpGet(store.RemovalKey(a.cfg.Name)),
-		clientv3.OpGet(store.EtcdClusterKey),
-		clientv3.OpGet(store.NodeKey(a.cfg.Name)),
+// joinRanges are the keys a joinView is read from.
+func (a *Agent) joinRanges() []store.Range {
+	return []store.Range{
+		store.Key(store.JoinKey(a.cfg.Name)),
+		store.Key(store.RemovalKey(a.cfg.Name)),
+		store.Key(store.EtcdClusterKey),
+		store.Key(store.NodeKey(a.cfg.Name)),
 	}
 }
 
-// decodeJoinView decodes the responses of joinReadOps.
-func decodeJoinView(resps []*etcdserverpb.ResponseOp) (joinView, error) {
-	one := func(i int) *mvccpb.KeyValue {
-		if kvs := resps[i].GetResponseRange().GetKvs(); len(kvs) > 0 {
-			return kvs[0]
-		}
-		return nil
-	}
+// decodeJoinView decodes the joinView from sv, a view of joinRanges.
+func (a *Agent) decodeJoinView(sv *store.View) (joinView, error) {
 	var v joinView
-	if kv := one(0); kv != nil {
-		v.join = &api.JoinRequest{}
-		if err := store.Decode(kv, v.join); err != nil {
-			return joinView{}, fmt.Errorf("agent: read join request: %w", err)
-		}
+	j, r, n := &api.JoinRequest{}, &api.RemoveRequest{}, &api.Node{}
+	if found, err := sv.Decode(store.JoinKey(a.cfg.Name), j); err != nil {
+		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
+	} else if found {
+		v.join = j
 	}
-	if kv := one(1); kv != nil {
-		v.removal = &api.RemoveRequest{}
-		if err := store.Decode(kv, v.removal); err != nil {
-			return joinView{}, fmt.Errorf("agent: read removal request: %w", err)
-		}
+	if found, err := sv.Decode(store.RemovalKey(a.cfg.Name), r); err != nil {
+		return joinView{}, fmt.Errorf("agent: read removal request: %w", err)
+	} else if found {
+		v.removal = r
 	}
-	if spec, ok := clusterSpec(one(2)); ok {
+	if spec, ok := clusterSpec(sv); ok {
 		v.version, v.quota, v.hasCluster = spec.Version, spec.Policy.QuotaBackendBytes, true
 	}
-	if kv := one(3); kv != nil {
-		v.node = &api.Node{}
-		if err := store.Decode(kv, v.node); err != nil {
-			return joinView{}, fmt.Errorf("agent: read node: %w", err)
-		}
+	if found, err := sv.Decode(store.NodeKey(a.cfg.Name), n); err != nil {
+		return joinView{}, fmt.Errorf("agent: read node: %w", err)
+	} else if found {
+		v.node = n
 	}
 	return v, nil
 }
 
-// clusterSpec is the spec of the EtcdCluster stored in kv; ok is false
-// when there is none (kv nil) or it does not decode.
-func clusterSpec(kv *mvccpb.KeyValue) (spec api.EtcdClusterSpec, ok bool) {
-	if kv == nil {
-		return spec, false
-	}
+// clusterSpec is the spec of the EtcdCluster sv read; ok is false when
+// there is none or it does not decode.
+func clusterSpec(sv *store.View) (spec api.EtcdClusterSpec, ok bool) {
 	ec := &api.EtcdCluster{}
-	if err := store.Decode(kv, ec); err != nil {
+	if found, err := sv.Decode(store.EtcdClusterKey, ec); !found || err != nil {
 		return spec, false
 	}
 	return ec.Spec, true
@@ -122,25 +109,21 @@ func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error
 		return joinView{}, false, fmt.Errorf("agent: file join request: %w", err)
 	}
 	fresh := []clientv3.Cmp{store.Absent(store.NodeKey(a.cfg.Name)), store.Absent(store.JoinKey(a.cfg.Name)), store.Absent(store.RemovalKey(a.cfg.Name))}
-	then := append([]clientv3.Op{putNode, putJoin, clientv3.OpGet(store.EtcdClusterKey)}, a.heartbeatOps()...)
-	resp, err := a.store().TxnElse(ctx, fresh, then, a.joinReadOps())
+	then := append([]clientv3.Op{putNode, putJoin}, a.heartbeatOps()...)
+	sv, filed, err := a.store().TxnOrView(ctx, fresh, then, a.joinRanges()...)
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: register and file join request: %w", err)
 	}
-	if !resp.Succeeded {
-		v, err := decodeJoinView(resp.Responses)
+	if !filed {
+		v, err := a.decodeJoinView(sv)
 		a.noteQuota(v)
 		return v, false, err
 	}
-	n.Metadata.Revision, j.Metadata.Revision = resp.Header.Revision, resp.Header.Revision
+	n.Metadata.Revision, j.Metadata.Revision = sv.Rev, sv.Rev
 	a.registered(n)
 	a.log.Info("join requested", "attempt", j.Spec.Attempt)
-	var ec *mvccpb.KeyValue
-	if kvs := resp.Responses[2].GetResponseRange().GetKvs(); len(kvs) > 0 {
-		ec = kvs[0]
-	}
 	v = joinView{join: j}
-	if spec, ok := clusterSpec(ec); ok {
+	if spec, ok := clusterSpec(sv); ok {
 		v.version, v.quota, v.hasCluster = spec.Version, spec.Policy.QuotaBackendBytes, true
 	}
 	a.noteQuota(v)

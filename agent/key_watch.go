@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -15,8 +16,8 @@ const (
 	rewatchMax     = 10 * time.Second
 )
 
-// watchKey wakes its reader through C whenever the key (or, with
-// clientv3.WithPrefix in opts, the prefix) changes, until ctx ends or Stop.
+// watchKey wakes its reader through C whenever range r (a key, or the keys
+// under a directory) changes, until ctx ends or Stop.
 // The reader re-reads what it watches on every wake (level-triggered), so
 // wakes carry nothing and coalesce. A watch channel that closes is watched
 // again from the revision after the last one seen, with backoff; when that
@@ -27,10 +28,10 @@ const (
 //	   |  closed                         ^
 //	   v                                 | created (after a compaction: wake)
 //	backoff --> watch from last revision + 1 (compacted: from now)
-func watchKey(ctx context.Context, w clientv3.Watcher, key string, opts ...clientv3.OpOption) *keyWatch {
+func watchKey(ctx context.Context, w store.Watcher, r store.Range) *keyWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	wake := make(chan struct{}, 1)
-	kw := &keyWatch{C: wake, w: w, key: key, opts: opts, wake: wake, cancel: cancel, done: make(chan struct{})}
+	kw := &keyWatch{C: wake, w: w, r: r, wake: wake, cancel: cancel, done: make(chan struct{})}
 	go kw.run(ctx)
 	return kw
 }
@@ -40,9 +41,8 @@ type keyWatch struct {
 	// C receives a wake after each change; it is never closed.
 	C <-chan struct{}
 
-	w      clientv3.Watcher
-	key    string
-	opts   []clientv3.OpOption
+	w      store.Watcher
+	r      store.Range
 	wake   chan struct{}
 	rev    int64 // last revision seen; 0: watch from now
 	cancel context.CancelFunc
@@ -69,11 +69,11 @@ func (kw *keyWatch) run(ctx context.Context) {
 	resync := false // wake once the next watch is in place
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
-		opts := append([]clientv3.OpOption{clientv3.WithCreatedNotify()}, kw.opts...)
+		from := int64(0)
 		if kw.rev > 0 {
-			opts = append(opts, clientv3.WithRev(kw.rev+1))
+			from = kw.rev + 1
 		}
-		for resp := range kw.w.Watch(clientv3.WithRequireLeader(wctx), kw.key, opts...) {
+		for resp := range store.WatchRangeCreated(clientv3.WithRequireLeader(wctx), kw.w, kw.r, from) {
 			if resp.CompactRevision != 0 {
 				kw.rev, resync = 0, true
 				break

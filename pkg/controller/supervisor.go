@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // supervisor runs one controller: it restarts the controller's loop when
@@ -222,9 +222,5 @@ func settleDelay(c Controller) time.Duration {
 
 // currentRevision reads the store's revision.
 func currentRevision(ctx context.Context, src Source, key string) (int64, error) {
-	resp, err := src.Get(ctx, key, clientv3.WithCountOnly())
-	if err != nil {
-		return 0, fmt.Errorf("read the current revision: %w", err)
-	}
-	return resp.Header.Revision, nil
+	return store.CurrentRevision(ctx, src, key)
 }

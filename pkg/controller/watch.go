@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -44,7 +45,7 @@ func (s *supervisor) watchFrom(ctx context.Context, prefix string, next int64, d
 	// instead of keeping it silently open.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	for resp := range s.rt.src.Watch(wctx, prefix, clientv3.WithPrefix(), clientv3.WithRev(next)) {
+	for resp := range store.WatchRange(wctx, s.rt.src, store.Dir(prefix), next) {
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
 			cur, err := currentRevision(ctx, s.rt.src, prefix)
 			if err != nil {

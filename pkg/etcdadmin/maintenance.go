@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -147,11 +148,10 @@ func (a *Admin) callTimeout() time.Duration { return a.dialTimeout }
 func (a *Admin) CompactHistory(ctx context.Context) (int64, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*a.callTimeout())
 	defer cancel()
-	resp, err := a.cli.Get(cctx, "\x00", clientv3.WithCountOnly())
+	rev, err := store.CurrentRevision(cctx, a.cli, "\x00")
 	if err != nil {
-		return 0, fmt.Errorf("etcdadmin: current revision: %w", err)
+		return 0, fmt.Errorf("etcdadmin: %w", err)
 	}
-	rev := resp.Header.Revision
 	cctx2, cancel2 := context.WithTimeout(ctx, compactTimeout)
 	defer cancel2()
 	if _, err := a.cli.Compact(cctx2, rev, clientv3.WithCompactPhysical()); err != nil && !isEtcdError(err, rpctypes.ErrCompacted) {

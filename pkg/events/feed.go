@@ -38,17 +38,17 @@ func (f *Feed) Revision() int64 { return f.rev }
 // revisions, and the revision read at.
 func (f *Feed) read(ctx context.Context) (map[string][]byte, map[string]int64, int64, error) {
 	start, end := Range()
-	resp, err := f.st.Client().Get(ctx, start, clientv3.WithRange(end))
+	kvs, rev, err := f.st.ReadSpan(ctx, start, end)
 	if err != nil {
-		return nil, nil, 0, fmt.Errorf("events: read %s..%s: %w", start, end, err)
+		return nil, nil, 0, fmt.Errorf("events: %w", err)
 	}
 	vals, revs := map[string][]byte{}, map[string]int64{}
-	for _, kv := range resp.Kvs {
+	for _, kv := range kvs {
 		if k := string(kv.Key); Watched(k) {
 			vals[k], revs[k] = kv.Value, kv.ModRevision
 		}
 	}
-	return vals, revs, resp.Header.Revision, nil
+	return vals, revs, rev, nil
 }
 
 // Backlog reads the store and returns the events its objects still record,
@@ -171,7 +171,7 @@ func (f *Feed) watch(ctx context.Context, h Handler) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start, end := Range()
-	wch := f.st.Client().Watch(clientv3.WithRequireLeader(wctx), start, clientv3.WithRange(end), clientv3.WithRev(f.rev+1), clientv3.WithPrevKV())
+	wch := f.st.WatchSpan(clientv3.WithRequireLeader(wctx), start, end, f.rev+1)
 	for resp := range wch {
 		if err := resp.Err(); err != nil {
 			return fmt.Errorf("events: watch from revision %d: %w", f.rev+1, err)

@@ -51,7 +51,7 @@ func (e *EtcdNonces) First(ctx context.Context, nonce string, ttl time.Duration)
 	if err != nil {
 		return false, fmt.Errorf("join: nonce lease: %w", err)
 	}
-	_, err = e.st.Txn(ctx, []clientv3.Cmp{store.Absent(key)}, clientv3.OpPut(key, "", clientv3.WithLease(l.ID)))
+	_, err = e.st.Txn(ctx, []clientv3.Cmp{store.Absent(key)}, store.PutLeasedOp(key, "", l.ID))
 	seen := errors.Is(err, store.ErrConflict)
 	if seen {
 		err = nil

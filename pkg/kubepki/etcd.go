@@ -10,7 +10,6 @@ import (
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/secrets"
 	"github.com/homystack/nico/pkg/store"
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -114,19 +113,13 @@ func ensureEtcdIdentity(ctx context.Context, auth clientv3.Auth, c string, perms
 // /clusters/<c>/ (the slash keeps /clusters/<c>x/ out of it).
 func ClusterKeyPrefix(c string) string { return "/clusters/" + c + "/" }
 
-// RawKV is cli's KV on the whole keyspace, even when cli was scoped to
-// nico's prefix (store.New): the API server's keys lie outside it.
-func RawKV(cli *clientv3.Client) clientv3.KV {
-	return clientv3.NewKVFromKVClient(pb.NewKVClient(cli.ActiveConnection()), cli)
-}
-
 // Delete removes what cluster c left in nico's etcd and secret store:
 // its etcd user and role (its certificate, still valid, then reaches
 // nothing), every key under ClusterKeyPrefix(c) (the cluster's Kubernetes
 // data, gone for good: take a snapshot before if it is wanted), its named
 // secrets, and the NodeSecrets of machines (which held only this
 // cluster's values). cli is a root client (scoped to nico's prefix or
-// not: the keys are deleted through RawKV). Absent parts are not an
+// not: the keys, outside that prefix, are deleted through its connection). Absent parts are not an
 // error: Delete may be repeated.
 func Delete(ctx context.Context, cli *clientv3.Client, s *secrets.Store, c string, machines []string) error {
 	if err := (Cluster{Name: c, Provider: ProviderExternal}).validate(); err != nil {
@@ -139,8 +132,8 @@ func Delete(ctx context.Context, cli *clientv3.Client, s *secrets.Store, c strin
 	if _, err := cli.RoleDelete(ctx, name); err != nil && !errors.Is(err, rpctypes.ErrRoleNotFound) {
 		return fmt.Errorf("kubepki: delete etcd role %s: %w", name, err)
 	}
-	if _, err := RawKV(cli).Delete(ctx, ClusterKeyPrefix(c), clientv3.WithPrefix()); err != nil {
-		return fmt.Errorf("kubepki: delete %s: %w", ClusterKeyPrefix(c), err)
+	if err := store.DeleteRawPrefix(ctx, cli, ClusterKeyPrefix(c)); err != nil {
+		return fmt.Errorf("kubepki: %w", err)
 	}
 	all, _, err := secrets.List[api.Secret](ctx, s, store.NamedSecretsDir)
 	if err != nil {

@@ -223,7 +223,7 @@ func Commit(ctx context.Context, st *store.Store, writes []Write) error {
 		cmps = append(cmps, store.Unchanged(w.Key, w.Rev))
 		switch {
 		case w.Delete:
-			ops = append(ops, clientv3.OpDelete(w.Key))
+			ops = append(ops, store.DeleteOp(w.Key))
 		case w.Obj != nil:
 			op, err := store.PutObjectOp(w.Obj)
 			if err != nil {

@@ -26,19 +26,19 @@ func checkRestoredAgain(ctx context.Context, cli *clientv3.Client, prefix string
 	// The last cluster the lineage lists was replaced by the live one's
 	// restore.
 	by := lin.earlier[len(lin.earlier)-1].By
-	resp, err := cli.Get(ctx, prefix+store.OpKey(by))
+	kv, rev, err := store.GetUnder(ctx, cli, prefix, store.OpKey(by))
 	if err != nil {
 		return fmt.Errorf("restore: read the live cluster's restore %s: %w", by, err)
 	}
 	since := "its history since then"
-	if len(resp.Kvs) > 0 {
+	if kv != nil {
 		var op api.Operation
 		when := ""
-		if decodeJSON(resp.Kvs[0].Value, &op) == nil && !op.Status.UpdatedAt.IsZero() {
+		if decodeJSON(kv.Value, &op) == nil && !op.Status.UpdatedAt.IsZero() {
 			when = " (done " + op.Status.UpdatedAt.UTC().Format(time.RFC3339) + ")"
 		}
-		n := resp.Header.Revision - resp.Kvs[0].CreateRevision
-		since = fmt.Sprintf("the %d revisions it has committed since%s, revisions %d to %d", n, when, resp.Kvs[0].CreateRevision+1, resp.Header.Revision)
+		n := rev - kv.CreateRevision
+		since = fmt.Sprintf("the %d revisions it has committed since%s, revisions %d to %d", n, when, kv.CreateRevision+1, rev)
 	}
 	return fmt.Errorf("%w: cluster %s is the product of %s; restoring it again discards %s, every write acknowledged meanwhile: pass --again to do so (nothing was changed)",
 		ErrRestoredAlready, lin.id, by, since)

@@ -50,15 +50,15 @@ func (l liveLineage) accepts(id api.MemberID) bool {
 
 // readLineage reads the lineage stored under prefix (none: empty).
 func readLineage(ctx context.Context, cli *clientv3.Client, prefix string) ([]api.EarlierCluster, error) {
-	resp, err := cli.Get(ctx, prefix+store.ClusterLineageKey)
+	kv, _, err := store.GetUnder(ctx, cli, prefix, store.ClusterLineageKey)
 	if err != nil {
 		return nil, fmt.Errorf("restore: read the live cluster's lineage: %w", err)
 	}
-	if len(resp.Kvs) == 0 {
+	if kv == nil {
 		return nil, nil
 	}
 	var l api.ClusterLineage
-	if err := json.Unmarshal(resp.Kvs[0].Value, &l); err != nil {
+	if err := json.Unmarshal(kv.Value, &l); err != nil {
 		return nil, fmt.Errorf("restore: decode the live cluster's lineage: %w", err)
 	}
 	return l.Status.Earlier, nil

@@ -138,15 +138,15 @@ func liveMember(ctx context.Context, cli *clientv3.Client, target string) (api.M
 // liveFleet reads the live cluster's EtcdCluster creation time; ok is
 // false when it has none.
 func liveFleet(ctx context.Context, cli *clientv3.Client, prefix string) (created time.Time, ok bool, err error) {
-	resp, err := cli.Get(ctx, prefix+store.EtcdClusterKey)
+	kv, _, err := store.GetUnder(ctx, cli, prefix, store.EtcdClusterKey)
 	if err != nil {
 		return time.Time{}, false, fmt.Errorf("restore: read the live EtcdCluster: %w", err)
 	}
-	if len(resp.Kvs) == 0 {
+	if kv == nil {
 		return time.Time{}, false, nil
 	}
 	var c api.EtcdCluster
-	if err := decodeJSON(resp.Kvs[0].Value, &c); err != nil {
+	if err := decodeJSON(kv.Value, &c); err != nil {
 		return time.Time{}, false, fmt.Errorf("restore: decode the live EtcdCluster: %w", err)
 	}
 	return c.Metadata.CreatedAt, true, nil

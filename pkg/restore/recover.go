@@ -113,8 +113,8 @@ func CheckQuorumLost(ctx context.Context, survivors []Survivor, voters int, tlsC
 	defer cli.Close()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if resp, err := cli.Get(rctx, "health"); err == nil {
-		return fmt.Errorf("%w: a linearizable read answered at revision %d", ErrHasQuorum, resp.Header.Revision)
+	if rev, err := store.CurrentRevision(rctx, cli, "health"); err == nil {
+		return fmt.Errorf("%w: a linearizable read answered at revision %d", ErrHasQuorum, rev)
 	}
 	return nil
 }
@@ -152,15 +152,15 @@ func RecoveryAllowed(ctx context.Context, url, prefix string, tlsCfg *tls.Config
 	defer cli.Close()
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := cli.Get(rctx, prefix+store.EtcdClusterKey, clientv3.WithSerializable())
+	kv, _, err := store.GetUnderLocal(rctx, cli, prefix, store.EtcdClusterKey)
 	if err != nil {
 		return false, fmt.Errorf("restore: read the EtcdCluster from %s: %w", url, err)
 	}
-	if len(resp.Kvs) == 0 {
+	if kv == nil {
 		return false, nil
 	}
 	var c api.EtcdCluster
-	if err := json.Unmarshal(resp.Kvs[0].Value, &c); err != nil {
+	if err := json.Unmarshal(kv.Value, &c); err != nil {
 		return false, fmt.Errorf("restore: decode the EtcdCluster from %s: %w", url, err)
 	}
 	return c.Spec.Policy.RecoverWithoutConfirmation, nil

@@ -91,13 +91,13 @@ func takeSlotIn(ctx context.Context, st *store.Store, j *Journal) error {
 		ops = append(ops, lineage)
 	}
 	ops = append(ops,
-		clientv3.OpPut(store.ActiveOpKey, j.ID),
-		clientv3.OpDelete(store.JoinsDir, clientv3.WithPrefix()),
+		store.PutValueOp(store.ActiveOpKey, j.ID),
+		store.DeleteDirOp(store.JoinsDir),
 		// The snapshot's election keys would let a coordinator elected in
 		// the old cluster pass its fence (the key's create revision) in
 		// the new one: every candidate campaigns again.
-		clientv3.OpDelete(store.ElectionPrefix, clientv3.WithPrefix()),
-		clientv3.OpDelete(store.RemovalsDir, clientv3.WithPrefix()))
+		store.DeleteDirOp(store.ElectionPrefix),
+		store.DeleteDirOp(store.RemovalsDir))
 	if _, err := st.Txn(ctx, nil, ops...); err != nil {
 		return fmt.Errorf("journal %s in the new cluster: %w", j.ID, err)
 	}
@@ -133,8 +133,8 @@ func releaseSlot(ctx context.Context, f Fleet, prefix string, j *Journal) error 
 	if err != nil {
 		return err
 	}
-	_, err = st.Txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", j.ID)},
-		put, store.RecordClusterIDOp(j.NewClusterID), clientv3.OpDelete(store.ActiveOpKey))
+	_, err = st.Txn(ctx, []clientv3.Cmp{store.ValueIs(store.ActiveOpKey, j.ID)},
+		put, store.RecordClusterIDOp(j.NewClusterID), store.DeleteOp(store.ActiveOpKey))
 	if err != nil {
 		return fmt.Errorf("release the slot of %s: %w", j.ID, err)
 	}
@@ -154,7 +154,7 @@ func ReserveSlot(ctx context.Context, cli *clientv3.Client, prefix string, j *Jo
 	if err != nil {
 		return err
 	}
-	_, err = st.Txn(ctx, []clientv3.Cmp{store.Absent(store.ActiveOpKey)}, put, clientv3.OpPut(store.ActiveOpKey, j.ID))
+	_, err = st.Txn(ctx, []clientv3.Cmp{store.Absent(store.ActiveOpKey)}, put, store.PutValueOp(store.ActiveOpKey, j.ID))
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("restore: reserve the slot: %w", err)
 	}
@@ -188,7 +188,7 @@ func ReleaseLive(ctx context.Context, cli *clientv3.Client, prefix string, j *Jo
 	if err != nil {
 		return err
 	}
-	_, err = st.Txn(ctx, []clientv3.Cmp{clientv3.Compare(clientv3.Value(store.ActiveOpKey), "=", j.ID)}, put, clientv3.OpDelete(store.ActiveOpKey))
+	_, err = st.Txn(ctx, []clientv3.Cmp{store.ValueIs(store.ActiveOpKey, j.ID)}, put, store.DeleteOp(store.ActiveOpKey))
 	if err != nil && !errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("restore: release the live slot of %s: %w", j.ID, err)
 	}

@@ -117,7 +117,7 @@ func (s *Store) DeleteUnchanged(ctx context.Context, obj api.Object, also ...cli
 	if err != nil {
 		return err
 	}
-	_, err = s.txn(ctx, []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)}, append([]clientv3.Op{clientv3.OpDelete(key)}, also...)...)
+	_, err = s.txn(ctx, []clientv3.Cmp{store.Unchanged(key, obj.GetMetadata().Revision)}, append([]clientv3.Op{store.DeleteOp(key)}, also...)...)
 	if errors.Is(err, store.ErrConflict) {
 		return fmt.Errorf("%w: %s", store.ErrConflict, key)
 	}
@@ -141,7 +141,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	if s.fence != nil {
-		if _, err := s.txn(ctx, nil, clientv3.OpDelete(key)); err != nil {
+		if _, err := s.txn(ctx, nil, store.DeleteOp(key)); err != nil {
 			return fmt.Errorf("secrets: delete %s: %w", key, err)
 		}
 		return nil
@@ -169,7 +169,7 @@ func (s *Store) write(ctx context.Context, verb string, obj api.Object, cmpsAt f
 	if err != nil {
 		return err
 	}
-	resp, err := s.txn(ctx, cmpsAt(key), clientv3.OpPut(key, string(sealed)))
+	resp, err := s.txn(ctx, cmpsAt(key), store.PutValueOp(key, string(sealed)))
 	switch {
 	case errors.Is(err, store.ErrConflict) && verb == "create":
 		return fmt.Errorf("%w: %s", store.ErrExists, key)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -127,7 +128,7 @@ const syncTimeout = 5 * time.Second
 func syncWith(ctx context.Context, cli *clientv3.Client) string {
 	sctx, cancel := context.WithTimeout(ctx, syncTimeout)
 	defer cancel()
-	if _, err := cli.Get(sctx, syncKey, clientv3.WithCountOnly()); err != nil {
+	if _, err := store.CurrentRevision(sctx, cli, syncKey); err != nil {
 		return fmt.Sprintf("a linearizable read through the member failed (%v): the snapshot may miss the cluster's last acknowledged writes", err)
 	}
 	return ""

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -116,11 +117,11 @@ func Verify(ctx context.Context, path string, opts VerifyOptions) (VerifyResult,
 	defer cli.Close()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	resp, err := cli.Get(cctx, "\x00", clientv3.WithFromKey(), clientv3.WithCountOnly())
+	count, rev, err := store.CountAll(cctx, cli)
 	if err != nil {
-		return VerifyResult{}, fmt.Errorf("snapshot: verify %s: count keys: %w", path, err)
+		return VerifyResult{}, fmt.Errorf("snapshot: verify %s: %w", path, err)
 	}
-	res := VerifyResult{Status: st, Keys: resp.Count, Revision: resp.Header.Revision, Took: time.Since(start)}
+	res := VerifyResult{Status: st, Keys: count, Revision: rev, Took: time.Since(start)}
 	keys := int64(st.TotalKeys)
 	marked, err := bumpMarked(path)
 	if err != nil {

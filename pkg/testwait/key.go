@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -31,7 +32,7 @@ func KeyUntil(ctx context.Context, cli *clientv3.Client, key string, within time
 		return fmt.Errorf("testwait: key %s: %w; last: %s", key, err, why)
 	}
 	for {
-		resp, err := cli.Get(ctx, key)
+		kv, rev, err := store.GetThrough(ctx, cli, key)
 		if err != nil {
 			if ctx.Err() != nil {
 				return fail(ctx.Err())
@@ -43,16 +44,12 @@ func KeyUntil(ctx context.Context, cli *clientv3.Client, key string, within time
 			}
 			continue
 		}
-		var kv *mvccpb.KeyValue
-		if len(resp.Kvs) > 0 {
-			kv = resp.Kvs[0]
-		}
 		var ok bool
 		if ok, why = cond(kv); ok {
 			return nil
 		}
 		wctx, wcancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-		for wr := range cli.Watch(wctx, key, clientv3.WithRev(resp.Header.Revision+1)) {
+		for wr := range store.WatchRange(wctx, cli, store.Key(key), rev+1) {
 			if err := wr.Err(); err != nil {
 				why = err.Error()
 				break

@@ -8,7 +8,6 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // DefaultPruneAfter is how long an expired or revoked token is kept (and
@@ -47,7 +46,7 @@ func (r *Registry) Prune(ctx context.Context, now time.Time, grace time.Duration
 			continue
 		}
 		id := t.Metadata.Name
-		tomb := clientv3.OpPut(store.TokenTombstoneKey(id), now.UTC().Format(time.RFC3339))
+		tomb := store.PutValueOp(store.TokenTombstoneKey(id), now.UTC().Format(time.RFC3339))
 		err := r.s.DeleteUnchanged(ctx, t, tomb)
 		switch {
 		case errors.Is(err, store.ErrConflict):

@@ -311,6 +311,6 @@ func (c *Check) withdraw(rev int64) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	key := store.SwitchKey(c.Node)
-	_, err := c.Store.Txn(ctx, []clientv3.Cmp{store.Unchanged(key, rev)}, clientv3.OpDelete(key))
+	_, err := c.Store.Txn(ctx, []clientv3.Cmp{store.Unchanged(key, rev)}, store.DeleteOp(key))
 	return !errors.Is(err, store.ErrConflict)
 }
