@@ -82,7 +82,7 @@ func (h *Hub) Run(ctx context.Context) error {
 	var timer <-chan time.Time
 	for ctx.Err() == nil {
 		wctx, cancel := context.WithCancel(ctx)
-		wch := h.Store.WatchDir(clientv3.WithRequireLeader(wctx), "", 0)
+		wch := store.WatchRange(clientv3.WithRequireLeader(wctx), h.Store.Client(), store.Dir(""), 0)
 		timer = time.After(debounce) // (re)opened: something may have changed unseen
 	watching:
 		for {

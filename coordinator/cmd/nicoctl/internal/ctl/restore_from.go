@@ -107,13 +107,13 @@ func (a *app) resolveSource(ctx context.Context, o restoreOpts, live *clientv3.C
 // EtcdCluster names.
 func (a *app) restoreStore(ctx context.Context, dest string, live *clientv3.Client) (snapshot.Store, error) {
 	if dest == "" && live != nil {
-		value, ok, err := store.ValueUnscoped(ctx, live, a.cfg.Prefix, store.EtcdClusterKey)
+		kv, _, err := store.GetUnder(ctx, live, a.cfg.Prefix, store.EtcdClusterKey)
 		if err != nil {
 			return nil, fmt.Errorf("reading the EtcdCluster: %w", err)
 		}
-		if ok {
+		if kv != nil {
 			var ec api.EtcdCluster
-			if err := json.Unmarshal(value, &ec); err != nil {
+			if err := json.Unmarshal(kv.Value, &ec); err != nil {
 				return nil, fmt.Errorf("decoding the EtcdCluster: %w", err)
 			}
 			dest = ec.Spec.Snapshots.Destination
