@@ -48,7 +48,7 @@ import (
 //	                                                                   etcd compaction
 //	switch-guard          switches/ active-op nodes/                   switches/ (status) ops/ active-op,
 //	                                                                   etcd leader
-//	journal               (each JournalEvery)                          ops/ (finished ones deleted)
+//	journal               (reads ops/ each JournalEvery)               ops/ (finished ones deleted)
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
 	membership := newReconciler(c, fence)
@@ -102,7 +102,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.EtcdClusterKey, store.ActiveOpKey},
 		},
 		&controller.Func{
-			ControllerName: "journal", Resync: JournalEvery, Settle: settle,
+			ControllerName: "journal", Resync: resync, Settle: settle,
 			Do: (&journal{st: c.store, fence: fence, now: func() time.Time { return c.Now() }, log: c.log, policy: c.cfg.Journal}).reconcile,
 		},
 	})

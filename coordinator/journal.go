@@ -22,13 +22,18 @@ import (
 // JournalPolicy.Keep finished ones; a running one never goes, nor the
 // record of a restore or recovery (the cluster's lineage names it).
 //
-//	ops/ (each JournalEvery) --> prunable --> delete, fenced, each guarded unchanged since read
+// It passes on the leader's resync tick like the others, and reads the
+// journal at most once each JournalEvery.
+//
+//	ops/ (at most each JournalEvery) --> prunable --> delete, fenced, each guarded unchanged since read
 type journal struct {
 	st     *store.Store
 	fence  store.Fence
 	now    func() time.Time
 	log    *slog.Logger
 	policy JournalPolicy
+	// last is when the journal was last pruned (zero: not yet this term).
+	last time.Time
 }
 
 // JournalPolicy is how much of the journal the leader keeps.
@@ -42,7 +47,7 @@ type JournalPolicy struct {
 // DefaultJournalPolicy keeps a week of operations, and the newest 100.
 var DefaultJournalPolicy = JournalPolicy{Keep: 100, For: 7 * 24 * time.Hour}
 
-// JournalEvery is how often the journal controller looks.
+// JournalEvery is how often the journal controller reads the journal.
 const JournalEvery = 10 * time.Minute
 
 // journalBatch bounds the deletions of one transaction (etcd refuses a
@@ -77,14 +82,19 @@ func prunable(ops []*api.Operation, now time.Time, pol JournalPolicy) []*api.Ope
 // reconcile deletes what prunable names, in fenced transactions each of
 // which holds only while every operation it deletes is as read.
 func (j *journal) reconcile(ctx context.Context) error {
+	now := j.now()
+	if !j.last.IsZero() && now.Sub(j.last) < JournalEvery {
+		return nil
+	}
 	ops, _, err := store.List[api.Operation](ctx, j.st, store.OpsDir)
 	if err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
-	gone := prunable(ops, j.now(), j.policy)
+	gone := prunable(ops, now, j.policy)
 	if err := j.prune(ctx, gone); err != nil {
 		return err
 	}
+	j.last = now
 	if len(gone) > 0 {
 		j.log.Info("journal pruned", "operations", len(gone), "kept", len(ops)-len(gone))
 	}

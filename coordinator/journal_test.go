@@ -153,11 +153,31 @@ func TestJournalPrunes(t *testing.T) {
 	if got := names(); !slices.Equal(got, want) {
 		t.Fatalf("after pruning a changed operation: %v, want %v", got, want)
 	}
+	// The journal is read at most once each JournalEvery: an operation
+	// that falls out of the policy meanwhile goes at the first pass after.
+	if err := st.PutObject(ctx, journaled("op-000", api.OpJoin, api.OpSucceeded, old)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(JournalEvery - time.Second)
+	if err := j.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Contains(got, "op-000") {
+		t.Fatalf("pruned %v within JournalEvery of the last pass", got)
+	}
+	now = now.Add(time.Second)
+	if err := j.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := names(); !slices.Equal(got, want) {
+		t.Fatalf("JournalEvery after the last pass: %v, want %v", got, want)
+	}
 	// Nothing more to prune: a pass writes nothing.
 	before, err := st.Revision(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
+	now = now.Add(JournalEvery)
 	if err := j.reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}

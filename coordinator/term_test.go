@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -141,13 +142,13 @@ func TestTermSurvivesAClosedWatch(t *testing.T) {
 		t.Cleanup(e.Close)
 	}
 	back := time.Now()
-	testwait.True(t, 20*time.Second, "every controller to watch again and succeed", func() bool {
+	testwait.For(t, 20*time.Second, "every controller to watch again and succeed", func() (bool, string) {
 		for _, h := range c.Health() {
 			if !h.Running || h.Rewatches == 0 || h.LastSuccess.Before(back) {
-				return false
+				return false, fmt.Sprintf("%s: running %v, %d rewatches, last success %s before the members came back", h.Name, h.Running, h.Rewatches, back.Sub(h.LastSuccess))
 			}
 		}
-		return c.Healthy()
+		return c.Healthy(), "not healthy"
 	})
 	mu.Lock()
 	defer mu.Unlock()
