@@ -68,9 +68,18 @@ func (c *Coord) Stop() {
 	})
 }
 
+// Cut drops the candidate's connection to etcd at once, as its process
+// dying would: every call it makes from then on fails, and its session
+// lease is left to expire. It closes the connection, not the client,
+// whose fields the candidate's running watches still read; a test hook
+// inside the candidate may call it. Stop ends the candidate after.
+func (c *Coord) Cut() {
+	c.Cli.ActiveConnection().Close()
+}
+
 // Crash kills the candidate without resigning: its connection drops, and
 // its session lease is left to expire.
 func (c *Coord) Crash() {
-	c.Cli.Close()
+	c.Cut()
 	c.Stop()
 }

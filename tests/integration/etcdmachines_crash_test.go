@@ -98,7 +98,7 @@ func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
 			var once sync.Once
 			killed := make(chan struct{})
 			var c1 *coord
-			c1 = f.StartCoordinator("c-1", tt.hook(func() { once.Do(func() { c1.Cli.Close(); close(killed) }) }))
+			c1 = f.StartCoordinator("c-1", tt.hook(func() { once.Do(func() { c1.Cut(); close(killed) }) }))
 			testwait.For(t, 20*time.Second, "c-1 leads", func() (bool, string) { n := f.LeaderName(); return n == "c-1", n })
 			hv := f.startHypervisor("hv-1", libvirttest.Options{VCPUs: 8, MemoryMiB: 4096})
 			waitObj[api.Hypervisor](f, 30*time.Second, store.HypervisorKey("hv-1"), "hv-1 reported", func(*api.Hypervisor) bool { return true })

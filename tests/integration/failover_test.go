@@ -27,7 +27,7 @@ func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 	c1 = f.StartCoordinator("c-1", func(c *coord) {
 		c.C.AfterSideEffect = func(s membership.Step) {
 			if s.Action == membership.AddLearner {
-				once.Do(func() { c1.Cli.Close(); close(crashed) })
+				once.Do(func() { c1.Cut(); close(crashed) })
 			}
 		}
 	})
