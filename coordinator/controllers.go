@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"time"
 
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
@@ -51,6 +50,7 @@ import (
 //	journal               (each JournalEvery)                          ops/ (finished ones deleted)
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
+	d := c.leaderDeps(fence)
 	membership := newReconciler(c, fence)
 	return (&holdGate{c: c, fence: fence}).gated([]controller.Controller{
 		&controller.Func{
@@ -98,12 +98,12 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.SwitchesDir, store.ActiveOpKey, store.NodesDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
+			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: newEtcdCompactor(d).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ActiveOpKey},
 		},
 		&controller.Func{
 			ControllerName: "journal", Resync: JournalEvery, Settle: settle,
-			Do: (&journal{st: c.store, fence: fence, now: func() time.Time { return c.Now() }, log: c.log, policy: c.cfg.Journal}).reconcile,
+			Do: (&journal{st: d.st, fence: d.fence, now: d.now, log: d.log, policy: c.cfg.Journal}).reconcile,
 		},
 	})
 }

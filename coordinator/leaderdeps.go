@@ -1,0 +1,31 @@
+package coordinator
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/metrics"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// leaderDeps are what the leader's controllers are built from, once per
+// term (leaderControllers). Each controller takes the few of them it uses,
+// never the Coordinator.
+type leaderDeps struct {
+	st    *store.Store
+	admin *etcdadmin.Admin
+	// fence is the term's leader key: every write of the term is fenced on it.
+	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
+	// metrics is nil when the candidate records none.
+	metrics *metrics.Coordinator
+}
+
+// leaderDeps returns the dependencies of the term fenced on fence. Its
+// clock reads c.Now on each call, so a test that replaces it is followed.
+func (c *Coordinator) leaderDeps(fence store.Fence) leaderDeps {
+	return leaderDeps{st: c.store, admin: c.admin, fence: fence,
+		now: func() time.Time { return c.Now() }, log: c.log, metrics: c.Metrics}
+}
