@@ -94,7 +94,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 		},
 		&controller.Func{
 			// Not settled: a host's pre-switch check waits on its answer.
-			ControllerName: "switch-guard", Resync: resync, Do: (&switchGuard{c: c, fence: fence}).reconcile,
+			ControllerName: "switch-guard", Resync: resync, Do: newSwitchGuard(d).reconcile,
 			Prefixes: []string{store.SwitchesDir, store.ActiveOpKey, store.NodesDir},
 		},
 		&controller.Func{

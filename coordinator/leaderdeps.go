@@ -13,6 +13,8 @@ import (
 // term (leaderControllers). Each controller takes the few of them it uses,
 // never the Coordinator.
 type leaderDeps struct {
+	// name is the candidate's, written as the leader of what it journals.
+	name  string
 	st    *store.Store
 	admin *etcdadmin.Admin
 	// fence is the term's leader key: every write of the term is fenced on it.
@@ -26,6 +28,6 @@ type leaderDeps struct {
 // leaderDeps returns the dependencies of the term fenced on fence. Its
 // clock reads c.Now on each call, so a test that replaces it is followed.
 func (c *Coordinator) leaderDeps(fence store.Fence) leaderDeps {
-	return leaderDeps{st: c.store, admin: c.admin, fence: fence,
+	return leaderDeps{name: c.cfg.Name, st: c.store, admin: c.admin, fence: fence,
 		now: func() time.Time { return c.Now() }, log: c.log, metrics: c.Metrics}
 }
