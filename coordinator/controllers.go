@@ -87,7 +87,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},
 		&controller.Func{
-			ControllerName: "snapshots", Resync: resync, Settle: settle, Do: (&snapshotSchedule{c: c, fence: fence}).reconcile,
+			ControllerName: "snapshots", Resync: resync, Settle: settle, Do: newSnapshotSchedule(d, c.snaps, c.snapshotStore).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
 			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
 			Policy: controller.HealthPolicy{StallAfter: -1},
