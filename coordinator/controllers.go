@@ -78,7 +78,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.NodesDir, store.ActiveOpKey, store.EtcdClusterKey},
 		},
 		&controller.Func{
-			ControllerName: "etcd-version", Resync: resync, Settle: settle, Do: (&versionRoller{c: c, fence: fence}).reconcile,
+			ControllerName: "etcd-version", Resync: resync, Settle: settle, Do: newVersionRoller(d).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 		&controller.Func{
