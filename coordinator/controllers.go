@@ -74,7 +74,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-status", Resync: resync, Settle: settle, Do: newEtcdStatuser(c, fence).reconcile,
+			ControllerName: "etcd-status", Resync: resync, Settle: settle, Do: newEtcdStatuser(d, c.maintenance(), c.OnDefrag).reconcile,
 			Prefixes: []string{store.NodesDir, store.ActiveOpKey, store.EtcdClusterKey},
 		},
 		&controller.Func{
