@@ -52,7 +52,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
 	d := c.leaderDeps(fence)
 	membership := newReconciler(c, fence)
-	return (&holdGate{c: c, fence: fence}).gated([]controller.Controller{
+	return (&holdGate{st: d.st, fence: d.fence, log: d.log}).gated([]controller.Controller{
 		&controller.Func{
 			ControllerName: "membership", Resync: resync, Do: membership.reconcile, Wake: membership.wake,
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
