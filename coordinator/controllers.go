@@ -58,7 +58,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{
-			ControllerName: "rollout", Resync: resync, Settle: settle, Do: (&rollouter{c: c, fence: fence}).reconcile,
+			ControllerName: "rollout", Resync: resync, Settle: settle, Do: newRollouter(d, c.cfg.Policy, c.OnRolloutStep, &c.Clusters, c.snaps).reconcile,
 			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey, store.ComponentReportsDir},
 		},
 		&controller.Func{

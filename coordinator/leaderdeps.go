@@ -1,10 +1,13 @@
 package coordinator
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -30,4 +33,11 @@ type leaderDeps struct {
 func (c *Coordinator) leaderDeps(fence store.Fence) leaderDeps {
 	return leaderDeps{name: c.cfg.Name, st: c.store, admin: c.admin, fence: fence,
 		now: func() time.Time { return c.Now() }, log: c.log, metrics: c.Metrics}
+}
+
+// leaderMover is what the controllers that move etcd's leadership off a
+// member (rollout, switch-guard) ask of etcd; MemberAdmin's methods.
+type leaderMover interface {
+	Observe(ctx context.Context) ([]membership.Member, error)
+	MoveLeader(ctx context.Context, leaderURL string, to api.MemberID) error
 }

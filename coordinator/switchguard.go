@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/switchguard"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -27,17 +26,11 @@ import (
 type switchGuard struct {
 	name  string
 	st    *store.Store
-	admin switchAdmin
+	admin leaderMover
 	fence store.Fence
 	now   func() time.Time
 	log   *slog.Logger
 	last  string
-}
-
-// switchAdmin is what the switch guard asks of etcd (MemberAdmin's).
-type switchAdmin interface {
-	Observe(ctx context.Context) ([]membership.Member, error)
-	MoveLeader(ctx context.Context, leaderURL string, to api.MemberID) error
 }
 
 // newSwitchGuard returns the switch-guard controller of the term of d.
