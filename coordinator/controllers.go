@@ -70,7 +70,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.EtcdClusterKey, store.ClaimsDir, store.MachinesDir, store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "identity-revocation", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
+			ControllerName: "identity-revocation", Resync: resync, Settle: settle, Do: newRevoker(d, c.cfg.RevokeRemovedAfter).reconcile,
 			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
