@@ -62,7 +62,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey, store.ComponentReportsDir},
 		},
 		&controller.Func{
-			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },
+			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: newPoolController(d, c.AfterMachineWrite).reconcile,
 			Prefixes: []string{store.PoolsDir, store.ClaimsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
