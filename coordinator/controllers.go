@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"context"
-
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -66,7 +64,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.PoolsDir, store.ClaimsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-machines", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcileEtcdMachines(ctx, fence) },
+			ControllerName: "etcd-machines", Resync: resync, Settle: settle, Do: newEtcdMachines(d, c.cfg.Policy, c.AfterMachineWrite).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ClaimsDir, store.MachinesDir, store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
