@@ -80,7 +80,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 		&controller.Func{
-			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(c, fence).reconcile,
+			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(d, &c.Clusters, c.snaps).reconcile,
 			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},
