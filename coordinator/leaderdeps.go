@@ -13,8 +13,8 @@ import (
 )
 
 // leaderDeps are what the leader's controllers are built from, once per
-// term (leaderControllers). Each controller takes the few of them it uses,
-// never the Coordinator.
+// term (leaderControllers). A controller built from them keeps the few it
+// uses, and not the Coordinator.
 type leaderDeps struct {
 	// name is the candidate's, written as the leader of what it journals.
 	name  string
