@@ -1,9 +1,6 @@
 package coordinator
 
 import (
-	"context"
-	"time"
-
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -51,59 +48,60 @@ import (
 //	journal               (reads ops/ each JournalEvery)               ops/ (finished ones deleted)
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
+	d := c.leaderDeps(fence)
 	membership := newReconciler(c, fence)
-	return (&holdGate{c: c, fence: fence}).gated([]controller.Controller{
+	return (&holdGate{st: d.st, fence: d.fence, log: d.log}).gated([]controller.Controller{
 		&controller.Func{
 			ControllerName: "membership", Resync: resync, Do: membership.reconcile, Wake: membership.wake,
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{
-			ControllerName: "rollout", Resync: resync, Settle: settle, Do: (&rollouter{c: c, fence: fence}).reconcile,
+			ControllerName: "rollout", Resync: resync, Settle: settle, Do: newRollouter(d, c.cfg.Policy, c.OnRolloutStep, &c.Clusters, c.snaps).reconcile,
 			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey, store.ComponentReportsDir},
 		},
 		&controller.Func{
-			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcilePools(ctx, fence) },
+			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: newPoolController(d, c.AfterMachineWrite).reconcile,
 			Prefixes: []string{store.PoolsDir, store.ClaimsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-machines", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.reconcileEtcdMachines(ctx, fence) },
+			ControllerName: "etcd-machines", Resync: resync, Settle: settle, Do: newEtcdMachines(d, c.cfg.Policy, c.AfterMachineWrite).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ClaimsDir, store.MachinesDir, store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "identity-revocation", Resync: resync, Settle: settle, Do: func(ctx context.Context) error { return c.revokePass(ctx, fence) },
+			ControllerName: "identity-revocation", Resync: resync, Settle: settle, Do: newRevoker(d, c.cfg.RevokeRemovedAfter).reconcile,
 			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-status", Resync: resync, Settle: settle, Do: newEtcdStatuser(c, fence).reconcile,
+			ControllerName: "etcd-status", Resync: resync, Settle: settle, Do: newEtcdStatuser(d, c.maintenance(), c.OnDefrag).reconcile,
 			Prefixes: []string{store.NodesDir, store.ActiveOpKey, store.EtcdClusterKey},
 		},
 		&controller.Func{
-			ControllerName: "etcd-version", Resync: resync, Settle: settle, Do: (&versionRoller{c: c, fence: fence}).reconcile,
+			ControllerName: "etcd-version", Resync: resync, Settle: settle, Do: newVersionRoller(d).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 		&controller.Func{
-			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(c, fence).reconcile,
+			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(d, &c.Clusters, c.snaps).reconcile,
 			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},
 		&controller.Func{
-			ControllerName: "snapshots", Resync: resync, Settle: settle, Do: (&snapshotSchedule{c: c, fence: fence}).reconcile,
+			ControllerName: "snapshots", Resync: resync, Settle: settle, Do: newSnapshotSchedule(d, c.snaps, c.snapshotStore).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
 			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
 			Policy: controller.HealthPolicy{StallAfter: -1},
 		},
 		&controller.Func{
 			// Not settled: a host's pre-switch check waits on its answer.
-			ControllerName: "switch-guard", Resync: resync, Do: (&switchGuard{c: c, fence: fence}).reconcile,
+			ControllerName: "switch-guard", Resync: resync, Do: newSwitchGuard(d).reconcile,
 			Prefixes: []string{store.SwitchesDir, store.ActiveOpKey, store.NodesDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: (&etcdCompactor{c: c, fence: fence}).reconcile,
+			ControllerName: "etcd-compaction", Resync: resync, Settle: settle, Do: newEtcdCompactor(d).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ActiveOpKey},
 		},
 		&controller.Func{
 			ControllerName: "journal", Resync: resync, Settle: settle,
-			Do: (&journal{st: c.store, fence: fence, now: func() time.Time { return c.Now() }, log: c.log, policy: c.cfg.Journal}).reconcile,
+			Do: (&journal{st: d.st, fence: d.fence, now: d.now, log: d.log, policy: c.cfg.Journal}).reconcile,
 		},
 	})
 }

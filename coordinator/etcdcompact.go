@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -31,50 +32,63 @@ import (
 // in status.compaction fenced after; a term that ends between the check
 // and the call compacts no more than its policy allowed.
 type etcdCompactor struct {
-	c       *Coordinator
-	fence   store.Fence
+	st    *store.Store
+	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
+	// met is nil when the candidate records no metrics.
+	met     *metrics.Compaction
 	history compaction.History
+}
+
+// newEtcdCompactor returns the compaction controller of the term of d.
+func newEtcdCompactor(d leaderDeps) *etcdCompactor {
+	k := &etcdCompactor{st: d.st, fence: d.fence, now: d.now, log: d.log}
+	if d.metrics != nil {
+		k.met = d.metrics.Compaction
+	}
+	return k
 }
 
 // reconcile is the compaction controller's Reconcile.
 func (k *etcdCompactor) reconcile(ctx context.Context) error {
 	ec := &api.EtcdCluster{}
-	if err := k.c.store.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
+	if err := k.st.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
 		return nil // the membership controller writes the bootstrap one
 	} else if err != nil {
 		return fmt.Errorf("compaction: %w", err)
 	}
 	if ec.Spec.Policy.CompactionDisabled {
-		k.c.log.Debug("etcd compaction", "reason", "spec.policy.compactionDisabled")
+		k.log.Debug("etcd compaction", "reason", "spec.policy.compactionDisabled")
 		return nil
 	}
 	pol := compaction.Policy{Retention: time.Duration(ec.Spec.Policy.CompactionRetention), MinRevisions: ec.Spec.Policy.CompactionMinRevisions}
 	// The revision first, the slot after: a slot taken before the
 	// revision was read is seen.
-	rev, err := k.c.store.Revision(ctx)
+	rev, err := k.st.Revision(ctx)
 	if err != nil {
 		return fmt.Errorf("compaction: %w", err)
 	}
-	now := k.c.Now()
+	now := k.now()
 	k.history.Add(compaction.Sample{At: now, Revision: rev}, pol)
 	slot, blocked, err := k.slot(ctx)
 	if err != nil {
 		return fmt.Errorf("compaction: %w", err)
 	}
 	last := ec.Status.Compaction
-	defer func() { k.metrics().Observe(rev, last.Revision, last.CompactedAt) }()
+	defer func() { k.met.Observe(rev, last.Revision, last.CompactedAt) }()
 	d := compaction.Plan(compaction.Observed{Now: now, Revision: rev, Compacted: last.Revision, CompactedAt: last.CompactedAt,
 		Blocked: blocked, Samples: k.history.Samples()}, pol)
 	if !d.Compact {
-		k.c.log.Debug("etcd compaction", "revision", rev, "compacted", last.Revision, "reason", d.Reason)
+		k.log.Debug("etcd compaction", "revision", rev, "compacted", last.Revision, "reason", d.Reason)
 		return nil
 	}
 	// Still leading, and the slot as read (a restore may have taken it).
-	if _, err := k.c.store.FencedTxn(ctx, k.fence, []store.Guard{slot}); err != nil {
+	if _, err := k.st.FencedTxn(ctx, k.fence, []store.Guard{slot}); err != nil {
 		return fmt.Errorf("compaction: %w", err)
 	}
-	if _, err := k.c.store.Client().Compact(ctx, d.Revision); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
-		k.metrics().Failed()
+	if _, err := k.st.Client().Compact(ctx, d.Revision); err != nil && !errors.Is(err, rpctypes.ErrCompacted) {
+		k.met.Failed()
 		return fmt.Errorf("compaction: compact to %d: %w", d.Revision, err)
 	}
 	next := api.EtcdCompactionStatus{Revision: d.Revision, CompactedAt: now, RetainedSince: d.RetainedSince}
@@ -82,8 +96,8 @@ func (k *etcdCompactor) reconcile(ctx context.Context) error {
 		return fmt.Errorf("compaction: record: %w", err)
 	}
 	last = next
-	k.metrics().Compacted()
-	k.c.log.Info("compacted etcd", "revision", d.Revision, "current", rev, "retainedSince", d.RetainedSince, "why", d.Reason)
+	k.met.Compacted()
+	k.log.Info("compacted etcd", "revision", d.Revision, "current", rev, "retainedSince", d.RetainedSince, "why", d.Reason)
 	return nil
 }
 
@@ -91,7 +105,7 @@ func (k *etcdCompactor) reconcile(ctx context.Context) error {
 // and what of it forbids a compaction ("" when nothing does).
 func (k *etcdCompactor) slot(ctx context.Context) (store.Guard, string, error) {
 	g := store.Guard{Err: fmt.Errorf("%w: %s moved", store.ErrConflict, store.ActiveOpKey)}
-	kv, err := k.c.store.GetKV(ctx, store.ActiveOpKey)
+	kv, err := k.st.GetKV(ctx, store.ActiveOpKey)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
 		g.Cmp = store.Absent(store.ActiveOpKey)
 		return g, "", nil
@@ -99,7 +113,7 @@ func (k *etcdCompactor) slot(ctx context.Context) (store.Guard, string, error) {
 		return g, "", err
 	}
 	g.Cmp = store.Unchanged(store.ActiveOpKey, kv.ModRevision)
-	op, err := k.c.store.OpAt(ctx, string(kv.Value), kv.ModRevision)
+	op, err := k.st.OpAt(ctx, string(kv.Value), kv.ModRevision)
 	if err != nil {
 		return g, "", err
 	}
@@ -112,12 +126,5 @@ func (k *etcdCompactor) slot(ctx context.Context) (store.Guard, string, error) {
 // record writes status.compaction, fenced and compare-and-swapped on the
 // object (a spec applied meanwhile is re-read and kept).
 func (k *etcdCompactor) record(ctx context.Context, next api.EtcdCompactionStatus) error {
-	return k.c.updateEtcdCluster(ctx, k.fence, func(ec *api.EtcdCluster) { ec.Status.Compaction = next })
-}
-
-func (k *etcdCompactor) metrics() *metrics.Compaction {
-	if k.c.Metrics == nil {
-		return nil
-	}
-	return k.c.Metrics.Compaction
+	return updateEtcdCluster(ctx, k.st, k.fence, func(ec *api.EtcdCluster) { ec.Status.Compaction = next })
 }

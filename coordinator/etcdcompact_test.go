@@ -54,7 +54,7 @@ func newCompactEnv(t *testing.T, policy api.EtcdPolicy) *compactEnv {
 	reg := metrics.NewRegistry()
 	c.Metrics = metrics.NewCoordinator(reg)
 	return &compactEnv{t: t, cli: cli, st: st, clk: clk, c: c, reg: reg,
-		k: &etcdCompactor{c: c, fence: store.Fence{Key: "election/test", Rev: resp.Header.Revision}}}
+		k: newEtcdCompactor(c.leaderDeps(store.Fence{Key: "election/test", Rev: resp.Header.Revision}))}
 }
 
 // pass runs one reconcile at the clock's time and returns the status's

@@ -61,7 +61,7 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 		if err := s.admin.DisarmNoSpace(ctx, id); err != nil {
 			return changed, err
 		}
-		s.c.log.Info("disarmed NOSPACE after defragmentation reclaimed space below the quota", "member", id)
+		s.log.Info("disarmed NOSPACE after defragmentation reclaimed space below the quota", "member", id)
 		delete(s.defragged, id)
 		dobs.Alarms = slices.DeleteFunc(slices.Clone(dobs.Alarms), func(a etcdadmin.Alarm) bool {
 			return a.Member == id && a.Type == etcdadmin.AlarmNoSpace
@@ -76,7 +76,7 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 	}
 	step := defrag.Plan(dobs, pol)
 	if step.Action != defrag.Defrag {
-		s.c.log.Debug("defragmentation", "step", step.String())
+		s.log.Debug("defragmentation", "step", step.String())
 		return changed, nil
 	}
 	// Leadership may have moved since the pass read the statuses: plan
@@ -87,7 +87,7 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 	}
 	dobs.Members, dobs.Leader = fresh, etcdstatus.LeaderOf(fresh)
 	if again := defrag.Plan(dobs, pol); again.Action != defrag.Defrag || again.Member.ID != step.Member.ID {
-		s.c.log.Debug("defragmentation replanned on fresh statuses", "was", step.String(), "now", again.String())
+		s.log.Debug("defragmentation replanned on fresh statuses", "was", step.String(), "now", again.String())
 		return changed, nil
 	}
 	ran, err := s.defragment(ctx, obs, step)
@@ -102,7 +102,7 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 	if len(m.ClientURLs) == 0 {
 		return false, nil
 	}
-	now := s.c.Now()
+	now := s.now()
 	node := ""
 	for _, n := range obs.store.Nodes {
 		if n.Spec.PeerURL != "" && slices.Contains(m.PeerURLs, n.Spec.PeerURL) {
@@ -118,14 +118,14 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 	}
 	op := api.NewOperation(fmt.Sprintf("%s-defrag-%s", now.UTC().Format("20060102T150405.000000"), label))
 	op.Metadata.CreatedAt = now
-	op.Spec = api.OperationSpec{Type: api.OpDefrag, Node: node, MemberID: m.ID, ClientURL: m.ClientURLs[0], StartedBy: s.c.cfg.Name}
-	op.Status = api.OperationStatus{Phase: api.OpRunning, Step: api.StepDefragment, StepSince: now, Leader: s.c.cfg.Name}
-	op.Record(now, s.c.cfg.Name, step.Reason)
+	op.Spec = api.OperationSpec{Type: api.OpDefrag, Node: node, MemberID: m.ID, ClientURL: m.ClientURLs[0], StartedBy: s.name}
+	op.Status = api.OperationStatus{Phase: api.OpRunning, Step: api.StepDefragment, StepSince: now, Leader: s.name}
+	op.Record(now, s.name, step.Reason)
 	put, err := store.PutObjectOp(op)
 	if err != nil {
 		return false, err
 	}
-	_, err = s.c.store.FencedTxn(ctx, s.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}},
+	_, err = s.st.FencedTxn(ctx, s.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}},
 		put, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	held := true
 	switch {
@@ -138,16 +138,16 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 	case err != nil:
 		return false, fmt.Errorf("taking the slot for %s: %w", op.Metadata.Name, err)
 	}
-	s.c.log.Info("defragmenting", "member", label, "op", op.Metadata.Name, "reason", step.Reason)
-	if s.c.OnDefrag != nil {
-		s.c.OnDefrag(label, true)
+	s.log.Info("defragmenting", "member", label, "op", op.Metadata.Name, "reason", step.Reason)
+	if s.onDefrag != nil {
+		s.onDefrag(label, true)
 	}
-	start := s.c.Now()
+	start := s.now()
 	derr := s.admin.Defragment(ctx, m.ClientURLs[0], defragTimeout)
-	if s.c.OnDefrag != nil {
-		s.c.OnDefrag(label, false)
+	if s.onDefrag != nil {
+		s.onDefrag(label, false)
 	}
-	msg := fmt.Sprintf("defragmented in %s", s.c.Now().Sub(start).Round(time.Millisecond))
+	msg := fmt.Sprintf("defragmented in %s", s.now().Sub(start).Round(time.Millisecond))
 	if derr != nil {
 		msg = derr.Error()
 	} else {
@@ -169,7 +169,7 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 // its member is no longer due (the call finished) or gone, or the call's
 // timeout has passed.
 func (s *etcdStatuser) releaseStale(ctx context.Context, op *api.Operation, obs *etcdObservation, pol defrag.Policy) error {
-	now := s.c.Now()
+	now := s.now()
 	var m *etcdadmin.MemberStatus
 	for i := range obs.members {
 		if obs.members[i].ID == op.Spec.MemberID {
@@ -187,23 +187,23 @@ func (s *etcdStatuser) releaseStale(ctx context.Context, op *api.Operation, obs 
 	default:
 		return nil
 	}
-	return s.release(ctx, op, true, "released by "+s.c.cfg.Name+" after a change of leader: "+why)
+	return s.release(ctx, op, true, "released by "+s.name+" after a change of leader: "+why)
 }
 
 // release records the outcome and frees the slot, fenced and only while
 // op still holds it.
 func (s *etcdStatuser) release(ctx context.Context, op *api.Operation, ok bool, msg string) error {
-	now := s.c.Now()
+	now := s.now()
 	op.Status.Phase, op.Status.Step = api.OpSucceeded, api.StepDone
 	if !ok {
 		op.Status.Phase = api.OpFailed
 	}
-	op.Record(now, s.c.cfg.Name, msg)
+	op.Record(now, s.name, msg)
 	put, err := store.PutObjectOp(op)
 	if err != nil {
 		return err
 	}
-	_, err = s.c.store.FencedTxn(ctx, s.fence, []store.Guard{{
+	_, err = s.st.FencedTxn(ctx, s.fence, []store.Guard{{
 		Cmp: store.ValueIs(store.ActiveOpKey, op.Metadata.Name),
 		Err: fmt.Errorf("coordinator: defragmentation %s is no longer the active operation", op.Metadata.Name),
 	}}, put, store.DeleteOp(store.ActiveOpKey))

@@ -60,7 +60,7 @@ func TestStaleDefragSlotReleased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := newEtcdStatuser(c, fence)
+	s := testEtcdStatuser(c, fence)
 	outcome := func(name string) *api.Operation {
 		t.Helper()
 		if err := s.reconcile(ctx); err != nil {

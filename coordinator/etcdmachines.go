@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// reconcileEtcdMachines is the leader's etcd-machines controller
+// etcdMachines is the leader's etcd-machines controller
 // (controllers.go). When the EtcdCluster names a machine pool
 // (spec.machinePool), it keeps the cluster's MachineClaim (named etcd) at
 // the VMs the cluster needs: spec.voters minus the alive control-plane
@@ -28,13 +29,32 @@ import (
 // Every decision is read again from etcd on each pass: a leader that dies
 // between two steps leaves the claim, the machines and the removals as
 // they were written, and its successor resumes from them.
-func (c *Coordinator) reconcileEtcdMachines(ctx context.Context, fence store.Fence) error {
-	pl, err := c.etcdMachinesPass(ctx, fence)
+type etcdMachines struct {
+	st *store.Store
+	// members lists etcd's members (MemberAdmin.Observe).
+	members func(context.Context) ([]membership.Member, error)
+	fence   store.Fence
+	now     func() time.Time
+	log     *slog.Logger
+	// policy is Config.Policy, under the EtcdCluster's own.
+	policy membership.Policy
+	// afterWrite is Coordinator.AfterMachineWrite.
+	afterWrite func(step string)
+}
+
+// newEtcdMachines returns the etcd-machines controller of the term of d.
+func newEtcdMachines(d leaderDeps, policy membership.Policy, afterWrite func(step string)) *etcdMachines {
+	return &etcdMachines{st: d.st, members: d.admin.Observe, fence: d.fence, now: d.now, log: d.log, policy: policy, afterWrite: afterWrite}
+}
+
+// reconcile is the etcd-machines controller's Reconcile.
+func (e *etcdMachines) reconcile(ctx context.Context) error {
+	pl, err := e.pass(ctx)
 	if err != nil {
 		return fmt.Errorf("etcd machines: %w", err)
 	}
 	if pl.Changed {
-		c.log.Info("etcd machines", "machines", pl.Spec.Machines, "added", pl.Add, "released", pl.Release, "waits", pl.Waits)
+		e.log.Info("etcd machines", "machines", pl.Spec.Machines, "added", pl.Add, "released", pl.Release, "waits", pl.Waits)
 	}
 	return nil
 }
@@ -54,8 +74,9 @@ type etcdMachinesObserved struct {
 	now      time.Time
 }
 
-func (c *Coordinator) etcdMachinesPass(ctx context.Context, fence store.Fence) (machineclaim.Plan, error) {
-	o, err := c.observeEtcdMachines(ctx)
+// pass observes, plans and writes the claim once.
+func (e *etcdMachines) pass(ctx context.Context) (machineclaim.Plan, error) {
+	o, err := e.observe(ctx)
 	if err != nil || o == nil {
 		return machineclaim.Plan{}, err
 	}
@@ -74,7 +95,7 @@ func (c *Coordinator) etcdMachinesPass(ctx context.Context, fence store.Fence) (
 		if err != nil {
 			return pl, err
 		}
-		_, err = c.store.FencedTxn(ctx, fence, []store.Guard{g}, op)
+		_, err = e.st.FencedTxn(ctx, e.fence, []store.Guard{g}, op)
 		return pl, ignoreConflict(err)
 	}
 	if !pl.Changed {
@@ -87,8 +108,8 @@ func (c *Coordinator) etcdMachinesPass(ctx context.Context, fence store.Fence) (
 		cl.Metadata.OwnerReferences = []api.OwnerReference{{APIVersion: api.Version, Kind: api.KindEtcdCluster, Name: api.EtcdClusterName}}
 	}
 	cl.Spec = pl.Spec
-	if _, err = c.store.PutUnchanged(ctx, fence, cl); err == nil && c.AfterMachineWrite != nil {
-		c.AfterMachineWrite("claim")
+	if _, err = e.st.PutUnchanged(ctx, e.fence, cl); err == nil && e.afterWrite != nil {
+		e.afterWrite("claim")
 	}
 	return pl, ignoreConflict(err)
 }
@@ -102,18 +123,18 @@ func ignoreConflict(err error) error {
 	return err
 }
 
-// observeEtcdMachines reads the inputs; nil when there is no EtcdCluster.
-func (c *Coordinator) observeEtcdMachines(ctx context.Context) (*etcdMachinesObserved, error) {
-	o := &etcdMachinesObserved{cluster: &api.EtcdCluster{}, now: c.Now(), machines: map[string]*api.Machine{}, nodes: map[string]*api.Node{},
+// observe reads the inputs; nil when there is no EtcdCluster.
+func (e *etcdMachines) observe(ctx context.Context) (*etcdMachinesObserved, error) {
+	o := &etcdMachinesObserved{cluster: &api.EtcdCluster{}, now: e.now(), machines: map[string]*api.Machine{}, nodes: map[string]*api.Node{},
 		joins: map[string]*api.JoinRequest{}, removals: map[string]*api.RemoveRequest{}}
-	switch err := c.store.Get(ctx, store.EtcdClusterKey, o.cluster); {
+	switch err := e.st.Get(ctx, store.EtcdClusterKey, o.cluster); {
 	case errors.Is(err, store.ErrNotFound):
 		return nil, nil
 	case err != nil:
 		return nil, err
 	}
 	cl := &api.MachineClaim{}
-	switch err := c.store.Get(ctx, store.MachineClaimKey(api.EtcdClaimName), cl); {
+	switch err := e.st.Get(ctx, store.MachineClaimKey(api.EtcdClaimName), cl); {
 	case errors.Is(err, store.ErrNotFound):
 		if o.cluster.Spec.MachinePool == "" {
 			return nil, nil // nothing asked, nothing to take back
@@ -123,50 +144,50 @@ func (c *Coordinator) observeEtcdMachines(ctx context.Context) (*etcdMachinesObs
 	default:
 		o.claim = cl
 	}
-	ms, _, err := store.List[api.Machine](ctx, c.store, store.MachinesDir)
+	ms, _, err := store.List[api.Machine](ctx, e.st, store.MachinesDir)
 	if err != nil {
 		return nil, err
 	}
 	for _, m := range ms {
 		o.machines[m.Metadata.Name] = m
 	}
-	nodes, _, err := store.List[api.Node](ctx, c.store, store.NodesDir)
+	nodes, _, err := store.List[api.Node](ctx, e.st, store.NodesDir)
 	if err != nil {
 		return nil, err
 	}
 	for _, n := range nodes {
 		o.nodes[n.Metadata.Name] = n
 	}
-	joins, _, err := store.List[api.JoinRequest](ctx, c.store, store.JoinsDir)
+	joins, _, err := store.List[api.JoinRequest](ctx, e.st, store.JoinsDir)
 	if err != nil {
 		return nil, err
 	}
 	for _, j := range joins {
 		o.joins[j.Spec.Node] = j
 	}
-	rs, _, err := store.List[api.RemoveRequest](ctx, c.store, store.RemovalsDir)
+	rs, _, err := store.List[api.RemoveRequest](ctx, e.st, store.RemovalsDir)
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range rs {
 		o.removals[r.Metadata.Name] = r
 	}
-	if o.alive, _, err = c.store.Alive(ctx); err != nil {
+	if o.alive, _, err = e.st.Alive(ctx); err != nil {
 		return nil, err
 	}
 	lv := api.NewLiveness()
-	switch err := c.store.Get(ctx, store.LivenessKey, lv); {
+	switch err := e.st.Get(ctx, store.LivenessKey, lv); {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return nil, err
 	default:
 		o.live = lv.Status.Nodes
 	}
-	if o.members, err = c.admin.Observe(ctx); err != nil {
+	if o.members, err = e.members(ctx); err != nil {
 		return nil, err
 	}
 	membership.MatchNodes(o.members, nodes)
-	o.policy = policyOf(o.cluster.Spec.Policy, c.cfg.Policy)
+	o.policy = policyOf(o.cluster.Spec.Policy, e.policy)
 	return o, nil
 }
 

@@ -63,9 +63,9 @@ func (s *etcdStatuser) reclaim(ctx context.Context, obs *etcdObservation) (bool,
 		return false, nil
 	}
 	if s.episode == nil || !s.episode.DisarmedAt.IsZero() {
-		s.episode = &api.NoSpaceEpisode{SeenAt: s.c.Now()}
+		s.episode = &api.NoSpaceEpisode{SeenAt: s.now()}
 		defer func(ep *api.NoSpaceEpisode) {
-			s.c.log.Error("etcd raised NOSPACE: the database passed its quota and every write is refused; compacting and defragmenting to reclaim space (spec.policy.quotaBackendBytes)",
+			s.log.Error("etcd raised NOSPACE: the database passed its quota and every write is refused; compacting and defragmenting to reclaim space (spec.policy.quotaBackendBytes)",
 				"members", ep.Members, "dbSize", ep.DBSize, "quota", ep.DBSizeQuota)
 		}(s.episode)
 	}
@@ -92,7 +92,7 @@ func (s *etcdStatuser) reclaim(ctx context.Context, obs *etcdObservation) (bool,
 		return false, nil
 	}
 	s.episode.CompactedAt = rev
-	s.c.log.Info("compacted etcd's history under NOSPACE", "revision", rev)
+	s.log.Info("compacted etcd's history under NOSPACE", "revision", rev)
 	return true, nil
 }
 
@@ -101,20 +101,19 @@ func (s *etcdStatuser) disarmed(obs *etcdObservation) {
 	if s.episode == nil || !s.episode.DisarmedAt.IsZero() || len(noSpaceAlarms(obs.alarms)) > 0 {
 		return
 	}
-	s.episode.DisarmedAt = s.c.Now()
+	s.episode.DisarmedAt = s.now()
 	for _, m := range obs.members {
 		if slices.Contains(s.episode.Members, memberLabel(obs, m)) {
 			s.episode.DBSizeAfter = max(s.episode.DBSizeAfter, m.DBSize)
 		}
 	}
-	s.c.log.Info("NOSPACE disarmed: writes are accepted again", "members", s.episode.Members,
+	s.log.Info("NOSPACE disarmed: writes are accepted again", "members", s.episode.Members,
 		"dbSizeBefore", s.episode.DBSize, "dbSizeAfter", s.episode.DBSizeAfter, "since", s.episode.SeenAt)
 }
 
 // exportSpace sets the space metrics from one pass's observation.
 func (s *etcdStatuser) exportSpace(obs *etcdObservation) {
-	m := s.c.Metrics
-	if m == nil {
+	if s.space == nil {
 		return
 	}
 	byID := map[api.MemberID]string{}
@@ -140,5 +139,5 @@ func (s *etcdStatuser) exportSpace(obs *etcdObservation) {
 			dirs = append(dirs, metrics.DataDir{Node: n.Metadata.Name, Free: d.FreeBytes, Size: d.SizeBytes, Full: d.Full})
 		}
 	}
-	m.Space.Observe(alarms, members, dirs)
+	s.space.Observe(alarms, members, dirs)
 }

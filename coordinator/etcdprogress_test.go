@@ -54,7 +54,7 @@ func TestLearnerProgressInStatus(t *testing.T) {
 	c.Now = func() time.Time { return now }
 	fake := &scriptedAdmin{}
 	c.maint = fake
-	s := newEtcdStatuser(c, fence)
+	s := testEtcdStatuser(c, fence)
 	leader := func(idx uint64) etcdadmin.MemberStatus {
 		return etcdadmin.MemberStatus{ID: 1, Name: "cp-1", ClientURLs: []string{"http://cp-1"}, Reachable: true, Leader: 1, RaftIndex: idx, Version: "3.6.16"}
 	}

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdstatus"
+	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -51,9 +53,16 @@ const learnerWindow = 30 * time.Second
 
 // etcdStatuser is the etcd-status controller of one term.
 type etcdStatuser struct {
-	c     *Coordinator
+	name  string
+	st    *store.Store
 	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
 	admin maintenanceAdmin
+	// space is nil when the candidate records no metrics.
+	space *metrics.EtcdSpace
+	// onDefrag is Coordinator.OnDefrag.
+	onDefrag func(member string, start bool)
 	// samples are each learner's (time, raft index) observations.
 	samples etcdstatus.History[api.MemberID]
 	// defragged are members defragmented since a NOSPACE alarm was seen
@@ -67,13 +76,25 @@ type etcdStatuser struct {
 	specRev int64
 }
 
-func newEtcdStatuser(c *Coordinator, fence store.Fence) *etcdStatuser {
-	a := c.maint
-	if a == nil {
-		a = c.admin
-	}
-	return &etcdStatuser{c: c, fence: fence, admin: a,
+// newEtcdStatuser returns the etcd-status controller of the term of d,
+// maintaining etcd through admin and telling onDefrag (when not nil) of
+// each defragmentation.
+func newEtcdStatuser(d leaderDeps, admin maintenanceAdmin, onDefrag func(member string, start bool)) *etcdStatuser {
+	s := &etcdStatuser{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, admin: admin, onDefrag: onDefrag,
 		samples: etcdstatus.History[api.MemberID]{Window: learnerWindow, Max: 20}, defragged: map[api.MemberID]bool{}}
+	if d.metrics != nil {
+		s.space = d.metrics.Space
+	}
+	return s
+}
+
+// maintenance is what the etcd-status controller maintains etcd through:
+// c.maint when a test set it, else the admin.
+func (c *Coordinator) maintenance() maintenanceAdmin {
+	if c.maint != nil {
+		return c.maint
+	}
+	return c.admin
 }
 
 // etcdObservation is one pass's input.
@@ -92,7 +113,7 @@ func (s *etcdStatuser) observe(ctx context.Context) (*etcdObservation, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := readInputs(ctx, s.c.store)
+	o, err := readInputs(ctx, s.st)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +149,7 @@ func (s *etcdStatuser) reconcile(ctx context.Context) error {
 	if etcdadmin.NoSpace(err) {
 		// Under NOSPACE no status can be written: the metrics and the
 		// log tell, and the episode is written once it is over.
-		s.c.log.Debug("etcd status not written: NOSPACE")
+		s.log.Debug("etcd status not written: NOSPACE")
 		return nil
 	}
 	if err != nil {
@@ -170,7 +191,7 @@ func (s *etcdStatuser) progress(ms []etcdadmin.MemberStatus, now time.Time) map[
 // a concurrent write of the object (a spec applied meanwhile): each try
 // re-reads the object and builds from its spec, and keeps its External.
 func (s *etcdStatuser) writeStatus(ctx context.Context, obs *etcdObservation) error {
-	now := s.c.Now()
+	now := s.now()
 	prog := s.progress(obs.members, now)
 	active := ""
 	if obs.store.Active != nil {
@@ -205,7 +226,7 @@ func (s *etcdStatuser) writeStatus(ctx context.Context, obs *etcdObservation) er
 			return err
 		}
 		fresh := &api.EtcdCluster{}
-		if err := s.c.store.Get(ctx, store.EtcdClusterKey, fresh); err != nil {
+		if err := s.st.Get(ctx, store.EtcdClusterKey, fresh); err != nil {
 			return err
 		}
 		ec = fresh
@@ -231,7 +252,7 @@ func (s *etcdStatuser) observedRevision(ec *api.EtcdCluster) int64 {
 // put writes ec fenced, only while the object is at the revision it was
 // read at.
 func (s *etcdStatuser) put(ctx context.Context, ec *api.EtcdCluster) error {
-	_, err := s.c.store.PutUnchanged(ctx, s.fence, ec)
+	_, err := s.st.PutUnchanged(ctx, s.fence, ec)
 	return err
 }
 

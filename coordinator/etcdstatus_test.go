@@ -31,6 +31,12 @@ func leaderTerm(t *testing.T, st *store.Store, name string) (*Coordinator, store
 	return c, store.Fence{Key: e.Key(), Rev: e.Rev()}
 }
 
+// testEtcdStatuser is the etcd-status controller c would run in the term
+// fenced on fence (controllers.go).
+func testEtcdStatuser(c *Coordinator, fence store.Fence) *etcdStatuser {
+	return newEtcdStatuser(c.leaderDeps(fence), c.maintenance(), c.OnDefrag)
+}
+
 func dialStore(t *testing.T, cl *etcdtest.Cluster) *store.Store {
 	t.Helper()
 	cli := etcdtest.Dial(t, pki.CoordinatorIdentity, 0, cl.Endpoints()...)
@@ -69,7 +75,7 @@ func TestStatusWriteKeepsAConcurrentSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, fence := leaderTerm(t, st, "a")
-	s := newEtcdStatuser(c, fence)
+	s := testEtcdStatuser(c, fence)
 	obs, err := s.observe(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +146,7 @@ func TestStatusWriteIsFenced(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, _ := leaderTerm(t, st, "a")
-	s := newEtcdStatuser(c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
+	s := testEtcdStatuser(c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.reconcile(ctx); !isNotLeader(err) {

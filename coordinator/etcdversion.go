@@ -3,10 +3,13 @@ package coordinator
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/versionroll"
 )
@@ -21,9 +24,27 @@ import (
 // member serves the version, healthy. The downgrade API calls and the
 // leadership transfer go to etcd directly, as the rollout's do.
 type versionRoller struct {
-	c     *Coordinator
+	name  string
+	st    *store.Store
+	admin versionAdmin
 	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
 	last  string
+}
+
+// versionAdmin is what the etcd-version controller asks of etcd.
+type versionAdmin interface {
+	Observe(ctx context.Context) ([]membership.Member, error)
+	VersionState(ctx context.Context, url string) (etcdadmin.VersionState, error)
+	EnableDowngrade(ctx context.Context, target string) error
+	CancelDowngrade(ctx context.Context) error
+	MoveLeader(ctx context.Context, leaderURL string, to api.MemberID) error
+}
+
+// newVersionRoller returns the etcd-version controller of the term of d.
+func newVersionRoller(d leaderDeps) *versionRoller {
+	return &versionRoller{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log}
 }
 
 // reconcile is the etcd-version controller's Reconcile (controllers.go).
@@ -38,15 +59,15 @@ func (r *versionRoller) once(ctx context.Context) (versionroll.Step, error) {
 	if err != nil || !ok {
 		return versionroll.Step{Action: versionroll.None}, err
 	}
-	now := r.c.Now()
+	now := r.now()
 	step := versionroll.Plan(obs, now)
 	if s := step.String(); s != r.last {
-		lvl := r.c.log.Info
+		lvl := r.log.Info
 		switch step.Action {
 		case versionroll.None, versionroll.Wait:
-			lvl = r.c.log.Debug
+			lvl = r.log.Debug
 		case versionroll.Refused, versionroll.Halt:
-			lvl = r.c.log.Warn
+			lvl = r.log.Warn
 		}
 		lvl("etcd version step", "action", string(step.Action), "node", step.Node, "version", step.Version, "reason", step.Reason)
 		r.last = s
@@ -62,7 +83,7 @@ func (r *versionRoller) once(ctx context.Context) (versionroll.Step, error) {
 func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool, error) {
 	// Cheap first: with no spec.version and no version step held there
 	// is nothing to ask the members.
-	v, err := r.c.store.View(ctx, store.Key(store.EtcdClusterKey), store.Key(store.ActiveOpKey))
+	v, err := r.st.View(ctx, store.Key(store.EtcdClusterKey), store.Key(store.ActiveOpKey))
 	if err != nil {
 		return versionroll.Observed{}, false, fmt.Errorf("coordinator: etcd version: %w", err)
 	}
@@ -76,7 +97,7 @@ func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool
 	if idle {
 		return versionroll.Observed{}, false, nil
 	}
-	o, err := observe(ctx, r.c.store, r.c.admin.Observe)
+	o, err := observe(ctx, r.st, r.admin.Observe)
 	if err != nil {
 		return versionroll.Observed{}, false, err
 	}
@@ -88,7 +109,7 @@ func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool
 		obs.Target = o.cluster.Spec.Version
 		obs.StepTimeout = time.Duration(o.cluster.Spec.Policy.VersionStepTimeout)
 	}
-	wants, _, err := store.List[api.NodeEtcdVersion](ctx, r.c.store, store.EtcdVersionsDir)
+	wants, _, err := store.List[api.NodeEtcdVersion](ctx, r.st, store.EtcdVersionsDir)
 	if err != nil {
 		return obs, false, err
 	}
@@ -118,7 +139,7 @@ func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool
 	if leaderURL == "" {
 		return obs, true, nil // Plan waits: no leader, no healthy voter
 	}
-	vs, err := r.c.admin.VersionState(ctx, leaderURL)
+	vs, err := r.admin.VersionState(ctx, leaderURL)
 	if err != nil {
 		return obs, false, err
 	}
@@ -130,11 +151,11 @@ func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool
 func (r *versionRoller) apply(ctx context.Context, s versionroll.Step, now time.Time) error {
 	switch s.Action {
 	case versionroll.EnableDowngrade:
-		return r.c.admin.EnableDowngrade(ctx, s.Version)
+		return r.admin.EnableDowngrade(ctx, s.Version)
 	case versionroll.CancelDowngrade:
-		return r.c.admin.CancelDowngrade(ctx)
+		return r.admin.CancelDowngrade(ctx)
 	case versionroll.TransferLeader:
-		return r.c.admin.MoveLeader(ctx, s.LeaderURL, s.To)
+		return r.admin.MoveLeader(ctx, s.LeaderURL, s.To)
 	case versionroll.SetVersion:
 		return r.setVersion(ctx, s, now)
 	case versionroll.CloseOp:
@@ -157,26 +178,26 @@ func (r *versionRoller) setVersion(ctx context.Context, s versionroll.Step, now 
 	}
 	op := api.NewOperation(s.Op)
 	op.Metadata.CreatedAt = now
-	op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: s.Node, Request: api.EtcdClusterName, StartedBy: r.c.cfg.Name}
-	op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.c.cfg.Name}
-	op.Record(now, r.c.cfg.Name, s.Reason)
+	op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: s.Node, Request: api.EtcdClusterName, StartedBy: r.name}
+	op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.name}
+	op.Record(now, r.name, s.Reason)
 	putOp, err := store.PutObjectOp(op)
 	if err != nil {
 		return err
 	}
 	guards := []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}
-	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, putOp, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
+	_, err = r.st.FencedTxn(ctx, r.fence, guards, put, putOp, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	return err
 }
 
 // closeOp ends version step name and releases the slot it holds.
 func (r *versionRoller) closeOp(ctx context.Context, name string, phase api.OpPhase, why string, now time.Time) error {
 	op := &api.Operation{}
-	if err := r.c.store.Get(ctx, store.OpKey(name), op); err != nil {
+	if err := r.st.Get(ctx, store.OpKey(name), op); err != nil {
 		return err
 	}
 	op.Status.Phase, op.Status.Step = phase, api.StepDone
-	op.Record(now, r.c.cfg.Name, why)
+	op.Record(now, r.name, why)
 	put, err := store.PutObjectOp(op)
 	if err != nil {
 		return err
@@ -185,6 +206,6 @@ func (r *versionRoller) closeOp(ctx context.Context, name string, phase api.OpPh
 		Cmp: store.ValueIs(store.ActiveOpKey, name),
 		Err: fmt.Errorf("coordinator: version step %s is no longer the active operation", name),
 	}}
-	_, err = r.c.store.FencedTxn(ctx, r.fence, guards, put, store.DeleteOp(store.ActiveOpKey))
+	_, err = r.st.FencedTxn(ctx, r.fence, guards, put, store.DeleteOp(store.ActiveOpKey))
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 
@@ -25,8 +26,9 @@ var errClusterMoved = errors.New("coordinator: the cluster ID record was written
 // A fleet that has no record of its cluster gets one, fenced, by the first
 // leader that finds it absent and the cluster not held.
 type holdGate struct {
-	c     *Coordinator
+	st    *store.Store
 	fence store.Fence
+	log   *slog.Logger
 
 	mu      sync.Mutex
 	lastWhy string
@@ -49,16 +51,16 @@ func (g *holdGate) wrap(do func(context.Context) error) func(context.Context) er
 // check reads the hold, logs its changes, records the cluster's ID when
 // the fleet has none; it returns why the cluster is held ("" when not).
 func (g *holdGate) check(ctx context.Context) (string, error) {
-	why, recorded, id, err := g.c.store.Hold(ctx)
+	why, recorded, id, err := g.st.Hold(ctx)
 	if err != nil {
 		return "", err
 	}
 	g.mu.Lock()
 	if why != g.lastWhy {
 		if why != "" {
-			g.c.log.Info("cluster held: planning nothing until it is handed over", "why", why)
+			g.log.Info("cluster held: planning nothing until it is handed over", "why", why)
 		} else {
-			g.c.log.Info("cluster no longer held")
+			g.log.Info("cluster no longer held")
 		}
 		g.lastWhy = why
 	}
@@ -66,7 +68,7 @@ func (g *holdGate) check(ctx context.Context) (string, error) {
 	if why != "" || recorded {
 		return why, nil
 	}
-	_, err = g.c.store.FencedTxn(ctx, g.fence, []store.Guard{{Cmp: store.Absent(store.ClusterIDKey), Err: errClusterMoved}}, store.RecordClusterIDOp(id))
+	_, err = g.st.FencedTxn(ctx, g.fence, []store.Guard{{Cmp: store.Absent(store.ClusterIDKey), Err: errClusterMoved}}, store.RecordClusterIDOp(id))
 	if errors.Is(err, errClusterMoved) {
 		return g.check(ctx)
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/kubeplan"
+	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -73,19 +76,29 @@ type SecretsRequest struct {
 //	    --> write Rollout | release | unclaim --> status (CAS, observedGeneration)
 //	    deleting and nothing held --> delete secrets, rollouts, the cluster
 type clusterController struct {
-	c     *Coordinator
-	fence store.Fence
+	st *store.Store
+	// members lists etcd's members (MemberAdmin.Observe).
+	members func(context.Context) ([]membership.Member, error)
+	fence   store.Fence
+	now     func() time.Time
+	logger  *slog.Logger
+	// hooks are Coordinator.Clusters, read on each use.
+	hooks *ClusterHooks
+	snaps *snapshotter
 	last  map[string]string // cluster -> last logged plan
 }
 
-func newClusterController(c *Coordinator, fence store.Fence) *clusterController {
-	return &clusterController{c: c, fence: fence, last: map[string]string{}}
+// newClusterController returns the Kubernetes cluster controller of the
+// term of d.
+func newClusterController(d leaderDeps, hooks *ClusterHooks, snaps *snapshotter) *clusterController {
+	return &clusterController{st: d.st, members: d.admin.Observe, fence: d.fence, now: d.now, logger: d.log,
+		hooks: hooks, snaps: snaps, last: map[string]string{}}
 }
 
 // reconcile is the controller's Reconcile: one pass over every cluster.
 // A cluster's error does not stop the others; a lost leadership does.
 func (cc *clusterController) reconcile(ctx context.Context) error {
-	f, err := readClusterFleet(ctx, cc.c.store)
+	f, err := readClusterFleet(ctx, cc.st)
 	if err != nil {
 		return fmt.Errorf("kubernetes clusters: %w", err)
 	}
@@ -95,7 +108,7 @@ func (cc *clusterController) reconcile(ctx context.Context) error {
 	if len(f.clusters) == 0 {
 		return nil
 	}
-	if f.members, err = cc.c.admin.Observe(ctx); err != nil {
+	if f.members, err = cc.members(ctx); err != nil {
 		return fmt.Errorf("kubernetes clusters: etcd members: %w", err)
 	}
 	var errs []error
@@ -116,7 +129,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	deleting := kc.Deleting()
 	var sel kubeplan.Selection
 	if !deleting {
-		sel = kubeplan.Select(name, group(name, api.PlaneControl, kc.Spec.ControlPlane.MachineSet), group(name, api.PlaneData, kc.Spec.DataPlane.MachineSet), f.candidates(name, cc.c.Now()))
+		sel = kubeplan.Select(name, group(name, api.PlaneControl, kc.Spec.ControlPlane.MachineSet), group(name, api.PlaneData, kc.Spec.DataPlane.MachineSet), f.candidates(name, cc.now()))
 		var err error
 		if sel, err = cc.claim(ctx, f, kc, sel); err != nil {
 			return err
@@ -136,7 +149,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	var files map[string][]api.HostFile
 	if cpComplete && !deleting {
 		nix, nixErr = renderClusterNix(kc, sel, f, members, endpoint)
-		if s := cc.c.Clusters.Secrets; s != nil && nixErr == nil {
+		if s := cc.hooks.Secrets; s != nil && nixErr == nil {
 			req := SecretsRequest{Endpoint: endpoint, ControlPlane: sel.ControlPlane, DataPlane: sel.DataPlane, Addresses: map[string][]string{}}
 			for _, m := range sel.All() {
 				req.Addresses[m] = f.addresses(m)
@@ -164,8 +177,8 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		if selected[m] {
 			continue
 		}
-		rf.Release[m] = kubeplan.ReleaseSpec(kc, cc.c.Clusters.DefaultGitRepo)
-		if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved || f.replace(m, cc.c.Now()) {
+		rf.Release[m] = kubeplan.ReleaseSpec(kc, cc.hooks.DefaultGitRepo)
+		if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved || f.replace(m, cc.now()) {
 			// Gone from the fleet, or a dead VM being replaced (its domain
 			// goes with its claim): nothing to roll onto, only the claim
 			// to drop.
@@ -177,7 +190,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 			if n := f.nodes[m]; n == nil || n.Status.Phase == api.NodeRemoved {
 				continue // rolled once its agent has registered it
 			}
-			spec := kubeplan.MachineSpec(kubeplan.SpecInput{Cluster: kc, DefaultGitRepo: cc.c.Clusters.DefaultGitRepo, ClusterNix: nix, HostFiles: files[m]}, m)
+			spec := kubeplan.MachineSpec(kubeplan.SpecInput{Cluster: kc, DefaultGitRepo: cc.hooks.DefaultGitRepo, ClusterNix: nix, HostFiles: files[m]}, m)
 			rf.Desired = append(rf.Desired, kubeplan.Want{Machine: m, ControlPlane: slices.Contains(sel.ControlPlane, m), Spec: spec})
 		}
 	}
@@ -188,7 +201,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	judged := kubeplan.Judge(facts)
 	apiReady := judged.Condition(kubeplan.APIServerReady).Status
 	var bootErr error
-	if a := cc.c.Clusters.API; a != nil && !deleting {
+	if a := cc.hooks.API; a != nil && !deleting {
 		if bootErr = cc.observeAPI(ctx, a, kc, apiReady, &facts); errors.Is(bootErr, store.ErrNotLeader) {
 			return bootErr
 		}
@@ -219,14 +232,14 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 		}
 	}
 	cc.log(name, plan)
-	if a := cc.c.Clusters.API; a != nil && plan.Action == kubeplan.Unclaim && apiReady && !deleting {
+	if a := cc.hooks.API; a != nil && plan.Action == kubeplan.Unclaim && apiReady && !deleting {
 		// A released machine's kubelet has stopped (its release applied):
 		// its Node goes before its claim.
 		for _, m := range plan.Machines {
 			if err := a.DeleteNode(ctx, cc.fence, kc, m); err != nil {
 				return fmt.Errorf("delete the Node of released machine %s: %w", m, err)
 			}
-			cc.c.log.Info("node deleted", "cluster", name, "machine", m)
+			cc.logger.Info("node deleted", "cluster", name, "machine", m)
 		}
 	}
 	if err := cc.applyPlan(ctx, kc, plan, f); err != nil {
@@ -240,7 +253,7 @@ func (cc *clusterController) pass(ctx context.Context, f *clusterFleet, kc *api.
 	var kubeconfig string
 	var published *kubeplan.Condition
 	cpReady := !deleting && judged.Condition(kubeplan.ControlPlaneReady).Status
-	if s := cc.c.Clusters.Secrets; s != nil && cpReady && kc.Spec.Kubeconfig.Path == "" {
+	if s := cc.hooks.Secrets; s != nil && cpReady && kc.Spec.Kubeconfig.Path == "" {
 		var err error
 		if kubeconfig, err = s.Kubeconfig(ctx, cc.fence, kc, "https://"+endpoint); err != nil {
 			return fmt.Errorf("kubeconfig: %w", err)
@@ -280,7 +293,7 @@ func (cc *clusterController) observeAPI(ctx context.Context, a ClusterAPI, kc *a
 			return nil
 		}
 		bootErr = fmt.Errorf("bootstrap token: %w", err)
-		cc.c.log.Warn("bootstrap token not registered", "cluster", kc.Metadata.Name, "err", err)
+		cc.logger.Warn("bootstrap token not registered", "cluster", kc.Metadata.Name, "err", err)
 	}
 	nodes, err := a.Nodes(ctx, kc)
 	if err != nil {
@@ -296,9 +309,9 @@ func (cc *clusterController) log(cluster string, p kubeplan.RollPlan) {
 		return
 	}
 	cc.last[cluster] = s
-	lvl := cc.c.log.Info
+	lvl := cc.logger.Info
 	if p.Action == kubeplan.None || p.Action == kubeplan.Wait {
-		lvl = cc.c.log.Debug
+		lvl = cc.logger.Debug
 	}
 	lvl("kubernetes cluster", "cluster", cluster, "action", string(p.Action), "machines", strings.Join(p.Machines, ","), "reason", p.Reason)
 }

@@ -248,7 +248,7 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 	kc.Spec.Version = "1.37.2"
 	kc.Spec.ControlPlane.Machines = []string{"cp-1"}
 	h.create(kc)
-	deposed := newClusterController(h.c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
+	deposed := testClusterController(h.c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
 	if err := deposed.reconcile(t.Context()); !errors.Is(err, store.ErrNotLeader) {
 		t.Fatalf("deposed pass: %v, want ErrNotLeader", err)
 	}

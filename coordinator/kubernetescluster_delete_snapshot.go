@@ -20,22 +20,22 @@ func (cc *clusterController) snapshotBeforeDeletion(ctx context.Context, kc *api
 		return false, nil
 	}
 	ec := &api.EtcdCluster{}
-	if err := cc.c.store.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
+	if err := cc.st.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	} else if err != nil {
 		return false, err
 	}
 	what := fmt.Sprintf("deletion of cluster %s's data under /clusters/%s/", kc.Metadata.Name, kc.Metadata.Name)
-	note, err := cc.c.snaps.before(ctx, cc.fence, ec, what)
+	note, err := cc.snaps.before(ctx, cc.fence, ec, what)
 	if errors.Is(err, errSnapshotHeld) {
-		cc.c.log.Warn("cluster deletion waits for a snapshot", "cluster", kc.Metadata.Name, "err", err)
+		cc.logger.Warn("cluster deletion waits for a snapshot", "cluster", kc.Metadata.Name, "err", err)
 		return true, nil
 	}
 	if err != nil {
 		return false, err
 	}
 	if note != "" {
-		cc.c.log.Info("before deleting a cluster's data", "cluster", kc.Metadata.Name, "snapshot", note)
+		cc.logger.Info("before deleting a cluster's data", "cluster", kc.Metadata.Name, "snapshot", note)
 	}
 	return false, nil
 }

@@ -23,7 +23,7 @@ import (
 func (cc *clusterController) drain(ctx context.Context, kc *api.KubernetesCluster, p kubeplan.RollPlan, f *clusterFleet) (kubeplan.RollPlan, kubeplan.Condition, error) {
 	name := kc.Metadata.Name
 	dp := kubeplan.PlanDrain(kubeplan.DrainFacts{Cluster: name, Hook: *kc.Spec.Drain, Kubeconfig: kc.Spec.Kubeconfig.Path,
-		Machines: p.Machines, Requests: f.drains, Runners: cc.drainRunners(kc, f), Deleting: kc.Deleting(), Now: cc.c.Now()})
+		Machines: p.Machines, Requests: f.drains, Runners: cc.drainRunners(kc, f), Deleting: kc.Deleting(), Now: cc.now()})
 	for _, spec := range dp.Write {
 		req := f.drains[spec.Machine]
 		if req == nil {
@@ -32,15 +32,15 @@ func (cc *clusterController) drain(ctx context.Context, kc *api.KubernetesCluste
 		next := *req
 		next.Spec = spec
 		if next.Metadata.CreatedAt.IsZero() {
-			next.Metadata.CreatedAt = cc.c.Now().UTC()
+			next.Metadata.CreatedAt = cc.now().UTC()
 		}
 		if err := cc.putGuarded(ctx, &next); err != nil {
 			return p, dp.Condition, fmt.Errorf("drain request %s: %w", spec.Machine, err)
 		}
-		cc.c.log.Info("drain asked", "cluster", name, "machine", spec.Machine, "runner", spec.Runner, "attempt", spec.Attempt)
+		cc.logger.Info("drain asked", "cluster", name, "machine", spec.Machine, "runner", spec.Runner, "attempt", spec.Attempt)
 	}
 	if !dp.Condition.Status && dp.Condition.Reason != api.ReasonDraining {
-		cc.c.log.Warn("machines held undrained", "cluster", name, "reason", dp.Condition.Reason, "message", dp.Condition.Message, "retryAt", dp.RetryAt)
+		cc.logger.Warn("machines held undrained", "cluster", name, "reason", dp.Condition.Reason, "message", dp.Condition.Message, "retryAt", dp.RetryAt)
 	}
 	drained := map[string]bool{}
 	for _, m := range dp.Drained {
@@ -58,7 +58,7 @@ func (cc *clusterController) drain(ctx context.Context, kc *api.KubernetesCluste
 // already asked (a deleted cluster's status no longer lists machines).
 func (cc *clusterController) drainRunners(kc *api.KubernetesCluster, f *clusterFleet) []string {
 	interval := time.Duration(kc.Spec.Probes.WithDefaults().Interval)
-	now := cc.c.Now()
+	now := cc.now()
 	cands := slices.Concat(kc.Status.ControlPlane.Machines, kc.Spec.ControlPlane.Machines)
 	for _, r := range f.drains {
 		if r.Spec.Cluster == kc.Metadata.Name {
@@ -103,13 +103,13 @@ func (cc *clusterController) dropDrains(ctx context.Context, kc *api.KubernetesC
 	if len(ops) == 0 {
 		return nil
 	}
-	if _, err := cc.c.store.FencedTxn(ctx, cc.fence, nil, ops...); err != nil {
+	if _, err := cc.st.FencedTxn(ctx, cc.fence, nil, ops...); err != nil {
 		return fmt.Errorf("drop drain requests: %w", err)
 	}
 	for _, m := range gone {
 		delete(f.drains, m)
 	}
 	slices.Sort(gone)
-	cc.c.log.Info("drain requests dropped", "cluster", kc.Metadata.Name, "machines", strings.Join(gone, ","))
+	cc.logger.Info("drain requests dropped", "cluster", kc.Metadata.Name, "machines", strings.Join(gone, ","))
 	return nil
 }

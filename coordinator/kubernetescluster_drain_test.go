@@ -251,7 +251,7 @@ func TestDeposedLeaderAsksNoDrain(t *testing.T) {
 	if err := h.st.Delete(t.Context(), store.DrainRequestKey("dp-2")); err != nil {
 		t.Fatal(err)
 	}
-	deposed := newClusterController(h.c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
+	deposed := testClusterController(h.c, store.Fence{Key: store.ElectionPrefix + "gone", Rev: 1})
 	if err := deposed.reconcile(t.Context()); !errors.Is(err, store.ErrNotLeader) {
 		t.Fatalf("deposed pass: %v, want ErrNotLeader", err)
 	}

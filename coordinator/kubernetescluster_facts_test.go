@@ -27,7 +27,7 @@ func TestFactsJudgeAnExternalAPIServerByItsReport(t *testing.T) {
 			{Name: api.ComponentAPIServer, Healthy: false, Message: "readyz: etcd not ready"},
 		},
 	}}
-	cc := &clusterController{c: &Coordinator{Now: func() time.Time { return now }}}
+	cc := &clusterController{now: func() time.Time { return now }}
 	f := &clusterFleet{reports: map[string]*api.ComponentReport{"cp-1": report}}
 	fa := cc.facts(kc, kubeplan.Selection{ControlPlane: []string{"cp-1"}}, f, nil)
 	got := fa.ControlPlane[0].APIServer

@@ -48,6 +48,18 @@ type kcHarness struct {
 	onApply func(cfg *api.NixosConfiguration)
 }
 
+// testClusterController is the Kubernetes cluster controller c would run
+// in the term fenced on fence (controllers.go).
+func testClusterController(c *Coordinator, fence store.Fence) *clusterController {
+	return newClusterController(c.leaderDeps(fence), &c.Clusters, c.snaps)
+}
+
+// testRollouter is the rollout controller c would run in the term fenced
+// on fence (controllers.go).
+func testRollouter(c *Coordinator, fence store.Fence) *rollouter {
+	return newRollouter(c.leaderDeps(fence), c.cfg.Policy, c.OnRolloutStep, &c.Clusters, c.snaps)
+}
+
 func newKCHarness(t *testing.T) *kcHarness {
 	t.Helper()
 	cl := etcdtest.Start(t, 1)
@@ -56,7 +68,7 @@ func newKCHarness(t *testing.T) *kcHarness {
 	h := &kcHarness{t: t, cl: cl, st: st, c: c, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}, hold: map[string]bool{}}
 	c.Now = func() time.Time { return h.now }
 	c.Clusters = ClusterHooks{DefaultGitRepo: "https://git.example/fleet", Secrets: h.secrets}
-	h.cc, h.ro = newClusterController(c, fence), &rollouter{c: c, fence: fence}
+	h.cc, h.ro = testClusterController(c, fence), testRollouter(c, fence)
 	return h
 }
 

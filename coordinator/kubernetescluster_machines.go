@@ -84,7 +84,7 @@ func (cc *clusterController) writePlaneClaim(ctx context.Context, f *clusterFlee
 	}
 	etcd := f.etcdMemberNodes()
 	in := machineclaim.Input{Claim: name, Pool: pool, Roles: []api.Role{api.RoleWorker}, Want: want, Own: own, Current: spec,
-		ReplaceDeadAfter: f.replaceDeadAfter, Now: cc.c.Now()}
+		ReplaceDeadAfter: f.replaceDeadAfter, Now: cc.now()}
 	for _, m := range spec.Machines {
 		// A member holds the role until the cluster has released it (its
 		// Node drained and deleted) and, on a control-plane VM, its etcd
@@ -106,7 +106,7 @@ func (cc *clusterController) writePlaneClaim(ctx context.Context, f *clusterFlee
 		if err != nil {
 			return err
 		}
-		_, err = cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{g}, op)
+		_, err = cc.st.FencedTxn(ctx, cc.fence, []store.Guard{g}, op)
 		return ignoreConflict(err)
 	}
 	if !pl.Changed {
@@ -115,11 +115,11 @@ func (cc *clusterController) writePlaneClaim(ctx context.Context, f *clusterFlee
 	cl := cur
 	if cl == nil {
 		cl = api.NewMachineClaim(name)
-		cl.Metadata.CreatedAt = cc.c.Now().UTC()
+		cl.Metadata.CreatedAt = cc.now().UTC()
 		cl.Metadata.OwnerReferences = []api.OwnerReference{{APIVersion: api.ClusterAPIVersion, Kind: api.KindKubernetesCluster, Name: cluster}}
 	}
 	cl.Spec = pl.Spec
-	_, err := cc.c.store.PutUnchanged(ctx, cc.fence, cl)
+	_, err := cc.st.PutUnchanged(ctx, cc.fence, cl)
 	return ignoreConflict(err)
 }
 

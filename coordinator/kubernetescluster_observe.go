@@ -284,7 +284,7 @@ func (cc *clusterController) facts(kc *api.KubernetesCluster, sel kubeplan.Selec
 	// The probes the agents run: an external component is probed at its
 	// URL whatever spec.probes says of its on-machine probe.
 	probes := kc.Spec.EffectiveProbes().WithDefaults()
-	now := cc.c.Now()
+	now := cc.now()
 	for _, m := range sel.ControlPlane {
 		mem := kubeplan.Member{Name: m, Applied: runsCluster(f.configs[m], kc.Metadata.Name)}
 		r := f.reports[m]

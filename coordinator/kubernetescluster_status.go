@@ -34,7 +34,7 @@ type statusUpdate struct {
 // kc is as read (a person's apply meanwhile wins; the next pass answers
 // it), with the generation it answers.
 func (cc *clusterController) writeStatus(ctx context.Context, kc *api.KubernetesCluster, u statusUpdate) error {
-	now := cc.c.Now().UTC()
+	now := cc.now().UTC()
 	old := kc.Status
 	st := old
 	st.Phase, st.Message = u.judged.Phase, u.judged.Message
@@ -87,7 +87,7 @@ func (cc *clusterController) writeStatus(ctx context.Context, kc *api.Kubernetes
 	next := *kc
 	next.Status = st
 	if old.Phase != st.Phase {
-		cc.c.log.Info("kubernetes cluster phase", "cluster", kc.Metadata.Name, "from", string(old.Phase), "to", string(st.Phase), "message", st.Message)
+		cc.logger.Info("kubernetes cluster phase", "cluster", kc.Metadata.Name, "from", string(old.Phase), "to", string(st.Phase), "message", st.Message)
 	}
 	if err := cc.putGuarded(ctx, &next); err != nil {
 		return fmt.Errorf("status: %w", err)

@@ -29,11 +29,11 @@ func (cc *clusterController) claim(ctx context.Context, f *clusterFleet, kc *api
 			continue
 		}
 		key := store.ClusterClaimKey(m)
-		_, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{{Cmp: store.Absent(key), Err: errClaimTaken}}, store.PutValueOp(key, name))
+		_, err := cc.st.FencedTxn(ctx, cc.fence, []store.Guard{{Cmp: store.Absent(key), Err: errClaimTaken}}, store.PutValueOp(key, name))
 		switch {
 		case errors.Is(err, errClaimTaken):
 			lost[m] = true
-			kv, gerr := cc.c.store.GetKV(ctx, key)
+			kv, gerr := cc.st.GetKV(ctx, key)
 			if gerr == nil && kv != nil {
 				f.claims[m] = string(kv.Value)
 			}
@@ -41,7 +41,7 @@ func (cc *clusterController) claim(ctx context.Context, f *clusterFleet, kc *api
 			return sel, fmt.Errorf("claim %s: %w", m, err)
 		default:
 			f.claims[m] = name
-			cc.c.log.Info("machine claimed", "cluster", name, "machine", m)
+			cc.logger.Info("machine claimed", "cluster", name, "machine", m)
 		}
 	}
 	if len(lost) == 0 {
@@ -64,7 +64,7 @@ func (cc *clusterController) applyPlan(ctx context.Context, kc *api.KubernetesCl
 	case kubeplan.Wait:
 		return cc.syncPause(ctx, kc, f)
 	case kubeplan.Unclaim:
-		if s := cc.c.Clusters.Secrets; s != nil {
+		if s := cc.hooks.Secrets; s != nil {
 			if err := s.Released(ctx, cc.fence, kc, p.Machines); err != nil {
 				return fmt.Errorf("release secrets: %w", err)
 			}
@@ -72,11 +72,11 @@ func (cc *clusterController) applyPlan(ctx context.Context, kc *api.KubernetesCl
 		for _, m := range p.Machines {
 			key := store.ClusterClaimKey(m)
 			guard := store.Guard{Cmp: store.ValueIs(key, name), Err: fmt.Errorf("%w: claim %s is not %s's", store.ErrConflict, m, name)}
-			if _, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{guard}, store.DeleteOp(key)); err != nil && !errors.Is(err, store.ErrConflict) {
+			if _, err := cc.st.FencedTxn(ctx, cc.fence, []store.Guard{guard}, store.DeleteOp(key)); err != nil && !errors.Is(err, store.ErrConflict) {
 				return fmt.Errorf("unclaim %s: %w", m, err)
 			}
 			delete(f.claims, m)
-			cc.c.log.Info("machine released", "cluster", name, "machine", m)
+			cc.logger.Info("machine released", "cluster", name, "machine", m)
 		}
 	case kubeplan.Release:
 		// Drained first when spec.drain is set (pass narrowed p to them).
@@ -103,10 +103,10 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 		}
 	}
 	r := api.NewRollout(fmt.Sprintf("%s-%d", kc.Metadata.Name, seq+1))
-	r.Metadata.CreatedAt = cc.c.Now().UTC()
+	r.Metadata.CreatedAt = cc.now().UTC()
 	r.Metadata.OwnerReferences = []api.OwnerReference{kubeplan.Owner(kc)}
 	r.Spec = api.RolloutSpec{
-		Template:             kubeplan.ReleaseSpec(kc, cc.c.Clusters.DefaultGitRepo),
+		Template:             kubeplan.ReleaseSpec(kc, cc.hooks.DefaultGitRepo),
 		Templates:            p.Templates,
 		Nodes:                slices.Clone(p.Machines),
 		ControlPlaneFirst:    p.ControlPlaneFirst,
@@ -123,11 +123,11 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 	// and a disruption budget would hold the last worker's drain forever.
 	k := &api.RolloutKubernetes{Cluster: kc.Metadata.Name}
 	switch {
-	case release && cc.c.Clusters.Nodes != nil && !kc.Deleting():
+	case release && cc.hooks.Nodes != nil && !kc.Deleting():
 		k.Leaving = slices.Clone(p.Machines)
 	case !release:
 		k.ControlPlane = slices.Clone(p.ControlPlane)
-		if cc.c.Clusters.Nodes != nil {
+		if cc.hooks.Nodes != nil {
 			k.Workers = slices.Clone(p.Workers)
 		}
 	}
@@ -149,13 +149,13 @@ func (cc *clusterController) writeRollout(ctx context.Context, kc *api.Kubernete
 		}
 	}
 	guard := store.Guard{Cmp: store.Absent(key), Err: fmt.Errorf("%w: %s exists", store.ErrConflict, key)}
-	if _, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{guard}, ops...); err != nil {
+	if _, err := cc.st.FencedTxn(ctx, cc.fence, []store.Guard{guard}, ops...); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil // the next pass re-reads
 		}
 		return fmt.Errorf("rollout %s: %w", r.Metadata.Name, err)
 	}
-	cc.c.log.Info("cluster rollout written", "cluster", kc.Metadata.Name, "rollout", r.Metadata.Name, "machines", strings.Join(p.Machines, ","),
+	cc.logger.Info("cluster rollout written", "cluster", kc.Metadata.Name, "rollout", r.Metadata.Name, "machines", strings.Join(p.Machines, ","),
 		"controlPlaneFirst", p.ControlPlaneFirst, "release", release, "reason", p.Reason)
 	f.rollouts = append(f.rollouts, r)
 	return nil
@@ -180,7 +180,7 @@ func (cc *clusterController) syncPause(ctx context.Context, kc *api.KubernetesCl
 // putGuarded writes obj fenced and only while it is as read; a conflict
 // is left to the next pass.
 func (cc *clusterController) putGuarded(ctx context.Context, obj api.Object) error {
-	if _, err := cc.c.store.PutUnchanged(ctx, cc.fence, obj); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := cc.st.PutUnchanged(ctx, cc.fence, obj); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	return nil
@@ -195,7 +195,7 @@ func (cc *clusterController) finishDeletion(ctx context.Context, kc *api.Kuberne
 	if held, err := cc.snapshotBeforeDeletion(ctx, kc); err != nil || held {
 		return err
 	}
-	if s := cc.c.Clusters.Secrets; s != nil {
+	if s := cc.hooks.Secrets; s != nil {
 		if err := s.Delete(ctx, cc.fence, kc); err != nil {
 			return fmt.Errorf("delete secrets: %w", err)
 		}
@@ -208,13 +208,13 @@ func (cc *clusterController) finishDeletion(ctx context.Context, kc *api.Kuberne
 	for _, r := range f.owned(kc.Metadata.Name) {
 		ops = append(ops, store.DeleteOp(store.RolloutKey(r.Metadata.Name)))
 	}
-	if _, err := cc.c.store.FencedTxn(ctx, cc.fence, []store.Guard{g}, ops...); err != nil {
+	if _, err := cc.st.FencedTxn(ctx, cc.fence, []store.Guard{g}, ops...); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil
 		}
 		return err
 	}
-	cc.c.log.Info("kubernetes cluster deleted", "cluster", kc.Metadata.Name)
+	cc.logger.Info("kubernetes cluster deleted", "cluster", kc.Metadata.Name)
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
@@ -13,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// reconcilePools is the leader's machine-pool controller
+// poolController is the leader's machine-pool controller
 // (controllers.go), beside the membership one: it reads the pools, the
 // machine claims, machines, hypervisor reports, nodes and removal
 // requests, plans with
@@ -23,25 +24,42 @@ import (
 // nicoctl files) before their domains are deleted.
 //
 //	[event or resync] --> observe --> placement.Compute --> write (fenced, CAS)
-func (c *Coordinator) reconcilePools(ctx context.Context, fence store.Fence) error {
-	pl, err := c.poolPass(ctx, fence)
+type poolController struct {
+	// name is the candidate's, named in the removals it files.
+	name  string
+	st    *store.Store
+	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
+	// afterWrite is Coordinator.AfterMachineWrite.
+	afterWrite func(step string)
+}
+
+// newPoolController returns the machine-pool controller of the term of d.
+func newPoolController(d leaderDeps, afterWrite func(step string)) *poolController {
+	return &poolController{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, afterWrite: afterWrite}
+}
+
+// reconcile is the machine-pool controller's Reconcile.
+func (p *poolController) reconcile(ctx context.Context) error {
+	pl, err := p.pass(ctx)
 	if err != nil {
 		return fmt.Errorf("machine pools: %w", err)
 	}
 	if !pl.Empty() {
-		c.log.Info("machine pools", "plan", pl.Counts())
+		p.log.Info("machine pools", "plan", pl.Counts())
 	}
 	return nil
 }
 
-// poolPass observes, plans and writes once.
-func (c *Coordinator) poolPass(ctx context.Context, fence store.Fence) (placement.Plan, error) {
-	in, err := observePools(ctx, c.store, c.Now())
+// pass observes, plans and writes once.
+func (p *poolController) pass(ctx context.Context) (placement.Plan, error) {
+	in, err := observePools(ctx, p.st, p.now())
 	if err != nil {
 		return placement.Plan{}, err
 	}
 	pl := placement.Compute(in)
-	return pl, c.writePoolPlan(ctx, fence, pl)
+	return pl, p.write(ctx, pl)
 }
 
 // observePools reads everything the placement planner needs.
@@ -85,9 +103,9 @@ func observePools(ctx context.Context, st *store.Store, now time.Time) (placemen
 	return in, nil
 }
 
-// writePoolPlan applies a plan. Each write is fenced on leadership and
+// write applies a plan. Each write is fenced on leadership and
 // guarded on the object's revision; a conflict is left for the next pass.
-func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl placement.Plan) error {
+func (p *poolController) write(ctx context.Context, pl placement.Plan) error {
 	var errs []error
 	// write puts obj, or deletes it, guarded on its being unchanged
 	// since it was read.
@@ -100,7 +118,7 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 		if err != nil {
 			return err
 		}
-		if _, err := c.store.FencedTxn(ctx, fence, []store.Guard{guard}, o); err != nil && !errors.Is(err, store.ErrConflict) {
+		if _, err := p.st.FencedTxn(ctx, p.fence, []store.Guard{guard}, o); err != nil && !errors.Is(err, store.ErrConflict) {
 			errs = append(errs, err)
 		}
 		return nil
@@ -126,10 +144,10 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 			guards = append(guards, store.Guard{Cmp: store.Absent(key), Err: fmt.Errorf("%w: %s", store.ErrConflict, key)})
 			ops = append(ops, op)
 		}
-		_, err := c.store.FencedTxn(ctx, fence, guards, ops...)
+		_, err := p.st.FencedTxn(ctx, p.fence, guards, ops...)
 		switch {
-		case err == nil && c.AfterMachineWrite != nil:
-			c.AfterMachineWrite("machines")
+		case err == nil && p.afterWrite != nil:
+			p.afterWrite("machines")
 		case err != nil && !errors.Is(err, store.ErrConflict):
 			errs = append(errs, err)
 		}
@@ -157,7 +175,7 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 		}
 	}
 	for _, node := range pl.RequestRemoval {
-		if err := c.fileRemoval(ctx, fence, node); err != nil {
+		if err := p.fileRemoval(ctx, node); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -174,10 +192,10 @@ func (c *Coordinator) writePoolPlan(ctx context.Context, fence store.Fence, pl p
 // (an unfinished request is left alone; a finished one from an earlier life
 // of the name is replaced), but written fenced on leadership so that a
 // deposed leader files nothing.
-func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node string) error {
+func (p *poolController) fileRemoval(ctx context.Context, node string) error {
 	old := &api.RemoveRequest{}
 	var rev int64
-	switch err := c.store.Get(ctx, store.RemovalKey(node), old); {
+	switch err := p.st.Get(ctx, store.RemovalKey(node), old); {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return err
@@ -187,10 +205,10 @@ func (c *Coordinator) fileRemoval(ctx context.Context, fence store.Fence, node s
 		rev = old.Metadata.Revision
 	}
 	r := api.NewRemoveRequest(node)
-	r.Metadata.CreatedAt = c.Now().UTC()
-	r.Spec.RequestedBy = "machine pool scale-down (" + c.cfg.Name + ")"
+	r.Metadata.CreatedAt = p.now().UTC()
+	r.Spec.RequestedBy = "machine pool scale-down (" + p.name + ")"
 	r.Metadata.Revision = rev // the guard: the request read above is still there, or none is
-	if _, err := c.store.PutUnchanged(ctx, fence, r); err != nil && !errors.Is(err, store.ErrConflict) {
+	if _, err := p.st.PutUnchanged(ctx, p.fence, r); err != nil && !errors.Is(err, store.ErrConflict) {
 		return err
 	}
 	return nil

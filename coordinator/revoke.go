@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -13,7 +14,7 @@ import (
 // still holds its heartbeat keeps its etcd identity.
 const DefaultRevokeRemovedAfter = 10 * time.Minute
 
-// revokePass is the leader's identity-revocation controller
+// revoker is the leader's identity-revocation controller
 // (controllers.go): it takes a removed node's etcd identity away
 // (rbac.RemoveNode), so that its certificate, still valid for months,
 // reaches nothing. It waits for the node's agent to finish leaving first:
@@ -25,30 +26,45 @@ const DefaultRevokeRemovedAfter = 10 * time.Minute
 //
 // A node whose heartbeat is already gone when its removal finishes has
 // its identity taken then, before Done is written (executor.finishRemove).
-func (c *Coordinator) revokePass(ctx context.Context, fence store.Fence) error {
-	removals, _, err := store.List[api.RemoveRequest](ctx, c.store, store.RemovalsDir)
+type revoker struct {
+	st    *store.Store
+	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
+	// after is Config.RevokeRemovedAfter.
+	after time.Duration
+}
+
+// newRevoker returns the identity-revocation controller of the term of d.
+func newRevoker(d leaderDeps, after time.Duration) *revoker {
+	return &revoker{st: d.st, fence: d.fence, now: d.now, log: d.log, after: after}
+}
+
+// reconcile is the identity-revocation controller's Reconcile.
+func (v *revoker) reconcile(ctx context.Context) error {
+	removals, _, err := store.List[api.RemoveRequest](ctx, v.st, store.RemovalsDir)
 	if err != nil {
 		return err
 	}
-	nodes, _, err := store.List[api.Node](ctx, c.store, store.NodesDir)
+	nodes, _, err := store.List[api.Node](ctx, v.st, store.NodesDir)
 	if err != nil {
 		return err
 	}
-	alive, _, err := c.store.Alive(ctx)
+	alive, _, err := v.st.Alive(ctx)
 	if err != nil {
 		return err
 	}
-	now := c.Now()
-	for _, r := range IdentitiesToRevoke(removals, nodes, alive, now, c.cfg.RevokeRemovedAfter) {
+	now := v.now()
+	for _, r := range IdentitiesToRevoke(removals, nodes, alive, now, v.after) {
 		node := r.Spec.Node
-		if err := rbac.RemoveNode(ctx, c.store.Client().Auth, node); err != nil {
+		if err := rbac.RemoveNode(ctx, v.st.Client().Auth, node); err != nil {
 			return err
 		}
 		r.Status.IdentityRevokedAt = now
-		if _, err := c.store.PutUnchanged(ctx, fence, r); err != nil {
+		if _, err := v.st.PutUnchanged(ctx, v.fence, r); err != nil {
 			return err
 		}
-		c.log.Info("removed node's etcd identity deleted; its certificate reaches nothing now", "node", node, "user", rbac.NodeRole(node), "heartbeat", alive[node])
+		v.log.Info("removed node's etcd identity deleted; its certificate reaches nothing now", "node", node, "user", rbac.NodeRole(node), "heartbeat", alive[node])
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -23,11 +25,30 @@ import (
 // step holds store.ActiveOpKey (an Operation of type RolloutStep) for as
 // long as its nodes apply, so that no membership change runs beside it.
 type rollouter struct {
-	c     *Coordinator
+	name  string
+	st    *store.Store
+	admin leaderMover
 	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
+	// metrics may be nil (its methods then record nothing).
+	metrics *metrics.Coordinator
+	// policy is Config.Policy, under the EtcdCluster's own.
+	policy membership.Policy
+	// onStep is Coordinator.OnRolloutStep.
+	onStep func(name string, s rollout.Step)
+	// hooks are Coordinator.Clusters, read on each use.
+	hooks *ClusterHooks
+	snaps *snapshotter
 	last  string
 	// refused is the last eviction refused on each draining worker.
 	refused map[string]string
+}
+
+// newRollouter returns the rollout controller of the term of d.
+func newRollouter(d leaderDeps, policy membership.Policy, onStep func(string, rollout.Step), hooks *ClusterHooks, snaps *snapshotter) *rollouter {
+	return &rollouter{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log, metrics: d.metrics,
+		policy: policy, onStep: onStep, hooks: hooks, snaps: snaps}
 }
 
 // reconcile is the rollout controller's Reconcile (controllers.go). A
@@ -49,7 +70,7 @@ const maxChainedSteps = 4
 
 // once plans and applies one step of the oldest unfinished rollout.
 func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
-	ro, err := activeRollout(ctx, r.c.store)
+	ro, err := activeRollout(ctx, r.st)
 	if err != nil || ro == nil {
 		return rollout.Step{Action: rollout.None}, err
 	}
@@ -57,24 +78,24 @@ func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
 	if err != nil {
 		return rollout.Step{}, err
 	}
-	now := r.c.Now()
+	now := r.now()
 	step := rollout.Plan(obs, now)
 	if s := ro.Metadata.Name + " " + step.String(); s != r.last {
-		lvl := r.c.log.Info
+		lvl := r.log.Info
 		if step.Action == rollout.None || step.Action == rollout.Wait {
-			lvl = r.c.log.Debug
+			lvl = r.log.Debug
 		}
 		lvl("rollout step", "rollout", ro.Metadata.Name, "action", string(step.Action), "nodes", step.Nodes, "reason", step.Reason)
 		r.last = s
 	}
-	if r.c.OnRolloutStep != nil && step.Action != rollout.None && step.Action != rollout.Wait {
-		r.c.OnRolloutStep(ro.Metadata.Name, step)
+	if r.onStep != nil && step.Action != rollout.None && step.Action != rollout.Wait {
+		r.onStep(ro.Metadata.Name, step)
 	}
 	if err := r.apply(ctx, ro, obs, step, now); err != nil {
 		return step, fmt.Errorf("rollout %s: %s: %w", ro.Metadata.Name, step.Action, err)
 	}
 	if step.Action != rollout.None && step.Action != rollout.Wait {
-		r.c.Metrics.RolloutStep(ro, now) // ro as written (apply records the step in it)
+		r.metrics.RolloutStep(ro, now) // ro as written (apply records the step in it)
 	}
 	return step, nil
 }
@@ -103,11 +124,11 @@ func activeRollout(ctx context.Context, st *store.Store) (*api.Rollout, error) {
 }
 
 func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Observed, error) {
-	o, err := observe(ctx, r.c.store, r.c.admin.Observe)
+	o, err := observe(ctx, r.st, r.admin.Observe)
 	if err != nil {
 		return rollout.Observed{}, err
 	}
-	cfgs, _, err := store.List[api.NixosConfiguration](ctx, r.c.store, store.NixosConfigsDir)
+	cfgs, _, err := store.List[api.NixosConfiguration](ctx, r.st, store.NixosConfigsDir)
 	if err != nil {
 		return rollout.Observed{}, err
 	}
@@ -117,10 +138,10 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 	}
 	obs := rollout.Observed{Rollout: ro, ClusterHealthy: true}
 	if o.cluster != nil {
-		obs.ReplaceDeadAfter = policyOf(o.cluster.Spec.Policy, r.c.cfg.Policy).ReplaceDeadMembersAfter
+		obs.ReplaceDeadAfter = policyOf(o.cluster.Spec.Policy, r.policy).ReplaceDeadMembersAfter
 	}
 	lv := api.NewLiveness()
-	switch err := r.c.store.Get(ctx, store.LivenessKey, lv); {
+	switch err := r.st.Get(ctx, store.LivenessKey, lv); {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return rollout.Observed{}, err
@@ -210,7 +231,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	}
 	switch s.Action {
 	case rollout.TransferLeader:
-		if err := r.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
+		if err := r.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}
 	case rollout.Start:
@@ -254,7 +275,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 			}
 		}
 	}
-	release := rollout.Record(ro, s, now, r.c.cfg.Name)
+	release := rollout.Record(ro, s, now, r.name)
 	p, err := store.PutObjectOp(ro)
 	if err != nil {
 		return err
@@ -264,12 +285,12 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	case s.Action == rollout.Start:
 		op := api.NewOperation(ro.Status.Operation)
 		op.Metadata.CreatedAt = now
-		op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: strings.Join(s.Nodes, ","), Request: ro.Metadata.Name, StartedBy: r.c.cfg.Name}
-		op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.c.cfg.Name}
+		op.Spec = api.OperationSpec{Type: api.OpRolloutStep, Node: strings.Join(s.Nodes, ","), Request: ro.Metadata.Name, StartedBy: r.name}
+		op.Status = api.OperationStatus{Phase: api.OpRunning, StepSince: now, Leader: r.name}
 		if note != "" {
-			op.Record(now, r.c.cfg.Name, note)
+			op.Record(now, r.name, note)
 		}
-		op.Record(now, r.c.cfg.Name, s.Reason)
+		op.Record(now, r.name, s.Reason)
 		put, err := store.PutObjectOp(op)
 		if err != nil {
 			return err
@@ -278,14 +299,14 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		guards = append(guards, store.Guard{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy})
 	case release && opName != "":
 		op := &api.Operation{}
-		if err := r.c.store.Get(ctx, store.OpKey(opName), op); err != nil {
+		if err := r.st.Get(ctx, store.OpKey(opName), op); err != nil {
 			return err
 		}
 		op.Status.Phase, op.Status.Step = api.OpSucceeded, api.StepDone
 		if s.Action == rollout.Halt {
 			op.Status.Phase = api.OpFailed
 		}
-		op.Record(now, r.c.cfg.Name, s.Outcome(ro.Spec.Undo))
+		op.Record(now, r.name, s.Outcome(ro.Spec.Undo))
 		put, err := store.PutObjectOp(op)
 		if err != nil {
 			return err
@@ -299,7 +320,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	if s.Action == rollout.Start {
 		failpoint.Hit(failpoint.CoordBeforeRolloutStep)
 	}
-	if _, err = r.c.store.FencedTxn(ctx, r.fence, guards, ops...); err != nil {
+	if _, err = r.st.FencedTxn(ctx, r.fence, guards, ops...); err != nil {
 		return err
 	}
 	if s.Action == rollout.Start {

@@ -49,7 +49,7 @@ func (r *rollouter) observeKube(ctx context.Context, ro *api.Rollout, obs *rollo
 		defer cancel()
 	}
 	workers := slices.Concat(k.Workers, k.Leaving, k.ControlPlane)
-	cn := r.c.Clusters.Nodes
+	cn := r.hooks.Nodes
 	if cn == nil {
 		obs.KubeError = "this coordinator reaches no cluster's API (ClusterHooks.Nodes)"
 		return
@@ -94,7 +94,7 @@ func (r *rollouter) observeAPIServers(ctx context.Context, ro *api.Rollout, obs 
 			continue
 		}
 		rep := api.NewComponentReport(n.Name)
-		if err := r.c.store.Get(ctx, store.ComponentReportKey(n.Name), rep); errors.Is(err, store.ErrNotFound) {
+		if err := r.st.Get(ctx, store.ComponentReportKey(n.Name), rep); errors.Is(err, store.ErrNotFound) {
 			continue
 		} else if err != nil {
 			return err
@@ -119,7 +119,7 @@ func (r *rollouter) kubeBefore(ctx context.Context, ro *api.Rollout, s rollout.S
 	if len(names) == 0 {
 		return nil
 	}
-	cn := r.c.Clusters.Nodes
+	cn := r.hooks.Nodes
 	if cn == nil {
 		return errors.New("coordinator: no access to the cluster's API to uncordon " + strings.Join(names, ", "))
 	}
@@ -127,7 +127,7 @@ func (r *rollouter) kubeBefore(ctx context.Context, ro *api.Rollout, s rollout.S
 		if err := cn.Cordon(ctx, r.fence, ro.Spec.Kubernetes.Cluster, name, false); err != nil && !errors.Is(err, kubeapi.ErrNotFound) {
 			return fmt.Errorf("uncordon %s: %w", name, err)
 		}
-		r.c.log.Info("node uncordoned", "rollout", ro.Metadata.Name, "node", name)
+		r.log.Info("node uncordoned", "rollout", ro.Metadata.Name, "node", name)
 	}
 	return nil
 }
@@ -140,7 +140,7 @@ func (r *rollouter) kubeAfter(ctx context.Context, ro *api.Rollout, obs rollout.
 	if s.Action != rollout.Drain {
 		return nil
 	}
-	cn := r.c.Clusters.Nodes
+	cn := r.hooks.Nodes
 	if cn == nil {
 		return nil // observeKube said so: the planner waits
 	}
@@ -159,7 +159,7 @@ func (r *rollouter) kubeAfter(ctx context.Context, ro *api.Rollout, obs rollout.
 			if err := cn.Cordon(ctx, r.fence, ro.Spec.Kubernetes.Cluster, name, true); err != nil {
 				return fmt.Errorf("cordon %s: %w", name, err)
 			}
-			r.c.log.Info("node cordoned", "rollout", ro.Metadata.Name, "node", name)
+			r.log.Info("node cordoned", "rollout", ro.Metadata.Name, "node", name)
 		}
 		if len(k.Evict) == 0 {
 			continue
@@ -169,7 +169,7 @@ func (r *rollouter) kubeAfter(ctx context.Context, ro *api.Rollout, obs rollout.
 			return fmt.Errorf("drain %s: %w", name, err)
 		}
 		if refused != r.refused[name] {
-			r.c.log.Info("pods evicted", "rollout", ro.Metadata.Name, "node", name, "pods", strings.Join(k.Evict, ","), "refused", refused)
+			r.log.Info("pods evicted", "rollout", ro.Metadata.Name, "node", name, "pods", strings.Join(k.Evict, ","), "refused", refused)
 		}
 		if r.refused == nil {
 			r.refused = map[string]string{}

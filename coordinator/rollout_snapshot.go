@@ -30,21 +30,21 @@ func (r *rollouter) snapshotBefore(ctx context.Context, ro *api.Rollout, obs rol
 		return "", false, nil
 	}
 	ec := &api.EtcdCluster{}
-	if err := r.c.store.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
+	if err := r.st.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
 		return "", false, nil
 	} else if err != nil {
 		return "", false, err
 	}
 	what := fmt.Sprintf("rollout %s step %d (%s)", ro.Metadata.Name, ro.Status.Step+1, strings.Join(s.Nodes, ","))
-	note, err := r.c.snaps.before(ctx, r.fence, ec, what)
+	note, err := r.snaps.before(ctx, r.fence, ec, what)
 	if !errors.Is(err, errSnapshotHeld) {
 		return note, false, err
 	}
-	r.c.log.Warn("rollout step waits for a snapshot", "rollout", ro.Metadata.Name, "nodes", s.Nodes, "err", err)
+	r.log.Warn("rollout step waits for a snapshot", "rollout", ro.Metadata.Name, "nodes", s.Nodes, "err", err)
 	if ro.Status.Message == err.Error() {
 		return "", true, nil
 	}
 	ro.Status.Message, ro.Status.UpdatedAt = err.Error(), now
-	_, werr := r.c.store.PutUnchanged(ctx, r.fence, ro)
+	_, werr := r.st.PutUnchanged(ctx, r.fence, ro)
 	return "", true, werr
 }

@@ -33,7 +33,7 @@ func TestControlPlaneRolloutStepWaitsForItsSnapshot(t *testing.T) {
 	mem := snapshottest.NewMem()
 	mem.FailWith(errors.New("share not mounted"))
 	c.OpenSnapshotStore = func(string) (snapshot.Store, error) { return mem, nil }
-	r := &rollouter{c: c, fence: fence}
+	r := testRollouter(c, fence)
 
 	ro := api.NewRollout("r1")
 	ro.Status.Phase = api.RolloutRunning

@@ -186,7 +186,7 @@ func (s *snapshotter) before(ctx context.Context, fence store.Fence, ec *api.Etc
 // re-reading on a concurrent write (the etcd-status controller's, a spec
 // applied meanwhile).
 func (s *snapshotter) updateStatus(ctx context.Context, fence store.Fence, fn func(*api.EtcdSnapshotsStatus)) error {
-	if err := s.c.updateEtcdCluster(ctx, fence, func(ec *api.EtcdCluster) { fn(&ec.Status.Snapshots) }); err != nil {
+	if err := updateEtcdCluster(ctx, s.c.store, fence, func(ec *api.EtcdCluster) { fn(&ec.Status.Snapshots) }); err != nil {
 		return fmt.Errorf("coordinator: snapshot status: %w", err)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -33,14 +34,31 @@ const scheduleRetryAfter = time.Minute
 
 // snapshotSchedule is the snapshot controller of one term.
 type snapshotSchedule struct {
-	c     *Coordinator
+	st    *store.Store
 	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
+	// met is nil when the candidate records no metrics.
+	met   *metrics.Snapshots
+	snaps *snapshotter
+	// open opens spec.snapshots.destination.
+	open func(dest string) (snapshot.Store, error)
+}
+
+// newSnapshotSchedule returns the snapshot controller of the term of d,
+// taking its snapshots with snaps and opening destinations with open.
+func newSnapshotSchedule(d leaderDeps, snaps *snapshotter, open func(dest string) (snapshot.Store, error)) *snapshotSchedule {
+	s := &snapshotSchedule{st: d.st, fence: d.fence, now: d.now, log: d.log, snaps: snaps, open: open}
+	if d.metrics != nil {
+		s.met = d.metrics.Snapshots
+	}
+	return s
 }
 
 // reconcile is the snapshot controller's Reconcile.
 func (s *snapshotSchedule) reconcile(ctx context.Context) error {
 	ec := &api.EtcdCluster{}
-	if err := s.c.store.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
+	if err := s.st.Get(ctx, store.EtcdClusterKey, ec); errors.Is(err, store.ErrNotFound) {
 		return nil // the membership controller writes the bootstrap one
 	} else if err != nil {
 		return fmt.Errorf("snapshots: %w", err)
@@ -51,14 +69,14 @@ func (s *snapshotSchedule) reconcile(ctx context.Context) error {
 	spec, st := ec.Spec.Snapshots, ec.Status.Snapshots
 	interval := time.Duration(spec.Interval)
 	if st.Last != nil {
-		s.c.snapMetrics().Observe(st.Last.TakenAt, st.Last.Size, interval)
+		s.met.Observe(st.Last.TakenAt, st.Last.Size, interval)
 	} else {
-		s.c.snapMetrics().Observe(time.Time{}, 0, interval)
+		s.met.Observe(time.Time{}, 0, interval)
 	}
 	if !spec.Enabled() || interval <= 0 {
 		return nil
 	}
-	now := s.c.Now()
+	now := s.now()
 	if st.Last != nil && now.Sub(st.Last.TakenAt) < interval {
 		return nil
 	}
@@ -68,7 +86,7 @@ func (s *snapshotSchedule) reconcile(ctx context.Context) error {
 	if adopted, err := s.adoptNewer(ctx, spec, st.Last, now); err != nil || adopted {
 		return err
 	}
-	_, _, err := s.c.snaps.take(ctx, s.fence, spec, snapshot.ReasonScheduled, metrics.TriggerScheduled)
+	_, _, err := s.snaps.take(ctx, s.fence, spec, snapshot.ReasonScheduled, metrics.TriggerScheduled)
 	if errors.Is(err, store.ErrNotLeader) {
 		return err
 	}
@@ -82,7 +100,7 @@ func (s *snapshotSchedule) reconcile(ctx context.Context) error {
 // interval: one taken on demand (nicoctl snapshot save) resets the
 // schedule. A store that cannot be listed is left to take's own error.
 func (s *snapshotSchedule) adoptNewer(ctx context.Context, spec api.EtcdSnapshotsSpec, last *api.SnapshotRecord, now time.Time) (bool, error) {
-	st, err := s.c.snapshotStore(spec.Destination)
+	st, err := s.open(spec.Destination)
 	if err != nil {
 		return false, nil
 	}
@@ -90,7 +108,7 @@ func (s *snapshotSchedule) adoptNewer(ctx context.Context, spec api.EtcdSnapshot
 	if err != nil {
 		return false, nil
 	}
-	resp, err := s.c.store.Client().MemberList(ctx)
+	resp, err := s.st.Client().MemberList(ctx)
 	if err != nil {
 		return false, fmt.Errorf("snapshots: %w", err)
 	}
@@ -102,11 +120,11 @@ func (s *snapshotSchedule) adoptNewer(ctx context.Context, spec api.EtcdSnapshot
 			return false, nil
 		}
 		rec := &api.SnapshotRecord{Name: m.Name, Where: st.Where(), TakenAt: m.TakenAt, Revision: m.Revision, Size: m.Size, Member: m.MemberName, Reason: m.Reason}
-		if err := s.c.snaps.updateStatus(ctx, s.fence, func(st *api.EtcdSnapshotsStatus) { st.Last = rec }); err != nil {
+		if err := s.snaps.updateStatus(ctx, s.fence, func(st *api.EtcdSnapshotsStatus) { st.Last = rec }); err != nil {
 			return false, err
 		}
-		s.c.snapMetrics().Observe(m.TakenAt, m.Size, time.Duration(spec.Interval))
-		s.c.log.Info("etcd snapshot taken elsewhere counts as the scheduled one", "snapshot", m.Name, "reason", m.Reason)
+		s.met.Observe(m.TakenAt, m.Size, time.Duration(spec.Interval))
+		s.log.Info("etcd snapshot taken elsewhere counts as the scheduled one", "snapshot", m.Name, "reason", m.Reason)
 		return true, nil
 	}
 	return false, nil
@@ -116,7 +134,7 @@ func (s *snapshotSchedule) adoptNewer(ctx context.Context, spec api.EtcdSnapshot
 // when it is not there yet.
 func (s *snapshotSchedule) foldDrill(ctx context.Context, ec *api.EtcdCluster) error {
 	d := &api.SnapshotDrill{}
-	if err := s.c.store.Get(ctx, store.SnapshotDrillKey, d); errors.Is(err, store.ErrNotFound) {
+	if err := s.st.Get(ctx, store.SnapshotDrillKey, d); errors.Is(err, store.ErrNotFound) {
 		return nil
 	} else if err != nil {
 		return err
@@ -125,10 +143,10 @@ func (s *snapshotSchedule) foldDrill(ctx context.Context, ec *api.EtcdCluster) e
 		return nil
 	}
 	v := d.Status
-	if err := s.c.snaps.updateStatus(ctx, s.fence, func(st *api.EtcdSnapshotsStatus) { st.LastVerified = &v }); err != nil {
+	if err := s.snaps.updateStatus(ctx, s.fence, func(st *api.EtcdSnapshotsStatus) { st.LastVerified = &v }); err != nil {
 		return err
 	}
 	ec.Status.Snapshots.LastVerified = &v
-	s.c.log.Info("restore drill recorded", "snapshot", v.Name, "ok", v.OK, "keys", v.Keys, "revision", v.Revision)
+	s.log.Info("restore drill recorded", "snapshot", v.Name, "ok", v.OK, "keys", v.Keys, "revision", v.Revision)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -23,9 +24,18 @@ import (
 // read (and on the slot), so an ask withdrawn or asked again meanwhile is
 // planned afresh rather than overwritten.
 type switchGuard struct {
-	c     *Coordinator
+	name  string
+	st    *store.Store
+	admin leaderMover
 	fence store.Fence
+	now   func() time.Time
+	log   *slog.Logger
 	last  string
+}
+
+// newSwitchGuard returns the switch-guard controller of the term of d.
+func newSwitchGuard(d leaderDeps) *switchGuard {
+	return &switchGuard{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log}
 }
 
 // reconcile is the switch-guard controller's Reconcile (controllers.go).
@@ -34,12 +44,12 @@ func (g *switchGuard) reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	now := g.c.Now()
+	now := g.now()
 	step := switchguard.Plan(obs, now)
 	if s := step.String(); s != g.last {
-		lvl := g.c.log.Info
+		lvl := g.log.Info
 		if step.Action == switchguard.None || step.Action == switchguard.Wait {
-			lvl = g.c.log.Debug
+			lvl = g.log.Debug
 		}
 		lvl("switch guard", "action", string(step.Action), "node", step.Request, "phase", string(step.Phase), "reason", step.Reason)
 		g.last = s
@@ -55,11 +65,11 @@ func (g *switchGuard) reconcile(ctx context.Context) error {
 }
 
 func (g *switchGuard) observe(ctx context.Context) (switchguard.Observed, map[string]*api.SwitchRequest, error) {
-	o, err := observe(ctx, g.c.store, g.c.admin.Observe)
+	o, err := observe(ctx, g.st, g.admin.Observe)
 	if err != nil {
 		return switchguard.Observed{}, nil, err
 	}
-	reqs, _, err := store.List[api.SwitchRequest](ctx, g.c.store, store.SwitchesDir)
+	reqs, _, err := store.List[api.SwitchRequest](ctx, g.st, store.SwitchesDir)
 	if err != nil {
 		return switchguard.Observed{}, nil, err
 	}
@@ -79,26 +89,26 @@ func (g *switchGuard) apply(ctx context.Context, s switchguard.Step, r *api.Swit
 	case switchguard.Take:
 		op := api.NewOperation(s.Op)
 		op.Metadata.CreatedAt = now
-		op.Spec = api.OperationSpec{Type: api.OpSwitch, Node: s.Request, Request: s.Attempt, StartedBy: g.c.cfg.Name}
-		op.Status = api.OperationStatus{Phase: api.OpRunning, Step: api.StepSwitching, StepSince: now, Leader: g.c.cfg.Name}
+		op.Spec = api.OperationSpec{Type: api.OpSwitch, Node: s.Request, Request: s.Attempt, StartedBy: g.name}
+		op.Status = api.OperationStatus{Phase: api.OpRunning, Step: api.StepSwitching, StepSince: now, Leader: g.name}
 		if s.Transfer {
 			op.Status.Step = api.StepTransferLeader
 		}
-		op.Record(now, g.c.cfg.Name, s.Reason)
+		op.Record(now, g.name, s.Reason)
 		g.answer(r, s, now)
 		if s.Phase == api.SwitchGranted {
 			r.Status.GrantedAt, r.Status.Deadline = now, now.Add(s.Hold)
 		}
 		return g.write(ctx, r, op, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	case switchguard.TransferLeader:
-		if err := g.c.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
+		if err := g.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}
 		op, err := g.held(ctx, s.Op)
 		if err != nil {
 			return err
 		}
-		op.Record(now, g.c.cfg.Name, fmt.Sprintf("moved etcd leadership from %s to %s", s.Member, s.To))
+		op.Record(now, g.name, fmt.Sprintf("moved etcd leadership from %s to %s", s.Member, s.To))
 		return g.write(ctx, nil, op, []store.Guard{g.holds(s.Op)})
 	case switchguard.Grant:
 		op, err := g.held(ctx, s.Op)
@@ -106,7 +116,7 @@ func (g *switchGuard) apply(ctx context.Context, s switchguard.Step, r *api.Swit
 			return err
 		}
 		op.Status.Step, op.Status.StepSince = api.StepSwitching, now
-		op.Record(now, g.c.cfg.Name, s.Reason)
+		op.Record(now, g.name, s.Reason)
 		g.answer(r, s, now)
 		r.Status.GrantedAt, r.Status.Deadline = now, now.Add(s.Hold)
 		return g.write(ctx, r, op, []store.Guard{g.holds(s.Op)})
@@ -119,7 +129,7 @@ func (g *switchGuard) apply(ctx context.Context, s switchguard.Step, r *api.Swit
 		if !s.OK {
 			op.Status.Phase = api.OpFailed
 		}
-		op.Record(now, g.c.cfg.Name, s.Reason)
+		op.Record(now, g.name, s.Reason)
 		if r != nil && r.Spec.Attempt != s.Attempt || s.Phase == "" {
 			r = nil // a new ask (or none) is not this operation's to answer
 		}
@@ -145,7 +155,7 @@ func (g *switchGuard) answer(r *api.SwitchRequest, s switchguard.Step, now time.
 // held reads the journal of the operation holding the slot.
 func (g *switchGuard) held(ctx context.Context, name string) (*api.Operation, error) {
 	op := &api.Operation{}
-	if err := g.c.store.Get(ctx, store.OpKey(name), op); err != nil {
+	if err := g.st.Get(ctx, store.OpKey(name), op); err != nil {
 		return nil, err
 	}
 	return op, nil
@@ -181,6 +191,6 @@ func (g *switchGuard) write(ctx context.Context, r *api.SwitchRequest, op *api.O
 		}
 		ops = append(ops, p)
 	}
-	_, err := g.c.store.FencedTxn(ctx, g.fence, guards, append(ops, extra...)...)
+	_, err := g.st.FencedTxn(ctx, g.fence, guards, append(ops, extra...)...)
 	return err
 }

@@ -50,7 +50,7 @@ func (e *switchEnv) guard() *switchGuard {
 		e.t.Fatal(err)
 	}
 	c := New(Config{Name: "g", HealthTimeout: time.Second, Clock: e.clk}, e.st, slog.New(slog.DiscardHandler))
-	return &switchGuard{c: c, fence: store.Fence{Key: key, Rev: resp.Header.Revision}}
+	return newSwitchGuard(c.leaderDeps(store.Fence{Key: key, Rev: resp.Header.Revision}))
 }
 
 // pass runs reconcile until it plans nothing new (at most 10 times).
