@@ -139,6 +139,16 @@ func (f *fleet) checkLeasesWithDistributionKubeconfig(t *testing.T, ctx context.
 			t.Fatal(err)
 		}
 	}
+	// Without the distribution's file no machine reads the leases, and
+	// every report says so: one that read them changes, so its agent
+	// writes it. From the file's return, each report changes again.
+	for _, m := range machines {
+		if err := os.Remove(target(m)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	f.waitLeaseReports(t, ctx, machines, time.Time{}, false)
+	since := time.Now()
 	// write writes the publisher's file; copy it to the others.
 	write()
 	for _, m := range machines {
@@ -155,8 +165,15 @@ func (f *fleet) checkLeasesWithDistributionKubeconfig(t *testing.T, ctx context.
 	if pubTarget == "" {
 		t.Fatal("no control-plane machine has the distribution's kubeconfig")
 	}
-	since := time.Now()
-	testwait.For(t, time.Minute, "leader leases read with the distribution's kubeconfig", func() (bool, string) {
+	f.waitLeaseReports(t, ctx, machines, since, true)
+}
+
+// waitLeaseReports waits until every machine's ComponentReport, checked
+// after since (zero: any), says the controller-manager's and the
+// scheduler's leader leases were read (read) or were not.
+func (f *fleet) waitLeaseReports(t *testing.T, ctx context.Context, machines []string, since time.Time, read bool) {
+	t.Helper()
+	testwait.For(t, time.Minute, fmt.Sprintf("leader leases read %v in every report", read), func() (bool, string) {
 		var pending []string
 		for _, m := range machines {
 			r := &api.ComponentReport{}
@@ -165,12 +182,12 @@ func (f *fleet) checkLeasesWithDistributionKubeconfig(t *testing.T, ctx context.
 				continue
 			}
 			if !r.Status.CheckedAt.After(since) {
-				pending = append(pending, m+": report checked before admin.conf went")
+				pending = append(pending, m+": report checked before the file changed")
 				continue
 			}
 			for _, c := range []string{api.ComponentControllerManager, api.ComponentScheduler} {
-				if h := r.Component(c); h == nil || h.LeaderHolder == "" {
-					pending = append(pending, fmt.Sprintf("%s: %s: no lease holder read (%+v)", m, c, h))
+				if h := r.Component(c); h == nil || (h.LeaderHolder != "") != read {
+					pending = append(pending, fmt.Sprintf("%s: %s: lease holder read %v, want %v (%+v)", m, c, h != nil && h.LeaderHolder != "", read, h))
 				}
 			}
 		}
