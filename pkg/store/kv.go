@@ -104,3 +104,16 @@ func (s *Store) LastChange(ctx context.Context, dir string) (int64, error) {
 	}
 	return resp.Kvs[0].ModRevision, nil
 }
+
+// ModRevision reads the revision of key's last write without its value;
+// ErrNotFound when it is absent.
+func (s *Store) ModRevision(ctx context.Context, key string) (int64, error) {
+	resp, err := s.cli.Get(ctx, key, clientv3.WithKeysOnly())
+	if err != nil {
+		return 0, fmt.Errorf("store: get %s: %w", key, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return 0, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return resp.Kvs[0].ModRevision, nil
+}

@@ -16,3 +16,12 @@ func PutValueOp(key, value string) clientv3.Op { return clientv3.OpPut(key, valu
 func ValueIs(key, value string) clientv3.Cmp {
 	return clientv3.Compare(clientv3.Value(key), "=", value)
 }
+
+// DeleteDirOp deletes every key under dir in a transaction.
+func DeleteDirOp(dir string) clientv3.Op { return clientv3.OpDelete(dir, clientv3.WithPrefix()) }
+
+// PutLeasedOp is PutValueOp bound to lease: the key is gone when the
+// lease ends.
+func PutLeasedOp(key, value string, lease clientv3.LeaseID) clientv3.Op {
+	return clientv3.OpPut(key, value, clientv3.WithLease(lease))
+}
