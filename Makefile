@@ -96,11 +96,11 @@ staticcheck-binary: deps
 # small helpers), each well under a second (docs/performance.md). It
 # refuses a CHECK_PACKAGES whose tests link an etcd server (embedded, or
 # pkg/etcdtest's). make test runs all of these again under -race.
-CHECK_PACKAGES := ./agent/internal/firstboot ./pkg/api/... ./pkg/compaction ./pkg/config \
-	./pkg/defrag ./pkg/etcdstatus ./pkg/etcdversion ./pkg/failpoint ./pkg/httpserve \
-	./pkg/hypervisor/... ./pkg/kubeplan ./pkg/kubeprobe ./pkg/kubeversion ./pkg/libvirt \
-	./pkg/logging ./pkg/machineclaim ./pkg/membership ./pkg/pki ./pkg/placement ./pkg/releasever \
-	./pkg/rollout ./pkg/sdnotify ./pkg/secretbox ./pkg/switchguard ./pkg/versionroll
+CHECK_PACKAGES := ./agent/internal/firstboot ./pkg/api/... ./coordinator/internal/compaction ./pkg/config \
+	./coordinator/internal/defrag ./coordinator/internal/etcdstatus ./pkg/etcdversion ./pkg/failpoint ./pkg/httpserve \
+	./pkg/hypervisor/... ./pkg/kubeplan ./agent/internal/kubeprobe ./pkg/kubeversion ./pkg/libvirt \
+	./pkg/logging ./coordinator/internal/machineclaim ./pkg/membership ./pkg/pki ./pkg/placement ./pkg/releasever \
+	./pkg/rollout ./pkg/sdnotify ./pkg/secretbox ./pkg/switchguard ./coordinator/internal/versionroll
 check: deps staticcheck-binary
 	@bad=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 		if [ -n "$$bad" ]; then echo "gofmt: not formatted (make fmt):"; echo "$$bad"; exit 1; fi

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homystack/nico/agent/internal/kubeprobe"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/clusternix"
 	"github.com/homystack/nico/pkg/controller"
-	"github.com/homystack/nico/pkg/kubeprobe"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/agent/internal/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
-	"github.com/homystack/nico/pkg/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 )

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/compaction"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/compaction"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"

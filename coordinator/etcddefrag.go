@@ -7,10 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/defrag"
+	"github.com/homystack/nico/coordinator/internal/etcdstatus"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/defrag"
 	"github.com/homystack/nico/pkg/etcdadmin"
-	"github.com/homystack/nico/pkg/etcdstatus"
 	"github.com/homystack/nico/pkg/store"
 )
 

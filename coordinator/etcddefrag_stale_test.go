@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/defrag"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/defrag"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/defrag"
+	"github.com/homystack/nico/coordinator/internal/etcdstatus"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/defrag"
 	"github.com/homystack/nico/pkg/etcdadmin"
-	"github.com/homystack/nico/pkg/etcdstatus"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"

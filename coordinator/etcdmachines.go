@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/machineclaim"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/machineclaim"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 )

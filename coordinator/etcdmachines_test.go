@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/machineclaim"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/machineclaim"
 	"github.com/homystack/nico/pkg/membership"
 )
 

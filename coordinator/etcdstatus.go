@@ -9,9 +9,9 @@ import (
 	"math"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/etcdstatus"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
-	"github.com/homystack/nico/pkg/etcdstatus"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/store"
 )

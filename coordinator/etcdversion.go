@@ -7,11 +7,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/homystack/nico/coordinator/internal/versionroll"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
-	"github.com/homystack/nico/pkg/versionroll"
 )
 
 // versionRoller is the leader's etcd-version controller: it rolls the

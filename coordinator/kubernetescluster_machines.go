@@ -5,9 +5,9 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/homystack/nico/coordinator/internal/machineclaim"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/kubeplan"
-	"github.com/homystack/nico/pkg/machineclaim"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/agent/internal/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/kubeprobe/kubeprobetest"
 	"go.uber.org/goleak"
 )
 
