@@ -343,7 +343,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		hb.wait()
 	}
 	defer a.stopHeartbeat()
-	if err := a.ensureIdentity(ctx); err != nil {
+	if err := untilDone(ctx, identityRetry(), a.identityWarning, transientOnly(a.ensureIdentity)); err != nil {
 		return err
 	}
 	var keys *group
@@ -374,11 +374,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		if err := a.awaitVoter(ctx); err != nil {
 			return err
 		}
-		warn := func(err error, next time.Duration) {
-			a.log.Warn("etcd identity not finished; trying again", "err", err, "in", next)
-		}
 		switched := a.asRoot.Load()
-		if err := untilDone(ctx, identityRetry(), warn, a.finishIdentity); err != nil {
+		if err := untilDone(ctx, identityRetry(), a.identityWarning, a.finishIdentity); err != nil {
 			return err
 		}
 		if switched && keys != nil {

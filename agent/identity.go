@@ -2,12 +2,14 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/homystack/nico/pkg/store"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
 )
@@ -119,11 +121,32 @@ func identityRetry() backoff.BackOff {
 	return &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 5 * time.Second}
 }
 
-// untilDone calls try until it succeeds or ctx ends, pausing by b between
-// attempts and logging each failure. finishIdentity's auth changes
-// run right after the join, while the cluster often changes leader or
-// membership; one failed change ("leader changed", a timeout) must not
-// stop the agent, whose member the cluster now counts for quorum.
+// identityWarning logs a failed attempt at the node's etcd identity that
+// untilDone tries again.
+func (a *Agent) identityWarning(err error, next time.Duration) {
+	a.log.Warn("etcd identity not made; trying again", "err", err, "in", next)
+}
+
+// transientOnly has untilDone try step again only after an etcd error that
+// passes by itself (etcdadmin.Transient: a timeout, a leader change, a lost
+// connection); any other error (a certificate missing, a permission
+// refused) ends it.
+func transientOnly(step func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		err := step(ctx)
+		if err != nil && !etcdadmin.Transient(err) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}
+}
+
+// untilDone calls try until it succeeds, returns a backoff.Permanent
+// error (whose cause it returns), or ctx ends, pausing by b between
+// attempts and logging each failure. The identity's auth changes run while
+// the cluster often changes leader or membership (at bring-up, and right
+// after a join); one failed change ("leader changed", a timeout) must not
+// stop the agent, whose member the cluster may count for quorum.
 func untilDone(ctx context.Context, b backoff.BackOff, log func(err error, next time.Duration), try func(context.Context) error) error {
 	b.Reset()
 	for {
@@ -133,6 +156,9 @@ func untilDone(ctx context.Context, b backoff.BackOff, log func(err error, next 
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if perm, ok := errors.AsType[*backoff.PermanentError](err); ok {
+			return perm.Err
 		}
 		next := b.NextBackOff()
 		log(err, next)

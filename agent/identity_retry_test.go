@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // TestIdentityTriedUntilDone: a failed attempt at the rest of the node's
@@ -39,5 +41,34 @@ func TestIdentityTriedUntilDone(t *testing.T) {
 	})
 	if !errors.Is(err, context.Canceled) || calls != 2 {
 		t.Fatalf("untilDone after cancel: %v after %d calls; want context.Canceled after 2", err, calls)
+	}
+}
+
+// TestIdentityAtBringUpTriedOnTransientErrors: the identity a control-plane
+// machine makes at bring-up is tried again after an etcd timeout (it
+// stopped the agent: "rbac: auth status: request timed out"), and not after
+// an error that will not pass, which ends the bring-up at once.
+func TestIdentityAtBringUpTriedOnTransientErrors(t *testing.T) {
+	quick := func() backoff.BackOff { return &backoff.ConstantBackOff{Interval: time.Millisecond} }
+	calls := 0
+	err := untilDone(t.Context(), quick(), func(error, time.Duration) {}, transientOnly(func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return fmt.Errorf("agent: etcd identity: rbac: auth status: %w", rpctypes.ErrTimeout)
+		}
+		return nil
+	}))
+	if err != nil || calls != 3 {
+		t.Fatalf("after timeouts: %v after %d calls; want nil after 3", err, calls)
+	}
+
+	calls = 0
+	refused := fmt.Errorf("agent: etcd identity: %w", rpctypes.ErrPermissionDenied)
+	err = untilDone(t.Context(), quick(), func(error, time.Duration) {}, transientOnly(func(context.Context) error {
+		calls++
+		return refused
+	}))
+	if err != refused || calls != 1 {
+		t.Fatalf("after a refusal: %v after %d calls; want the refusal itself after 1", err, calls)
 	}
 }

@@ -115,6 +115,16 @@ func Retryable(err error) bool {
 	return false
 }
 
+// Transient reports the errors of any etcd request that pass by
+// themselves: Retryable's, and a request that timed out, lost its
+// connection or its member, or was checked against an auth revision that
+// changed before it applied. An error it does not name (a permission
+// denied, a file missing) is not expected to pass.
+func Transient(err error) bool {
+	return Retryable(err) || lostAnswer(err) || status.Code(err) == codes.DeadlineExceeded ||
+		isEtcdError(err, rpctypes.ErrAuthOldRevision)
+}
+
 // isEtcdError reports whether err is etcd's error target: the typed
 // rpctypes.EtcdError the client returns, anywhere in err's chain, or a
 // gRPC status error that rpctypes.Error converts to it.

@@ -18,6 +18,8 @@ import (
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 func TestRetryable(t *testing.T) {
@@ -41,6 +43,30 @@ func TestRetryable(t *testing.T) {
 	} {
 		if got := Retryable(err); got != want {
 			t.Errorf("Retryable(%v) = %v, want %v", err, got, want)
+		}
+	}
+}
+
+// TestTransient: a request that timed out, lost its member or connection,
+// or met a changed auth revision passes by itself; a refusal does not.
+func TestTransient(t *testing.T) {
+	for err, want := range map[error]bool{
+		nil: false,
+		fmt.Errorf("rbac: auth status: %w", rpctypes.ErrTimeout): true,
+		rpctypes.ErrGRPCTimeout:                                  true,
+		rpctypes.ErrTimeoutDueToConnectionLost:                   true,
+		rpctypes.ErrLeaderChanged:                                true,
+		rpctypes.ErrAuthOldRevision:                              true,
+		rpctypes.ErrStopped:                                      true,
+		status.Error(codes.Unavailable, "connection refused"):    true,
+		status.Error(codes.DeadlineExceeded, "deadline"):         true,
+		fmt.Errorf("x: %w", context.DeadlineExceeded):            true,
+		rpctypes.ErrPermissionDenied:                             false,
+		rpctypes.ErrAuthFailed:                                   false,
+		errors.New("open ca.crt: no such file or directory"):     false,
+	} {
+		if got := Transient(err); got != want {
+			t.Errorf("Transient(%v) = %v, want %v", err, got, want)
 		}
 	}
 }
