@@ -70,8 +70,10 @@ e2e-kube: kube-binaries etcd-binaries
 	NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
 		NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) $(ETCD_PATCH_BINARY) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
 		$(GO) test -race -count=1 -v -timeout 30m ./tests/kubetest/ ./tests/kube/
-	set -o pipefail; NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
-		$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/kube/ | tee $(KUBE_BENCH)
+	set -o pipefail; load=$$(cut -d' ' -f1 /proc/loadavg); \
+		NICO_KUBE_BINARIES=$(CURDIR)/$(KUBE_CACHE) NICO_REQUIRE_KUBE_BINARIES=1 \
+		$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/kube/ | tee $(KUBE_BENCH); \
+		$(PERFPAGE) -block e2e-kube -command 'make e2e-kube' -load-start $$load $(KUBE_BENCH)
 
 vet: deps
 	$(GO) vet ./...
@@ -96,7 +98,7 @@ staticcheck-binary: deps
 # small helpers), each well under a second (docs/performance.md). It
 # refuses a CHECK_PACKAGES whose tests link an etcd server (embedded, or
 # pkg/etcdtest's). make test runs all of these again under -race.
-CHECK_PACKAGES := ./agent/internal/firstboot ./pkg/api/... ./coordinator/internal/compaction ./pkg/config \
+CHECK_PACKAGES := ./agent/internal/firstboot ./tests/perfpage ./pkg/api/... ./coordinator/internal/compaction ./pkg/config \
 	./coordinator/internal/defrag ./coordinator/internal/etcdstatus ./pkg/etcdversion ./pkg/failpoint ./pkg/httpserve \
 	./pkg/hypervisor/... ./pkg/kubeplan ./agent/internal/kubeprobe ./pkg/kubeversion ./pkg/libvirt \
 	./pkg/logging ./coordinator/internal/machineclaim ./pkg/membership ./pkg/pki ./pkg/placement ./pkg/releasever \
@@ -201,15 +203,23 @@ test-short: deps
 # bench measures join-to-voter latency against the kubeadm-style baseline
 # and client availability through joins and removals. pipefail: a failed
 # benchmark fails make bench, not only tee.
+# Each benchmark target writes its figures into docs/performance.md's block
+# of its name (tests/perfpage), with the command, the date, the machine and
+# the load before and after; a run that failed writes nothing.
+PERFPAGE = $(GO) run ./tests/perfpage -page docs/performance.md
 bench: etcd-binaries
-	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/bench/ | tee bench.out
+	set -o pipefail; load=$$(cut -d' ' -f1 /proc/loadavg); \
+		$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/bench/ | tee bench.out; \
+		$(PERFPAGE) -block bench -command 'make bench' -load-start $$load bench.out
 	$(MAKE) bench-scale
 
 # bench-scale measures nico at fleet size: a real coordinator and three
 # etcd members against 100, 300 and 1 000 machines' agents (tests/scale),
 # and a gossip mesh over several processes (tests/meshscale).
 bench-scale: etcd-binaries
-	set -o pipefail; $(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/scale/ ./tests/meshscale/ | tee bench-scale.out
+	set -o pipefail; load=$$(cut -d' ' -f1 /proc/loadavg); \
+		$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/scale/ ./tests/meshscale/ | tee bench-scale.out; \
+		$(PERFPAGE) -block bench-scale -command 'make bench-scale' -load-start $$load bench-scale.out
 
 # demo: five agents as separate processes on loopback, grown through
 # learners and shrunk by removing two nodes, the etcd leader among them.
