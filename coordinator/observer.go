@@ -11,7 +11,9 @@ import (
 // nothing). Its methods are called on the deciding controller's
 // goroutine, in the middle of the decision, and must return quickly; the
 // decision goes on when they return. coordinatortest.Observer records
-// them for tests.
+// them for tests. Metrics (Coordinator.Metrics) are recorded apart: they
+// count every pass, a failed or an idle one included, where an Observer
+// hears only of the decisions.
 //
 // MembershipChanged and MachineWrite mark the points where a leader that
 // dies leaves work half done: etcd changed, or machines asked for, and the
