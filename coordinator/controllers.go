@@ -49,22 +49,23 @@ import (
 func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controller {
 	resync, settle := c.cfg.ResyncInterval, c.cfg.Settle
 	d := c.leaderDeps(fence)
-	membership := newReconciler(c, fence)
+	snaps := c.snapshotter(d)
+	membership := newReconciler(c.membershipDeps(d, snaps))
 	return (&holdGate{st: d.st, fence: d.fence, log: d.log}).gated([]controller.Controller{
 		&controller.Func{
 			ControllerName: "membership", Resync: resync, Do: membership.reconcile, Wake: membership.wake,
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{
-			ControllerName: "rollout", Resync: resync, Settle: settle, Do: newRollouter(d, c.cfg.Policy, c.OnRolloutStep, &c.Clusters, c.snaps).reconcile,
+			ControllerName: "rollout", Resync: resync, Settle: settle, Do: newRollouter(d, c.cfg.Policy, &c.Clusters, snaps).reconcile,
 			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey, store.ComponentReportsDir},
 		},
 		&controller.Func{
-			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: newPoolController(d, c.AfterMachineWrite).reconcile,
+			ControllerName: "machine-pools", Resync: resync, Settle: settle, Do: newPoolController(d).reconcile,
 			Prefixes: []string{store.PoolsDir, store.ClaimsDir, store.MachinesDir, store.HypervisorsDir, store.NodesDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-machines", Resync: resync, Settle: settle, Do: newEtcdMachines(d, c.cfg.Policy, c.AfterMachineWrite).reconcile,
+			ControllerName: "etcd-machines", Resync: resync, Settle: settle, Do: newEtcdMachines(d, c.cfg.Policy).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.ClaimsDir, store.MachinesDir, store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
@@ -72,7 +73,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.RemovalsDir, store.NodesDir, store.HeartbeatsDir},
 		},
 		&controller.Func{
-			ControllerName: "etcd-status", Resync: resync, Settle: settle, Do: newEtcdStatuser(d, c.maintenance(), c.OnDefrag).reconcile,
+			ControllerName: "etcd-status", Resync: resync, Settle: settle, Do: newEtcdStatuser(d, c.maint).reconcile,
 			Prefixes: []string{store.NodesDir, store.ActiveOpKey, store.EtcdClusterKey},
 		},
 		&controller.Func{
@@ -80,12 +81,12 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 		&controller.Func{
-			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(d, &c.Clusters, c.snaps).reconcile,
+			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(d, &c.Clusters, snaps).reconcile,
 			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},
 		&controller.Func{
-			ControllerName: "snapshots", Resync: resync, Settle: settle, Do: newSnapshotSchedule(d, c.snaps, c.snapshotStore).reconcile,
+			ControllerName: "snapshots", Resync: resync, Settle: settle, Do: newSnapshotSchedule(d, snaps).reconcile,
 			Prefixes: []string{store.EtcdClusterKey, store.SnapshotDrillKey},
 			// A pass that takes a snapshot is bounded by spec.snapshots.timeout.
 			Policy: controller.HealthPolicy{StallAfter: -1},

@@ -27,7 +27,6 @@ import (
 	"github.com/homystack/nico/pkg/failpoint"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/metrics"
-	"github.com/homystack/nico/pkg/rollout"
 	"github.com/homystack/nico/pkg/snapshot"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
@@ -56,13 +55,20 @@ type Config struct {
 	// heartbeat is still alive keeps its etcd identity
 	// (coordinator/revoke.go); zero: DefaultRevokeRemovedAfter.
 	RevokeRemovedAfter time.Duration
-	// Clock times the controllers' resync ticks and backoffs and the
-	// term loop's backoff, and is the default of Coordinator.Now; nil:
-	// the real clock.
+	// Clock is the candidate's one clock: the time its decisions are
+	// made at and recorded with, the controllers' resync ticks and
+	// backoffs, the term loop's backoff; nil: the real clock.
 	Clock clockwork.Clock
+	// Observer is told of the leader's decisions (observer.go); nil:
+	// nobody is.
+	Observer Observer
 	// SnapshotTempDir holds a snapshot between its stream and its upload
 	// ("": the system's temporary directory); coordinator/snapshots.go.
 	SnapshotTempDir string
+	// SnapshotStores opens spec.snapshots.destination
+	// (coordinator/snapshots.go); nil: snapshot.Open, with the keys of a
+	// bucket from the environment.
+	SnapshotStores func(dest string) (snapshot.Store, error)
 	// Journal is how much of ops/ the leader keeps (coordinator/journal.go);
 	// zero: DefaultJournalPolicy.
 	Journal JournalPolicy
@@ -86,51 +92,33 @@ type Coordinator struct {
 	store *store.Store
 	admin *etcdadmin.Admin
 	log   *slog.Logger
-	// Now is the clock; tests replace it.
-	Now func() time.Time
-	// OnStep, when set, is called with every step the leader applies (tests
-	// and the demo observe decisions through it).
-	OnStep func(membership.Step)
-	// Elected, when set, is called each time this candidate becomes leader.
-	Elected func(store.Fence)
-	// OnDefrag, when set, is called as the leader starts (start true) and
-	// ends the defragmentation of a member (coordinator/etcddefrag.go).
-	OnDefrag func(member string, start bool)
-	// maint, when set, replaces admin for the etcd-status controller
-	// (tests wrap it to see the calls).
+	// maint is what the etcd-status controller observes and maintains
+	// etcd through: admin, or what newCoordinator wrapped it in.
 	maint maintenanceAdmin
-	// AfterSideEffect, when set, is called after a membership call to etcd
-	// succeeded and before the journal records it: tests crash the leader
-	// there to prove the next leader resumes from the journal.
-	AfterSideEffect func(membership.Step)
-	// AfterMachineWrite, when set, is called after the leader wrote a
-	// step of asking a pool for machines: "claim" (the etcd-machines
-	// controller wrote the EtcdCluster's claim) or "machines" (the
-	// machine-pool controller created Machines). Tests crash the leader
-	// there.
-	AfterMachineWrite func(step string)
-	// OnRolloutStep, when set, is called with every rollout step the leader
-	// applies.
-	OnRolloutStep func(name string, s rollout.Step)
 	// Metrics, when set, records leadership, membership passes and rollout
 	// steps (package metrics).
 	Metrics *metrics.Coordinator
 	// Clusters are the Kubernetes cluster controller's hooks
 	// (coordinator/kubernetescluster.go); set before Run.
 	Clusters ClusterHooks
-	// OpenSnapshotStore, when set, replaces snapshot.Open for
-	// spec.snapshots.destination (tests hand in a fake or a failing store).
-	OpenSnapshotStore func(dest string) (snapshot.Store, error)
 
 	live      *livenessTracker
 	lastNudge atomic.Int64 // unix nanoseconds of the latest nudge (coordinator/nudge.go)
 	rt        *controller.Runtime
 	candidacy candidacy // what systemd is told (coordinator/health.go)
-	snaps     *snapshotter
+	// snapHold is what the leader's snapshotter keeps between passes and
+	// terms (coordinator/snapshots.go).
+	snapHold snapshotHold
 }
 
 // New returns a candidate. It starts nothing: call Run.
 func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
+	return newCoordinator(cfg, st, log, nil)
+}
+
+// newCoordinator is New; wrapMaint, when set, wraps what the etcd-status
+// controller maintains etcd through (tests record the calls).
+func newCoordinator(cfg Config, st *store.Store, log *slog.Logger, wrapMaint func(maintenanceAdmin) maintenanceAdmin) *Coordinator {
 	if cfg.SessionTTL <= 0 {
 		cfg.SessionTTL = 10 * time.Second
 	}
@@ -153,13 +141,18 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 		// A test-only hook: a failpoints build may step it (tests/faults).
 		cfg.Clock = failpoint.Clock(clockwork.NewRealClock())
 	}
+	if cfg.Observer == nil {
+		cfg.Observer = nopObserver{}
+	}
+	if cfg.SnapshotStores == nil {
+		cfg.SnapshotStores = func(dest string) (snapshot.Store, error) { return snapshot.Open(dest, nil) }
+	}
 	log = log.With("component", "coordinator", "candidate", cfg.Name)
 	c := &Coordinator{
 		cfg:   cfg,
 		store: st,
 		admin: etcdadmin.New(st.Client(), cfg.HealthTimeout),
 		log:   log,
-		Now:   cfg.Clock.Now,
 		live:  newLivenessTracker(),
 		rt: controller.New(st.Client(),
 			controller.WithClock(cfg.Clock),
@@ -167,7 +160,10 @@ func New(cfg Config, st *store.Store, log *slog.Logger) *Coordinator {
 			controller.WithBackoff(requeueBackoff),
 			controller.WithFatal(isNotLeader)),
 	}
-	c.snaps = &snapshotter{c: c}
+	c.maint = c.admin
+	if wrapMaint != nil {
+		c.maint = wrapMaint(c.admin)
+	}
 	return c
 }
 
@@ -237,9 +233,7 @@ func (c *Coordinator) term(ctx context.Context) error {
 	}
 	fence := store.Fence{Key: e.Key(), Rev: e.Rev()}
 	c.log.Info("elected leader", "key", fence.Key, "rev", fence.Rev)
-	if c.Elected != nil {
-		c.Elected(fence)
-	}
+	c.cfg.Observer.LeaderElected(fence)
 	c.Metrics.Leading(true)
 	defer c.Metrics.Leading(false)
 	// The membership, rollout, machine-pool and revocation controllers run

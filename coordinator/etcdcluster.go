@@ -20,7 +20,7 @@ import (
 // has none: this candidate's policy, and DefaultVoters unless the cluster
 // already has more voters (an existing cluster is never shrunk by an
 // upgrade of nico), then the smallest allowed count that keeps them all.
-func (c *Coordinator) bootstrapCluster(now time.Time, members []membership.Member) *api.EtcdCluster {
+func (d membershipDeps) bootstrapCluster(now time.Time, members []membership.Member) *api.EtcdCluster {
 	ec := api.NewEtcdCluster()
 	ec.Metadata.CreatedAt = now
 	voters := 0
@@ -38,11 +38,11 @@ func (c *Coordinator) bootstrapCluster(now time.Time, members []membership.Membe
 	if voters > api.AllowedVoters[len(api.AllowedVoters)-1] {
 		ec.Spec.Voters = api.AllowedVoters[len(api.AllowedVoters)-1]
 	}
-	p := c.cfg.Policy
+	p := d.policy
 	ec.Spec.Policy = api.EtcdPolicy{
 		LearnerStartTimeout:     api.Duration(p.LearnerStartTimeout),
 		LearnerProgressTimeout:  api.Duration(p.LearnerProgressTimeout),
-		HealthTimeout:           api.Duration(c.cfg.HealthTimeout),
+		HealthTimeout:           api.Duration(d.healthTimeout),
 		ReplaceDeadMembersAfter: api.Duration(p.ReplaceDeadMembersAfter),
 	}
 	return ec
@@ -54,12 +54,12 @@ func (c *Coordinator) bootstrapCluster(now time.Time, members []membership.Membe
 // write won, that one on the next pass). Its spec.policy.healthTimeout
 // (unset: this candidate's setting) bounds the leader's calls to each
 // member from then on.
-func (c *Coordinator) ensureCluster(ctx context.Context, fence store.Fence, o *observation, now time.Time) (*api.EtcdCluster, error) {
-	ec, err := c.storedOrBootstrapCluster(ctx, fence, o, now)
+func (d membershipDeps) ensureCluster(ctx context.Context, o *observation, now time.Time) (*api.EtcdCluster, error) {
+	ec, err := d.storedOrBootstrapCluster(ctx, o, now)
 	if err != nil {
 		return nil, err
 	}
-	c.admin.SetHealthTimeout(healthTimeoutOf(ec.Spec.Policy, c.cfg.HealthTimeout))
+	d.admin.SetHealthTimeout(healthTimeoutOf(ec.Spec.Policy, d.healthTimeout))
 	return ec, nil
 }
 
@@ -72,24 +72,24 @@ func healthTimeoutOf(p api.EtcdPolicy, fallback time.Duration) time.Duration {
 }
 
 // storedOrBootstrapCluster is ensureCluster's read-or-write.
-func (c *Coordinator) storedOrBootstrapCluster(ctx context.Context, fence store.Fence, o *observation, now time.Time) (*api.EtcdCluster, error) {
+func (d membershipDeps) storedOrBootstrapCluster(ctx context.Context, o *observation, now time.Time) (*api.EtcdCluster, error) {
 	if o.cluster != nil {
 		return o.cluster, nil
 	}
-	ec := c.bootstrapCluster(now, o.Members)
+	ec := d.bootstrapCluster(now, o.Members)
 	op, err := store.PutObjectOp(ec)
 	if err != nil {
 		return nil, err
 	}
 	exists := errors.New("coordinator: the EtcdCluster was written meanwhile")
-	_, err = c.store.FencedTxn(ctx, fence, []store.Guard{{Cmp: store.Absent(store.EtcdClusterKey), Err: exists}}, op)
+	_, err = d.st.FencedTxn(ctx, d.fence, []store.Guard{{Cmp: store.Absent(store.EtcdClusterKey), Err: exists}}, op)
 	switch {
 	case errors.Is(err, exists):
 		return ec, nil
 	case err != nil:
 		return nil, fmt.Errorf("coordinator: writing the bootstrap EtcdCluster: %w", err)
 	}
-	c.log.Info("wrote the bootstrap EtcdCluster from this candidate's settings", "voters", ec.Spec.Voters)
+	d.log.Info("wrote the bootstrap EtcdCluster from this candidate's settings", "voters", ec.Spec.Voters)
 	return ec, nil
 }
 

@@ -21,8 +21,7 @@ func TestBootstrapClusterVoters(t *testing.T) {
 			ms = append(ms, membership.Member{ID: api.MemberID(i + 1)})
 		}
 		ms = append(ms, membership.Member{ID: 100, Learner: true})
-		c := &Coordinator{cfg: Config{Name: "a"}}
-		if got := c.bootstrapCluster(time.Unix(0, 0), ms).Spec.Voters; got != tt.want {
+		if got := (membershipDeps{}).bootstrapCluster(time.Unix(0, 0), ms).Spec.Voters; got != tt.want {
 			t.Errorf("%d voters and a learner: bootstrap voters %d, want %d", tt.voters, got, tt.want)
 		}
 	}
@@ -60,12 +59,12 @@ func TestTheStoredEtcdClusterOutlivesItsWriter(t *testing.T) {
 	second := startCandidate(t, cl, "b", 60*time.Second, withLearnerStart(9*time.Second))
 	defer second.stop(t)
 	waitLeader(t, st, 20*time.Second, func(n string) bool { return n == "b" })
-	r := newReconciler(second.c, store.Fence{})
+	d := testMembershipDeps(second.c, store.Fence{})
 	obs, err := observe(t.Context(), st, second.c.admin.Observe)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := second.c.ensureCluster(t.Context(), r.fence, obs, time.Now())
+	got, err := d.ensureCluster(t.Context(), obs, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,14 +139,10 @@ func (s *etcdStatuser) defragment(ctx context.Context, obs *etcdObservation, ste
 		return false, fmt.Errorf("taking the slot for %s: %w", op.Metadata.Name, err)
 	}
 	s.log.Info("defragmenting", "member", label, "op", op.Metadata.Name, "reason", step.Reason)
-	if s.onDefrag != nil {
-		s.onDefrag(label, true)
-	}
+	s.obs.Defrag(label, true)
 	start := s.now()
 	derr := s.admin.Defragment(ctx, m.ClientURLs[0], defragTimeout)
-	if s.onDefrag != nil {
-		s.onDefrag(label, false)
-	}
+	s.obs.Defrag(label, false)
 	msg := fmt.Sprintf("defragmented in %s", s.now().Sub(start).Round(time.Millisecond))
 	if derr != nil {
 		msg = derr.Error()

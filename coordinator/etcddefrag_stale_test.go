@@ -30,9 +30,8 @@ func TestStaleDefragSlotReleased(t *testing.T) {
 		t.Fatal(err)
 	}
 	fragment(t, cl.Client(t), 32) // 2 MiB written, then freed
-	c, fence := leaderTerm(t, st, "b")
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c.Now = func() time.Time { return now }
+	c, fence := leaderTerm(t, st, "b", withClock(clockAt(&now)))
 	// etcd reports the freed pages from the backend's next commit (every
 	// 100 ms while there are writes; later on a loaded machine): write,
 	// and wait until the status shows them.

@@ -123,9 +123,12 @@ func TestDefragOneAtATimeLeaderLast(t *testing.T) {
 		return true, ""
 	})
 
-	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
-	rec := &recordingAdmin{maintenanceAdmin: c.admin, st: st}
-	c.maint = rec
+	var rec *recordingAdmin
+	c := newCoordinator(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler),
+		func(a maintenanceAdmin) maintenanceAdmin {
+			rec = &recordingAdmin{maintenanceAdmin: a, st: st}
+			return rec
+		})
 	defer runInBackground(t, c)()
 
 	testwait.For(t, 60*time.Second, "three defragmentations and a status with small databases", func() (bool, string) {

@@ -38,13 +38,13 @@ type etcdMachines struct {
 	log     *slog.Logger
 	// policy is Config.Policy, under the EtcdCluster's own.
 	policy membership.Policy
-	// afterWrite is Coordinator.AfterMachineWrite.
-	afterWrite func(step string)
+	// obs is told of each write of the claim (Config.Observer).
+	obs Observer
 }
 
 // newEtcdMachines returns the etcd-machines controller of the term of d.
-func newEtcdMachines(d leaderDeps, policy membership.Policy, afterWrite func(step string)) *etcdMachines {
-	return &etcdMachines{st: d.st, members: d.admin.Observe, fence: d.fence, now: d.now, log: d.log, policy: policy, afterWrite: afterWrite}
+func newEtcdMachines(d leaderDeps, policy membership.Policy) *etcdMachines {
+	return &etcdMachines{st: d.st, members: d.admin.Observe, fence: d.fence, now: d.now, log: d.log, policy: policy, obs: d.obs}
 }
 
 // reconcile is the etcd-machines controller's Reconcile.
@@ -108,8 +108,8 @@ func (e *etcdMachines) pass(ctx context.Context) (machineclaim.Plan, error) {
 		cl.Metadata.OwnerReferences = []api.OwnerReference{{APIVersion: api.Version, Kind: api.KindEtcdCluster, Name: api.EtcdClusterName}}
 	}
 	cl.Spec = pl.Spec
-	if _, err = e.st.PutUnchanged(ctx, e.fence, cl); err == nil && e.afterWrite != nil {
-		e.afterWrite("claim")
+	if _, err = e.st.PutUnchanged(ctx, e.fence, cl); err == nil {
+		e.obs.MachineWrite("claim")
 	}
 	return pl, ignoreConflict(err)
 }

@@ -66,11 +66,14 @@ func TestNoSpaceReclaimedByTheLeader(t *testing.T) {
 	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
+	var rec *compactRecorder
+	c := newCoordinator(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler),
+		func(a maintenanceAdmin) maintenanceAdmin {
+			rec = &compactRecorder{disarmRecorder: &disarmRecorder{maintenanceAdmin: a}}
+			return rec
+		})
 	reg := metrics.NewRegistry()
 	c.Metrics = metrics.NewCoordinator(reg)
-	rec := &compactRecorder{disarmRecorder: &disarmRecorder{maintenanceAdmin: c.admin}}
-	c.maint = rec
 	defer runInBackground(t, c)()
 	testwait.For(t, 20*time.Second, "the first status", func() (bool, string) {
 		got := &api.EtcdCluster{}

@@ -75,9 +75,9 @@ func TestNoSpaceDisarmedAfterDefrag(t *testing.T) {
 	if err := st.Put(ctx, store.EtcdClusterKey, ec); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
-	rec := &disarmRecorder{maintenanceAdmin: c.admin}
-	c.maint = rec
+	var rec *disarmRecorder
+	c := newCoordinator(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler),
+		func(a maintenanceAdmin) maintenanceAdmin { rec = &disarmRecorder{maintenanceAdmin: a}; return rec })
 	defer runInBackground(t, c)()
 	// Elected before the quota is reached: under NOSPACE no candidate can
 	// take a session lease, so only a sitting leader can reclaim space.

@@ -49,12 +49,10 @@ func TestLearnerProgressInStatus(t *testing.T) {
 	if err := st.Put(ctx, store.EtcdClusterKey, api.NewEtcdCluster()); err != nil {
 		t.Fatal(err)
 	}
-	c, fence := leaderTerm(t, st, "a")
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	c.Now = func() time.Time { return now }
+	c, fence := leaderTerm(t, st, "a", withClock(clockAt(&now)))
 	fake := &scriptedAdmin{}
-	c.maint = fake
-	s := testEtcdStatuser(c, fence)
+	s := newEtcdStatuser(c.leaderDeps(fence), fake)
 	leader := func(idx uint64) etcdadmin.MemberStatus {
 		return etcdadmin.MemberStatus{ID: 1, Name: "cp-1", ClientURLs: []string{"http://cp-1"}, Reachable: true, Leader: 1, RaftIndex: idx, Version: "3.6.16"}
 	}

@@ -61,8 +61,8 @@ type etcdStatuser struct {
 	admin maintenanceAdmin
 	// space is nil when the candidate records no metrics.
 	space *metrics.EtcdSpace
-	// onDefrag is Coordinator.OnDefrag.
-	onDefrag func(member string, start bool)
+	// obs is told of each defragmentation (Config.Observer).
+	obs Observer
 	// samples are each learner's (time, raft index) observations.
 	samples etcdstatus.History[api.MemberID]
 	// defragged are members defragmented since a NOSPACE alarm was seen
@@ -77,24 +77,14 @@ type etcdStatuser struct {
 }
 
 // newEtcdStatuser returns the etcd-status controller of the term of d,
-// maintaining etcd through admin and telling onDefrag (when not nil) of
-// each defragmentation.
-func newEtcdStatuser(d leaderDeps, admin maintenanceAdmin, onDefrag func(member string, start bool)) *etcdStatuser {
-	s := &etcdStatuser{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, admin: admin, onDefrag: onDefrag,
+// maintaining etcd through admin.
+func newEtcdStatuser(d leaderDeps, admin maintenanceAdmin) *etcdStatuser {
+	s := &etcdStatuser{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, admin: admin, obs: d.obs,
 		samples: etcdstatus.History[api.MemberID]{Window: learnerWindow, Max: 20}, defragged: map[api.MemberID]bool{}}
 	if d.metrics != nil {
 		s.space = d.metrics.Space
 	}
 	return s
-}
-
-// maintenance is what the etcd-status controller maintains etcd through:
-// c.maint when a test set it, else the admin.
-func (c *Coordinator) maintenance() maintenanceAdmin {
-	if c.maint != nil {
-		return c.maint
-	}
-	return c.admin
 }
 
 // etcdObservation is one pass's input.

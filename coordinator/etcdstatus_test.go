@@ -13,9 +13,10 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
-// leaderTerm campaigns on st and returns a candidate named name with the
-// term's fence; the session closes when the test ends.
-func leaderTerm(t *testing.T, st *store.Store, name string) (*Coordinator, store.Fence) {
+// leaderTerm campaigns on st and returns a candidate named name, its
+// Config adjusted by opts, with the term's fence; the session closes when
+// the test ends.
+func leaderTerm(t *testing.T, st *store.Store, name string, opts ...func(*Config)) (*Coordinator, store.Fence) {
 	t.Helper()
 	sess, err := concurrency.NewSession(st.Client(), concurrency.WithTTL(60))
 	if err != nil {
@@ -26,7 +27,11 @@ func leaderTerm(t *testing.T, st *store.Store, name string) (*Coordinator, store
 	if err := e.Campaign(t.Context(), name); err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Name: name, ResyncInterval: time.Second, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
+	cfg := Config{Name: name, ResyncInterval: time.Second, HealthTimeout: time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c := New(cfg, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(c.admin.Close)
 	return c, store.Fence{Key: e.Key(), Rev: e.Rev()}
 }
@@ -34,7 +39,7 @@ func leaderTerm(t *testing.T, st *store.Store, name string) (*Coordinator, store
 // testEtcdStatuser is the etcd-status controller c would run in the term
 // fenced on fence (controllers.go).
 func testEtcdStatuser(c *Coordinator, fence store.Fence) *etcdStatuser {
-	return newEtcdStatuser(c.leaderDeps(fence), c.maintenance(), c.OnDefrag)
+	return newEtcdStatuser(c.leaderDeps(fence), c.maint)
 }
 
 func dialStore(t *testing.T, cl *etcdtest.Cluster) *store.Store {

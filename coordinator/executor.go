@@ -23,10 +23,9 @@ var errOpBusy = errors.New("coordinator: another operation is active")
 // executor applies one step: side effects on etcd's membership, and the
 // journal and request updates, each in a transaction fenced on leadership.
 type executor struct {
-	c *Coordinator
-	// admin changes the membership; nil: the coordinator's etcdadmin.
+	d membershipDeps
+	// admin changes the membership; nil: d.admin.
 	admin MemberAdmin
-	fence store.Fence
 	obs   *observation
 	now   time.Time
 	// live, when set, is the liveness record that the journal write of a
@@ -39,7 +38,7 @@ func (x *executor) members() MemberAdmin {
 	if x.admin != nil {
 		return x.admin
 	}
-	return x.c.admin
+	return x.d.admin
 }
 
 func (x *executor) apply(ctx context.Context, s membership.Step) error {
@@ -99,9 +98,9 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		// usual removal checks on its next pass.
 		var err error
 		if s.Standby {
-			_, err = requests.RequestStandby(ctx, x.c.store, s.Request, x.c.cfg.Name+": "+s.Reason)
+			_, err = requests.RequestStandby(ctx, x.d.st, s.Request, x.d.name+": "+s.Reason)
 		} else {
-			_, err = requests.RequestRemoval(ctx, x.c.store, s.Request, false, x.c.cfg.Name+": "+s.Reason)
+			_, err = requests.RequestRemoval(ctx, x.d.st, s.Request, false, x.d.name+": "+s.Reason)
 		}
 		if errors.Is(err, requests.ErrRemovalPending) {
 			return nil
@@ -117,12 +116,12 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		}
 		x.sideEffectDone(s)
 		s.Op.Status.Step = api.StepTransferLeader
-		s.Op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("moved etcd leadership from %s to %s", s.Member, s.To))
+		s.Op.Record(x.now, x.d.name, fmt.Sprintf("moved etcd leadership from %s to %s", s.Member, s.To))
 		s.Op.Status.Step = api.StepRemoveMember
 		return x.commit(ctx, nil, s.Op)
 	case membership.RemoveMember:
 		// Journal first: the removal may cut this client's own endpoint.
-		s.Op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("removing member %s", s.Member))
+		s.Op.Record(x.now, x.d.name, fmt.Sprintf("removing member %s", s.Member))
 		if err := x.commit(ctx, nil, s.Op); err != nil {
 			return err
 		}
@@ -133,17 +132,17 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		failpoint.Hit(failpoint.CoordAfterMemberRemove)
 		x.sideEffectDone(s)
 		// Drop the removed member's endpoint from this client at once.
-		if err := x.c.store.Client().Sync(ctx); err != nil {
-			x.c.log.Debug("endpoint sync after removal", "err", err)
+		if err := x.d.st.Client().Sync(ctx); err != nil {
+			x.d.log.Debug("endpoint sync after removal", "err", err)
 		}
 		return nil
 	case membership.FinishRemove:
 		return x.finishRemove(ctx, s)
 	case membership.RecordExternal:
-		_, err := x.c.store.FencedTxn(ctx, x.fence, nil, recordExternalOp(s.External, s.PeerURL))
+		_, err := x.d.st.FencedTxn(ctx, x.d.fence, nil, recordExternalOp(s.External, s.PeerURL))
 		return err
 	case membership.ForgetExternal:
-		_, err := x.c.store.FencedTxn(ctx, x.fence, nil, forgetExternalOp(s.External))
+		_, err := x.d.st.FencedTxn(ctx, x.d.fence, nil, forgetExternalOp(s.External))
 		return err
 	default:
 		return fmt.Errorf("coordinator: no executor for action %q", s.Action)
@@ -153,12 +152,12 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 // start journals a new operation, with note (the snapshot taken before
 // it) when set; it fails if another is active.
 func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Object, note string) error {
-	op.Spec.StartedBy = x.c.cfg.Name
-	op.Status.Leader = x.c.cfg.Name
+	op.Spec.StartedBy = x.d.name
+	op.Status.Leader = x.d.name
 	if note != "" {
-		op.Record(x.now, x.c.cfg.Name, note)
+		op.Record(x.now, x.d.name, note)
 	}
-	op.Record(x.now, x.c.cfg.Name, "started")
+	op.Record(x.now, x.d.name, "started")
 	put, err := store.PutObjectOp(op)
 	if err != nil {
 		return err
@@ -175,7 +174,7 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 		}
 		ops = append(ops, p)
 	}
-	if _, err = x.c.store.FencedTxn(ctx, x.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, ops...); err != nil {
+	if _, err = x.d.st.FencedTxn(ctx, x.d.fence, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, ops...); err != nil {
 		return err
 	}
 	if x.live != nil {
@@ -204,14 +203,14 @@ func (x *executor) learnerAdded(ctx context.Context, s membership.Step, id api.M
 	op.Spec.MemberID = id
 	op.Status.Step = api.StepLearner
 	op.Status.StepSince = x.now
-	op.Record(x.now, x.c.cfg.Name, fmt.Sprintf("learner %s added", id))
+	op.Record(x.now, x.d.name, fmt.Sprintf("learner %s added", id))
 	if op.Spec.External {
 		// The record goes with the journal: from now on the member is
 		// known as nico's to remove should it leave the spec.
 		if err := x.commitWith(ctx, nil, []clientv3.Op{recordExternalOp(op.Spec.Node, op.Spec.PeerURL)}, op); err != nil {
 			return err
 		}
-		return x.c.publishExternalStart(ctx, x.fence, membership.ExternalStart(op.Spec.Node, initial))
+		return x.d.publishExternalStart(ctx, membership.ExternalStart(op.Spec.Node, initial))
 	}
 	objs := []api.Object{op}
 	if j := x.obs.joins[s.Request]; j != nil {
@@ -230,7 +229,7 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 	pctx, cancel := context.WithTimeout(ctx, x.stepBound())
 	defer cancel()
 	if !op.Spec.External && op.Spec.Node != "" {
-		wakes, stop := x.c.keyWakes(pctx, store.NodeKey(op.Spec.Node))
+		wakes, stop := x.d.keyWakes(pctx, store.NodeKey(op.Spec.Node))
 		defer stop()
 		pctx = etcdadmin.TryAgainOn(pctx, wakes)
 	}
@@ -238,12 +237,12 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 	err := x.members().Promote(pctx, s.Voters, s.Member, s.LearnerURL, s.LeaderURL, func(idx uint64) {
 		if idx > op.Status.LearnerIndex {
 			op.Status.LearnerIndex = idx
-			op.Status.ProgressAt = x.c.Now()
+			op.Status.ProgressAt = x.d.now()
 		}
 	})
 	if err != nil {
 		if op.Status.LearnerIndex > before {
-			op.Record(x.c.Now(), x.c.cfg.Name, fmt.Sprintf("learner at raft index %d", op.Status.LearnerIndex))
+			op.Record(x.d.now(), x.d.name, fmt.Sprintf("learner at raft index %d", op.Status.LearnerIndex))
 			if cerr := x.commit(ctx, nil, op); cerr != nil {
 				return errors.Join(err, cerr)
 			}
@@ -255,13 +254,13 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 	}
 	failpoint.Hit(failpoint.CoordAfterPromote)
 	x.sideEffectDone(s)
-	op.Record(x.c.Now(), x.c.cfg.Name, fmt.Sprintf("learner %s promoted", s.Member))
+	op.Record(x.d.now(), x.d.name, fmt.Sprintf("learner %s promoted", s.Member))
 	return x.commit(ctx, nil, op)
 }
 
 // stepBound caps how long one step may block the loop.
 func (x *executor) stepBound() time.Duration {
-	d := x.c.cfg.Policy.LearnerProgressTimeout / 2
+	d := x.d.policy.LearnerProgressTimeout / 2
 	if d > 10*time.Second {
 		d = 10 * time.Second
 	}
@@ -285,14 +284,14 @@ func (x *executor) finishJoin(ctx context.Context, s membership.Step) error {
 	}
 	s.Op.Status.Phase = api.OpSucceeded
 	s.Op.Status.Step = api.StepDone
-	s.Op.Record(x.now, x.c.cfg.Name, "member "+s.Member.String()+" is a voter")
+	s.Op.Record(x.now, x.d.name, "member "+s.Member.String()+" is a voter")
 	return x.commit(ctx, s.Op, append(objs, s.Op)...)
 }
 
 func (x *executor) failOp(ctx context.Context, s membership.Step) error {
 	op := s.Op
 	op.Status.Phase = api.OpFailed
-	op.Record(x.now, x.c.cfg.Name, s.Reason)
+	op.Record(x.now, x.d.name, s.Reason)
 	objs := []api.Object{op}
 	switch op.Spec.Type {
 	case api.OpJoin:
@@ -315,10 +314,10 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 	op.Status.Step = api.StepDone
 	if op.Spec.External {
 		// No node, request or identity goes with an external member.
-		op.Record(x.now, x.c.cfg.Name, "external member "+op.Spec.Node+" removed")
+		op.Record(x.now, x.d.name, "external member "+op.Spec.Node+" removed")
 		return x.commitWith(ctx, op, []clientv3.Op{forgetExternalOp(op.Spec.Node)}, op)
 	}
-	op.Record(x.now, x.c.cfg.Name, "node "+op.Spec.Node+" removed")
+	op.Record(x.now, x.d.name, "node "+op.Spec.Node+" removed")
 	objs := []api.Object{op}
 	if r := x.obs.removals[s.Request]; r != nil {
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveDone, Operation: op.Metadata.Name, Message: "member removed; the node wipes its data", UpdatedAt: x.now}
@@ -327,11 +326,11 @@ func (x *executor) finishRemove(ctx context.Context, s membership.Step) error {
 			// identity now, before Done shows, so that a machine
 			// restarting on Done never races the revocation
 			// (coordinator/revoke.go does it for a live agent).
-			if err := rbac.RemoveNode(ctx, x.c.store.Client().Auth, op.Spec.Node); err != nil {
+			if err := rbac.RemoveNode(ctx, x.d.st.Client().Auth, op.Spec.Node); err != nil {
 				return err
 			}
 			r.Status.IdentityRevokedAt = x.now
-			x.c.log.Info("removed node's etcd identity deleted; its certificate reaches nothing now", "node", op.Spec.Node, "user", rbac.NodeRole(op.Spec.Node), "heartbeat", false)
+			x.d.log.Info("removed node's etcd identity deleted; its certificate reaches nothing now", "node", op.Spec.Node, "user", rbac.NodeRole(op.Spec.Node), "heartbeat", false)
 		}
 		objs = append(objs, r)
 	}
@@ -367,7 +366,7 @@ func (x *executor) commitWith(ctx context.Context, closing *api.Operation, extra
 			Err: fmt.Errorf("coordinator: operation %s is no longer the active one", closing.Metadata.Name),
 		})
 	}
-	_, err := x.c.store.FencedTxn(ctx, x.fence, guards, ops...)
+	_, err := x.d.st.FencedTxn(ctx, x.d.fence, guards, ops...)
 	return err
 }
 
@@ -380,8 +379,8 @@ func (x *executor) removal(name string) *api.RemoveRequest {
 
 func isNotLeader(err error) bool { return errors.Is(err, store.ErrNotLeader) }
 
+// sideEffectDone tells the observer that etcd accepted s's change and the
+// journal does not record it yet.
 func (x *executor) sideEffectDone(s membership.Step) {
-	if x.c.AfterSideEffect != nil {
-		x.c.AfterSideEffect(s)
-	}
+	x.d.obs.MembershipChanged(s)
 }

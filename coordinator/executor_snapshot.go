@@ -16,12 +16,12 @@ import (
 // the request's status message (fenced), nothing else is.
 func (x *executor) snapshotBefore(ctx context.Context, s membership.Step) (note string, held bool, err error) {
 	what := fmt.Sprintf("%s of %s", strings.ToLower(string(s.Op.Spec.Type)), s.Op.Spec.Node)
-	note, err = x.c.snaps.before(ctx, x.fence, x.obs.cluster, what)
+	note, err = x.d.snaps.before(ctx, x.d.fence, x.obs.cluster, what)
 	if !errors.Is(err, errSnapshotHeld) {
 		return note, false, err
 	}
 	msg := err.Error()
-	x.c.log.Warn("membership change waits for a snapshot", "op", s.Op.Metadata.Name, "node", s.Op.Spec.Node, "err", err)
+	x.d.log.Warn("membership change waits for a snapshot", "op", s.Op.Metadata.Name, "node", s.Op.Spec.Node, "err", err)
 	var obj api.Object
 	switch s.Action {
 	case membership.StartJoin:

@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/coordinator/coordinatortest"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/snapshot"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -37,6 +39,17 @@ type execHarness struct {
 	// wantVoters is spec.voters the passes plan with: 7 unless a test
 	// sets it, so that every joining host is wanted as a voter.
 	wantVoters int
+	// snapStore, when set, is every leader's snapshot destination
+	// (Config.SnapshotStores); nil: snapshot.Open.
+	snapStore func(dest string) (snapshot.Store, error)
+}
+
+// openSnapshots is the leaders' Config.SnapshotStores.
+func (h *execHarness) openSnapshots(dest string) (snapshot.Store, error) {
+	if h.snapStore != nil {
+		return h.snapStore(dest)
+	}
+	return snapshot.Open(dest, nil)
 }
 
 // errCrash is what a crashed pass returns.
@@ -95,14 +108,16 @@ func (h *execHarness) lead(name string) {
 		h.t.Fatal(err)
 	}
 	h.fence = store.Fence{Key: key, Rev: resp.Header.Revision}
-	h.c = New(Config{Name: name, Policy: membership.Policy{LearnerStartTimeout: time.Hour, LearnerProgressTimeout: time.Hour}}, h.st, slog.New(slog.DiscardHandler))
-	h.c.Now = func() time.Time { return h.now }
-	h.c.AfterSideEffect = func(s membership.Step) {
+	// The leader crashes (panics) where the observer hears of a change
+	// etcd accepted and the journal does not record yet.
+	crash := &coordinatortest.Observer{OnMembershipChanged: func(s membership.Step) {
 		if h.crashAt != "" && s.Action == h.crashAt && !h.crashed {
 			h.crashed = true
 			panic(errCrash)
 		}
-	}
+	}}
+	h.c = New(Config{Name: name, Policy: membership.Policy{LearnerStartTimeout: time.Hour, LearnerProgressTimeout: time.Hour},
+		Clock: clockAt(&h.now), Observer: crash, SnapshotStores: h.openSnapshots, SnapshotTempDir: h.t.TempDir()}, h.st, slog.New(slog.DiscardHandler))
 }
 
 // pass is one reconcile pass of the current leader: observe, plan, apply.
@@ -127,10 +142,11 @@ func (h *execHarness) pass() (step membership.Step, err error) {
 		obs.Cluster.Voters = h.wantVoters
 	}
 	step = membership.Plan(obs.Observed, h.c.cfg.Policy, h.now)
-	if err := h.c.syncExternalStarts(ctx, h.fence, obs); err != nil {
+	d := testMembershipDeps(h.c, h.fence)
+	if err := d.syncExternalStarts(ctx, obs); err != nil {
 		return step, err
 	}
-	return step, (&executor{c: h.c, admin: h.faults, fence: h.fence, obs: obs, now: h.now}).apply(ctx, step)
+	return step, (&executor{d: d, admin: h.faults, obs: obs, now: h.now}).apply(ctx, step)
 }
 
 // agent does what the joining node's agent does: start its learner once
@@ -168,7 +184,7 @@ func (h *execHarness) converge(joining string) []error {
 			old := h.fence
 			h.lead(fmt.Sprintf("leader-%d", i+2))
 			// The crashed leader's term is over: it can write nothing.
-			if err := (&executor{c: h.c, fence: old}).commit(h.t.Context(), nil, api.NewOperation("stale")); !isNotLeader(err) {
+			if err := (&executor{d: testMembershipDeps(h.c, old)}).commit(h.t.Context(), nil, api.NewOperation("stale")); !isNotLeader(err) {
 				h.t.Fatalf("a write fenced on the crashed leader's term: %v, want ErrNotLeader", err)
 			}
 		}

@@ -49,7 +49,7 @@ func forgetExternalOp(name string) clientv3.Op {
 
 // syncExternalStarts brings status.external to what the observation says
 // (membership.ExternalStarts); it writes only when that differs.
-func (c *Coordinator) syncExternalStarts(ctx context.Context, fence store.Fence, o *observation) error {
+func (d membershipDeps) syncExternalStarts(ctx context.Context, o *observation) error {
 	if o.cluster == nil {
 		return nil
 	}
@@ -57,13 +57,13 @@ func (c *Coordinator) syncExternalStarts(ctx context.Context, fence store.Fence,
 	if slices.Equal(want, o.cluster.Status.External) {
 		return nil
 	}
-	return c.writeExternalStarts(ctx, fence, func([]api.ExternalMemberStart) []api.ExternalMemberStart { return want })
+	return d.writeExternalStarts(ctx, func([]api.ExternalMemberStart) []api.ExternalMemberStart { return want })
 }
 
 // publishExternalStart sets external member start's entry in
 // status.external, keeping the others.
-func (c *Coordinator) publishExternalStart(ctx context.Context, fence store.Fence, start api.ExternalMemberStart) error {
-	return c.writeExternalStarts(ctx, fence, func(cur []api.ExternalMemberStart) []api.ExternalMemberStart {
+func (d membershipDeps) publishExternalStart(ctx context.Context, start api.ExternalMemberStart) error {
+	return d.writeExternalStarts(ctx, func(cur []api.ExternalMemberStart) []api.ExternalMemberStart {
 		out := []api.ExternalMemberStart{start}
 		for _, e := range cur {
 			if e.Name != start.Name {
@@ -76,10 +76,10 @@ func (c *Coordinator) publishExternalStart(ctx context.Context, fence store.Fenc
 
 // writeExternalStarts sets status.external to next(the stored value) by
 // compare-and-swap, fenced, retrying with a fresh read on conflict.
-func (c *Coordinator) writeExternalStarts(ctx context.Context, fence store.Fence, next func([]api.ExternalMemberStart) []api.ExternalMemberStart) error {
+func (d membershipDeps) writeExternalStarts(ctx context.Context, next func([]api.ExternalMemberStart) []api.ExternalMemberStart) error {
 	for range externalCASAttempts {
 		ec := new(api.EtcdCluster)
-		if err := c.store.Get(ctx, store.EtcdClusterKey, ec); err != nil {
+		if err := d.st.Get(ctx, store.EtcdClusterKey, ec); err != nil {
 			return fmt.Errorf("coordinator: status.external: %w", err)
 		}
 		want := next(slices.Clone(ec.Status.External))
@@ -87,14 +87,14 @@ func (c *Coordinator) writeExternalStarts(ctx context.Context, fence store.Fence
 			return nil
 		}
 		ec.Status.External = want
-		_, err := c.store.PutUnchanged(ctx, fence, ec)
+		_, err := d.st.PutUnchanged(ctx, d.fence, ec)
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil {
 			return fmt.Errorf("coordinator: status.external: %w", err)
 		}
-		c.log.Info("published external members' start values", "external", len(want))
+		d.log.Info("published external members' start values", "external", len(want))
 		return nil
 	}
 	return fmt.Errorf("coordinator: status.external: %w after %d attempts", store.ErrConflict, externalCASAttempts)

@@ -184,7 +184,7 @@ func TestExternalStartsKeepTheRestOfTheObject(t *testing.T) {
 	h.declareExternal(true)
 	ctx := t.Context()
 	calls := 0
-	err := h.c.writeExternalStarts(ctx, h.fence, func(cur []api.ExternalMemberStart) []api.ExternalMemberStart {
+	err := testMembershipDeps(h.c, h.fence).writeExternalStarts(ctx, func(cur []api.ExternalMemberStart) []api.ExternalMemberStart {
 		calls++
 		if calls == 1 {
 			// Another writer (the status controller) writes meanwhile.
@@ -205,7 +205,7 @@ func TestExternalStartsKeepTheRestOfTheObject(t *testing.T) {
 	if _, err := h.st.Client().Delete(ctx, h.fence.Key); err != nil {
 		t.Fatal(err)
 	}
-	err = h.c.writeExternalStarts(ctx, h.fence, func([]api.ExternalMemberStart) []api.ExternalMemberStart { return nil })
+	err = testMembershipDeps(h.c, h.fence).writeExternalStarts(ctx, func([]api.ExternalMemberStart) []api.ExternalMemberStart { return nil })
 	if !errors.Is(err, store.ErrNotLeader) {
 		t.Fatalf("deposed write: %v, want ErrNotLeader", err)
 	}

@@ -24,10 +24,9 @@ func TestClusterDeletionKeepsASnapshot(t *testing.T) {
 	if err := h.st.Put(t.Context(), store.EtcdClusterKey, ec); err != nil {
 		t.Fatal(err)
 	}
-	h.c.cfg.SnapshotTempDir = t.TempDir()
 	mem := snapshottest.NewMem()
 	mem.FailWith(errors.New("share not mounted"))
-	h.c.OpenSnapshotStore = func(string) (snapshot.Store, error) { return mem, nil }
+	h.snapStore = func(string) (snapshot.Store, error) { return mem, nil }
 
 	h.readyThenDelete("k1")
 	for i := 0; i < 15; i++ {

@@ -14,6 +14,7 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rollout"
+	"github.com/homystack/nico/pkg/snapshot"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
@@ -32,6 +33,9 @@ type kcHarness struct {
 	ro      *rollouter
 	now     time.Time
 	secrets *fakeSecrets
+	// snapStore, when set, is the leader's snapshot destination
+	// (Config.SnapshotStores); nil: snapshot.Open.
+	snapStore func(dest string) (snapshot.Store, error)
 	// unhealthy components per machine ("cp-1/kube-scheduler").
 	unhealthy map[string]bool
 	// probing: which components the agents report (none until set).
@@ -51,25 +55,35 @@ type kcHarness struct {
 // testClusterController is the Kubernetes cluster controller c would run
 // in the term fenced on fence (controllers.go).
 func testClusterController(c *Coordinator, fence store.Fence) *clusterController {
-	return newClusterController(c.leaderDeps(fence), &c.Clusters, c.snaps)
+	return newClusterController(c.leaderDeps(fence), &c.Clusters, c.snapshotter(c.leaderDeps(fence)))
 }
 
 // testRollouter is the rollout controller c would run in the term fenced
 // on fence (controllers.go).
 func testRollouter(c *Coordinator, fence store.Fence) *rollouter {
-	return newRollouter(c.leaderDeps(fence), c.cfg.Policy, c.OnRolloutStep, &c.Clusters, c.snaps)
+	return newRollouter(c.leaderDeps(fence), c.cfg.Policy, &c.Clusters, c.snapshotter(c.leaderDeps(fence)))
 }
 
 func newKCHarness(t *testing.T) *kcHarness {
 	t.Helper()
 	cl := etcdtest.Start(t, 1)
 	st := dialStore(t, cl)
-	c, fence := leaderTerm(t, st, "leader")
-	h := &kcHarness{t: t, cl: cl, st: st, c: c, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}, hold: map[string]bool{}}
-	c.Now = func() time.Time { return h.now }
+	h := &kcHarness{t: t, cl: cl, st: st, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}, hold: map[string]bool{}}
+	c, fence := leaderTerm(t, st, "leader", withClock(clockAt(&h.now)), func(cfg *Config) {
+		cfg.SnapshotStores, cfg.SnapshotTempDir = h.openSnapshots, t.TempDir()
+	})
+	h.c = c
 	c.Clusters = ClusterHooks{DefaultGitRepo: "https://git.example/fleet", Secrets: h.secrets}
 	h.cc, h.ro = testClusterController(c, fence), testRollouter(c, fence)
 	return h
+}
+
+// openSnapshots is the leader's Config.SnapshotStores.
+func (h *kcHarness) openSnapshots(dest string) (snapshot.Store, error) {
+	if h.snapStore != nil {
+		return h.snapStore(dest)
+	}
+	return snapshot.Open(dest, nil)
 }
 
 // machine registers a live worker node with labels (k=v pairs).

@@ -28,7 +28,7 @@ func TestLivenessGoesWithTheJoinJournal(t *testing.T) {
 	c := New(Config{Name: "a", Clock: clockwork.NewFakeClock(), ResyncInterval: time.Hour, HealthTimeout: time.Second,
 		Policy: membership.Policy{LearnerStartTimeout: time.Hour, LearnerProgressTimeout: time.Hour}}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(c.admin.Close)
-	r := newReconciler(c, fence)
+	r := newReconciler(testMembershipDeps(c, fence))
 	ms, err := cli.MemberList(ctx)
 	if err != nil {
 		t.Fatal(err)

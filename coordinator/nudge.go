@@ -19,26 +19,26 @@ import (
 // entry. It touches only nico's own key; a failure is logged, not returned:
 // the step goes on, and the next pass nudges again.
 func (x *executor) nudge(ctx context.Context, s membership.Step) {
-	now := x.c.Now()
-	last := x.c.lastNudge.Load()
+	now := x.d.now()
+	last := x.d.lastNudge.Load()
 	if last != 0 && now.Sub(time.Unix(0, last)) < membership.NudgeEvery {
 		return
 	}
-	if !x.c.lastNudge.CompareAndSwap(last, now.UnixNano()) {
+	if !x.d.lastNudge.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
 	value := ""
 	if s.Op != nil {
 		value = s.Op.Metadata.Name
 	}
-	wctx, cancel := context.WithTimeout(ctx, x.c.admin.HealthTimeout())
+	wctx, cancel := context.WithTimeout(ctx, x.d.admin.HealthTimeout())
 	defer cancel()
-	_, err := x.c.store.FencedTxn(wctx, x.fence, nil, store.PutValueOp(store.NudgeKey, value))
+	_, err := x.d.st.FencedTxn(wctx, x.d.fence, nil, store.PutValueOp(store.NudgeKey, value))
 	switch {
 	case err == nil:
-		x.c.log.Debug("nudged the cluster with a write: the learner does not answer", "member", s.Member.String(), "op", value)
+		x.d.log.Debug("nudged the cluster with a write: the learner does not answer", "member", s.Member.String(), "op", value)
 	case errors.Is(err, store.ErrNotLeader) || ctx.Err() != nil:
 	default:
-		x.c.log.Warn("nudging the cluster for a learner that does not answer failed", "member", s.Member.String(), "err", err)
+		x.d.log.Warn("nudging the cluster for a learner that does not answer failed", "member", s.Member.String(), "err", err)
 	}
 }

@@ -100,7 +100,6 @@ func snapshottedLearner(t *testing.T, nudge bool) {
 
 	h := &execHarness{t: t, st: st, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	h.lead("leader-1")
-	h.c.Now = func() time.Time { return h.now }
 	t.Cleanup(h.c.admin.Close)
 	h.faults = &faultAdmin{next: heldPromote{h.c.admin}}
 	peer, client := etcdtest.URLs(t)
@@ -155,7 +154,7 @@ func snapshottedLearner(t *testing.T, nudge bool) {
 		step.Nudge = step.Nudge && nudge
 		// A held promotion fails as etcd's refusal does; the runtime
 		// would requeue it.
-		if err := (&executor{c: h.c, admin: h.faults, fence: h.fence, obs: obs, now: h.now}).apply(ctx, step); err != nil && !etcdadmin.Retryable(err) {
+		if err := (&executor{d: testMembershipDeps(h.c, h.fence), admin: h.faults, obs: obs, now: h.now}).apply(ctx, step); err != nil && !etcdadmin.Retryable(err) {
 			t.Fatal(err)
 		}
 		h.now = h.now.Add(time.Second)

@@ -31,13 +31,13 @@ type poolController struct {
 	fence store.Fence
 	now   func() time.Time
 	log   *slog.Logger
-	// afterWrite is Coordinator.AfterMachineWrite.
-	afterWrite func(step string)
+	// obs is told of each write of Machines (Config.Observer).
+	obs Observer
 }
 
 // newPoolController returns the machine-pool controller of the term of d.
-func newPoolController(d leaderDeps, afterWrite func(step string)) *poolController {
-	return &poolController{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, afterWrite: afterWrite}
+func newPoolController(d leaderDeps) *poolController {
+	return &poolController{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, obs: d.obs}
 }
 
 // reconcile is the machine-pool controller's Reconcile.
@@ -146,9 +146,9 @@ func (p *poolController) write(ctx context.Context, pl placement.Plan) error {
 		}
 		_, err := p.st.FencedTxn(ctx, p.fence, guards, ops...)
 		switch {
-		case err == nil && p.afterWrite != nil:
-			p.afterWrite("machines")
-		case err != nil && !errors.Is(err, store.ErrConflict):
+		case err == nil:
+			p.obs.MachineWrite("machines")
+		case !errors.Is(err, store.ErrConflict):
 			errs = append(errs, err)
 		}
 	}

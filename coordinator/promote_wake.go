@@ -11,12 +11,12 @@ import (
 // its node: the agent reports there, at once, that its member serves,
 // which etcd does only once the learner has caught up, so Promote tries
 // again then instead of at its next tick (etcdadmin.TryAgainOn).
-func (c *Coordinator) keyWakes(ctx context.Context, key string) (wakes <-chan struct{}, stop func()) {
+func (d membershipDeps) keyWakes(ctx context.Context, key string) (wakes <-chan struct{}, stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	ch := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		for resp := range c.store.Watch(ctx, key, 0) {
+		for resp := range d.st.Watch(ctx, key, 0) {
 			if len(resp.Events) == 0 {
 				continue
 			}

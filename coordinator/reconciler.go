@@ -8,7 +8,6 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/membership"
-	"github.com/homystack/nico/pkg/store"
 )
 
 // LearnerObserveEvery is how often the leader's membership controller
@@ -24,23 +23,23 @@ const LearnerObserveEvery = 50 * time.Millisecond
 // comes with the resync tick, or every LearnerObserveEvery while a
 // learner is a member (wake).
 type reconciler struct {
-	c     *Coordinator
-	fence store.Fence
-	last  string
+	d    membershipDeps
+	last string
 	// wake holds at most one pending wake-up (the controller's Wake).
 	wake chan struct{}
 }
 
-func newReconciler(c *Coordinator, fence store.Fence) *reconciler {
-	return &reconciler{c: c, fence: fence, wake: make(chan struct{}, 1)}
+// newReconciler returns the membership controller of the term of d.
+func newReconciler(d membershipDeps) *reconciler {
+	return &reconciler{d: d, wake: make(chan struct{}, 1)}
 }
 
 // reconcile is the controller's Reconcile.
 func (r *reconciler) reconcile(ctx context.Context) error {
 	step, err := r.once(ctx)
-	r.c.Metrics.MembershipStep(step.Step, err)
+	r.d.metrics.MembershipStep(step.Step, err)
 	if step.learner {
-		r.c.cfg.Clock.AfterFunc(LearnerObserveEvery, func() {
+		r.d.clock.AfterFunc(LearnerObserveEvery, func() {
 			select {
 			case r.wake <- struct{}{}:
 			default:
@@ -64,30 +63,30 @@ type pass struct {
 // observation, which would see the same cluster one journal write later.
 // Node liveness is published before the steps, or with the first.
 func (r *reconciler) once(ctx context.Context) (pass, error) {
-	start := r.c.Now()
-	obs, err := observe(ctx, r.c.store, r.c.admin.Observe)
+	start := r.d.now()
+	obs, err := observe(ctx, r.d.st, r.d.admin.Observe)
 	if err != nil {
 		return pass{}, err
 	}
-	observed := r.c.Now()
+	observed := r.d.now()
 	p := pass{learner: slices.ContainsFunc(obs.Members, func(m membership.Member) bool { return m.Learner })}
-	now := r.c.Now()
-	ec, err := r.c.ensureCluster(ctx, r.fence, obs, now)
+	now := r.d.now()
+	ec, err := r.d.ensureCluster(ctx, obs, now)
 	if err != nil {
 		return p, err
 	}
 	obs.Cluster = ec.Spec
-	live := r.c.live.update(now, r.c.cfg.Gossip, obs.Observed)
-	r.c.Metrics.MembershipPass(obs.Observed, live, now)
-	if r.c.cfg.Gossip != nil {
+	live := r.d.live.update(now, r.d.gossip, obs.Observed)
+	r.d.metrics.MembershipPass(obs.Observed, live, now)
+	if r.d.gossip != nil {
 		// Without gossip the planner keeps to members' own health: a
 		// lapsed lease alone is not taken as a dead member.
 		obs.Liveness = live
 	}
-	pol := policyOf(ec.Spec.Policy, r.c.cfg.Policy)
+	pol := policyOf(ec.Spec.Policy, r.d.policy)
 	// Before the step, from what this pass observed: a learner the step
 	// adds publishes its own values (executor.learnerAdded).
-	if err := r.c.syncExternalStarts(ctx, r.fence, obs); err != nil {
+	if err := r.d.syncExternalStarts(ctx, obs); err != nil {
 		return p, err
 	}
 	step := membership.Plan(obs.Observed, pol, now)
@@ -97,7 +96,7 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 	// the record says). When the step's first side effect is its journal
 	// write, the record goes first in that transaction, at the same
 	// revision, one raft round less on the way to a join's MemberAdd.
-	carry, err := r.c.live.pending(r.c.cfg.Name, now, live)
+	carry, err := r.d.live.pending(r.d.name, now, live)
 	if err != nil {
 		return p, err
 	}
@@ -120,15 +119,15 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 	if err != nil {
 		return p, err
 	}
-	r.c.log.Debug("membership pass", "action", string(step.Action), "observe", observed.Sub(start), "took", r.c.Now().Sub(start))
+	r.d.log.Debug("membership pass", "action", string(step.Action), "observe", observed.Sub(start), "took", r.d.now().Sub(start))
 	return p, err
 }
 
 // publish writes the liveness record by itself; a failure is logged, and
 // the next pass writes it again.
 func (r *reconciler) publish(ctx context.Context, c *liveCarry) {
-	if err := c.write(ctx, r.c.store, r.fence); err != nil {
-		r.c.log.Warn("publishing node liveness failed", "err", err)
+	if err := c.write(ctx, r.d.st, r.d.fence); err != nil {
+		r.d.log.Warn("publishing node liveness failed", "err", err)
 	}
 }
 
@@ -147,17 +146,17 @@ func journalsFirst(step membership.Step, ec *api.EtcdCluster) bool {
 // journal write of a start carries live first when it is set.
 func (r *reconciler) apply(ctx context.Context, obs *observation, step membership.Step, now time.Time, live *liveCarry) error {
 	if s := step.String(); s != r.last {
-		lvl := r.c.log.Info
+		lvl := r.d.log.Info
 		if step.Action == membership.None {
-			lvl = r.c.log.Debug
+			lvl = r.d.log.Debug
 		}
 		lvl("step", "action", string(step.Action), "op", opName(step), "node", step.Request, "member", step.Member.String(), "reason", step.Reason)
 		r.last = s
 	}
-	if r.c.OnStep != nil && step.Action != membership.None {
-		r.c.OnStep(step)
+	if step.Action != membership.None {
+		r.d.obs.MembershipStep(step)
 	}
-	if err := (&executor{c: r.c, fence: r.fence, obs: obs, now: now, live: live}).apply(ctx, step); err != nil {
+	if err := (&executor{d: r.d, obs: obs, now: now, live: live}).apply(ctx, step); err != nil {
 		return fmt.Errorf("%s: %w", step.Action, err)
 	}
 	return nil

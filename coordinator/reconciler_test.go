@@ -24,7 +24,7 @@ func TestMembershipObservesALearnerAtAFixedInterval(t *testing.T) {
 	c := New(Config{Name: "a", Clock: clock, ResyncInterval: time.Hour, HealthTimeout: time.Second,
 		Policy: membership.Policy{LearnerStartTimeout: time.Hour, LearnerProgressTimeout: time.Hour}}, st, slog.New(slog.DiscardHandler))
 	t.Cleanup(c.admin.Close)
-	r := newReconciler(c, fence)
+	r := newReconciler(testMembershipDeps(c, fence))
 	woken := func() bool {
 		select {
 		case <-r.wake:

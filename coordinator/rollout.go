@@ -35,8 +35,8 @@ type rollouter struct {
 	metrics *metrics.Coordinator
 	// policy is Config.Policy, under the EtcdCluster's own.
 	policy membership.Policy
-	// onStep is Coordinator.OnRolloutStep.
-	onStep func(name string, s rollout.Step)
+	// obs is told of each step (Config.Observer).
+	obs Observer
 	// hooks are Coordinator.Clusters, read on each use.
 	hooks *ClusterHooks
 	snaps *snapshotter
@@ -46,9 +46,9 @@ type rollouter struct {
 }
 
 // newRollouter returns the rollout controller of the term of d.
-func newRollouter(d leaderDeps, policy membership.Policy, onStep func(string, rollout.Step), hooks *ClusterHooks, snaps *snapshotter) *rollouter {
+func newRollouter(d leaderDeps, policy membership.Policy, hooks *ClusterHooks, snaps *snapshotter) *rollouter {
 	return &rollouter{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log, metrics: d.metrics,
-		policy: policy, onStep: onStep, hooks: hooks, snaps: snaps}
+		policy: policy, obs: d.obs, hooks: hooks, snaps: snaps}
 }
 
 // reconcile is the rollout controller's Reconcile (controllers.go). A
@@ -88,8 +88,8 @@ func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
 		lvl("rollout step", "rollout", ro.Metadata.Name, "action", string(step.Action), "nodes", step.Nodes, "reason", step.Reason)
 		r.last = s
 	}
-	if r.onStep != nil && step.Action != rollout.None && step.Action != rollout.Wait {
-		r.onStep(ro.Metadata.Name, step)
+	if step.Action != rollout.None && step.Action != rollout.Wait {
+		r.obs.RolloutStep(ro.Metadata.Name, step)
 	}
 	if err := r.apply(ctx, ro, obs, step, now); err != nil {
 		return step, fmt.Errorf("rollout %s: %s: %w", ro.Metadata.Name, step.Action, err)

@@ -27,12 +27,11 @@ func TestControlPlaneRolloutStepWaitsForItsSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	c := New(Config{Name: "a", SnapshotTempDir: t.TempDir()}, st, slog.New(slog.DiscardHandler))
-	t.Cleanup(c.admin.Close)
-	c.Now = func() time.Time { return now }
 	mem := snapshottest.NewMem()
 	mem.FailWith(errors.New("share not mounted"))
-	c.OpenSnapshotStore = func(string) (snapshot.Store, error) { return mem, nil }
+	c := New(Config{Name: "a", SnapshotTempDir: t.TempDir(), Clock: clockAt(&now),
+		SnapshotStores: func(string) (snapshot.Store, error) { return mem, nil }}, st, slog.New(slog.DiscardHandler))
+	t.Cleanup(c.admin.Close)
 	r := testRollouter(c, fence)
 
 	ro := api.NewRollout("r1")

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/metrics"
 	"github.com/homystack/nico/pkg/snapshot"
@@ -49,40 +51,51 @@ const maxBeforeChangeTimeout = 4 * time.Minute
 // Required) that failed.
 var errSnapshotHeld = errors.New("coordinator: the change waits for a snapshot")
 
-// snapshotter takes the leader's snapshots; one per Coordinator.
+// snapshotter takes the leader's snapshots, one per term; what it keeps
+// between passes is the candidate's (hold).
 type snapshotter struct {
-	c *Coordinator
+	name string
+	st   *store.Store
+	// admin lists the members to take a snapshot from.
+	admin *etcdadmin.Admin
+	now   func() time.Time
+	log   *slog.Logger
+	// open opens spec.snapshots.destination (Config.SnapshotStores).
+	open func(dest string) (snapshot.Store, error)
+	// tempDir is Config.SnapshotTempDir.
+	tempDir string
+	// metrics is nil when the candidate records none.
+	metrics *metrics.Snapshots
+	hold    *snapshotHold
+}
 
+// snapshotHold is what holds a change back after a failed snapshot before
+// it; the candidate's, across its terms.
+type snapshotHold struct {
 	mu sync.Mutex
 	// heldUntil: no snapshot before a change is tried again before it.
 	heldUntil time.Time
 	heldErr   error
 }
 
-// snapshotStore opens the destination (Coordinator.OpenSnapshotStore or
-// snapshot.Open, keys from the environment).
-func (c *Coordinator) snapshotStore(dest string) (snapshot.Store, error) {
-	if c.OpenSnapshotStore != nil {
-		return c.OpenSnapshotStore(dest)
+// snapshotter returns the snapshotter of the term of d.
+func (c *Coordinator) snapshotter(d leaderDeps) *snapshotter {
+	s := &snapshotter{name: d.name, st: d.st, admin: d.admin, now: d.now, log: d.log,
+		open: c.cfg.SnapshotStores, tempDir: c.cfg.SnapshotTempDir, hold: &c.snapHold}
+	if d.metrics != nil {
+		s.metrics = d.metrics.Snapshots
 	}
-	return snapshot.Open(dest, nil)
-}
-
-func (c *Coordinator) snapMetrics() *metrics.Snapshots {
-	if c.Metrics == nil {
-		return nil
-	}
-	return c.Metrics.Snapshots
+	return s
 }
 
 // take takes one snapshot into spec's destination, prunes by spec's
 // retention and records it (or the failure) in status.snapshots.
 func (s *snapshotter) take(ctx context.Context, fence store.Fence, spec api.EtcdSnapshotsSpec, reason, trigger string) (snapshot.Meta, string, error) {
 	m, where, err := s.save(ctx, spec, reason)
-	now := s.c.Now()
+	now := s.now()
 	if err != nil {
-		s.c.snapMetrics().Failed(trigger)
-		s.c.log.Warn("etcd snapshot failed", "reason", reason, "err", err)
+		s.metrics.Failed(trigger)
+		s.log.Warn("etcd snapshot failed", "reason", reason, "err", err)
 		if rerr := s.updateStatus(ctx, fence, func(st *api.EtcdSnapshotsStatus) {
 			st.LastFailure, st.LastFailureAt = fmt.Sprintf("%s: %v", reason, err), now
 		}); rerr != nil {
@@ -90,21 +103,21 @@ func (s *snapshotter) take(ctx context.Context, fence store.Fence, spec api.Etcd
 		}
 		return m, where, err
 	}
-	s.c.snapMetrics().Taken(trigger)
-	s.c.snapMetrics().Observe(m.TakenAt, m.Size, time.Duration(spec.Interval))
-	s.c.log.Info("etcd snapshot stored", "snapshot", m.Name, "where", where, "member", m.MemberName, "revision", m.Revision, "size", m.Size, "reason", reason)
+	s.metrics.Taken(trigger)
+	s.metrics.Observe(m.TakenAt, m.Size, time.Duration(spec.Interval))
+	s.log.Info("etcd snapshot stored", "snapshot", m.Name, "where", where, "member", m.MemberName, "revision", m.Revision, "size", m.Size, "reason", reason)
 	if spec.Keep > 0 || spec.MaxAge > 0 {
-		st, err := s.c.snapshotStore(spec.Destination)
+		st, err := s.open(spec.Destination)
 		if err == nil {
 			var gone []string
 			gone, err = snapshot.Prune(ctx, st, snapshot.Retention{Keep: spec.Keep, MaxAge: time.Duration(spec.MaxAge)}, now)
 			if len(gone) > 0 {
-				s.c.log.Info("etcd snapshots pruned", "where", where, "removed", gone)
+				s.log.Info("etcd snapshots pruned", "where", where, "removed", gone)
 			}
 		}
 		if err != nil {
 			// The snapshot is stored; the next one prunes again.
-			s.c.log.Warn("etcd snapshot retention", "where", where, "err", err)
+			s.log.Warn("etcd snapshot retention", "where", where, "err", err)
 		}
 	}
 	// Last, so that a status naming the snapshot also says the store
@@ -118,22 +131,22 @@ func (s *snapshotter) take(ctx context.Context, fence store.Fence, spec api.Etcd
 
 // save streams a snapshot from a healthy voter into the destination.
 func (s *snapshotter) save(ctx context.Context, spec api.EtcdSnapshotsSpec, reason string) (snapshot.Meta, string, error) {
-	st, err := s.c.snapshotStore(spec.Destination)
+	st, err := s.open(spec.Destination)
 	if err != nil {
 		return snapshot.Meta{}, spec.Destination, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, spec.TimeoutOrDefault())
 	defer cancel()
-	ms, err := s.c.admin.Statuses(ctx)
+	ms, err := s.admin.Statuses(ctx)
 	if err != nil {
 		return snapshot.Meta{}, st.Where(), err
 	}
-	src, err := snapshot.PickSource(ms, s.c.cfg.Name) // a candidate is named after its node
+	src, err := snapshot.PickSource(ms, s.name) // a candidate is named after its node
 	if err != nil {
 		return snapshot.Meta{}, st.Where(), err
 	}
-	m, err := snapshot.Save(ctx, src, etcdclient.TLSOf(s.c.store.Client()), st,
-		snapshot.TakeOptions{Dir: s.c.cfg.SnapshotTempDir, Now: s.c.Now, Reason: reason})
+	m, err := snapshot.Save(ctx, src, etcdclient.TLSOf(s.st.Client()), st,
+		snapshot.TakeOptions{Dir: s.tempDir, Now: s.now, Reason: reason})
 	return m, st.Where(), err
 }
 
@@ -150,10 +163,10 @@ func (s *snapshotter) before(ctx context.Context, fence store.Fence, ec *api.Etc
 	if policy == api.SnapshotOff {
 		return "", nil
 	}
-	now := s.c.Now()
-	s.mu.Lock()
-	held, heldErr := s.heldUntil, s.heldErr
-	s.mu.Unlock()
+	now := s.now()
+	s.hold.mu.Lock()
+	held, heldErr := s.hold.heldUntil, s.hold.heldErr
+	s.hold.mu.Unlock()
 	if policy == api.SnapshotRequired && now.Before(held) {
 		return "", fmt.Errorf("%w: %s: the last attempt failed (%v); next try at %s (spec.snapshots.beforeChange is %s)",
 			errSnapshotHeld, what, heldErr, held.UTC().Format(time.RFC3339), api.SnapshotRequired)
@@ -166,17 +179,17 @@ func (s *snapshotter) before(ctx context.Context, fence store.Fence, ec *api.Etc
 		return "", err
 	}
 	if err == nil {
-		s.mu.Lock()
-		s.heldUntil, s.heldErr = time.Time{}, nil
-		s.mu.Unlock()
+		s.hold.mu.Lock()
+		s.hold.heldUntil, s.hold.heldErr = time.Time{}, nil
+		s.hold.mu.Unlock()
 		return fmt.Sprintf("snapshot %s taken before the change (revision %d, %d bytes, from %s) into %s", m.Name, m.Revision, m.Size, m.MemberName, where), nil
 	}
 	if policy == api.SnapshotBestEffort {
 		return fmt.Sprintf("the snapshot before the change failed, going on (spec.snapshots.beforeChange is %s): %v", api.SnapshotBestEffort, err), nil
 	}
-	s.mu.Lock()
-	s.heldUntil, s.heldErr = now.Add(snapshotRetryAfter), err
-	s.mu.Unlock()
+	s.hold.mu.Lock()
+	s.hold.heldUntil, s.hold.heldErr = now.Add(snapshotRetryAfter), err
+	s.hold.mu.Unlock()
 	return "", fmt.Errorf("%w: %s: the snapshot before it failed, nothing was changed; retried in %v (spec.snapshots.beforeChange is %s; %s goes on without one): %w",
 		errSnapshotHeld, what, snapshotRetryAfter, api.SnapshotRequired, api.SnapshotBestEffort, err)
 }
@@ -186,7 +199,7 @@ func (s *snapshotter) before(ctx context.Context, fence store.Fence, ec *api.Etc
 // re-reading on a concurrent write (the etcd-status controller's, a spec
 // applied meanwhile).
 func (s *snapshotter) updateStatus(ctx context.Context, fence store.Fence, fn func(*api.EtcdSnapshotsStatus)) error {
-	if err := updateEtcdCluster(ctx, s.c.store, fence, func(ec *api.EtcdCluster) { fn(&ec.Status.Snapshots) }); err != nil {
+	if err := updateEtcdCluster(ctx, s.st, fence, func(ec *api.EtcdCluster) { fn(&ec.Status.Snapshots) }); err != nil {
 		return fmt.Errorf("coordinator: snapshot status: %w", err)
 	}
 	return nil

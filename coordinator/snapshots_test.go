@@ -25,8 +25,7 @@ func (h *execHarness) withSnapshots(spec api.EtcdSnapshotsSpec, mem *snapshottes
 	}
 	ec.Spec.Snapshots = spec
 	h.put(store.EtcdClusterKey, ec)
-	h.c.OpenSnapshotStore = func(string) (snapshot.Store, error) { return mem, nil }
-	h.c.cfg.SnapshotTempDir = h.t.TempDir()
+	h.snapStore = func(string) (snapshot.Store, error) { return mem, nil }
 }
 
 func (h *execHarness) join(name string) *api.JoinRequest {
@@ -148,7 +147,7 @@ func TestBestEffortSnapshotLetsTheChangeGoOn(t *testing.T) {
 func TestNoSnapshotsConfiguredTakesNone(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
 	h := newExecHarness(t, cl)
-	h.c.OpenSnapshotStore = func(string) (snapshot.Store, error) {
+	h.snapStore = func(string) (snapshot.Store, error) {
 		return nil, errors.New("opened a snapshot store with no spec.snapshots")
 	}
 	h.fileJoin("cp-3")

@@ -46,9 +46,9 @@ type snapshotSchedule struct {
 }
 
 // newSnapshotSchedule returns the snapshot controller of the term of d,
-// taking its snapshots with snaps and opening destinations with open.
-func newSnapshotSchedule(d leaderDeps, snaps *snapshotter, open func(dest string) (snapshot.Store, error)) *snapshotSchedule {
-	s := &snapshotSchedule{st: d.st, fence: d.fence, now: d.now, log: d.log, snaps: snaps, open: open}
+// taking its snapshots with snaps and opening destinations as it does.
+func newSnapshotSchedule(d leaderDeps, snaps *snapshotter) *snapshotSchedule {
+	s := &snapshotSchedule{st: d.st, fence: d.fence, now: d.now, log: d.log, snaps: snaps, open: snaps.open}
 	if d.metrics != nil {
 		s.met = d.metrics.Snapshots
 	}

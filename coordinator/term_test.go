@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/coordinator/coordinatortest"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
@@ -36,9 +37,9 @@ func TestTermEndsWithItsSessionAndTheNextWaitsItsBackoff(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clockwork.NewFakeClock()
-	c := New(Config{Name: "a", SessionTTL: 3 * time.Second, Clock: clk}, cst, slog.New(slog.DiscardHandler))
 	terms := make(chan store.Fence, 2)
-	c.Elected = func(f store.Fence) { terms <- f }
+	obs := &coordinatortest.Observer{OnLeaderElected: func(f store.Fence) { terms <- f }}
+	c := New(Config{Name: "a", SessionTTL: 3 * time.Second, Clock: clk, Observer: obs}, cst, slog.New(slog.DiscardHandler))
 	defer runInBackground(t, c)()
 	var first store.Fence
 	select {
@@ -101,10 +102,10 @@ func TestTermSurvivesAClosedWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
 	var mu sync.Mutex
 	terms := 0
-	c.Elected = func(store.Fence) { mu.Lock(); terms++; mu.Unlock() }
+	obs := &coordinatortest.Observer{OnLeaderElected: func(store.Fence) { mu.Lock(); terms++; mu.Unlock() }}
+	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: 100 * time.Millisecond, HealthTimeout: time.Second, Observer: obs}, st, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

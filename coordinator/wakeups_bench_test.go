@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/coordinator/coordinatortest"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -36,9 +37,9 @@ func BenchmarkLeaderReadsPerUnrelatedWrite(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: time.Hour, HealthTimeout: time.Second}, st, slog.New(slog.DiscardHandler))
 	elected := make(chan struct{}, 1)
-	c.Elected = func(store.Fence) { elected <- struct{}{} }
+	obs := &coordinatortest.Observer{OnLeaderElected: func(store.Fence) { elected <- struct{}{} }}
+	c := New(Config{Name: "a", SessionTTL: 60 * time.Second, ResyncInterval: time.Hour, HealthTimeout: time.Second, Observer: obs}, st, slog.New(slog.DiscardHandler))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/coordinator"
+	"github.com/homystack/nico/coordinator/coordinatortest"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/pki"
@@ -23,6 +24,10 @@ type Coord struct {
 	Store *store.Store
 	// Steps receives the membership steps it plans (dropped when full).
 	Steps chan membership.Step
+	// Observer is the candidate's Config.Observer. Its OnMembershipStep
+	// feeds Steps; an option may replace that, or set the others (a test
+	// that crashes the leader at a point cuts it in the function).
+	Observer *coordinatortest.Observer
 	// Cancel ends its Run; Done receives what Run returned.
 	Cancel context.CancelFunc
 	Done   chan error
@@ -40,13 +45,13 @@ func (f *Fleet) StartCoordinator(name string, opts ...func(*Coord)) *Coord {
 		f.TB.Fatal(err)
 	}
 	c := &Coord{Name: name, Cli: cli, Store: st, Done: make(chan error, 1), Steps: make(chan membership.Step, 1000)}
-	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: CoordSession, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip, Settle: coordinator.DefaultSettle}, st, f.Log.With("test-coord", name))
-	c.C.OnStep = func(s membership.Step) {
+	c.Observer = &coordinatortest.Observer{OnMembershipStep: func(s membership.Step) {
 		select {
 		case c.Steps <- s:
 		default:
 		}
-	}
+	}}
+	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: CoordSession, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip, Settle: coordinator.DefaultSettle, Observer: c.Observer}, st, f.Log.With("test-coord", name))
 	for _, o := range opts {
 		o(c)
 	}
@@ -71,8 +76,8 @@ func (c *Coord) Stop() {
 // Cut drops the candidate's connection to etcd at once, as its process
 // dying would: every call it makes from then on fails, and its session
 // lease is left to expire. It closes the connection, not the client,
-// whose fields the candidate's running watches still read; a test hook
-// inside the candidate may call it. Stop ends the candidate after.
+// whose fields the candidate's running watches still read; a function of
+// its Observer may call it. Stop ends the candidate after.
 func (c *Coord) Cut() {
 	c.Cli.ActiveConnection().Close()
 }

@@ -44,7 +44,7 @@ func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
 	}{
 		{"claim written", func(kill func()) func(*coord) {
 			return func(c *coord) {
-				c.C.AfterMachineWrite = func(s string) {
+				c.Observer.OnMachineWrite = func(s string) {
 					if s == "claim" {
 						kill()
 					}
@@ -53,7 +53,7 @@ func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
 		}},
 		{"VM created", func(kill func()) func(*coord) {
 			return func(c *coord) {
-				c.C.AfterMachineWrite = func(s string) {
+				c.Observer.OnMachineWrite = func(s string) {
 					if s == "machines" {
 						kill()
 					}
@@ -62,8 +62,8 @@ func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
 		}},
 		{"VM registered", func(kill func()) func(*coord) {
 			return func(c *coord) {
-				next := c.C.OnStep
-				c.C.OnStep = func(s membership.Step) {
+				next := c.Observer.OnMembershipStep
+				c.Observer.OnMembershipStep = func(s membership.Step) {
 					if s.Action == membership.AddLearner {
 						kill()
 					}
@@ -73,7 +73,7 @@ func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
 		}},
 		{"learner added", func(kill func()) func(*coord) {
 			return func(c *coord) {
-				c.C.AfterSideEffect = func(s membership.Step) {
+				c.Observer.OnMembershipChanged = func(s membership.Step) {
 					if s.Action == membership.AddLearner {
 						kill()
 					}
@@ -82,7 +82,7 @@ func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
 		}},
 		{"promoted", func(kill func()) func(*coord) {
 			return func(c *coord) {
-				c.C.AfterSideEffect = func(s membership.Step) {
+				c.Observer.OnMembershipChanged = func(s membership.Step) {
 					if s.Action == membership.Promote {
 						kill()
 					}

@@ -25,7 +25,7 @@ func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 	crashed := make(chan struct{})
 	var c1 *coord
 	c1 = f.StartCoordinator("c-1", func(c *coord) {
-		c.C.AfterSideEffect = func(s membership.Step) {
+		c.Observer.OnMembershipChanged = func(s membership.Step) {
 			if s.Action == membership.AddLearner {
 				once.Do(func() { c1.Cut(); close(crashed) })
 			}
@@ -74,7 +74,7 @@ func TestDeposedLeaderCannotWrite(t *testing.T) {
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
 	fences := make(chan store.Fence, 4)
-	c1 := f.StartCoordinator("c-1", func(c *coord) { c.C.Elected = func(fe store.Fence) { fences <- fe } })
+	c1 := f.StartCoordinator("c-1", func(c *coord) { c.Observer.OnLeaderElected = func(fe store.Fence) { fences <- fe } })
 	old := <-fences
 	c1.Crash()
 	f.StartCoordinator("c-2")

@@ -41,7 +41,7 @@ func TestJoinMakesTheNodeIdentityAfterTheVoter(t *testing.T) {
 	}
 	atAdd := make(chan seen, 1)
 	f.StartCoordinator("c-1", func(c *coord) {
-		c.C.OnStep = func(s membership.Step) {
+		c.Observer.OnMembershipStep = func(s membership.Step) {
 			if s.Action != membership.AddLearner || s.Request != "cp-2" {
 				return
 			}

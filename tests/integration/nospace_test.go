@@ -19,7 +19,7 @@ import (
 // TestNoSpaceHoldsAJoinUntilReclaimed: the EtcdCluster declares a 16 MiB
 // quota before cp-2 joins, so cp-2's member starts with it (cp-1, the
 // bootstrap host, runs etcd's default). cp-3's join is held in the
-// leader's hook at its first step while the database is filled past
+// leader's observer at its first step while the database is filled past
 // cp-2's quota through history (four keys overwritten): etcd raises
 // NOSPACE and refuses writes. Released, the join cannot be journaled, and
 // every later pass waits, naming the alarm: no operation is journaled and
@@ -59,7 +59,7 @@ func TestNoSpaceHoldsAJoinUntilReclaimed(t *testing.T) {
 	}
 	atJoin, release := make(chan struct{}), make(chan struct{})
 	f.StartCoordinator("c-1", func(c *coord) {
-		c.C.OnStep = func(s membership.Step) {
+		c.Observer.OnMembershipStep = func(s membership.Step) {
 			mu.Lock()
 			first := s.Action == membership.StartJoin && s.Request == "cp-3" && !held
 			held = held || first
@@ -90,7 +90,7 @@ func TestNoSpaceHoldsAJoinUntilReclaimed(t *testing.T) {
 		// reports the alarm, right before promoting it). A change whose
 		// own entry raises the alarm (a member whose database is past its
 		// quota raises it at the first entry it applies) is not one.
-		c.C.AfterSideEffect = func(s membership.Step) {
+		c.Observer.OnMembershipChanged = func(s membership.Step) {
 			mu.Lock()
 			defer mu.Unlock()
 			if underAlarm[s.String()] {

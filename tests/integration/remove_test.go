@@ -24,7 +24,7 @@ func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
 	cli := f.Client()
 	removedWhileLeading := make(chan string, 1)
 	f.StartCoordinator("c-1", func(c *coord) {
-		c.C.OnStep = func(s membership.Step) {
+		c.Observer.OnMembershipStep = func(s membership.Step) {
 			if s.Action != membership.RemoveMember {
 				return
 			}

@@ -41,7 +41,7 @@ func newRollFleet(t *testing.T, cps, dps int) *rollFleet {
 			rf.WaitVoters(30*time.Second, "cp-1")
 			for _, c := range []string{"c-1", "c-2"} {
 				rf.StartCoordinator(c, func(c *coord) {
-					c.C.OnRolloutStep = func(_ string, s rollout.Step) {
+					c.Observer.OnRolloutStep = func(_ string, s rollout.Step) {
 						if s.Action == rollout.TransferLeader {
 							rf.mu.Lock()
 							rf.transfers = append(rf.transfers, s.Nodes[0])

@@ -29,7 +29,7 @@ func TestVotersStandbysGrowAndShrink(t *testing.T) {
 	cli := f.Client()
 	removedWhileLeading := make(chan string, 1)
 	f.StartCoordinator("c-1", func(c *coord) {
-		c.C.OnStep = func(s membership.Step) {
+		c.Observer.OnMembershipStep = func(s membership.Step) {
 			if s.Action != membership.RemoveMember {
 				return
 			}
