@@ -41,35 +41,40 @@ func waitDeleted(t *testing.T, s *store.Store, key string, rev int64) {
 }
 
 // leasedKeys: a key bound to a lease goes, with a deletion event, when
-// the lease expires un-renewed or is revoked; a put to an ended lease
-// fails with ErrLeaseNotFound.
+// the lease expires un-renewed or is revoked; a kept-alive lease stays;
+// a put to an ended lease fails with ErrLeaseNotFound.
 func leasedKeys(t *testing.T, edge Edge) {
 	s, ctx := scoped(t, edge), testCtx(t)
 	short, err := s.Client().Grant(ctx, shortTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	long, err := s.Client().Grant(ctx, 600)
+	// kept outlives short's expiry, and a second such wait only when it
+	// is kept alive in between.
+	const keptTTL = 10
+	step := (keptTTL - 2) * time.Second
+	kept, err := s.Client().Grant(ctx, keptTTL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for node, id := range map[string]clientv3.LeaseID{"short": short.ID, "long": long.ID} {
+	for node, id := range map[string]clientv3.LeaseID{"short": short.ID, "kept": kept.ID} {
 		if err := s.PutHeartbeat(ctx, node, now, id); err != nil {
 			t.Fatal(err)
 		}
 	}
 	alive, rev, err := s.Alive(ctx)
 	if err != nil || len(alive) != 2 {
-		t.Fatalf("alive %v (%v), want short and long", alive, err)
+		t.Fatalf("alive %v (%v), want short and kept", alive, err)
 	}
-	if ka, err := s.Client().KeepAliveOnce(ctx, long.ID); err != nil || ka.TTL <= 0 {
-		t.Fatalf("keep-alive of the long lease: %v %v", ka, err)
-	}
-	advance(edge, expire)
+	advance(edge, step)
 	waitDeleted(t, s, store.HeartbeatKey("short"), rev)
-	if alive, _, err := s.Alive(ctx); err != nil || len(alive) != 1 || !alive["long"] {
-		t.Fatalf("alive after the short lease expired: %v (%v), want long", alive, err)
+	if ka, err := s.Client().KeepAliveOnce(ctx, kept.ID); err != nil || ka.TTL <= 0 {
+		t.Fatalf("keep-alive of the kept lease: %v %v", ka, err)
+	}
+	advance(edge, step)
+	if alive, _, err := s.Alive(ctx); err != nil || len(alive) != 1 || !alive["kept"] {
+		t.Fatalf("alive after the short lease expired: %v (%v), want kept", alive, err)
 	}
 	if ttl, err := s.Client().TimeToLive(ctx, short.ID); err != nil || ttl.TTL != -1 {
 		t.Fatalf("time to live of an expired lease: %v %v, want -1", ttl, err)
@@ -80,11 +85,11 @@ func leasedKeys(t *testing.T, edge Edge) {
 	if _, err := s.Client().KeepAliveOnce(ctx, short.ID); !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 		t.Fatalf("keep-alive of an expired lease: %v, want ErrLeaseNotFound", err)
 	}
-	ttl, err := s.Client().TimeToLive(ctx, long.ID, clientv3.WithAttachedKeys())
-	if err != nil || ttl.GrantedTTL != 600 || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != store.HeartbeatKey("long") {
-		t.Fatalf("time to live of the long lease: %+v %v", ttl, err)
+	ttl, err := s.Client().TimeToLive(ctx, kept.ID, clientv3.WithAttachedKeys())
+	if err != nil || ttl.GrantedTTL != keptTTL || len(ttl.Keys) != 1 || string(ttl.Keys[0]) != store.HeartbeatKey("kept") {
+		t.Fatalf("time to live of the kept lease: %+v %v", ttl, err)
 	}
-	if _, err := s.Client().Revoke(ctx, long.ID); err != nil {
+	if _, err := s.Client().Revoke(ctx, kept.ID); err != nil {
 		t.Fatal(err)
 	}
 	if alive, _, err := s.Alive(ctx); err != nil || len(alive) != 0 {

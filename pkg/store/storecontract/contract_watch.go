@@ -125,6 +125,14 @@ func compaction(t *testing.T, edge Edge) {
 	if _, err := s.ViewAt(ctx, r1.Header.Revision, store.Key("k")); !errors.Is(err, rpctypes.ErrCompacted) {
 		t.Fatalf("view before the compaction: %v, want ErrCompacted", err)
 	}
+	// A transaction that writes, then reads before the compaction,
+	// fails whole.
+	if _, err := s.Txn(ctx, nil, store.PutValueOp("k", "4"), clientv3.OpGet("k", clientv3.WithRev(r1.Header.Revision))); !errors.Is(err, rpctypes.ErrCompacted) {
+		t.Fatalf("txn reading before the compaction: %v, want ErrCompacted", err)
+	}
+	if kv, err := s.GetKV(ctx, "k"); err != nil || string(kv.Value) != "3" {
+		t.Fatalf("k after a failed transaction: %v (%v), want 3", kv, err)
+	}
 	v, err := s.ViewAt(ctx, at, store.Key("k"))
 	if err != nil || string(v.Value("k")) != "2" {
 		t.Fatalf("view at the compaction: %q %v, want 2", v.Value("k"), err)
