@@ -100,7 +100,8 @@ CHECK_PACKAGES := ./agent/internal/firstboot ./pkg/api/... ./pkg/compaction ./pk
 	./pkg/defrag ./pkg/etcdstatus ./pkg/etcdversion ./pkg/failpoint ./pkg/httpserve \
 	./pkg/hypervisor/... ./pkg/kubeplan ./pkg/kubeprobe ./pkg/kubeversion ./pkg/libvirt \
 	./pkg/logging ./pkg/machineclaim ./pkg/membership ./pkg/pki ./pkg/placement ./pkg/releasever \
-	./pkg/rollout ./pkg/sdnotify ./pkg/secretbox ./pkg/switchguard ./pkg/versionroll
+	./pkg/rollout ./pkg/sdnotify ./pkg/secretbox ./pkg/store/memetcd ./pkg/store/storecontract \
+	./pkg/switchguard ./pkg/versionroll
 check: deps staticcheck-binary
 	@bad=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 		if [ -n "$$bad" ]; then echo "gofmt: not formatted (make fmt):"; echo "$$bad"; exit 1; fi
