@@ -1,6 +1,7 @@
 package storecontract
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -70,7 +71,7 @@ func watchFromRevision(t *testing.T, edge Edge) {
 }
 
 // watchSpan: WatchSpan reports the changes of several directories with
-// the previous value of each key.
+// the previous value of each key; a watch ends with its context.
 func watchSpan(t *testing.T, edge Edge) {
 	s, ctx := scoped(t, edge), testCtx(t)
 	if _, err := s.Client().Put(ctx, "b/1", "old"); err != nil {
@@ -94,6 +95,23 @@ func watchSpan(t *testing.T, edge Edge) {
 	if len(got) != 2 || string(got[0].Kv.Key) != "b/1" || got[0].PrevKv == nil || string(got[0].PrevKv.Value) != "old" ||
 		string(got[1].Kv.Key) != "a/1" || got[1].PrevKv != nil {
 		t.Fatalf("span events: %v", got)
+	}
+	// A watch whose context ends closes its channel.
+	wctx, cancel := context.WithCancel(ctx)
+	wch := store.WatchRangeCreated(wctx, s.Client(), store.Key("a/1"), 0)
+	if resp := <-wch; !resp.Created {
+		t.Fatalf("first response %+v, want created", resp)
+	}
+	cancel()
+	for {
+		select {
+		case _, ok := <-wch:
+			if !ok {
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("a canceled watch's channel stays open")
+		}
 	}
 }
 
