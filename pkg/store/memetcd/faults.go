@@ -22,6 +22,10 @@ const (
 	Txn
 	Compact
 	Watch
+	// Lease is every call of the Lease API: Grant, Revoke, TimeToLive,
+	// KeepAliveOnce and KeepAlive (whose failed channel closes at once).
+	// A lease has no key: only a fault of no Prefix matches it.
+	Lease
 )
 
 // ErrUnavailable is the error of a member that cannot be reached, as the
@@ -48,6 +52,9 @@ func (f *Fault) matches(kind Kind, keys []string) bool {
 	if f.Kinds != 0 && f.Kinds&kind == 0 {
 		return false
 	}
+	if kind == Lease {
+		return f.Prefix == ""
+	}
 	for _, k := range keys {
 		if strings.HasPrefix(k, f.Prefix) {
 			return true
@@ -56,8 +63,8 @@ func (f *Fault) matches(kind Kind, keys []string) bool {
 	return false
 }
 
-// Faults is a set of faults injected into the KV and Watcher it wraps
-// (Wrap, KV, Watcher). It is safe for concurrent use; a test may add and
+// Faults is a set of faults injected into the KV, Watcher and Lease it
+// wraps (Wrap, KV, Watcher, Lease). It is safe for concurrent use; a test may add and
 // clear faults while the code under test runs.
 type Faults struct {
 	mu     sync.Mutex
@@ -109,12 +116,13 @@ func (fs *Faults) check(kind Kind, keys []string) error {
 	return err
 }
 
-// Wrap makes cli's KV and Watcher fail as fs says. Wrapping a Store's
+// Wrap makes cli's KV, Watcher and Lease fail as fs says. Wrapping a Store's
 // client (store.Store.Client) after store.New matches keys as the store
 // names them, without its prefix.
 func (fs *Faults) Wrap(cli *clientv3.Client) {
 	cli.KV = fs.KV(cli.KV)
 	cli.Watcher = fs.Watcher(cli.Watcher)
+	cli.Lease = fs.Lease(cli.Lease)
 }
 
 // KV returns kv failing as fs says.

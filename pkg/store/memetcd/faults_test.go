@@ -102,3 +102,24 @@ func TestFaultsWatch(t *testing.T) {
 		t.Fatalf("second watch: %+v, want created", resp)
 	}
 }
+
+// TestFaultsLease: a lease fault fails a grant; a failed keep-alive's
+// channel closes at once; the next grant works.
+func TestFaultsLease(t *testing.T) {
+	s, fs := faultyStore(t)
+	ctx := t.Context()
+	fs.Add(memetcd.Fault{Kinds: memetcd.Lease, Times: 2, Err: memetcd.ErrUnavailable})
+	if _, err := s.Client().Grant(ctx, 10); !errors.Is(err, memetcd.ErrUnavailable) {
+		t.Fatalf("grant: %v, want ErrUnavailable", err)
+	}
+	ch, err := s.Client().KeepAlive(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := <-ch; ok {
+		t.Fatal("a failed keep-alive delivered a response")
+	}
+	if _, err := s.Client().Grant(ctx, 10); err != nil {
+		t.Fatalf("grant after the fault: %v", err)
+	}
+}
