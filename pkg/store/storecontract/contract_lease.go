@@ -1,6 +1,7 @@
 package storecontract
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -144,8 +145,13 @@ func electionHandover(t *testing.T, edge Edge) {
 	if who, err := a.Leader(ctx); err != nil || who != "b" {
 		t.Fatalf("leader %q (%v), want b", who, err)
 	}
-	obs := ea.Observe(ctx)
-	if first := <-obs; len(first.Kvs) != 1 || string(first.Kvs[0].Value) != "b" {
+	octx, stop := context.WithCancel(ctx)
+	obs := ea.Observe(octx)
+	first := <-obs
+	stop()
+	for range obs { // the observer ends before its client closes
+	}
+	if len(first.Kvs) != 1 || string(first.Kvs[0].Value) != "b" {
 		t.Fatalf("observed %v, want b", first.Kvs)
 	}
 }
@@ -172,8 +178,18 @@ func fenceLost(t *testing.T, edge Edge) {
 	if _, err := a.FencedTxn(ctx, fence, []store.Guard{guard}, store.PutValueOp("decision", "3")); !errors.Is(err, errGuard) {
 		t.Fatalf("fenced write with a failing guard: %v, want the guard's error", err)
 	}
-	sa.Orphan() // keep-alives stop: the lease runs out
-	advance(edge, expire)
+	// Keep-alives stop and the lease runs out. A keep-alive the client
+	// sent just before may land after a clock step and renew the lease
+	// once: on a moved clock, step until the key is gone.
+	sa.Orphan()
+	for i := 0; edge.Advance != nil; i++ {
+		edge.Advance(expire)
+		if _, err := a.GetKV(ctx, fence.Key); errors.Is(err, store.ErrNotFound) {
+			break
+		} else if i == 3 {
+			t.Fatalf("the leader's key after %d clock steps past its TTL: %v", i+1, err)
+		}
+	}
 	waitDeleted(t, a, fence.Key, fence.Rev)
 	if _, err := a.FencedTxn(ctx, fence, nil, store.PutValueOp("decision", "4")); !errors.Is(err, store.ErrNotLeader) {
 		t.Fatalf("fenced write after the lease expired: %v, want ErrNotLeader", err)
