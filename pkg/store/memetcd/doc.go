@@ -5,9 +5,10 @@
 // expiry follows an injected clock, so a test advances the clock instead
 // of waiting. Sessions and elections of client/v3/concurrency run over it.
 //
-// Faults wraps a client's KV and Watcher to fail chosen operations (by
-// kind, by key prefix, the next N or after N) with a chosen error, to show
-// that a caller returns or retries a store error rather than losing it.
+// Faults wraps a client's KV, Watcher and Lease to fail chosen operations
+// (by kind, by key prefix, the next N or after N) with a chosen error, to
+// show that a caller returns or retries a store error rather than losing
+// it.
 //
 // What it does not do: the Cluster and Maintenance APIs (a client's are
 // nil), nested transactions' duplicate-key checks, request size limits,
