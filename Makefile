@@ -102,7 +102,8 @@ CHECK_PACKAGES := ./agent/internal/firstboot ./tests/perfpage ./pkg/api/... ./co
 	./coordinator/internal/defrag ./coordinator/internal/etcdstatus ./pkg/etcdversion ./pkg/failpoint ./pkg/httpserve \
 	./pkg/hypervisor/... ./pkg/kubeplan ./agent/internal/kubeprobe ./pkg/kubeversion ./pkg/libvirt \
 	./pkg/logging ./coordinator/internal/machineclaim ./pkg/membership ./pkg/pki ./pkg/placement ./pkg/releasever \
-	./pkg/rollout ./pkg/sdnotify ./pkg/secretbox ./pkg/switchguard ./coordinator/internal/versionroll
+	./pkg/rollout ./pkg/sdnotify ./pkg/secretbox ./pkg/store/memetcd ./pkg/store/storecontract \
+	./pkg/switchguard ./coordinator/internal/versionroll
 check: deps staticcheck-binary
 	@bad=$$(gofmt -l $$(git ls-files --cached --others --exclude-standard '*.go')); \
 		if [ -n "$$bad" ]; then echo "gofmt: not formatted (make fmt):"; echo "$$bad"; exit 1; fi

@@ -16,9 +16,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// compactEnv is a real etcd, a store on it, a coordinator (not running)
-// on an injected clock, a leader key's fence and the compaction
-// controller of that term.
+// compactEnv is a memory etcd (package memetcd), a store on it, a
+// coordinator (not running) on an injected clock, a leader key's fence and
+// the compaction controller of that term. The leader's key is bound to no
+// lease, so the etcd shares the coordinator's clock.
 type compactEnv struct {
 	t   *testing.T
 	cli *clientv3.Client
@@ -30,8 +31,8 @@ type compactEnv struct {
 }
 
 func newCompactEnv(t *testing.T, policy api.EtcdPolicy) *compactEnv {
-	cl := etcdtest.Start(t, 1)
-	cli := etcdtest.NewClient(t, cl.Endpoints()...)
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	cli := memClient(t, clk)
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +50,6 @@ func newCompactEnv(t *testing.T, policy api.EtcdPolicy) *compactEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clockwork.NewFakeClockAt(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
 	c := New(Config{Name: "c", SessionTTL: 5 * time.Second, ResyncInterval: time.Minute, Clock: clk}, st, slog.New(slog.DiscardHandler))
 	reg := metrics.NewRegistry()
 	c.Metrics = metrics.NewCoordinator(reg)
@@ -94,7 +94,7 @@ func (e *compactEnv) readable(key string, rev int64) bool {
 	return true
 }
 
-// TestCompactionKeepsTheRetentionWindow (real etcd, injected clock): the
+// TestCompactionKeepsTheRetentionWindow (memory etcd, injected clock): the
 // leader compacts nothing until it has seen a revision the retention
 // (spec.policy.compactionRetention, 1h) old; then it compacts to the
 // newest such revision, so every revision written within the last hour

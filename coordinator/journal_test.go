@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/jonboulle/clockwork"
 )
 
 func journaled(name string, typ api.OpType, phase api.OpPhase, ended time.Time) *api.Operation {
@@ -80,15 +80,15 @@ func TestPrunable(t *testing.T) {
 	}
 }
 
-// TestJournalPrunes: on real etcd the controller deletes the prunable
-// operations in several transactions and keeps the rest; an operation
-// changed since its read is kept; a deposed leader deletes nothing.
+// TestJournalPrunes: the controller deletes the prunable operations in
+// several transactions and keeps the rest; an operation changed since its
+// read is kept; a deposed leader deletes nothing. It runs on a memory
+// etcd, its clock moved by the test.
 func TestJournalPrunes(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st := dialStore(t, cl)
+	st := memStore(t)
 	ctx := t.Context()
-	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
-	old := now.Add(-30 * 24 * time.Hour)
+	clk := clockwork.NewFakeClockAt(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	old := clk.Now().Add(-30 * 24 * time.Hour)
 	const n = 130 // more than two transactions' worth beyond Keep
 	for i := range n {
 		op := journaled(fmt.Sprintf("op-%03d", i), api.OpJoin, api.OpSucceeded, old.Add(time.Duration(i)*time.Second))
@@ -101,7 +101,7 @@ func TestJournalPrunes(t *testing.T) {
 	}
 	_, fence := leaderTerm(t, st, "a")
 	pol := JournalPolicy{Keep: 10, For: 7 * 24 * time.Hour}
-	j := &journal{st: st, fence: fence, now: func() time.Time { return now }, log: slog.New(slog.DiscardHandler), policy: pol}
+	j := &journal{st: st, fence: fence, now: clk.Now, log: slog.New(slog.DiscardHandler), policy: pol}
 
 	names := func() []string {
 		t.Helper()
@@ -158,14 +158,14 @@ func TestJournalPrunes(t *testing.T) {
 	if err := st.PutObject(ctx, journaled("op-000", api.OpJoin, api.OpSucceeded, old)); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(JournalEvery - time.Second)
+	clk.Advance(JournalEvery - time.Second)
 	if err := j.reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := names(); !slices.Contains(got, "op-000") {
 		t.Fatalf("pruned %v within JournalEvery of the last pass", got)
 	}
-	now = now.Add(time.Second)
+	clk.Advance(time.Second)
 	if err := j.reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestJournalPrunes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(JournalEvery)
+	clk.Advance(JournalEvery)
 	if err := j.reconcile(ctx); err != nil {
 		t.Fatal(err)
 	}
