@@ -31,6 +31,7 @@ func run(args []string) error {
 	block := fs.String("block", "", "the name of the page's block to replace (its markers: <!-- perfpage:NAME begin ... --> and <!-- perfpage:NAME end -->)")
 	command := fs.String("command", "", "the command that measured the figures, as the page states it")
 	loadStart := fs.String("load-start", "", "the 1-minute load average before the run (from /proc/loadavg)")
+	loadEnd := fs.String("load-end", "", "the 1-minute load average after the run (default: /proc/loadavg's now, right after the run)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +58,9 @@ func run(args []string) error {
 	m.LoadStart = *loadStart
 	if m.LoadStart == "" {
 		m.LoadStart = "unknown"
+	}
+	if *loadEnd != "" {
+		m.LoadEnd = *loadEnd
 	}
 	old, err := os.ReadFile(*page)
 	if err != nil {

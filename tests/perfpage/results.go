@@ -38,7 +38,7 @@ type Run struct {
 var goFigures = map[string]bool{"ns/op": true, "B/op": true, "allocs/op": true, "MB/s": true}
 
 var (
-	benchLine = regexp.MustCompile(`^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$`)
+	benchLine = regexp.MustCompile(`^(Benchmark[^\s:]+?)(-\d+)?\s+(\d+)\s+(.*)$`)
 	failLine  = regexp.MustCompile(`^(--- FAIL: |FAIL\s|FAIL$|panic: )`)
 )
 
