@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/jonboulle/clockwork"
 	"go.etcd.io/etcd/client/v3/concurrency"
 )
 
@@ -19,8 +19,7 @@ import (
 // is gone and another leads, its write is refused and the record keeps the
 // new leader's view.
 func TestDeposedLeaderCannotWriteLiveness(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	cli := cl.Client(t)
+	cli := memClient(t, clockwork.NewFakeClock())
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
 		t.Fatal(err)

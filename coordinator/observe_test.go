@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/membership"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -56,11 +55,7 @@ func (t *hookedTxn) Commit() (*clientv3.TxnResponse, error) {
 // read at its own revision, and the pass saw the new join without its
 // node, and the new operation.
 func TestObserveReadsAtOneRevision(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memStore(t)
 	ctx := t.Context()
 	put := func(key string, o api.Object) {
 		t.Helper()

@@ -5,18 +5,13 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
 )
 
 // TestActiveRollout: the rollout with a step in flight goes first; then the
 // oldest that has neither finished nor halted; a halted one waits for undo.
 func TestActiveRollout(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := memStore(t)
 	t0 := time.Unix(1000, 0)
 	put := func(name string, age int, phase api.RolloutPhase, op string, undo bool) {
 		r := api.NewRollout(name)
