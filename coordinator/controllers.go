@@ -57,7 +57,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{
-			ControllerName: "rollout", Resync: resync, Settle: settle, Do: newRollouter(d, c.cfg.Policy, &c.Clusters, snaps).reconcile,
+			ControllerName: "rollout", Resync: resync, Settle: settle, Do: newRollouter(d, c.cfg.Policy, &c.cfg.Clusters, snaps).reconcile,
 			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey, store.ComponentReportsDir},
 		},
 		&controller.Func{
@@ -81,7 +81,7 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.EtcdClusterKey, store.EtcdVersionsDir, store.NodesDir, store.ActiveOpKey},
 		},
 		&controller.Func{
-			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(d, &c.Clusters, snaps).reconcile,
+			ControllerName: "kubernetes-clusters", Resync: resync, Settle: settle, Do: newClusterController(d, &c.cfg.Clusters, snaps).reconcile,
 			Prefixes: []string{store.ClustersDir, store.ClusterClaimsDir, store.ClaimsDir, store.ComponentReportsDir, store.NodesDir, store.HeartbeatsDir,
 				store.MachinesDir, store.NixosConfigsDir, store.RolloutsDir, store.DrainRequestsDir, store.KubeconfigReportsDir},
 		},

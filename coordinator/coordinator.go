@@ -72,6 +72,10 @@ type Config struct {
 	// Journal is how much of ops/ the leader keeps (coordinator/journal.go);
 	// zero: DefaultJournalPolicy.
 	Journal JournalPolicy
+	// Clusters are the Kubernetes cluster controller's side effects
+	// (coordinator/kubernetescluster.go): its secrets, and the clusters'
+	// APIs; zero: clusters get no PKI and no API is reached.
+	Clusters ClusterHooks
 	// Settle is how long the leader's controllers other than membership
 	// let store events gather before they reconcile (controller.Settler);
 	// zero: none. nico-coordinator runs with DefaultSettle.
@@ -98,9 +102,6 @@ type Coordinator struct {
 	// Metrics, when set, records leadership, membership passes and rollout
 	// steps (package metrics).
 	Metrics *metrics.Coordinator
-	// Clusters are the Kubernetes cluster controller's hooks
-	// (coordinator/kubernetescluster.go); set before Run.
-	Clusters ClusterHooks
 
 	live      *livenessTracker
 	lastNudge atomic.Int64 // unix nanoseconds of the latest nudge (coordinator/nudge.go)

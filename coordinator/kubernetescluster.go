@@ -82,7 +82,7 @@ type clusterController struct {
 	fence   store.Fence
 	now     func() time.Time
 	logger  *slog.Logger
-	// hooks are Coordinator.Clusters, read on each use.
+	// hooks are Config.Clusters.
 	hooks *ClusterHooks
 	snaps *snapshotter
 	last  map[string]string // cluster -> last logged plan

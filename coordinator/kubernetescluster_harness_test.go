@@ -55,13 +55,13 @@ type kcHarness struct {
 // testClusterController is the Kubernetes cluster controller c would run
 // in the term fenced on fence (controllers.go).
 func testClusterController(c *Coordinator, fence store.Fence) *clusterController {
-	return newClusterController(c.leaderDeps(fence), &c.Clusters, c.snapshotter(c.leaderDeps(fence)))
+	return newClusterController(c.leaderDeps(fence), &c.cfg.Clusters, c.snapshotter(c.leaderDeps(fence)))
 }
 
 // testRollouter is the rollout controller c would run in the term fenced
 // on fence (controllers.go).
 func testRollouter(c *Coordinator, fence store.Fence) *rollouter {
-	return newRollouter(c.leaderDeps(fence), c.cfg.Policy, &c.Clusters, c.snapshotter(c.leaderDeps(fence)))
+	return newRollouter(c.leaderDeps(fence), c.cfg.Policy, &c.cfg.Clusters, c.snapshotter(c.leaderDeps(fence)))
 }
 
 func newKCHarness(t *testing.T) *kcHarness {
@@ -71,9 +71,9 @@ func newKCHarness(t *testing.T) *kcHarness {
 	h := &kcHarness{t: t, cl: cl, st: st, now: time.Unix(1_700_000_000, 0).UTC(), secrets: &fakeSecrets{}, unhealthy: map[string]bool{}, hold: map[string]bool{}}
 	c, fence := leaderTerm(t, st, "leader", withClock(clockAt(&h.now)), func(cfg *Config) {
 		cfg.SnapshotStores, cfg.SnapshotTempDir = h.openSnapshots, t.TempDir()
+		cfg.Clusters = ClusterHooks{DefaultGitRepo: "https://git.example/fleet", Secrets: h.secrets}
 	})
 	h.c = c
-	c.Clusters = ClusterHooks{DefaultGitRepo: "https://git.example/fleet", Secrets: h.secrets}
 	h.cc, h.ro = testClusterController(c, fence), testRollouter(c, fence)
 	return h
 }

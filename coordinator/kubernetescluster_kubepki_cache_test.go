@@ -43,7 +43,7 @@ func newPKICacheHarness(t *testing.T) *pkiCacheHarness {
 	h.root = etcdtest.NewClient(t, h.cl.Endpoints()...)
 	h.sec = secrets.New(h.st, box)
 	h.k = &KubePKISecrets{Secrets: h.sec, Store: h.st, Root: h.root, NicoCA: h.nodeCA, Now: func() time.Time { return h.now.Add(h.skew) }}
-	h.c.Clusters.Secrets = h.k
+	h.c.cfg.Clusters.Secrets = h.k
 	h.machine("cp-1", "role", "cp")
 	h.machine("dp-1", "role", "dp")
 	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}

@@ -37,7 +37,7 @@ func TestKubePKISecretsThroughTheController(t *testing.T) {
 	}
 	root := etcdtest.NewClient(t, h.cl.Endpoints()...)
 	sec := secrets.New(h.st, box)
-	h.c.Clusters.Secrets = &KubePKISecrets{Secrets: sec, Store: h.st, Root: root, NicoCA: h.nodeCA, Now: func() time.Time { return h.now }}
+	h.c.cfg.Clusters.Secrets = &KubePKISecrets{Secrets: sec, Store: h.st, Root: root, NicoCA: h.nodeCA, Now: func() time.Time { return h.now }}
 	h.machine("cp-1", "role", "cp")
 	h.machine("dp-1", "role", "dp")
 	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}

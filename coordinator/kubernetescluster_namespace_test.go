@@ -34,7 +34,7 @@ func TestNamespacedClusterThroughTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := etcdtest.NewClient(t, h.cl.Endpoints()...)
-	h.c.Clusters.Secrets = &KubePKISecrets{Secrets: secrets.New(h.st, box), Store: h.st, Root: root, NicoCA: h.nodeCA, Now: func() time.Time { return h.now }}
+	h.c.cfg.Clusters.Secrets = &KubePKISecrets{Secrets: secrets.New(h.st, box), Store: h.st, Root: root, NicoCA: h.nodeCA, Now: func() time.Time { return h.now }}
 	h.machine("cp-1", "role", "cp")
 	h.probing = []string{api.ComponentAPIServer, api.ComponentControllerManager, api.ComponentScheduler}
 	kc := selectorCluster("k1", 1, 0)

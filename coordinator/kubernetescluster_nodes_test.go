@@ -72,7 +72,7 @@ func (a *fakeClusterAPI) set(m string, n kubeplan.NodeState) {
 func TestClusterReadyFromNodes(t *testing.T) {
 	h := newKCHarness(t)
 	fake := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}}
-	h.c.Clusters.API = fake
+	h.c.cfg.Clusters.API = fake
 	for _, m := range []string{"cp-1", "dp-1", "dp-2"} {
 		h.machine(m)
 	}
@@ -162,7 +162,7 @@ func TestClusterReadyFromNodes(t *testing.T) {
 func TestBootstrapRetried(t *testing.T) {
 	h := newKCHarness(t)
 	fake := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{"dp-1": {Ready: true, Status: "True"}}}
-	h.c.Clusters.API = fake
+	h.c.cfg.Clusters.API = fake
 	h.machine("cp-1")
 	h.machine("dp-1")
 	kc := api.NewKubernetesCluster("k1")
@@ -197,7 +197,7 @@ func TestBootstrapRetried(t *testing.T) {
 func TestBootstrapWaitsForKubeconfig(t *testing.T) {
 	h := newKCHarness(t)
 	fake := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}, bootErr: fmt.Errorf("admin kubeconfig k1-kubeconfig: %w", store.ErrNotFound)}
-	h.c.Clusters.API = fake
+	h.c.cfg.Clusters.API = fake
 	h.machine("cp-1")
 	h.machine("dp-1")
 	kc := api.NewKubernetesCluster("k1")

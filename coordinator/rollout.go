@@ -37,7 +37,7 @@ type rollouter struct {
 	policy membership.Policy
 	// obs is told of each step (Config.Observer).
 	obs Observer
-	// hooks are Coordinator.Clusters, read on each use.
+	// hooks are Config.Clusters.
 	hooks *ClusterHooks
 	snaps *snapshotter
 	last  string

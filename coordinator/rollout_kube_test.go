@@ -106,9 +106,9 @@ func newDrainHarness(t *testing.T, cps int, workers []string, podPrefix string) 
 	t.Helper()
 	h := newKCHarness(t)
 	api1 := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}}
-	h.c.Clusters.API = api1
+	h.c.cfg.Clusters.API = api1
 	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
-	h.c.Clusters.Nodes = nodes
+	h.c.cfg.Clusters.Nodes = nodes
 	kubelets := workers
 	for i := 1; i <= cps; i++ {
 		m := fmt.Sprintf("cp-%d", i)
@@ -323,10 +323,10 @@ func TestAPIServerNotReadyHaltsTheRollout(t *testing.T) {
 // cluster), and the deletion completes.
 func TestDeletedClusterReleasesWorkersUndrained(t *testing.T) {
 	h := newKCHarness(t)
-	h.c.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{
+	h.c.cfg.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{
 		"dp-1": {Ready: true, Status: "True"}, "dp-2": {Ready: true, Status: "True"}}}
 	nodes := &fakeNodes{nodes: map[string]*fakeNode{}, refuse: map[string]int{}, now: func() time.Time { return h.now }}
-	h.c.Clusters.Nodes = nodes
+	h.c.cfg.Clusters.Nodes = nodes
 	h.machine("cp-1", "role", "cp")
 	for _, m := range []string{"dp-1", "dp-2"} {
 		h.machine(m, "role", "dp")

@@ -313,8 +313,8 @@ func clusterPlanning(b *testing.B) {
 // runCoordinator runs one candidate with hooks until the returned stop.
 func runCoordinator(ctx context.Context, b *testing.B, st *store.Store, hooks coordinator.ClusterHooks, cfg coordinator.Config) (*coordinator.Coordinator, func()) {
 	b.Helper()
+	cfg.Clusters = hooks
 	co := coordinator.New(cfg, st, benchLogger(b))
-	co.Clusters = hooks
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- co.Run(cctx) }()

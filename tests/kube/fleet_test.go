@@ -273,8 +273,8 @@ func (f *fleet) startCoordinator(opts fleetOptions) {
 	if f.st, err = store.New(cli, store.DefaultPrefix); err != nil {
 		f.tb.Fatal(err)
 	}
-	c := coordinator.New(coordinator.Config{Name: "c-1", SessionTTL: 2 * time.Second, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second,
-		Policy: membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second}}, f.st, f.log.With("coordinator", "c-1"))
+	cfg := coordinator.Config{Name: "c-1", SessionTTL: 2 * time.Second, ResyncInterval: 200 * time.Millisecond, HealthTimeout: time.Second,
+		Policy: membership.Policy{LearnerStartTimeout: 20 * time.Second, LearnerProgressTimeout: 20 * time.Second}}
 	if opts.clusters {
 		box, err := secretbox.Load(f.nodes["cp-1"].cfg.PKI.Dir.SecretsKey())
 		if err != nil {
@@ -282,13 +282,14 @@ func (f *fleet) startCoordinator(opts fleetOptions) {
 		}
 		f.box = box
 		sec := secrets.New(f.st, box)
-		c.Clusters = coordinator.ClusterHooks{DefaultGitRepo: "https://git.example/kube",
+		cfg.Clusters = coordinator.ClusterHooks{DefaultGitRepo: "https://git.example/kube",
 			Secrets: &coordinator.KubePKISecrets{Secrets: sec, Store: f.st, Root: f.root, NicoCA: etcdtest.PKI(f.tb)}}
 		if opts.workers {
 			kapi := &coordinator.KubeAPI{Secrets: sec, Store: f.st}
-			c.Clusters.API, c.Clusters.Nodes = kapi, kapi
+			cfg.Clusters.API, cfg.Clusters.Nodes = kapi, kapi
 		}
 	}
+	c := coordinator.New(cfg, f.st, f.log.With("coordinator", "c-1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	f.coord = cancel
 	go func() { f.done <- c.Run(ctx) }()

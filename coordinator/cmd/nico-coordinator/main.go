@@ -156,8 +156,8 @@ func run(args []string, stderr io.Writer) int {
 		HealthTimeout:  cfg.HealthTimeout,
 		Gossip:         g,
 		Settle:         coordinator.DefaultSettle,
+		Clusters:       clusterHooks(cfg, st, cli, log), // clusters.go
 	}, st, log)
-	c.Clusters = clusterHooks(cfg, st, cli, log) // clusters.go
 	stopMetrics, err := serveMetrics(ctx, cfg, c, mesh, log)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
