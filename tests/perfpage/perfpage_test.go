@@ -13,7 +13,7 @@ import (
 // GOMAXPROCS suffix, with the benchmark's own figures only (Go's ns/op
 // where it reported none); b.Log lines and headers are not results.
 func TestParse(t *testing.T) {
-	f, err := os.Open("testdata/scale.out")
+	f, err := os.Open("testdata/scale-bench.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +114,8 @@ func TestRunWritesThePageOrLeavesIt(t *testing.T) {
 	}
 	for name, args := range map[string][]string{
 		"failed run":    {"-page", page, "-block", "bench-scale", "-command", "make bench-scale", failed},
-		"unknown block": {"-page", page, "-block", "bench", "-command", "make bench", "testdata/scale.out"},
-		"no command":    {"-page", page, "-block", "bench-scale", "testdata/scale.out"},
+		"unknown block": {"-page", page, "-block", "bench", "-command", "make bench", "testdata/scale-bench.txt"},
+		"no command":    {"-page", page, "-block", "bench-scale", "testdata/scale-bench.txt"},
 		"no output":     {"-page", page, "-block", "bench-scale", "-command", "make bench-scale"},
 		"missing file":  {"-page", page, "-block", "bench-scale", "-command", "make bench-scale", filepath.Join(dir, "none.out")},
 	} {
@@ -126,7 +126,7 @@ func TestRunWritesThePageOrLeavesIt(t *testing.T) {
 			t.Fatalf("%s: the page changed:\n%s", name, b)
 		}
 	}
-	if err := run([]string{"-page", page, "-block", "bench-scale", "-command", "make bench-scale", "-load-start", "0.50", "testdata/scale.out"}); err != nil {
+	if err := run([]string{"-page", page, "-block", "bench-scale", "-command", "make bench-scale", "-load-start", "0.50", "testdata/scale-bench.txt"}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(page)
