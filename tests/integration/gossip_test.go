@@ -16,10 +16,11 @@ import (
 )
 
 // meshIPs holds which test runs mesh members on each 127.0.0.<ip>. The
-// tests run side by side and their meshes share one token: a port that one
-// test's member left, taken by another test's member on the same address,
-// would be reached by the first test's mesh (which still remembers it) and
-// join the two meshes. Each test keeps to loopback addresses of its own:
+// tests' meshes share one token: were tests to run side by side
+// (t.Parallel), a port that one test's member left, taken by another
+// test's member on the same address, would be reached by the first test's
+// mesh (which still remembers it) and join the two meshes. So each test
+// keeps to loopback addresses of its own:
 //
 //	60-63   TestSelfJoinFromOneSeed
 //	70-72   TestNoMembershipChangeWhileAVoterIsSuspect
