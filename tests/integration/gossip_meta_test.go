@@ -18,14 +18,14 @@ import (
 func TestGossipMetadataFollowsGenerations(t *testing.T) {
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()}
-	m1 := f.startMesh("cp-1", 71)
+	m1 := f.startMesh("cp-1", 171)
 	cfg := rf.AgentConfig("cp-1", true)
 	cfg.Gossip = m1
 	rf.Start(cfg)
 	rf.WaitVoters(30*time.Second, "cp-1")
 	rf.StartCoordinator("c-1")
 
-	mw := f.startMesh("w-1", 72, m1.Addr())
+	mw := f.startMesh("w-1", 172, m1.Addr())
 	wcfg := rf.AgentConfig("w-1", false)
 	wcfg.Roles = []api.Role{api.RoleWorker}
 	wcfg.Applier = rf.applier("w-1")

@@ -48,7 +48,7 @@ func TestGossipSecretRotation(t *testing.T) {
 	if cp.PKI.Dir == "" {
 		t.Skip("plaintext etcd (NICO_ETCDTEST_TLS=0): no node certificates to seal to")
 	}
-	m1 := f.startMesh("cp-1", 71)
+	m1 := f.startMesh("cp-1", 181)
 	seed := m1.Addr()
 	cp.Gossip = m1
 	f.Start(cp)
@@ -57,7 +57,7 @@ func TestGossipSecretRotation(t *testing.T) {
 	meshes := map[string]*gossip.Mesh{"cp-1": m1}
 	dirs := map[string]pki.Dir{"cp-1": cp.PKI.Dir}
 	for i, name := range []string{"w-1", "w-2"} {
-		m := f.startMesh(name, 72+i, seed)
+		m := f.startMesh(name, 182+i, seed)
 		c := f.AgentConfig(name, false)
 		c.Roles = []api.Role{api.RoleWorker}
 		c.Gossip = m
@@ -129,7 +129,7 @@ func TestGossipSecretRotation(t *testing.T) {
 	// Only the old secret: refused, whatever generation it speaks, and
 	// never heard.
 	for _, gen := range []uint64{0, 1, 2} {
-		stale, err := gossip.New(gossip.Config{Name: "stale", BindAddr: "127.0.0.74", Profile: gossip.ProfileFast, Token: []byte("integration-token"),
+		stale, err := gossip.New(gossip.Config{Name: "stale", BindAddr: meshIP(t, 184), Profile: gossip.ProfileFast, Token: []byte("integration-token"),
 			KeyGeneration: gen, Logger: f.Log.With("mesh", "stale")})
 		if err != nil {
 			t.Fatal(err)

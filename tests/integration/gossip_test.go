@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +15,39 @@ import (
 	"github.com/homystack/nico/pkg/testwait"
 )
 
-// startMesh runs a mesh member on 127.0.0.<ip> with the fast profile.
+// meshIPs holds which test runs mesh members on each 127.0.0.<ip>. The
+// tests' meshes share one token: were tests to run side by side
+// (t.Parallel), a port that one test's member left, taken by another
+// test's member on the same address, would be reached by the first test's
+// mesh (which still remembers it) and join the two meshes. So each test
+// keeps to loopback addresses of its own:
+//
+//	60-63   TestSelfJoinFromOneSeed
+//	70-72   TestNoMembershipChangeWhileAVoterIsSuspect
+//	81-83   TestRecoverThroughAgents
+//	100-104 TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh
+//	120-124 TestDeadVMVoterIsReplaced
+//	130-134 TestClusterControlPlaneVMReplaced
+//	140-142 TestNoPromotionWhileAVoterIsSuspect
+//	150-152 TestNoRemovalWhileAVoterIsSuspect
+//	160-162 TestVoterCutOffFromTheMeshIsAliveWhileItServes
+//	171-172 TestGossipMetadataFollowsGenerations
+//	181-184 TestGossipSecretRotation
+//	191-192 TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache
+var meshIPs sync.Map // int -> test name
+
+// meshIP is 127.0.0.<ip>, which t claims for its mesh members; it fails t
+// if another test has claimed it.
+func meshIP(t testing.TB, ip int) string {
+	t.Helper()
+	if prev, taken := meshIPs.LoadOrStore(ip, t.Name()); taken && prev != t.Name() {
+		t.Fatalf("127.0.0.%d holds %s's mesh members: give each test loopback addresses of its own", ip, prev)
+	}
+	return fmt.Sprintf("127.0.0.%d", ip)
+}
+
+// startMesh runs a mesh member on 127.0.0.<ip> (meshIP) with the fast
+// profile.
 func (f *fleet) startMesh(name string, ip int, seeds ...string) *gossip.Mesh {
 	f.t.Helper()
 	return f.startMeshOn(name, ip, 0, seeds...)
@@ -23,7 +56,7 @@ func (f *fleet) startMesh(name string, ip int, seeds ...string) *gossip.Mesh {
 // startMeshOn is startMesh on port (0: any free one).
 func (f *fleet) startMeshOn(name string, ip, port int, seeds ...string) *gossip.Mesh {
 	f.t.Helper()
-	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), BindPort: port, Profile: gossip.ProfileFast,
+	m, err := gossip.New(gossip.Config{Name: name, BindAddr: meshIP(f.t, ip), BindPort: port, Profile: gossip.ProfileFast,
 		Token: []byte("integration-token"), Seeds: seeds, Logger: f.Log.With("mesh", name)})
 	if err != nil {
 		f.t.Fatal(err)

@@ -111,7 +111,7 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 // a join filed meanwhile completes without waiting on it, and no step names
 // it unhealthy. Once it is back in the mesh it is alive through gossip.
 func TestVoterCutOffFromTheMeshIsAliveWhileItServes(t *testing.T) {
-	f, c, cut := newSuspectFleet(t, 5*time.Second)
+	f, c, cut := newSuspectFleet(t, 160, 5*time.Second)
 	cut.setCut(true)
 	coordMesh := f.Gossip.(*gossip.Mesh)
 	testwait.For(t, 60*time.Second, "cp-2 dead in the coordinator's mesh", func() (bool, string) {

@@ -3,11 +3,13 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/homystack/nico/agent/recovery"
+	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/restore"
 )
@@ -51,7 +53,12 @@ func serveRecoveryMesh(f *fleet, meshes map[string]*gossip.Mesh, names ...string
 	return h
 }
 
-func (h *recoveryHosts) serve(name string) { h.serveAt(name, "127.0.0.1:0") }
+// serve starts name's recovery API on a port of its own (etcdtest.FreePort:
+// no other test, nor process, is given it), so that serveAt can bind it
+// again after the API went down.
+func (h *recoveryHosts) serve(name string) {
+	h.serveAt(name, fmt.Sprintf("127.0.0.1:%d", etcdtest.FreePort(h.f.t)))
+}
 
 // serveAt starts name's recovery API at addr (again: an agent restarted).
 func (h *recoveryHosts) serveAt(name, addr string) {

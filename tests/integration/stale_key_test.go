@@ -23,7 +23,7 @@ import (
 // run, follows the stored key generation and is back in the mesh.
 func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) {
 	f := newFleet(t)
-	m1 := f.startMesh("cp-1", 71)
+	m1 := f.startMesh("cp-1", 191)
 	seed := m1.Addr()
 	cp := f.AgentConfig("cp-1", true)
 	cp.Gossip = m1
@@ -34,7 +34,7 @@ func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) 
 	cfg := f.AgentConfig("w-1", false)
 	cfg.Roles = []api.Role{api.RoleWorker}
 	cfg.Endpoints, cfg.EndpointsCache, cfg.DiscoverGrace = nil, cache, time.Second
-	cfg.Gossip = f.startMesh("w-1", 72, seed)
+	cfg.Gossip = f.startMesh("w-1", 192, seed)
 	n := f.Start(cfg)
 	testwait.For(t, 30*time.Second, "w-1 ready through gossip", func() (bool, string) { return n.Agent.Healthy(), "not healthy" })
 	testwait.For(t, 10*time.Second, "w-1 to cache the endpoints", func() (bool, string) {
@@ -57,7 +57,7 @@ func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) 
 	})
 
 	// w-1 comes back at generation 0: locked out of the mesh.
-	stale := f.startMesh("w-1", 72, seed)
+	stale := f.startMesh("w-1", 192, seed)
 	if _, err := stale.Join([]string{seed}); !errors.Is(err, gossip.ErrJoin) {
 		t.Fatalf("a generation-0 member joined a generation-2 mesh: %v", err)
 	}

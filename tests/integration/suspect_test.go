@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ import (
 func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 	// Memberlist keeps a peer suspect this long before declaring it dead:
 	// longer than the window the test holds it suspect.
-	f, c, cut := newSuspectFleet(t, 3*time.Minute)
+	f, c, cut := newSuspectFleet(t, 70, 3*time.Minute)
 	cli := f.Client()
 	w := watchJournal(t, cli)
 	cut.setCut(true)
@@ -65,7 +64,7 @@ func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
 	// (docs/etcd-snapshot-join.md): 8 s was shorter than that sum and
 	// aborted the join in one fresh make test.
 	const progressTimeout = 15 * time.Second
-	f, c, cut := newSuspectFleet(t, 3*time.Minute, func(f *fleet) { f.Policy.LearnerProgressTimeout = progressTimeout })
+	f, c, cut := newSuspectFleet(t, 140, 3*time.Minute, func(f *fleet) { f.Policy.LearnerProgressTimeout = progressTimeout })
 	cli := f.Client()
 	gate := make(chan struct{})
 	cp3 := f.StartWith(f.AgentConfig("cp-3", false), &gated{Runtime: f.NewRuntime(), open: gate})
@@ -113,10 +112,11 @@ func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
 
 // newSuspectFleet runs voters cp-1 (bootstrap) and cp-2, each with its mesh
 // member, and a coordinator with its own, all in a mesh whose members keep a
-// peer suspect for suspicion before declaring it dead. cp-2's mesh member
-// goes through the returned transport, not cut yet. opts adjust the fleet
-// before anything starts.
-func newSuspectFleet(t *testing.T, suspicion time.Duration, opts ...func(*fleet)) (*fleet, *coord, *cuttable) {
+// peer suspect for suspicion before declaring it dead: the coordinator's on
+// 127.0.0.<ip>, cp-1's on <ip+1>, cp-2's on <ip+2> (meshIP). cp-2's mesh
+// member goes through the returned transport, not cut yet. opts adjust the
+// fleet before anything starts.
+func newSuspectFleet(t *testing.T, ip int, suspicion time.Duration, opts ...func(*fleet)) (*fleet, *coord, *cuttable) {
 	f := newFleet(t)
 	for _, o := range opts {
 		o(f)
@@ -126,17 +126,17 @@ func newSuspectFleet(t *testing.T, suspicion time.Duration, opts ...func(*fleet)
 		// SuspicionMult probe intervals (no confirmations are expected).
 		c.SuspicionMult = int(suspicion / c.ProbeInterval)
 	}
-	m1 := f.startTunedMesh("cp-1", 71, tune)
+	m1 := f.startTunedMesh("cp-1", ip+1, tune)
 	seed := m1.Addr()
 	cfg := f.AgentConfig("cp-1", true)
 	cfg.Gossip = m1
 	f.Start(cfg)
 	f.WaitVoters(30*time.Second, "cp-1")
-	f.Gossip = f.startTunedMesh("coord-1", 70, tune, seed)
+	f.Gossip = f.startTunedMesh("coord-1", ip, tune, seed)
 	c := f.StartCoordinator("coord-1")
 
-	cut := newCuttable(t, "127.0.0.72")
-	m2 := f.startTunedMesh("cp-2", 72, func(c *memberlist.Config) { tune(c); c.Transport = cut }, seed)
+	cut := newCuttable(t, meshIP(t, ip+2))
+	m2 := f.startTunedMesh("cp-2", ip+2, func(c *memberlist.Config) { tune(c); c.Transport = cut }, seed)
 	cfg2 := f.AgentConfig("cp-2", false)
 	cfg2.Gossip = m2
 	f.Start(cfg2)
@@ -148,11 +148,11 @@ func newSuspectFleet(t *testing.T, suspicion time.Duration, opts ...func(*fleet)
 	return f, c, cut
 }
 
-// startTunedMesh runs a mesh member on 127.0.0.<ip> with the fast profile
-// adjusted by tune.
+// startTunedMesh runs a mesh member on 127.0.0.<ip> (meshIP) with the fast
+// profile adjusted by tune.
 func (f *fleet) startTunedMesh(name string, ip int, tune func(*memberlist.Config), seeds ...string) *gossip.Mesh {
 	f.t.Helper()
-	m, err := gossip.New(gossip.Config{Name: name, BindAddr: fmt.Sprintf("127.0.0.%d", ip), Profile: gossip.ProfileFast,
+	m, err := gossip.New(gossip.Config{Name: name, BindAddr: meshIP(f.t, ip), Profile: gossip.ProfileFast,
 		Token: []byte("integration-token"), Seeds: seeds, Logger: f.Log.With("mesh", name), Tune: tune})
 	if err != nil {
 		f.t.Fatal(err)
