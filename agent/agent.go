@@ -8,8 +8,8 @@
 //
 // What else a machine runs lives next to it, each in a package of its own:
 // the join endpoint a control-plane machine serves as the coordinator's
-// identity, and the client the agent joins and renews through
-// (agent/joinendpoint), and a hypervisor host's domain controller
+// identity, and the client a machine enrolls with a join token and renews
+// through (agent/joinendpoint, pkg/enroll), and a hypervisor host's domain controller
 // (agent/hypervisor). The agent's main (agent/cmd/nico-agent) runs the
 // endpoint beside the agent, gives the agent the endpoint's client as its
 // ObtainCerts and RenewNodeCert, and on a hypervisor host a
@@ -22,6 +22,9 @@
 //	  +--no data / stale data (wiped)--> [join request] --learner added--> [start learner] --promoted--+
 //	                                          ^                                 |
 //	                                          +------ join failed: wipe, retry -+
+//
+// The bring-up runs as controllers, one per phase (agent/bringup.go; the
+// table in agent/controllers.go); the ready node's controllers follow.
 package agent
 
 import (
@@ -299,100 +302,25 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}()
 	a.status("starting")
 	defer a.leavesWritten()
-	if err := a.ensurePKI(ctx); err != nil {
-		return err
-	}
 	bg := &groups{rt: a.rt}
 	defer bg.stop()
-	if a.tls != nil {
-		if c := a.certRenewal(); c != nil {
-			bg.start(ctx, c)
-		}
-	}
-	if a.controlPlane() {
-		if err := a.prepareMember(ctx); err != nil {
-			return err
-		}
-	}
-	joining := a.controlPlane() && !a.running.Load()
-	if joining && !a.cfg.Bootstrap && a.holdsRoot() {
-		if err := a.joinUnderRoot(); err != nil {
-			return err
-		}
-	}
-	if err := a.connect(ctx); err != nil {
-		return err
-	}
 	// The heartbeat runs in a group of its own: it outlives the node's
-	// controllers on a removal, until the removal is recorded. The leader
-	// acts on a join only once the node, its heartbeat and its request are
-	// all in. A joining node grants its first lease before it registers
-	// and writes its heartbeat in the transaction that files the request
-	// (registerAndRequest): one revision, one pass of the leader, where a
-	// heartbeat written apart wakes a pass that finds no request yet and
-	// holds up the one that does. Its controller starts after, finding
-	// its key written; on other nodes it starts before the node registers.
-	hb := &heartbeat{a: a}
+	// controllers on a removal, until the removal is recorded.
 	hbCtx, hbCancel := context.WithCancel(ctx)
-	var hbg *group
+	b := &bringUp{a: a, outer: ctx, bg: bg, hb: &heartbeat{a: a}, hbCtx: hbCtx}
 	a.stopHeartbeat = func() {
-		if hbg != nil {
-			hbg.stop()
+		if g := b.heartbeatGroup(); g != nil {
+			g.stop()
 		}
 		hbCancel()
-		hb.wait()
+		b.hb.wait()
 	}
 	defer a.stopHeartbeat()
-	if err := untilDone(ctx, identityRetry(), a.identityWarning, transientOnly(a.ensureIdentity)); err != nil {
-		return err
-	}
-	var keys *group
-	if c := a.gossipKeys(); c != nil {
-		keys = bg.start(ctx, c)
-	}
-	if joining {
-		if err := a.firstLease(hbCtx, hb); err != nil {
-			return err
-		}
-	} else {
-		hbg = bg.start(ctx, hb)
-	}
-
-	req, err := a.registerAndRequest(ctx, joining)
-	if err != nil {
-		return err
-	}
-	if hbg == nil {
-		hbg = bg.start(ctx, hb)
-	}
-	if joining {
-		if err := a.join(ctx, req); err != nil {
-			return err
-		}
-	}
-	if a.controlPlane() {
-		if err := a.awaitVoter(ctx); err != nil {
-			return err
-		}
-		switched := a.asRoot.Load()
-		if err := untilDone(ctx, identityRetry(), a.identityWarning, a.finishIdentity); err != nil {
-			return err
-		}
-		if switched && keys != nil {
-			// Its follower holds the store it was made with.
-			keys.stop()
-			keys = bg.start(ctx, a.gossipKeys())
-		}
-	}
-	if err := a.awaitLeaves(ctx); err != nil { // a standby starts no member
+	if err := b.run(ctx); err != nil {
 		return err
 	}
 	a.healthy.Store(true)
-	if a.controlPlane() {
-		a.setPhase(ctx, api.NodeMember, "")
-	} else {
-		a.setPhase(ctx, api.NodeRegistered, "")
-	}
+	a.setPhase(ctx, a.readyPhase(), "")
 	a.publishGossip()
 	defer a.learnPeers()()
 	_ = a.notify.Ready()
@@ -414,7 +342,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		quota, dataDir = a.quotaWatch(), a.dataDirWatch()
 	}
-	return a.supervise(ctx, hbg, nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes(), a.drains(), a.kubeconfigPublish(), a.switchRelease()))
+	return a.supervise(ctx, b.heartbeatGroup(), nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes(), a.drains(), a.kubeconfigPublish(), a.switchRelease()))
 }
 
 // connect makes the store client: the configured endpoints plus the local

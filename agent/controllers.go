@@ -12,10 +12,25 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// The agent's long-running loops are controllers on one runtime (package
-// controller) for the life of the process; the bring-up in Run (PKI,
-// member, connect, register, join, voter) stays a sequence. Each group
-// starts once what it needs is in place and stops in reverse order:
+// Everything the agent does runs as controllers on one runtime (package
+// controller). The bring-up (agent/bringup.go) runs first, as one group:
+// each phase reconciles the node-local bring-up state, making its output
+// once its inputs are made, and the group ends once every output is:
+//
+//	phase          needs            makes            tick
+//	pki            -                certificates     -
+//	local-member   certificates     member-prepared  -
+//	store-connect  member-prepared  store-client     -
+//	etcd-identity  store-client     etcd-identity    -
+//	registration   etcd-identity    registered       -
+//	etcd-join      registered       member-joined    -
+//	voter          member-joined    voter            RetryInterval/4
+//	member-certs   voter            leaves           -
+//
+// Its phases start the groups below that outlive it: pki the renewal,
+// etcd-identity the gossip-key follower, registration the heartbeat. The
+// rest start once the node is ready, and every group stops in reverse
+// order of its start:
 //
 //	controller          group      watches (store)   tick
 //	cert-renewal        pki        -                 caCheckInterval (ca.key machines)
@@ -58,7 +73,7 @@ func (a *Agent) newRuntime() *controller.Runtime {
 		controller.WithLogger(a.log),
 		controller.WithBackoff(agentBackoff),
 		controller.WithHealthPolicy(agentMaxFailures, 5*time.Minute),
-		controller.WithFatal(isExit))
+		controller.WithFatal(func(err error) bool { return isExit(err) || isBringUpFailure(err) }))
 }
 
 // Runtime is the agent's controller runtime; other parts of the process

@@ -17,13 +17,13 @@ import (
 // added.
 const msgWaitLearner = "waiting for the coordinator to add this node as a learner"
 
-// join follows this node's join request (filed or resumed, with the
+// joinCluster follows this node's join request (filed or resumed, with the
 // reading it was filed on, by registerAndRequest; nil: it files or
 // resumes one itself) and the leader's answer: start the learner when it
 // is added, wipe and file again when the join failed, return once the
 // member is a voter. Every wake re-reads the request, the node's removal
 // request and the cluster's etcd version in one transaction.
-func (a *Agent) join(ctx context.Context, v *joinView) error {
+func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 	stopExtend := a.extendWhileJoining(ctx) // agent/progress.go
 	defer func() { stopExtend() }()
 	defer a.standby.Store(false)
@@ -265,29 +265,5 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 		return false, nil
 	default:
 		return false, fmt.Errorf("agent: join request phase %q is not known to this agent", j.Status.Phase)
-	}
-}
-
-// awaitVoter waits until the local member is a voter (a restarted learner
-// is promoted by the leader; its join request says so).
-func (a *Agent) awaitVoter(ctx context.Context) error {
-	for {
-		_, _, learner, err := a.selfMember(ctx)
-		switch {
-		case err == nil && !learner:
-			return nil
-		case err == nil && learner:
-			if err := a.join(ctx, nil); err != nil {
-				return err
-			}
-			continue
-		case errors.Is(err, errNoMember):
-			return a.removed(ctx, fmt.Sprintf("the cluster has no member at %s", a.cfg.PeerURL))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(a.cfg.RetryInterval / 4):
-		}
 	}
 }

@@ -37,7 +37,7 @@ type PKIConfig struct {
 var ErrNoCertificates = errors.New("agent: no certificates in pki.dir")
 
 // ObtainCertsFunc gets this machine's certificates through the join
-// endpoint (package join): it writes into dir at least ca.crt and
+// endpoint (package enroll): it writes into dir at least ca.crt and
 // node.{crt,key}, and on a control-plane machine ca.key and secrets.key
 // too, after which the agent issues its own etcd certificates.
 type ObtainCertsFunc func(ctx context.Context, dir pki.Dir) error

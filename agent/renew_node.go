@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/controller"
-	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/pki"
 )
 
@@ -91,7 +91,7 @@ func (a *Agent) renewNodeOnce(ctx context.Context) error {
 		return fmt.Errorf("agent: node certificate (serial %s) expires at %s and there is no join endpoint to renew it through: set join.endpoints or gossip.seeds", old.SerialNumber.Text(16), old.NotAfter.UTC().Format(time.RFC3339))
 	}
 	c, err := a.RenewNodeCert(ctx, d)
-	if errors.Is(err, join.ErrCertExpired) {
+	if errors.Is(err, enroll.ErrCertExpired) {
 		return a.rejoin(ctx, old)
 	}
 	if err != nil {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/homystack/nico/agent/joinendpoint"
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
@@ -185,7 +185,7 @@ func TestWorkerRenewsNodeCert(t *testing.T) {
 	if err := st.Put(ctx, store.NodeKey("w-1"), n); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := join.Renew(ctx, join.RenewConfig{Endpoints: []string{listen}, Log: log}, d); !errors.Is(err, join.ErrNodeRemoved) {
+	if _, err := enroll.Renew(ctx, enroll.RenewConfig{Endpoints: []string{listen}, Log: log}, d); !errors.Is(err, enroll.ErrNodeRemoved) {
 		t.Fatalf("renewal of a removed node: %v, want ErrNodeRemoved", err)
 	}
 	cancel()
@@ -230,7 +230,7 @@ func TestExpiredNodeCertRejoins(t *testing.T) {
 	renewCalls := 0
 	a.RenewNodeCert = func(context.Context, pki.Dir) (*x509.Certificate, error) {
 		renewCalls++
-		return nil, join.ErrCertExpired
+		return nil, enroll.ErrCertExpired
 	}
 	if err := a.renewNodeOnce(context.Background()); err == nil || !strings.Contains(err.Error(), "join token in tokenFile") {
 		t.Fatalf("no token: %v", err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/token"
 )
@@ -53,9 +53,9 @@ func Obtain(cfg ClientConfig, log *slog.Logger) func(ctx context.Context, dir pk
 		if len(cfg.Endpoints) == 0 {
 			return errors.New("join: no join endpoints: set join.endpoints or gossip.seeds")
 		}
-		cc := join.ClientConfig{Endpoints: cfg.Endpoints, Token: tok, Name: cfg.Name, Roles: cfg.Roles, Log: log}
+		cc := enroll.ClientConfig{Endpoints: cfg.Endpoints, Token: tok, Name: cfg.Name, Roles: cfg.Roles, Log: log}
 		retryable := func(err error) bool {
-			return errors.Is(err, join.ErrUnreachable) || errors.Is(err, join.ErrServer) || errors.Is(err, join.ErrRateLimited)
+			return errors.Is(err, enroll.ErrUnreachable) || errors.Is(err, enroll.ErrServer) || errors.Is(err, enroll.ErrRateLimited)
 		}
 		obtain := obtainOnce(cc, dir, tok, retryable, log)
 		var last error
@@ -75,10 +75,10 @@ func Obtain(cfg ClientConfig, log *slog.Logger) func(ctx context.Context, dir pk
 }
 
 // obtainOnce is one attempt of Obtain.
-func obtainOnce(cc join.ClientConfig, dir pki.Dir, tok token.Token, retryable func(error) bool, log *slog.Logger) func(ctx context.Context) error {
+func obtainOnce(cc enroll.ClientConfig, dir pki.Dir, tok token.Token, retryable func(error) bool, log *slog.Logger) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		resp, err := join.Obtain(ctx, cc, dir)
-		var rl *join.RateLimitedError
+		resp, err := enroll.Obtain(ctx, cc, dir)
+		var rl *enroll.RateLimitedError
 		switch {
 		case err == nil:
 			log.Info("joined: got this machine's certificate", "token", tok.ID, "controlPlane", resp.ControlPlane != nil)
@@ -106,6 +106,6 @@ func Renew(endpoints []string, log *slog.Logger) func(ctx context.Context, dir p
 		if len(endpoints) == 0 {
 			return nil, errors.New("agent: no join endpoints to renew the node certificate through: set join.endpoints or gossip.seeds")
 		}
-		return join.Renew(ctx, join.RenewConfig{Endpoints: endpoints, Log: log}, dir)
+		return enroll.Renew(ctx, enroll.RenewConfig{Endpoints: endpoints, Log: log}, dir)
 	}
 }

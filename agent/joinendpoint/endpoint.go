@@ -14,9 +14,9 @@ import (
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/gossipkey"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
 	"github.com/homystack/nico/pkg/secretbox"
@@ -27,7 +27,7 @@ import (
 )
 
 // Config is the join endpoint a control-plane machine serves
-// (package join, docs/security.md).
+// (package enroll, docs/security.md).
 type Config struct {
 	Name string
 	// Dir is the machine's pki.dir: the endpoint starts once it holds the
@@ -44,7 +44,7 @@ type Config struct {
 	// gossip secret until the machine holds one from its own join.
 	TokenFile string
 	Bootstrap bool
-	RateLimit join.RateLimit
+	RateLimit enroll.RateLimit
 	// EnsureIdentity makes a joining node's etcd user and role with the
 	// roles it joins with; nil: rbac.IdentityEnsurer through the endpoint's
 	// own (coordinator) client.
@@ -173,16 +173,16 @@ func (j *Endpoint) serve(ctx context.Context, listening func()) error {
 	if err != nil {
 		return fmt.Errorf("join endpoint: %w", err)
 	}
-	srv, err := join.NewServer(join.ServerConfig{
+	srv, err := enroll.NewServer(enroll.ServerConfig{
 		Tokens:              reg,
 		Signer:              ca,
 		CAPEM:               caPEM,
 		EnsureIdentityRoles: ensure,
-		Cluster:             func(ctx context.Context) (join.Cluster, error) { return j.cluster(ctx, cli, st) },
+		Cluster:             func(ctx context.Context) (enroll.Cluster, error) { return j.cluster(ctx, cli, st) },
 		ControlPlane:        j.bundle,
 		RateLimit:           j.cfg.RateLimit,
-		Nonces:              join.NewEtcdNonces(st),
-		NodeAlive:           join.HeartbeatOf(st),
+		Nonces:              enroll.NewEtcdNonces(st),
+		NodeAlive:           enroll.HeartbeatOf(st),
 		NodeRemoved:         func(ctx context.Context, name string) (bool, error) { return nodeRemoved(ctx, st, name) },
 		Now:                 j.Now,
 		Log:                 j.log,
@@ -191,7 +191,7 @@ func (j *Endpoint) serve(ctx context.Context, listening func()) error {
 	if err != nil {
 		return err
 	}
-	cert, err := join.ServerCert(ca, j.cfg.Name, j.hosts(), j.Now())
+	cert, err := enroll.ServerCert(ca, j.cfg.Name, j.hosts(), j.Now())
 	if err != nil {
 		return err
 	}
@@ -243,8 +243,8 @@ func (j *Endpoint) registerBootstrapToken(ctx context.Context, reg *token.Regist
 
 // cluster tells a joining machine the voters' client URLs and the gossip
 // secret and generation.
-func (j *Endpoint) cluster(ctx context.Context, cli *clientv3.Client, st *store.Store) (join.Cluster, error) {
-	var c join.Cluster
+func (j *Endpoint) cluster(ctx context.Context, cli *clientv3.Client, st *store.Store) (enroll.Cluster, error) {
+	var c enroll.Cluster
 	ml, err := cli.MemberList(ctx)
 	if err != nil {
 		return c, fmt.Errorf("member list: %w", err)
@@ -272,10 +272,10 @@ func (j *Endpoint) cluster(ctx context.Context, cli *clientv3.Client, st *store.
 
 // bundle reads what a control-plane machine gets besides its node
 // certificate.
-func (j *Endpoint) bundle(context.Context) (*join.Bundle, error) {
+func (j *Endpoint) bundle(context.Context) (*enroll.Bundle, error) {
 	d := j.cfg.Dir
 	files := map[string]*[]byte{}
-	var b join.Bundle
+	var b enroll.Bundle
 	var caKey, coordCert, coordKey, rootCert, rootKey []byte
 	files[d.CAKey()] = &caKey
 	files[d.SecretsKey()] = &b.SecretsKey

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/etcdtest"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/secretbox"
@@ -128,7 +128,7 @@ func TestJoinEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = Obtain(ClientConfig{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Endpoints: []string{listen}, TokenFile: bootFile}, log)(ctx, pki.Dir(t.TempDir()))
-	if !errors.Is(err, join.ErrNameInUse) || !strings.Contains(err.Error(), "node w-1 is alive") {
+	if !errors.Is(err, enroll.ErrNameInUse) || !strings.Contains(err.Error(), "node w-1 is alive") {
 		t.Fatalf("join as a live node: %v", err)
 	}
 

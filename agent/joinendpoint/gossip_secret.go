@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/pki"
 )
 
@@ -14,7 +14,7 @@ import (
 // bootstrap machine's token is the cluster's first gossip secret).
 func GossipSecret(d pki.Dir, tokenFile string) ([]byte, error) {
 	if d != "" {
-		if b, err := os.ReadFile(join.GossipSecretFile(d)); err == nil && len(b) > 0 {
+		if b, err := os.ReadFile(enroll.GossipSecretFile(d)); err == nil && len(b) > 0 {
 			return b, nil
 		}
 	}

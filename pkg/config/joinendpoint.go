@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// DefaultJoinPort is the join endpoint's port (package join).
+// DefaultJoinPort is the join endpoint's port (package enroll).
 const DefaultJoinPort = 7950
 
 // JoinEndpoint is the join endpoint (docs/security.md): control-plane

@@ -1,6 +1,9 @@
-// Package join is the join endpoint that control-plane agents serve and
-// the client a new machine uses to get its certificate with nothing but a
-// join token (docs/security.md):
+// Package enroll is a new machine's enrollment with a join token: the
+// join endpoint that control-plane agents serve and the client a new
+// machine uses to get its certificate with nothing but the token
+// (docs/security.md). It is not the etcd membership join, which the
+// agent's bring-up follows through a join request (api.JoinRequest) once
+// the machine holds its certificates:
 //
 //	client                                    server (control-plane agent)
 //	──────                                    ────────────────────────────
@@ -18,7 +21,7 @@
 //
 // The token's secret never crosses the wire: each side proves it knows it
 // with an HMAC-SHA256 keyed by it.
-package join
+package enroll
 
 import (
 	"bytes"

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/gossip"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -186,7 +186,7 @@ func Secret(ctx context.Context, st *store.Store, who Member, spec api.GossipKey
 		return nil, nil
 	}
 	gen := spec.SecretGeneration
-	if b, err := os.ReadFile(join.GossipSecretFile(who.Dir)); err == nil && len(b) > 0 && gossip.SecretCheck(b, gen) == spec.SecretCheck {
+	if b, err := os.ReadFile(enroll.GossipSecretFile(who.Dir)); err == nil && len(b) > 0 && gossip.SecretCheck(b, gen) == spec.SecretCheck {
 		return b, nil
 	}
 	s := api.NewGossipSecret(who.Name)
@@ -220,7 +220,7 @@ func Secret(ctx context.Context, st *store.Store, who Member, spec api.GossipKey
 		return nil, fmt.Errorf("%w (node %s, generation %d: the sealed one was replaced by a concurrent rotation)", ErrStaleSecret, who.Name, gen)
 	}
 	if who.Persist {
-		if err := pki.WriteFile(join.GossipSecretFile(who.Dir), secret); err != nil {
+		if err := pki.WriteFile(enroll.GossipSecretFile(who.Dir), secret); err != nil {
 			return nil, fmt.Errorf("gossipkey: persisting the gossip secret: %w", err)
 		}
 	}

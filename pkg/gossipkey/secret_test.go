@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
@@ -142,11 +142,11 @@ func TestRotateSecretAndFollow(t *testing.T) {
 	})
 	var secret []byte
 	for _, f := range []follower{a, b} {
-		fi, err := os.Stat(join.GossipSecretFile(f.dir))
+		fi, err := os.Stat(enroll.GossipSecretFile(f.dir))
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("gossip.secret: %v, %v; want mode 0600", fi, err)
 		}
-		s, _ := os.ReadFile(join.GossipSecretFile(f.dir))
+		s, _ := os.ReadFile(enroll.GossipSecretFile(f.dir))
 		if gossip.SecretCheck(s, 2) != k.Spec.SecretCheck || (secret != nil && !bytes.Equal(s, secret)) {
 			t.Fatal("the persisted secrets differ or do not match the stored check")
 		}
@@ -168,7 +168,7 @@ func TestRotateSecretAndFollow(t *testing.T) {
 		t.Fatalf("the missing secret was logged %d times, want once", n)
 	}
 	// c now gets the secret the way a joining machine does (gossip.secret).
-	if err := pki.WriteFile(join.GossipSecretFile(dc), secret); err != nil {
+	if err := pki.WriteFile(enroll.GossipSecretFile(dc), secret); err != nil {
 		t.Fatal(err)
 	}
 	testwait.For(t, 20*time.Second, "c on the new secret", func() (bool, string) {
@@ -187,7 +187,7 @@ func TestRotateSecretAndFollow(t *testing.T) {
 	if err := st.Put(ctx, store.NodeGossipSecretKey("b"), sa); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(join.GossipSecretFile(db)); err != nil {
+	if err := os.Remove(enroll.GossipSecretFile(db)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Secret(ctx, st, Member{Name: "b", Dir: db}, k.Spec); !errors.Is(err, ErrOpen) {

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/gossip"
 	"github.com/homystack/nico/pkg/gossipkey"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
@@ -101,7 +101,7 @@ func TestGossipSecretRotation(t *testing.T) {
 	})
 	var secret []byte
 	for name, d := range dirs {
-		path := join.GossipSecretFile(d)
+		path := enroll.GossipSecretFile(d)
 		fi, err := os.Stat(path)
 		if err != nil || fi.Mode().Perm() != 0o600 {
 			t.Fatalf("%s: %s: %v, %v; want mode 0600", name, path, fi, err)

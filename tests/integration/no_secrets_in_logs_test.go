@@ -17,9 +17,9 @@ import (
 
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
@@ -111,18 +111,18 @@ func TestNoSecretsInLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	gossipSecret := []byte("gossip-secret-" + tok.Secret[:8])
-	srv, err := join.NewServer(join.ServerConfig{
+	srv, err := enroll.NewServer(enroll.ServerConfig{
 		Tokens: reg, Signer: ca, CAPEM: ca.CertPEM,
 		EnsureIdentityRoles: rbac.IdentityEnsurer(st.Client().Auth, store.DefaultPrefix),
-		Cluster: func(context.Context) (join.Cluster, error) {
-			return join.Cluster{Endpoints: []string{client}, GossipSecret: gossipSecret, GossipGeneration: 1}, nil
+		Cluster: func(context.Context) (enroll.Cluster, error) {
+			return enroll.Cluster{Endpoints: []string{client}, GossipSecret: gossipSecret, GossipGeneration: 1}, nil
 		},
 		Log: jsonLog.With("component", "join-endpoint"),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := join.ServerCert(ca, "cp-1", []string{"127.0.0.1"}, time.Now())
+	cert, err := enroll.ServerCert(ca, "cp-1", []string{"127.0.0.1"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,13 +138,13 @@ func TestNoSecretsInLogs(t *testing.T) {
 	// A machine with the wrong secret is refused; one with the token joins.
 	wrong := tok
 	wrong.Secret = strings.Repeat("x", len(tok.Secret))
-	_, err = join.Obtain(ctx, join.ClientConfig{Endpoints: []string{ln.Addr().String()}, Token: wrong, Name: "w0", Roles: []api.Role{api.RoleWorker}, Log: text}, pki.Dir(filepath.Join(dir, "w0", "pki")))
+	_, err = enroll.Obtain(ctx, enroll.ClientConfig{Endpoints: []string{ln.Addr().String()}, Token: wrong, Name: "w0", Roles: []api.Role{api.RoleWorker}, Log: text}, pki.Dir(filepath.Join(dir, "w0", "pki")))
 	if err == nil {
 		t.Fatal("a wrong secret joined")
 	}
 	errs = append(errs, err)
 	wDir := pki.Dir(filepath.Join(dir, "w1", "pki"))
-	if _, err := join.Obtain(ctx, join.ClientConfig{Endpoints: []string{ln.Addr().String()}, Token: tok, Name: "w1", Roles: []api.Role{api.RoleWorker}, Log: text}, wDir); err != nil {
+	if _, err := enroll.Obtain(ctx, enroll.ClientConfig{Endpoints: []string{ln.Addr().String()}, Token: tok, Name: "w1", Roles: []api.Role{api.RoleWorker}, Log: text}, wDir); err != nil {
 		t.Fatalf("join: %v", err)
 	}
 	w := agent.Config{

@@ -12,7 +12,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
 	"github.com/homystack/nico/pkg/controller"
-	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/token"
 )
@@ -105,8 +105,8 @@ func roles(cfg config.Agent) []api.Role {
 
 // rateLimit is the endpoint's token bucket; zeros take the default's
 // value (join.DefaultRateLimit).
-func rateLimit(burst int, every time.Duration) join.RateLimit {
-	r := join.DefaultRateLimit
+func rateLimit(burst int, every time.Duration) enroll.RateLimit {
+	r := enroll.DefaultRateLimit
 	if burst > 0 {
 		r.Burst = burst
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/config"
-	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 )
@@ -68,13 +68,13 @@ func TestJoinFirst(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	if r := rateLimit(0, 0); r != join.DefaultRateLimit {
+	if r := rateLimit(0, 0); r != enroll.DefaultRateLimit {
 		t.Fatalf("zeros: %+v", r)
 	}
-	if r := rateLimit(5, 0); r.Burst != 5 || r.Every != join.DefaultRateLimit.Every {
+	if r := rateLimit(5, 0); r.Burst != 5 || r.Every != enroll.DefaultRateLimit.Every {
 		t.Fatalf("burst only: %+v", r)
 	}
-	if r := rateLimit(0, 3*time.Second); r.Burst != join.DefaultRateLimit.Burst || r.Every != 3*time.Second {
+	if r := rateLimit(0, 3*time.Second); r.Burst != enroll.DefaultRateLimit.Burst || r.Every != 3*time.Second {
 		t.Fatalf("interval only: %+v", r)
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/config"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/gossip"
-	"github.com/homystack/nico/pkg/join"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -30,8 +30,8 @@ func newMesh(cfg config.Coordinator, log *slog.Logger) (*gossip.Mesh, error) {
 		return nil, err
 	}
 	// On a machine that joined, the cluster's gossip secret is beside its
-	// CA certificate (package join), and its token is not that secret.
-	if secret, err := os.ReadFile(join.GossipSecretFile(pki.Dir(filepath.Dir(cfg.TLS.CAFile)))); err == nil && len(secret) > 0 {
+	// CA certificate (package enroll), and its token is not that secret.
+	if secret, err := os.ReadFile(enroll.GossipSecretFile(pki.Dir(filepath.Dir(cfg.TLS.CAFile)))); err == nil && len(secret) > 0 {
 		token = secret
 	}
 	return gossip.New(gossip.Config{

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/config"
-	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/spf13/cobra"
 )
@@ -185,7 +185,7 @@ func (a *app) caRenewNodeCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := join.Renew(cmd.Context(), join.RenewConfig{Endpoints: endpoints, Now: a.now}, d)
+			c, err := enroll.Renew(cmd.Context(), enroll.RenewConfig{Endpoints: endpoints, Now: a.now}, d)
 			if err != nil {
 				return err
 			}

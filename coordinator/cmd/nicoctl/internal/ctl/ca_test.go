@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/join"
+	"github.com/homystack/nico/pkg/enroll"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/token"
@@ -207,12 +207,12 @@ func TestCARenewNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := join.NewServer(join.ServerConfig{Tokens: noTokens{}, Signer: next, CAPEM: bundle,
-		Cluster: func(context.Context) (join.Cluster, error) { return join.Cluster{}, nil }})
+	srv, err := enroll.NewServer(enroll.ServerConfig{Tokens: noTokens{}, Signer: next, CAPEM: bundle,
+		Cluster: func(context.Context) (enroll.Cluster, error) { return enroll.Cluster{}, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cert, err := join.ServerCert(next, "cp-1", []string{"127.0.0.1"}, time.Now())
+	cert, err := enroll.ServerCert(next, "cp-1", []string{"127.0.0.1"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
