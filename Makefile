@@ -125,11 +125,13 @@ check: deps staticcheck-binary
 # one core idle for the last minutes (docs/performance.md has both
 # orders' times). go test prints each package's result in the order named,
 # so the first line comes after tests/integration's run; the echo says so.
+# -parallel 3: tests/integration's tests wait side by side, three at a time
+# (the few that must run alone do not call t.Parallel).
 SLOWEST_PACKAGES = ./tests/integration/ ./tests/kube/ ./tests/systemd/
 test: etcd-binaries check nix-check
 	@echo "make test: results print in package order, tests/integration's first, after about 20 minutes"
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
-		$(GO) test -race -count=1 -timeout 35m $(SLOWEST_PACKAGES) ./...
+		$(GO) test -race -count=1 -timeout 35m -parallel 3 $(SLOWEST_PACKAGES) ./...
 
 # test-s3 runs the snapshot store's S3 tests (pkg/snapshot) and nicoctl
 # restore --from a snapshot stored in S3 against a real

@@ -65,10 +65,16 @@ func (n *Node) Stop() error {
 	// ends the whole test process (a fatal "failed to purge snap file").
 	select {
 	case <-n.Runtime.Done():
+		return err
 	case <-time.After(60 * time.Second):
-		return errors.New("member did not exit within 60s of its agent")
 	}
-	return err
+	// Stop it here, and wait for it however long its close takes: the
+	// test has failed, but the process must outlive the member.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = n.Runtime.Stop(ctx)
+	<-n.Runtime.Done()
+	return errors.New("member did not exit within 60s of its agent")
 }
 
 // Notifier records what an agent tells the service manager; OnReady

@@ -26,6 +26,7 @@ import (
 // the leader dies as the deletion is asked for and its successor carries
 // it out.
 func TestClusterPlaneVMs(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()} // its agents apply generations
 	cfg := f.AgentConfig("cp-1", true)
@@ -172,6 +173,7 @@ func TestClusterPlaneVMs(t *testing.T) {
 // plane lets it go, its domain is removed and a fresh VM is asked for,
 // which joins as a voter and which the plane takes.
 func TestClusterControlPlaneVMReplaced(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()} // its agents apply generations
 	m1 := f.startMesh("cp-1", 131)

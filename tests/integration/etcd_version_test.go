@@ -26,6 +26,7 @@ import (
 // failed after its retries nor was lost. A restarted agent runs 3.7.3
 // again, not its runtime's default.
 func TestEtcdMinorUpgradeRolls(t *testing.T) {
+	t.Parallel()
 	bins := etcdtest.Binaries(t)
 	paths := map[string]string{}
 	for _, b := range bins {
@@ -122,6 +123,7 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 // version drops to 3.6.0), the members restart on 3.6.16 one at a time,
 // and etcd ends the downgrade once all run 3.6; no write fails.
 func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
+	t.Parallel()
 	bins := etcdtest.Binaries(t)
 	paths := map[string]string{}
 	for _, b := range bins {
@@ -174,6 +176,7 @@ func TestEtcdDowngradeGoesThroughTheDowngradeAPI(t *testing.T) {
 // slot released: no other node is asked, and a membership change could
 // run.
 func TestEtcdVersionRollHaltsWhenANodeCannotRunTheVersion(t *testing.T) {
+	t.Parallel()
 	bins := etcdtest.Binaries(t)
 	old := ""
 	for _, b := range bins {

@@ -38,6 +38,7 @@ func (f *fleet) bootVM(name string) {
 // ends with the VM a voter, one Machine and one domain, none asked twice.
 // The VM is the one host joining, so every learner step is its own.
 func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		step string
 		hook func(kill func()) func(*coord)
@@ -139,6 +140,7 @@ func TestEtcdGrowSurvivesLeaderDeath(t *testing.T) {
 // holding more than two of the five voters (losing any one host keeps
 // quorum), the claim's Spread condition true; the VMs become voters.
 func TestEtcdGrowsToFiveOverThreeHosts(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

@@ -34,6 +34,7 @@ func (f *fleet) setEtcdCluster(mod func(*api.EtcdClusterSpec)) {
 // Lowering spec.voters to 1 sheds the VM voters first and then destroys
 // their domains, and the claim ends with none.
 func TestEtcdClusterGrowsWithVMs(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
@@ -105,6 +106,7 @@ func TestEtcdClusterGrowsWithVMs(t *testing.T) {
 // claim releases it, its domain is destroyed, and a fresh VM is asked for,
 // placed on the host the dead one left, and joins as a voter.
 func TestDeadVMVoterIsReplaced(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 121)
 	seed := m1.Addr()

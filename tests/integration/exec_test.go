@@ -16,6 +16,7 @@ import (
 // available minor version as child processes: bootstrap, two joins, then the
 // removal of the etcd leader.
 func TestExecRuntime(t *testing.T) {
+	t.Parallel()
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
 			f := newFleet(t)

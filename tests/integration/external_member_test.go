@@ -30,6 +30,7 @@ import (
 // it, counts it for quorum (a node joins after it, with two voters to
 // keep healthy), and removes it once the test takes it out of the spec.
 func TestExternalMember(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t) // built before the fleets start, outside their deadlines
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {

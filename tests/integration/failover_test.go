@@ -18,6 +18,7 @@ import (
 // has not started. The next leader adopts the learner from the journal and
 // finishes the join.
 func TestLeaderCrashAfterAddingLearner(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
@@ -70,6 +71,7 @@ func TestLeaderCrashAfterAddingLearner(t *testing.T) {
 // TestDeposedLeaderCannotWrite: a candidate whose session expired keeps its
 // old fence; every decision it tries is refused.
 func TestDeposedLeaderCannotWrite(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

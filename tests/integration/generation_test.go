@@ -21,6 +21,7 @@ import (
 // exist each make the node report Failed with the cause and halt the
 // rollout, and nothing is switched.
 func TestBadGenerationInput(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()}
 	machine := applytest.New("/nix/store/initial-nixos-system-w-1")
@@ -68,6 +69,7 @@ func TestBadGenerationInput(t *testing.T) {
 // TestAgentRestartDoesNotReapply: an agent started again does not apply a
 // generation it already applied; it does apply the next one.
 func TestAgentRestartDoesNotReapply(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()}
 	rf.Start(rf.AgentConfig("cp-1", true))
@@ -102,6 +104,7 @@ func TestAgentRestartDoesNotReapply(t *testing.T) {
 // TestRemovedNodeSwitchesToOnRemoveFlake: a node removed from the fleet
 // applies its configuration's onRemoveFlake.
 func TestRemovedNodeSwitchesToOnRemoveFlake(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	dir := f.TempDir()
 	logPath := filepath.Join(dir, "log")

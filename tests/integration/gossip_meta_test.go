@@ -16,6 +16,7 @@ import (
 // generation it applied in its gossip metadata, and another member of the
 // mesh sees each new one; its health digest is published with it.
 func TestGossipMetadataFollowsGenerations(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()}
 	m1 := f.startMesh("cp-1", 171)

@@ -31,6 +31,7 @@ import (
 // the old secret, a member that holds only it (the token) is refused and
 // not even heard, at any generation; and no log line shows the new secret.
 func TestGossipSecretRotation(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t) // built before the fleet starts
 	logs := &logging.Buffer{}
 	f := newFleet(t)

@@ -79,6 +79,7 @@ func (f *fleet) startMeshOn(name string, ip, port int, seeds ...string) *gossip.
 // (its member answers, its lease is live); once its agent stops too, the
 // record says dead.
 func TestSelfJoinFromOneSeed(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 61)
 	seed := m1.Addr()

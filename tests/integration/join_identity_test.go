@@ -25,6 +25,7 @@ import (
 // docs/security.md's: user node:<name> with roles node:<name> and root,
 // the role with every permission of rbac.NodePerms.
 func TestJoinMakesTheNodeIdentityAfterTheVoter(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
@@ -107,6 +108,7 @@ func TestJoinMakesTheNodeIdentityAfterTheVoter(t *testing.T) {
 // when it is removed it records its removal and the leader revokes that
 // identity, as for any node.
 func TestControlPlaneJoinsUnderRoot(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

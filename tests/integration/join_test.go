@@ -16,6 +16,7 @@ import (
 // moment; the journal shows one operation at a time and the member list
 // never holds two learners.
 func TestConcurrentJoinsAreSerialized(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

@@ -29,6 +29,7 @@ import (
 // stops with an error that says the token was revoked and never shows its
 // secret.
 func TestJoinWithToken(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	listen, reg := bootstrapWithJoinEndpoint(t, f)
 	ctx := t.Context()
@@ -84,6 +85,7 @@ func TestJoinWithToken(t *testing.T) {
 // its own etcd certificates with it and becomes a voter; it then serves a
 // join endpoint of its own.
 func TestJoinControlPlaneWithToken(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	listen, reg := bootstrapWithJoinEndpoint(t, f)
 	f.StartCoordinator("c-1")

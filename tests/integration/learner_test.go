@@ -21,6 +21,7 @@ import (
 // after the start timeout the leader removes the learner and tells the node
 // to wipe and retry; once the member can start, the node joins.
 func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Policy.LearnerStartTimeout = 3 * time.Second
 	f.Start(f.AgentConfig("cp-1", true))
@@ -59,6 +60,7 @@ func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
 // and before its member started; a new agent with the same data dir resumes
 // the same join.
 func TestAgentKilledMidJoinRecovers(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
@@ -82,6 +84,7 @@ func TestAgentKilledMidJoinRecovers(t *testing.T) {
 // down; restarted on its old data dir, the agent sees that its member is
 // gone, wipes the data (keeping a copy) and joins with a new member ID.
 func TestRemovedNodeRejoinsWithNewID(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
@@ -148,6 +151,7 @@ func (r *slowReturn) Start(ctx context.Context, cfg member.Config) error {
 // while its agent is still in its join; the agent must stop as removed and
 // not file a new join request.
 func TestRemovedWhileJoining(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

@@ -25,6 +25,7 @@ import (
 // the coordinator's mesh sees it alive and the liveness record has it
 // alive through gossip, not only through etcd.
 func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 101)
 	seed := m1.Addr()
@@ -111,6 +112,7 @@ func TestVoterWhoseOnlySeedWasRemovedRejoinsTheMesh(t *testing.T) {
 // a join filed meanwhile completes without waiting on it, and no step names
 // it unhealthy. Once it is back in the mesh it is alive through gossip.
 func TestVoterCutOffFromTheMeshIsAliveWhileItServes(t *testing.T) {
+	t.Parallel()
 	f, c, cut := newSuspectFleet(t, 160, 5*time.Second)
 	cut.setCut(true)
 	coordMesh := f.Gossip.(*gossip.Mesh)

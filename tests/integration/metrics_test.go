@@ -15,6 +15,7 @@ import (
 // voter, the join counted as succeeded with its duration and its
 // join-to-voter time, and the fault tolerance of two voters.
 func TestMetricsMoveDuringAJoin(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

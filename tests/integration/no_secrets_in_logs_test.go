@@ -40,6 +40,7 @@ import (
 // secret, every private key (PEM and its base64 body), the secrets key and
 // the gossip secret (raw, hex, base64).
 func TestNoSecretsInLogs(t *testing.T) {
+	t.Parallel()
 	logs := &logging.Buffer{}
 	text, err := logging.New(logs, "debug", "text")
 	if err != nil {

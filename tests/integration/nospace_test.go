@@ -30,6 +30,7 @@ import (
 // accepted, and only then is cp-3 added, through a learner that raises
 // no alarm, to three voters.
 func TestNoSpaceHoldsAJoinUntilReclaimed(t *testing.T) {
+	t.Parallel()
 	const quota = 16 << 20
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))

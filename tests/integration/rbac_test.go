@@ -26,6 +26,7 @@ import (
 // coordinator can; a client without a certificate of the cluster CA can do
 // nothing.
 func TestRBAC(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.StartWith(t, etcdtest.Options{Members: 1, TLS: true})
 	eps := c.Endpoints()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -185,6 +186,7 @@ func clientAs(t *testing.T, eps []string, cfg *tls.Config) *clientv3.Client {
 // deletes its etcd user and role; the worker's certificate, still valid,
 // can then neither read nor write its own keys.
 func TestRemovedNodeLosesItsEtcdAccess(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

@@ -23,6 +23,7 @@ import (
 // handed back its host (all run by the nicoctl binary), and two new machines join through the
 // coordinator's learner path.
 func TestRecoverThroughAgents(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t)
 	f := newFleet(t)
 	meshes := map[string]*gossip.Mesh{}

@@ -18,6 +18,7 @@ import (
 // rejoined by the recovery); once it is done the coordinator, no longer
 // held, grows the cluster back with the standby and a new machine.
 func TestRecoverThroughAgentsWithAStandby(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t)
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)

@@ -19,6 +19,7 @@ import (
 // it had applied, and two new machines then join through the coordinator's
 // normal learner path.
 func TestRecoverFleetOfAgents(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

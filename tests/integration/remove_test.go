@@ -18,6 +18,7 @@ import (
 // etcd is removed; the leader moves leadership to another voter, and only
 // then removes the member. The removed agent wipes its data and stops.
 func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
@@ -83,6 +84,7 @@ func TestRemovingTheEtcdLeaderMovesLeadershipFirst(t *testing.T) {
 // removing a healthy one would leave one healthy voter of two; the leader
 // refuses and says why, and no member is removed. Forced, it goes through.
 func TestRemovalThatLosesQuorumIsRefused(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	n3 := f.Grow("c-1", "cp-1", "cp-2", "cp-3")[2]
 	_ = n3.Stop()

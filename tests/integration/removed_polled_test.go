@@ -26,6 +26,7 @@ import (
 // ErrRemoved, with its data dir wiped (the copy kept), the node recorded
 // as removed and its heartbeat gone; started again, it joins anew.
 func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")

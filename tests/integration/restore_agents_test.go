@@ -25,6 +25,7 @@ import (
 // throughout. nicoctl is killed after the first rejoin and a new run
 // resumes from the journal. Callers other than the operator are refused.
 func TestRestoreThroughAgents(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t)
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)

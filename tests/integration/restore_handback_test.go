@@ -69,6 +69,7 @@ func (w *ackedWriter) end() []ackedPut {
 // serve or rejoin reaches an agent. A client writes throughout: every
 // write the restored cluster acknowledged is there at the end.
 func TestRestoreRunAgainAfterAFailedHandBack(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t)
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)

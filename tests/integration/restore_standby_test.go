@@ -27,6 +27,7 @@ import (
 // stays); a new restore of the restored cluster is refused without
 // --again, naming the revisions it would discard.
 func TestRestoreThroughAgentsWithAStandby(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t)
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)
@@ -112,6 +113,7 @@ func voterNames(t *testing.T, ctx context.Context, cli *clientv3.Client) []strin
 // nothing: it says which agent it waits for, and once that agent answers
 // again it goes on and restores the cluster of three voters.
 func TestRestoreWaitsForARestartingAgent(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t)
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)
@@ -171,6 +173,7 @@ func TestRestoreWaitsForARestartingAgent(t *testing.T) {
 // --endpoints is given: the live cluster is asked through the members the
 // agents report.
 func TestRestoreRightAfterAShrink(t *testing.T) {
+	t.Parallel()
 	nicoctlBin(t)
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)

@@ -19,6 +19,7 @@ import (
 // the same agents and a coordinator started again serve the restored data
 // as a new cluster of three voters, the restore journaled as succeeded.
 func TestRestoreFleetOfAgents(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	names := f.growRecoveryVoters(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -158,6 +158,7 @@ func machines(lines []string) []string {
 // rollout, with no other node touched; undo; the coordinator leader killed
 // mid-rollout and the next one resuming; pause and resume.
 func TestRollout(t *testing.T) {
+	t.Parallel()
 	rf := newRollFleet(t, 3, 3)
 	ctx := t.Context()
 

@@ -26,6 +26,7 @@ const snapshotJoinBound = 15 * time.Second
 // 5 000 committed entries and no client writing, on the embedded runtime and
 // on each etcd binary; each becomes a voter within snapshotJoinBound.
 func TestJoinIntoSnapshottedLog(t *testing.T) {
+	t.Parallel()
 	runtimes := []struct {
 		name string
 		rt   func() member.Runtime

@@ -22,6 +22,7 @@ import (
 // voters. It reaches etcd through the endpoints it cached on its last
 // run, follows the stored key generation and is back in the mesh.
 func TestAgentLockedOutOfTheMeshComesBackThroughItsEndpointsCache(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	m1 := f.startMesh("cp-1", 191)
 	seed := m1.Addr()

@@ -16,6 +16,7 @@ import (
 // voter it promoted, without a reload. Screenshots are kept (paths in the
 // log).
 func TestStatusPageShowsAJoinLive(t *testing.T) {
+	t.Parallel()
 	statuspagetest.Chromium(t) // skip before starting a fleet
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))

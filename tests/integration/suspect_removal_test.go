@@ -16,6 +16,7 @@ import (
 // the leader naming cp-2, and no operation is journaled nor member removed
 // over the whole suspect window. Once cp-2 answers again cp-3 is removed.
 func TestNoRemovalWhileAVoterIsSuspect(t *testing.T) {
+	t.Parallel()
 	f, c, cut := newSuspectFleet(t, 150, 3*time.Minute)
 	cp3 := f.Start(f.AgentConfig("cp-3", false))
 	f.WaitVoters(90*time.Second, "cp-1", "cp-2", "cp-3")

@@ -20,6 +20,7 @@ import (
 // nor learner added over the whole suspect window. Once the voter answers
 // again the join proceeds and completes.
 func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
+	t.Parallel()
 	// Memberlist keeps a peer suspect this long before declaring it dead:
 	// longer than the window the test holds it suspect.
 	f, c, cut := newSuspectFleet(t, 70, 3*time.Minute)
@@ -58,6 +59,7 @@ func TestNoMembershipChangeWhileAVoterIsSuspect(t *testing.T) {
 // (the learner is not stalled: the leader is holding it). Once the voter
 // answers again the learner is promoted.
 func TestNoPromotionWhileAVoterIsSuspect(t *testing.T) {
+	t.Parallel()
 	// The progress timeout runs from the learner's add, and the learner
 	// starts only once cp-2 is suspect (about 5 s later). A learner whose
 	// first publish etcd lost does not answer for its 6 s publish timeout

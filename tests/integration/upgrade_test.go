@@ -25,6 +25,7 @@ import (
 // second time, even though the file still names another binary than the
 // one running (here the test binary: the loop guard).
 func TestAgentRestartsIntoTheAgentItsGenerationInstalls(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	rf := &rollFleet{fleet: f, dir: f.TempDir()}
 	rf.Start(rf.AgentConfig("cp-1", true))

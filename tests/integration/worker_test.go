@@ -13,6 +13,7 @@ import (
 // a heartbeat lease, becomes ready, and when removed it stops with
 // ErrRemoved and its heartbeat is gone.
 func TestWorkerRegistersAndLeaves(t *testing.T) {
+	t.Parallel()
 	f := newFleet(t)
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
