@@ -129,7 +129,7 @@ check: deps staticcheck-binary
 # (the few that must run alone do not call t.Parallel).
 SLOWEST_PACKAGES = ./tests/integration/ ./tests/kube/ ./tests/systemd/
 test: etcd-binaries check nix-check
-	@echo "make test: results print in package order, tests/integration's first, after about 20 minutes"
+	@echo "make test: results print in package order, tests/integration's first, after about 10 minutes"
 	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
 		$(GO) test -race -count=1 -timeout 35m -parallel 3 $(SLOWEST_PACKAGES) ./...
 
