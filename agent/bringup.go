@@ -9,6 +9,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
+	"github.com/homystack/nico/pkg/etcdadmin"
 )
 
 // The bring-up takes a node from nothing to a registered node (a voter,
@@ -17,8 +18,11 @@ import (
 // its inputs (the outputs of the phases before it), makes its output
 // once, and wakes the phases that wait on it. A phase that has its inputs
 // but cannot finish yet (a learner not yet promoted) reconciles again on
-// its tick. Any error of a phase ends the bring-up, and Run with it; the
-// identity phase tries etcd's transient errors again itself (untilDone).
+// its tick. Registration and the etcd join are tried again, after the
+// runtime's backoff, after an etcd error that passes by itself (a timeout,
+// a lost leader: etcdadmin.Transient); any other error of a phase ends the
+// bring-up, and Run with it. The identity phase tries etcd's transient
+// errors again itself (untilDone).
 // The phases, their inputs and outputs are listed in bringUpPhases and in
 // agent/controllers.go's table.
 
@@ -62,6 +66,10 @@ type bringUpPhase struct {
 	// do makes the output and reports whether it did; (false, nil): not
 	// yet, again at the next tick.
 	do func(b *bringUp, ctx context.Context) (bool, error)
+	// retried: do is tried again after an etcd error that passes by
+	// itself, rather than ending the bring-up; do must be safe to call
+	// again after such an error.
+	retried bool
 }
 
 // bringUpPhases are the bring-up's phases, in the order their outputs
@@ -71,8 +79,8 @@ var bringUpPhases = []bringUpPhase{
 	{name: "local-member", needs: []output{certsInPlace}, makes: memberPrepared, do: (*bringUp).localMember},
 	{name: "store-connect", needs: []output{memberPrepared}, makes: storeConnected, do: (*bringUp).connect},
 	{name: "etcd-identity", needs: []output{storeConnected}, makes: identityMade, do: (*bringUp).identity},
-	{name: "registration", needs: []output{identityMade}, makes: nodeRegistered, do: (*bringUp).register},
-	{name: "etcd-join", needs: []output{nodeRegistered}, makes: memberJoined, do: (*bringUp).joinEtcd},
+	{name: "registration", needs: []output{identityMade}, makes: nodeRegistered, do: (*bringUp).register, retried: true},
+	{name: "etcd-join", needs: []output{nodeRegistered}, makes: memberJoined, do: (*bringUp).joinEtcd, retried: true},
 	{name: "voter", needs: []output{memberJoined}, makes: memberVoter, do: (*bringUp).voter,
 		tick: func(a *Agent) time.Duration { return a.cfg.RetryInterval / 4 }},
 	{name: "member-certs", needs: []output{memberVoter}, makes: leavesIssued, do: (*bringUp).leaves},
@@ -96,6 +104,7 @@ type bringUp struct {
 	phases []bringUpPhase
 
 	joining bool      // a control-plane node whose member is not running yet
+	leased  bool      // the joining node's first heartbeat lease is granted
 	view    *joinView // the join request registration filed or resumed
 	keys    *group    // the gossip-key follower
 
@@ -196,6 +205,9 @@ func (b *bringUp) reconciler(p bringUpPhase) func(context.Context) error {
 			}
 		}
 		ok, err := p.do(b, ctx)
+		if err != nil && p.retried && ctx.Err() == nil && etcdadmin.Transient(err) {
+			return err // the runtime tries again after its backoff
+		}
 		if err != nil {
 			return bringUpFailed{phase: p.name, err: err}
 		}
@@ -313,11 +325,13 @@ func (b *bringUp) identity(ctx context.Context) (bool, error) {
 // registers.
 func (b *bringUp) register(ctx context.Context) (bool, error) {
 	a := b.a
-	if b.joining {
+	switch {
+	case b.joining && !b.leased:
 		if err := a.firstLease(b.hbCtx, b.hb); err != nil {
 			return false, err
 		}
-	} else {
+		b.leased = true
+	case !b.joining && b.heartbeatGroup() == nil:
 		b.startHeartbeat()
 	}
 	v, err := a.registerAndRequest(ctx, b.joining)
@@ -337,7 +351,9 @@ func (b *bringUp) joinEtcd(ctx context.Context) (bool, error) {
 	if !b.joining {
 		return true, nil
 	}
-	return true, b.a.joinCluster(ctx, b.view)
+	v := b.view
+	b.view = nil // tried again, it reads the request anew
+	return true, b.a.joinCluster(ctx, v)
 }
 
 // voter waits until the local member of a control-plane machine is a

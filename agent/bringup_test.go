@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/logging"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 )
 
 // TestBringUpPhasesChain: every phase needs only outputs an earlier phase
@@ -188,5 +190,36 @@ func TestBringUpStopsWithItsContext(t *testing.T) {
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("bring-up returned %v; want context.Canceled", err)
+	}
+}
+
+// TestBringUpTriesTransientErrorsAgain: a phase marked retried that meets
+// an etcd error that passes by itself (a request timed out) is tried
+// again, and the bring-up completes; the same error in a phase not marked
+// so ends the bring-up.
+func TestBringUpTriesTransientErrorsAgain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	var r phaseRecorder
+	tries := 0
+	flaky := r.phase("registration", []output{certsInPlace}, storeConnected, func() (bool, error) {
+		tries++
+		if tries < 3 {
+			return false, fmt.Errorf("agent: register: %w", rpctypes.ErrTimeout)
+		}
+		return true, nil
+	})
+	flaky.retried = true
+	b := testBringUp(t, ctx, r.phase("first", nil, certsInPlace, done), flaky)
+	if err := b.run(ctx); err != nil {
+		t.Fatalf("bring-up with a transient error in a retried phase: %v", err)
+	}
+	if tries != 3 {
+		t.Fatalf("the retried phase ran %d times; want 3", tries)
+	}
+
+	fatal := r.phase("pki", nil, certsInPlace, func() (bool, error) { return false, rpctypes.ErrTimeout })
+	if err := testBringUp(t, ctx, fatal).run(ctx); !errors.Is(err, rpctypes.ErrTimeout) {
+		t.Fatalf("bring-up with a transient error in a phase not retried: %v; want it to end with the error", err)
 	}
 }

@@ -27,7 +27,9 @@ import (
 //	voter          member-joined    voter            RetryInterval/4
 //	member-certs   voter            leaves           -
 //
-// Its phases start the groups below that outlive it: pki the renewal,
+// registration and etcd-join try again, after the runtime's backoff, an
+// etcd error that passes by itself; any other phase error ends the
+// bring-up. Its phases start the groups below that outlive it: pki the renewal,
 // etcd-identity the gossip-key follower, registration the heartbeat. The
 // rest start once the node is ready, and every group stops in reverse
 // order of its start:
