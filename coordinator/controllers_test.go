@@ -115,39 +115,52 @@ func TestLeaderGroupHealthAndWatches(t *testing.T) {
 	if !cd.c.Healthy() {
 		t.Errorf("not Healthy: %+v", cd.c.Health())
 	}
-	// The leader's own controllers may write the EtcdCluster (its status)
-	// while the keys below are written: each such write may wake every
-	// controller that watches it, once, and nothing else.
-	watchesEC := map[string]bool{}
-	for _, ctrl := range cd.c.leaderControllers(store.Fence{}) {
-		for _, w := range ctrl.Watches() {
-			if strings.HasPrefix(store.EtcdClusterKey, w) {
-				watchesEC[ctrl.Name()] = true
-			}
-		}
-	}
-	// Count from a point where every controller that watches the
-	// EtcdCluster has counted every write of it so far (each controller
-	// starts its watches at its own revision, so some see the bootstrap
-	// write and some do not): a write delivered late would otherwise land
+	// The leader's own controllers write while the keys below are written
+	// (the EtcdCluster's status, a claim, its liveness): each such write
+	// may wake every controller that watches it, once, and nothing else.
+	// Count from a revision that every controller's watches have
+	// delivered every earlier write of: each controller starts its watches
+	// at its own revision, so a write delivered late would otherwise land
 	// among the events counted below.
+	watches := map[string][]string{}
+	for _, ctrl := range cd.c.leaderControllers(store.Fence{}) {
+		watches[ctrl.Name()] = ctrl.Watches()
+	}
 	var startRev int64
 	before := map[string]uint64{}
-	testwait.For(t, 10*time.Second, "every controller watching the EtcdCluster to have seen its last write", func() (bool, string) {
-		kv, err := st.GetKV(t.Context(), store.EtcdClusterKey)
-		if err != nil {
-			return false, err.Error()
+	testwait.For(t, 10*time.Second, "every controller to have seen every write under its prefixes", func() (bool, string) {
+		startRev = 0
+		latest := map[string]int64{} // prefix -> the newest write under it
+		for _, ps := range watches {
+			for _, p := range ps {
+				if _, ok := latest[p]; ok {
+					continue
+				}
+				resp, err := st.Client().Get(t.Context(), p, clientv3.WithPrefix(), clientv3.WithKeysOnly(),
+					clientv3.WithSort(clientv3.SortByModRevision, clientv3.SortDescend), clientv3.WithLimit(1))
+				if err != nil {
+					return false, err.Error()
+				}
+				latest[p] = 0
+				if len(resp.Kvs) > 0 {
+					latest[p] = resp.Kvs[0].ModRevision
+				}
+				if rev := resp.Header.Revision; startRev == 0 || rev < startRev {
+					startRev = rev // the first read's: later writes are in the window
+				}
+			}
 		}
 		hs := cd.c.Health()
 		for _, h := range hs {
-			if watchesEC[h.Name] && h.WatchedTo[store.EtcdClusterKey] < kv.ModRevision {
-				return false, fmt.Sprintf("%s watched to %d, the EtcdCluster written at %d", h.Name, h.WatchedTo[store.EtcdClusterKey], kv.ModRevision)
+			for _, p := range watches[h.Name] {
+				if h.WatchedTo[p] < latest[p] {
+					return false, fmt.Sprintf("%s watched %s to %d, written at %d", h.Name, p, h.WatchedTo[p], latest[p])
+				}
 			}
 		}
 		for _, h := range hs {
 			before[h.Name] = h.Events
 		}
-		startRev = kv.ModRevision
 		return true, ""
 	})
 	events := func() map[string]uint64 {
