@@ -120,13 +120,17 @@ check: deps staticcheck-binary
 # for leaks (goleak) in their TestMain.
 #
 # The three longest packages are named first: go test starts a package's
-# run in the order named, two at a time on two cores, and in name order
-# (./... alone) these three, the longest by far, would come last and leave
-# one core idle for the last minutes (docs/performance.md has both
-# orders' times). go test prints each package's result in the order named,
-# so the first line comes after tests/integration's run; the echo says so.
-# -parallel 3: tests/integration's tests wait side by side, three at a time
-# (the few that must run alone do not call t.Parallel).
+# run in the order named, and in name order (./... alone) these three, the
+# longest by far, would come last and leave a core idle for the last
+# minutes. go test prints each package's result in the order named, so the
+# first line comes after tests/integration's run; the echo says so.
+# -parallel 3: within a package, tests that call t.Parallel wait side by
+# side, three at a time (tests/integration, coordinator, pkg/restore,
+# pkg/etcdadmin, pkg/member); the few that must run alone (a whole-cluster
+# rotation, a goroutine leak check, a package setting or an environment
+# variable changed) do not call it, and run before the others. More at a
+# time (-parallel 4, or three packages at a time) overloads two cores:
+# tests/integration's fleets then miss their elections.
 SLOWEST_PACKAGES = ./tests/integration/ ./tests/kube/ ./tests/systemd/
 test: etcd-binaries check nix-check
 	@echo "make test: results print in package order, tests/integration's first, after about 10 minutes"

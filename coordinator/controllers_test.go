@@ -24,6 +24,7 @@ import (
 // through the runtime's conformance suite, on real etcd, with a term's
 // fence and a machine pool to act on.
 func TestLeaderControllersConform(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	cli := etcdtest.Dial(t, pki.CoordinatorIdentity, 0, cl.Endpoints()...)
 	t.Cleanup(func() { cli.Close() })
@@ -75,6 +76,7 @@ func TestLeaderControllersConform(t *testing.T) {
 // controllers, healthy; writes outside their prefixes wake none of them;
 // when the candidate stops, the records stay, not running.
 func TestLeaderGroupHealthAndWatches(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestBootstrapClusterVoters(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ voters, want int }{
 		{0, 3}, {1, 3}, {2, 3}, {3, 3}, {4, 5}, {5, 5}, {6, 7}, {7, 7}, {9, 7},
 	} {
@@ -28,6 +29,7 @@ func TestBootstrapClusterVoters(t *testing.T) {
 }
 
 func TestPolicyOf(t *testing.T) {
+	t.Parallel()
 	fallback := membership.Policy{LearnerStartTimeout: time.Minute, LearnerProgressTimeout: 2 * time.Minute, ReplaceDeadMembersAfter: time.Hour}
 	got := policyOf(api.EtcdPolicy{LearnerStartTimeout: api.Duration(5 * time.Second)}, fallback)
 	want := membership.Policy{LearnerStartTimeout: 5 * time.Second, LearnerProgressTimeout: 2 * time.Minute}
@@ -40,6 +42,7 @@ func TestPolicyOf(t *testing.T) {
 // EtcdCluster from its settings; a next leader with other settings plans
 // with the stored object and does not overwrite it.
 func TestTheStoredEtcdClusterOutlivesItsWriter(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
 	if err != nil {
@@ -93,6 +96,7 @@ func errString(err error) string {
 // the candidate's coordinator.healthTimeout, bounds the leader's calls to
 // each member once the object says it, and a change reaches it.
 func TestTheLeaderUsesTheObjectsHealthTimeout(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
 	if err != nil {

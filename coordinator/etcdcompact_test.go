@@ -103,6 +103,7 @@ func (e *compactEnv) readable(key string, rev int64) bool {
 // compaction in status.compaction and the metrics; a deposed leader
 // compacts nothing.
 func TestCompactionKeepsTheRetentionWindow(t *testing.T) {
+	t.Parallel()
 	e := newCompactEnv(t, api.EtcdPolicy{CompactionRetention: api.Duration(time.Hour)})
 	old := e.put("k", "v0") // before the first sample
 	if got := e.pass(); got.Revision != 0 {
@@ -194,6 +195,7 @@ func TestCompactionKeepsTheRetentionWindow(t *testing.T) {
 // compacts nothing, however old the history grows; set back to false, it
 // compacts once its first sample is a retention old.
 func TestCompactionDisabled(t *testing.T) {
+	t.Parallel()
 	e := newCompactEnv(t, api.EtcdPolicy{CompactionDisabled: true})
 	old := e.put("k", "v0")
 	for range 5 {
@@ -247,6 +249,7 @@ func (e *compactEnv) metric(name string) float64 {
 // nico's etcd once the retention has passed, and the etcd-status
 // controller's status writes keep status.compaction.
 func TestLeaderCompactsItsEtcd(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	cli := etcdtest.NewClient(t, cl.Endpoints()...)
 	st, err := store.New(cli, store.DefaultPrefix)

@@ -19,6 +19,7 @@ import (
 // call's timeout has not passed, and is released (journaled) once it has;
 // one whose member left is released at once.
 func TestStaleDefragSlotReleased(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st := dialStore(t, cl)
 	ctx := t.Context()

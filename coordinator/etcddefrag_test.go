@@ -86,6 +86,7 @@ func fragment(t *testing.T, cli *clientv3.Client, n int) {
 // Defrag operation, the etcd leader last; status then shows every member
 // with its role and database sizes, and the slot is free.
 func TestDefragOneAtATimeLeaderLast(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 3)
 	st := dialStore(t, cl)
 	ctx := t.Context()

@@ -13,6 +13,7 @@ import (
 // TestEtcdClaimInput: what the etcd-machines controller hands the claim
 // planner from the stored objects and etcd's members.
 func TestEtcdClaimInput(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	node := func(name string, roles ...api.Role) *api.Node {
 		n := api.NewNode(name)

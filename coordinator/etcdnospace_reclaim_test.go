@@ -55,6 +55,7 @@ func gather(t *testing.T, reg *metrics.Registry) metricstest.Families {
 // below the quota; writes work again, the status records the episode and
 // the alarm series is gone.
 func TestNoSpaceReclaimedByTheLeader(t *testing.T) {
+	t.Parallel()
 	const quota = 6 << 20
 	cl := etcdtest.StartWith(t, etcdtest.Options{Members: 1, TLS: etcdtest.TLSDefault, QuotaBackendBytes: quota})
 	st := dialStore(t, cl)

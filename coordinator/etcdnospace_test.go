@@ -63,6 +63,7 @@ func (r *disarmRecorder) DisarmNoSpace(ctx context.Context, id api.MemberID) err
 // and disarms NOSPACE only then, below the quota, once, and defragments no
 // more; writes work again and status shows no alarm.
 func TestNoSpaceDisarmedAfterDefrag(t *testing.T) {
+	t.Parallel()
 	const quota = 6 << 20
 	cl := etcdtest.StartWith(t, etcdtest.Options{Members: 1, TLS: etcdtest.TLSDefault, QuotaBackendBytes: quota})
 	st := dialStore(t, cl)

@@ -43,6 +43,7 @@ func (a *scriptedAdmin) CompactHistory(context.Context) (int64, error) { return 
 // and the ETA from the rate the gap closed; once it is a voter the
 // progress is gone.
 func TestLearnerProgressInStatus(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st := dialStore(t, cl)
 	ctx := t.Context()

@@ -68,6 +68,7 @@ func putNode(t *testing.T, st *store.Store, name, peer string) {
 // the controller re-reads and writes its status on the new spec, keeping
 // status.external (another controller's field) as it was.
 func TestStatusWriteKeepsAConcurrentSpec(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st := dialStore(t, cl)
 	ctx := t.Context()
@@ -144,6 +145,7 @@ func TestStatusWriteKeepsAConcurrentSpec(t *testing.T) {
 
 // TestStatusWriteIsFenced: a deposed leader's status write is refused.
 func TestStatusWriteIsFenced(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st := dialStore(t, cl)
 	ctx := t.Context()

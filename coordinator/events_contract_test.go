@@ -18,6 +18,7 @@ import (
 // removal, also when a new leader finishes what a crashed one started, is
 // a named event (none is left an OpStep), in the flow's order.
 func TestJournalLinesAreNamedEvents(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	for _, tc := range []struct {
 		scenario string

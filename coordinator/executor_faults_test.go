@@ -82,6 +82,7 @@ func (h *execHarness) checkFired(want []string) {
 // the failed pass returns the error and a later pass picks up from what
 // the journal and the membership say.
 func TestExecutorSurvivesErrorsAtEachCall(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	for _, tc := range []struct {
 		scenario string
@@ -143,6 +144,7 @@ func TestExecutorSurvivesErrorsAtEachCall(t *testing.T) {
 // without repeating the change, and the crashed leader's term can write
 // nothing more.
 func TestExecutorResumesFromTheJournal(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	for _, tc := range []struct {
 		scenario string
@@ -184,6 +186,7 @@ func TestExecutorResumesFromTheJournal(t *testing.T) {
 // sees Done wipes its member and, started again, files a new request at
 // once; a deletion after Done could take that new request away.
 func TestRemovalDoneDeletesTheJoinRequestAtOnce(t *testing.T) {
+	t.Parallel()
 	h := newExecHarness(t, etcdtest.Start(t, 1))
 	j := api.NewJoinRequest("cp-2")
 	j.Spec = api.JoinRequestSpec{Node: "cp-2", PeerURL: memPeerURL("cp-2"), ClientURL: memClientURL("cp-2"), Attempt: 1}

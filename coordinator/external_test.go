@@ -100,6 +100,7 @@ func (h *execHarness) recorded() bool {
 // off-boarding pass by pass, with the leader crashing after each of the
 // membership calls before the journal records it.
 func TestExternalMemberOnAndOffBoarding(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	for _, crash := range []membership.Action{"", membership.AddLearner, membership.Promote, membership.RemoveMember} {
 		t.Run("crash after "+string(crash), func(t *testing.T) {
@@ -158,6 +159,7 @@ func TestExternalMemberOnAndOffBoarding(t *testing.T) {
 // TestExternalLearnerThatNeverStartsIsRemoved: the learner start timeout
 // applies to an external member too, and its values are cleared.
 func TestExternalLearnerThatNeverStartsIsRemoved(t *testing.T) {
+	t.Parallel()
 	h := newExecHarness(t, etcdtest.Start(t, 1))
 	h.c.cfg.Policy.LearnerStartTimeout = 5 * time.Second
 	h.declareExternal(true)
@@ -180,6 +182,7 @@ func TestExternalLearnerThatNeverStartsIsRemoved(t *testing.T) {
 // compare-and-swap; a write of the object by another writer in between is
 // kept, spec and the rest of status alike.
 func TestExternalStartsKeepTheRestOfTheObject(t *testing.T) {
+	t.Parallel()
 	h := newExecHarness(t, etcdtest.Start(t, 1))
 	h.declareExternal(true)
 	ctx := t.Context()

@@ -21,6 +21,7 @@ func waitHealthy(t *testing.T, c *Coordinator, want bool) {
 // candidate is healthy once it campaigns; it is unhealthy once its session's lease is gone, healthy
 // again with the next term's session, and unhealthy after Run returns.
 func TestHealthFollowsTheElectionSession(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	cd := startCandidate(t, cl, "c-1", 2*time.Second)
 	select {

@@ -19,6 +19,7 @@ import (
 // until the restore records the new ID. A running restore in the
 // one-change slot holds the cluster the same way until it ends.
 func TestLeaderKeepsOffAHeldCluster(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	cli := etcdtest.NewClient(t, cl.Endpoints()...)
 	st, err := store.New(cli, store.DefaultPrefix)
@@ -125,6 +126,7 @@ func TestLeaderKeepsOffAHeldCluster(t *testing.T) {
 // gets one from its leader, so that a snapshot of it holds the
 // coordinators off the cluster restored from it.
 func TestLeaderRecordsTheClusterID(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	cli := etcdtest.NewClient(t, cl.Endpoints()...)
 	st, err := store.New(cli, store.DefaultPrefix)

@@ -19,6 +19,7 @@ import (
 // done, so the next one, without waiting JournalEvery, reads again and
 // prunes what the failed one could not.
 func TestJournalReturnsStoreErrors(t *testing.T) {
+	t.Parallel()
 	st := memStore(t)
 	ctx := t.Context()
 	clk := clockwork.NewFakeClockAt(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))

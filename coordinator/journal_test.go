@@ -24,6 +24,7 @@ func journaled(name string, typ api.OpType, phase api.OpPhase, ended time.Time) 
 // not among the Keep newest finished ones; running operations and the
 // records of restores and recoveries stay whatever their age.
 func TestPrunable(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	day := 24 * time.Hour
 	pol := JournalPolicy{Keep: 2, For: 7 * day}
@@ -85,6 +86,7 @@ func TestPrunable(t *testing.T) {
 // read is kept; a deposed leader deletes nothing. It runs on a memory
 // etcd, its clock moved by the test.
 func TestJournalPrunes(t *testing.T) {
+	t.Parallel()
 	st := memStore(t)
 	ctx := t.Context()
 	clk := clockwork.NewFakeClockAt(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))

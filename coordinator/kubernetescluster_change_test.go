@@ -18,6 +18,7 @@ import (
 // the same three machines at once against real etcd: each machine ends up
 // held by exactly one, and each pass keeps only what it won.
 func TestClaimRace(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	machines := []string{"m-1", "m-2", "m-3"}
 	for _, m := range machines {
@@ -73,6 +74,7 @@ func TestClaimRace(t *testing.T) {
 // version rolls the control plane first; another change rolls the data
 // plane first.
 func TestVersionChangeRollsControlPlaneFirst(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1", "role", "cp")
 	h.machine("cp-2", "role", "cp")
@@ -156,6 +158,7 @@ func (h *kcHarness) untilInSync() {
 // machine and the reason; reports older than three probe intervals count
 // as none.
 func TestComponentsFollowTheReports(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1", "role", "cp")
 	h.machine("cp-2", "role", "cp")
@@ -188,6 +191,7 @@ func TestComponentsFollowTheReports(t *testing.T) {
 // the first server in cluster.nix is the one the control plane's rollout
 // starts with, and the servers roll one at a time.
 func TestDistributionServersJoinOneAtATime(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	for _, m := range []string{"cp-1", "cp-2", "cp-10"} {
 		h.machine(m)
@@ -216,6 +220,7 @@ func TestDistributionServersJoinOneAtATime(t *testing.T) {
 // TestRolloutNameTakenIsSkipped: a rollout someone else named like the
 // cluster's next one does not stop the cluster: it takes the next name.
 func TestRolloutNameTakenIsSkipped(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1")
 	other := api.NewRollout("k1-1")
@@ -242,6 +247,7 @@ func TestRolloutNameTakenIsSkipped(t *testing.T) {
 // longer holds ends with store.ErrNotLeader (the term ends) and writes no
 // claim, rollout or status; the leader's next pass does.
 func TestDeposedLeaderWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1")
 	kc := api.NewKubernetesCluster("k1")
@@ -265,6 +271,7 @@ func TestDeposedLeaderWritesNothing(t *testing.T) {
 // whose node left the fleet is not rolled (a rollout would halt on it):
 // its claim is dropped and the cluster takes another.
 func TestMachineGoneFromTheFleetIsUnclaimed(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1", "role", "cp")
 	h.machine("cp-2", "role", "cp")
@@ -295,6 +302,7 @@ func TestMachineGoneFromTheFleetIsUnclaimed(t *testing.T) {
 // TestPauseFollowsTheCluster: spec.rollout.paused reaches the cluster's
 // rollout, the one in flight too.
 func TestPauseFollowsTheCluster(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1")
 	kc := api.NewKubernetesCluster("k1")

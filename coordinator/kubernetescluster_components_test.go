@@ -25,6 +25,7 @@ func clusterNixOf(t *testing.T, r *api.Rollout, m string) string {
 // changes the cluster.nix every machine gets, so a rollout carrying the
 // new file follows.
 func TestComponentChangeRolls(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1", "role", "cp")
 	h.machine("dp-1", "role", "dp")

@@ -18,6 +18,7 @@ import (
 // stays Deleting with its secrets and data; once it answers, the snapshot
 // is taken, naming the cluster, and the deletion finishes.
 func TestClusterDeletionKeepsASnapshot(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	ec := api.NewEtcdCluster()
 	ec.Spec.Snapshots = api.EtcdSnapshotsSpec{Destination: "/mnt/share/etcd"}

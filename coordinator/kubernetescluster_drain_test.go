@@ -63,6 +63,7 @@ func releaseRollouts(h *kcHarness) []*api.Rollout {
 // onRemoveFlake, its configuration deleted, unclaimed and its request
 // gone; MachinesDrained is true.
 func TestRemovedMachineIsDrainedThenReleased(t *testing.T) {
+	t.Parallel()
 	var asked []*api.DrainRequest
 	var h *kcHarness
 	h = drainCluster(t, func(r *api.DrainRequest) api.DrainRequestStatus {
@@ -114,6 +115,7 @@ func TestRemovedMachineIsDrainedThenReleased(t *testing.T) {
 // (TestFailedDrainIsRetriedWithBackoff); once spec.drain.command is
 // fixed, a new attempt runs and the machine is released.
 func TestFailedDrainHoldsTheMachine(t *testing.T) {
+	t.Parallel()
 	results := []api.DrainRequestStatus{
 		{Phase: api.DrainFailed, ExitCode: 3, Output: "error: cannot evict pod default/web-1: disruption budget"},
 		{Phase: api.DrainFailed, ExitCode: -1, TimedOut: true, Output: "evicting pod default/web-1"},
@@ -181,6 +183,7 @@ func TestFailedDrainHoldsTheMachine(t *testing.T) {
 // TestTakenBackMachineDropsItsDrain: a machine whose drain failed is put
 // back in the list: its request is dropped and it stays in the cluster.
 func TestTakenBackMachineDropsItsDrain(t *testing.T) {
+	t.Parallel()
 	h := drainCluster(t, func(*api.DrainRequest) api.DrainRequestStatus {
 		return api.DrainRequestStatus{Phase: api.DrainFailed, ExitCode: 1}
 	})
@@ -209,6 +212,7 @@ func TestTakenBackMachineDropsItsDrain(t *testing.T) {
 // drains every machine, on the control-plane machine while it still runs
 // the cluster, before the release rollout.
 func TestDeletedClusterDrainsItsMachines(t *testing.T) {
+	t.Parallel()
 	var asked []string
 	var h *kcHarness
 	h = drainCluster(t, func(r *api.DrainRequest) api.DrainRequestStatus {
@@ -242,6 +246,7 @@ func TestDeletedClusterDrainsItsMachines(t *testing.T) {
 // TestDeposedLeaderAsksNoDrain: a pass under a fence that no longer
 // holds writes no drain request (ErrNotLeader); the leader's does.
 func TestDeposedLeaderAsksNoDrain(t *testing.T) {
+	t.Parallel()
 	h := drainCluster(t, nil)
 	h.update(func(kc *api.KubernetesCluster) { kc.Spec.DataPlane.Machines = []string{"dp-1"} })
 	for i := 0; i < 10 && h.drainRequest("dp-2") == nil; i++ {
@@ -281,6 +286,7 @@ func (h *kcHarness) passFor(d time.Duration) {
 // stays the same while it waits); once it succeeds
 // the machine is released.
 func TestFailedDrainIsRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
 	blocked := api.DrainRequestStatus{Phase: api.DrainFailed, ExitCode: 1, Output: "error: cannot evict pod default/web-1: disruption budget"}
 	results := []api.DrainRequestStatus{blocked, blocked, {Phase: api.DrainSucceeded, Output: "node/dp-2 drained"}}
 	var asked []*api.DrainRequest

@@ -13,6 +13,7 @@ import (
 // on-machine probe (EffectiveProbes), so the leader judges it by their
 // report, not as "not probed".
 func TestFactsJudgeAnExternalAPIServerByItsReport(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	kc := api.NewKubernetesCluster("k")
 	kc.Spec.Probes.APIServer = &api.ComponentProbe{Disabled: true}

@@ -13,6 +13,7 @@ import (
 // control-plane machine), says why its report failed naming the path, and
 // turns true with status.kubeconfigSecret once the agent published it.
 func TestDistributionKubeconfigCondition(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	for _, m := range []string{"cp-1", "cp-2", "dp-1"} {
 		h.machine(m)

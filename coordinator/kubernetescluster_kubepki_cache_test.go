@@ -96,6 +96,7 @@ func (h *pkiCacheHarness) rev(key string) int64 {
 // renewed as it enters its renewal window (an injected clock), though
 // the last full check was minutes before.
 func TestKubePKICacheMissesNoChange(t *testing.T) {
+	t.Parallel()
 	h := newPKICacheHarness(t)
 	ctx := t.Context()
 	h.steady()
@@ -191,6 +192,7 @@ func TestKubePKICacheMissesNoChange(t *testing.T) {
 // TestEnsureCacheTerms: an entry holds in its own term only, and a new
 // term drops the entries of the one before.
 func TestEnsureCacheTerms(t *testing.T) {
+	t.Parallel()
 	var c ensureCache
 	now := time.Unix(1_700_000_000, 0)
 	a, b := store.Fence{Key: "election/a", Rev: 10}, store.Fence{Key: "election/b", Rev: 20}

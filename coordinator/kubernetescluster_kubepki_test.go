@@ -21,6 +21,7 @@ import (
 // identity exists, the kubeconfig secret is published once the control
 // plane is ready; deletion removes the identity and the secrets.
 func TestKubePKISecretsThroughTheController(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	ctx := t.Context()
 	var err error

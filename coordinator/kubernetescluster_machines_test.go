@@ -43,6 +43,7 @@ func (h *kcHarness) machineClaim(name string) *api.MachineClaim {
 // cluster gives back the VMs it asked for and deletes its claims; the
 // other claim's VM is untouched.
 func TestClusterMachinesFromPool(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("dp-1", "role", "dp")
 	h.claimed("vms-etcd-0", api.EtcdClaimName, "role", "dp") // matches the selector, but the etcd cluster's
@@ -126,6 +127,7 @@ func TestClusterMachinesFromPool(t *testing.T) {
 // its place; before that time it is kept. A dead control-plane VM that
 // runs an etcd member stays on its claim until the member is removed.
 func TestClusterDeadVMIsReplaced(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	ec := api.NewEtcdCluster()
 	ec.Spec.Policy.ReplaceDeadMembersAfter = api.Duration(time.Minute)

@@ -19,6 +19,7 @@ import (
 // namespacing proxy (no prefix), and an etcd role that reaches all of
 // /clusters/<c>/ (the proxy's namespace) and nothing else.
 func TestNamespacedClusterThroughTheController(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	ctx := t.Context()
 	var err error

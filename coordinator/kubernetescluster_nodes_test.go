@@ -70,6 +70,7 @@ func (a *fakeClusterAPI) set(m string, n kubeplan.NodeState) {
 // the API servers are ready; a released machine's Node is deleted before
 // its claim is dropped.
 func TestClusterReadyFromNodes(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	fake := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}}
 	h.c.cfg.Clusters.API = fake
@@ -160,6 +161,7 @@ func TestClusterReadyFromNodes(t *testing.T) {
 // fails the pass (the runtime retries it with backoff) after the status
 // is written; the next pass registers it.
 func TestBootstrapRetried(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	fake := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{"dp-1": {Ready: true, Status: "True"}}}
 	h.c.cfg.Clusters.API = fake
@@ -195,6 +197,7 @@ func TestBootstrapRetried(t *testing.T) {
 // ready), the pass does not fail; the data plane names why its Nodes are
 // not read.
 func TestBootstrapWaitsForKubeconfig(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	fake := &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{}, bootErr: fmt.Errorf("admin kubeconfig k1-kubeconfig: %w", store.ErrNotFound)}
 	h.c.cfg.Clusters.API = fake

@@ -11,6 +11,7 @@ import (
 // flake is where the host files of package kubepki put that file, so a
 // flake that follows cluster.nix reads what nico delivered.
 func TestClusterNixNamesWhereKubePKIWrites(t *testing.T) {
+	t.Parallel()
 	nix, pki := clusternix.DefaultPaths(), kubepki.DefaultPaths()
 	for _, c := range []struct{ name, nix, pki string }{
 		{"joinToken", nix.JoinToken, pki.JoinToken},

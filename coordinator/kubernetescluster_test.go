@@ -19,6 +19,7 @@ import (
 // no data-plane machine gets a configuration before the API servers are
 // ready, and the phase goes Provisioning -> Ready.
 func TestClusterProvisionsInOrder(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	for i := 1; i <= 3; i++ {
 		h.machine(fmt.Sprintf("cp-%d", i), "role", "cp")
@@ -121,6 +122,7 @@ func TestClusterProvisionsInOrder(t *testing.T) {
 // leave the cluster Provisioning with WaitingForMachines and the number
 // missing; a named machine that does not exist fails it, naming it.
 func TestClusterWaitsForMachinesAndFailsOnUnknown(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("cp-1", "role", "cp")
 	h.machine("dp-1", "role", "dp")
@@ -156,6 +158,7 @@ func TestClusterWaitsForMachinesAndFailsOnUnknown(t *testing.T) {
 // machines; the older claims first, the other gets what is left and waits
 // for the rest. No machine is held by both.
 func TestCompetingClustersOneWinsPerMachine(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	for i := 1; i <= 3; i++ {
 		h.machine(fmt.Sprintf("cp-%d", i), "role", "cp")
@@ -207,6 +210,7 @@ func (h *kcHarness) readyThenDelete(name string) {
 // configuration left), drops the claims, deletes the secrets, the
 // rollouts and the cluster, with phase Deleting meanwhile.
 func TestClusterDeletion(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.readyThenDelete("k1")
 	var sawDeleting, sawMinimal bool

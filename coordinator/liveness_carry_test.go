@@ -22,6 +22,7 @@ import (
 // the active-operation key, and not in a write of its own before it. The
 // learner is added after both.
 func TestLivenessGoesWithTheJoinJournal(t *testing.T) {
+	t.Parallel()
 	st, fence := leaderStore(t)
 	cli := st.Client()
 	ctx := t.Context()
@@ -81,6 +82,7 @@ func TestLivenessGoesWithTheJoinJournal(t *testing.T) {
 // TestJournalsFirst: only a start with no snapshot taken before it
 // carries the liveness record in its journal write.
 func TestJournalsFirst(t *testing.T) {
+	t.Parallel()
 	snaps := api.NewEtcdCluster()
 	snaps.Spec.Snapshots = api.EtcdSnapshotsSpec{Destination: "/mnt/share"}
 	off := api.NewEtcdCluster()

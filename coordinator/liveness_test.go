@@ -19,6 +19,7 @@ import (
 // is gone and another leads, its write is refused and the record keeps the
 // new leader's view.
 func TestDeposedLeaderCannotWriteLiveness(t *testing.T) {
+	t.Parallel()
 	cli := memClient(t, clockwork.NewFakeClock())
 	st, err := store.New(cli, store.DefaultPrefix)
 	if err != nil {
@@ -92,6 +93,7 @@ func (f fakeMesh) Nodes() []gossip.NodeState { return f }
 // answer into the rule; a voter the mesh calls dead is alive while its
 // member answers and its lease is live, and dead once either goes.
 func TestLivenessOfAVoterOutOfTheMesh(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	deadSince := now.Add(-time.Minute)
 	mesh := fakeMesh{

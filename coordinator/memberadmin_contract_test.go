@@ -33,6 +33,7 @@ type contractEnv struct {
 // TestMemberAdminContract runs one contract against etcdadmin on real etcd,
 // the in-memory fake and the error-injecting fake with nothing armed.
 func TestMemberAdminContract(t *testing.T) {
+	t.Parallel()
 	t.Run("etcd", func(t *testing.T) { memberAdminContract(t, etcdContractEnv(t)) })
 	t.Run("memory", func(t *testing.T) { memberAdminContract(t, memContractEnv(newMemAdmin("m0", "m1"), nil)) })
 	t.Run("faults", func(t *testing.T) {

@@ -57,6 +57,7 @@ func (g *gapSeen) WithGroup(string) slog.Handler      { return g }
 // the snapshot and its runtime restarted it (which sets its applied index). The leader never promotes it
 // meanwhile: a learner is promoted only once it serves.
 func TestNudgeReadiesASnapshottedLearner(t *testing.T) {
+	t.Parallel()
 	for _, nudge := range []bool{false, true} {
 		t.Run(fmt.Sprintf("nudge=%v", nudge), func(t *testing.T) { snapshottedLearner(t, nudge) })
 	}

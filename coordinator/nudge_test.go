@@ -13,6 +13,7 @@ import (
 // added does not answer, the leader writes its nudge key, fenced, at most
 // once per NudgeEvery, and a leader whose term is over writes nothing.
 func TestExecutorNudgesForAnUnstartedLearner(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	h := newExecHarness(t, cl)
 	h.fileJoin("cp-3")

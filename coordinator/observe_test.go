@@ -55,6 +55,7 @@ func (t *hookedTxn) Commit() (*clientv3.TxnResponse, error) {
 // read at its own revision, and the pass saw the new join without its
 // node, and the new operation.
 func TestObserveReadsAtOneRevision(t *testing.T) {
+	t.Parallel()
 	st := memStore(t)
 	ctx := t.Context()
 	put := func(key string, o api.Object) {

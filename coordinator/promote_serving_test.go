@@ -21,6 +21,7 @@ import (
 // of which one serves is below quorum two. Once it answers, it is
 // promoted.
 func TestPromotionWaitsUntilTheLearnerServes(t *testing.T) {
+	t.Parallel()
 	ctx := t.Context()
 	cl := etcdtest.Start(t, 1)
 	cli := cl.Client(t)

@@ -17,6 +17,7 @@ import (
 // membership controller again LearnerObserveEvery later, long before the
 // resync tick; a pass without one asks for nothing.
 func TestMembershipObservesALearnerAtAFixedInterval(t *testing.T) {
+	t.Parallel()
 	st, fence := leaderStore(t)
 	cli := st.Client()
 	ctx := t.Context()

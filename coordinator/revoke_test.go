@@ -14,6 +14,7 @@ func node(name string, phase api.NodePhase, updated time.Time) *api.Node {
 }
 
 func TestIdentitiesToRevoke(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	after := 10 * time.Minute
 	rr := func(node string, phase api.RemovePhase, done time.Time, revoked time.Time) *api.RemoveRequest {

@@ -12,6 +12,7 @@ import (
 // pass, which in the controller comes only after the watch delivered the
 // rollouter's own write and the settle time passed.
 func TestRolloutNextBatchInTheSamePass(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.machine("dp-1")
 	h.machine("dp-2")

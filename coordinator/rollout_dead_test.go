@@ -18,6 +18,7 @@ import (
 // free again, long before the step timeout. Without that policy the
 // rollout keeps waiting.
 func TestRolloutDoesNotWaitForAReplacedMachine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name    string
 		replace time.Duration

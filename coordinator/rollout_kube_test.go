@@ -144,6 +144,7 @@ func newDrainHarness(t *testing.T, cps int, workers []string, podPrefix string) 
 // only once its Node is Ready, and uncordoned; a Node its operator
 // cordoned stays cordoned.
 func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
+	t.Parallel()
 	h, nodes := newDrainHarness(t, 1, []string{"dp-1", "dp-2", "dp-3"}, "default/web-")
 	nodes.mu.Lock()
 	nodes.nodes["dp-3"].cordoned = true // by its operator
@@ -219,6 +220,7 @@ func TestWorkersDrainedBeforeTheirSwitch(t *testing.T) {
 // Kubernetes nodes: each cordoned and drained before its configuration
 // changes, and uncordoned once its Node and API server are Ready again.
 func TestControlPlaneKubeletsDrainedBeforeTheirSwitch(t *testing.T) {
+	t.Parallel()
 	cps := []string{"cp-1", "cp-2", "cp-3"}
 	h, nodes := newDrainHarness(t, len(cps), nil, "kube-system/agent-")
 	var errs []string
@@ -275,6 +277,7 @@ func TestControlPlaneKubeletsDrainedBeforeTheirSwitch(t *testing.T) {
 // leaves cp-2's API server not ready halts the rollout at the step
 // timeout, naming cp-2 and the probe's answer, and cp-3 is not rolled.
 func TestAPIServerNotReadyHaltsTheRollout(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	for _, m := range []string{"cp-1", "cp-2", "cp-3"} {
 		h.machine(m, "role", "cp")
@@ -322,6 +325,7 @@ func TestAPIServerNotReadyHaltsTheRollout(t *testing.T) {
 // machine without cordoning or evicting (the workloads go with the
 // cluster), and the deletion completes.
 func TestDeletedClusterReleasesWorkersUndrained(t *testing.T) {
+	t.Parallel()
 	h := newKCHarness(t)
 	h.c.cfg.Clusters.API = &fakeClusterAPI{nodes: map[string]kubeplan.NodeState{
 		"dp-1": {Ready: true, Status: "True"}, "dp-2": {Ready: true, Status: "True"}}}

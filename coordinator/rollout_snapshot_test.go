@@ -19,6 +19,7 @@ import (
 // the rollout's message says why; a data-plane step takes no snapshot;
 // once the store answers the step starts with the snapshot journaled.
 func TestControlPlaneRolloutStepWaitsForItsSnapshot(t *testing.T) {
+	t.Parallel()
 	st, fence := leaderStore(t)
 	ctx := t.Context()
 	ec := api.NewEtcdCluster()

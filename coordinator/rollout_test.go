@@ -11,6 +11,7 @@ import (
 // TestActiveRollout: the rollout with a step in flight goes first; then the
 // oldest that has neither finished nor halted; a halted one waits for undo.
 func TestActiveRollout(t *testing.T) {
+	t.Parallel()
 	st := memStore(t)
 	t0 := time.Unix(1000, 0)
 	put := func(name string, age int, phase api.RolloutPhase, op string, undo bool) {
@@ -52,6 +53,7 @@ func TestActiveRollout(t *testing.T) {
 // phase Standby) is not waited on as a healthy voter; a control-plane node
 // with a member, or joining, is.
 func TestStandbyRollsLikeADataPlaneNode(t *testing.T) {
+	t.Parallel()
 	cp := func(phase api.NodePhase) *api.Node {
 		n := api.NewNode("cp-4")
 		n.Spec.Roles = []api.Role{api.RoleControlPlane}

@@ -55,6 +55,7 @@ func (h *execHarness) activeOp() string {
 // The next attempt waits snapshotRetryAfter; once the store answers, the
 // join starts with the snapshot journaled first in its operation.
 func TestJoinWaitsForItsSnapshot(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	h := newExecHarness(t, cl)
 	mem := snapshottest.NewMem()
@@ -119,6 +120,7 @@ func TestJoinWaitsForItsSnapshot(t *testing.T) {
 // TestBestEffortSnapshotLetsTheChangeGoOn: with BestEffort the failure is
 // journaled in the operation and the removal runs.
 func TestBestEffortSnapshotLetsTheChangeGoOn(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	h := newExecHarness(t, cl)
 	mem := snapshottest.NewMem()
@@ -145,6 +147,7 @@ func TestBestEffortSnapshotLetsTheChangeGoOn(t *testing.T) {
 // TestNoSnapshotsConfiguredTakesNone: without spec.snapshots the executor
 // never opens a store.
 func TestNoSnapshotsConfiguredTakesNone(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	h := newExecHarness(t, cl)
 	h.snapStore = func(string) (snapshot.Store, error) {

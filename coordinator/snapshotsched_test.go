@@ -24,6 +24,7 @@ import (
 // status.snapshots.last and exports its age; a drill report is folded
 // into status.snapshots.lastVerified.
 func TestScheduledSnapshotsFollowTheInjectedClock(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
 	if err != nil {
@@ -119,6 +120,7 @@ func TestScheduledSnapshotsFollowTheInjectedClock(t *testing.T) {
 // (nicoctl snapshot save), the leader adopts it as status.snapshots.last
 // and takes none.
 func TestOnDemandSnapshotResetsTheSchedule(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	cli := etcdtest.NewClient(t, cl.Endpoints()...)
 	st, err := store.New(cli, store.DefaultPrefix)

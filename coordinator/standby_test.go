@@ -13,6 +13,7 @@ import (
 // host's join request is marked Standby and no learner is added; raising
 // spec.voters to 5 makes it a voter through the learner flow.
 func TestExecutorStandbyThenGrow(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	h := newExecHarness(t, cl)
 	h.wantVoters = 3

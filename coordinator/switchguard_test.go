@@ -121,6 +121,7 @@ func (e *switchEnv) want(node string, phase api.SwitchPhase, msg string) *api.Sw
 // real etcd members (one cluster for every case: each starts from no
 // request and a free slot).
 func TestSwitchGuard(t *testing.T) {
+	t.Parallel()
 	e := newSwitchEnv(t)
 	for _, tc := range []struct {
 		name string
@@ -276,6 +277,7 @@ func (l *switchLog) leave(node string) {
 // slot; the leader dies while a slot is held and the next leader releases
 // it once its host reports healthy; every host switches.
 func TestThreeHostsSwitchingAtOnceGoOneAtATime(t *testing.T) {
+	t.Parallel()
 	e := newSwitchEnv(t)
 	a := startCandidate(t, e.cl, "coord-a", 2*time.Second)
 	testwait.For(t, 10*time.Second, "a leader", func() (bool, string) { return leaderOf(t, e.st) == "coord-a", leaderOf(t, e.st) })

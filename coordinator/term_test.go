@@ -25,6 +25,7 @@ import (
 // backoff has passed on the injected clock. (The session sees its lease
 // gone at its next keepalive, a third of its TTL: 3 s keeps that short.)
 func TestTermEndsWithItsSessionAndTheNextWaitsItsBackoff(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
 	if err != nil {
@@ -93,6 +94,7 @@ func allRunning(c *Coordinator, running bool) bool {
 // leadership does not churn. Before the runtime, a closed watch ended the
 // membership loop and with it the term: resign, campaign, a second term.
 func TestTermSurvivesAClosedWatch(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.StartWith(t, etcdtest.Options{Members: 3})
 	// The candidate talks to m0 only, so that m0's lost leader closes its
 	// watches.

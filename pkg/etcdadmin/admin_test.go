@@ -23,6 +23,7 @@ import (
 )
 
 func TestRetryable(t *testing.T) {
+	t.Parallel()
 	for err, want := range map[error]bool{
 		nil:                               false,
 		rpctypes.ErrUnhealthy:             true,
@@ -50,6 +51,7 @@ func TestRetryable(t *testing.T) {
 // TestTransient: a request that timed out, lost its member or connection,
 // or met a changed auth revision passes by itself; a refusal does not.
 func TestTransient(t *testing.T) {
+	t.Parallel()
 	for err, want := range map[error]bool{
 		nil: false,
 		fmt.Errorf("rbac: auth status: %w", rpctypes.ErrTimeout): true,
@@ -75,6 +77,7 @@ func TestTransient(t *testing.T) {
 // client or as gRPC status errors, wrapped or not; an error that only reads
 // like one is not etcd's.
 func TestIsEtcdError(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		err  error
 		want bool
@@ -103,6 +106,7 @@ func ctx(t *testing.T) context.Context {
 // until it caught up, promote it through the voters, move leadership to it,
 // and remove it again; removing an absent member is no error.
 func TestLearnerLifecycle(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 2)
 	cli := cl.Client(t)
 	a := New(cli, time.Second)
@@ -234,6 +238,7 @@ func find(ms []membership.Member, id api.MemberID) *membership.Member {
 // user name is empty"), so Promote asks the leader, even when the voters it
 // is given are followers only.
 func TestPromoteWithAuthAsksTheLeader(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 2)
 	if !strings.HasPrefix(cl.Members[0].ClientURL, "https://") {
 		t.Skip("identities are client certificates: needs TLS (NICO_ETCDTEST_TLS)")
@@ -284,6 +289,7 @@ func TestPromoteWithAuthAsksTheLeader(t *testing.T) {
 // Before Remove asked again on a broken connection, the removal was
 // reported as failed while it had committed.
 func TestRemoveThroughTheRemovedMember(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 5)
 	for _, k := range []int{4, 3, 2} {
 		m := cl.Members[k]

@@ -15,6 +15,7 @@ import (
 // version to 3.6.0 with the downgrade reported in progress; cancelling it
 // ends the downgrade and the cluster version returns to 3.7.0.
 func TestDowngradeEnableAndCancel(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	a := New(cl.Client(t), time.Second)
 	t.Cleanup(a.Close)

@@ -14,6 +14,7 @@ import (
 // each with the fields of etcd's Status, Alarms is empty, and Defragment
 // of a follower succeeds.
 func TestStatusesAlarmsDefragment(t *testing.T) {
+	t.Parallel()
 	c := etcdtest.Start(t, 3)
 	a := New(c.Client(t), 2*time.Second)
 	defer a.Close()
@@ -59,6 +60,7 @@ func TestStatusesAlarmsDefragment(t *testing.T) {
 }
 
 func TestNoSpace(t *testing.T) {
+	t.Parallel()
 	for err, want := range map[error]bool{
 		nil:                     false,
 		rpctypes.ErrNoSpace:     true,

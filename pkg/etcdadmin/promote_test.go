@@ -16,6 +16,7 @@ import (
 // later while the promotion is in its first PromoteSoonFor, then
 // PromoteEvery later.
 func TestPromotePause(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		elapsed time.Duration
 		want    time.Duration
@@ -34,6 +35,7 @@ func TestPromotePause(t *testing.T) {
 // TestPromoteTriesAgainOnWake: with its interval out of reach, Promote
 // promotes a learner that caught up as soon as it is told to try again
 // (TryAgainOn), not at its next tick.
+// It sets the package's promotion pace, so it does not run beside others.
 func TestPromoteTriesAgainOnWake(t *testing.T) {
 	defer func(e, s time.Duration) { promoteEvery, promoteSoonFor = e, s }(promoteEvery, promoteSoonFor)
 	promoteEvery, promoteSoonFor = time.Hour, 0
@@ -83,6 +85,7 @@ func TestPromoteTriesAgainOnWake(t *testing.T) {
 // URL does not answer (its listener behind a hold) is not promoted, though
 // etcd would accept it; once its status is answered, it is.
 func TestPromoteWaitsUntilTheLearnerServes(t *testing.T) {
+	t.Parallel()
 	cl := etcdtest.Start(t, 1)
 	cli := cl.Client(t)
 	a := New(cli, 300*time.Millisecond)

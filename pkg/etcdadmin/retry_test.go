@@ -15,6 +15,7 @@ import (
 // for d = min(base*2^k, max), as pkg/backoff's {Factor: 2, Jitter: 0.5}
 // drew it, and the draws spread over that range.
 func TestUpperHalf(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		b         backoff.BackOff
@@ -52,6 +53,7 @@ func TestUpperHalf(t *testing.T) {
 }
 
 func TestRetry(t *testing.T) {
+	t.Parallel()
 	a := &Admin{newRetry: func() backoff.BackOff { return &backoff.ZeroBackOff{} }}
 	t.Run("retryable errors are retried", func(t *testing.T) {
 		n := 0

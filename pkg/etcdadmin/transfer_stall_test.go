@@ -28,6 +28,7 @@ import (
 //
 //	NICO_TRANSFER_STALL=1 go test -count=1 -v -run TestMoveLeaderClientStall ./pkg/etcdadmin/
 func TestMoveLeaderClientStall(t *testing.T) {
+	t.Parallel()
 	if os.Getenv("NICO_TRANSFER_STALL") != "1" {
 		t.Skip("a measurement (about 20 s): set NICO_TRANSFER_STALL=1")
 	}

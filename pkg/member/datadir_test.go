@@ -10,6 +10,7 @@ import (
 )
 
 func TestMarkerRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, ok, err := member.ReadMarker(dir); ok || err != nil {
 		t.Fatalf("ReadMarker of empty dir = ok %v, err %v; want false, nil", ok, err)
@@ -38,6 +39,7 @@ func TestMarkerRoundTrip(t *testing.T) {
 }
 
 func TestReadMarkerCorrupt(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, member.MarkerFile), []byte("{not json"), 0o600); err != nil {
 		t.Fatal(err)
@@ -48,12 +50,14 @@ func TestReadMarkerCorrupt(t *testing.T) {
 }
 
 func TestWriteMarkerMissingDir(t *testing.T) {
+	t.Parallel()
 	if err := member.WriteMarker(filepath.Join(t.TempDir(), "absent"), member.Marker{}); err == nil {
 		t.Fatal("WriteMarker into a missing dir succeeded")
 	}
 }
 
 func TestHasData(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "etcd")
 	check := func(want bool) {
@@ -79,6 +83,7 @@ func TestHasData(t *testing.T) {
 }
 
 func TestWipe(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "etcd")
 	t0 := time.Date(2026, 5, 6, 7, 8, 9, 0, time.FixedZone("X", 3600))
@@ -118,6 +123,7 @@ func TestWipe(t *testing.T) {
 }
 
 func TestWipeKeepsOtherDirs(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "etcd")
 	other := filepath.Join(root, "etcd2.wiped-20200101T000000.000000000Z")

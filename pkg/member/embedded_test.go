@@ -7,6 +7,7 @@ import (
 )
 
 func TestEmbeddedContract(t *testing.T) {
+	t.Parallel()
 	runtimeContract(t, plain(func() member.Runtime {
 		return member.NewEmbedded(member.WithTimings(testTick, testElection))
 	}))

@@ -19,6 +19,7 @@ import (
 )
 
 func TestExecContract(t *testing.T) {
+	t.Parallel()
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
 			runtimeContract(t, plain(func() member.Runtime {
@@ -31,6 +32,7 @@ func TestExecContract(t *testing.T) {
 // TestExecChild checks what only a child process has: its own process group,
 // its output in the logger at debug level, and a crash reported by Err.
 func TestExecChild(t *testing.T) {
+	t.Parallel()
 	bin := etcdtest.Binaries(t)[0]
 	ctx := caseContext(t)
 	var logs logging.Buffer
@@ -79,6 +81,7 @@ func TestExecChild(t *testing.T) {
 // TestExecStopContextEnded checks that Stop escalates when ctx ends before
 // the child has exited from SIGTERM.
 func TestExecStopContextEnded(t *testing.T) {
+	t.Parallel()
 	bin := etcdtest.Binaries(t)[0]
 	ctx := caseContext(t)
 	cfg := newConfig(t, "hurry")

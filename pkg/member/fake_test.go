@@ -10,10 +10,12 @@ import (
 )
 
 func TestFakeContract(t *testing.T) {
+	t.Parallel()
 	lifecycleContract(t, plain(func() member.Runtime { return membertest.NewFake() }))
 }
 
 func TestFakeInjectedExits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := membertest.NewFake()
 	cfg := newConfig(t, "fake")

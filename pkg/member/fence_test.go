@@ -12,6 +12,7 @@ import (
 // TestFencedDataDirIsNeverServed: every runtime refuses a fenced data dir
 // before it starts anything (restore and recovery fence the old members).
 func TestFencedDataDirIsNeverServed(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data")
 	if err := os.MkdirAll(filepath.Join(dir, "member"), 0o700); err != nil {
 		t.Fatal(err)

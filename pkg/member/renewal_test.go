@@ -60,6 +60,7 @@ func requestOf(t *testing.T, path string, usage pki.Usage, extraDNS ...string) p
 // are re-issued on disk by a pki.Renewer presents the new ones at the next
 // handshake, without a restart; clients keep being served.
 func TestRenewalWithoutRestart(t *testing.T) {
+	t.Parallel()
 	runtimes := map[string]func() member.Runtime{
 		"embedded": func() member.Runtime { return member.NewEmbedded(member.WithTimings(testTick, testElection)) },
 	}
@@ -144,6 +145,7 @@ func TestRenewalWithoutRestart(t *testing.T) {
 // procedure rests on: etcd reads its trusted CA file once, at start. A CA
 // added to the file is trusted only after a restart.
 func TestTrustedCAReadAtStart(t *testing.T) {
+	t.Parallel()
 	ctx := caseContext(t)
 	rt := member.NewEmbedded(member.WithTimings(testTick, testElection))
 	stopAll(t, rt)

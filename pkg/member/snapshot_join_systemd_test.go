@@ -16,6 +16,7 @@ import (
 // is embedded. tests/systemd's TestSnapshottedLearnerUnderSystemd runs it
 // inside a guest whose PID 1 is systemd; elsewhere it skips.
 func TestSnapshottedLearnerOnSystemd(t *testing.T) {
+	t.Parallel()
 	unit, envFile := os.Getenv("NICO_SYSTEMD_ETCD_UNIT"), os.Getenv("NICO_SYSTEMD_ETCD_ENV")
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		t.Skip("systemd is not PID 1 here (no /run/systemd/system)")

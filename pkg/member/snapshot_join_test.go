@@ -40,6 +40,7 @@ type snapshotRuntime struct {
 // into a cluster whose raft log is compacted; each serves within
 // snapshotServeBound of its Start.
 func TestSnapshottedLearnerServesPromptly(t *testing.T) {
+	t.Parallel()
 	rts := []snapshotRuntime{
 		{"embedded", func() member.Runtime { return member.NewEmbedded(member.WithTimings(testTick, testElection)) }, snapshotServeBound},
 		// etcd.service runs a member that waits out a lost publish, as

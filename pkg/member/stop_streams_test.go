@@ -19,6 +19,7 @@ import (
 // as long as the client lives (it shows as "member did not exit within 60s"
 // in TestCARotation, where coordinators watch every member).
 func TestEmbeddedStopWhileClientsWatch(t *testing.T) {
+	t.Parallel()
 	for round := range 3 {
 		cfg := configFor(t, fmt.Sprintf("watched-%d", round), true)
 		rt := member.NewEmbedded(member.WithTimings(50*time.Millisecond, 500*time.Millisecond))

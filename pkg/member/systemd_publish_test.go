@@ -121,6 +121,7 @@ func publishLostFixture(t *testing.T) (*member.Systemd, *systemdtest.Units, *pub
 // cluster, a member that lost its publish is killed and its unit started
 // again, once; one that lost it again is waited for until ctx ends.
 func TestSystemdRestartsALostPublishOnce(t *testing.T) {
+	t.Parallel()
 	rt, units, svc, cfg := publishLostFixture(t)
 	ctx, cancel := context.WithTimeout(caseContext(t), 3*time.Second)
 	defer cancel()
@@ -140,6 +141,7 @@ func TestSystemdRestartsALostPublishOnce(t *testing.T) {
 // TestSystemdKeepsAMemberWithData: a member with data of its own is not a
 // first start: a lost publish is waited out, never killed.
 func TestSystemdKeepsAMemberWithData(t *testing.T) {
+	t.Parallel()
 	rt, units, _, cfg := publishLostFixture(t)
 	if err := os.MkdirAll(filepath.Join(cfg.DataDir, "member", "wal"), 0o700); err != nil {
 		t.Fatal(err)
@@ -159,6 +161,7 @@ func TestSystemdKeepsAMemberWithData(t *testing.T) {
 // runtime kills a member that lost its publish ends the Start; the unit is
 // not started again, and Stop returns once the Start has ended.
 func TestSystemdStopBetweenKillAndRestart(t *testing.T) {
+	t.Parallel()
 	rt, units, svc, cfg := publishLostFixture(t)
 	ctx := caseContext(t)
 	stopped := make(chan error, 1)

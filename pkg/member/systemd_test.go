@@ -35,6 +35,7 @@ func newSystemdFixture(t *testing.T, opts ...member.Option) systemdFixture {
 // TestSystemdContract runs the whole runtime contract, learner removal
 // included, through the unit manager on real etcd members.
 func TestSystemdContract(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd members")
 	}
@@ -42,6 +43,7 @@ func TestSystemdContract(t *testing.T) {
 }
 
 func TestSystemdWritesEnvironmentAndDrivesTheUnit(t *testing.T) {
+	t.Parallel()
 	ctx := caseContext(t)
 	f := newSystemdFixture(t)
 	stopAll(t, f.rt)
@@ -93,6 +95,7 @@ func TestSystemdWritesEnvironmentAndDrivesTheUnit(t *testing.T) {
 }
 
 func TestSystemdExitThatIsNotARemoval(t *testing.T) {
+	t.Parallel()
 	ctx := caseContext(t)
 	envFile := filepath.Join(t.TempDir(), "etcd.env")
 	units := systemdtest.NewUnits()
@@ -136,6 +139,7 @@ func TestSystemdExitThatIsNotARemoval(t *testing.T) {
 }
 
 func TestSystemdStartJobFails(t *testing.T) {
+	t.Parallel()
 	ctx := caseContext(t)
 	f := newSystemdFixture(t)
 	stopAll(t, f.rt)
@@ -154,6 +158,7 @@ func TestSystemdStartJobFails(t *testing.T) {
 }
 
 func TestNewSystemdChecksItsConfig(t *testing.T) {
+	t.Parallel()
 	units := systemdtest.NewUnits()
 	for _, c := range []member.SystemdConfig{
 		{EnvironmentFile: "/run/nico/etcd.env"},
@@ -167,6 +172,7 @@ func TestNewSystemdChecksItsConfig(t *testing.T) {
 }
 
 func TestEnvironmentFileRefusesValuesSystemdWouldUnquote(t *testing.T) {
+	t.Parallel()
 	cfg := member.Config{Name: "a", ClusterToken: "two words"}
 	if err := member.WriteEnvironmentFile(filepath.Join(t.TempDir(), "e"), cfg); err == nil {
 		t.Fatal("a blank in a value was written")

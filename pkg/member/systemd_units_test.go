@@ -130,6 +130,7 @@ func waitWatched(ctx context.Context, t *testing.T, states <-chan member.UnitSta
 }
 
 func TestFakeUnitsContract(t *testing.T) {
+	t.Parallel()
 	u := systemdtest.NewUnits()
 	u.Add("sleep.service", systemdtest.NewSleeper())
 	unitManagerContract(t, u, "sleep.service")
@@ -140,6 +141,7 @@ func TestFakeUnitsContract(t *testing.T) {
 // NICO_SYSTEMD_TEST_UNIT (for example a simple unit running
 // `sleep infinity`); the build machines have neither.
 func TestDBusUnitsContract(t *testing.T) {
+	t.Parallel()
 	unit := os.Getenv("NICO_SYSTEMD_TEST_UNIT")
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
 		t.Skip("systemd is not PID 1 here (no /run/systemd/system); the D-Bus unit manager cannot be tested")
@@ -158,6 +160,7 @@ func TestDBusUnitsContract(t *testing.T) {
 }
 
 func TestFakeUnitsInjectedFailures(t *testing.T) {
+	t.Parallel()
 	ctx := caseContext(t)
 	u := systemdtest.NewUnits()
 	s := systemdtest.NewSleeper()

@@ -77,12 +77,14 @@ func handshake(addr string, cfg *tls.Config) error {
 }
 
 func TestEmbeddedContractTLS(t *testing.T) {
+	t.Parallel()
 	runtimeContract(t, withTLS(func() member.Runtime {
 		return member.NewEmbedded(member.WithTimings(testTick, testElection))
 	}))
 }
 
 func TestExecContractTLS(t *testing.T) {
+	t.Parallel()
 	for _, bin := range etcdtest.Binaries(t) {
 		t.Run("etcd-"+bin.Version, func(t *testing.T) {
 			runtimeContract(t, withTLS(func() member.Runtime {
@@ -93,6 +95,7 @@ func TestExecContractTLS(t *testing.T) {
 }
 
 func TestSystemdContractTLS(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd members")
 	}
@@ -102,6 +105,7 @@ func TestSystemdContractTLS(t *testing.T) {
 // TestConfigTLSValidation: the URLs' scheme must agree with Config.TLS, and
 // TLS names every file it needs.
 func TestConfigTLSValidation(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files := &member.TLS{
 		TrustedCAFile: filepath.Join(dir, "ca.crt"), ServerCertFile: "s.crt", ServerKeyFile: "s.key",
@@ -136,6 +140,7 @@ func TestConfigTLSValidation(t *testing.T) {
 // TestEnvironmentTLS: the systemd environment file carries the TLS flags
 // etcd reads from ETCD_* variables, and reads back the same.
 func TestEnvironmentTLS(t *testing.T) {
+	t.Parallel()
 	cfg := newConfig(t, "envtls")
 	peer, client := etcdtest.URLsFor(t, true)
 	cfg.PeerURL, cfg.ClientURL = peer, client
@@ -179,6 +184,7 @@ func TestEnvironmentTLS(t *testing.T) {
 // TestSystemdLeavesTLSToTheUnit: without TLSInEnvironment the environment
 // file names no certificate (the unit's own TLS settings stay in force).
 func TestSystemdLeavesTLSToTheUnit(t *testing.T) {
+	t.Parallel()
 	envFile := filepath.Join(t.TempDir(), "etcd.env")
 	units := systemdtest.NewUnits()
 	units.Add(member.DefaultUnit, systemdtest.NewEtcd(envFile, testLogger(t)))

@@ -17,6 +17,7 @@ import (
 // reports the version it was told to run; a version it has no binary for
 // is refused and changes nothing.
 func TestExecUseVersionRunsTheOtherBinary(t *testing.T) {
+	t.Parallel()
 	bins := etcdtest.Binaries(t)
 	if len(bins) < 2 {
 		t.Skip("needs two etcd binaries of different minors")
@@ -71,6 +72,7 @@ func TestExecUseVersionRunsTheOtherBinary(t *testing.T) {
 // TestEmbeddedRefusesAnotherVersion: the embedded runtime runs only the
 // etcd compiled in, and says so.
 func TestEmbeddedRefusesAnotherVersion(t *testing.T) {
+	t.Parallel()
 	rt := member.NewEmbedded()
 	if rt.Version() != member.EmbeddedVersion {
 		t.Fatalf("Version = %q, want %q", rt.Version(), member.EmbeddedVersion)
@@ -96,6 +98,7 @@ func serverVersion(ctx context.Context, t *testing.T, cli *clientv3.Client, url 
 // the version its unit's binary (as the switched system names it) reports,
 // and refuses another, naming the package to roll.
 func TestSystemdUseVersionFollowsTheSystemsEtcd(t *testing.T) {
+	t.Parallel()
 	bin := etcdtest.Binaries(t)[0]
 	units := systemdtest.NewUnits()
 	rt, err := member.NewSystemd(member.SystemdConfig{Units: units, Journal: units, EnvironmentFile: t.TempDir() + "/etcd.env", Binary: bin.Path})

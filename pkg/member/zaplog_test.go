@@ -45,6 +45,7 @@ func attr(rec slog.Record, key string) (slog.Value, bool) {
 // warning thousands of times a second; one a second reaches slog, with the
 // count held back and a hint, and each distinct message still gets through.
 func TestSlogCoreThrottlesRepeatedWarnings(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	var removed, quiet atomic.Bool
 	core := newSlogCore(slog.New(rec), zapcore.WarnLevel, &removed, &quiet).With([]zapcore.Field{zap.String("local-member-id", "x")})

@@ -19,6 +19,7 @@ var fleetTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // another change holds the slot are each refused with the reason, and
 // the live cluster is left as it was (no slot taken, members serving).
 func TestRestoreBadInput(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	f := startFleet(t, 1, "")

@@ -19,6 +19,7 @@ const envJournalChild = "NICO_RESTORE_JOURNAL_CHILD"
 // journal: the write fails, and Save must say so rather than rename a
 // truncated file over the journal.
 func TestJournalSaveReportsAFailedWrite(t *testing.T) {
+	t.Parallel()
 	if dir := os.Getenv(envJournalChild); dir != "" {
 		signal.Ignore(syscall.SIGXFSZ) // the write returns EFBIG instead
 		f := FileJournal{Path: filepath.Join(dir, "journal.json")}

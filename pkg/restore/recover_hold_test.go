@@ -28,6 +28,7 @@ func TestRecoverHeldFromItsFirstServe(t *testing.T) { recoverHeldCheck(t, "") }
 // TestRecoverHeldWithEtcdBinaries: the same under the etcd binaries (the
 // exec runtime nico-agent forces a survivor with).
 func TestRecoverHeldWithEtcdBinaries(t *testing.T) {
+	t.Parallel()
 	for _, b := range etcdtest.Binaries(t) {
 		t.Run(b.Version, func(t *testing.T) { recoverHeldCheck(t, b.Path) })
 	}

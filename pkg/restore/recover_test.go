@@ -37,6 +37,7 @@ func (f *testFleet) urls() map[string]string {
 // recovery makes it a one-member cluster with every write it had applied,
 // and the two replacement machines rejoin as learners and are promoted.
 func TestRecoverAfterQuorumLoss(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	f := startFleet(t, 3, "")
@@ -104,6 +105,7 @@ func TestRecoverAfterQuorumLoss(t *testing.T) {
 // three down, the cluster has quorum: recover is refused with the reason,
 // and the survey changed nothing.
 func TestRecoverRefusedWithQuorum(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	f := startFleet(t, 3, "")
@@ -132,6 +134,7 @@ func TestRecoverRefusedWithQuorum(t *testing.T) {
 // target, the other answering members rejoin, then the replacements; a
 // learner is never the target.
 func TestRecoverJournalOrder(t *testing.T) {
+	t.Parallel()
 	ss := []Survivor{{Node: "c", Applied: 9}, {Node: "l", Applied: 20, Learner: true}, {Node: "a", Applied: 10, Revision: 5}, {Node: "b", Err: "refused"}, {Node: "d", Applied: 10, Revision: 7}}
 	sortSurvivors(ss)
 	j, err := RecoverJournal(ss, []string{"new-1"}, time.Now())

@@ -139,6 +139,7 @@ func TestRestoreThreeVoters(t *testing.T) { restoreAndCheck(t, 3, "", "") }
 // (its members with it) after the restore step and after the first
 // rejoin; a new one resumes from the journal file and finishes.
 func TestRestoreResumesAfterAKill(t *testing.T) {
+	t.Parallel()
 	for _, at := range []Step{StepRestore, StepRejoin} {
 		t.Run(string(at), func(t *testing.T) { restoreAndCheck(t, 3, "", at) })
 	}
@@ -147,6 +148,7 @@ func TestRestoreResumesAfterAKill(t *testing.T) {
 // TestRestoreWithEtcdBinaries restores members run as etcd binaries
 // (NICO_ETCD_BINARIES) with etcdutl's library of the go.mod version.
 func TestRestoreWithEtcdBinaries(t *testing.T) {
+	t.Parallel()
 	for _, b := range etcdtest.Binaries(t) {
 		t.Run(b.Version, func(t *testing.T) { restoreAndCheck(t, 2, b.Path, StepStart) })
 	}

@@ -43,6 +43,7 @@ func (f *busyFleet) Serve(ctx context.Context, node string, _ *FirstHold) (uint6
 // the killed run's exiting etcd still holds once it is free; it gives up
 // at ResumeWithin, and other errors end it at once.
 func TestResumeWaitsForHeldPorts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	j := &Journal{ID: "r", Target: "m0", Others: []string{"m1"}, Step: StepRejoin}
 	f := &busyFleet{busy: 2}

@@ -24,6 +24,7 @@ import (
 // second restore of the restored cluster is refused unless Again, naming
 // the revisions it would discard.
 func TestRestoreWithAStandby(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	f := startFleet(t, 3, "")
