@@ -35,7 +35,6 @@ import (
 	"log/slog"
 	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -178,21 +177,10 @@ type Agent struct {
 	// machine that joined under its root identity, replaced by its node
 	// identity's once a voter (switchIdentity); read through client and
 	// store by every goroutine.
-	conn atomic.Pointer[connection]
-	// rootTLS is the root pair's client identity a joining control-plane
-	// machine talks to etcd under while asRoot (joinUnderRoot); retired
-	// is its store client once switchIdentity replaced it, closed by
-	// shutdown (the heartbeat's first lease is kept alive over it).
-	rootTLS *tls.Config
-	asRoot  atomic.Bool
-	retired *clientv3.Client
-	node    *api.Node
-	nodeMu  sync.Mutex // guards node and hbLease: the heartbeat sets its lease, setPhase the rest
-	hbLease int64      // the heartbeat's lease, also before node is registered
-	// identityLeft: ensureIdentity left the node's etcd identity to
-	// finishIdentity. Run's goroutine only.
-	identityLeft bool
-	healthy      atomic.Bool
+	conn    atomic.Pointer[connection]
+	root    rootIdentity // a joining control-plane machine's (agent/identity.go)
+	rec     nodeRecord   // the node's object and its heartbeat's lease
+	healthy atomic.Bool
 	// standby: the cluster has the voters it wants and this control-plane
 	// node waits as a standby (agent/standby.go): ready, not a member.
 	standby atomic.Bool
@@ -208,22 +196,11 @@ type Agent struct {
 	// hostFiles is when the generations controller (its only user) last
 	// synced the applied generation's host files, and from what.
 	hostFiles hostFilesMark
-	// etcdWant is the etcd version the leader wants here ("" none), kept
-	// by the etcd-version controller; etcdVersion the one the running
-	// member reported at its start; etcdFailed a wanted version that
-	// could not run, not tried again (the member supervisor's only).
-	etcdWant, etcdVersion atomic.Value
-	etcdFailed            string
-	// quotaWant is the EtcdCluster's spec.policy.quotaBackendBytes as last
-	// read (-1: not read yet), quotaRun the quota the member last started
-	// with (agent/etcd_quota.go).
-	quotaWant, quotaRun atomic.Int64
+	etcd      memberRun // the etcd version and quota wanted and run (agent/etcd_version.go)
 	// spaceOf measures a data dir's file system (nil: fsSpace; tests
 	// replace it).
-	spaceOf func(path string) (free, size int64, err error)
-
-	cacheMu sync.Mutex
-	cached  []string // the endpoints last written to cfg.EndpointsCache
+	spaceOf   func(path string) (free, size int64, err error)
+	endpoints *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
 }
 
 // connection is a store client and the store over it.
@@ -275,7 +252,8 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		cfg.Clock = failpoint.Clock(clockwork.NewRealClock())
 	}
 	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
-	a.quotaWant.Store(-1)
+	a.endpoints = &endpointsCache{path: cfg.EndpointsCache, log: a.log}
+	a.etcd.wantQuota.Store(-1)
 	a.rt = a.newRuntime()
 	return a
 }
@@ -307,7 +285,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	// The heartbeat runs in a group of its own: it outlives the node's
 	// controllers on a removal, until the removal is recorded.
 	hbCtx, hbCancel := context.WithCancel(ctx)
-	b := &bringUp{a: a, outer: ctx, bg: bg, hb: &heartbeat{a: a}, hbCtx: hbCtx}
+	b := &bringUp{a: a, outer: ctx, bg: bg, hb: a.newHeartbeat(), hbCtx: hbCtx}
 	a.stopHeartbeat = func() {
 		if g := b.heartbeatGroup(); g != nil {
 			g.stop()
@@ -374,7 +352,7 @@ func (a *Agent) connect(ctx context.Context) error {
 		return err
 	}
 	a.use(cli, st)
-	a.cacheEndpoints(eps)
+	a.endpoints.save(eps, a.Now())
 	if a.cfg.OnConnect != nil {
 		a.cfg.OnConnect(st)
 	}
@@ -392,20 +370,15 @@ func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
 // setPhaseIfChanged is setPhase unless the node already shows phase and
 // msg (register wrote them): one write less on the way to a join.
 func (a *Agent) setPhaseIfChanged(ctx context.Context, phase api.NodePhase, msg string) {
-	a.nodeMu.Lock()
-	same := a.node != nil && a.node.Status.Phase == phase && a.node.Status.Message == msg
-	a.nodeMu.Unlock()
-	if !same {
+	n, ok := a.rec.view()
+	if !ok || n.Status.Phase != phase || n.Status.Message != msg {
 		a.setPhase(ctx, phase, msg)
 	}
 }
 
 // writePhase records the node's phase and member state.
 func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string) error {
-	a.nodeMu.Lock()
-	registered := a.node != nil
-	a.nodeMu.Unlock()
-	if !registered {
+	if _, registered := a.rec.view(); !registered {
 		return nil
 	}
 	cert := a.nodeCertPEM()
@@ -421,26 +394,26 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 			}
 		}
 	}
-	// Changed and copied under nodeMu, written outside it: the heartbeat
-	// sets the lease meanwhile and must not wait for etcd here.
-	a.nodeMu.Lock()
-	a.node.Status.Phase = phase
-	a.node.Status.Message = msg
-	a.node.Status.UpdatedAt = a.Now()
-	a.node.Status.EtcdVersion = a.runningEtcdVersion()
-	if cert != "" {
-		a.node.Status.Certificate = cert
+	// Changed and copied under the record's lock, written outside it: the
+	// heartbeat sets the lease meanwhile and must not wait for etcd here.
+	now, etcdVersion := a.Now(), a.runningEtcdVersion()
+	node, ok := a.rec.update(func(s *api.NodeStatus) {
+		s.Phase, s.Message, s.UpdatedAt, s.EtcdVersion = phase, msg, now, etcdVersion
+		if cert != "" {
+			s.Certificate = cert
+		}
+		if setMember != nil {
+			setMember(s)
+		}
+		if phase.HasNoMember() {
+			// A standby or removed node runs no member: its record must
+			// not keep the ID and role of the member it was.
+			s.MemberID, s.MemberState = 0, api.MemberNone
+		}
+	})
+	if !ok {
+		return nil
 	}
-	if setMember != nil {
-		setMember(&a.node.Status)
-	}
-	if phase.HasNoMember() {
-		// A standby or removed node runs no member: its record must not
-		// keep the ID and role of the member it was.
-		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
-	}
-	node := *a.node
-	a.nodeMu.Unlock()
 	if err := a.store().Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil {
 		return fmt.Errorf("agent: write node status %s: %w", phase, err)
 	}
@@ -455,7 +428,7 @@ func (a *Agent) runningEtcdVersion() string {
 	if !a.running.Load() {
 		return ""
 	}
-	v, _ := a.etcdVersion.Load().(string)
+	v, _ := a.etcd.version.Load().(string)
 	return v
 }
 
@@ -472,8 +445,8 @@ func (a *Agent) shutdown(runErr error) {
 	if a.client() != nil {
 		a.client().Close()
 	}
-	if a.retired != nil {
-		a.retired.Close()
+	if a.root.retired != nil {
+		a.root.retired.Close()
 	}
 	if runErr != nil && !errors.Is(runErr, context.Canceled) {
 		a.log.Info("agent stopped", "err", runErr)

@@ -28,7 +28,7 @@ func TestBootstrapRefusedAfterLostData(t *testing.T) {
 	peer, client := etcdtest.URLsFor(t, false)
 	dir := t.TempDir()
 	cache := filepath.Join(dir, "etcd-endpoints.json")
-	b, _ := json.Marshal(endpointsCache{Endpoints: []string{"http://127.0.0.1:1", client}, SavedAt: time.Now()})
+	b, _ := json.Marshal(endpointsRecord{Endpoints: []string{"http://127.0.0.1:1", client}, SavedAt: time.Now()})
 	if err := os.WriteFile(cache, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

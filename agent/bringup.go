@@ -377,7 +377,7 @@ func (b *bringUp) voter(ctx context.Context) (bool, error) {
 		}
 		return b.voter(ctx) // a voter now: read it so
 	}
-	switched := a.asRoot.Load()
+	switched := a.root.inUse.Load()
 	if err := untilDone(ctx, identityRetry(), a.identityWarning, a.finishIdentity); err != nil {
 		return false, err
 	}

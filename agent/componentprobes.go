@@ -126,9 +126,7 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: component probes: %w", err)
 	}
-	p.a.nodeMu.Lock()
-	lease := p.a.hbLease
-	p.a.nodeMu.Unlock()
+	lease := p.a.rec.heartbeatLease()
 	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < every && applied == p.applied && lease == p.lease {
 		return nil
 	}

@@ -50,9 +50,7 @@ func TestComponentReportWrittenOnChange(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.nodeMu.Lock()
-		a.hbLease = int64(g.ID)
-		a.nodeMu.Unlock()
+		a.rec.setLease(int64(g.ID))
 		return g.ID
 	}
 	lease := setLease()

@@ -90,7 +90,7 @@ func TestAgentControllersConform(t *testing.T) {
 	t.Run("heartbeat", func(t *testing.T) {
 		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller {
 			settle()
-			hb := &heartbeat{a: newAgent(t)}
+			hb := newAgent(t).newHeartbeat()
 			hbs = append(hbs, hb)
 			return hb
 		}})

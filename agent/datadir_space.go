@@ -52,19 +52,16 @@ func (a *Agent) measureDataDir(ctx context.Context) error {
 	}
 	now := a.Now()
 	d := &api.DataDirStatus{FreeBytes: free, SizeBytes: size, Full: free < api.DataDirFullBelow, MeasuredAt: now}
-	a.nodeMu.Lock()
-	if a.node == nil {
-		a.nodeMu.Unlock()
-		return nil
-	}
-	prev := a.node.Status.DataDir
-	report := prev == nil || prev.Full != d.Full || abs(prev.FreeBytes-d.FreeBytes) >= size/10
-	if report {
-		a.node.Status.DataDir = d
-	}
-	phase, msg := a.node.Status.Phase, a.node.Status.Message
-	a.nodeMu.Unlock()
-	if !report {
+	var prev *api.DataDirStatus
+	var report bool
+	n, ok := a.rec.update(func(s *api.NodeStatus) {
+		prev = s.DataDir
+		report = prev == nil || prev.Full != d.Full || abs(prev.FreeBytes-d.FreeBytes) >= size/10
+		if report {
+			s.DataDir = d
+		}
+	})
+	if !ok || !report {
 		return nil
 	}
 	switch {
@@ -74,7 +71,7 @@ func (a *Agent) measureDataDir(ctx context.Context) error {
 	case prev != nil && prev.Full:
 		a.log.Info("the etcd data dir's file system has space again", "dataDir", a.cfg.DataDir, "freeBytes", free, "sizeBytes", size)
 	}
-	return a.writePhase(ctx, phase, msg)
+	return a.writePhase(ctx, n.Status.Phase, n.Status.Message)
 }
 
 // fsSpace is the free (to unprivileged users) and total bytes of the file

@@ -25,8 +25,9 @@ func TestDataDirReportedWhenItMatters(t *testing.T) {
 	peer, client := etcdtest.URLs(t)
 	a := New(Config{Name: "cp-3", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, DataDir: t.TempDir()}, nil, sdnotify.New(), logging.Test(t))
 	a.use(st.Client(), st)
-	a.node = api.NewNode("cp-3")
-	a.node.Status.Phase = api.NodeMember
+	n := api.NewNode("cp-3")
+	n.Status.Phase = api.NodeMember
+	a.rec.adopt(n)
 	free := int64(200 * mib)
 	a.spaceOf = func(string) (int64, int64, error) { return free, 256 * mib, nil }
 	step := func(what string, f int64, want *api.DataDirStatus) {

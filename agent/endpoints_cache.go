@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/homystack/nico/pkg/pki"
@@ -17,26 +19,35 @@ import (
 const DefaultDiscoverGrace = 10 * time.Second
 
 // endpointsCache is the file in which an agent keeps the etcd client URLs it
-// last reached the cluster through. It matters for a machine that was off
-// while the gossip key was rotated twice or more: the mesh no longer
-// understands it (members hold the keys of generations g-1, g and g+1), so
-// it cannot learn endpoints from gossip; with the cache it reaches etcd,
-// reads the current key generation (the gossip-keys controller) and rejoins the mesh. The
-// same way, a machine whose seeds are gone reaches the store, whose node
-// records name the gossip addresses its mesh member rejoins through
-// (storePeers, agent/gossip.go).
+// last reached the cluster through (Config.EndpointsCache). It matters for a
+// machine that was off while the gossip key was rotated twice or more: the
+// mesh no longer understands it (members hold the keys of generations g-1,
+// g and g+1), so it cannot learn endpoints from gossip; with the cache it
+// reaches etcd, reads the current key generation (the gossip-keys
+// controller) and rejoins the mesh. The same way, a machine whose seeds are
+// gone reaches the store, whose node records name the gossip addresses its
+// mesh member rejoins through (storePeers, agent/gossip.go). Safe for
+// concurrent use.
 type endpointsCache struct {
+	path string // "": no cache
+	log  *slog.Logger
+	mu   sync.Mutex
+	last []string // the endpoints written last
+}
+
+// endpointsRecord is the cache file's content.
+type endpointsRecord struct {
 	Endpoints []string  `json:"endpoints"`
 	SavedAt   time.Time `json:"savedAt"`
 }
 
-// cachedEndpoints reads the cache; none (and no error) when there is no
-// file or no cache is configured.
-func (a *Agent) cachedEndpoints() ([]string, error) {
-	if a.cfg.EndpointsCache == "" {
+// read reads the cache; none (and no error) when there is no file or no
+// cache is configured.
+func (c *endpointsCache) read() ([]string, error) {
+	if c.path == "" {
 		return nil, nil
 	}
-	return ReadEndpointsCache(a.cfg.EndpointsCache)
+	return ReadEndpointsCache(c.path)
 }
 
 // ReadEndpointsCache reads the etcd client URLs an agent cached at path
@@ -49,40 +60,40 @@ func ReadEndpointsCache(path string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: endpoints cache: %w", err)
 	}
-	var c endpointsCache
-	if err := json.Unmarshal(b, &c); err != nil {
+	var r endpointsRecord
+	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("agent: endpoints cache %s: %w", path, err)
 	}
-	return c.Endpoints, nil
+	return r.Endpoints, nil
 }
 
-// cachedOthers are the cached endpoints other than this node's own: the
+// others are the cached endpoints other than self, this node's own: the
 // cluster this node was part of. A cache that cannot be read counts as
 // none (logged).
-func (a *Agent) cachedOthers() []string {
-	eps, err := a.cachedEndpoints()
+func (c *endpointsCache) others(self string) []string {
+	eps, err := c.read()
 	if err != nil {
-		a.log.Warn("reading the etcd endpoints cache", "err", err)
+		c.log.Warn("reading the etcd endpoints cache", "err", err)
 	}
-	return slices.DeleteFunc(eps, func(e string) bool { return e == a.cfg.ClientURL })
+	return slices.DeleteFunc(eps, func(e string) bool { return e == self })
 }
 
-// cacheEndpoints writes eps to the cache when they differ from what was
-// written last; errors are logged, since the cache only helps.
-func (a *Agent) cacheEndpoints(eps []string) {
-	if a.cfg.EndpointsCache == "" || len(eps) == 0 {
+// save writes eps, reached at now, to the cache when they differ from what
+// was written last; errors are logged, since the cache only helps.
+func (c *endpointsCache) save(eps []string, now time.Time) {
+	if c.path == "" || len(eps) == 0 {
 		return
 	}
 	eps = slices.Sorted(slices.Values(eps))
-	a.cacheMu.Lock()
-	defer a.cacheMu.Unlock()
-	if slices.Equal(a.cached, eps) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if slices.Equal(c.last, eps) {
 		return
 	}
-	b, _ := json.Marshal(endpointsCache{Endpoints: eps, SavedAt: a.Now().UTC()})
-	if err := pki.WriteFile(a.cfg.EndpointsCache, b); err != nil {
-		a.log.Warn("caching etcd endpoints", "file", a.cfg.EndpointsCache, "err", err)
+	b, _ := json.Marshal(endpointsRecord{Endpoints: eps, SavedAt: now.UTC()})
+	if err := pki.WriteFile(c.path, b); err != nil {
+		c.log.Warn("caching etcd endpoints", "file", c.path, "err", err)
 		return
 	}
-	a.cached = eps
+	c.last = eps
 }

@@ -42,9 +42,9 @@ func (a *Agent) quotaWatch() controller.Controller {
 			return fmt.Errorf("agent: read the EtcdCluster's quota: %w", err)
 		}
 		q := ec.Spec.Policy.QuotaBackendBytes
-		if old := a.quotaWant.Swap(q); old != q && a.running.Load() && q != a.quotaRun.Load() {
+		if old := a.etcd.wantQuota.Swap(q); old != q && a.running.Load() && q != a.etcd.quota.Load() {
 			a.log.Info("the EtcdCluster asks for another database quota; the member takes it at its next start",
-				"quotaBackendBytes", q, "running", a.quotaRun.Load())
+				"quotaBackendBytes", q, "running", a.etcd.quota.Load())
 		}
 		return nil
 	}}
@@ -52,10 +52,10 @@ func (a *Agent) quotaWatch() controller.Controller {
 
 // startQuota is the quota the next start of the member runs with.
 func (a *Agent) startQuota() int64 {
-	if q := a.quotaWant.Load(); q >= 0 {
+	if q := a.etcd.wantQuota.Load(); q >= 0 {
 		return q
 	}
-	return a.quotaRun.Load()
+	return a.etcd.quota.Load()
 }
 
 // readQuota reads the EtcdCluster's quota through cli, a client of the
@@ -70,5 +70,5 @@ func (a *Agent) readQuota(ctx context.Context, cli *clientv3.Client) {
 	if err := store.Decode(kv, ec); err != nil {
 		return
 	}
-	a.quotaWant.Store(ec.Spec.Policy.QuotaBackendBytes)
+	a.etcd.wantQuota.Store(ec.Spec.Policy.QuotaBackendBytes)
 }

@@ -24,7 +24,7 @@ func TestStartQuota(t *testing.T) {
 	peer, client := etcdtest.URLs(t)
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client}, nil, sdnotify.New(), logging.Test(t))
 	a.use(st.Client(), st)
-	a.quotaRun.Store(32 << 20) // the marker's
+	a.etcd.quota.Store(32 << 20) // the marker's
 	if q := a.startQuota(); q != 32<<20 {
 		t.Fatalf("before the spec is read: %d, want the marker's", q)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -11,6 +12,22 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 )
+
+// memberRun is what the local member should run and what it runs: the
+// etcd version and backend quota the cluster wants here (kept by the
+// etcd-version and quota controllers) and those the member started with.
+type memberRun struct {
+	// wantVersion is the etcd version the leader wants here ("" none);
+	// version the one the running member reported at its start.
+	wantVersion, version atomic.Value
+	// failedVersion is a wanted version that could not run, not tried
+	// again (the member supervisor's only).
+	failedVersion string
+	// wantQuota is the EtcdCluster's spec.policy.quotaBackendBytes as
+	// last read (-1: not read yet); quota the one the member last started
+	// with (agent/etcd_quota.go).
+	wantQuota, quota atomic.Int64
+}
 
 // etcdVersionResync is the etcd-version controller's resync tick, besides
 // its watch.
@@ -38,11 +55,11 @@ func (a *Agent) etcdVersionWatch() controller.Controller {
 		err := a.store().Get(ctx, store.NodeEtcdVersionKey(a.cfg.Name), want)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			a.etcdWant.Store("")
+			a.etcd.wantVersion.Store("")
 		case err != nil:
 			return fmt.Errorf("agent: read desired etcd version: %w", err)
 		default:
-			a.etcdWant.Store(want.Spec.Version)
+			a.etcd.wantVersion.Store(want.Spec.Version)
 		}
 		select {
 		case a.upgrade <- struct{}{}:
@@ -56,19 +73,19 @@ func (a *Agent) etcdVersionWatch() controller.Controller {
 // version, if one is wanted that it does not run. Called by the member
 // supervisor only.
 func (a *Agent) followEtcdVersion(ctx context.Context) error {
-	want, _ := a.etcdWant.Load().(string)
-	running, _ := a.etcdVersion.Load().(string)
-	if want == "" || want == running || want == a.etcdFailed {
+	want, _ := a.etcd.wantVersion.Load().(string)
+	running, _ := a.etcd.version.Load().(string)
+	if want == "" || want == running || want == a.etcd.failedVersion {
 		return nil
 	}
 	vr, ok := a.runtime.(member.Versioned)
 	if !ok {
-		a.etcdFailed = want
+		a.etcd.failedVersion = want
 		a.reportEtcdVersionError(ctx, fmt.Sprintf("etcd %s wanted: this runtime cannot change etcd version", want))
 		return nil
 	}
 	if err := vr.UseVersion(want); err != nil {
-		a.etcdFailed = want
+		a.etcd.failedVersion = want
 		a.log.Warn("cannot run the wanted etcd version", "want", want, "running", running, "err", err)
 		a.reportEtcdVersionError(ctx, err.Error())
 		return nil
@@ -81,7 +98,7 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 	err := a.startMember(ctx, "", "existing")
 	if err == nil {
 		a.healthy.Store(true)
-		a.etcdFailed = ""
+		a.etcd.failedVersion = ""
 		a.reportEtcdVersionError(ctx, "")
 		return nil
 	}
@@ -90,7 +107,7 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 	}
 	// Back to the binary that ran: the member stays up and the leader's
 	// step runs into its deadline with the reason in the node's status.
-	a.etcdFailed = want
+	a.etcd.failedVersion = want
 	a.log.Error("member did not start on the wanted etcd version; starting the previous one again", "want", want, "previous", running, "err", err)
 	if uerr := vr.UseVersion(running); uerr != nil {
 		return fmt.Errorf("agent: etcd %s did not start (%w) and %s is no longer available: %w", want, err, running, uerr)
@@ -106,15 +123,10 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 // reportEtcdVersionError records why the wanted etcd version does not run
 // ("" clears it) with the running version, in the node's status.
 func (a *Agent) reportEtcdVersionError(ctx context.Context, msg string) {
-	a.nodeMu.Lock()
-	if a.node == nil {
-		a.nodeMu.Unlock()
-		return
+	n, ok := a.rec.update(func(s *api.NodeStatus) { s.EtcdVersionError = msg })
+	if ok {
+		a.setPhase(ctx, n.Status.Phase, n.Status.Message)
 	}
-	a.node.Status.EtcdVersionError = msg
-	phase, m := a.node.Status.Phase, a.node.Status.Message
-	a.nodeMu.Unlock()
-	a.setPhase(ctx, phase, m)
 }
 
 // useEtcdVersion makes the next start run etcd v when the runtime has it;

@@ -42,7 +42,7 @@ func (a *Agent) discover(ctx context.Context) ([]string, error) {
 		},
 		Fallback: grace.C,
 		Use: func() []string {
-			eps, err := a.cachedEndpoints()
+			eps, err := a.endpoints.read()
 			if err != nil {
 				a.log.Warn("no usable endpoints cache", "err", err)
 			}
@@ -173,7 +173,7 @@ func (a *Agent) gossipRefresh() controller.Controller {
 	}
 	return &controller.Func{ControllerName: "gossip-refresh", Resync: GossipRefreshInterval, Do: func(context.Context) error {
 		err := a.publishMeta()
-		a.cacheEndpoints(gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()))
+		a.endpoints.save(gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()), a.Now())
 		return err
 	}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -20,7 +21,14 @@ import (
 //
 //	reconcile: lease lost? --yes--> grant, keep alive --> key missing or on another lease? --yes--> put on the lease
 type heartbeat struct {
-	a *Agent
+	node string        // the node's name
+	ttl  time.Duration // the lease's
+	now  func() time.Time
+	log  *slog.Logger
+	// conn is the agent's store client and store, which an identity
+	// switch replaces.
+	conn func() *connection
+	rec  *nodeRecord // takes the lease, for the node's status
 
 	mu    sync.Mutex
 	lease clientv3.LeaseID // 0: none
@@ -28,15 +36,20 @@ type heartbeat struct {
 	kept  sync.WaitGroup   // the keep-alive drains, each revoking its lease
 }
 
+// newHeartbeat is the heartbeat of a's node.
+func (a *Agent) newHeartbeat() *heartbeat {
+	return &heartbeat{node: a.cfg.Name, ttl: a.cfg.HeartbeatTTL, now: func() time.Time { return a.Now() }, log: a.log, conn: a.conn.Load, rec: &a.rec}
+}
+
 func (h *heartbeat) Name() string { return "heartbeat" }
 
-func (h *heartbeat) Watches() []string { return []string{store.HeartbeatKey(h.a.cfg.Name)} }
+func (h *heartbeat) Watches() []string { return []string{store.HeartbeatKey(h.node)} }
 
 // ResyncInterval checks the lease a few times within its TTL.
-func (h *heartbeat) ResyncInterval() time.Duration { return h.a.cfg.HeartbeatTTL / 3 }
+func (h *heartbeat) ResyncInterval() time.Duration { return h.ttl / 3 }
 
 func (h *heartbeat) Reconcile(ctx context.Context) error {
-	a := h.a
+	st := h.conn().st
 	lease, fresh, err := h.keep(ctx)
 	if err != nil {
 		return err
@@ -44,7 +57,7 @@ func (h *heartbeat) Reconcile(ctx context.Context) error {
 	// A lease granted just now holds no key yet: the key is written at
 	// once, without reading where it is.
 	if !fresh {
-		held, ok, err := a.store().HeartbeatLease(ctx, a.cfg.Name)
+		held, ok, err := st.HeartbeatLease(ctx, h.node)
 		if err != nil {
 			return fmt.Errorf("agent: heartbeat: read: %w", err)
 		}
@@ -52,18 +65,13 @@ func (h *heartbeat) Reconcile(ctx context.Context) error {
 			return nil
 		}
 	}
-	if err := a.store().PutHeartbeat(ctx, a.cfg.Name, a.Now(), lease); err != nil {
+	if err := st.PutHeartbeat(ctx, h.node, h.now(), lease); err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			h.forget(lease)
 		}
 		return fmt.Errorf("agent: heartbeat: put: %w", err)
 	}
-	a.nodeMu.Lock()
-	a.hbLease = int64(lease)
-	if a.node != nil {
-		a.node.Status.Lease = int64(lease)
-	}
-	a.nodeMu.Unlock()
+	h.rec.setLease(int64(lease))
 	return nil
 }
 
@@ -76,18 +84,18 @@ func (h *heartbeat) keep(ctx context.Context) (lease clientv3.LeaseID, fresh boo
 	if h.lease != 0 {
 		select {
 		case <-h.lost:
-			h.a.log.Warn("heartbeat lease lost; renewing", "lease", h.lease)
+			h.log.Warn("heartbeat lease lost; renewing", "lease", h.lease)
 			h.lease = 0
 		default:
 			return h.lease, false, nil
 		}
 	}
-	a := h.a
-	g, err := a.client().Grant(ctx, int64(a.cfg.HeartbeatTTL/time.Second))
+	cli := h.conn().cli
+	g, err := cli.Grant(ctx, int64(h.ttl/time.Second))
 	if err != nil {
 		return 0, false, fmt.Errorf("agent: heartbeat: grant: %w", err)
 	}
-	ch, err := a.client().KeepAlive(ctx, g.ID)
+	ch, err := cli.KeepAlive(ctx, g.ID)
 	if err != nil {
 		h.revoke(ctx, g.ID)
 		return 0, false, fmt.Errorf("agent: heartbeat: keepalive: %w", err)
@@ -118,7 +126,7 @@ func (h *heartbeat) forget(lease clientv3.LeaseID) {
 func (h *heartbeat) revoke(ctx context.Context, lease clientv3.LeaseID) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_, _ = h.a.client().Revoke(rctx, lease)
+	_, _ = h.conn().cli.Revoke(rctx, lease)
 }
 
 // wait waits until every lease the heartbeat kept was revoked (or found
@@ -133,18 +141,14 @@ func (a *Agent) firstLease(ctx context.Context, h *heartbeat) error {
 	if err != nil {
 		return err
 	}
-	a.nodeMu.Lock()
-	a.hbLease = int64(lease)
-	a.nodeMu.Unlock()
+	a.rec.setLease(int64(lease))
 	return nil
 }
 
 // heartbeatOps writes the heartbeat key on the lease firstLease granted:
 // none when there is none.
 func (a *Agent) heartbeatOps() []clientv3.Op {
-	a.nodeMu.Lock()
-	lease := clientv3.LeaseID(a.hbLease)
-	a.nodeMu.Unlock()
+	lease := clientv3.LeaseID(a.rec.heartbeatLease())
 	if lease == 0 {
 		return nil
 	}

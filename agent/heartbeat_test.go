@@ -37,7 +37,7 @@ func TestHeartbeatRegrantsALostLease(t *testing.T) {
 	}
 	a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, HeartbeatTTL: time.Hour}, nil, quietNotifier{}, logging.Test(t))
 	a.use(st.Client(), st)
-	hb := &heartbeat{a: a}
+	hb := a.newHeartbeat()
 	g := (&groups{rt: a.rt}).start(t.Context(), hb)
 	var first clientv3.LeaseID
 	waitFor(t, 10*time.Second, "the heartbeat key", func() bool { first = heartbeatLease(t, st, "w-1"); return first != 0 })

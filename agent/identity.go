@@ -2,17 +2,35 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
-
-	"github.com/homystack/nico/pkg/store"
 
 	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
+	"github.com/homystack/nico/pkg/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
+
+// rootIdentity is the root pair's client identity a control-plane machine
+// that joins talks to etcd under (joinUnderRoot), until finishIdentity has
+// made its node's own.
+type rootIdentity struct {
+	tls *tls.Config
+	// inUse: the agent's store clients are made under tls.
+	inUse atomic.Bool
+	// left: ensureIdentity left the node's etcd identity to
+	// finishIdentity (the bring-up's goroutines only, one after another).
+	left bool
+	// retired is the store client made under tls, once switchIdentity
+	// replaced it; shutdown closes it (the heartbeat's first lease is kept
+	// alive over it).
+	retired *clientv3.Client
+}
 
 // ensureIdentity, on a control-plane machine (it holds the root
 // certificate), makes this node's etcd user and role before the node
@@ -25,8 +43,8 @@ func (a *Agent) ensureIdentity(ctx context.Context) error {
 	if !a.holdsRoot() {
 		return nil
 	}
-	if a.asRoot.Load() {
-		a.identityLeft = true
+	if a.root.inUse.Load() {
+		a.root.left = true
 		return nil
 	}
 	return a.ensureFullIdentity(ctx)
@@ -45,8 +63,8 @@ func (a *Agent) joinUnderRoot() error {
 	if err != nil {
 		return fmt.Errorf("agent: root identity from %s: %w", d, err)
 	}
-	a.rootTLS = t
-	a.asRoot.Store(true)
+	a.root.tls = t
+	a.root.inUse.Store(true)
 	a.log.Info("joining under the root identity; the node's etcd user and role follow once the member is a voter", "user", rbac.NodeRole(a.cfg.Name))
 	return nil
 }
@@ -55,18 +73,18 @@ func (a *Agent) joinUnderRoot() error {
 // ensureIdentity left for after the join, then switches to it; a no-op
 // when it left none.
 func (a *Agent) finishIdentity(ctx context.Context) error {
-	if !a.identityLeft {
+	if !a.root.left {
 		return nil
 	}
 	if err := a.ensureFullIdentity(ctx); err != nil {
 		return err
 	}
-	if a.asRoot.Load() {
+	if a.root.inUse.Load() {
 		if err := a.switchIdentity(); err != nil {
 			return err
 		}
 	}
-	a.identityLeft = false
+	a.root.left = false
 	return nil
 }
 
@@ -80,20 +98,20 @@ func (a *Agent) finishIdentity(ctx context.Context) error {
 // its store, is started again by Run.
 func (a *Agent) switchIdentity() error {
 	old := a.conn.Load()
-	a.asRoot.Store(false)
+	a.root.inUse.Store(false)
 	cli, err := a.etcdClient(old.cli.Endpoints(), 5*time.Second)
 	if err != nil {
-		a.asRoot.Store(true)
+		a.root.inUse.Store(true)
 		return fmt.Errorf("agent: connect as %s: %w", rbac.NodeRole(a.cfg.Name), err)
 	}
 	st, err := store.New(cli, a.cfg.Prefix)
 	if err != nil {
 		cli.Close()
-		a.asRoot.Store(true)
+		a.root.inUse.Store(true)
 		return err
 	}
 	a.use(cli, st)
-	a.retired = old.cli
+	a.root.retired = old.cli
 	if a.cfg.OnConnect != nil {
 		a.cfg.OnConnect(st)
 	}

@@ -48,8 +48,8 @@ func TestJoinUnderRootThenSwitch(t *testing.T) {
 	if err := a.connect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ensureIdentity(ctx); err != nil || !a.identityLeft {
-		t.Fatalf("ensureIdentity: %v, left %v; want nil, the identity left for after the join", err, a.identityLeft)
+	if err := a.ensureIdentity(ctx); err != nil || !a.root.left {
+		t.Fatalf("ensureIdentity: %v, left %v; want nil, the identity left for after the join", err, a.root.left)
 	}
 	if cn := clientCN(t, a.client()); cn != pki.RootIdentity {
 		t.Fatalf("joining client presents %q, want %q", cn, pki.RootIdentity)
@@ -75,13 +75,13 @@ func TestJoinUnderRootThenSwitch(t *testing.T) {
 	if err := untilDone(ctx, identityRetry(), warn, a.finishIdentity); err != nil {
 		t.Fatal(err)
 	}
-	if a.identityLeft || a.asRoot.Load() || a.retired == nil {
-		t.Fatalf("after finishIdentity: left %v, asRoot %v, retired %v", a.identityLeft, a.asRoot.Load(), a.retired)
+	if a.root.left || a.root.inUse.Load() || a.root.retired == nil {
+		t.Fatalf("after finishIdentity: left %v, asRoot %v, retired %v", a.root.left, a.root.inUse.Load(), a.root.retired)
 	}
 	if cn := clientCN(t, a.client()); cn != pki.NodeIdentity("cp-2") {
 		t.Fatalf("client after the switch presents %q, want the node's %q", cn, pki.NodeIdentity("cp-2"))
 	}
-	if cn := clientCN(t, a.retired); cn != pki.RootIdentity {
+	if cn := clientCN(t, a.root.retired); cn != pki.RootIdentity {
 		t.Fatalf("the retired client presents %q, want root", cn)
 	}
 	if u, err := root.UserGet(ctx, pki.NodeIdentity("cp-2")); err != nil || len(u.Roles) < 2 {
@@ -107,11 +107,11 @@ func TestJoinUnderRootThenSwitch(t *testing.T) {
 	if _, err := a.client().Get(ctx, store.NodeKey("cp-2")); !errors.Is(err, rpctypes.ErrPermissionDenied) && !errors.Is(err, rpctypes.ErrUserNotFound) {
 		t.Fatalf("read with the node's user deleted: %v, want refused", err)
 	}
-	if _, err := a.retired.Get(ctx, p+store.NodeKey("cp-2"), clientv3.WithCountOnly()); err != nil {
+	if _, err := a.root.retired.Get(ctx, p+store.NodeKey("cp-2"), clientv3.WithCountOnly()); err != nil {
 		t.Fatalf("the retired root client: %v", err)
 	}
 	a.shutdown(nil)
-	if _, err := a.retired.Get(ctx, "x"); err == nil {
+	if _, err := a.root.retired.Get(ctx, "x"); err == nil {
 		t.Fatal("shutdown left the retired client open")
 	}
 }

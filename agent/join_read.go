@@ -87,7 +87,7 @@ func clusterSpec(sv *store.View) (spec api.EtcdClusterSpec, ok bool) {
 // member's next start (etcd_quota.go); nothing when v read no EtcdCluster.
 func (a *Agent) noteQuota(v joinView) {
 	if v.hasCluster {
-		a.quotaWant.Store(v.quota)
+		a.etcd.wantQuota.Store(v.quota)
 	}
 }
 

@@ -48,7 +48,7 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 		if copies, _ := filepath.Glob(a.cfg.DataDir + ".wiped-*"); len(copies) > 0 {
 			return fmt.Errorf("agent: bootstrap refused: this node's member data was wiped before (%s), so it belonged to a cluster; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", copies[len(copies)-1], verr)
 		}
-		if others := a.cachedOthers(); len(others) > 0 {
+		if others := a.endpoints.others(a.cfg.ClientURL); len(others) > 0 {
 			return fmt.Errorf("agent: bootstrap refused: this node reached an etcd cluster through %v before (%s) and has no member data now, so its data was lost; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", others, a.cfg.EndpointsCache, verr)
 		}
 		if b, ok, err := member.ReadBootstrapped(a.cfg.DataDir); ok || err != nil {
@@ -68,7 +68,7 @@ func (a *Agent) prepareMember(ctx context.Context) error {
 		a.useEtcdVersion(marker.EtcdVersion, "the version that last served the data dir")
 	}
 	if hasMarker {
-		a.quotaRun.Store(marker.QuotaBackendBytes)
+		a.etcd.quota.Store(marker.QuotaBackendBytes)
 	}
 	if verr != nil {
 		a.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
@@ -188,7 +188,7 @@ func (a *Agent) runMember(ctx context.Context, initialCluster, state string) err
 		return fmt.Errorf("agent: start member: %w", err)
 	}
 	a.running.Store(true)
-	a.quotaRun.Store(quota)
+	a.etcd.quota.Store(quota)
 	return nil
 }
 
@@ -206,8 +206,8 @@ func (a *Agent) recordMember(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: local member status: %w", err)
 	}
-	a.etcdVersion.Store(st.Version)
-	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now(), EtcdVersion: st.Version, QuotaBackendBytes: a.quotaRun.Load()}
+	a.etcd.version.Store(st.Version)
+	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now(), EtcdVersion: st.Version, QuotaBackendBytes: a.etcd.quota.Load()}
 	if err := member.WriteMarker(a.cfg.DataDir, mk); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}

@@ -38,13 +38,11 @@ func (a *Agent) nodeCertPublish() controller.Controller {
 // publishNodeCert writes the node status again when node.crt changed
 // since it was published.
 func (a *Agent) publishNodeCert(ctx context.Context) error {
-	a.nodeMu.Lock()
-	if a.node == nil {
-		a.nodeMu.Unlock()
+	n, ok := a.rec.view()
+	if !ok {
 		return nil
 	}
-	phase, msg, published := a.node.Status.Phase, a.node.Status.Message, a.node.Status.Certificate
-	a.nodeMu.Unlock()
+	phase, msg, published := n.Status.Phase, n.Status.Message, n.Status.Certificate
 	if c := a.nodeCertPEM(); c != "" && c != published {
 		if err := a.writePhase(ctx, phase, msg); err != nil {
 			return err

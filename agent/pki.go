@@ -353,7 +353,7 @@ func (a *Agent) memberTLS() *member.TLS {
 		return nil
 	}
 	readiness := certNode // the runtime's readiness client, as clientTLS
-	if a.asRoot.Load() {
+	if a.root.inUse.Load() {
 		readiness = certRoot
 	}
 	return &member.TLS{
@@ -368,8 +368,8 @@ func (a *Agent) memberTLS() *member.TLS {
 // clientTLS is the identity the agent's etcd clients present: the root
 // pair while it joins under it (joinUnderRoot), else the node's.
 func (a *Agent) clientTLS() *tls.Config {
-	if a.asRoot.Load() {
-		return a.rootTLS
+	if a.root.inUse.Load() {
+		return a.root.tls
 	}
 	return a.tls
 }

@@ -53,11 +53,6 @@ func (a *Agent) nodeObject(old *api.Node) *api.Node {
 
 // registered keeps n, written, as the node's object.
 func (a *Agent) registered(n *api.Node) {
-	a.nodeMu.Lock()
-	a.node = n
-	if l := a.hbLease; l != 0 {
-		n.Status.Lease = l // the heartbeat's, granted meanwhile; written with the next status
-	}
-	a.nodeMu.Unlock()
+	a.rec.adopt(n)
 	a.log.Info("registered", "roles", a.cfg.Roles)
 }

@@ -180,11 +180,7 @@ func (a *Agent) recordRemoved(ctx context.Context, why string) error {
 	if err := a.connectOthers(); err != nil {
 		return err
 	}
-	a.nodeMu.Lock()
-	if a.node != nil {
-		a.node.Status.MemberID, a.node.Status.MemberState = 0, api.MemberNone
-	}
-	a.nodeMu.Unlock()
+	a.rec.update(func(s *api.NodeStatus) { s.MemberID, s.MemberState = 0, api.MemberNone })
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removedRecordWait)
 	defer cancel()
 	retry := func(what string, op func() error) error {
@@ -234,7 +230,7 @@ func (a *Agent) connectOthers() error {
 		return fmt.Errorf("agent: no etcd endpoint but the removed local member's (%s) is known", a.cfg.ClientURL)
 	}
 	a.client().SetEndpoints(eps...)
-	a.cacheEndpoints(eps)
+	a.endpoints.save(eps, a.Now())
 	return nil
 }
 
