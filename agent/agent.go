@@ -196,10 +196,7 @@ type Agent struct {
 	// hostFiles is when the generations controller (its only user) last
 	// synced the applied generation's host files, and from what.
 	hostFiles hostFilesMark
-	etcd      memberRun // the etcd version and quota wanted and run (agent/etcd_version.go)
-	// spaceOf measures a data dir's file system (nil: fsSpace; tests
-	// replace it).
-	spaceOf   func(path string) (free, size int64, err error)
+	etcd      memberRun       // the etcd version and quota wanted and run (agent/etcd_version.go)
 	endpoints *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
 }
 

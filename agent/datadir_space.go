@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -37,41 +38,55 @@ func (a *Agent) dataDirWatch() controller.Controller {
 	if every <= 0 {
 		every = DefaultDataDirInterval
 	}
-	return &controller.Func{ControllerName: "data-dir", Resync: every, Do: a.measureDataDir}
+	return &controller.Func{ControllerName: "data-dir", Resync: every, Do: a.dataDirSpace().measure}
 }
 
-// measureDataDir is one pass of the data-dir controller.
-func (a *Agent) measureDataDir(ctx context.Context) error {
-	space := a.spaceOf
-	if space == nil {
-		space = fsSpace
-	}
-	free, size, err := space(a.cfg.DataDir)
+// dataDirSpace is what the data-dir controller uses.
+type dataDirSpace struct {
+	dir string // the etcd data dir
+	// space measures the file system holding a path (fsSpace; tests
+	// replace it).
+	space func(path string) (free, size int64, err error)
+	now   func() time.Time
+	rec   *nodeRecord // the node's status, which the report goes into
+	// write writes the node's status with its phase and message.
+	write func(ctx context.Context, phase api.NodePhase, msg string) error
+	log   *slog.Logger
+}
+
+// dataDirSpace is the data-dir controller's dependencies, taken from a.
+func (a *Agent) dataDirSpace() *dataDirSpace {
+	return &dataDirSpace{dir: a.cfg.DataDir, space: fsSpace, now: func() time.Time { return a.Now() }, rec: &a.rec, write: a.writePhase, log: a.log}
+}
+
+// measure is one pass of the data-dir controller.
+func (d *dataDirSpace) measure(ctx context.Context) error {
+	free, size, err := d.space(d.dir)
 	if err != nil {
 		return fmt.Errorf("agent: measure the etcd data dir: %w", err)
 	}
-	now := a.Now()
-	d := &api.DataDirStatus{FreeBytes: free, SizeBytes: size, Full: free < api.DataDirFullBelow, MeasuredAt: now}
+	now := d.now()
+	m := &api.DataDirStatus{FreeBytes: free, SizeBytes: size, Full: free < api.DataDirFullBelow, MeasuredAt: now}
 	var prev *api.DataDirStatus
 	var report bool
-	n, ok := a.rec.update(func(s *api.NodeStatus) {
+	n, ok := d.rec.update(func(s *api.NodeStatus) {
 		prev = s.DataDir
-		report = prev == nil || prev.Full != d.Full || abs(prev.FreeBytes-d.FreeBytes) >= size/10
+		report = prev == nil || prev.Full != m.Full || abs(prev.FreeBytes-m.FreeBytes) >= size/10
 		if report {
-			s.DataDir = d
+			s.DataDir = m
 		}
 	})
 	if !ok || !report {
 		return nil
 	}
 	switch {
-	case d.Full:
-		a.log.Error("the etcd data dir's file system is full: the member cannot write its WAL or database and stops until space returns",
-			"dataDir", a.cfg.DataDir, "freeBytes", free, "sizeBytes", size)
+	case m.Full:
+		d.log.Error("the etcd data dir's file system is full: the member cannot write its WAL or database and stops until space returns",
+			"dataDir", d.dir, "freeBytes", free, "sizeBytes", size)
 	case prev != nil && prev.Full:
-		a.log.Info("the etcd data dir's file system has space again", "dataDir", a.cfg.DataDir, "freeBytes", free, "sizeBytes", size)
+		d.log.Info("the etcd data dir's file system has space again", "dataDir", d.dir, "freeBytes", free, "sizeBytes", size)
 	}
-	return a.writePhase(ctx, n.Status.Phase, n.Status.Message)
+	return d.write(ctx, n.Status.Phase, n.Status.Message)
 }
 
 // fsSpace is the free (to unprivileged users) and total bytes of the file

@@ -29,13 +29,14 @@ func TestDataDirReportedWhenItMatters(t *testing.T) {
 	n.Status.Phase = api.NodeMember
 	a.rec.adopt(n)
 	free := int64(200 * mib)
-	a.spaceOf = func(string) (int64, int64, error) { return free, 256 * mib, nil }
+	d := a.dataDirSpace()
+	d.space = func(string) (int64, int64, error) { return free, 256 * mib, nil }
 	step := func(what string, f int64, want *api.DataDirStatus) {
 		t.Helper()
 		free = f
 		before := &api.Node{}
 		_ = st.Get(t.Context(), store.NodeKey("cp-3"), before)
-		if err := a.measureDataDir(t.Context()); err != nil {
+		if err := d.measure(t.Context()); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 		got := &api.Node{}
