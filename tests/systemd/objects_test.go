@@ -91,16 +91,28 @@ func TestDeclaredObjects(t *testing.T) {
 	if !strings.HasPrefix(did["nico-objects.service"], "restart failed") {
 		t.Fatalf("switch to a refused manifest: %v; want nico-objects.service failed", did)
 	}
-	refusals := func() int {
-		out, _ := cp1.Exec(ctx, "journalctl", "--no-pager", "-o", "cat", "-u", "nico-objects.service")
-		if !strings.Contains(string(out), "spec.members[0].peerURLs[0]") {
-			t.Fatalf("nico-objects' journal does not name the refused field:\n%s", out)
-		}
-		return strings.Count(string(out), "apply-objects: /etc/nico/objects.yaml refused, nothing written")
+	// journald takes a unit's output through a stream, so the lines of a
+	// run that just failed may reach the journal a moment after systemd
+	// records the failure: wait for them rather than read once.
+	refusals := func(want int) {
+		t.Helper()
+		cp1.waitFor(ctx, fmt.Sprintf("%d refusals naming the field in nico-objects' journal", want), func() error {
+			out, err := cp1.Exec(ctx, "journalctl", "--no-pager", "-o", "cat", "-u", "nico-objects.service")
+			if err != nil {
+				return fmt.Errorf("journalctl: %w: %s", err, out)
+			}
+			n := strings.Count(string(out), "apply-objects: /etc/nico/objects.yaml refused, nothing written")
+			named := strings.Count(string(out), "spec.members[0].peerURLs[0]")
+			if n > want {
+				t.Fatalf("%d refusals in nico-objects' journal, want %d:\n%s", n, want, out)
+			}
+			if n < want || named < want {
+				return fmt.Errorf("%w: %d refusals, %d naming spec.members[0].peerURLs[0]", errNotYet, n, named)
+			}
+			return nil
+		})
 	}
-	if n := refusals(); n != 1 {
-		t.Fatalf("%d refusals in nico-objects' journal, want 1", n)
-	}
+	refusals(1)
 	objectsState("failed")
 	if got := cp1.prop(ctx, "nico-agent.service", "ActiveState"); got != "active" {
 		t.Fatalf("nico-agent.service is %v after nico-objects failed; want it running", got)
@@ -122,12 +134,7 @@ func TestDeclaredObjects(t *testing.T) {
 	if err := cp1.start(ctx, "nico-agent.service"); err != nil {
 		t.Fatalf("the agent did not start with a refused manifest: %v", err)
 	}
-	cp1.waitFor(ctx, "nico-objects run again and refused", func() error {
-		if n := refusals(); n != 2 {
-			return fmt.Errorf("%w: %d refusals", errNotYet, n)
-		}
-		return nil
-	})
+	refusals(2)
 	objectsState("failed")
 	wantPool(ctx, t, cp1, 3, "r2")
 }
