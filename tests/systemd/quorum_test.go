@@ -39,9 +39,14 @@ func (q *quorumSampler) run(ctx context.Context) {
 	q.mu.Unlock()
 	for ctx.Err() == nil {
 		healthy, voters, down, err := q.sample(ctx)
+		if ctx.Err() != nil {
+			// The sampling ended mid-sample: its calls were canceled,
+			// which says nothing of the members.
+			return
+		}
 		q.mu.Lock()
 		switch {
-		case err != nil && ctx.Err() == nil:
+		case err != nil:
 			// No member list: no member answered at all.
 			q.breaches = append(q.breaches, fmt.Sprintf("%s: no member list: %v", time.Now().Format("15:04:05.000"), err))
 		case err == nil:
