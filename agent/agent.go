@@ -167,12 +167,8 @@ type Agent struct {
 
 	rt  *controller.Runtime // the agent's controllers (agent/controllers.go)
 	tls *tls.Config         // client identity from pki.dir; nil without one
-	// leaves is the first pass's part that issues the member's leaves
-	// alongside the join (issueLeaves); nil when none runs.
-	leaves *pendingLeaves
-	// testHookLeaves, when set, runs before that pass issues (tests hold
-	// it there).
-	testHookLeaves func()
+	// leaves: the member's leaves issued alongside the join (issueLeaves).
+	leaves memberLeaves
 	// conn is the store client and its store, set by connect and, on a
 	// machine that joined under its root identity, replaced by its node
 	// identity's once a voter (switchIdentity); read through client and
@@ -187,12 +183,11 @@ type Agent struct {
 	// stopHeartbeat stops the heartbeat and waits for its lease's revoke;
 	// idempotent.
 	stopHeartbeat func()
-	running       atomic.Bool   // the local member was started by this agent
-	gossip        gossipState   // what it publishes in the mesh (agent/gossip.go)
-	upgrade       chan struct{} // wakes the member controller on upgradeAsked
-	// upgradeAsked: a generation brought a new agent, or the Reloader
-	// wants one (agent/upgrade.go).
-	upgradeAsked atomic.Bool
+	running       atomic.Bool // the local member was started by this agent
+	gossip        gossipState // what it publishes in the mesh (agent/gossip.go)
+	// supervisor wakes the member supervisor and asks it for the agent's
+	// upgrade (agent/supervise.go).
+	supervisor supervisorSignal
 	// hostFiles is when the generations controller (its only user) last
 	// synced the applied generation's host files, and from what.
 	hostFiles hostFilesMark
@@ -248,7 +243,7 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		// A test-only hook: a failpoints build may step it (tests/faults).
 		cfg.Clock = failpoint.Clock(clockwork.NewRealClock())
 	}
-	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, upgrade: make(chan struct{}, 1)}
+	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, supervisor: supervisorSignal{woken: make(chan struct{}, 1)}}
 	a.endpoints = &endpointsCache{path: cfg.EndpointsCache, log: a.log}
 	a.etcd.wantQuota.Store(-1)
 	a.rt = a.newRuntime()
@@ -276,7 +271,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		a.shutdown(err)
 	}()
 	a.status("starting")
-	defer a.leavesWritten()
+	defer a.leaves.written()
 	bg := &groups{rt: a.rt}
 	defer bg.stop()
 	// The heartbeat runs in a group of its own: it outlives the node's

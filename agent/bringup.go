@@ -392,7 +392,7 @@ func (b *bringUp) voter(ctx context.Context) (bool, error) {
 // leaves waits for the member's certificates issued alongside the join (a
 // standby starts no member).
 func (b *bringUp) leaves(ctx context.Context) (bool, error) {
-	return true, b.a.awaitLeaves(ctx)
+	return true, b.a.leaves.wait(ctx)
 }
 
 // readyPhase is the node phase a brought-up node shows.

@@ -61,10 +61,7 @@ func (a *Agent) etcdVersionWatch() controller.Controller {
 		default:
 			a.etcd.wantVersion.Store(want.Spec.Version)
 		}
-		select {
-		case a.upgrade <- struct{}{}:
-		default:
-		}
+		a.supervisor.wake()
 		return nil
 	}}
 }

@@ -42,7 +42,7 @@ func (a *Agent) generations() controller.Controller {
 	}
 	return &controller.Func{ControllerName: "generations", Prefixes: prefixes, Resync: a.cfg.RetryInterval,
 		Policy: controller.HealthPolicy{StallAfter: -1}, Do: func(ctx context.Context) error {
-			if a.upgradeAsked.Load() {
+			if a.supervisor.upgradeAsked() {
 				return nil // the new agent applies what comes next
 			}
 			if err := a.applyDesired(ctx); err != nil {

@@ -37,7 +37,7 @@ func TestGenerationsApplyNothingOnceAnUpgradeIsAsked(t *testing.T) {
 	}
 	g := (&groups{rt: a.rt}).start(t.Context(), a.generations())
 	defer g.stop()
-	waitFor(t, 10*time.Second, "the upgrade asked for", a.upgradeAsked.Load)
+	waitFor(t, 10*time.Second, "the upgrade asked for", a.supervisor.upgradeAsked)
 	// The status write (Applying) wakes the controller again.
 	waitFor(t, 10*time.Second, "the reconcile after the status write", func() bool {
 		for _, h := range a.Health() {

@@ -168,7 +168,7 @@ func (a *Agent) startMember(ctx context.Context, initialCluster, state string) e
 
 // runMember starts the local member and returns once it serves.
 func (a *Agent) runMember(ctx context.Context, initialCluster, state string) error {
-	if err := a.awaitLeaves(ctx); err != nil {
+	if err := a.leaves.wait(ctx); err != nil {
 		return err
 	}
 	quota := a.startQuota()

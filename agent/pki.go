@@ -215,19 +215,65 @@ func (a *Agent) renewPass(ctx context.Context, keep func(name string) bool) erro
 // to etcd as (joinUnderRoot).
 func clientLeaf(name string) bool { return name == certNode || name == certRoot }
 
-// pendingLeaves is the part of the first certificate pass that runs
-// alongside the join (issueLeaves); err is set before done closes.
-type pendingLeaves struct {
+// memberLeaves is the part of the first certificate pass that issues the
+// member's leaves (etcd-server, etcd-peer, coordinator) alongside the
+// join: issueLeaves starts it, the member's start waits for it.
+type memberLeaves struct {
+	pass *leavesPass // the last pass started; nil when none ran
+	// hold, when set, runs before a pass issues (tests hold it there).
+	hold func()
+}
+
+// leavesPass is one pass of memberLeaves; err is set before done closes.
+type leavesPass struct {
 	done chan struct{}
 	err  error
+}
+
+// start runs issue in the background.
+func (m *memberLeaves) start(issue func() error) {
+	p := &leavesPass{done: make(chan struct{})}
+	m.pass = p
+	hold := m.hold
+	go func() {
+		defer close(p.done)
+		if hold != nil {
+			hold()
+		}
+		p.err = issue()
+	}()
+}
+
+// wait waits for the pass and returns its error: the member's
+// certificates are needed from here on.
+func (m *memberLeaves) wait(ctx context.Context) error {
+	p := m.pass
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// written waits until the pass is not writing (Run's end, and the
+// renewal controller's first pass, which would otherwise write the same
+// files at the same time).
+func (m *memberLeaves) written() {
+	if p := m.pass; p != nil {
+		<-p.done
+	}
 }
 
 // issueLeaves runs the first renewal pass with ca.key. It issues the
 // client leaves (clientLeaf) before it returns, and the others (the
 // member's etcd-server and etcd-peer pairs, the coordinator's) alongside
-// what follows, until awaitLeaves:
+// what follows, until the member's start waits for them (memberLeaves):
 //
-//	ensurePKI ─▶ node, root ─▶ connect, register, join request ─▶ MemberAdd ─▶ awaitLeaves ─▶ member start
+//	ensurePKI ─▶ node, root ─▶ connect, register, join request ─▶ MemberAdd ─▶ leaves.wait ─▶ member start
 //	                └──▶ etcd-server, etcd-peer, coordinator ────────────────────┘
 //
 // Nothing uses those before the member starts, and a join is on its way
@@ -240,41 +286,10 @@ func (a *Agent) issueLeaves(ctx context.Context) error {
 	if !a.controlPlane() {
 		return nil // the node leaf is all a worker holds
 	}
-	p := &pendingLeaves{done: make(chan struct{})}
-	a.leaves = p
-	go func() {
-		defer close(p.done)
-		if a.testHookLeaves != nil {
-			a.testHookLeaves()
-		}
-		p.err = a.renewPass(ctx, func(name string) bool { return !clientLeaf(name) })
-	}()
+	a.leaves.start(func() error {
+		return a.renewPass(ctx, func(name string) bool { return !clientLeaf(name) })
+	})
 	return nil
-}
-
-// awaitLeaves waits for the leaves issueLeaves issues alongside the join,
-// and returns the error of their pass: the member's certificates are
-// needed from here on.
-func (a *Agent) awaitLeaves(ctx context.Context) error {
-	p := a.leaves
-	if p == nil {
-		return nil
-	}
-	select {
-	case <-p.done:
-		return p.err
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// leavesWritten waits until no pass of issueLeaves is writing (Run's end,
-// and the renewal controller's first pass, which would otherwise write
-// the same files at the same time).
-func (a *Agent) leavesWritten() {
-	if p := a.leaves; p != nil {
-		<-p.done
-	}
 }
 
 // certRenewal is the controller that keeps the leaves renewed (tick-only:
@@ -291,7 +306,7 @@ func (a *Agent) certRenewal() controller.Controller {
 	var r *pki.Renewer
 	return &controller.Func{ControllerName: "cert-renewal", Resync: min(caCheckInterval, a.RenewInterval), Do: func(ctx context.Context) error {
 		if r == nil {
-			a.leavesWritten()
+			a.leaves.written()
 			var err error
 			if r, err = a.renewer(nil); err != nil {
 				return err

@@ -34,7 +34,7 @@ func TestMemberLeavesIssuedAlongside(t *testing.T) {
 	rt := membertest.NewFake()
 	a := leavesAgent(t, d, rt)
 	held, release := make(chan struct{}), make(chan struct{})
-	a.testHookLeaves = func() { close(held); <-release }
+	a.leaves.hold = func() { close(held); <-release }
 	ctx := t.Context()
 	if err := a.ensurePKI(ctx); err != nil {
 		t.Fatal(err)
@@ -81,7 +81,7 @@ func TestMemberLeavesIssuedAlongside(t *testing.T) {
 }
 
 // TestMemberLeavesFailure: a pass issuing the member's leaves alongside
-// that fails fails awaitLeaves, naming the leaf, and so the member's
+// that fails fails leaves.wait, naming the leaf, and so the member's
 // start; the client leaves are there.
 func TestMemberLeavesFailure(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pki")

@@ -23,12 +23,12 @@ func (quietNotifier) Ready() error        { return nil }
 func (quietNotifier) Status(string) error { return nil }
 func (quietNotifier) Stopping() error     { return nil }
 
-// allPKI is ensurePKI and the leaves it issues alongside (awaitLeaves).
+// allPKI is ensurePKI and the leaves it issues alongside (leaves.wait).
 func allPKI(ctx context.Context, a *Agent) error {
 	if err := a.ensurePKI(ctx); err != nil {
 		return err
 	}
-	return a.awaitLeaves(ctx)
+	return a.leaves.wait(ctx)
 }
 
 // pkiAgent is an agent whose only job in these tests is ensurePKI.

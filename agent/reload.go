@@ -183,7 +183,7 @@ func (r *Reloader) Controller(a *Agent) controller.Controller {
 			return ctx.Err()
 		}
 		asked = true
-		a.requestUpgrade()
+		a.supervisor.askUpgrade()
 		return nil
 	}}
 }

@@ -153,7 +153,7 @@ func TestReloaderRestartsBetweenApplies(t *testing.T) {
 	var logs logging.Buffer
 	r := NewReloader(h.watch(nil), slog.New(slog.NewTextHandler(&logs, nil)))
 	a := New(Config{Name: "cp-1"}, nil, nil, logging.Test(t))
-	b := &blockingApplier{entered: make(chan struct{}), release: make(chan struct{}), upgrade: a.upgrade}
+	b := &blockingApplier{entered: make(chan struct{}), release: make(chan struct{}), upgrade: a.supervisor.woken}
 	ap := r.Guard(b)
 	applied := make(chan error, 1)
 	go func() { _, err := ap.Apply(t.Context(), apply.Generation{Number: 1}); applied <- err }()
@@ -172,7 +172,7 @@ func TestReloaderRestartsBetweenApplies(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-a.upgrade:
+	case <-a.supervisor.woken:
 	case <-time.After(30 * time.Second):
 		t.Fatal("no restart after the apply")
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
@@ -49,6 +50,31 @@ func (a *Agent) supervise(ctx context.Context, hb *group, ctrls []controller.Con
 	return fmt.Errorf("agent: heartbeat stopped: %v", hb.err)
 }
 
+// supervisorSignal wakes the member supervisor: on a new etcd version
+// wanted, and on an upgrade asked, which ends Run with ErrUpgraded at the
+// supervisor's next reconcile, between member restarts.
+type supervisorSignal struct {
+	woken chan struct{} // the supervisor's Wake; holds one wake at most
+	asked atomic.Bool   // an upgrade asked: a generation brought a new agent, or the Reloader wants one
+}
+
+// wake wakes the supervisor, unless a wake is already queued.
+func (s *supervisorSignal) wake() {
+	select {
+	case s.woken <- struct{}{}:
+	default:
+	}
+}
+
+// askUpgrade asks the supervisor to end Run with ErrUpgraded.
+func (s *supervisorSignal) askUpgrade() {
+	s.asked.Store(true)
+	s.wake()
+}
+
+// upgradeAsked tells whether an upgrade was asked.
+func (s *supervisorSignal) upgradeAsked() bool { return s.asked.Load() }
+
 // memberSupervisor is the controller that restarts a member that crashed
 // (after a backoff that grows with each crash), ends the group when the
 // cluster removed the member, and ends it with ErrUpgraded when a
@@ -59,8 +85,8 @@ func (a *Agent) memberSupervisor() controller.Controller {
 	crashes := &backoff.ExponentialBackOff{InitialInterval: time.Second, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 30 * time.Second}
 	var restartAt time.Time
 	n := 0
-	return &controller.Func{ControllerName: "member", Resync: memberCheckInterval, Wake: a.upgrade, Do: func(ctx context.Context) error {
-		if a.upgradeAsked.Load() {
+	return &controller.Func{ControllerName: "member", Resync: memberCheckInterval, Wake: a.supervisor.woken, Do: func(ctx context.Context) error {
+		if a.supervisor.upgradeAsked() {
 			return exitError{err: ErrUpgraded}
 		}
 		if !a.controlPlane() {

@@ -80,16 +80,6 @@ func (a *Agent) upgraded(log *slog.Logger, skipped bool) bool {
 		return false
 	}
 	log.Info("the generation installs another nico-agent; restarting into it, which reports the generation", "running", exe, "next", next)
-	a.requestUpgrade()
+	a.supervisor.askUpgrade()
 	return true
-}
-
-// requestUpgrade asks the member controller (agent/supervise.go) to end
-// Run with ErrUpgraded at its next reconcile, between member restarts.
-func (a *Agent) requestUpgrade() {
-	a.upgradeAsked.Store(true)
-	select {
-	case a.upgrade <- struct{}{}:
-	default: // already woken
-	}
 }

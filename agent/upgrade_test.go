@@ -71,7 +71,7 @@ func TestNewAgentBinary(t *testing.T) {
 				t.Fatalf("upgraded = %v, want %v", got, c.want)
 			}
 			_ = a.upgraded(a.log, false)
-			if n := len(a.upgrade); (n == 1) != c.want {
+			if n := len(a.supervisor.woken); (n == 1) != c.want {
 				t.Fatalf("%d restart requests queued, want %v", n, c.want)
 			}
 		})
