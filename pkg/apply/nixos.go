@@ -120,10 +120,16 @@ func (n *NixOS) Apply(ctx context.Context, gen Generation) (Result, error) {
 		}
 	}
 	// An agent restarted during an activation finds its unit still
-	// running: wait for it rather than start a second one.
+	// running: wait for it rather than start a second one. The unit may
+	// also have ended since the current system was read: it switched.
 	resumed, err := n.awaitUnit(ctx, unit)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrActivate, err)
+	}
+	if !resumed && op != api.OperationBoot {
+		if cur, err := n.Current(ctx); err == nil && cur == top {
+			resumed = true
+		}
 	}
 	if resumed && op != api.OperationBoot {
 		if cur, err := n.Current(ctx); err != nil || cur != top {
@@ -278,17 +284,28 @@ func (n *NixOS) activate(ctx context.Context, unit, top string, op api.Activatio
 	return err
 }
 
+// awaitUnknownAnswers is how many answers of systemctl is-active in a row
+// that name no unit state awaitUnit takes before it fails.
+const awaitUnknownAnswers = 5
+
 // awaitUnit waits until unit, when it is running, has ended; it reports
-// whether the unit was running.
+// whether the unit was running. An answer that is no unit state (systemd
+// busy, its bus not answering) is asked again, awaitUnknownAnswers times
+// at most: taken for "not running", it would start a second activation.
 func (n *NixOS) awaitUnit(ctx context.Context, unit string) (bool, error) {
 	was := false
+	unknown := 0
 	for {
 		out, _ := n.cfg.Runner.Run(ctx, Cmd{Name: "systemctl", Args: []string{"is-active", unit}})
-		switch lastLine(out) {
-		case "active", "activating", "deactivating", "reloading":
-			was = true
-		default:
+		switch state := lastLine(out); state {
+		case "active", "activating", "deactivating", "reloading", "refreshing":
+			was, unknown = true, 0
+		case "inactive", "failed", "unknown":
 			return was, nil
+		default:
+			if unknown++; unknown >= awaitUnknownAnswers {
+				return was, fmt.Errorf("systemctl is-active %s answered no unit state %d times, last %q", unit, unknown, state)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -164,6 +164,48 @@ func TestNixOSApply(t *testing.T) {
 			}
 		}
 	})
+	t.Run("restart after the unit ended takes its switch", func(t *testing.T) {
+		t.Parallel()
+		// The unit ends between the agent's read of the current system
+		// and its wait (Polls 0): it switched, and is not started again.
+		n, f, _ := newTestNixOS(t)
+		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1"}}
+		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
+		if err != nil || r.RolledBack || f.Running() != "good-1" {
+			t.Fatalf("%+v %v running %s", r, err, f.Running())
+		}
+		if got := f.Switched(); len(got) != 1 || strings.HasPrefix(got[0], "systemd-run") {
+			t.Fatalf("switch calls %q, want the profile's only", got)
+		}
+	})
+	t.Run("restart while systemd does not answer asks again", func(t *testing.T) {
+		t.Parallel()
+		n, f, _ := newTestNixOS(t)
+		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1", Unanswered: 2, Polls: 2}}
+		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
+		if err != nil || r.RolledBack || f.Running() != "good-1" {
+			t.Fatalf("%+v %v running %s", r, err, f.Running())
+		}
+		for _, c := range f.Switched() {
+			if strings.HasPrefix(c, "systemd-run") {
+				t.Fatalf("a second activation was started: %s", c)
+			}
+		}
+	})
+	t.Run("restart while systemd never answers fails, starting nothing", func(t *testing.T) {
+		t.Parallel()
+		n, f, _ := newTestNixOS(t)
+		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1", Unanswered: 100}}
+		_, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
+		if !errors.Is(err, ErrActivate) || !strings.Contains(err.Error(), "is-active nico-activate-4 answered no unit state 5 times") {
+			t.Fatalf("err %v", err)
+		}
+		for _, c := range f.Switched() {
+			if strings.HasPrefix(c, "systemd-run") {
+				t.Fatalf("an activation was started: %s", c)
+			}
+		}
+	})
 	t.Run("a running unit that does not switch is a failed activation", func(t *testing.T) {
 		t.Parallel()
 		n, f, _ := newTestNixOS(t)

@@ -29,8 +29,9 @@ type FakeNixOS struct {
 	// Noise leaves user@1000.service failed (for allow lists).
 	Noise bool
 	// Activating are transient units still running from before (an agent
-	// restarted mid-activation): each answers "activating" Polls times,
-	// then has switched to Toplevel.
+	// restarted mid-activation): each answers no unit state Unanswered
+	// times (systemd's bus busy), "activating" Polls times, then has
+	// switched to Toplevel.
 	Activating map[string]*Unit
 }
 
@@ -105,6 +106,10 @@ func (f *FakeNixOS) Run(_ context.Context, c apply.Cmd) ([]byte, error) {
 	case "systemctl":
 		if a[0] == "is-active" {
 			if u := f.Activating[a[1]]; u != nil {
+				if u.Unanswered > 0 {
+					u.Unanswered--
+					return []byte("Failed to connect to bus: Connection timed out\n"), errors.New("systemctl is-active: exit status 1")
+				}
 				if u.Polls > 0 {
 					u.Polls--
 					return []byte("activating\n"), nil
@@ -179,6 +184,7 @@ func (f *FakeNixOS) Calls() []string {
 
 // Unit is a running activation unit.
 type Unit struct {
-	Toplevel string
-	Polls    int
+	Toplevel   string
+	Polls      int
+	Unanswered int
 }
