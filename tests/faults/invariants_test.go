@@ -9,6 +9,7 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/store"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -25,10 +26,12 @@ import (
 //   - no voter counted toward quorum that has not answered for longer than
 //     the health timeout: every voter the harness is not faulting has
 //     answered its status, itself, within healthTimeout (plus one sample)
-//     of each sample. A member is timed from the first sample that lists
-//     it, learner or voter, so a learner promoted before it serves is a
-//     breach as soon as it is a voter past that bound. A member whose
-//     fault ended is allowed recoverFor to serve again.
+//     of when each sample asked it; a sample asks every member at once,
+//     each within healthTimeout, as the coordinators do. A member is
+//     timed from the first sample that lists it, learner or voter, so a
+//     learner promoted before it serves is a breach as soon as it is a
+//     voter past that bound. A member whose fault ended is allowed
+//     recoverFor to serve again.
 //
 // Sampling misses what happens between two samples; etcd itself refuses
 // most of these (a second learner, a removal below quorum), so a breach
@@ -117,11 +120,12 @@ func (w *watcher) sample(ctx context.Context) {
 	var leader uint64
 	ids := map[uint64]string{}
 	faulted := w.faulted()
+	asked, answers := time.Now(), w.askAll(ctx, resp.Members)
 	var silent []string
-	for _, m := range resp.Members {
+	for i, m := range resp.Members {
 		ids[m.ID] = m.Name
 		if _, ok := w.answered[m.ID]; !ok || faulted[m.Name] {
-			w.answered[m.ID] = time.Now()
+			w.answered[m.ID] = asked
 		}
 		switch {
 		case faulted[m.Name]:
@@ -130,9 +134,13 @@ func (w *watcher) sample(ctx context.Context) {
 			delete(w.wasFaulted, m.ID)
 			w.recovering[m.ID] = true
 		}
-		ok := w.answers(ctx, m.ID, m.ClientURLs, &leader)
+		ok := answers[i].ok
 		if ok {
+			w.answered[m.ID] = answers[i].at
 			delete(w.recovering, m.ID)
+			if answers[i].leader != 0 {
+				leader = answers[i].leader
+			}
 		}
 		bound := healthTimeout + sampleEvery
 		if w.recovering[m.ID] {
@@ -146,13 +154,13 @@ func (w *watcher) sample(ctx context.Context) {
 		switch {
 		case faulted[m.Name] || ok:
 			answering++
-		case time.Since(w.answered[m.ID]) > bound && !w.silent[m.ID]:
+		case asked.Sub(w.answered[m.ID]) > bound && !w.silent[m.ID]:
 			w.silent[m.ID] = true
 			after := ""
 			if w.recovering[m.ID] {
 				after = " since its fault ended"
 			}
-			silent = append(silent, fmt.Sprintf("%s (%s) is a voter and has not answered for %s%s", m.Name, api.MemberID(m.ID), time.Since(w.answered[m.ID]).Round(time.Millisecond), after))
+			silent = append(silent, fmt.Sprintf("%s (%s) is a voter and had not answered for %s when asked", m.Name, api.MemberID(m.ID), asked.Sub(w.answered[m.ID]).Round(time.Millisecond))+after)
 		}
 	}
 	for _, v := range silent {
@@ -206,22 +214,39 @@ func movedAway(ops []*api.Operation, id api.MemberID) bool {
 	return false
 }
 
-// answers asks member id's status at its first client URL; true when the
-// member itself answered within a second (its time is then recorded). A
-// member with no client URL has not published itself: it serves nobody.
-func (w *watcher) answers(ctx context.Context, id uint64, urls []string, leader *uint64) bool {
-	if len(urls) == 0 {
-		return false
+// answer is what one member said to a status request: ok when the member
+// itself answered (at when, with the leader it knows).
+type answer struct {
+	ok     bool
+	at     time.Time
+	leader uint64
+}
+
+// askAll asks every member's status at once, each within healthTimeout
+// (the coordinators' own bound), and returns the answers in members'
+// order. At once: asked one after the other, a member that does not
+// answer would delay the others' requests past the bound.
+func (w *watcher) askAll(ctx context.Context, members []*etcdserverpb.Member) []answer {
+	out := make([]answer, len(members))
+	var wg sync.WaitGroup
+	for i, m := range members {
+		wg.Go(func() { out[i] = w.ask(ctx, m.ID, m.ClientURLs) })
 	}
-	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	wg.Wait()
+	return out
+}
+
+// ask asks member id's status at its first client URL. A member with no
+// client URL has not published itself: it serves nobody.
+func (w *watcher) ask(ctx context.Context, id uint64, urls []string) answer {
+	if len(urls) == 0 {
+		return answer{}
+	}
+	cctx, cancel := context.WithTimeout(ctx, healthTimeout)
 	st, err := w.cli.Status(cctx, urls[0])
 	cancel()
 	if err != nil || st.Header.MemberId != id {
-		return false
+		return answer{}
 	}
-	w.answered[id] = time.Now()
-	if st.Leader != 0 {
-		*leader = st.Leader
-	}
-	return true
+	return answer{ok: true, at: time.Now(), leader: st.Leader}
 }
