@@ -150,48 +150,30 @@ func TestNixOSApply(t *testing.T) {
 			t.Fatalf("attempt not in unit name: %v", f.Switched())
 		}
 	})
-	t.Run("restart during activation waits for the running unit", func(t *testing.T) {
-		t.Parallel()
-		n, f, _ := newTestNixOS(t)
-		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1", Polls: 3}}
-		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
-		if err != nil || r.RolledBack || f.Running() != "good-1" {
-			t.Fatalf("%+v %v running %s", r, err, f.Running())
-		}
-		for _, c := range f.Switched() {
-			if strings.HasPrefix(c, "systemd-run") {
-				t.Fatalf("a second activation was started: %s", c)
+	// An agent restarted mid-activation finds the unit left running: it
+	// takes that unit's switch and never starts a second activation,
+	// whether the unit still runs (Polls), ended between the agent's read
+	// of the current system and its wait (Polls 0), or systemd did not
+	// answer at first (Unanswered).
+	for name, u := range map[string]applytest.Unit{
+		"restart during activation waits for the running unit": {Polls: 3},
+		"restart after the unit ended takes its switch":        {},
+		"restart while systemd does not answer asks again":     {Unanswered: 2, Polls: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			n, f, _ := newTestNixOS(t)
+			u.Toplevel = "/nix/store/good-1-nixos-system-m1"
+			f.Activating = map[string]*applytest.Unit{"nico-activate-4": &u}
+			r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
+			if err != nil || r.RolledBack || f.Running() != "good-1" {
+				t.Fatalf("%+v %v running %s", r, err, f.Running())
 			}
-		}
-	})
-	t.Run("restart after the unit ended takes its switch", func(t *testing.T) {
-		t.Parallel()
-		// The unit ends between the agent's read of the current system
-		// and its wait (Polls 0): it switched, and is not started again.
-		n, f, _ := newTestNixOS(t)
-		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1"}}
-		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
-		if err != nil || r.RolledBack || f.Running() != "good-1" {
-			t.Fatalf("%+v %v running %s", r, err, f.Running())
-		}
-		if got := f.Switched(); len(got) != 1 || strings.HasPrefix(got[0], "systemd-run") {
-			t.Fatalf("switch calls %q, want the profile's only", got)
-		}
-	})
-	t.Run("restart while systemd does not answer asks again", func(t *testing.T) {
-		t.Parallel()
-		n, f, _ := newTestNixOS(t)
-		f.Activating = map[string]*applytest.Unit{"nico-activate-4": {Toplevel: "/nix/store/good-1-nixos-system-m1", Unanswered: 2, Polls: 2}}
-		r, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 4, Spec: spec("good-1")})
-		if err != nil || r.RolledBack || f.Running() != "good-1" {
-			t.Fatalf("%+v %v running %s", r, err, f.Running())
-		}
-		for _, c := range f.Switched() {
-			if strings.HasPrefix(c, "systemd-run") {
-				t.Fatalf("a second activation was started: %s", c)
+			if got := f.Switched(); len(got) != 1 || strings.HasPrefix(got[0], "systemd-run") {
+				t.Fatalf("switch calls %q, want the profile's only: no second activation", got)
 			}
-		}
-	})
+		})
+	}
 	t.Run("restart while systemd never answers fails, starting nothing", func(t *testing.T) {
 		t.Parallel()
 		n, f, _ := newTestNixOS(t)
