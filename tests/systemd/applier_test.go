@@ -16,6 +16,7 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/apply/applytest"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/systemd/harness"
 )
 
@@ -277,11 +278,12 @@ func TestNixOSApplierInAgentUnit(t *testing.T) {
 		t.Fatal("nothing in the unit's cache directory /var/cache/nico/nix")
 	}
 	// The activations ran in their transient units, under systemd-run --wait.
+	// Their lines reach the journal through a stream: wait for them.
 	for unit, want := range map[string]string{"nico-activate-3": "activating broken failed", "nico-rollback-3": "", "nico-activate-4": "", "nico-rollback-4": ""} {
-		out := sh(t, "journalctl -o cat -u "+unit+".service")
-		if !strings.Contains(out, want) || !strings.Contains(out, "Deactivated successfully") && !strings.Contains(out, "Failed with result") {
-			t.Errorf("journal of %s: %q, want %q and its end", unit, out, want)
-		}
+		testwait.For(t, 10*time.Second, fmt.Sprintf("%q and its end in the journal of %s", want, unit), func() (bool, string) {
+			out := sh(t, "journalctl -o cat -u "+unit+".service")
+			return strings.Contains(out, want) && (strings.Contains(out, "Deactivated successfully") || strings.Contains(out, "Failed with result")), out
+		})
 	}
 
 	t.Run("AgentRestartedMidActivation", func(t *testing.T) {

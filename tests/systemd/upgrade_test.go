@@ -80,8 +80,11 @@ func TestAgentRestartsIntoTheNewAgent(t *testing.T) {
 	if err != nil || strings.TrimSpace(string(exe)) != newAgentStore+"/bin/nico-agent" {
 		t.Fatalf("the running agent is %q (%v), want the new one %s/bin/nico-agent", exe, err, newAgentStore)
 	}
-	out, _ := cp1.Exec(ctx, "journalctl", "--no-pager", "-u", "nico-agent", "-g", "new generation")
-	if !strings.Contains(string(out), "exiting so that the service manager starts the nico-agent of the new generation") {
-		t.Fatalf("no exit-4 line in the agent's journal:\n%s", out)
-	}
+	// The old agent's last lines reach the journal through its output
+	// stream, maybe after the new agent started: wait for them.
+	jctx, jcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer jcancel()
+	cp1.waitFor(jctx, "the old agent's exit-4 line in its journal", func() error {
+		return cp1.journalHas(ctx, "nico-agent", "exiting so that the service manager starts the nico-agent of the new generation")
+	})
 }
