@@ -42,7 +42,7 @@ import (
 //	join-progress       join       -                 JoinProgressInterval (while joining, under systemd)
 //	gossip-refresh      node       -                 GossipRefreshInterval
 //	node-cert-publish   node       -                 nodeCertCheckInterval
-//	member              node       - (wakes: upgrade) memberCheckInterval
+//	member              node       - (wakes: supervisorSignal) memberCheckInterval
 //	generations         node       nixosconfigs/<node> RetryInterval (with an Applier)
 //	hypervisor          node       machines/ nodes/  hypervisor.Config.Resync (hypervisor role; wakes: a held-back machine due)
 //	removal             node       removals/<node>   removalResync

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/member"
@@ -54,8 +56,8 @@ const (
 	certRoot        = pki.RootLeaf
 )
 
-// ensurePKI makes sure pki.dir holds what this machine needs before the
-// agent talks to etcd, and sets a.tls, its client identity:
+// machinePKI puts in pki.dir what a machine needs before its agent talks
+// to etcd:
 //
 //	no ca.crt ──bootstrap──▶ make the CA (or copy the user's) + secrets.key
 //	    │
@@ -63,51 +65,82 @@ const (
 //	ca.key present ──▶ issue every missing leaf: node; on control-plane
 //	                   machines etcd-server, etcd-peer, coordinator, root
 //	no ca.key, no node cert ──▶ ObtainCerts
+type machinePKI struct {
+	cfg          PKIConfig
+	bootstrap    bool            // the machine may make the cluster CA
+	controlPlane bool            // it holds a member's leaves and needs ca.key
+	obtain       ObtainCertsFunc // nil: no join endpoint to obtain them through
+	issuer       *leafIssuer
+	leaves       *memberLeaves // the member's leaves, issued alongside the join
+	now          func() time.Time
+	log          *slog.Logger
+	status       func(string) // the service manager's status line
+}
+
+// machinePKI is the agent's, with the functions its caller set.
+func (a *Agent) machinePKI() *machinePKI {
+	return &machinePKI{cfg: a.cfg.PKI, bootstrap: a.cfg.Bootstrap, controlPlane: a.controlPlane(), obtain: a.ObtainCerts,
+		issuer: a.leafIssuer(), leaves: &a.leaves, now: a.Now, log: a.log, status: a.status}
+}
+
+// ensurePKI puts the machine's certificates in place (machinePKI) and sets
+// a.tls, its client identity.
 func (a *Agent) ensurePKI(ctx context.Context) error {
-	d := a.cfg.PKI.Dir
-	if d == "" {
-		return nil
-	}
-	if !exists(d.CACert()) {
-		switch {
-		case a.cfg.Bootstrap && a.controlPlane():
-			if err := a.makeCA(); err != nil {
-				return err
-			}
-		default:
-			if err := a.obtain(ctx, "no ca.crt"); err != nil {
-				return err
-			}
-		}
-	}
-	switch {
-	case exists(d.CAKey()):
-		if err := a.issueLeaves(ctx); err != nil {
-			return err
-		}
-	case !exists(d.Cert(certNode)):
-		if err := a.obtain(ctx, "no node certificate"); err != nil {
-			return err
-		}
-	}
-	if a.controlPlane() && !exists(d.CAKey()) && !exists(d.Cert(certEtcdPeer)) {
-		return fmt.Errorf("%w: %s has no etcd-peer certificate and no ca.key to issue one; a control-plane machine needs the CA key (join with a control-plane token)", ErrNoCertificates, d)
-	}
-	t, err := pki.ClientTLS(d.CACert(), d.Cert(certNode), d.Key(certNode))
+	t, err := a.machinePKI().ensure(ctx)
 	if err != nil {
-		return fmt.Errorf("agent: client TLS from %s: %w", d, err)
+		return err
 	}
 	a.tls = t
 	return nil
 }
 
-// obtain runs ObtainCerts, or says why the machine has no certificates.
-func (a *Agent) obtain(ctx context.Context, why string) error {
-	if a.ObtainCerts == nil {
-		return fmt.Errorf("%w (%s: %s); copy them from a control-plane machine, join with a token, or set bootstrap on the first machine", ErrNoCertificates, a.cfg.PKI.Dir, why)
+// ensure puts the certificates in place and returns the client identity
+// of node.{crt,key}; nil without pki.dir.
+func (p *machinePKI) ensure(ctx context.Context) (*tls.Config, error) {
+	d := p.cfg.Dir
+	if d == "" {
+		return nil, nil
 	}
-	a.status("obtaining certificates through the join endpoint")
-	if err := a.ObtainCerts(ctx, a.cfg.PKI.Dir); err != nil {
+	if !exists(d.CACert()) {
+		switch {
+		case p.bootstrap && p.controlPlane:
+			if err := p.makeCA(); err != nil {
+				return nil, err
+			}
+		default:
+			if err := p.obtainCerts(ctx, "no ca.crt"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	switch {
+	case exists(d.CAKey()):
+		if err := p.issueLeaves(ctx); err != nil {
+			return nil, err
+		}
+	case !exists(d.Cert(certNode)):
+		if err := p.obtainCerts(ctx, "no node certificate"); err != nil {
+			return nil, err
+		}
+	}
+	if p.controlPlane && !exists(d.CAKey()) && !exists(d.Cert(certEtcdPeer)) {
+		return nil, fmt.Errorf("%w: %s has no etcd-peer certificate and no ca.key to issue one; a control-plane machine needs the CA key (join with a control-plane token)", ErrNoCertificates, d)
+	}
+	t, err := pki.ClientTLS(d.CACert(), d.Cert(certNode), d.Key(certNode))
+	if err != nil {
+		return nil, fmt.Errorf("agent: client TLS from %s: %w", d, err)
+	}
+	return t, nil
+}
+
+// obtainCerts runs ObtainCerts, or says why the machine has no
+// certificates.
+func (p *machinePKI) obtainCerts(ctx context.Context, why string) error {
+	if p.obtain == nil {
+		return fmt.Errorf("%w (%s: %s); copy them from a control-plane machine, join with a token, or set bootstrap on the first machine", ErrNoCertificates, p.cfg.Dir, why)
+	}
+	p.status("obtaining certificates through the join endpoint")
+	if err := p.obtain(ctx, p.cfg.Dir); err != nil {
 		return fmt.Errorf("agent: obtain certificates: %w", err)
 	}
 	return nil
@@ -115,20 +148,20 @@ func (a *Agent) obtain(ctx context.Context, why string) error {
 
 // makeCA makes the cluster CA, or copies the user's, and the store's
 // secrets key, on the bootstrap machine.
-func (a *Agent) makeCA() error {
-	d := a.cfg.PKI.Dir
+func (p *machinePKI) makeCA() error {
+	d := p.cfg.Dir
 	var ca *pki.CA
 	var err error
-	if a.cfg.PKI.CACertFile != "" {
-		if ca, err = pki.LoadCA(a.cfg.PKI.CACertFile, a.cfg.PKI.CAKeyFile); err != nil {
+	if p.cfg.CACertFile != "" {
+		if ca, err = pki.LoadCA(p.cfg.CACertFile, p.cfg.CAKeyFile); err != nil {
 			return fmt.Errorf("agent: pki.caCertFile: %w", err)
 		}
-		a.log.Info("using the given CA", "subject", ca.Cert.Subject.String())
+		p.log.Info("using the given CA", "subject", ca.Cert.Subject.String())
 	} else {
-		if ca, err = pki.NewCA("nico cluster CA", pki.DefaultCAValidity, a.Now()); err != nil {
+		if ca, err = pki.NewCA("nico cluster CA", pki.DefaultCAValidity, p.now()); err != nil {
 			return fmt.Errorf("agent: make CA: %w", err)
 		}
-		a.log.Info("made the cluster CA", "dir", string(d), "notAfter", ca.Cert.NotAfter)
+		p.log.Info("made the cluster CA", "dir", string(d), "notAfter", ca.Cert.NotAfter)
 	}
 	if !exists(d.SecretsKey()) {
 		key := make([]byte, secretsKeySize)
@@ -145,21 +178,21 @@ func (a *Agent) makeCA() error {
 	return nil
 }
 
-// leafRequests are the certificates this machine holds, by name.
-func (a *Agent) leafRequests() map[string]pki.Request {
+// leafRequests are the certificates a machine of cfg holds, by name.
+func leafRequests(cfg Config) map[string]pki.Request {
 	reqs := map[string]pki.Request{
-		certNode: {CommonName: pki.NodeIdentity(a.cfg.Name), Usage: pki.UsageClient},
+		certNode: {CommonName: pki.NodeIdentity(cfg.Name), Usage: pki.UsageClient},
 	}
-	if !a.controlPlane() {
+	if !slices.Contains(cfg.Roles, api.RoleControlPlane) {
 		return reqs
 	}
 	// Both also name loopback: local clients dial the server by it, and
 	// etcd checks a peer's client certificate against the connection's
 	// source address, which is 127.0.0.1 between members on one host.
-	member := pki.MemberIdentity(a.cfg.Name)
-	server := withLoopback(sans(a.cfg.ClientURL))
+	member := pki.MemberIdentity(cfg.Name)
+	server := withLoopback(sans(cfg.ClientURL))
 	server.CommonName, server.Usage = member, pki.UsageServer|pki.UsageClient
-	peer := withLoopback(sans(a.cfg.PeerURL))
+	peer := withLoopback(sans(cfg.PeerURL))
 	peer.CommonName, peer.Usage = member, pki.UsagePeer
 	reqs[certEtcdServer] = server
 	reqs[certEtcdPeer] = peer
@@ -172,35 +205,46 @@ func (a *Agent) leafRequests() map[string]pki.Request {
 // (nicoctl ca activate): its leaves follow within it, not within an hour.
 const caCheckInterval = 5 * time.Second
 
-// renewer keeps this machine's leaves valid with ca.key (pki.Renewer):
-// it issues those missing and re-issues those expiring, signed by another
-// CA, or whose request changed (new URLs). keep, when not nil, picks the
-// leaves by name.
-func (a *Agent) renewer(keep func(name string) bool) (*pki.Renewer, error) {
-	d := a.cfg.PKI.Dir
-	reqs := a.leafRequests()
+// leafIssuer keeps a machine's leaves valid with ca.key (pki.Renewer): it
+// issues those missing and re-issues those expiring, signed by another
+// CA, or whose request changed (new URLs).
+type leafIssuer struct {
+	dir   pki.Dir
+	reqs  map[string]pki.Request // the leaves, by name (leafRequests)
+	every time.Duration          // between renewal passes (RenewInterval)
+	now   func() time.Time
+	log   *slog.Logger
+}
+
+// leafIssuer is the agent's, with the renewal interval its caller set.
+func (a *Agent) leafIssuer() *leafIssuer {
+	return &leafIssuer{dir: a.cfg.PKI.Dir, reqs: leafRequests(a.cfg), every: a.RenewInterval, now: a.Now, log: a.log}
+}
+
+// renewer is a pki.Renewer of the leaves keep picks by name (nil: all).
+func (l *leafIssuer) renewer(keep func(name string) bool) (*pki.Renewer, error) {
 	var leaves []pki.Leaf
-	for _, n := range slices.Sorted(maps.Keys(reqs)) {
+	for _, n := range slices.Sorted(maps.Keys(l.reqs)) {
 		if keep == nil || keep(n) {
-			leaves = append(leaves, pki.Leaf{Name: n, CertFile: d.Cert(n), KeyFile: d.Key(n), Request: reqs[n]})
+			leaves = append(leaves, pki.Leaf{Name: n, CertFile: l.dir.Cert(n), KeyFile: l.dir.Key(n), Request: l.reqs[n]})
 		}
 	}
 	r, err := pki.NewRenewer(pki.RenewerConfig{
-		CA:       func() (*pki.CA, error) { return pki.LoadCA(d.CACert(), d.CAKey()) },
+		CA:       func() (*pki.CA, error) { return pki.LoadCA(l.dir.CACert(), l.dir.CAKey()) },
 		Leaves:   leaves,
-		Interval: a.RenewInterval,
+		Interval: l.every,
 		CACheck:  caCheckInterval,
-	}, a.log)
+	}, l.log)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	r.Now = a.Now
+	r.Now = l.now
 	return r, nil
 }
 
-// renewPass runs one renewal pass over the leaves keep picks (nil: all).
-func (a *Agent) renewPass(ctx context.Context, keep func(name string) bool) error {
-	r, err := a.renewer(keep)
+// pass runs one renewal pass over the leaves keep picks (nil: all).
+func (l *leafIssuer) pass(ctx context.Context, keep func(name string) bool) error {
+	r, err := l.renewer(keep)
 	if err != nil {
 		return err
 	}
@@ -279,15 +323,15 @@ func (m *memberLeaves) written() {
 // Nothing uses those before the member starts, and a join is on its way
 // to the learner add meanwhile: each leaf is a key, a signature and four
 // synced writes, which on a busy disk cost a join 5 to 15 ms.
-func (a *Agent) issueLeaves(ctx context.Context) error {
-	if err := a.renewPass(ctx, clientLeaf); err != nil {
+func (p *machinePKI) issueLeaves(ctx context.Context) error {
+	if err := p.issuer.pass(ctx, clientLeaf); err != nil {
 		return err
 	}
-	if !a.controlPlane() {
+	if !p.controlPlane {
 		return nil // the node leaf is all a worker holds
 	}
-	a.leaves.start(func() error {
-		return a.renewPass(ctx, func(name string) bool { return !clientLeaf(name) })
+	p.leaves.start(func() error {
+		return p.issuer.pass(ctx, func(name string) bool { return !clientLeaf(name) })
 	})
 	return nil
 }
@@ -303,12 +347,13 @@ func (a *Agent) certRenewal() controller.Controller {
 	if !exists(a.cfg.PKI.Dir.CAKey()) {
 		return a.nodeCertRenewal()
 	}
+	l, leaves := a.leafIssuer(), &a.leaves
 	var r *pki.Renewer
-	return &controller.Func{ControllerName: "cert-renewal", Resync: min(caCheckInterval, a.RenewInterval), Do: func(ctx context.Context) error {
+	return &controller.Func{ControllerName: "cert-renewal", Resync: min(caCheckInterval, l.every), Do: func(ctx context.Context) error {
 		if r == nil {
-			a.leaves.written()
+			leaves.written()
 			var err error
-			if r, err = a.renewer(nil); err != nil {
+			if r, err = l.renewer(nil); err != nil {
 				return err
 			}
 		}

@@ -230,7 +230,7 @@ func TestRenewal(t *testing.T) {
 		oldKey, _ := os.ReadFile(d.Key(certEtcdServer))
 		old := readCert(t, d.Cert(certEtcdServer))
 		a.Now = func() time.Time { return now }
-		if err := a.renewPass(context.Background(), nil); err != nil {
+		if err := a.leafIssuer().pass(context.Background(), nil); err != nil {
 			t.Fatal(err)
 		}
 		renewed := readCert(t, d.Cert(certEtcdServer))

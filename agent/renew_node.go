@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -48,9 +49,8 @@ func planNodeCert(certPEM []byte, now time.Time) (nodeCertStep, *x509.Certificat
 	return nodeCertKeep, c, nil
 }
 
-// nodeCertRenewal is the controller that keeps the node certificate of a
-// machine without ca.key valid; nil when there is no join endpoint to
-// renew it through. Once at start, then every RenewInterval:
+// nodeCertRenewer is the controller that keeps the node certificate of a
+// machine without ca.key valid. Once at start, then every RenewInterval:
 //
 //	read node.crt
 //	  more than 1/3 of its lifetime left ──▶ nothing
@@ -62,56 +62,72 @@ func planNodeCert(certPEM []byte, now time.Time) (nodeCertStep, *x509.Certificat
 // the agent's health. The agent's etcd clients load node.{crt,key} at each
 // handshake (pki.ClientTLS), so they present the new certificate without a
 // restart.
-func (a *Agent) nodeCertRenewal() controller.Controller {
-	if a.RenewNodeCert == nil && a.ObtainCerts == nil {
-		a.log.Warn("the node certificate will not be renewed: no join endpoint to renew it through", "cert", a.cfg.PKI.Dir.Cert(certNode))
-		return nil
-	}
-	return &controller.Func{ControllerName: "node-cert-renewal", Resync: a.RenewInterval, Do: a.renewNodeOnce}
+type nodeCertRenewer struct {
+	dir    pki.Dir
+	renew  RenewNodeCertFunc // nil: no join endpoint to renew through
+	obtain ObtainCertsFunc   // nil: no join token to join again with
+	now    func() time.Time
+	log    *slog.Logger
 }
 
-// renewNodeOnce runs one pass of renewNodeCert.
-func (a *Agent) renewNodeOnce(ctx context.Context) error {
-	d := a.cfg.PKI.Dir
-	b, err := os.ReadFile(d.Cert(certNode))
+// nodeCertRenewer is the agent's node-certificate renewer, with the
+// renewal and join functions its caller set.
+func (a *Agent) nodeCertRenewer() *nodeCertRenewer {
+	return &nodeCertRenewer{dir: a.cfg.PKI.Dir, renew: a.RenewNodeCert, obtain: a.ObtainCerts, now: a.Now, log: a.log}
+}
+
+// nodeCertRenewal is the renewer's controller, every RenewInterval; nil
+// when there is no join endpoint to renew through.
+func (a *Agent) nodeCertRenewal() controller.Controller {
+	r := a.nodeCertRenewer()
+	if r.renew == nil && r.obtain == nil {
+		a.log.Warn("the node certificate will not be renewed: no join endpoint to renew it through", "cert", r.dir.Cert(certNode))
+		return nil
+	}
+	return &controller.Func{ControllerName: "node-cert-renewal", Resync: a.RenewInterval, Do: r.once}
+}
+
+// once runs one pass.
+func (r *nodeCertRenewer) once(ctx context.Context) error {
+	b, err := os.ReadFile(r.dir.Cert(certNode))
 	if err != nil {
 		return fmt.Errorf("agent: node certificate: %w", err)
 	}
-	step, old, err := planNodeCert(b, a.Now())
+	step, old, err := planNodeCert(b, r.now())
 	if err != nil {
-		return fmt.Errorf("agent: node certificate %s: %w", d.Cert(certNode), err)
+		return fmt.Errorf("agent: node certificate %s: %w", r.dir.Cert(certNode), err)
 	}
 	switch step {
 	case nodeCertKeep:
 		return nil
 	case nodeCertRejoin:
-		return a.rejoin(ctx, old)
+		return r.rejoin(ctx, old)
 	}
-	if a.RenewNodeCert == nil {
+	if r.renew == nil {
 		return fmt.Errorf("agent: node certificate (serial %s) expires at %s and there is no join endpoint to renew it through: set join.endpoints or gossip.seeds", old.SerialNumber.Text(16), old.NotAfter.UTC().Format(time.RFC3339))
 	}
-	c, err := a.RenewNodeCert(ctx, d)
+	c, err := r.renew(ctx, r.dir)
 	if errors.Is(err, enroll.ErrCertExpired) {
-		return a.rejoin(ctx, old)
+		return r.rejoin(ctx, old)
 	}
 	if err != nil {
 		return fmt.Errorf("agent: renew the node certificate (serial %s, expires %s): %w", old.SerialNumber.Text(16), old.NotAfter.UTC().Format(time.RFC3339), err)
 	}
-	a.log.Info("node certificate renewed through the join endpoint", "oldSerial", old.SerialNumber.Text(16), "serial", c.SerialNumber.Text(16), "notAfter", c.NotAfter.UTC())
+	r.log.Info("node certificate renewed through the join endpoint", "oldSerial", old.SerialNumber.Text(16), "serial", c.SerialNumber.Text(16), "notAfter", c.NotAfter.UTC())
 	return nil
 }
 
 // rejoin handles an expired node certificate: it can no longer be renewed,
 // so the node joins again with its token, when tokenFile holds one.
-func (a *Agent) rejoin(ctx context.Context, old *x509.Certificate) error {
-	a.log.Error("the node certificate has expired and cannot be renewed: the node must join again with a join token",
-		"serial", old.SerialNumber.Text(16), "notAfter", old.NotAfter.UTC(), "cert", a.cfg.PKI.Dir.Cert(certNode))
-	if a.ObtainCerts == nil {
+func (r *nodeCertRenewer) rejoin(ctx context.Context, old *x509.Certificate) error {
+	r.log.Error("the node certificate has expired and cannot be renewed: the node must join again with a join token",
+		"serial", old.SerialNumber.Text(16), "notAfter", old.NotAfter.UTC(), "cert", r.dir.Cert(certNode))
+	if r.obtain == nil {
 		return fmt.Errorf("agent: node certificate expired at %s: put a valid join token in tokenFile (nicoctl token create) and restart the agent", old.NotAfter.UTC().Format(time.RFC3339))
 	}
-	if err := a.ObtainCerts(ctx, a.cfg.PKI.Dir); err != nil {
+	if err := r.obtain(ctx, r.dir); err != nil {
 		return fmt.Errorf("agent: join again with the token: %w", err)
 	}
-	a.log.Info("joined again with the token: new node certificate")
+	r.log.Info("joined again with the token: new node certificate")
 	return nil
 }

@@ -232,7 +232,7 @@ func TestExpiredNodeCertRejoins(t *testing.T) {
 		renewCalls++
 		return nil, enroll.ErrCertExpired
 	}
-	if err := a.renewNodeOnce(context.Background()); err == nil || !strings.Contains(err.Error(), "join token in tokenFile") {
+	if err := a.nodeCertRenewer().once(context.Background()); err == nil || !strings.Contains(err.Error(), "join token in tokenFile") {
 		t.Fatalf("no token: %v", err)
 	}
 	if renewCalls != 0 || !strings.Contains(logs.String(), "the node must join again with a join token") {
@@ -247,22 +247,22 @@ func TestExpiredNodeCertRejoins(t *testing.T) {
 		}
 		return pki.WritePair(d.Cert(certNode), c, d.Key(certNode), k)
 	}
-	if err := a.renewNodeOnce(context.Background()); err != nil || obtained != 1 {
+	if err := a.nodeCertRenewer().once(context.Background()); err != nil || obtained != 1 {
 		t.Fatalf("with a token: %v, obtained %d", err, obtained)
 	}
 	// Renewed by the token's join: nothing more to do.
-	if err := a.renewNodeOnce(context.Background()); err != nil || obtained != 1 || renewCalls != 0 {
+	if err := a.nodeCertRenewer().once(context.Background()); err != nil || obtained != 1 || renewCalls != 0 {
 		t.Fatalf("after joining again: %v, obtained %d, renew calls %d", err, obtained, renewCalls)
 	}
 	// An endpoint that says the certificate expired (clocks apart) leads
 	// to the same.
 	due, dueKey, _ := ca.Issue(pki.Request{CommonName: pki.NodeIdentity("w-1"), Usage: pki.UsageClient, Validity: 10 * time.Second}, time.Now())
 	_ = pki.WritePair(d.Cert(certNode), due, d.Key(certNode), dueKey)
-	if err := a.renewNodeOnce(context.Background()); err != nil || renewCalls != 1 || obtained != 2 {
+	if err := a.nodeCertRenewer().once(context.Background()); err != nil || renewCalls != 1 || obtained != 2 {
 		t.Fatalf("endpoint says expired: %v, renew calls %d, obtained %d", err, renewCalls, obtained)
 	}
 	_ = os.Remove(d.Cert(certNode))
-	if err := a.renewNodeOnce(context.Background()); err == nil {
+	if err := a.nodeCertRenewer().once(context.Background()); err == nil {
 		t.Fatal("a missing node certificate is not an error")
 	}
 }
