@@ -56,6 +56,16 @@ func newClientGate(log *slog.Logger) *clientGate {
 	return &clientGate{log: log, ctx: ctx, cancel: cancel, idle: make(chan struct{})}
 }
 
+// ServerGuard is the gRPC server options that put a client gate in front
+// of an embedded etcd server started outside a Runtime (the test clusters
+// of pkg/etcdtest): a call that panics in etcd while its member leaves its
+// membership or stops (clientGate) is refused with Unavailable rather
+// than crashing the process, and the gate then refuses every call. log
+// takes the gate's records.
+func ServerGuard(log *slog.Logger) []grpc.ServerOption {
+	return newClientGate(log).serverOptions()
+}
+
 // serverOptions are the gRPC options that put the gate in front of etcd's
 // own interceptors.
 func (g *clientGate) serverOptions() []grpc.ServerOption {
