@@ -256,7 +256,10 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 // watchdog pings only while it holds.
 func (a *Agent) Healthy() bool { return (a.healthy.Load() || a.standby.Load()) && a.rt.Healthy() }
 
-func (a *Agent) controlPlane() bool { return slices.Contains(a.cfg.Roles, api.RoleControlPlane) }
+func (a *Agent) controlPlane() bool { return a.cfg.controlPlane() }
+
+// controlPlane tells whether the machine has the control-plane role.
+func (c Config) controlPlane() bool { return slices.Contains(c.Roles, api.RoleControlPlane) }
 
 // Run brings the node into the fleet and keeps it there until ctx ends.
 func (a *Agent) Run(ctx context.Context) (err error) {

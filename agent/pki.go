@@ -14,7 +14,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/member"
@@ -183,7 +182,7 @@ func leafRequests(cfg Config) map[string]pki.Request {
 	reqs := map[string]pki.Request{
 		certNode: {CommonName: pki.NodeIdentity(cfg.Name), Usage: pki.UsageClient},
 	}
-	if !slices.Contains(cfg.Roles, api.RoleControlPlane) {
+	if !cfg.controlPlane() {
 		return reqs
 	}
 	// Both also name loopback: local clients dial the server by it, and
