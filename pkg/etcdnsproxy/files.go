@@ -3,8 +3,8 @@ package etcdnsproxy
 import (
 	"crypto/tls"
 	"fmt"
-	"os"
-	"sync"
+
+	"github.com/homystack/nico/pkg/pki"
 )
 
 // Files are the PEM files a proxy runs with, as nico delivers them to a
@@ -30,10 +30,10 @@ type Files struct {
 // (nico's CA rotation delivers a bundle of the old and the new CA, then the
 // new one alone), so a rotation needs no restart of the proxy.
 func (f Files) TLS() (backend, server *tls.Config, err error) {
-	pair := func(field, cert, key string) (*pairFile, error) {
-		p := &pairFile{field: field, cert: cert, key: key}
-		if _, err := p.get(); err != nil {
-			return nil, err
+	pair := func(field, cert, key string) (*pki.PairFile, error) {
+		p, err := pki.LoadPairFile(cert, key)
+		if err != nil {
+			return nil, fmt.Errorf("etcdnsproxy: %s: %w", field, err)
 		}
 		return p, nil
 	}
@@ -57,9 +57,9 @@ func (f Files) TLS() (backend, server *tls.Config, err error) {
 	// crypto/tls reads RootCAs once: the etcd server's chain is checked by
 	// verifyServer, against the bundle read at each handshake, instead.
 	backend = &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: true, VerifyConnection: etcdCA.verifyServer,
-		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return id.get() }}
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return id.Get() }}
 	server = &tls.Config{MinVersion: tls.VersionTLS12, ClientCAs: clientPool, ClientAuth: tls.RequireAndVerifyClientCert,
-		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return serving.get() }}
+		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return serving.Get() }}
 	base := server.Clone()
 	server.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
 		pool, err := clientCA.get()
@@ -71,41 +71,4 @@ func (f Files) TLS() (backend, server *tls.Config, err error) {
 		return c, nil
 	}
 	return backend, server, nil
-}
-
-// pairFile is a key pair on disk, read again when a file's modification
-// time or size changes.
-type pairFile struct {
-	field, cert, key string
-	mu               sync.Mutex
-	stamp            [2]os.FileInfo
-	pair             *tls.Certificate
-}
-
-func (p *pairFile) get() (*tls.Certificate, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var stamp [2]os.FileInfo
-	for i, f := range []string{p.cert, p.key} {
-		st, err := os.Stat(f)
-		if err != nil {
-			return nil, fmt.Errorf("etcdnsproxy: %s: %w", p.field, err)
-		}
-		stamp[i] = st
-	}
-	same := func(a, b os.FileInfo) bool { return a != nil && a.ModTime().Equal(b.ModTime()) && a.Size() == b.Size() }
-	if p.pair != nil && same(p.stamp[0], stamp[0]) && same(p.stamp[1], stamp[1]) {
-		return p.pair, nil
-	}
-	c, err := tls.LoadX509KeyPair(p.cert, p.key)
-	if err != nil {
-		if p.pair != nil {
-			// Half-written (the certificate renewed, its key not yet):
-			// keep the pair that worked until both match.
-			return p.pair, nil
-		}
-		return nil, fmt.Errorf("etcdnsproxy: %s %s, %s: %w", p.field, p.cert, p.key, err)
-	}
-	p.pair, p.stamp = &c, stamp
-	return p.pair, nil
 }

@@ -151,6 +151,17 @@ func (ca *CA) Issue(req Request, now time.Time) (certPEM, keyPEM []byte, err err
 	return certPEM, keyPEM, nil
 }
 
+// Reissue signs a new certificate as req asks for the key in keyPEM (a
+// renewal that keeps the leaf's key). A key that does not parse is an
+// error.
+func (ca *CA) Reissue(keyPEM []byte, req Request, now time.Time) ([]byte, error) {
+	key, err := ParseKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return ca.sign(key.Public(), req, now)
+}
+
 // SignCSR signs the key of a PEM certificate request as req asks. The CSR
 // contributes its public key only (after its signature is checked): the
 // subject and SANs are req's, whatever the CSR claims, so a joining node

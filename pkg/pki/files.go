@@ -15,10 +15,11 @@ func WriteFile(path string, data []byte) error {
 }
 
 // WritePair writes a key pair as WriteFile would, both files staged and
-// synced first, then renamed key first, certificate second, back to back:
-// a reader loading the pair between the two renames (which it then sees
-// as mismatched, and retries) has microseconds to do so, not the time of
-// a write and an fsync. keyPath "" writes certPath alone.
+// synced first, then renamed key first, certificate second, back to back,
+// and the directory synced after both: a reader loading the pair between
+// the two renames sees a certificate with another's key (a PairFile keeps
+// its last matching pair then; a Renewer keeps a leaf's key, so renewals
+// replace one file). keyPath "" writes certPath alone.
 func WritePair(certPath string, certPEM []byte, keyPath string, keyPEM []byte) error {
 	var staged []staging
 	defer func() {
@@ -43,6 +44,8 @@ func WritePair(certPath string, certPEM []byte, keyPath string, keyPEM []byte) e
 		if err := os.Rename(s.tmp, s.path); err != nil {
 			return fmt.Errorf("pki: write %s: %w", s.path, err)
 		}
+	}
+	for _, s := range staged {
 		syncDir(filepath.Dir(s.path))
 	}
 	return nil

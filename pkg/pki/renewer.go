@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 )
@@ -40,9 +41,10 @@ type RenewerConfig struct {
 //	observe files ─▶ DueLeaves ─▶ issue, write key, write cert, OnRenew
 //
 // A leaf is due when missing, when a third of its lifetime is left, when the
-// CA changed, or when its Request changed (new SANs). Files are written with
-// WritePair (atomic, 0600; key first, then certificate). Readers that load
+// CA changed, or when its Request changed (new SANs). A leaf keeps its key:
+// its certificate file is replaced atomically (0600), and readers that load
 // the pair per handshake (etcd, ClientTLS) use it at their next handshake.
+// A leaf without a key gets a new pair (WritePair: key, then certificate).
 type Renewer struct {
 	cfg RenewerConfig
 	log *slog.Logger
@@ -162,12 +164,30 @@ func (r *Renewer) observe() []LeafStatus {
 	return out
 }
 
+// renew re-issues l. A leaf whose key file holds a key keeps it: only the
+// certificate is written, by one rename, so a reader that loads the pair
+// on each handshake (etcd, whose loader nico cannot change) never reads a
+// new certificate with the old key. A leaf without a usable key gets a new
+// pair.
 func (r *Renewer) renew(ca *CA, l Leaf, now time.Time) (string, error) {
-	certPEM, keyPEM, err := ca.Issue(l.Request, now)
-	if err != nil {
-		return "", err
+	var certPEM []byte
+	keyPEM, err := os.ReadFile(l.KeyFile)
+	if err == nil {
+		certPEM, err = ca.Reissue(keyPEM, l.Request, now)
 	}
-	if err := WritePair(l.CertFile, certPEM, l.KeyFile, keyPEM); err != nil {
+	if err == nil {
+		err = WriteFile(l.CertFile, certPEM)
+	} else {
+		if !errors.Is(err, os.ErrNotExist) {
+			r.log.Warn("the leaf's key cannot be kept; issuing a new key", "leaf", l.Name, "key", l.KeyFile, "err", err)
+		}
+		certPEM, keyPEM, err = ca.Issue(l.Request, now)
+		if err != nil {
+			return "", err
+		}
+		err = WritePair(l.CertFile, certPEM, l.KeyFile, keyPEM)
+	}
+	if err != nil {
 		return "", err
 	}
 	c, err := ParseCert(certPEM)

@@ -3,6 +3,7 @@ package pki
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -194,5 +195,72 @@ func TestRenewerCACheck(t *testing.T) {
 	c, err := ParseCert(b)
 	if err != nil || c.CheckSignatureFrom(next.Cert) != nil {
 		t.Fatalf("root after the CA changed: %v", err)
+	}
+}
+
+// TestRenewerKeepsTheKey: a renewal re-signs the leaf's key and replaces
+// its certificate alone, so a reader loading the pair on each handshake
+// (etcd does) never reads a certificate with another's key, through a CA
+// rotation too. A key that does not parse is replaced, with a warning.
+func TestRenewerKeepsTheKey(t *testing.T) {
+	cas := []*CA{newTestCA(t, "old"), newTestCA(t, "next")}
+	var cur atomic.Int32
+	dir := Dir(t.TempDir())
+	l := Leaf{Name: EtcdServerLeaf, CertFile: dir.Cert(EtcdServerLeaf), KeyFile: dir.Key(EtcdServerLeaf),
+		Request: Request{CommonName: MemberIdentity("m1"), Usage: UsageServer, DNSNames: []string{"localhost"}}}
+	var logs bytes.Buffer
+	r, err := NewRenewer(RenewerConfig{CA: func() (*CA, error) { return cas[cur.Load()%2], nil }, Leaves: []Leaf{l}},
+		slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := r.RenewOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, _ := os.ReadFile(l.KeyFile)
+
+	stop := make(chan struct{})
+	mismatch := make(chan error, 1)
+	go func() {
+		defer close(mismatch)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := tls.LoadX509KeyPair(l.CertFile, l.KeyFile); err != nil {
+				mismatch <- err
+				return
+			}
+		}
+	}()
+	const rotations = 200
+	for range rotations {
+		cur.Add(1)
+		if done, err := r.RenewOnce(ctx); err != nil || len(done) != 1 || done[0].Reason != ReasonIssuer {
+			t.Fatalf("renewal for another CA: %v, %v", done, err)
+		}
+	}
+	close(stop)
+	if err := <-mismatch; err != nil {
+		t.Fatalf("a reader loaded a broken pair during a renewal: %v", err)
+	}
+	if now, _ := os.ReadFile(l.KeyFile); !bytes.Equal(now, key) {
+		t.Fatal("a renewal replaced the leaf's key")
+	}
+
+	if err := WriteFile(l.KeyFile, []byte("not a key")); err != nil {
+		t.Fatal(err)
+	}
+	if done, err := r.RenewOnce(ctx); err != nil || len(done) != 1 {
+		t.Fatalf("renewal of a leaf with a broken key: %v, %v", done, err)
+	}
+	if _, err := tls.LoadX509KeyPair(l.CertFile, l.KeyFile); err != nil {
+		t.Fatalf("the pair after a broken key: %v", err)
+	}
+	if !strings.Contains(logs.String(), "issuing a new key") || !strings.Contains(logs.String(), l.KeyFile) {
+		t.Errorf("no warning names the broken key file:\n%s", logs.String())
 	}
 }

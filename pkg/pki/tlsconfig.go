@@ -8,47 +8,42 @@ import (
 )
 
 // ClientTLS is the tls.Config of a client that trusts the CAs in caFile and
-// presents the key pair in certFile/keyFile. The pair is read from disk on
-// every handshake, so a renewed certificate is used without a restart; it is
-// read once here too, so a missing or broken pair fails now. caFile is read
-// once, here: a changed trust bundle needs a new Config (docs/security.md).
+// presents the key pair in certFile/keyFile. The pair is a PairFile: read
+// again at the handshake after a renewal, so a renewed certificate is used
+// without a restart, and never half-renewed; it is read once here too, so
+// a missing or broken pair fails now. caFile is read once, here: a changed
+// trust bundle needs a new Config (docs/security.md).
 func ClientTLS(caFile, certFile, keyFile string) (*tls.Config, error) {
 	pool, err := LoadPool(caFile)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-		return nil, fmt.Errorf("pki: client key pair %s: %w", certFile, err)
+	pair, err := LoadPairFile(certFile, keyFile)
+	if err != nil {
+		return nil, err
 	}
 	return &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		RootCAs:    pool,
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			c, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				return nil, fmt.Errorf("pki: client key pair %s: %w", certFile, err)
-			}
-			return &c, nil
+			return pair.Get()
 		},
 	}, nil
 }
 
 // ServerTLS is the tls.Config of a server presenting the key pair in
-// certFile/keyFile (read on every handshake, like ClientTLS). When
-// requireClient is true, clients must present a certificate from the CAs in
-// caFile; otherwise caFile may be empty.
+// certFile/keyFile (a PairFile, like ClientTLS's). When requireClient is
+// true, clients must present a certificate from the CAs in caFile;
+// otherwise caFile may be empty.
 func ServerTLS(caFile, certFile, keyFile string, requireClient bool) (*tls.Config, error) {
-	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err != nil {
-		return nil, fmt.Errorf("pki: server key pair %s: %w", certFile, err)
+	pair, err := LoadPairFile(certFile, keyFile)
+	if err != nil {
+		return nil, err
 	}
 	cfg := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-			c, err := tls.LoadX509KeyPair(certFile, keyFile)
-			if err != nil {
-				return nil, fmt.Errorf("pki: server key pair %s: %w", certFile, err)
-			}
-			return &c, nil
+			return pair.Get()
 		},
 	}
 	if requireClient {
