@@ -173,17 +173,13 @@ type Agent struct {
 	// machine that joined under its root identity, replaced by its node
 	// identity's once a voter (switchIdentity); read through client and
 	// store by every goroutine.
-	conn    atomic.Pointer[connection]
-	root    rootIdentity // a joining control-plane machine's (agent/identity.go)
-	rec     nodeRecord   // the node's object and its heartbeat's lease
-	healthy atomic.Bool
-	// standby: the cluster has the voters it wants and this control-plane
-	// node waits as a standby (agent/standby.go): ready, not a member.
-	standby atomic.Bool
+	conn  atomic.Pointer[connection]
+	root  rootIdentity // a joining control-plane machine's (agent/identity.go)
+	rec   nodeRecord   // the node's object and its heartbeat's lease
+	state nodeState    // up, standby, the local member running (agent/node_state.go)
 	// stopHeartbeat stops the heartbeat and waits for its lease's revoke;
 	// idempotent.
 	stopHeartbeat func()
-	running       atomic.Bool // the local member was started by this agent
 	gossip        gossipState // what it publishes in the mesh (agent/gossip.go)
 	// supervisor wakes the member supervisor and asks it for the agent's
 	// upgrade (agent/supervise.go).
@@ -254,7 +250,7 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 // node, its member is serving or it waits as a standby, and every running
 // controller of the agent is healthy (controller.Runtime.Healthy). The
 // watchdog pings only while it holds.
-func (a *Agent) Healthy() bool { return (a.healthy.Load() || a.standby.Load()) && a.rt.Healthy() }
+func (a *Agent) Healthy() bool { return a.state.ready() && a.rt.Healthy() }
 
 func (a *Agent) controlPlane() bool { return a.cfg.controlPlane() }
 
@@ -292,7 +288,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if err := b.run(ctx); err != nil {
 		return err
 	}
-	a.healthy.Store(true)
+	a.state.setUp(true)
 	a.setPhase(ctx, a.readyPhase(), "")
 	a.publishGossip()
 	defer a.learnPeers()()
@@ -322,13 +318,13 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 // member, kept in sync with the member list.
 func (a *Agent) connect(ctx context.Context) error {
 	eps := slices.Clone(a.cfg.Endpoints)
-	if len(eps) == 0 && !a.running.Load() && a.cfg.Gossip != nil {
+	if len(eps) == 0 && !a.state.memberRunning() && a.cfg.Gossip != nil {
 		var err error
 		if eps, err = a.discover(ctx); err != nil {
 			return err
 		}
 	}
-	if a.running.Load() && !slices.Contains(eps, a.cfg.ClientURL) {
+	if a.state.memberRunning() && !slices.Contains(eps, a.cfg.ClientURL) {
 		eps = append([]string{a.cfg.ClientURL}, eps...)
 	}
 	if len(eps) == 0 {
@@ -378,7 +374,7 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 	}
 	cert := a.nodeCertPEM()
 	var setMember func(*api.NodeStatus)
-	if a.controlPlane() && a.running.Load() {
+	if a.controlPlane() && a.state.memberRunning() {
 		if id, cid, learner, err := a.selfMember(ctx); err == nil {
 			setMember = func(s *api.NodeStatus) {
 				s.MemberID, s.ClusterID = id, cid
@@ -420,7 +416,7 @@ func (a *Agent) status(msg string) { _ = a.notify.Status(msg) }
 // runningEtcdVersion is the version the local member reported at its
 // start, "" when this agent runs none.
 func (a *Agent) runningEtcdVersion() string {
-	if !a.running.Load() {
+	if !a.state.memberRunning() {
 		return ""
 	}
 	v, _ := a.etcd.version.Load().(string)
@@ -431,7 +427,7 @@ func (a *Agent) runningEtcdVersion() string {
 // go at once.
 func (a *Agent) shutdown(runErr error) {
 	_ = a.notify.Stopping()
-	a.healthy.Store(false)
+	a.state.setUp(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.stopMember(ctx); err != nil {

@@ -42,7 +42,7 @@ func TestBootstrapRefusedAfterLostData(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bootstrap refused") {
 		t.Fatalf("prepareMember = %v, want bootstrap refused", err)
 	}
-	if ag.running.Load() {
+	if ag.state.memberRunning() {
 		t.Fatal("a member runs")
 	}
 	if has, err := member.HasData(filepath.Join(dir, "etcd")); err != nil || has {
@@ -92,7 +92,7 @@ func TestBootstrapRefusedAfterItBootstrapped(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bootstrap refused") || !strings.Contains(err.Error(), member.BootstrappedPath(dataDir)) {
 		t.Fatalf("prepareMember after the data was lost = %v, want bootstrap refused naming %s", err, member.BootstrappedPath(dataDir))
 	}
-	if again.running.Load() {
+	if again.state.memberRunning() {
 		t.Fatal("a member runs")
 	}
 	if has, err := member.HasData(dataDir); err != nil || has {
@@ -105,7 +105,7 @@ func TestBootstrapRefusedAfterItBootstrapped(t *testing.T) {
 	if err := again.prepareMember(ctx); err != nil {
 		t.Fatalf("bootstrap after the record was removed: %v", err)
 	}
-	if !again.running.Load() {
+	if !again.state.memberRunning() {
 		t.Fatal("no member runs after the operator removed the record")
 	}
 }

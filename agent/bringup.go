@@ -287,7 +287,7 @@ func (b *bringUp) localMember(ctx context.Context) (bool, error) {
 	if err := a.prepareMember(ctx); err != nil {
 		return false, err
 	}
-	b.joining = !a.running.Load()
+	b.joining = !a.state.memberRunning()
 	if b.joining && !a.cfg.Bootstrap && a.holdsRoot() {
 		if err := a.joinUnderRoot(); err != nil {
 			return false, err

@@ -24,7 +24,7 @@ import (
 func TestHealthyFollowsTheControllers(t *testing.T) {
 	clk := clockwork.NewFakeClock()
 	a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, Clock: clk}, nil, quietNotifier{}, logging.Test(t))
-	a.healthy.Store(true) // the bring-up is done
+	a.state.setUp(true) // the bring-up is done
 	var fail atomic.Bool
 	fail.Store(true)
 	var runs atomic.Int64

@@ -42,7 +42,7 @@ func (a *Agent) quotaWatch() controller.Controller {
 			return fmt.Errorf("agent: read the EtcdCluster's quota: %w", err)
 		}
 		q := ec.Spec.Policy.QuotaBackendBytes
-		if old := a.etcd.wantQuota.Swap(q); old != q && a.running.Load() && q != a.etcd.quota.Load() {
+		if old := a.etcd.wantQuota.Swap(q); old != q && a.state.memberRunning() && q != a.etcd.quota.Load() {
 			a.log.Info("the EtcdCluster asks for another database quota; the member takes it at its next start",
 				"quotaBackendBytes", q, "running", a.etcd.quota.Load())
 		}

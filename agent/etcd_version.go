@@ -88,13 +88,13 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 		return nil
 	}
 	a.log.Info("restarting the member on another etcd version", "from", running, "to", want)
-	a.healthy.Store(false)
+	a.state.setUp(false)
 	if err := a.stopMember(ctx); err != nil {
 		return fmt.Errorf("agent: stop member for etcd %s: %w", want, err)
 	}
 	err := a.startMember(ctx, "", "existing")
 	if err == nil {
-		a.healthy.Store(true)
+		a.state.setUp(true)
 		a.etcd.failedVersion = ""
 		a.reportEtcdVersionError(ctx, "")
 		return nil
@@ -112,7 +112,7 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 	if serr := a.startMember(ctx, "", "existing"); serr != nil {
 		return fmt.Errorf("agent: etcd %s did not start (%w), nor %s again: %w", want, err, running, serr)
 	}
-	a.healthy.Store(true)
+	a.state.setUp(true)
 	a.reportEtcdVersionError(ctx, fmt.Sprintf("etcd %s did not start: %v", want, err))
 	return nil
 }

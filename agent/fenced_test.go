@@ -42,7 +42,7 @@ func TestFencedDataDirIsWipedNotServed(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prepareMember on a fenced data dir: %v, want it wiped and nil", err)
 	}
-	if ag.running.Load() {
+	if ag.state.memberRunning() {
 		t.Fatal("the fenced member was started")
 	}
 	if has, err := member.HasData(cfg.DataDir); err != nil || has {

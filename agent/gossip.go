@@ -114,7 +114,7 @@ func (a *Agent) gossipMeta() gossip.Meta {
 			m.Roles = append(m.Roles, string(r))
 		}
 	}
-	if a.healthy.Load() {
+	if a.state.isUp() {
 		m.Health |= gossip.HealthOK
 		if a.controlPlane() {
 			m.ClientURL = a.cfg.ClientURL

@@ -26,7 +26,7 @@ const msgWaitLearner = "waiting for the coordinator to add this node as a learne
 func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 	stopExtend := a.extendWhileJoining(ctx) // agent/progress.go
 	defer func() { stopExtend() }()
-	defer a.standby.Store(false)
+	defer a.state.setStandby(false)
 	stopStandby := func() {}
 	defer func() { stopStandby() }()
 	if id, lost := a.lostVoter(ctx); lost {
@@ -55,7 +55,7 @@ func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 		if v.removalDone() {
 			return a.removed(ctx, "removed while joining")
 		}
-		if req.Status.Phase == api.JoinPending && req.Status.Standby && !a.standby.Load() {
+		if req.Status.Phase == api.JoinPending && req.Status.Standby && !a.state.inStandby() {
 			stopExtend() // started: no more start time to ask for
 			stopExtend = func() {}
 			stopStandby = a.becomeStandby(ctx, req)
@@ -68,7 +68,7 @@ func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 			return err
 		}
 		var memberDone <-chan struct{}
-		if a.running.Load() {
+		if a.state.memberRunning() {
 			memberDone = a.runtime.Done()
 		}
 		select {
@@ -80,7 +80,7 @@ func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 			if errors.Is(a.runtime.Err(), member.ErrRemoved) {
 				return a.removed(ctx, "the cluster removed this member while it joined")
 			}
-			a.running.Store(false)
+			a.state.memberGone()
 			a.log.Warn("member exited while joining; it will be started again", "err", a.runtime.Err())
 		}
 		next, err := a.readJoin(ctx)
@@ -216,7 +216,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 	case api.JoinPending:
 		return false, nil
 	case api.JoinLearnerAdded:
-		if a.running.Load() {
+		if a.state.memberRunning() {
 			return false, nil
 		}
 		failpoint.Hit(failpoint.AgentBeforeLearnerStart)

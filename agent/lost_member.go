@@ -19,7 +19,7 @@ import (
 // is already a voter"), and the agent would start that voter on an empty
 // data dir, which etcd refuses forever.
 func (a *Agent) lostVoter(ctx context.Context) (api.MemberID, bool) {
-	if a.running.Load() {
+	if a.state.memberRunning() {
 		return 0, false
 	}
 	has, err := member.HasData(a.cfg.DataDir)

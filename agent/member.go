@@ -187,7 +187,7 @@ func (a *Agent) runMember(ctx context.Context, initialCluster, state string) err
 	if err != nil {
 		return fmt.Errorf("agent: start member: %w", err)
 	}
-	a.running.Store(true)
+	a.state.memberStarted()
 	a.etcd.quota.Store(quota)
 	return nil
 }
@@ -218,10 +218,9 @@ func (a *Agent) recordMember(ctx context.Context) error {
 // stopMember stops the local member if this agent runs it, handing etcd
 // leadership to a chosen healthy voter first when the member leads.
 func (a *Agent) stopMember(ctx context.Context) error {
-	if !a.running.Load() {
+	if !a.state.memberGone() {
 		return nil
 	}
-	a.running.Store(false)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	a.handOffLeadership(sctx)

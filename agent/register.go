@@ -44,7 +44,7 @@ func (a *Agent) nodeObject(old *api.Node) *api.Node {
 	n.Status.Certificate = a.nodeCertPEM()
 	n.Status.GossipAddr = a.gossipAddr() // agent/gossip.go
 	n.Status.Phase = api.NodeRegistered
-	if a.controlPlane() && !a.running.Load() {
+	if a.controlPlane() && !a.state.memberRunning() {
 		n.Status.Phase, n.Status.Message = api.NodeJoining, msgWaitLearner
 	}
 	n.Status.UpdatedAt = a.Now()

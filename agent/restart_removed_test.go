@@ -60,7 +60,7 @@ func TestRestartWithTheDataOfARemovedMember(t *testing.T) {
 	if err != nil {
 		t.Fatalf("prepareMember on a removed member's data: %v, want it wiped and nil", err)
 	}
-	if ag.running.Load() {
+	if ag.state.memberRunning() {
 		t.Fatal("the removed member counts as running")
 	}
 	if has, err := member.HasData(cfgB.DataDir); err != nil || has {

@@ -25,7 +25,7 @@ import (
 // generations controller runs until the join ends; the ready node's own
 // takes over then). It returns the stop of that controller.
 func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) (stop func()) {
-	a.standby.Store(true)
+	a.state.setStandby(true)
 	a.log.Info("standby: the cluster has the voters it wants; waiting to be added", "reason", j.Status.Message)
 	a.setPhase(ctx, api.NodeStandby, j.Status.Message)
 	// A standby may wait long for its learner: its identity is made now

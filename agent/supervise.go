@@ -92,7 +92,7 @@ func (a *Agent) memberSupervisor() controller.Controller {
 		if !a.controlPlane() {
 			return nil
 		}
-		if a.running.Load() {
+		if a.state.memberRunning() {
 			select {
 			case <-a.runtime.Done():
 			default:
@@ -102,8 +102,7 @@ func (a *Agent) memberSupervisor() controller.Controller {
 			if errors.Is(err, member.ErrRemoved) {
 				return exitError{err: ErrRemoved, why: "the cluster removed this member"}
 			}
-			a.running.Store(false)
-			a.healthy.Store(false)
+			a.state.memberCrashed()
 			n++
 			d := crashes.NextBackOff()
 			restartAt = a.cfg.Clock.Now().Add(d)
@@ -119,7 +118,7 @@ func (a *Agent) memberSupervisor() controller.Controller {
 			restartAt = a.cfg.Clock.Now().Add(crashes.NextBackOff())
 			return fmt.Errorf("agent: restart member: %w", err)
 		}
-		a.healthy.Store(true)
+		a.state.setUp(true)
 		return nil
 	}}
 }
@@ -167,7 +166,7 @@ const (
 // happens on the way (wrapping what failed): a member that would not stop
 // is wiped at the next start (prepareMember), which finds it removed.
 func (a *Agent) removed(ctx context.Context, why string) error {
-	a.healthy.Store(false)
+	a.state.setUp(false)
 	if a.controlPlane() && a.shedToStandby(ctx) {
 		return a.backToStandby(ctx, why)
 	}

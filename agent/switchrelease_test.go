@@ -71,13 +71,13 @@ func TestSwitchReleaseReportsOnceOnTheNewGeneration(t *testing.T) {
 	}
 	point(newGen)
 	stale = false
-	a.healthy.Store(true)
+	a.state.setUp(true)
 	put(api.SwitchWaiting)
 	if reported() {
 		t.Fatal("a waiting ask reported switched")
 	}
 	put(api.SwitchGranted)
-	a.healthy.Store(false)
+	a.state.setUp(false)
 	point(oldGen)
 	for _, step := range []struct {
 		what string
@@ -92,7 +92,7 @@ func TestSwitchReleaseReportsOnceOnTheNewGeneration(t *testing.T) {
 			t.Fatalf("%s: reported switched", step.what)
 		}
 	}
-	a.healthy.Store(true)
+	a.state.setUp(true)
 	if !reported() {
 		t.Fatal("on the new generation, current and healthy: not reported")
 	}
