@@ -150,6 +150,13 @@ func (r *versionRoller) observe(ctx context.Context) (versionroll.Observed, bool
 // apply carries out step.
 func (r *versionRoller) apply(ctx context.Context, s versionroll.Step, now time.Time) error {
 	switch s.Action {
+	case versionroll.EnableDowngrade, versionroll.CancelDowngrade, versionroll.TransferLeader:
+		// Changes to etcd itself, which no transaction can fence.
+		if err := r.st.Leads(ctx, r.fence); err != nil {
+			return err
+		}
+	}
+	switch s.Action {
 	case versionroll.EnableDowngrade:
 		return r.admin.EnableDowngrade(ctx, s.Version)
 	case versionroll.CancelDowngrade:

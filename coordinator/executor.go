@@ -20,8 +20,9 @@ import (
 // errOpBusy: another operation is active (the one-change-in-flight guard).
 var errOpBusy = errors.New("coordinator: another operation is active")
 
-// executor applies one step: side effects on etcd's membership, and the
-// journal and request updates, each in a transaction fenced on leadership.
+// executor applies one step: side effects on etcd's membership, each made
+// once a read confirms the term (leads), and the journal and request
+// updates, each in a transaction fenced on leadership.
 type executor struct {
 	d membershipDeps
 	// admin changes the membership; nil: d.admin.
@@ -31,6 +32,13 @@ type executor struct {
 	// live, when set, is the liveness record that the journal write of a
 	// start carries as its first operation (reconciler.once).
 	live *liveCarry
+}
+
+// leads confirms the term before a change to etcd's membership or its
+// leadership, which no transaction can fence (store.Leads): a leader
+// paused past its session's end changes nothing it planned in that term.
+func (x *executor) leads(ctx context.Context) error {
+	return x.d.st.Leads(ctx, x.d.fence)
 }
 
 // members is the MemberAdmin the executor calls.
@@ -86,6 +94,9 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		return x.commit(ctx, nil, j)
 	case membership.AbortJoin:
 		if s.Member != 0 {
+			if err := x.leads(ctx); err != nil {
+				return err
+			}
 			if err := x.members().Remove(ctx, s.Member); err != nil {
 				return err
 			}
@@ -111,6 +122,9 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 		r.Status = api.RemoveRequestStatus{Phase: api.RemoveRefused, Message: s.Reason, UpdatedAt: x.now}
 		return x.commit(ctx, nil, r)
 	case membership.TransferLeader:
+		if err := x.leads(ctx); err != nil {
+			return err
+		}
 		if err := x.members().MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}
@@ -126,6 +140,9 @@ func (x *executor) apply(ctx context.Context, s membership.Step) error {
 			return err
 		}
 		failpoint.Hit(failpoint.CoordBeforeMemberRemove)
+		if err := x.leads(ctx); err != nil {
+			return err
+		}
 		if err := x.members().Remove(ctx, s.Member); err != nil {
 			return err
 		}
@@ -184,6 +201,9 @@ func (x *executor) start(ctx context.Context, op *api.Operation, extra api.Objec
 }
 
 func (x *executor) addLearner(ctx context.Context, s membership.Step) error {
+	if err := x.leads(ctx); err != nil {
+		return err
+	}
 	id, initial, err := x.members().AddLearner(ctx, memberName(s), s.Op.Spec.PeerURL)
 	if err != nil {
 		return err
@@ -234,6 +254,9 @@ func (x *executor) promote(ctx context.Context, s membership.Step) error {
 		pctx = etcdadmin.TryAgainOn(pctx, wakes)
 	}
 	failpoint.Hit(failpoint.CoordBeforePromote)
+	if err := x.leads(ctx); err != nil {
+		return err
+	}
 	err := x.members().Promote(pctx, s.Voters, s.Member, s.LearnerURL, s.LeaderURL, func(idx uint64) {
 		if idx > op.Status.LearnerIndex {
 			op.Status.LearnerIndex = idx

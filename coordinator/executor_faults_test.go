@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
@@ -211,5 +212,83 @@ func TestRemovalDoneDeletesTheJoinRequestAtOnce(t *testing.T) {
 		if err != nil || got.Count != want {
 			t.Fatalf("cp-2's join request at revision %d (Done at %d): %d keys (%v), want %d", rev, done, got.Count, err, want)
 		}
+	}
+}
+
+// TestStaleTermChangesNoMembership: a leader that planned a change to
+// etcd's membership or leadership in its term and acts on it after the
+// term ended (paused past its session's end, then resumed) is refused
+// before it reaches etcd: ErrNotLeader, and no change. The next leader
+// then finishes the operation once.
+func TestStaleTermChangesNoMembership(t *testing.T) {
+	t.Parallel()
+	cl := etcdtest.Start(t, 1)
+	for _, tc := range []struct {
+		scenario string
+		at       membership.Action
+		call     string // the memAdmin change the step makes
+	}{
+		{"join", membership.AddLearner, "add"},
+		{"join", membership.Promote, "promote"},
+		{"join", membership.AbortJoin, "remove"},
+		{"remove", membership.TransferLeader, "move"},
+		{"remove", membership.RemoveMember, "remove"},
+	} {
+		t.Run(tc.scenario+"/"+string(tc.at), func(t *testing.T) {
+			h := newExecHarness(t, cl)
+			joining := ""
+			if tc.scenario == "join" {
+				joining = "cp-3"
+				h.fileJoin(joining)
+			} else {
+				h.fileRemoval("cp-0")
+			}
+			// An aborted join is a learner that never starts: no agent,
+			// and the learner's start timeout passes.
+			abort := tc.at == membership.AbortJoin
+			var obs *observation
+			var step membership.Step
+			for i := 0; ; i++ {
+				if i == 40 {
+					t.Fatalf("no %s planned in 40 passes", tc.at)
+				}
+				var err error
+				if obs, step, err = h.plan(); err != nil {
+					t.Fatal(err)
+				}
+				if step.Action == tc.at {
+					break
+				}
+				if err := h.applyIn(h.fence, obs, step); err != nil {
+					t.Fatalf("pass %d (%s): %v", i, step.Action, err)
+				}
+				h.now = h.now.Add(time.Second)
+				if abort {
+					h.now = h.now.Add(h.c.cfg.Policy.LearnerStartTimeout)
+				} else if joining != "" {
+					h.agent(joining)
+				}
+			}
+			stale := h.fence
+			h.lead("leader-2")
+			before := h.mem.changed(tc.call)
+			if err := h.applyIn(stale, obs, step); !isNotLeader(err) {
+				t.Fatalf("%s in an ended term: %v, want ErrNotLeader", step, err)
+			}
+			if got := h.mem.changed(tc.call); got != before {
+				t.Fatalf("%s in an ended term reached etcd: %d %s calls, were %d", step, got, tc.call, before)
+			}
+			if abort {
+				return // the new leader aborts the join in its turn
+			}
+			if errs := h.converge(joining); len(errs) != 0 {
+				t.Fatalf("the new leader's passes: %v", errs)
+			}
+			if tc.scenario == "join" {
+				h.checkJoined(joining)
+			} else {
+				h.checkRemoved()
+			}
+		})
 	}
 }

@@ -130,10 +130,18 @@ func (h *execHarness) pass() (step membership.Step, err error) {
 			err = errCrash
 		}
 	}()
-	ctx := h.t.Context()
-	obs, err := observe(ctx, h.st, h.faults.Observe)
+	obs, step, err := h.plan()
 	if err != nil {
 		return step, err
+	}
+	return step, h.applyIn(h.fence, obs, step)
+}
+
+// plan observes and plans as the leader does.
+func (h *execHarness) plan() (*observation, membership.Step, error) {
+	obs, err := observe(h.t.Context(), h.st, h.faults.Observe)
+	if err != nil {
+		return nil, membership.Step{}, err
 	}
 	if obs.cluster != nil {
 		obs.Cluster = obs.cluster.Spec
@@ -141,12 +149,17 @@ func (h *execHarness) pass() (step membership.Step, err error) {
 	if h.wantVoters != 0 {
 		obs.Cluster.Voters = h.wantVoters
 	}
-	step = membership.Plan(obs.Observed, h.c.cfg.Policy, h.now)
-	d := testMembershipDeps(h.c, h.fence)
+	return obs, membership.Plan(obs.Observed, h.c.cfg.Policy, h.now), nil
+}
+
+// applyIn applies step, planned from obs, in the leader's term of fence.
+func (h *execHarness) applyIn(fence store.Fence, obs *observation, step membership.Step) error {
+	ctx := h.t.Context()
+	d := testMembershipDeps(h.c, fence)
 	if err := d.syncExternalStarts(ctx, obs); err != nil {
-		return step, err
+		return err
 	}
-	return step, (&executor{d: d, admin: h.faults, obs: obs, now: h.now}).apply(ctx, step)
+	return (&executor{d: d, admin: h.faults, obs: obs, now: h.now}).apply(ctx, step)
 }
 
 // agent does what the joining node's agent does: start its learner once

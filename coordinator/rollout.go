@@ -231,6 +231,9 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	}
 	switch s.Action {
 	case rollout.TransferLeader:
+		if err := r.st.Leads(ctx, r.fence); err != nil {
+			return err
+		}
 		if err := r.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}

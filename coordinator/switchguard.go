@@ -101,6 +101,9 @@ func (g *switchGuard) apply(ctx context.Context, s switchguard.Step, r *api.Swit
 		}
 		return g.write(ctx, r, op, []store.Guard{{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy}}, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 	case switchguard.TransferLeader:
+		if err := g.st.Leads(ctx, g.fence); err != nil {
+			return err
+		}
 		if err := g.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}

@@ -60,3 +60,13 @@ func (s *Store) FencedTxn(ctx context.Context, f Fence, guards []Guard, ops ...c
 	}
 	return nil, fmt.Errorf("%w: fenced txn", ErrConflict)
 }
+
+// Leads confirms that fence holds, by a linearizable read; ErrNotLeader
+// when it is gone. It guards a side effect no transaction can carry (a
+// change to etcd's membership or leadership): a leader paused past its
+// session's end (a stopped process, a long pause of the machine) learns
+// here that its term is over before it acts on a step planned in it.
+func (s *Store) Leads(ctx context.Context, f Fence) error {
+	_, err := s.FencedTxn(ctx, f, nil)
+	return err
+}

@@ -181,11 +181,33 @@ func TestFencedTxnRefusesDeposedLeader(t *testing.T) {
 		t.Fatalf("guarded write: %v, want errBusy", err)
 	}
 
+	if err := s.Leads(ctx(t), fenceA); err != nil {
+		t.Fatalf("leader's Leads: %v", err)
+	}
+
 	// A loses its session; B is elected; A's write must not land.
 	sessA.Close()
 	_, fenceB := campaign("b")
 	if _, err := s.FencedTxn(ctx(t), fenceA, nil, op); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("deposed write: %v, want ErrNotLeader", err)
+	}
+	// Leads confirms a term, or says it is over, and writes nothing.
+	before, err := s.Client().Get(ctx(t), "decision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Leads(ctx(t), fenceA); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("deposed leader's Leads: %v, want ErrNotLeader", err)
+	}
+	if err := s.Leads(ctx(t), fenceB); err != nil {
+		t.Fatalf("new leader's Leads: %v", err)
+	}
+	after, err := s.Client().Get(ctx(t), "decision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Header.Revision != before.Header.Revision {
+		t.Fatalf("revision %d after Leads, want %d: it wrote", after.Header.Revision, before.Header.Revision)
 	}
 	if _, err := s.FencedTxn(ctx(t), fenceB, nil, op); err != nil {
 		t.Fatalf("new leader write: %v", err)
