@@ -171,8 +171,8 @@ type Agent struct {
 	leaves memberLeaves
 	// conn is the store client and its store, set by connect and, on a
 	// machine that joined under its root identity, replaced by its node
-	// identity's once a voter (switchIdentity); read through client and
-	// store by every goroutine.
+	// identity's once a voter (etcdIdentity.switchToNode); read through
+	// client and store by every goroutine.
 	conn  atomic.Pointer[connection]
 	root  rootIdentity // a joining control-plane machine's (agent/identity.go)
 	rec   nodeRecord   // the node's object and its heartbeat's lease

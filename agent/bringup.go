@@ -278,7 +278,7 @@ func (b *bringUp) certificates(ctx context.Context) (bool, error) {
 // localMember starts the local member of a control-plane machine whose
 // data dir holds one (or bootstraps the cluster); one that has none is
 // joining. A joining machine holding the root certificate joins under
-// the root identity (joinUnderRoot).
+// the root identity (etcdIdentity.useRoot).
 func (b *bringUp) localMember(ctx context.Context) (bool, error) {
 	a := b.a
 	if !a.controlPlane() {
@@ -288,8 +288,8 @@ func (b *bringUp) localMember(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	b.joining = !a.state.memberRunning()
-	if b.joining && !a.cfg.Bootstrap && a.holdsRoot() {
-		if err := a.joinUnderRoot(); err != nil {
+	if id := a.identity(); b.joining && !a.cfg.Bootstrap && id.holdsRoot() {
+		if err := id.useRoot(); err != nil {
 			return false, err
 		}
 	}
@@ -305,7 +305,8 @@ func (b *bringUp) connect(ctx context.Context) (bool, error) {
 // follower, which reads the store under it.
 func (b *bringUp) identity(ctx context.Context) (bool, error) {
 	a := b.a
-	if err := untilDone(ctx, identityRetry(), a.identityWarning, transientOnly(a.ensureIdentity)); err != nil {
+	id := a.identity()
+	if err := untilDone(ctx, identityRetry(), id.warning, transientOnly(id.ensure)); err != nil {
 		return false, err
 	}
 	if c := a.gossipKeys(); c != nil {
@@ -378,7 +379,8 @@ func (b *bringUp) voter(ctx context.Context) (bool, error) {
 		return b.voter(ctx) // a voter now: read it so
 	}
 	switched := a.root.inUse.Load()
-	if err := untilDone(ctx, identityRetry(), a.identityWarning, a.finishIdentity); err != nil {
+	id := a.identity()
+	if err := untilDone(ctx, identityRetry(), id.warning, id.finish); err != nil {
 		return false, err
 	}
 	if switched && b.keys != nil {

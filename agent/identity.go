@@ -5,10 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v5"
+	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/rbac"
@@ -17,111 +19,124 @@ import (
 )
 
 // rootIdentity is the root pair's client identity a control-plane machine
-// that joins talks to etcd under (joinUnderRoot), until finishIdentity has
-// made its node's own.
+// that joins talks to etcd under (etcdIdentity.useRoot), until
+// etcdIdentity.finish has made its node's own.
 type rootIdentity struct {
 	tls *tls.Config
 	// inUse: the agent's store clients are made under tls.
 	inUse atomic.Bool
-	// left: ensureIdentity left the node's etcd identity to
-	// finishIdentity (the bring-up's goroutines only, one after another).
+	// left: ensure left the node's etcd identity to finish (the
+	// bring-up's goroutines only, one after another).
 	left bool
-	// retired is the store client made under tls, once switchIdentity
+	// retired is the store client made under tls, once switchToNode
 	// replaced it; shutdown closes it (the heartbeat's first lease is kept
 	// alive over it).
 	retired *clientv3.Client
 }
 
-// ensureIdentity, on a control-plane machine (it holds the root
-// certificate), makes this node's etcd user and role before the node
-// writes anything, and on the bootstrap machine turns etcd's
-// authentication on (package rbac). Other machines got their user from the
-// join endpoint that admitted them. A machine that joins under its root
-// identity (joinUnderRoot) makes none of it now: finishIdentity makes it
-// once its member is a voter, off the way to it.
-func (a *Agent) ensureIdentity(ctx context.Context) error {
-	if !a.holdsRoot() {
-		return nil
-	}
-	if a.root.inUse.Load() {
-		a.root.left = true
-		return nil
-	}
-	return a.ensureFullIdentity(ctx)
+// etcdIdentity makes the node's etcd identity and moves the agent's store
+// clients onto it: the bring-up's etcd-identity and voter phases, and a
+// standby's wait. It keeps its state in the agent's rootIdentity and takes
+// what it uses, not the agent.
+type etcdIdentity struct {
+	root         *rootIdentity
+	dir          pki.Dir
+	name, prefix string
+	roles        []api.Role
+	// bootstrap: this machine turns etcd's authentication on.
+	bootstrap, controlPlane bool
+	// endpoints are the store client's.
+	endpoints func() []string
+	// reconnect replaces the store client with one made under the client
+	// identity now in use, and returns the client it replaced.
+	reconnect func() (*clientv3.Client, error)
+	log       *slog.Logger
 }
 
-// joinUnderRoot has a control-plane machine that joins talk to etcd under
-// the root pair it holds, until finishIdentity has made its node's etcd
-// user and role and switchIdentity its clients. Its node user would have
-// role root all the same (package rbac); what this saves is the user's
-// two auth changes, each a raft round, on the way to MemberAdd, which
-// could not run beside the join's writes: an auth change fails every
-// request checked before it applies (ErrAuthOldRevision).
-func (a *Agent) joinUnderRoot() error {
-	d := a.cfg.PKI.Dir
-	t, err := pki.ClientTLS(d.CACert(), d.Cert(pki.RootLeaf), d.Key(pki.RootLeaf))
-	if err != nil {
-		return fmt.Errorf("agent: root identity from %s: %w", d, err)
+// identity is the agent's etcdIdentity.
+func (a *Agent) identity() *etcdIdentity {
+	return &etcdIdentity{root: &a.root, dir: a.cfg.PKI.Dir, name: a.cfg.Name, prefix: a.cfg.Prefix, roles: a.cfg.Roles,
+		bootstrap: a.cfg.Bootstrap, controlPlane: a.controlPlane(),
+		endpoints: func() []string { return a.client().Endpoints() }, reconnect: a.reconnect, log: a.log}
+}
+
+// ensure, on a control-plane machine (it holds the root certificate),
+// makes this node's etcd user and role before the node writes anything,
+// and on the bootstrap machine turns etcd's authentication on (package
+// rbac). Other machines got their user from the join endpoint that
+// admitted them. A machine that joins under its root identity (useRoot)
+// makes none of it now: finish makes it once its member is a voter, off
+// the way to it.
+func (id *etcdIdentity) ensure(ctx context.Context) error {
+	if !id.holdsRoot() {
+		return nil
 	}
-	a.root.tls = t
-	a.root.inUse.Store(true)
-	a.log.Info("joining under the root identity; the node's etcd user and role follow once the member is a voter", "user", rbac.NodeRole(a.cfg.Name))
+	if id.root.inUse.Load() {
+		id.root.left = true
+		return nil
+	}
+	return id.ensureFull(ctx)
+}
+
+// useRoot has a control-plane machine that joins talk to etcd under the
+// root pair it holds, until finish has made its node's etcd user and role
+// and switched its clients. Its node user would have role root all the
+// same (package rbac); what this saves is the user's two auth changes,
+// each a raft round, on the way to MemberAdd, which could not run beside
+// the join's writes: an auth change fails every request checked before it
+// applies (ErrAuthOldRevision).
+func (id *etcdIdentity) useRoot() error {
+	t, err := pki.ClientTLS(id.dir.CACert(), id.dir.Cert(pki.RootLeaf), id.dir.Key(pki.RootLeaf))
+	if err != nil {
+		return fmt.Errorf("agent: root identity from %s: %w", id.dir, err)
+	}
+	id.root.tls = t
+	id.root.inUse.Store(true)
+	id.log.Info("joining under the root identity; the node's etcd user and role follow once the member is a voter", "user", rbac.NodeRole(id.name))
 	return nil
 }
 
-// finishIdentity makes the part of this node's etcd identity that
-// ensureIdentity left for after the join, then switches to it; a no-op
-// when it left none.
-func (a *Agent) finishIdentity(ctx context.Context) error {
-	if !a.root.left {
+// finish makes the part of this node's etcd identity that ensure left for
+// after the join, then switches to it; a no-op when it left none.
+func (id *etcdIdentity) finish(ctx context.Context) error {
+	if !id.root.left {
 		return nil
 	}
-	if err := a.ensureFullIdentity(ctx); err != nil {
+	if err := id.ensureFull(ctx); err != nil {
 		return err
 	}
-	if a.root.inUse.Load() {
-		if err := a.switchIdentity(); err != nil {
+	if id.root.inUse.Load() {
+		if err := id.switchToNode(); err != nil {
 			return err
 		}
 	}
-	a.root.left = false
+	id.root.left = false
 	return nil
 }
 
-// switchIdentity replaces the store client a joining machine connected
+// switchToNode replaces the store client a joining machine connected
 // under the root identity with one under its node's, now made. The old
 // client stays open until shutdown: the heartbeat's first lease is kept
 // alive over it (closing it would lose the lease, and with it the
 // heartbeat the leader revokes a node's identity on), and the watches the
 // heartbeat controller opened on it go on. Everything else reads the
 // client anew (client, store), and the gossip key follower, which holds
-// its store, is started again by Run.
-func (a *Agent) switchIdentity() error {
-	old := a.conn.Load()
-	a.root.inUse.Store(false)
-	cli, err := a.etcdClient(old.cli.Endpoints(), 5*time.Second)
+// its store, is started again by the voter phase.
+func (id *etcdIdentity) switchToNode() error {
+	id.root.inUse.Store(false)
+	old, err := id.reconnect()
 	if err != nil {
-		a.root.inUse.Store(true)
-		return fmt.Errorf("agent: connect as %s: %w", rbac.NodeRole(a.cfg.Name), err)
+		id.root.inUse.Store(true)
+		return fmt.Errorf("agent: connect as %s: %w", rbac.NodeRole(id.name), err)
 	}
-	st, err := store.New(cli, a.cfg.Prefix)
-	if err != nil {
-		cli.Close()
-		a.root.inUse.Store(true)
-		return err
-	}
-	a.use(cli, st)
-	a.root.retired = old.cli
-	if a.cfg.OnConnect != nil {
-		a.cfg.OnConnect(st)
-	}
-	a.log.Info("etcd identity of this node made; its clients use it now", "user", rbac.NodeRole(a.cfg.Name))
+	id.root.retired = old
+	id.log.Info("etcd identity of this node made; its clients use it now", "user", rbac.NodeRole(id.name))
 	return nil
 }
 
-// ensureFullIdentity makes this node's etcd user and role (rbac.EnsureSelf).
-func (a *Agent) ensureFullIdentity(ctx context.Context) error {
-	if err := rbac.EnsureSelf(ctx, a.cfg.PKI.Dir, a.client().Endpoints(), a.cfg.Prefix, a.cfg.Name, a.cfg.Roles, a.cfg.Bootstrap, a.log); err != nil {
+// ensureFull makes this node's etcd user and role (rbac.EnsureSelf).
+func (id *etcdIdentity) ensureFull(ctx context.Context) error {
+	if err := rbac.EnsureSelf(ctx, id.dir, id.endpoints(), id.prefix, id.name, id.roles, id.bootstrap, id.log); err != nil {
 		return fmt.Errorf("agent: etcd identity: %w", err)
 	}
 	return nil
@@ -129,20 +144,39 @@ func (a *Agent) ensureFullIdentity(ctx context.Context) error {
 
 // holdsRoot tells whether this is a control-plane machine with the root
 // certificate, which makes its own etcd identity.
-func (a *Agent) holdsRoot() bool {
-	d := a.cfg.PKI.Dir
-	return d != "" && a.controlPlane() && exists(d.Cert(pki.RootLeaf))
+func (id *etcdIdentity) holdsRoot() bool {
+	return id.dir != "" && id.controlPlane && exists(id.dir.Cert(pki.RootLeaf))
+}
+
+// warning logs a failed attempt at the node's etcd identity that untilDone
+// tries again.
+func (id *etcdIdentity) warning(err error, next time.Duration) {
+	id.log.Warn("etcd identity not made; trying again", "err", err, "in", next)
+}
+
+// reconnect replaces the store client with one made anew under the client
+// identity now in use (clientTLS) and returns the client it replaced.
+func (a *Agent) reconnect() (*clientv3.Client, error) {
+	old := a.conn.Load()
+	cli, err := a.etcdClient(old.cli.Endpoints(), 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.New(cli, a.cfg.Prefix)
+	if err != nil {
+		cli.Close()
+		return nil, err
+	}
+	a.use(cli, st)
+	if a.cfg.OnConnect != nil {
+		a.cfg.OnConnect(st)
+	}
+	return old.cli, nil
 }
 
 // identityRetry paces the attempts of the identity's changes (untilDone).
 func identityRetry() backoff.BackOff {
 	return &backoff.ExponentialBackOff{InitialInterval: 100 * time.Millisecond, RandomizationFactor: 0.3, Multiplier: 2, MaxInterval: 5 * time.Second}
-}
-
-// identityWarning logs a failed attempt at the node's etcd identity that
-// untilDone tries again.
-func (a *Agent) identityWarning(err error, next time.Duration) {
-	a.log.Warn("etcd identity not made; trying again", "err", err, "in", next)
 }
 
 // transientOnly has untilDone try step again only after an etcd error that

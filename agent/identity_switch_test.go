@@ -20,7 +20,7 @@ import (
 
 // TestJoinUnderRootThenSwitch: a control-plane machine that joins talks to
 // etcd under its root pair, making no auth change on the way (its node's
-// user does not exist and it still writes); finishIdentity then makes the
+// user does not exist and it still writes); etcdIdentity.finish then makes the
 // node's user and role and switches the store client to the node
 // certificate, which a deleted node user then locks out, while the root
 // client is kept, open, for shutdown to close.
@@ -42,14 +42,15 @@ func TestJoinUnderRootThenSwitch(t *testing.T) {
 	if err := allPKI(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.joinUnderRoot(); err != nil {
+	id := a.identity()
+	if err := id.useRoot(); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.connect(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.ensureIdentity(ctx); err != nil || !a.root.left {
-		t.Fatalf("ensureIdentity: %v, left %v; want nil, the identity left for after the join", err, a.root.left)
+	if err := id.ensure(ctx); err != nil || !a.root.left {
+		t.Fatalf("ensure: %v, left %v; want nil, the identity left for after the join", err, a.root.left)
 	}
 	if cn := clientCN(t, a.client()); cn != pki.RootIdentity {
 		t.Fatalf("joining client presents %q, want %q", cn, pki.RootIdentity)
@@ -71,12 +72,12 @@ func TestJoinUnderRootThenSwitch(t *testing.T) {
 
 	// As Run does: one auth change may time out on a loaded machine
 	// ("etcdserver: request timed out" under -race beside a build).
-	warn := func(err error, next time.Duration) { t.Logf("finishIdentity: %v; again in %v", err, next) }
-	if err := untilDone(ctx, identityRetry(), warn, a.finishIdentity); err != nil {
+	warn := func(err error, next time.Duration) { t.Logf("finish: %v; again in %v", err, next) }
+	if err := untilDone(ctx, identityRetry(), warn, id.finish); err != nil {
 		t.Fatal(err)
 	}
 	if a.root.left || a.root.inUse.Load() || a.root.retired == nil {
-		t.Fatalf("after finishIdentity: left %v, asRoot %v, retired %v", a.root.left, a.root.inUse.Load(), a.root.retired)
+		t.Fatalf("after finish: left %v, asRoot %v, retired %v", a.root.left, a.root.inUse.Load(), a.root.retired)
 	}
 	if cn := clientCN(t, a.client()); cn != pki.NodeIdentity("cp-2") {
 		t.Fatalf("client after the switch presents %q, want the node's %q", cn, pki.NodeIdentity("cp-2"))

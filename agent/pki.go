@@ -255,7 +255,7 @@ func (l *leafIssuer) pass(ctx context.Context, keep func(name string) bool) erro
 
 // clientLeaf tells whether the agent's own etcd clients present the
 // leaf: the node's, and root, which a joining control-plane machine talks
-// to etcd as (joinUnderRoot).
+// to etcd as (etcdIdentity.useRoot).
 func clientLeaf(name string) bool { return name == certNode || name == certRoot }
 
 // memberLeaves is the part of the first certificate pass that issues the
@@ -425,7 +425,7 @@ func (a *Agent) memberTLS() *member.TLS {
 }
 
 // clientTLS is the identity the agent's etcd clients present: the root
-// pair while it joins under it (joinUnderRoot), else the node's.
+// pair while it joins under it (etcdIdentity.useRoot), else the node's.
 func (a *Agent) clientTLS() *tls.Config {
 	if a.root.inUse.Load() {
 		return a.root.tls

@@ -30,7 +30,7 @@ func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) (stop fun
 	a.setPhase(ctx, api.NodeStandby, j.Status.Message)
 	// A standby may wait long for its learner: its identity is made now
 	// (tried again after the join should this fail).
-	if err := a.finishIdentity(ctx); err != nil && ctx.Err() == nil {
+	if err := a.identity().finish(ctx); err != nil && ctx.Err() == nil {
 		a.log.Warn("etcd identity not finished; tried again once a voter", "err", err)
 	}
 	a.status("standby: waiting for the cluster to want another voter")
