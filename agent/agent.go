@@ -184,11 +184,8 @@ type Agent struct {
 	// supervisor wakes the member supervisor and asks it for the agent's
 	// upgrade (agent/supervise.go).
 	supervisor supervisorSignal
-	// hostFiles is when the generations controller (its only user) last
-	// synced the applied generation's host files, and from what.
-	hostFiles hostFilesMark
-	etcd      memberRun       // the etcd version and quota wanted and run (agent/etcd_version.go)
-	endpoints *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
+	etcd       memberRun       // the etcd version and quota wanted and run (agent/etcd_version.go)
+	endpoints  *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
 }
 
 // connection is a store client and the store over it.

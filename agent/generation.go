@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -40,49 +41,80 @@ func (a *Agent) generations() controller.Controller {
 	if a.cfg.HostFiles != nil {
 		prefixes = append(prefixes, store.NodeNamedSecretsKey(a.cfg.Name))
 	}
+	g := a.generationRunner()
 	return &controller.Func{ControllerName: "generations", Prefixes: prefixes, Resync: a.cfg.RetryInterval,
 		Policy: controller.HealthPolicy{StallAfter: -1}, Do: func(ctx context.Context) error {
-			if a.supervisor.upgradeAsked() {
+			if g.upgradeAsked() {
 				return nil // the new agent applies what comes next
 			}
-			if err := a.applyDesired(ctx); err != nil {
+			if err := g.applyDesired(ctx); err != nil {
 				return fmt.Errorf("agent: generation: %w", err)
 			}
 			return nil
 		}}
 }
 
+// generationRunner applies the node's desired generation, reports its
+// outcome and syncs its host files: the generations controller's work, and
+// a removed machine's release. It takes what it uses, not the agent.
+type generationRunner struct {
+	name      string
+	applier   apply.Applier
+	hostFiles *apply.HostFiles // nil: none
+	store     func() *store.Store
+	now       func() time.Time
+	log       *slog.Logger
+	metrics   *metrics.Agent
+	// checks are the applier's health checks of a switched node.
+	checks []apply.Check
+	// applied tells the gossip mesh of a generation applied.
+	applied func(gen int64)
+	// upgradeAsked: a restart into a new agent was asked for; upgraded
+	// asks for one when the generation installs another nico-agent.
+	upgradeAsked func() bool
+	upgraded     func(log *slog.Logger, skipped bool) bool
+	// synced is what the host files were last synced from, and when.
+	synced hostFilesMark
+}
+
+// generationRunner is the agent's generationRunner.
+func (a *Agent) generationRunner() *generationRunner {
+	return &generationRunner{name: a.cfg.Name, applier: a.cfg.Applier, hostFiles: a.cfg.HostFiles, store: a.store, now: func() time.Time { return a.Now() },
+		log: a.log, metrics: a.cfg.Metrics, checks: a.generationChecks(), applied: a.gossipApplied,
+		upgradeAsked: a.supervisor.upgradeAsked, upgraded: a.upgraded}
+}
+
 // applyDesired applies the desired generation once if it is not settled.
-func (a *Agent) applyDesired(ctx context.Context) error {
-	key := store.NixosConfigKey(a.cfg.Name)
+func (g *generationRunner) applyDesired(ctx context.Context) error {
+	key := store.NixosConfigKey(g.name)
 	c := &api.NixosConfiguration{}
-	if err := a.store().Get(ctx, key, c); err != nil {
+	if err := g.store().Get(ctx, key, c); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
 		return err
 	}
-	a.gossipApplied(c.Status.AppliedGeneration)
+	g.applied(c.Status.AppliedGeneration)
 	if c.Settled() != api.GenerationPending {
-		return a.syncHostFiles(ctx, c)
+		return g.syncHostFiles(ctx, c)
 	}
 	gen, attempt := c.Spec.Generation, c.Spec.Attempt
-	started := a.Now()
+	started := g.now()
 	c.Status.Generation, c.Status.Attempt, c.Status.Phase, c.Status.UpdatedAt = gen, attempt, api.GenerationApplying, started
-	if err := a.store().Update(ctx, key, c); err != nil {
+	if err := g.store().Update(ctx, key, c); err != nil {
 		return fmt.Errorf("agent: mark generation %d applying: %w", gen, err)
 	}
-	log := a.log.With("generation", gen, "attempt", attempt, "revision", c.Spec.Revision)
+	log := g.log.With("generation", gen, "attempt", attempt, "revision", c.Spec.Revision)
 	log.Info("applying generation")
 	failpoint.Hit(failpoint.AgentBeforeSwitch)
-	res, err := a.cfg.Applier.Apply(ctx, apply.Generation{Machine: a.cfg.Name, Number: gen, Attempt: attempt, Spec: c.Spec, Checks: a.generationChecks()})
+	res, err := g.applier.Apply(ctx, apply.Generation{Machine: g.name, Number: gen, Attempt: attempt, Spec: c.Spec, Checks: g.checks})
 	if ctx.Err() != nil {
 		return nil // stopped mid-way: the next start applies it again
 	}
-	if err == nil && a.upgraded(log, res.Skipped) {
+	if err == nil && g.upgraded(log, res.Skipped) {
 		return nil // left Applying: the new agent reports it (agent/upgrade.go)
 	}
-	rec := api.GenerationRecord{Generation: gen, Toplevel: res.Toplevel, Revision: c.Spec.Revision, Started: started, Finished: a.Now()}
+	rec := api.GenerationRecord{Generation: gen, Toplevel: res.Toplevel, Revision: c.Spec.Revision, Started: started, Finished: g.now()}
 	if err != nil {
 		rec.Phase, rec.Message = api.GenerationFailed, err.Error()
 		log.Error("generation failed", "err", err, "rolledBack", res.RolledBack)
@@ -93,24 +125,28 @@ func (a *Agent) applyDesired(ctx context.Context) error {
 		}
 		log.Info("generation applied", "toplevel", res.Toplevel, "skipped", res.Skipped, "rebootNeeded", res.RebootNeeded)
 	}
-	a.cfg.Metrics.Generation(generationOutcome(rec.Phase, res.RolledBack))
-	if err := a.reportGeneration(ctx, gen, attempt, res, rec); err != nil {
+	g.metrics.Generation(generationOutcome(rec.Phase, res.RolledBack))
+	if err := g.report(ctx, c, gen, attempt, res, rec); err != nil {
 		return err
 	}
 	if rec.Phase == api.GenerationApplied {
-		a.gossipApplied(gen)
+		g.applied(gen)
 	}
 	return nil
 }
 
-// reportGeneration writes the outcome, re-reading on conflicting writes
-// (the leader may have written a newer spec meanwhile).
-func (a *Agent) reportGeneration(ctx context.Context, gen int64, attempt int, res apply.Result, rec api.GenerationRecord) error {
-	key := store.NixosConfigKey(a.cfg.Name)
+// report writes the outcome into c, the configuration as its Applying
+// mark wrote it: one write when nothing else wrote it meanwhile. On a
+// conflicting write (the leader may have written a newer spec) it reads
+// the configuration again and writes the outcome into that.
+func (g *generationRunner) report(ctx context.Context, c *api.NixosConfiguration, gen int64, attempt int, res apply.Result, rec api.GenerationRecord) error {
+	key := store.NixosConfigKey(g.name)
 	for try := 0; ; try++ {
-		c := &api.NixosConfiguration{}
-		if err := a.store().Get(ctx, key, c); err != nil {
-			return err
+		if try > 0 {
+			c = &api.NixosConfiguration{}
+			if err := g.store().Get(ctx, key, c); err != nil {
+				return err
+			}
 		}
 		s := &c.Status
 		s.Generation, s.Attempt, s.Phase, s.UpdatedAt = gen, attempt, rec.Phase, rec.Finished
@@ -125,7 +161,7 @@ func (a *Agent) reportGeneration(ctx context.Context, gen int64, attempt int, re
 			s.LastError = rec.Message
 		}
 		c.RecordGeneration(rec)
-		err := a.store().Update(ctx, key, c)
+		err := g.store().Update(ctx, key, c)
 		if err == nil || !errors.Is(err, store.ErrConflict) || try >= 5 {
 			return err
 		}
@@ -166,28 +202,28 @@ func (a *Agent) generationChecks() []apply.Check {
 // (an attribute of the same flake, "#attr"), when it names one, and records
 // the outcome in the configuration's history. It leaves status.generation
 // alone: a machine started again applies its desired generation anew.
-func (a *Agent) release(ctx context.Context) {
-	if a.cfg.Applier == nil || a.store() == nil {
+func (g *generationRunner) release(ctx context.Context) {
+	if g.applier == nil || g.store() == nil {
 		return
 	}
-	key := store.NixosConfigKey(a.cfg.Name)
+	key := store.NixosConfigKey(g.name)
 	c := &api.NixosConfiguration{}
-	if err := a.store().Get(ctx, key, c); err != nil || c.Spec.OnRemoveFlake == "" {
+	if err := g.store().Get(ctx, key, c); err != nil || c.Spec.OnRemoveFlake == "" {
 		return
 	}
 	spec := c.Spec
 	spec.Flake = c.Spec.OnRemoveFlake
 	gen := c.Spec.Generation + 1
-	started := a.Now()
-	res, err := a.cfg.Applier.Apply(ctx, apply.Generation{Machine: a.cfg.Name, Number: gen, Spec: spec})
-	rec := api.GenerationRecord{Generation: gen, Phase: api.GenerationApplied, Toplevel: res.Toplevel, Revision: spec.Revision, Message: "released: onRemoveFlake " + spec.Flake, Started: started, Finished: a.Now()}
+	started := g.now()
+	res, err := g.applier.Apply(ctx, apply.Generation{Machine: g.name, Number: gen, Spec: spec})
+	rec := api.GenerationRecord{Generation: gen, Phase: api.GenerationApplied, Toplevel: res.Toplevel, Revision: spec.Revision, Message: "released: onRemoveFlake " + spec.Flake, Started: started, Finished: g.now()}
 	if err != nil {
 		rec.Phase, rec.Message = api.GenerationFailed, rec.Message+": "+err.Error()
-		a.log.Error("onRemoveFlake failed", "flake", spec.Flake, "err", err)
+		g.log.Error("onRemoveFlake failed", "flake", spec.Flake, "err", err)
 	} else {
-		a.log.Info("machine released", "flake", spec.Flake, "toplevel", res.Toplevel)
+		g.log.Info("machine released", "flake", spec.Flake, "toplevel", res.Toplevel)
 	}
-	if err := a.store().Get(ctx, key, c); err != nil {
+	if err := g.store().Get(ctx, key, c); err != nil {
 		return
 	}
 	if res.Toplevel != "" {
@@ -195,8 +231,8 @@ func (a *Agent) release(ctx context.Context) {
 	}
 	c.Status.UpdatedAt = rec.Finished
 	c.RecordGeneration(rec)
-	if err := a.store().Update(ctx, key, c); err != nil {
-		a.log.Warn("release not recorded", "err", err)
+	if err := g.store().Update(ctx, key, c); err != nil {
+		g.log.Warn("release not recorded", "err", err)
 	}
 }
 
@@ -213,8 +249,8 @@ func generationOutcome(p api.GenerationPhase, rolledBack bool) string {
 
 // syncHostFiles rewrites the host files of the applied generation whose
 // contents changed (a renewed secret), when HostFiles is set.
-func (a *Agent) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) error {
-	if a.cfg.HostFiles == nil || c.Settled() != api.GenerationApplied || c.Status.AppliedGeneration != c.Spec.Generation {
+func (g *generationRunner) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) error {
+	if g.hostFiles == nil || c.Settled() != api.GenerationApplied || c.Status.AppliedGeneration != c.Spec.Generation {
 		return nil
 	}
 	// One read of the projection's revision per pass, not one per file:
@@ -222,25 +258,25 @@ func (a *Agent) syncHostFiles(ctx context.Context, c *api.NixosConfiguration) er
 	// every hostFilesResync (secrets from local files, a file changed by
 	// hand).
 	mark := hostFilesMark{generation: c.Spec.Generation, attempt: c.Spec.Attempt}
-	rev, err := a.store().ModRevision(ctx, store.NodeNamedSecretsKey(a.cfg.Name))
+	rev, err := g.store().ModRevision(ctx, store.NodeNamedSecretsKey(g.name))
 	switch {
 	case err == nil:
 		mark.projection = rev
 	case !errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("agent: host files: %w", err)
 	}
-	now := a.Now()
-	if last := a.hostFiles; last.same(mark) && now.Sub(last.at) < hostFilesResync {
+	now := g.now()
+	if last := g.synced; last.same(mark) && now.Sub(last.at) < hostFilesResync {
 		return nil
 	}
-	res, err := a.cfg.HostFiles.Sync(ctx, c.Spec.HostFiles)
+	res, err := g.hostFiles.Sync(ctx, c.Spec.HostFiles)
 	if err != nil {
 		return fmt.Errorf("agent: host files of generation %d: %w", c.Spec.Generation, err)
 	}
 	mark.at = now
-	a.hostFiles = mark
+	g.synced = mark
 	if len(res.Written)+len(res.Removed) > 0 {
-		a.log.Info("host files synced", "generation", c.Spec.Generation, "written", res.Written, "removed", res.Removed)
+		g.log.Info("host files synced", "generation", c.Spec.Generation, "written", res.Written, "removed", res.Removed)
 	}
 	return nil
 }

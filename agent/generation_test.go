@@ -1,12 +1,15 @@
 package agent
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/apply"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
@@ -59,5 +62,82 @@ func TestGenerationsApplyNothingOnceAnUpgradeIsAsked(t *testing.T) {
 	}
 	if got.Status.Phase != api.GenerationApplying {
 		t.Errorf("generation status %s, want Applying", got.Status.Phase)
+	}
+}
+
+// gatedApplier applies a generation once the test lets it: it says which
+// one started, then waits for release.
+type gatedApplier struct {
+	started chan int64
+	release chan struct{}
+}
+
+func (g *gatedApplier) Apply(ctx context.Context, gen apply.Generation) (apply.Result, error) {
+	g.started <- gen.Number
+	select {
+	case <-g.release:
+		return apply.Result{Toplevel: "/nix/store/gen"}, nil
+	case <-ctx.Done():
+		return apply.Result{}, ctx.Err()
+	}
+}
+
+func (g *gatedApplier) Current(context.Context) (string, error) { return "/nix/store/gen", nil }
+
+// TestGenerationReport: a generation's outcome is written onto the
+// configuration its Applying mark left, in the next revision; a spec
+// written while it applied is kept, the outcome written onto it.
+func TestGenerationReport(t *testing.T) {
+	cl := etcdtest.Start(t, 1)
+	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	for _, meanwhile := range []bool{false, true} {
+		name := fmt.Sprintf("w-%d", map[bool]int{false: 1, true: 2}[meanwhile])
+		ap := &gatedApplier{started: make(chan int64, 1), release: make(chan struct{})}
+		a := New(Config{Name: name, Roles: []api.Role{api.RoleWorker}, RetryInterval: time.Hour, Applier: ap}, nil, quietNotifier{}, logging.Test(t))
+		a.use(st.Client(), st)
+		c := api.NewNixosConfiguration(name)
+		c.Spec.Generation = 1
+		if err := st.Put(ctx, store.NixosConfigKey(name), c); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- a.generationRunner().applyDesired(ctx) }()
+		if gen := <-ap.started; gen != 1 {
+			t.Fatalf("%s: applying generation %d, want 1", name, gen)
+		}
+		mark := api.NewNixosConfiguration(name)
+		if err := st.Get(ctx, store.NixosConfigKey(name), mark); err != nil {
+			t.Fatal(err)
+		}
+		if mark.Status.Phase != api.GenerationApplying {
+			t.Fatalf("%s: status %s while applying, want Applying", name, mark.Status.Phase)
+		}
+		if meanwhile {
+			mark.Spec.OnRemoveFlake = "#released"
+			if err := st.Update(ctx, store.NixosConfigKey(name), mark); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(ap.release)
+		if err := <-done; err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := api.NewNixosConfiguration(name)
+		if err := st.Get(ctx, store.NixosConfigKey(name), got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase != api.GenerationApplied || got.Status.AppliedGeneration != 1 || got.Status.Toplevel != "/nix/store/gen" {
+			t.Errorf("%s: status %+v, want generation 1 Applied", name, got.Status)
+		}
+		if meanwhile && got.Spec.OnRemoveFlake != "#released" {
+			t.Errorf("%s: the spec written while it applied was lost: %+v", name, got.Spec)
+		}
+		if got.Metadata.Revision != mark.Metadata.Revision+1 {
+			t.Errorf("%s: outcome at revision %d, want %d: one write after the last", name, got.Metadata.Revision, mark.Metadata.Revision+1)
+		}
 	}
 }

@@ -220,7 +220,7 @@ func (a *Agent) recordRemoved(ctx context.Context, why string) error {
 	if err := retry("node phase", func() error { return a.writePhase(rctx, api.NodeRemoved, why) }); err != nil {
 		return err
 	}
-	a.release(ctx) // onRemoveFlake, agent/generation.go
+	a.generationRunner().release(ctx) // onRemoveFlake, agent/generation.go
 	// Last: with the heartbeat gone the leader deletes this node's etcd
 	// identity (coordinator/revoke.go), and nothing above could write.
 	// The heartbeat stops first (revoking its lease), or it would write
