@@ -70,6 +70,28 @@ func (h *execHarness) checkRemoved() {
 	}
 }
 
+// file files a scenario's request: cp-3's join ("join") or cp-0's
+// removal ("remove"). It returns the joining node, "" for a removal.
+func (h *execHarness) file(scenario string) string {
+	if scenario == "join" {
+		h.fileJoin("cp-3")
+		return "cp-3"
+	}
+	h.fileRemoval("cp-0")
+	return ""
+}
+
+// checkDone checks the scenario file started went through once: joining's
+// join, or ("") cp-0's removal.
+func (h *execHarness) checkDone(joining string) {
+	h.t.Helper()
+	if joining != "" {
+		h.checkJoined(joining)
+	} else {
+		h.checkRemoved()
+	}
+}
+
 func (h *execHarness) checkFired(want []string) {
 	h.t.Helper()
 	if got := h.faults.firedFaults(); !slices.Equal(got, want) {
@@ -115,13 +137,7 @@ func TestExecutorSurvivesErrorsAtEachCall(t *testing.T) {
 				h.faults.arm(tc.method, tc.after)
 				want = []string{f.String()}
 			}
-			joining := ""
-			if tc.scenario == "join" {
-				joining = "cp-3"
-				h.fileJoin(joining)
-			} else {
-				h.fileRemoval("cp-0")
-			}
+			joining := h.file(tc.scenario)
 			errs := h.converge(joining)
 			if tc.method != "" && (len(errs) != 1 || !errors.Is(errs[0], errInjected)) {
 				t.Fatalf("pass errors %v, want the one injected", errs)
@@ -130,11 +146,7 @@ func TestExecutorSurvivesErrorsAtEachCall(t *testing.T) {
 				t.Fatalf("pass errors %v with nothing injected", errs)
 			}
 			h.checkFired(want)
-			if tc.scenario == "join" {
-				h.checkJoined(joining)
-			} else {
-				h.checkRemoved()
-			}
+			h.checkDone(joining)
 		})
 	}
 }
@@ -159,13 +171,7 @@ func TestExecutorResumesFromTheJournal(t *testing.T) {
 		t.Run(tc.scenario+"/"+string(tc.at), func(t *testing.T) {
 			h := newExecHarness(t, cl)
 			h.crashAt = tc.at
-			joining := ""
-			if tc.scenario == "join" {
-				joining = "cp-3"
-				h.fileJoin(joining)
-			} else {
-				h.fileRemoval("cp-0")
-			}
+			joining := h.file(tc.scenario)
 			errs := h.converge(joining)
 			if !h.crashed || len(errs) != 1 || !errors.Is(errs[0], errCrash) {
 				t.Fatalf("crashed %v, pass errors %v: want one crash at %s", h.crashed, errs, tc.at)
@@ -173,11 +179,7 @@ func TestExecutorResumesFromTheJournal(t *testing.T) {
 			if h.c.cfg.Name == "leader-1" {
 				t.Fatal("no new leader after the crash")
 			}
-			if tc.scenario == "join" {
-				h.checkJoined(joining)
-			} else {
-				h.checkRemoved()
-			}
+			h.checkDone(joining)
 		})
 	}
 }
@@ -236,13 +238,7 @@ func TestStaleTermChangesNoMembership(t *testing.T) {
 	} {
 		t.Run(tc.scenario+"/"+string(tc.at), func(t *testing.T) {
 			h := newExecHarness(t, cl)
-			joining := ""
-			if tc.scenario == "join" {
-				joining = "cp-3"
-				h.fileJoin(joining)
-			} else {
-				h.fileRemoval("cp-0")
-			}
+			joining := h.file(tc.scenario)
 			// An aborted join is a learner that never starts: no agent,
 			// and the learner's start timeout passes.
 			abort := tc.at == membership.AbortJoin
@@ -284,11 +280,7 @@ func TestStaleTermChangesNoMembership(t *testing.T) {
 			if errs := h.converge(joining); len(errs) != 0 {
 				t.Fatalf("the new leader's passes: %v", errs)
 			}
-			if tc.scenario == "join" {
-				h.checkJoined(joining)
-			} else {
-				h.checkRemoved()
-			}
+			h.checkDone(joining)
 		})
 	}
 }
