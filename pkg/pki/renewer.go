@@ -38,7 +38,7 @@ type RenewerConfig struct {
 //
 //	     ┌───────── every Interval ─────────┐
 //	     ▼                                  │
-//	observe files ─▶ DueLeaves ─▶ issue, write key, write cert, OnRenew
+//	observe files ─▶ DueLeaves ─▶ sign the leaf's key, write cert, OnRenew
 //
 // A leaf is due when missing, when a third of its lifetime is left, when the
 // CA changed, or when its Request changed (new SANs). A leaf keeps its key:
