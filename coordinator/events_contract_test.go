@@ -35,14 +35,7 @@ func TestJournalLinesAreNamedEvents(t *testing.T) {
 		t.Run(tc.scenario+"/"+string(tc.crashAt), func(t *testing.T) {
 			h := newExecHarness(t, cl)
 			h.crashAt = tc.crashAt
-			joining := ""
-			if tc.scenario == "join" {
-				joining = "cp-3"
-				h.fileJoin(joining)
-			} else {
-				h.fileRemoval("cp-0")
-			}
-			h.converge(joining)
+			h.converge(h.file(tc.scenario))
 			kvs, _, err := h.st.ListKVs(t.Context(), store.OpsDir)
 			if err != nil || len(kvs) != 1 {
 				t.Fatalf("operations %d, %v: want one", len(kvs), err)
