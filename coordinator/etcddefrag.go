@@ -71,10 +71,12 @@ func (s *etcdStatuser) maintain(ctx context.Context, obs *etcdObservation) (chan
 	if op := obs.store.Active; op != nil {
 		dobs.Active = op.Metadata.Name
 		if op.Spec.Type == api.OpDefrag {
+			s.slots.set("defragmentation", "")
 			return changed, s.releaseStale(ctx, op, obs, pol)
 		}
 	}
 	step := defrag.Plan(dobs, pol)
+	s.slots.set("defragmentation", defragWant(dobs, pol))
 	if step.Action != defrag.Defrag {
 		s.log.Debug("defragmentation", "step", step.String())
 		return changed, nil
@@ -207,4 +209,18 @@ func (s *etcdStatuser) release(ctx context.Context, op *api.Operation, ok bool, 
 		return fmt.Errorf("releasing %s: %w", op.Metadata.Name, err)
 	}
 	return nil
+}
+
+// defragWant says which member's defragmentation would take the
+// one-change slot were it free, when another operation holds it
+// (slotwants.go); "" when none would.
+func defragWant(obs defrag.Observed, pol defrag.Policy) string {
+	if obs.Active == "" {
+		return ""
+	}
+	obs.Active = ""
+	if s := defrag.Plan(obs, pol); s.Action == defrag.Defrag {
+		return "defragmentation: " + s.String()
+	}
+	return ""
 }

@@ -63,6 +63,8 @@ type etcdStatuser struct {
 	space *metrics.EtcdSpace
 	// obs is told of each defragmentation (Config.Observer).
 	obs Observer
+	// slots: a defragmentation waiting for the one-change slot says so.
+	slots *slotWants
 	// samples are each learner's (time, raft index) observations.
 	samples etcdstatus.History[api.MemberID]
 	// defragged are members defragmented since a NOSPACE alarm was seen
@@ -79,7 +81,7 @@ type etcdStatuser struct {
 // newEtcdStatuser returns the etcd-status controller of the term of d,
 // maintaining etcd through admin.
 func newEtcdStatuser(d leaderDeps, admin maintenanceAdmin) *etcdStatuser {
-	s := &etcdStatuser{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, admin: admin, obs: d.obs,
+	s := &etcdStatuser{name: d.name, st: d.st, fence: d.fence, now: d.now, log: d.log, admin: admin, obs: d.obs, slots: d.slots,
 		samples: etcdstatus.History[api.MemberID]{Window: learnerWindow, Max: 20}, defragged: map[api.MemberID]bool{}}
 	if d.metrics != nil {
 		s.space = d.metrics.Space

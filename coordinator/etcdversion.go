@@ -31,6 +31,7 @@ type versionRoller struct {
 	now   func() time.Time
 	log   *slog.Logger
 	last  string
+	slots *slotWants
 }
 
 // versionAdmin is what the etcd-version controller asks of etcd.
@@ -44,7 +45,7 @@ type versionAdmin interface {
 
 // newVersionRoller returns the etcd-version controller of the term of d.
 func newVersionRoller(d leaderDeps) *versionRoller {
-	return &versionRoller{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log}
+	return &versionRoller{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log, slots: d.slots}
 }
 
 // reconcile is the etcd-version controller's Reconcile (controllers.go).
@@ -57,10 +58,14 @@ func (r *versionRoller) reconcile(ctx context.Context) error {
 func (r *versionRoller) once(ctx context.Context) (versionroll.Step, error) {
 	obs, ok, err := r.observe(ctx)
 	if err != nil || !ok {
+		if err == nil {
+			r.slots.set("etcd-version", "")
+		}
 		return versionroll.Step{Action: versionroll.None}, err
 	}
 	now := r.now()
 	step := versionroll.Plan(obs, now)
+	r.slots.set("etcd-version", versionWant(obs, now))
 	if s := step.String(); s != r.last {
 		lvl := r.log.Info
 		switch step.Action {
@@ -215,4 +220,18 @@ func (r *versionRoller) closeOp(ctx context.Context, name string, phase api.OpPh
 	}}
 	_, err = r.st.FencedTxn(ctx, r.fence, guards, put, store.DeleteOp(store.ActiveOpKey))
 	return err
+}
+
+// versionWant says which member's version step would take the one-change
+// slot were it free, when another operation holds it (slotwants.go); ""
+// when none would.
+func versionWant(obs versionroll.Observed, now time.Time) string {
+	if obs.ActiveOp == "" || strings.HasPrefix(obs.ActiveOp, versionroll.OpPrefix) {
+		return ""
+	}
+	obs.ActiveOp = ""
+	if s := versionroll.Plan(obs, now); s.Action == versionroll.SetVersion {
+		return "etcd version: " + s.String()
+	}
+	return ""
 }

@@ -30,12 +30,14 @@ type leaderDeps struct {
 	metrics *metrics.Coordinator
 	// obs is told of the decisions (Config.Observer; never nil).
 	obs Observer
+	// slots are the term's controllers waiting for the one-change slot.
+	slots *slotWants
 }
 
 // leaderDeps returns the dependencies of the term fenced on fence.
 func (c *Coordinator) leaderDeps(fence store.Fence) leaderDeps {
 	return leaderDeps{name: c.cfg.Name, st: c.store, admin: c.admin, fence: fence,
-		now: c.cfg.Clock.Now, log: c.log, metrics: c.Metrics, obs: c.cfg.Observer}
+		now: c.cfg.Clock.Now, log: c.log, metrics: c.Metrics, obs: c.cfg.Observer, slots: newSlotWants(c.cfg.Clock.Now, c.cfg.ResyncInterval)}
 }
 
 // membershipDeps are the membership controller's (reconciler.go,

@@ -90,6 +90,7 @@ func (r *reconciler) once(ctx context.Context) (pass, error) {
 		return p, err
 	}
 	step := membership.Plan(obs.Observed, pol, now)
+	r.d.slots.set("membership", membershipWant(obs.Observed, pol, now, step))
 	// Liveness is published before any step planned from it is applied:
 	// the record a successor and every observer read must never lag a
 	// change made on its account (no change while a voter is suspect, as
@@ -167,4 +168,18 @@ func opName(s membership.Step) string {
 		return ""
 	}
 	return s.Op.Metadata.Name
+}
+
+// membershipWant says what the membership controller would do with the
+// one-change slot were it free, when another kind of operation holds it
+// (slotwants.go); "" when it holds it itself or would do nothing.
+func membershipWant(obs membership.Observed, pol membership.Policy, now time.Time, step membership.Step) string {
+	if obs.Active == nil || step.Action != membership.Wait || obs.Active.Spec.Type == api.OpJoin || obs.Active.Spec.Type == api.OpRemove {
+		return ""
+	}
+	obs.Active = nil
+	if s := membership.Plan(obs, pol, now); s.Action != membership.None && s.Action != membership.Wait {
+		return "membership: " + s.String()
+	}
+	return ""
 }

@@ -40,6 +40,8 @@ type rollouter struct {
 	// hooks are Config.Clusters.
 	hooks *ClusterHooks
 	snaps *snapshotter
+	// slots name the changes that wait for the one-change slot.
+	slots *slotWants
 	last  string
 	// refused is the last eviction refused on each draining worker.
 	refused map[string]string
@@ -48,7 +50,7 @@ type rollouter struct {
 // newRollouter returns the rollout controller of the term of d.
 func newRollouter(d leaderDeps, policy membership.Policy, hooks *ClusterHooks, snaps *snapshotter) *rollouter {
 	return &rollouter{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log, metrics: d.metrics,
-		policy: policy, obs: d.obs, hooks: hooks, snaps: snaps}
+		policy: policy, obs: d.obs, hooks: hooks, snaps: snaps, slots: d.slots}
 }
 
 // reconcile is the rollout controller's Reconcile (controllers.go). A
@@ -136,7 +138,7 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 	for _, c := range cfgs {
 		byName[c.Metadata.Name] = c
 	}
-	obs := rollout.Observed{Rollout: ro, ClusterHealthy: true}
+	obs := rollout.Observed{Rollout: ro, ClusterHealthy: true, SlotWanted: r.slots.wanted()}
 	if o.cluster != nil {
 		obs.ReplaceDeadAfter = policyOf(o.cluster.Spec.Policy, r.policy).ReplaceDeadMembersAfter
 	}
@@ -237,7 +239,7 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		if err := r.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}
-	case rollout.Start:
+	case rollout.Start, rollout.Extend:
 		for _, name := range s.Nodes {
 			var cur *api.NixosConfiguration
 			for _, n := range obs.Nodes {
@@ -300,6 +302,27 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		}
 		ops = append(ops, put, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 		guards = append(guards, store.Guard{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy})
+	case s.Action == rollout.Extend:
+		// The step's operation stays active and names its nodes.
+		op := &api.Operation{}
+		if err := r.st.Get(ctx, store.OpKey(opName), op); err != nil {
+			return err
+		}
+		op.Spec.Node = strings.Join(ro.Status.Current, ",")
+		op.Record(now, r.name, s.Reason+": "+strings.Join(s.Nodes, ", "))
+		put, err := store.PutObjectOp(op)
+		if err != nil {
+			return err
+		}
+		g, err := store.UnchangedGuard(op)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, put)
+		guards = append(guards, g, store.Guard{
+			Cmp: store.ValueIs(store.ActiveOpKey, opName),
+			Err: fmt.Errorf("coordinator: step %s is no longer the active operation", opName),
+		})
 	case release && opName != "":
 		op := &api.Operation{}
 		if err := r.st.Get(ctx, store.OpKey(opName), op); err != nil {

@@ -31,11 +31,12 @@ type switchGuard struct {
 	now   func() time.Time
 	log   *slog.Logger
 	last  string
+	slots *slotWants
 }
 
 // newSwitchGuard returns the switch-guard controller of the term of d.
 func newSwitchGuard(d leaderDeps) *switchGuard {
-	return &switchGuard{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log}
+	return &switchGuard{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log, slots: d.slots}
 }
 
 // reconcile is the switch-guard controller's Reconcile (controllers.go).
@@ -46,6 +47,7 @@ func (g *switchGuard) reconcile(ctx context.Context) error {
 	}
 	now := g.now()
 	step := switchguard.Plan(obs, now)
+	g.slots.set("switch-guard", switchWant(obs, now))
 	if s := step.String(); s != g.last {
 		lvl := g.log.Info
 		if step.Action == switchguard.None || step.Action == switchguard.Wait {
@@ -196,4 +198,18 @@ func (g *switchGuard) write(ctx context.Context, r *api.SwitchRequest, op *api.O
 	}
 	_, err := g.st.FencedTxn(ctx, g.fence, guards, append(ops, extra...)...)
 	return err
+}
+
+// switchWant says which host's switch would take the one-change slot were
+// it free, when another kind of operation holds it (slotwants.go); "" when
+// none would.
+func switchWant(obs switchguard.Observed, now time.Time) string {
+	if obs.Active == nil || obs.Active.Spec.Type == api.OpSwitch {
+		return ""
+	}
+	obs.Active = nil
+	if s := switchguard.Plan(obs, now); s.Action == switchguard.Take {
+		return "switch of " + s.Request
+	}
+	return ""
 }

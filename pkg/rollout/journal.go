@@ -81,6 +81,12 @@ func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool)
 				p.Phase = api.NodeReverting
 			}
 		}
+	case Extend:
+		st.Current = append(st.Current, s.Nodes...)
+		for _, name := range s.Nodes {
+			p := r.Node(name)
+			p.Phase, p.StartedAt, p.FinishedAt, p.Message = api.NodeApplying, now, time.Time{}, ""
+		}
 	case Drain:
 		for _, name := range s.Nodes {
 			if p := r.Node(name); p != nil && p.Phase == api.NodePending {

@@ -8,7 +8,7 @@
 // generation and is healthy. ControlPlaneFirst swaps the two parts (the
 // Kubernetes version skew policy forbids kubelets newer than the API server).
 //
-//	           +--> Start(batch) --> Wait ... --(all applied, healthy)--> MarkDone --+
+//	           +--> Start(batch) --> Wait, Extend ... --(all applied, healthy)--> MarkDone --+
 //	Init --> --+                           \--(failed, timed out)--> Halt             |
 //	           +<-----------------------------------------------------------------+
 //	           (no node left) --> Finish            (only the etcd leader left) --> TransferLeader
@@ -61,6 +61,10 @@ type Observed struct {
 	// KubeError, for a rollout of a KubernetesCluster's machines, says why
 	// their Nodes could not be read ("" they were).
 	KubeError string
+	// SlotWanted names a change that waits for the one-change slot ("":
+	// none). A rollout then starts nothing more: the step in flight ends
+	// when its nodes do and releases the slot, and the next waits.
+	SlotWanted string
 	// ReplaceDeadAfter is the etcd cluster's replaceDeadMembersAfter (0:
 	// never). A node dead this long is replaced (its member removed, its
 	// VM made anew), so the rollout does not wait for it.
@@ -77,6 +81,7 @@ const (
 	Init           Action = "Init"           // journal the node list in rolling order
 	SetPhase       Action = "SetPhase"       // Paused, Running, Undoing
 	Start          Action = "Start"          // give Nodes the new (or, undoing, the previous) configuration
+	Extend         Action = "Extend"         // Start Nodes too, within the data-plane step in flight
 	MarkDone       Action = "MarkDone"       // Nodes applied and are healthy
 	Halt           Action = "Halt"           // Nodes[0] failed: stop the rollout
 	TransferLeader Action = "TransferLeader" // move etcd leadership to To before the leader rolls
@@ -283,7 +288,67 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 	if len(done) > 0 {
 		return Step{Action: MarkDone, Nodes: done}, true
 	}
+	if s, ok := planExtend(obs); ok {
+		return s, true
+	}
 	return Step{Action: Wait, Reason: waiting}, true
+}
+
+// planExtend keeps a data-plane step MaxUnavailable nodes wide: as its
+// nodes finish, the next ones in order start within the same step, so the
+// slowest node of a batch never holds back the next. It starts none while
+// the step holds a control-plane node or an API server's machine, while
+// the rollout is paused or undone, or while another change waits for the
+// slot (SlotWanted): the step then ends when its nodes do. It stops at the
+// first node that could not join a batch as it is (a control-plane node,
+// an API server's machine, a node down or to drain): planNext takes that
+// one when the step has ended.
+func planExtend(obs Observed) (Step, bool) {
+	r := obs.Rollout
+	if r.Spec.Paused || r.Spec.Undo || r.Status.Phase != api.RolloutRunning || obs.SlotWanted != "" ||
+		r.Status.Operation == "" || obs.ActiveOp != r.Status.Operation {
+		return Step{}, false
+	}
+	total, counted := 0, 0
+	for _, p := range r.Status.Nodes {
+		if !p.ControlPlane {
+			total++
+		}
+		if p.Phase != api.NodeApplying {
+			continue
+		}
+		if p.ControlPlane || r.Spec.IsAPIServer(p.Name) {
+			return Step{}, false
+		}
+		if !joiningWorker(obs, p.Name) {
+			counted++
+		}
+	}
+	k, err := r.Spec.BatchSize(total)
+	if err != nil {
+		return Step{}, false
+	}
+	var more []string
+	for _, p := range candidates(r) {
+		if p.ControlPlane || r.Spec.IsAPIServer(p.Name) || drainsNow(obs, p.Name) {
+			break
+		}
+		if n := obs.node(p.Name); n == nil || !n.Alive {
+			break
+		}
+		free := joiningWorker(obs, p.Name)
+		if !free && counted >= k {
+			break
+		}
+		more = append(more, p.Name)
+		if !free {
+			counted++
+		}
+	}
+	if len(more) == 0 {
+		return Step{}, false
+	}
+	return Step{Action: Extend, Nodes: more, Reason: fmt.Sprintf("data plane, %d at a time: %d more as others finished", k, len(more))}, true
 }
 
 // unready says why an applied node does not count as done yet, or "".
@@ -321,6 +386,9 @@ func candidates(r *api.Rollout) []api.NodeProgress {
 // time, control-plane nodes one at a time with the etcd leader last.
 func planNext(obs Observed, cands []api.NodeProgress, now time.Time) Step {
 	r := obs.Rollout
+	if obs.SlotWanted != "" {
+		return Step{Action: Wait, Reason: obs.SlotWanted + " waits for the one-change slot"}
+	}
 	for _, p := range cands {
 		if r.Spec.Undo && p.Previous == nil {
 			return Step{Action: MarkDone, Nodes: []string{p.Name}, Reason: p.Name + " had no configuration before the rollout; left as it is"}

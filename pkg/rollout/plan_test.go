@@ -27,13 +27,20 @@ type sim struct {
 	hooks map[int]func(*sim)
 	// busy: steps during which a membership operation holds the slot.
 	busy map[int]bool
+	// delay: how many steps a node's agent lets pass before it answers a
+	// new generation; waited counts them.
+	delay, waited map[string]int
+	// joining: the nodes that were joining a Kubernetes cluster when their
+	// step began (they do not count against maxUnavailable).
+	joining map[string]bool
 	// check sees each step before it is applied; before and after run
 	// around its Record (the executor's side effects).
 	check, before, after func(Step)
 }
 
 func newSim(cp, dp int, leader string) *sim {
-	s := &sim{now: time.Unix(1_000_000, 0).UTC(), fail: map[string]string{}, silent: map[string]bool{}, hooks: map[int]func(*sim){}, busy: map[int]bool{}}
+	s := &sim{now: time.Unix(1_000_000, 0).UTC(), fail: map[string]string{}, silent: map[string]bool{}, hooks: map[int]func(*sim){}, busy: map[int]bool{},
+		delay: map[string]int{}, waited: map[string]int{}, joining: map[string]bool{}}
 	for i := 1; i <= cp; i++ {
 		name := fmt.Sprintf("cp-%d", i)
 		s.obs.Nodes = append(s.obs.Nodes, Node{Name: name, ControlPlane: true, Alive: true, Voter: true, Healthy: true, Leader: name == leader, MemberID: api.MemberID(i), ClientURL: "http://" + name,
@@ -77,6 +84,7 @@ func (s *sim) run(t *testing.T, max int) string {
 			break
 		}
 		s.apply(step)
+		s.checkUnavailable(t)
 		s.now = s.now.Add(time.Minute)
 	}
 	fmt.Fprintf(&out, "phase=%s", s.obs.Rollout.Status.Phase)
@@ -117,14 +125,22 @@ func (s *sim) node(name string) *Node { return s.obs.node(name) }
 func (s *sim) apply(step Step) {
 	r := s.obs.Rollout
 	switch step.Action {
-	case Start:
+	case Start, Extend:
 		for _, name := range step.Nodes {
 			n := s.node(name)
 			n.Config = Configure(r, r.Node(name), n.Config)
+			s.waited[name] = 0
 		}
 	case TransferLeader:
 		for i := range s.obs.Nodes {
 			s.obs.Nodes[i].Leader = s.obs.Nodes[i].MemberID == step.To
+		}
+	}
+	if step.Action == Start || step.Action == Extend || step.Action == Drain {
+		for _, name := range step.Nodes {
+			if p := r.Node(name); p != nil && p.Phase == api.NodePending {
+				s.joining[name] = joiningWorker(s.obs, name)
+			}
 		}
 	}
 	if s.before != nil {
@@ -141,12 +157,46 @@ func (s *sim) apply(step Step) {
 		if c == nil || c.Settled() != api.GenerationPending || s.silent[n.Name] {
 			continue
 		}
+		if s.waited[n.Name] < s.delay[n.Name] {
+			s.waited[n.Name]++
+			continue
+		}
 		c.Status.Generation, c.Status.Attempt = c.Spec.Generation, c.Spec.Attempt
 		if s.fail[n.Name] != "" && s.fail[n.Name] == c.Spec.Revision {
 			c.Status.Phase, c.Status.LastError = api.GenerationFailed, "apply: health check failed: app.service failed"
 		} else {
 			c.Status.Phase, c.Status.AppliedGeneration = api.GenerationApplied, c.Spec.Generation
 		}
+	}
+}
+
+// checkUnavailable fails t when more data-plane nodes apply at once than
+// maxUnavailable lets (nodes joining a Kubernetes cluster do not count),
+// or more than one control-plane node.
+func (s *sim) checkUnavailable(t *testing.T) {
+	t.Helper()
+	r := s.obs.Rollout
+	total, dp, cp := 0, 0, 0
+	for _, p := range r.Status.Nodes {
+		if !p.ControlPlane {
+			total++
+		}
+		if p.Phase != api.NodeApplying && p.Phase != api.NodeReverting && p.Phase != api.NodeDraining {
+			continue
+		}
+		switch {
+		case p.ControlPlane:
+			cp++
+		case !s.joining[p.Name]:
+			dp++
+		}
+	}
+	k, err := r.Spec.BatchSize(total)
+	if err != nil {
+		return
+	}
+	if dp > k || cp > 1 || (cp > 0 && dp > 0) {
+		t.Fatalf("at %s: %d data-plane and %d control-plane nodes unavailable at once; maxUnavailable lets %d data-plane nodes or one control-plane node", s.now, dp, cp, k)
 	}
 }
 
@@ -243,6 +293,43 @@ func TestPlanGolden(t *testing.T) {
 			s.hooks[2] = func(s *sim) {
 				s.obs.Nodes = slices.DeleteFunc(s.obs.Nodes, func(n Node) bool { return n.Name == "cp-3" })
 			}
+			return s
+		},
+		// dp-1 is slow: as the others finish, the next ones start within
+		// the step, two applying at all times; the control plane waits
+		// for the step to end.
+		"window-keeps-the-step-wide": func() *sim {
+			s := newSim(2, 6, "cp-1")
+			s.obs.Rollout.Spec.MaxUnavailable = "2"
+			s.delay["dp-1"] = 6
+			return s
+		},
+		// A membership change waits for the slot from the sixth step: the
+		// step starts no more nodes, ends, and the next waits until the
+		// change is no longer waiting.
+		"window-yields-to-a-waiting-change": func() *sim {
+			s := newSim(1, 6, "cp-1")
+			s.obs.Rollout.Spec.MaxUnavailable = "2"
+			s.delay["dp-1"] = 6
+			s.hooks[5] = func(s *sim) { s.obs.SlotWanted = "membership (add cp-9)" }
+			s.hooks[10] = func(s *sim) { s.obs.SlotWanted = "" }
+			return s
+		},
+		"window-paused": func() *sim {
+			s := newSim(1, 5, "cp-1")
+			s.obs.Rollout.Spec.MaxUnavailable = "2"
+			s.delay["dp-1"] = 2
+			s.hooks[3] = func(s *sim) { s.obs.Rollout.Spec.Paused = true }
+			s.hooks[7] = func(s *sim) { s.obs.Rollout.Spec.Paused = false }
+			return s
+		},
+		// dp-3, next in order, is down: the step starts nothing past it.
+		"window-stops-at-a-down-node": func() *sim {
+			s := newSim(1, 4, "cp-1")
+			s.obs.Rollout.Spec.MaxUnavailable = "2"
+			s.delay["dp-1"] = 2
+			s.node("dp-3").Alive = false
+			s.hooks[4] = func(s *sim) { s.node("dp-3").Alive = true }
 			return s
 		},
 		"bad-max-unavailable": func() *sim {

@@ -1,0 +1,132 @@
+package coordinator
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/rollout"
+	"github.com/homystack/nico/pkg/store"
+)
+
+// TestRolloutWindowYieldsToAWaitingChange (real etcd): a data-plane step
+// keeps maxUnavailable nodes applying under one operation, starting the
+// next node in the pass that marks one done; once another change waits
+// for the slot it starts no more, releases the slot when its nodes are
+// done, and starts the next step only when nothing waits.
+func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
+	t.Parallel()
+	h := newKCHarness(t)
+	names := []string{"dp-1", "dp-2", "dp-3", "dp-4", "dp-5"}
+	for _, n := range names {
+		h.machine(n)
+	}
+	r := api.NewRollout("r1")
+	r.Metadata.CreatedAt = h.now
+	r.Spec.Template = api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: "v1"}
+	r.Spec.Nodes = names
+	r.Spec.MaxUnavailable = "2"
+	if err := h.st.Create(t.Context(), store.RolloutKey("r1"), r); err != nil {
+		t.Fatal(err)
+	}
+	pass := func() *api.Rollout {
+		t.Helper()
+		if err := h.ro.reconcile(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return last(h.rollouts())
+	}
+	phases := func(ro *api.Rollout) string {
+		var out []string
+		for _, p := range ro.Status.Nodes {
+			ph := string(p.Phase)
+			if ph == "" {
+				ph = "Pending"
+			}
+			out = append(out, p.Name+":"+ph)
+		}
+		return strings.Join(out, " ")
+	}
+	active := func() string {
+		t.Helper()
+		kv, err := h.st.GetKV(t.Context(), store.ActiveOpKey)
+		if errors.Is(err, store.ErrNotFound) {
+			return ""
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(kv.Value)
+	}
+	expect := func(ro *api.Rollout, want string) {
+		t.Helper()
+		if got := phases(ro); got != want {
+			t.Fatalf("nodes %s, want %s", got, want)
+		}
+	}
+
+	ro := pass()
+	for range 4 {
+		if ro.Node("dp-1").Phase == api.NodeApplying {
+			break
+		}
+		ro = pass()
+	}
+	expect(ro, "dp-1:Applying dp-2:Applying dp-3:Pending dp-4:Pending dp-5:Pending")
+	op := active()
+	if op == "" || op != ro.Status.Operation {
+		t.Fatalf("active operation %q, the rollout's step %q", op, ro.Status.Operation)
+	}
+
+	// dp-1 is slow; dp-2 applies: dp-3 starts in the same pass, under the
+	// same operation, which now names it.
+	h.hold["dp-1"] = true
+	h.agents()
+	ro = pass()
+	expect(ro, "dp-1:Applying dp-2:Done dp-3:Applying dp-4:Pending dp-5:Pending")
+	if got := active(); got != op {
+		t.Fatalf("active operation %q after the step widened, want %q still", got, op)
+	}
+	o := &api.Operation{}
+	if err := h.st.Get(t.Context(), store.OpKey(op), o); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Split(o.Spec.Node, ","); !slices.Equal(got, []string{"dp-1", "dp-3"}) {
+		t.Fatalf("operation %s names nodes %v, want [dp-1 dp-3]", op, got)
+	}
+	if c := h.config("dp-3"); c.Spec.Revision != "v1" || c.Settled() != api.GenerationPending {
+		t.Fatalf("dp-3's configuration: revision %q, %s; want v1, pending", c.Spec.Revision, c.Settled())
+	}
+
+	// A membership change waits for the slot: dp-3 applies and nothing
+	// starts after it.
+	h.ro.slots.set("membership", "membership: StartJoin cp-9")
+	h.agents()
+	ro = pass()
+	expect(ro, "dp-1:Applying dp-2:Done dp-3:Done dp-4:Pending dp-5:Pending")
+
+	// dp-1 applies: the step ends and releases the slot; the next one
+	// waits.
+	delete(h.hold, "dp-1")
+	h.agents()
+	ro = pass()
+	expect(ro, "dp-1:Done dp-2:Done dp-3:Done dp-4:Pending dp-5:Pending")
+	if got := active(); got != "" {
+		t.Fatalf("the slot is held by %q after the step's nodes are done, want it free", got)
+	}
+	step, err := h.ro.once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Action != rollout.Wait || !strings.Contains(step.Reason, "membership: StartJoin cp-9 waits for the one-change slot") {
+		t.Fatalf("with the slot free and a change waiting, the rollout's step is %s; want to wait for the change", step)
+	}
+	expect(last(h.rollouts()), "dp-1:Done dp-2:Done dp-3:Done dp-4:Pending dp-5:Pending")
+
+	// Nothing waits any more: the next step starts.
+	h.ro.slots.set("membership", "")
+	ro = pass()
+	expect(ro, "dp-1:Done dp-2:Done dp-3:Done dp-4:Applying dp-5:Applying")
+}
