@@ -9,13 +9,16 @@ import (
 // (Coordinator.term). Each watches only the prefixes it reads; what has no
 // watch (etcd's member list, gossip, the clock) comes with the resync tick;
 // while a learner is a member, membership also wakes itself every
-// LearnerObserveEvery (reconciler.go). Every controller but membership
-// lets store events gather for Config.Settle before it reconciles, so that
-// the writes of a join or a removal are answered by membership alone while
-// they happen. Every pass of every controller first reads the cluster's
-// hold (coordinator/hold.go): while a restore or recovery holds the
-// cluster it plans nothing, and each controller also watches cluster-id
-// and active-op so that the hold's end wakes it.
+// LearnerObserveEvery (reconciler.go). Every controller but membership,
+// the switch guard and rollouts lets store events gather for Config.Settle
+// before it reconciles, so that the writes of a join or a removal are
+// answered by membership alone while they happen. The switch guard answers
+// at once because a host's pre-switch check waits on it; rollouts because
+// a data-plane node's finish starts the next node (a pass with no rollout
+// in flight reads the rollouts and stops). Every pass of every controller
+// first reads the cluster's hold (coordinator/hold.go): while a restore or
+// recovery holds the cluster it plans nothing, and each controller also
+// watches cluster-id and active-op so that the hold's end wakes it.
 //
 //	controller            watches                                      writes (fenced)
 //	membership            nodes/ joins/ removals/ heartbeats/ ops/     ops/ active-op joins/ removals/
@@ -57,7 +60,8 @@ func (c *Coordinator) leaderControllers(fence store.Fence) []controller.Controll
 			Prefixes: []string{store.NodesDir, store.JoinsDir, store.RemovalsDir, store.HeartbeatsDir, store.OpsDir, store.ActiveOpKey, store.EtcdClusterKey, store.ExternalMembersDir},
 		},
 		&controller.Func{
-			ControllerName: "rollout", Resync: resync, Settle: settle, Do: newRollouter(d, c.cfg.Policy, &c.cfg.Clusters, snaps).reconcile,
+			// Not settled: a node's finish starts the next one.
+			ControllerName: "rollout", Resync: resync, Do: newRollouter(d, c.cfg.Policy, &c.cfg.Clusters, snaps).reconcile,
 			Prefixes: []string{store.RolloutsDir, store.NixosConfigsDir, store.NodesDir, store.HeartbeatsDir, store.ActiveOpKey, store.ComponentReportsDir},
 		},
 		&controller.Func{
