@@ -116,9 +116,10 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	ideal1 := ideal(len(running), batch)
 	b.Logf("N=%d rollout of %d machines, %d at a time: %s; ideal %s; ratio %.3f", n, len(running), batch, wall.Round(time.Millisecond), ideal1, wall.Seconds()/ideal1.Seconds())
 	b.ReportMetric(wall.Seconds(), "s/rollout")
-	bs := batches(r1)
-	b.Logf("N=%d rollout's %d batches, median: %s from the first start to the last finish (the apply takes %s), %s from a batch's last finish to the next batch's first start",
-		n, len(bs), median(bs, func(x batchTimes) time.Duration { return x.span }), *flagApply, median(bs, func(x batchTimes) time.Duration { return x.gap }))
+	b.Logf("N=%d rollout's nodes, median and slowest: %s", n, f.phases(ctx, b, r1))
+	sp := spans(r1)
+	b.Logf("N=%d rollout's nodes from their start to their finish: median %s, 90th percentile %s, slowest %s (the apply takes %s); %.1f of %d applying at a time on average",
+		n, sp.median, sp.p90, sp.max, *flagApply, sp.width, batch)
 	b.ReportMetric(wall.Seconds()/ideal1.Seconds(), "rollout/ideal")
 
 	// The same while a machine joins the fleet and another leaves it. The
@@ -248,50 +249,74 @@ func (f *fleet) stopMeter(ctx context.Context, m meter) cost {
 		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev}
 }
 
-// batchTimes is one batch of a finished rollout: from its first node's
-// start to its last node's finish, and from there to the next batch's
-// first start.
-type batchTimes struct{ span, gap time.Duration }
-
-// batches groups a finished rollout's nodes by their start (a batch's
-// nodes start in one step) in start order.
-func batches(r *api.Rollout) []batchTimes {
-	type group struct{ start, finish time.Time }
-	var gs []group
+// phases splits a finished rollout's nodes' times into the step's start
+// to the agent's start (the configuration's write, its watch, the agent's
+// read and Applying mark), the apply, and the agent's finish to the step
+// that recorded the node done (the report's write, the coordinator's
+// watch, settle and pass), from each configuration's generation record.
+func (f *fleet) phases(ctx context.Context, tb testing.TB, r *api.Rollout) string {
+	cfgs, _, err := store.List[api.NixosConfiguration](ctx, f.st, store.NixosConfigsDir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	byName := map[string]*api.NixosConfiguration{}
+	for _, c := range cfgs {
+		byName[c.Metadata.Name] = c
+	}
+	var pickup, apply, notice []time.Duration
 	for _, p := range r.Status.Nodes {
-		if p.StartedAt.IsZero() {
+		c := byName[p.Name]
+		if c == nil || p.FinishedAt.IsZero() {
 			continue
 		}
-		i := slices.IndexFunc(gs, func(g group) bool { return g.start.Equal(p.StartedAt) })
-		if i < 0 {
-			gs = append(gs, group{start: p.StartedAt})
-			i = len(gs) - 1
-		}
-		if p.FinishedAt.After(gs[i].finish) {
-			gs[i].finish = p.FinishedAt
-		}
-	}
-	slices.SortFunc(gs, func(a, b group) int { return a.start.Compare(b.start) })
-	out := make([]batchTimes, len(gs))
-	for i, g := range gs {
-		out[i].span = g.finish.Sub(g.start)
-		if i+1 < len(gs) {
-			out[i].gap = gs[i+1].start.Sub(g.finish)
+		for _, rec := range c.Status.History {
+			if rec.Generation == p.Generation {
+				pickup = append(pickup, rec.Started.Sub(p.StartedAt))
+				apply = append(apply, rec.Finished.Sub(rec.Started))
+				notice = append(notice, p.FinishedAt.Sub(rec.Finished))
+			}
 		}
 	}
-	return out
+	part := func(ds []time.Duration) string {
+		if len(ds) == 0 {
+			return "-"
+		}
+		slices.Sort(ds)
+		return fmt.Sprintf("%s, %s", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
+	}
+	return fmt.Sprintf("step to the agent's start %s; apply %s; the agent's finish to the step that recorded it %s", part(pickup), part(apply), part(notice))
 }
 
-func median[T any](xs []T, of func(T) time.Duration) time.Duration {
-	if len(xs) == 0 {
-		return 0
+// nodeSpans are a finished rollout's nodes' times from the step that
+// started each to the one that recorded it done, and how many applied at
+// once on average over the rollout (their sum over its span).
+type nodeSpans struct {
+	median, p90, max time.Duration
+	width            float64
+}
+
+func spans(r *api.Rollout) nodeSpans {
+	var ds []time.Duration
+	var first, end time.Time
+	var sum time.Duration
+	for _, p := range r.Status.Nodes {
+		if p.StartedAt.IsZero() || p.FinishedAt.IsZero() {
+			continue
+		}
+		d := p.FinishedAt.Sub(p.StartedAt)
+		ds, sum = append(ds, d), sum+d
+		if first.IsZero() || p.StartedAt.Before(first) {
+			first = p.StartedAt
+		}
+		if p.FinishedAt.After(end) {
+			end = p.FinishedAt
+		}
 	}
-	ds := make([]time.Duration, len(xs))
-	for i, x := range xs {
-		ds[i] = of(x)
+	if len(ds) == 0 {
+		return nodeSpans{}
 	}
 	slices.Sort(ds)
-	return ds[len(ds)/2]
+	return nodeSpans{median: ds[len(ds)/2], p90: ds[len(ds)*9/10], max: ds[len(ds)-1], width: sum.Seconds() / end.Sub(first).Seconds()}
 }
 
 // writesByDir counts the store's writes (puts and deletes) between
