@@ -100,6 +100,9 @@ func (p *machinePKI) ensure(ctx context.Context) (*tls.Config, error) {
 	if d == "" {
 		return nil, nil
 	}
+	if err := p.recoverPairs(); err != nil {
+		return nil, err
+	}
 	if !exists(d.CACert()) {
 		switch {
 		case p.bootstrap && p.controlPlane:
@@ -130,6 +133,22 @@ func (p *machinePKI) ensure(ctx context.Context) (*tls.Config, error) {
 		return nil, fmt.Errorf("agent: client TLS from %s: %w", d, err)
 	}
 	return t, nil
+}
+
+// recoverPairs finishes or drops the key pair writes (the CA's, each
+// leaf's) that a crash cut short (pki.RecoverPair), before anything reads
+// them: the agent is their only writer and starts none before ensure.
+func (p *machinePKI) recoverPairs() error {
+	d := p.cfg.Dir
+	if err := pki.RecoverPair(d.CACert(), d.CAKey()); err != nil {
+		return fmt.Errorf("agent: %w", err)
+	}
+	for n := range p.issuer.reqs {
+		if err := pki.RecoverPair(d.Cert(n), d.Key(n)); err != nil {
+			return fmt.Errorf("agent: %w", err)
+		}
+	}
+	return nil
 }
 
 // obtainCerts runs ObtainCerts, or says why the machine has no

@@ -216,6 +216,46 @@ func TestObtainedCertificates(t *testing.T) {
 	}
 }
 
+// A renewal cut short after its new key was put in place leaves a
+// certificate with another's key; the agent's next start finishes the
+// write (pki.RecoverPair) instead of failing to load its identity.
+func TestEnsureFinishesAnInterruptedRenewal(t *testing.T) {
+	ca, err := pki.NewCA("fleet", 0, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := pki.Dir(t.TempDir())
+	issue := func() (cert, key []byte) {
+		cert, key, err := ca.Issue(pki.Request{CommonName: pki.NodeIdentity("cp-1"), Usage: pki.UsageClient}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cert, key
+	}
+	oldCert, oldKey := issue()
+	if err := pki.WritePair(d.Cert(certNode), oldCert, d.Key(certNode), oldKey); err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteFile(d.CACert(), ca.CertPEM); err != nil {
+		t.Fatal(err)
+	}
+	// What WritePair leaves when it stops after the key's rename.
+	newCert, newKey := issue()
+	if err := pki.WriteFile(filepath.Join(string(d), "."+filepath.Base(d.Cert(certNode))+".next"), newCert); err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteFile(d.Key(certNode), newKey); err != nil {
+		t.Fatal(err)
+	}
+	w := pkiAgent(t, string(d), []api.Role{api.RoleWorker}, false)
+	if err := w.ensurePKI(context.Background()); err != nil {
+		t.Fatalf("start after an interrupted renewal: %v", err)
+	}
+	if got, _ := os.ReadFile(d.Cert(certNode)); !bytes.Equal(got, newCert) {
+		t.Error("the renewal's certificate is not in place")
+	}
+}
+
 // TestRenewal: certificates with less than a third of their lifetime left,
 // or expired, are renewed for the key they have (so etcd, loading the pair
 // on each handshake, never reads a certificate with another's key); others

@@ -15,8 +15,8 @@ import (
 func GossipSecretFile(d pki.Dir) string { return filepath.Join(string(d), "gossip.secret") }
 
 // Obtain makes this machine's key and certificate request, joins, and
-// writes what it got into d, each file 0600 (pki.WriteFile): the node key
-// pair, on a control-plane machine the bundle, the gossip secret, and last
+// writes what it got into d, each file 0600 (Write): the node key pair,
+// on a control-plane machine the bundle, the gossip secret, and last
 // ca.crt, so that a machine interrupted half way joins again.
 func Obtain(ctx context.Context, cfg ClientConfig, d pki.Dir) (*Response, error) {
 	csrPEM, keyPEM, err := pki.NewCSR(pki.NodeIdentity(cfg.Name))
@@ -33,37 +33,33 @@ func Obtain(ctx context.Context, cfg ClientConfig, d pki.Dir) (*Response, error)
 	return resp, nil
 }
 
-// Write stores a join response and the node key in d.
+// Write stores a join response and the node key in d: key pairs as pairs
+// (pki.WritePair), other files alone (pki.WriteFile), ca.crt last.
 func Write(d pki.Dir, resp *Response, nodeKeyPEM []byte, controlPlane bool) error {
 	type file struct {
-		path string
-		data []byte
+		path, keyPath string // keyPath "": a file alone
+		data, keyData []byte
 	}
 	var files []file
 	if b := resp.ControlPlane; controlPlane && b != nil {
 		files = append(files,
-			file{d.CAKey(), []byte(b.CAKeyPEM)},
-			file{d.SecretsKey(), b.SecretsKey})
+			file{path: d.CAKey(), data: []byte(b.CAKeyPEM)},
+			file{path: d.SecretsKey(), data: b.SecretsKey})
 		if b.CoordinatorCertPEM != "" && b.CoordinatorKeyPEM != "" {
-			files = append(files,
-				file{d.Key(pki.CoordinatorLeaf), []byte(b.CoordinatorKeyPEM)},
-				file{d.Cert(pki.CoordinatorLeaf), []byte(b.CoordinatorCertPEM)})
+			files = append(files, file{d.Cert(pki.CoordinatorLeaf), d.Key(pki.CoordinatorLeaf), []byte(b.CoordinatorCertPEM), []byte(b.CoordinatorKeyPEM)})
 		}
 		if b.RootCertPEM != "" && b.RootKeyPEM != "" {
-			files = append(files,
-				file{d.Key(pki.RootLeaf), []byte(b.RootKeyPEM)},
-				file{d.Cert(pki.RootLeaf), []byte(b.RootCertPEM)})
+			files = append(files, file{d.Cert(pki.RootLeaf), d.Key(pki.RootLeaf), []byte(b.RootCertPEM), []byte(b.RootKeyPEM)})
 		}
 	}
 	if len(resp.GossipSecret) > 0 {
-		files = append(files, file{GossipSecretFile(d), resp.GossipSecret})
+		files = append(files, file{path: GossipSecretFile(d), data: resp.GossipSecret})
 	}
 	files = append(files,
-		file{d.Key(pki.NodeLeaf), nodeKeyPEM},
-		file{d.Cert(pki.NodeLeaf), []byte(resp.CertPEM)},
-		file{d.CACert(), []byte(resp.CAPEM)})
+		file{d.Cert(pki.NodeLeaf), d.Key(pki.NodeLeaf), []byte(resp.CertPEM), nodeKeyPEM},
+		file{path: d.CACert(), data: []byte(resp.CAPEM)})
 	for _, f := range files {
-		if err := pki.WriteFile(f.path, f.data); err != nil {
+		if err := pki.WritePair(f.path, f.data, f.keyPath, f.keyData); err != nil {
 			return fmt.Errorf("join: %w", err)
 		}
 	}

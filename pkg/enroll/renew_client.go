@@ -31,8 +31,9 @@ type RenewConfig struct {
 // Renew renews the node certificate in d (node.crt, node.key) through the
 // first endpoint that answers: it presents the current certificate, pins
 // d's ca.crt, sends a new key's request, checks the answer (same CN, from
-// the pinned CA, for the new key) and writes node.key then node.crt
-// (pki.WritePair: atomic, 0600). It returns the new certificate.
+// the pinned CA, for the new key) and writes the pair (pki.WritePair:
+// atomic, 0600, recoverable after a crash; Renew first finishes a write a
+// crash cut short, pki.RecoverPair). It returns the new certificate.
 //
 // A certificate that has expired is not sent: Renew returns ErrCertExpired
 // and the node must join again with a token. A refusal is returned at once;
@@ -55,6 +56,9 @@ func Renew(ctx context.Context, cfg RenewConfig, d pki.Dir) (*x509.Certificate, 
 		return nil, fmt.Errorf("join: renew: %w", err)
 	}
 	certFile, keyFile := d.Cert(pki.NodeLeaf), d.Key(pki.NodeLeaf)
+	if err := pki.RecoverPair(certFile, keyFile); err != nil {
+		return nil, fmt.Errorf("join: renew: %w", err)
+	}
 	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
 		return nil, fmt.Errorf("join: renew: node key pair: %w", err)

@@ -1,6 +1,8 @@
 package pki
 
 import (
+	"crypto/tls"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,44 +16,99 @@ func WriteFile(path string, data []byte) error {
 	return WritePair(path, data, "", nil)
 }
 
-// WritePair writes a key pair as WriteFile would, both files staged and
-// synced first, then renamed key first, certificate second, back to back,
-// and the directory synced after both: a reader loading the pair between
-// the two renames sees a certificate with another's key (a PairFile keeps
-// its last matching pair then; a Renewer keeps a leaf's key, so renewals
-// replace one file). keyPath "" writes certPath alone.
+// WritePair writes a key pair as WriteFile would, so that a crash at any
+// point leaves a pair that RecoverPair completes: both files are staged and
+// synced first, then renamed in the order pairRenames gives (the new
+// certificate to its next name, the key, the certificate), back to back.
+// A reader loading the pair between the renames sees a certificate with
+// another's key (a PairFile keeps its last matching pair then; a Renewer
+// keeps a leaf's key, so renewals replace one file). keyPath "" writes
+// certPath alone.
 func WritePair(certPath string, certPEM []byte, keyPath string, keyPEM []byte) error {
-	var staged []staging
+	var certTmp, keyTmp string
+	var err error
 	defer func() {
-		for _, s := range staged {
-			os.Remove(s.tmp) // no-op after the rename
+		for _, tmp := range []string{certTmp, keyTmp} {
+			if tmp != "" {
+				os.Remove(tmp) // no-op after the rename
+			}
+		}
+		if err != nil && keyPath != "" {
+			_ = RecoverPair(certPath, keyPath) // a failed rename: one pair or the other
 		}
 	}()
-	for _, f := range []struct {
-		path string
-		data []byte
-	}{{keyPath, keyPEM}, {certPath, certPEM}} {
-		if f.path == "" {
-			continue
-		}
-		tmp, err := stage(f.path, f.data)
-		if err != nil {
-			return fmt.Errorf("pki: write %s: %w", f.path, err)
-		}
-		staged = append(staged, staging{tmp: tmp, path: f.path})
-	}
-	for _, s := range staged {
-		if err := os.Rename(s.tmp, s.path); err != nil {
-			return fmt.Errorf("pki: write %s: %w", s.path, err)
+	if keyPath != "" {
+		if keyTmp, err = stage(keyPath, keyPEM); err != nil {
+			return fmt.Errorf("pki: write %s: %w", keyPath, err)
 		}
 	}
-	for _, s := range staged {
-		syncDir(filepath.Dir(s.path))
+	if certTmp, err = stage(certPath, certPEM); err != nil {
+		return fmt.Errorf("pki: write %s: %w", certPath, err)
+	}
+	for _, r := range pairRenames(certPath, certTmp, keyPath, keyTmp) {
+		if err = os.Rename(r.from, r.to); err != nil {
+			return fmt.Errorf("pki: write %s: %w", r.to, err)
+		}
+		// The next certificate is on disk before the key is replaced.
+		syncDir(filepath.Dir(r.to))
 	}
 	return nil
 }
 
-type staging struct{ tmp, path string }
+// rename is one step of a pair's write.
+type rename struct{ from, to string }
+
+// pairRenames is the order in which WritePair puts staged files in place.
+// With a key, the certificate first takes its next name (nextCert): from
+// then on RecoverPair can tell which pair the files hold at each step:
+// before the key's rename the old one (the next certificate is dropped),
+// after it the new one (the next certificate is put in place).
+func pairRenames(certPath, certTmp, keyPath, keyTmp string) []rename {
+	if keyPath == "" {
+		return []rename{{certTmp, certPath}}
+	}
+	next := nextCert(certPath)
+	return []rename{{certTmp, next}, {keyTmp, keyPath}, {next, certPath}}
+}
+
+// nextCert is where WritePair keeps a pair's new certificate while it
+// replaces the key.
+func nextCert(certPath string) string {
+	return filepath.Join(filepath.Dir(certPath), "."+filepath.Base(certPath)+".next")
+}
+
+// RecoverPair finishes or drops a pair's write that a crash cut short
+// (WritePair): when the certificate's next file is left, it is put in
+// place if the key on disk is its key (the key was replaced) and removed
+// otherwise (the old pair stands). With no next file it does nothing.
+// Only the pair's writer calls it, before it reads the pair: a write in
+// progress would look the same.
+func RecoverPair(certPath, keyPath string) error {
+	next := nextCert(certPath)
+	certPEM, err := os.ReadFile(next)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("pki: recover %s: %w", certPath, err)
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err == nil {
+		_, err = tls.X509KeyPair(certPEM, keyPEM)
+	}
+	if err != nil {
+		if err := os.Remove(next); err != nil {
+			return fmt.Errorf("pki: recover %s: drop the unfinished write's certificate: %w", certPath, err)
+		}
+		syncDir(filepath.Dir(next))
+		return nil
+	}
+	if err := os.Rename(next, certPath); err != nil {
+		return fmt.Errorf("pki: recover %s: finish the write: %w", certPath, err)
+	}
+	syncDir(filepath.Dir(certPath))
+	return nil
+}
 
 // stage writes data into a synced 0600 temporary file next to path (its
 // directory created 0700) and returns the temporary file's name.

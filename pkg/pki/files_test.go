@@ -1,9 +1,12 @@
 package pki
 
 import (
+	"bytes"
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func assertMode(t *testing.T, path string, want os.FileMode) {
@@ -107,5 +110,108 @@ func TestWritePair(t *testing.T) {
 	entries, _ = os.ReadDir(dir)
 	if len(entries) != 2 {
 		t.Errorf("a failed write left %d entries, want 2", len(entries))
+	}
+}
+
+// A crash after any of WritePair's renames leaves files that RecoverPair
+// turns into a whole pair: the old one before the key is replaced, the new
+// one after, with nothing of the write left over. Each case replays the
+// renames up to the crash on real key pairs.
+func TestRecoverPairAfterACrashAtEachStep(t *testing.T) {
+	now := time.Now()
+	ca, err := NewCA("test-ca", time.Hour, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue := func() (certPEM, keyPEM []byte) {
+		certPEM, keyPEM, err := ca.Issue(Request{CommonName: "node:n1", Usage: UsageClient}, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return certPEM, keyPEM
+	}
+	oldCert, oldKey := issue()
+	newCert, newKey := issue()
+	steps := len(pairRenames("c", "ct", "k", "kt"))
+	for _, first := range []bool{false, true} {
+		for done := 0; done <= steps; done++ {
+			dir := t.TempDir()
+			certPath, keyPath := filepath.Join(dir, "node.crt"), filepath.Join(dir, "node.key")
+			if !first {
+				if err := WritePair(certPath, oldCert, keyPath, oldKey); err != nil {
+					t.Fatal(err)
+				}
+			}
+			keyTmp, err := stage(keyPath, newKey)
+			if err != nil {
+				t.Fatal(err)
+			}
+			certTmp, err := stage(certPath, newCert)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range pairRenames(certPath, certTmp, keyPath, keyTmp)[:done] {
+				if err := os.Rename(r.from, r.to); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.Remove(certTmp) // what a crash leaves of the staged files is a later write's to clear
+			os.Remove(keyTmp)
+			for range 2 { // a second recovery finds nothing to do
+				if err := RecoverPair(certPath, keyPath); err != nil {
+					t.Fatalf("first write %v, crash after %d renames: %v", first, done, err)
+				}
+			}
+			wantCert := oldCert
+			if done >= 2 {
+				wantCert = newCert
+			}
+			gotCert, cerr := os.ReadFile(certPath)
+			gotKey, kerr := os.ReadFile(keyPath)
+			switch {
+			case first && done < 2:
+				if !os.IsNotExist(cerr) || kerr == nil {
+					t.Errorf("first write, crash after %d renames: a pair is left (cert %v, key %v), want none", done, cerr, kerr)
+				}
+			case cerr != nil || kerr != nil:
+				t.Errorf("first write %v, crash after %d renames: %v, %v", first, done, cerr, kerr)
+			default:
+				if _, err := tls.X509KeyPair(gotCert, gotKey); err != nil {
+					t.Errorf("first write %v, crash after %d renames: the pair does not match: %v", first, done, err)
+				}
+				if !bytes.Equal(gotCert, wantCert) {
+					t.Errorf("first write %v, crash after %d renames: the certificate is not the %s one", first, done, map[bool]string{true: "new", false: "old"}[done >= 2])
+				}
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if e.Name() != "node.crt" && e.Name() != "node.key" {
+					t.Errorf("first write %v, crash after %d renames: %s left over", first, done, e.Name())
+				}
+			}
+		}
+	}
+}
+
+// A failed rename leaves one whole pair, not the write's next certificate.
+func TestWritePairFailureLeavesAWholePair(t *testing.T) {
+	dir := t.TempDir()
+	certPath := filepath.Join(dir, "node.crt")
+	if err := os.Mkdir(filepath.Join(dir, "node.key"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "node.key", "x"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := WritePair(certPath, []byte("cert"), filepath.Join(dir, "node.key"), []byte("key")); err == nil {
+		t.Fatal("renaming the key over a directory succeeded")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 || entries[0].Name() != "node.key" {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("a failed write left %v, want only the directory in the key's place", names)
 	}
 }

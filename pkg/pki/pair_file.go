@@ -11,8 +11,8 @@ import (
 // when either file is replaced (another file, modification time or size).
 //
 // A pair is written as two files (WritePair renames the key, then the
-// certificate), so a handshake can fall between the two renames and read
-// a certificate with the other's key. A PairFile that has loaded a
+// certificate), so a handshake can fall between the renames and read a
+// certificate with the other's key. A PairFile that has loaded a
 // matching pair keeps presenting it until both files match again; only a
 // pair that never loaded is an error.
 type PairFile struct {

@@ -44,7 +44,8 @@ type RenewerConfig struct {
 // CA changed, or when its Request changed (new SANs). A leaf keeps its key:
 // its certificate file is replaced atomically (0600), and readers that load
 // the pair per handshake (etcd, ClientTLS) use it at their next handshake.
-// A leaf without a key gets a new pair (WritePair: key, then certificate).
+// A leaf without a key gets a new pair (WritePair); each pass first
+// finishes a pair's write that a crash cut short (RecoverPair).
 type Renewer struct {
 	cfg RenewerConfig
 	log *slog.Logger
@@ -117,6 +118,11 @@ func (r *Renewer) renewOnce(ctx context.Context) ([]Due, *x509.Certificate, erro
 	ca, err := r.cfg.CA()
 	if err != nil {
 		return nil, nil, fmt.Errorf("pki: renewer: CA: %w", err)
+	}
+	for _, l := range r.cfg.Leaves {
+		if err := RecoverPair(l.CertFile, l.KeyFile); err != nil {
+			return nil, ca.Cert, fmt.Errorf("pki: renewer: leaf %q: %w", l.Name, err)
+		}
 	}
 	now := r.Now()
 	due := DueLeaves(ca.Cert, r.observe(), now)

@@ -264,3 +264,36 @@ func TestRenewerKeepsTheKey(t *testing.T) {
 		t.Errorf("no warning names the broken key file:\n%s", logs.String())
 	}
 }
+
+// A pass first finishes a pair's write that a crash cut short: the leaf
+// whose new key is in place gets its new certificate, not a renewal.
+func TestRenewerFinishesAnInterruptedWrite(t *testing.T) {
+	ca := newTestCA(t, "fleet")
+	dir := Dir(t.TempDir())
+	l := Leaf{Name: EtcdServerLeaf, CertFile: dir.Cert(EtcdServerLeaf), KeyFile: dir.Key(EtcdServerLeaf),
+		Request: Request{CommonName: MemberIdentity("m1"), Usage: UsageServer, DNSNames: []string{"localhost"}}}
+	r, err := NewRenewer(RenewerConfig{CA: func() (*CA, error) { return ca, nil }, Leaves: []Leaf{l}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.RenewOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.Issue(l.Request, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(nextCert(l.CertFile), certPEM); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(l.KeyFile, keyPEM); err != nil {
+		t.Fatal(err)
+	}
+	done, err := r.RenewOnce(context.Background())
+	if err != nil || len(done) != 0 {
+		t.Fatalf("pass after an interrupted write: renewed %v, %v; want the write finished and nothing due", done, err)
+	}
+	if got, _ := os.ReadFile(l.CertFile); !bytes.Equal(got, certPEM) {
+		t.Error("the interrupted write's certificate is not in place")
+	}
+}
