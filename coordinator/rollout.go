@@ -215,8 +215,12 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 	opName := ro.Status.Operation
 	note := ""
 	switch s.Action {
-	case rollout.None, rollout.Wait:
+	case rollout.None:
 		return nil
+	case rollout.Wait:
+		if !rollout.Journals(ro, s) {
+			return nil
+		}
 	case rollout.Drain:
 		if !rollout.Journals(ro, s) {
 			return r.kubeAfter(ctx, ro, obs, s) // draining already: evict again

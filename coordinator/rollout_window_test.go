@@ -123,7 +123,19 @@ func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
 	if step.Action != rollout.Wait || !strings.Contains(step.Reason, "membership: StartJoin cp-9 waits for the one-change slot") {
 		t.Fatalf("with the slot free and a change waiting, the rollout's step is %s; want to wait for the change", step)
 	}
-	expect(last(h.rollouts()), "dp-1:Done dp-2:Done dp-3:Done dp-4:Pending dp-5:Pending")
+	ro = last(h.rollouts())
+	expect(ro, "dp-1:Done dp-2:Done dp-3:Done dp-4:Pending dp-5:Pending")
+	// The journal says what holds the rollout, written once.
+	if ro.Status.Message != step.Reason {
+		t.Fatalf("the rollout's message is %q while it waits, want %q", ro.Status.Message, step.Reason)
+	}
+	rev := ro.Metadata.Revision
+	if _, err := h.ro.once(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := last(h.rollouts()).Metadata.Revision; got != rev {
+		t.Fatalf("a wait for the same reason wrote the rollout again (revision %d, was %d)", got, rev)
+	}
 
 	// Nothing waits any more: the next step starts.
 	h.ro.slots.set("membership", "")

@@ -156,11 +156,17 @@ func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool)
 
 // Journals tells whether step s changes r's journal: a Drain of nodes
 // already draining does not (the executor evicts again), any other step
-// that Record writes does.
+// that Record writes does. A Wait is journaled (Status.Message) when no
+// step is in flight and it says something new: what holds the rollout
+// before its next step (a change waiting for the slot, another operation,
+// an unhealthy cluster, a node down) is shown once; a wait within a step
+// is not, its reason moves with the step's nodes.
 func Journals(r *api.Rollout, s Step) bool {
 	switch s.Action {
-	case None, Wait:
+	case None:
 		return false
+	case Wait:
+		return s.Reason != "" && s.Reason != r.Status.Message && r.Status.Operation == "" && len(r.Status.Current) == 0
 	case Drain:
 		for _, name := range s.Nodes {
 			if p := r.Node(name); p != nil && p.Phase == api.NodePending {

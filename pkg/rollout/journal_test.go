@@ -49,3 +49,33 @@ func TestFleetRolloutLeavesClusterMachines(t *testing.T) {
 		t.Fatalf("the cluster's own rollout: %s, want both", st)
 	}
 }
+
+// TestJournalsWaits: a wait between steps is journaled once for what it
+// says; a wait within a step, an empty reason or nothing to do are not.
+func TestJournalsWaits(t *testing.T) {
+	const slot = "membership: StartJoin cp-9 waits for the one-change slot"
+	between := func(msg string) *api.Rollout {
+		r := api.NewRollout("r1")
+		r.Status.Phase, r.Status.Message = api.RolloutRunning, msg
+		return r
+	}
+	inFlight := between("data plane, 2 at a time")
+	inFlight.Status.Operation, inFlight.Status.Current = "rollout-r1-1", []string{"dp-1"}
+	for _, tc := range []struct {
+		name string
+		r    *api.Rollout
+		s    Step
+		want bool
+	}{
+		{"a new reason between steps", between("2 of 4 nodes done"), Step{Action: Wait, Reason: slot}, true},
+		{"the same reason again", between(slot), Step{Action: Wait, Reason: slot}, false},
+		{"a wait within a step", inFlight, Step{Action: Wait, Reason: "waiting for dp-1"}, false},
+		{"a wait without a reason", between(""), Step{Action: Wait}, false},
+		{"nothing to do", between(""), Step{Action: None, Reason: "paused"}, false},
+		{"a step", inFlight, Step{Action: MarkDone, Nodes: []string{"dp-1"}}, true},
+	} {
+		if got := Journals(tc.r, tc.s); got != tc.want {
+			t.Errorf("%s: Journals = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -61,7 +61,9 @@ with the etcd leader last. -f reads the rollout's spec from a YAML file
 	status := &cobra.Command{
 		Use:   "status [NAME]",
 		Short: "Show a rollout's progress (the newest rollout by default)",
-		Long: `Show nodes done of total, the current node, the elapsed time and an estimate.
+		Long: `Show nodes done of total, the current node, the elapsed time, an estimate and
+what the rollout does or waits for now (a change waiting for the one-change slot, an
+unhealthy etcd cluster, a node down).
 With -w it follows the rollout until it ends: a progress bar on a terminal,
 plain lines otherwise; exit 0 when it succeeded or was undone, 1 when halted.`,
 		Args: cobra.MaximumNArgs(1),
@@ -356,8 +358,11 @@ func rolloutLine(r *api.Rollout, now time.Time) string {
 			fmt.Fprintf(&b, ", about %s left", left)
 		}
 	}
-	if r.Status.Phase == api.RolloutHalted {
+	switch {
+	case r.Status.Phase == api.RolloutHalted:
 		fmt.Fprintf(&b, ", halted at %s: %s", r.Status.HaltedNode, r.Status.HaltedReason)
+	case !r.Status.Phase.Finished() && r.Status.Message != "":
+		fmt.Fprintf(&b, "; %s", oneLine(r.Status.Message))
 	}
 	return b.String()
 }

@@ -18,8 +18,8 @@ func (a *app) rolloutsGetCmd() *cobra.Command {
 		Aliases: []string{"rollout"},
 		Short:   "List the rollouts, newest first, with their phase and progress",
 		Long: "List every rollout, newest first: its phase, nodes done of total, the node(s) it rolls now,\n" +
-			"its age, and where it halted and why. 'nicoctl rollout status NAME' shows one node by node;\n" +
-			"-o json|yaml gives the Rollout objects.",
+			"its age, and what it does or waits for now, or where it halted and why. 'nicoctl rollout\n" +
+			"status NAME' shows one node by node; -o json|yaml gives the Rollout objects.",
 		Args: cobra.NoArgs,
 		RunE: runE(a.getRollouts),
 	}
@@ -60,6 +60,8 @@ func rolloutMessage(r *api.Rollout) string {
 		return "undo requested"
 	case r.Spec.Paused && !r.Status.Phase.Finished():
 		return "paused"
+	case !r.Status.Phase.Finished():
+		return r.Status.Message
 	}
 	return ""
 }

@@ -29,6 +29,14 @@ func TestRolloutLine(t *testing.T) {
 	if got := bar(r, 8); got != "[####....]" {
 		t.Fatalf("bar %q", got)
 	}
+	// Between steps the line says what holds the rollout.
+	r.Status.Current, r.Status.Message = nil, "membership: StartJoin cp-9 waits for\nthe one-change slot"
+	if got, want := rolloutLine(r, t0.Add(20*time.Second)), "r1 Running 2/4 nodes, elapsed 20s, about 20s left; membership: StartJoin cp-9 waits for the one-change slot"; got != want {
+		t.Fatalf("waiting: got %q\nwant %q", got, want)
+	}
+	if got := rolloutMessage(r); got != r.Status.Message {
+		t.Fatalf("list message %q, want the journal's %q", got, r.Status.Message)
+	}
 	r.Status.Phase, r.Status.HaltedNode, r.Status.HaltedReason, r.Status.Current = api.RolloutHalted, "dp-3", "health check failed", nil
 	if got := rolloutLine(r, t0.Add(30*time.Second)); !strings.HasSuffix(got, "halted at dp-3: health check failed") {
 		t.Fatalf("halted line %q", got)
