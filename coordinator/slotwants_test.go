@@ -134,7 +134,7 @@ func TestMaintenanceSaysWhatWaitsForTheSlot(t *testing.T) {
 	} {
 		tc.obs.Active = tc.active
 		if got := defragWant(tc.obs, pol); !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
-			t.Errorf("defragmentation, %s: want %q, want one starting %q", tc.name, got, tc.want)
+			t.Errorf("defragmentation, %s: got %q, want one starting %q", tc.name, got, tc.want)
 		}
 	}
 
@@ -160,7 +160,7 @@ func TestMaintenanceSaysWhatWaitsForTheSlot(t *testing.T) {
 	} {
 		tc.obs.ActiveOp = tc.active
 		if got := versionWant(tc.obs, now); !strings.HasPrefix(got, tc.want) || (tc.want == "") != (got == "") {
-			t.Errorf("etcd version, %s: want %q, want one starting %q", tc.name, got, tc.want)
+			t.Errorf("etcd version, %s: got %q, want one starting %q", tc.name, got, tc.want)
 		}
 	}
 }
