@@ -92,7 +92,20 @@ func (a *Admin) Close() {
 // up waiting for the change to apply.
 func lostAnswer(err error) bool {
 	return status.Code(err) == codes.Unavailable || isEtcdError(err, rpctypes.ErrStopped) ||
-		isEtcdError(err, rpctypes.ErrTimeout) || isEtcdError(err, rpctypes.ErrTimeoutDueToConnectionLost)
+		isEtcdError(err, rpctypes.ErrTimeout) || isEtcdError(err, rpctypes.ErrTimeoutDueToConnectionLost) ||
+		stoppingAnswer(err)
+}
+
+// stoppingAnswer reports the answer of a member whose gRPC server has
+// stopped while its HTTP server still serves: etcd serves gRPC over TLS
+// through its HTTP server, and a stopped gRPC server answers a request
+// with an empty 200, which the client reports as an unknown error about a
+// missing content type. The request never reached etcd.
+func stoppingAnswer(err error) bool {
+	st, ok := status.FromError(err)
+	return ok && st.Code() == codes.Unknown &&
+		strings.Contains(st.Message(), "HTTP status code received from server: 200") &&
+		strings.Contains(st.Message(), "missing HTTP content-type")
 }
 
 // Retryable reports the membership errors that pass by themselves: a
