@@ -186,6 +186,7 @@ type Agent struct {
 	supervisor supervisorSignal
 	etcd       memberRun       // the etcd version and quota wanted and run (agent/etcd_version.go)
 	endpoints  *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
+	member     *localMember    // the local etcd member (agent/member.go)
 }
 
 // connection is a store client and the store over it.
@@ -239,6 +240,9 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, supervisor: supervisorSignal{woken: make(chan struct{}, 1)}}
 	a.endpoints = &endpointsCache{path: cfg.EndpointsCache, log: a.log}
 	a.etcd.wantQuota.Store(-1)
+	a.member = &localMember{cfg: &a.cfg, runtime: runtime, state: &a.state, run: &a.etcd, leaves: &a.leaves, endpoints: a.endpoints, log: a.log,
+		now: func() time.Time { return a.Now() }, client: a.client, tls: a.memberTLS,
+		dial: func(eps []string) (*clientv3.Client, error) { return a.etcdClient(eps, 0) }}
 	a.rt = a.newRuntime()
 	return a
 }
@@ -372,7 +376,7 @@ func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string)
 	cert := a.nodeCertPEM()
 	var setMember func(*api.NodeStatus)
 	if a.controlPlane() && a.state.memberRunning() {
-		if id, cid, learner, err := a.selfMember(ctx); err == nil {
+		if id, cid, learner, err := a.member.self(ctx); err == nil {
 			setMember = func(s *api.NodeStatus) {
 				s.MemberID, s.ClusterID = id, cid
 				s.MemberState = api.MemberVoter
@@ -427,7 +431,7 @@ func (a *Agent) shutdown(runErr error) {
 	a.state.setUp(false)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := a.stopMember(ctx); err != nil {
+	if err := a.member.stop(ctx); err != nil {
 		a.log.Warn("stop member", "err", err)
 	}
 	if a.client() != nil {

@@ -38,9 +38,9 @@ func TestBootstrapRefusedAfterLostData(t *testing.T) {
 		Name: "a", Roles: []api.Role{api.RoleControlPlane}, Bootstrap: true, DataDir: filepath.Join(dir, "etcd"),
 		PeerURL: peer, ClientURL: client, ClusterToken: "bootstrap-wiped", DialTimeout: time.Second, EndpointsCache: cache,
 	}, rt, quietNotifier{}, logging.Test(t))
-	err := ag.prepareMember(ctx)
+	err := ag.member.prepare(ctx)
 	if err == nil || !strings.Contains(err.Error(), "bootstrap refused") {
-		t.Fatalf("prepareMember = %v, want bootstrap refused", err)
+		t.Fatalf("member.prepare = %v, want bootstrap refused", err)
 	}
 	if ag.state.memberRunning() {
 		t.Fatal("a member runs")
@@ -68,7 +68,7 @@ func TestBootstrapRefusedAfterItBootstrapped(t *testing.T) {
 		}, rt, quietNotifier{}, logging.Test(t)), rt
 	}
 	first, rt := newAgent()
-	if err := first.prepareMember(ctx); err != nil {
+	if err := first.member.prepare(ctx); err != nil {
 		t.Fatalf("first bootstrap: %v", err)
 	}
 	mk, _, err := member.ReadMarker(dataDir)
@@ -88,9 +88,9 @@ func TestBootstrapRefusedAfterItBootstrapped(t *testing.T) {
 
 	again, rt := newAgent()
 	defer func() { _ = rt.Stop(context.Background()) }()
-	err = again.prepareMember(ctx)
+	err = again.member.prepare(ctx)
 	if err == nil || !strings.Contains(err.Error(), "bootstrap refused") || !strings.Contains(err.Error(), member.BootstrappedPath(dataDir)) {
-		t.Fatalf("prepareMember after the data was lost = %v, want bootstrap refused naming %s", err, member.BootstrappedPath(dataDir))
+		t.Fatalf("member.prepare after the data was lost = %v, want bootstrap refused naming %s", err, member.BootstrappedPath(dataDir))
 	}
 	if again.state.memberRunning() {
 		t.Fatal("a member runs")
@@ -102,7 +102,7 @@ func TestBootstrapRefusedAfterItBootstrapped(t *testing.T) {
 	if err := os.Remove(member.BootstrappedPath(dataDir)); err != nil {
 		t.Fatal(err)
 	}
-	if err := again.prepareMember(ctx); err != nil {
+	if err := again.member.prepare(ctx); err != nil {
 		t.Fatalf("bootstrap after the record was removed: %v", err)
 	}
 	if !again.state.memberRunning() {

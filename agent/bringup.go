@@ -284,7 +284,7 @@ func (b *bringUp) localMember(ctx context.Context) (bool, error) {
 	if !a.controlPlane() {
 		return true, nil
 	}
-	if err := a.prepareMember(ctx); err != nil {
+	if err := a.member.prepare(ctx); err != nil {
 		return false, err
 	}
 	b.joining = !a.state.memberRunning()
@@ -366,7 +366,7 @@ func (b *bringUp) voter(ctx context.Context) (bool, error) {
 	if !a.controlPlane() {
 		return true, nil
 	}
-	_, _, learner, err := a.selfMember(ctx)
+	_, _, learner, err := a.member.self(ctx)
 	switch {
 	case errors.Is(err, errNoMember):
 		return false, a.removed(ctx, fmt.Sprintf("the cluster has no member at %s", a.cfg.PeerURL))

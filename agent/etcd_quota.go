@@ -9,7 +9,6 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The database quota (etcd's --quota-backend-bytes) a member starts with
@@ -48,27 +47,4 @@ func (a *Agent) quotaWatch() controller.Controller {
 		}
 		return nil
 	}}
-}
-
-// startQuota is the quota the next start of the member runs with.
-func (a *Agent) startQuota() int64 {
-	if q := a.etcd.wantQuota.Load(); q >= 0 {
-		return q
-	}
-	return a.etcd.quota.Load()
-}
-
-// readQuota reads the EtcdCluster's quota through cli, a client of the
-// other members, before a restart of the local member; a failure leaves
-// the marker's quota in use.
-func (a *Agent) readQuota(ctx context.Context, cli *clientv3.Client) {
-	kv, _, err := store.GetUnder(ctx, cli, a.cfg.Prefix, store.EtcdClusterKey)
-	if err != nil || kv == nil {
-		return
-	}
-	ec := &api.EtcdCluster{}
-	if err := store.Decode(kv, ec); err != nil {
-		return
-	}
-	a.etcd.wantQuota.Store(ec.Spec.Policy.QuotaBackendBytes)
 }

@@ -25,7 +25,7 @@ func TestStartQuota(t *testing.T) {
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client}, nil, sdnotify.New(), logging.Test(t))
 	a.use(st.Client(), st)
 	a.etcd.quota.Store(32 << 20) // the marker's
-	if q := a.startQuota(); q != 32<<20 {
+	if q := a.member.startQuota(); q != 32<<20 {
 		t.Fatalf("before the spec is read: %d, want the marker's", q)
 	}
 	reconcile := func() {
@@ -36,7 +36,7 @@ func TestStartQuota(t *testing.T) {
 		}
 	}
 	reconcile() // no EtcdCluster yet: nothing known
-	if q := a.startQuota(); q != 32<<20 {
+	if q := a.member.startQuota(); q != 32<<20 {
 		t.Fatalf("without an EtcdCluster: %d, want the marker's", q)
 	}
 	ec := api.NewEtcdCluster()
@@ -45,7 +45,7 @@ func TestStartQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcile()
-	if q := a.startQuota(); q != 64<<20 {
+	if q := a.member.startQuota(); q != 64<<20 {
 		t.Fatalf("after the spec: %d, want 64 MiB", q)
 	}
 	ec.Spec.Policy.QuotaBackendBytes = 0
@@ -53,7 +53,7 @@ func TestStartQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	reconcile()
-	if q := a.startQuota(); q != 0 {
+	if q := a.member.startQuota(); q != 0 {
 		t.Fatalf("spec back to 0: %d, want 0 (etcd's default)", q)
 	}
 }

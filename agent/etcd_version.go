@@ -89,10 +89,10 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 	}
 	a.log.Info("restarting the member on another etcd version", "from", running, "to", want)
 	a.state.setUp(false)
-	if err := a.stopMember(ctx); err != nil {
+	if err := a.member.stop(ctx); err != nil {
 		return fmt.Errorf("agent: stop member for etcd %s: %w", want, err)
 	}
-	err := a.startMember(ctx, "", "existing")
+	err := a.member.start(ctx, "", "existing")
 	if err == nil {
 		a.state.setUp(true)
 		a.etcd.failedVersion = ""
@@ -109,7 +109,7 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 	if uerr := vr.UseVersion(running); uerr != nil {
 		return fmt.Errorf("agent: etcd %s did not start (%w) and %s is no longer available: %w", want, err, running, uerr)
 	}
-	if serr := a.startMember(ctx, "", "existing"); serr != nil {
+	if serr := a.member.start(ctx, "", "existing"); serr != nil {
 		return fmt.Errorf("agent: etcd %s did not start (%w), nor %s again: %w", want, err, running, serr)
 	}
 	a.state.setUp(true)
@@ -124,18 +124,4 @@ func (a *Agent) reportEtcdVersionError(ctx context.Context, msg string) {
 	if ok {
 		a.setPhase(ctx, n.Status.Phase, n.Status.Message)
 	}
-}
-
-// useEtcdVersion makes the next start run etcd v when the runtime has it;
-// otherwise the runtime keeps its default, and the version roll asks again.
-func (a *Agent) useEtcdVersion(v, why string) {
-	vr, ok := a.runtime.(member.Versioned)
-	if !ok || vr.Version() == "" || vr.Version() == v {
-		return // one binary of unknown version, or already v
-	}
-	if err := vr.UseVersion(v); err != nil {
-		a.log.Warn("cannot start the member on etcd "+v, "why", why, "err", err)
-		return
-	}
-	a.log.Info("starting the member on etcd "+v, "why", why)
 }

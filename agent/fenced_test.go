@@ -37,16 +37,16 @@ func TestFencedDataDirIsWipedNotServed(t *testing.T) {
 		Name: "a", Roles: []api.Role{api.RoleControlPlane}, DataDir: cfg.DataDir, Endpoints: []string{"http://127.0.0.1:9"},
 		PeerURL: cfg.PeerURL, ClientURL: cfg.ClientURL, ClusterToken: cfg.ClusterToken, DialTimeout: time.Second,
 	}, rt, quietNotifier{}, logging.Test(t))
-	err := ag.prepareMember(ctx)
+	err := ag.member.prepare(ctx)
 	_ = rt.Stop(context.Background())
 	if err != nil {
-		t.Fatalf("prepareMember on a fenced data dir: %v, want it wiped and nil", err)
+		t.Fatalf("member.prepare on a fenced data dir: %v, want it wiped and nil", err)
 	}
 	if ag.state.memberRunning() {
 		t.Fatal("the fenced member was started")
 	}
 	if has, err := member.HasData(cfg.DataDir); err != nil || has {
-		t.Fatalf("data dir after prepareMember: has data %v, %v; want wiped", has, err)
+		t.Fatalf("data dir after member.prepare: has data %v, %v; want wiped", has, err)
 	}
 	if copies, _ := filepath.Glob(cfg.DataDir + ".wiped-*"); len(copies) != 1 {
 		t.Fatalf("copies of the wiped data dir: %v, want one", copies)

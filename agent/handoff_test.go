@@ -35,11 +35,11 @@ func TestHandOffLeadershipBeforeStop(t *testing.T) {
 			follower = m
 		}
 	}
-	agentOn(follower).handOffLeadership(ctx)
+	agentOn(follower).member.handOffLeadership(ctx)
 	if now, _ := etcdtest.WaitLeader(ctx, cli, leader.ClientURL); now != leaderID {
 		t.Fatalf("a follower's agent moved leadership from %x to %x", leaderID, now)
 	}
-	agentOn(leader).handOffLeadership(ctx)
+	agentOn(leader).member.handOffLeadership(ctx)
 	now, err := etcdtest.WaitLeader(ctx, cli, follower.ClientURL)
 	if err != nil {
 		t.Fatal(err)

@@ -187,7 +187,7 @@ func nextAttempt(old *api.JoinRequest) int {
 
 // learnerIs tells whether id is still a learner with this node's peer URL.
 func (a *Agent) learnerIs(ctx context.Context, id api.MemberID) bool {
-	got, _, learner, err := a.selfMember(ctx)
+	got, _, learner, err := a.member.self(ctx)
 	return err == nil && learner && got == id
 }
 
@@ -224,16 +224,16 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 		if version != "" {
 			// Join on the version the cluster is rolled to, when the
 			// runtime has it, rather than the runtime's default.
-			a.useEtcdVersion(version, "the EtcdCluster's spec.version")
+			a.member.useVersion(version, "the EtcdCluster's spec.version")
 		}
-		err := a.runMember(ctx, j.Status.InitialCluster, "existing")
+		err := a.member.launch(ctx, j.Status.InitialCluster, "existing")
 		if err == nil {
 			// At once: a learner serves only once it caught up with the
 			// leader, and the leader, which watches the node, then tries
 			// its promotion (coordinator/promote_wake.go). The marker
 			// follows.
 			a.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
-			err = a.recordMember(ctx)
+			err = a.member.record(ctx)
 		}
 		if err != nil {
 			if errors.Is(err, member.ErrRemoved) {
@@ -242,7 +242,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 			// The coordinator removes a learner that never starts; keep
 			// trying until it does.
 			a.log.Warn("learner did not start; will retry", "err", err)
-			_ = a.stopMember(ctx)
+			_ = a.member.stop(ctx)
 			return false, nil
 		}
 		return false, nil
@@ -254,7 +254,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 			return false, fmt.Errorf("agent: join refused: %s", j.Status.Message)
 		}
 		a.log.Warn("join failed; wiping data dir and trying again", "reason", j.Status.Message, "attempt", j.Spec.Attempt)
-		if _, err := a.stopAndWipe(ctx); err != nil {
+		if _, err := a.member.stopAndWipe(ctx); err != nil {
 			return false, fmt.Errorf("agent: wipe data dir: %w", err)
 		}
 		next, err := a.fileJoin(ctx, j.Spec.Attempt+1)

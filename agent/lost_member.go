@@ -26,7 +26,7 @@ func (a *Agent) lostVoter(ctx context.Context) (api.MemberID, bool) {
 	if err != nil || has {
 		return 0, false
 	}
-	id, _, learner, err := a.selfMember(ctx)
+	id, _, learner, err := a.member.self(ctx)
 	if err != nil || learner {
 		return 0, false
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"time"
@@ -12,93 +13,118 @@ import (
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/membership"
+	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// prepareMember decides, before anything else, what to do with the local
+// localMember runs this node's etcd member: what to do with the data dir
+// at start (prepare), the member's start, its marker, its stop (leadership
+// handed off first) and the wipe of its data, the etcd version and
+// database quota it starts with. It knows the agent's configuration, the
+// member runtime and the state it shares with the agent (nodeState,
+// memberRun), and reaches the cluster through the store client and dial.
+type localMember struct {
+	cfg       *Config
+	runtime   member.Runtime
+	state     *nodeState
+	run       *memberRun
+	leaves    *memberLeaves
+	endpoints *endpointsCache
+	log       *slog.Logger
+	now       func() time.Time
+	// client is the store client (nil before the agent connects).
+	client func() *clientv3.Client
+	// dial is a client of the agent's identity for endpoints.
+	dial func(endpoints []string) (*clientv3.Client, error)
+	// tls is the member's certificates (nil: plaintext).
+	tls func() *member.TLS
+}
+
+// prepare decides, before anything else, what to do with the local
 // data dir: bootstrap a new cluster, restart the member it holds, or wipe
 // it because it belongs to a removed member or to another cluster. Joining
 // comes later, once the node is registered.
-func (a *Agent) prepareMember(ctx context.Context) error {
-	has, err := member.HasData(a.cfg.DataDir)
+func (m *localMember) prepare(ctx context.Context) error {
+	has, err := member.HasData(m.cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("agent: inspect data dir: %w", err)
 	}
 	if has {
-		if f, fenced, ferr := member.ReadFence(a.cfg.DataDir); ferr == nil && fenced {
+		if f, fenced, ferr := member.ReadFence(m.cfg.DataDir); ferr == nil && fenced {
 			// A restore or recovery superseded this cluster: never serve
 			// it again, join the new one through the learner path.
-			backup, err := member.Wipe(a.cfg.DataDir, a.Now())
+			backup, err := member.Wipe(m.cfg.DataDir, m.now())
 			if err != nil {
 				return fmt.Errorf("agent: wipe fenced data dir: %w", err)
 			}
-			a.log.Warn("wiped a fenced data dir; will join the new cluster with a new member ID", "by", f.By, "copy", backup)
+			m.log.Warn("wiped a fenced data dir; will join the new cluster with a new member ID", "by", f.By, "copy", backup)
 			return nil
 		}
 	}
-	if !has && !a.cfg.Bootstrap {
+	if !has && !m.cfg.Bootstrap {
 		return nil // a fresh joiner: nothing to check against the cluster
 	}
-	view, verr := a.clusterView(ctx)
+	view, verr := m.clusterView(ctx)
 	if !has {
 		if verr == nil {
-			a.log.Warn("bootstrap is set but a cluster already answers at etcd.endpoints: joining it instead", "cluster", view.clusterID)
+			m.log.Warn("bootstrap is set but a cluster already answers at etcd.endpoints: joining it instead", "cluster", view.clusterID)
 			return nil
 		}
-		if copies, _ := filepath.Glob(a.cfg.DataDir + ".wiped-*"); len(copies) > 0 {
+		if copies, _ := filepath.Glob(m.cfg.DataDir + ".wiped-*"); len(copies) > 0 {
 			return fmt.Errorf("agent: bootstrap refused: this node's member data was wiped before (%s), so it belonged to a cluster; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", copies[len(copies)-1], verr)
 		}
-		if others := a.endpoints.others(a.cfg.ClientURL); len(others) > 0 {
-			return fmt.Errorf("agent: bootstrap refused: this node reached an etcd cluster through %v before (%s) and has no member data now, so its data was lost; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", others, a.cfg.EndpointsCache, verr)
+		if others := m.endpoints.others(m.cfg.ClientURL); len(others) > 0 {
+			return fmt.Errorf("agent: bootstrap refused: this node reached an etcd cluster through %v before (%s) and has no member data now, so its data was lost; set etcd.endpoints to that cluster so it joins instead of creating a second one: %w", others, m.cfg.EndpointsCache, verr)
 		}
-		if b, ok, err := member.ReadBootstrapped(a.cfg.DataDir); ok || err != nil {
-			return bootstrapRefusedAgain(a.cfg.DataDir, b, err, verr)
+		if b, ok, err := member.ReadBootstrapped(m.cfg.DataDir); ok || err != nil {
+			return bootstrapRefusedAgain(m.cfg.DataDir, b, err, verr)
 		}
-		a.log.Info("bootstrapping a new etcd cluster", "peerURL", a.cfg.PeerURL)
-		if err := a.startMember(ctx, a.cfg.Name+"="+a.cfg.PeerURL, "new"); err != nil {
+		m.log.Info("bootstrapping a new etcd cluster", "peerURL", m.cfg.PeerURL)
+		if err := m.start(ctx, m.cfg.Name+"="+m.cfg.PeerURL, "new"); err != nil {
 			return err
 		}
-		return a.recordBootstrap()
+		return m.recordBootstrap()
 	}
-	marker, hasMarker, err := member.ReadMarker(a.cfg.DataDir)
+	marker, hasMarker, err := member.ReadMarker(m.cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	if hasMarker && marker.EtcdVersion != "" {
-		a.useEtcdVersion(marker.EtcdVersion, "the version that last served the data dir")
+		m.useVersion(marker.EtcdVersion, "the version that last served the data dir")
 	}
 	if hasMarker {
-		a.etcd.quota.Store(marker.QuotaBackendBytes)
+		m.run.quota.Store(marker.QuotaBackendBytes)
 	}
 	if verr != nil {
-		a.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
-		return a.restartMember(ctx)
+		m.log.Info("restarting the member from its data; the cluster did not answer", "err", verr)
+		return m.restart(ctx)
 	}
-	if reason := staleReason(view, marker, hasMarker, a.cfg.PeerURL); reason != "" {
-		backup, err := member.Wipe(a.cfg.DataDir, a.Now())
+	if reason := staleReason(view, marker, hasMarker, m.cfg.PeerURL); reason != "" {
+		backup, err := member.Wipe(m.cfg.DataDir, m.now())
 		if err != nil {
 			return fmt.Errorf("agent: wipe stale data dir: %w", err)
 		}
-		a.log.Warn("wiped stale data dir; will join with a new member ID", "reason", reason, "copy", backup)
+		m.log.Warn("wiped stale data dir; will join with a new member ID", "reason", reason, "copy", backup)
 		return nil
 	}
-	a.log.Info("restarting the member from its data")
-	return a.restartMember(ctx)
+	m.log.Info("restarting the member from its data")
+	return m.restart(ctx)
 }
 
-// restartMember starts the member from its data dir. A member the cluster
+// restart starts the member from its data dir. A member the cluster
 // removed meanwhile (an agent that stopped before it could wipe it) is
 // wiped instead, and the node joins anew.
-func (a *Agent) restartMember(ctx context.Context) error {
-	err := a.startMember(ctx, "", "existing")
+func (m *localMember) restart(ctx context.Context) error {
+	err := m.start(ctx, "", "existing")
 	if !errors.Is(err, member.ErrRemoved) && !errors.Is(err, member.ErrFenced) {
 		return err
 	}
-	backup, werr := member.Wipe(a.cfg.DataDir, a.Now())
+	backup, werr := member.Wipe(m.cfg.DataDir, m.now())
 	if werr != nil {
 		return fmt.Errorf("agent: wipe the data dir of a removed member: %w (start: %w)", werr, err)
 	}
-	a.log.Warn("the cluster removed this member; wiped its data dir, will join with a new member ID", "err", err, "copy", backup)
+	m.log.Warn("the cluster removed this member; wiped its data dir, will join with a new member ID", "err", err, "copy", backup)
 	return nil
 }
 
@@ -110,28 +136,28 @@ type clusterState struct {
 
 // clusterView asks the configured endpoints (never the local member, which
 // is not running yet) for the member list.
-func (a *Agent) clusterView(ctx context.Context) (clusterState, error) {
+func (m *localMember) clusterView(ctx context.Context) (clusterState, error) {
 	var eps []string
-	for _, e := range a.cfg.Endpoints {
-		if e != a.cfg.ClientURL {
+	for _, e := range m.cfg.Endpoints {
+		if e != m.cfg.ClientURL {
 			eps = append(eps, e)
 		}
 	}
 	if len(eps) == 0 {
 		return clusterState{}, errors.New("no other endpoint configured")
 	}
-	cli, err := a.etcdClient(eps, 0)
+	cli, err := m.dial(eps)
 	if err != nil {
 		return clusterState{}, err
 	}
 	defer cli.Close()
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
 	resp, err := cli.MemberList(cctx)
 	if err != nil {
 		return clusterState{}, fmt.Errorf("member list from %v: %w", eps, err)
 	}
-	a.readQuota(cctx, cli)
+	m.readQuota(cctx, cli)
 	return clusterState{clusterID: resp.Header.ClusterId, members: resp.Members}, nil
 }
 
@@ -157,100 +183,100 @@ func staleReason(v clusterState, m member.Marker, hasMarker bool, peerURL string
 	return ""
 }
 
-// startMember starts the local member and records which member and cluster
+// start starts the local member and records which member and cluster
 // its data dir belongs to.
-func (a *Agent) startMember(ctx context.Context, initialCluster, state string) error {
-	if err := a.runMember(ctx, initialCluster, state); err != nil {
+func (m *localMember) start(ctx context.Context, initialCluster, state string) error {
+	if err := m.launch(ctx, initialCluster, state); err != nil {
 		return err
 	}
-	return a.recordMember(ctx)
+	return m.record(ctx)
 }
 
-// runMember starts the local member and returns once it serves.
-func (a *Agent) runMember(ctx context.Context, initialCluster, state string) error {
-	if err := a.leaves.wait(ctx); err != nil {
+// launch starts the local member and returns once it serves.
+func (m *localMember) launch(ctx context.Context, initialCluster, state string) error {
+	if err := m.leaves.wait(ctx); err != nil {
 		return err
 	}
-	quota := a.startQuota()
-	err := a.runtime.Start(ctx, member.Config{
+	quota := m.startQuota()
+	err := m.runtime.Start(ctx, member.Config{
 		QuotaBackendBytes: quota,
-		Name:              a.cfg.Name,
-		DataDir:           a.cfg.DataDir,
-		PeerURL:           a.cfg.PeerURL,
-		ClientURL:         a.cfg.ClientURL,
+		Name:              m.cfg.Name,
+		DataDir:           m.cfg.DataDir,
+		PeerURL:           m.cfg.PeerURL,
+		ClientURL:         m.cfg.ClientURL,
 		InitialCluster:    initialCluster,
 		ClusterState:      state,
-		ClusterToken:      a.cfg.ClusterToken,
-		TLS:               a.memberTLS(),
-		Logger:            a.log,
+		ClusterToken:      m.cfg.ClusterToken,
+		TLS:               m.tls(),
+		Logger:            m.log,
 	})
 	if err != nil {
 		return fmt.Errorf("agent: start member: %w", err)
 	}
-	a.state.memberStarted()
-	a.etcd.quota.Store(quota)
+	m.state.memberStarted()
+	m.run.quota.Store(quota)
 	return nil
 }
 
-// recordMember asks the local member, which serves, for its version and
+// record asks the local member, which serves, for its version and
 // IDs, and writes them to the data dir's marker.
-func (a *Agent) recordMember(ctx context.Context) error {
-	cli, err := a.etcdClient([]string{a.cfg.ClientURL}, 0)
+func (m *localMember) record(ctx context.Context) error {
+	cli, err := m.dial([]string{m.cfg.ClientURL})
 	if err != nil {
 		return fmt.Errorf("agent: local client: %w", err)
 	}
 	defer cli.Close()
-	sctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
-	st, err := cli.Status(sctx, a.cfg.ClientURL)
+	st, err := cli.Status(sctx, m.cfg.ClientURL)
 	if err != nil {
 		return fmt.Errorf("agent: local member status: %w", err)
 	}
-	a.etcd.version.Store(st.Version)
-	mk := member.Marker{Name: a.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: a.Now(), EtcdVersion: st.Version, QuotaBackendBytes: a.etcd.quota.Load()}
-	if err := member.WriteMarker(a.cfg.DataDir, mk); err != nil {
+	m.run.version.Store(st.Version)
+	mk := member.Marker{Name: m.cfg.Name, MemberID: st.Header.MemberId, ClusterID: st.Header.ClusterId, WrittenAt: m.now(), EtcdVersion: st.Version, QuotaBackendBytes: m.run.quota.Load()}
+	if err := member.WriteMarker(m.cfg.DataDir, mk); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	a.log.Info("member serving", "member", api.MemberID(mk.MemberID), "cluster", api.MemberID(mk.ClusterID), "etcdVersion", st.Version)
+	m.log.Info("member serving", "member", api.MemberID(mk.MemberID), "cluster", api.MemberID(mk.ClusterID), "etcdVersion", st.Version)
 	return nil
 }
 
-// stopMember stops the local member if this agent runs it, handing etcd
+// stop stops the local member if this agent runs it, handing etcd
 // leadership to a chosen healthy voter first when the member leads.
-func (a *Agent) stopMember(ctx context.Context) error {
-	if !a.state.memberGone() {
+func (m *localMember) stop(ctx context.Context) error {
+	if !m.state.memberGone() {
 		return nil
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	a.handOffLeadership(sctx)
-	return a.runtime.Stop(sctx)
+	m.handOffLeadership(sctx)
+	return m.runtime.Stop(sctx)
 }
 
 // stopAndWipe stops the member and moves its data dir aside. It never wipes
 // under a member that is still running: when the stop times out it waits
 // for the member to exit (etcd's close cannot be cut short), since etcd ends
 // the process when its data dir vanishes beneath it.
-func (a *Agent) stopAndWipe(ctx context.Context) (string, error) {
-	if err := a.stopMember(ctx); err != nil {
-		a.log.Warn("member slow to stop; waiting for it before wiping its data", "err", err)
+func (m *localMember) stopAndWipe(ctx context.Context) (string, error) {
+	if err := m.stop(ctx); err != nil {
+		m.log.Warn("member slow to stop; waiting for it before wiping its data", "err", err)
 		select {
-		case <-a.runtime.Done():
+		case <-m.runtime.Done():
 		case <-ctx.Done():
 			return "", fmt.Errorf("agent: wipe: member still running: %w", ctx.Err())
 		}
 	}
-	return member.Wipe(a.cfg.DataDir, a.Now())
+	return member.Wipe(m.cfg.DataDir, m.now())
 }
 
 // handOffLeadership moves etcd leadership away from the local member, if it
 // leads, to the most caught-up healthy voter. etcd would otherwise pick a
 // peer by itself on a graceful stop; this picks one known to be healthy.
-func (a *Agent) handOffLeadership(ctx context.Context) {
-	if a.client() == nil {
+func (m *localMember) handOffLeadership(ctx context.Context) {
+	if m.client() == nil {
 		return
 	}
-	adm := etcdadmin.New(a.client(), time.Second)
+	adm := etcdadmin.New(m.client(), time.Second)
 	defer adm.Close()
 	ms, err := adm.Observe(ctx)
 	if err != nil {
@@ -259,7 +285,7 @@ func (a *Agent) handOffLeadership(ctx context.Context) {
 	var self *membership.Member
 	for i := range ms {
 		ms[i].Node = ms[i].Name // started members are named after their node
-		if slices.Contains(ms[i].PeerURLs, a.cfg.PeerURL) {
+		if slices.Contains(ms[i].PeerURLs, m.cfg.PeerURL) {
 			self = &ms[i]
 		}
 	}
@@ -268,27 +294,27 @@ func (a *Agent) handOffLeadership(ctx context.Context) {
 	}
 	to := membership.Successor(ms, self.ID)
 	if to == nil {
-		a.log.Warn("this member leads etcd and no healthy voter can take over; stopping anyway")
+		m.log.Warn("this member leads etcd and no healthy voter can take over; stopping anyway")
 		return
 	}
-	if err := adm.MoveLeader(ctx, a.cfg.ClientURL, to.ID); err != nil {
-		a.log.Warn("could not hand off etcd leadership before stopping", "to", to.Name, "err", err)
+	if err := adm.MoveLeader(ctx, m.cfg.ClientURL, to.ID); err != nil {
+		m.log.Warn("could not hand off etcd leadership before stopping", "to", to.Name, "err", err)
 		return
 	}
-	a.log.Info("handed etcd leadership off before stopping", "to", to.Name)
+	m.log.Info("handed etcd leadership off before stopping", "to", to.Name)
 }
 
-// selfMember finds this node's member by its peer URL.
-func (a *Agent) selfMember(ctx context.Context) (id, cluster api.MemberID, learner bool, err error) {
-	cctx, cancel := context.WithTimeout(ctx, a.cfg.DialTimeout)
+// self finds this node's member by its peer URL.
+func (m *localMember) self(ctx context.Context) (id, cluster api.MemberID, learner bool, err error) {
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
-	resp, err := a.client().MemberList(cctx)
+	resp, err := m.client().MemberList(cctx)
 	if err != nil {
 		return 0, 0, false, err
 	}
-	for _, m := range resp.Members {
-		if slices.Contains(m.PeerURLs, a.cfg.PeerURL) {
-			return api.MemberID(m.ID), api.MemberID(resp.Header.ClusterId), m.IsLearner, nil
+	for _, mem := range resp.Members {
+		if slices.Contains(mem.PeerURLs, m.cfg.PeerURL) {
+			return api.MemberID(mem.ID), api.MemberID(resp.Header.ClusterId), mem.IsLearner, nil
 		}
 	}
 	return 0, api.MemberID(resp.Header.ClusterId), false, errNoMember
@@ -304,12 +330,12 @@ var errNoMember = errors.New("agent: no member has this node's peer URL")
 // data dir lost in that window would bootstrap a second cluster with the
 // first's IDs (TestWipedVoterRejoins/bootstrap-host kills the host 9 s
 // after the cluster forms).
-func (a *Agent) recordBootstrap() error {
-	mk, _, err := member.ReadMarker(a.cfg.DataDir)
+func (m *localMember) recordBootstrap() error {
+	mk, _, err := member.ReadMarker(m.cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
-	if err := member.WriteBootstrapped(a.cfg.DataDir, member.Bootstrapped{ClusterID: mk.ClusterID, MemberID: mk.MemberID, At: a.Now().UTC()}); err != nil {
+	if err := member.WriteBootstrapped(m.cfg.DataDir, member.Bootstrapped{ClusterID: mk.ClusterID, MemberID: mk.MemberID, At: m.now().UTC()}); err != nil {
 		return fmt.Errorf("agent: %w", err)
 	}
 	return nil
@@ -324,4 +350,41 @@ func bootstrapRefusedAgain(dataDir string, b member.Bootstrapped, err, verr erro
 	}
 	return fmt.Errorf("agent: bootstrap refused: this node created etcd cluster %s at %s (%s) and has no member data now, so its data was lost; set etcd.endpoints to that cluster so it joins instead of creating a second one, or remove %s to create a new cluster: %w",
 		api.MemberID(b.ClusterID), b.At.Format(time.RFC3339), path, path, verr)
+}
+
+// useVersion makes the next start run etcd v when the runtime has it;
+// otherwise the runtime keeps its default, and the version roll asks again.
+func (m *localMember) useVersion(v, why string) {
+	vr, ok := m.runtime.(member.Versioned)
+	if !ok || vr.Version() == "" || vr.Version() == v {
+		return // one binary of unknown version, or already v
+	}
+	if err := vr.UseVersion(v); err != nil {
+		m.log.Warn("cannot start the member on etcd "+v, "why", why, "err", err)
+		return
+	}
+	m.log.Info("starting the member on etcd "+v, "why", why)
+}
+
+// startQuota is the quota the next start of the member runs with.
+func (m *localMember) startQuota() int64 {
+	if q := m.run.wantQuota.Load(); q >= 0 {
+		return q
+	}
+	return m.run.quota.Load()
+}
+
+// readQuota reads the EtcdCluster's quota through cli, a client of the
+// other members, before a restart of the local member; a failure leaves
+// the marker's quota in use.
+func (m *localMember) readQuota(ctx context.Context, cli *clientv3.Client) {
+	kv, _, err := store.GetUnder(ctx, cli, m.cfg.Prefix, store.EtcdClusterKey)
+	if err != nil || kv == nil {
+		return
+	}
+	ec := &api.EtcdCluster{}
+	if err := store.Decode(kv, ec); err != nil {
+		return
+	}
+	m.run.wantQuota.Store(ec.Spec.Policy.QuotaBackendBytes)
 }

@@ -62,7 +62,7 @@ func TestMemberLeavesIssuedAlongside(t *testing.T) {
 		return nil
 	})
 	started := make(chan error, 1)
-	go func() { started <- a.runMember(ctx, "cp-1=https://127.0.0.1:2380", "new") }()
+	go func() { started <- a.member.launch(ctx, "cp-1=https://127.0.0.1:2380", "new") }()
 	close(release)
 	if err := <-started; err != nil {
 		t.Fatal(err)
@@ -98,9 +98,9 @@ func TestMemberLeavesFailure(t *testing.T) {
 	if a.tls == nil || !exists(d.Cert(certRoot)) {
 		t.Fatal("no client identity")
 	}
-	err := a.runMember(ctx, "cp-1=https://127.0.0.1:2380", "new")
+	err := a.member.launch(ctx, "cp-1=https://127.0.0.1:2380", "new")
 	if err == nil || !strings.Contains(err.Error(), `"etcd-peer"`) {
-		t.Fatalf("runMember = %v, want the etcd-peer pass's error", err)
+		t.Fatalf("member.launch = %v, want the etcd-peer pass's error", err)
 	}
 	if len(rt.Starts()) != 0 {
 		t.Error("the member started without its certificates")

@@ -55,16 +55,16 @@ func TestRestartWithTheDataOfARemovedMember(t *testing.T) {
 		Name: "b", Roles: []api.Role{api.RoleControlPlane}, DataDir: cfgB.DataDir,
 		PeerURL: cfgB.PeerURL, ClientURL: cfgB.ClientURL, ClusterToken: cfgB.ClusterToken, DialTimeout: 3 * time.Second,
 	}, rt, quietNotifier{}, logging.Test(t))
-	err := ag.prepareMember(ctx)
+	err := ag.member.prepare(ctx)
 	_ = rt.Stop(context.Background())
 	if err != nil {
-		t.Fatalf("prepareMember on a removed member's data: %v, want it wiped and nil", err)
+		t.Fatalf("member.prepare on a removed member's data: %v, want it wiped and nil", err)
 	}
 	if ag.state.memberRunning() {
 		t.Fatal("the removed member counts as running")
 	}
 	if has, err := member.HasData(cfgB.DataDir); err != nil || has {
-		t.Fatalf("data dir after prepareMember: has data %v, %v; want wiped", has, err)
+		t.Fatalf("data dir after member.prepare: has data %v, %v; want wiped", has, err)
 	}
 	if copies, _ := filepath.Glob(cfgB.DataDir + ".wiped-*"); len(copies) != 1 {
 		t.Fatalf("copies of the wiped data dir: %v, want one", copies)

@@ -73,7 +73,7 @@ func (a *Agent) shedToStandby(ctx context.Context) bool {
 func (a *Agent) backToStandby(ctx context.Context, why string) error {
 	a.log.Info("member removed to make this node a standby; wiping member data", "why", why)
 	wctx, cancel := context.WithTimeout(ctx, removedMemberWait)
-	backup, err := a.stopAndWipe(wctx)
+	backup, err := a.member.stopAndWipe(wctx)
 	cancel()
 	if err != nil {
 		a.log.Error("member data not wiped; the next start wipes it", "err", err)

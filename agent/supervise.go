@@ -111,7 +111,7 @@ func (a *Agent) memberSupervisor() controller.Controller {
 		if a.cfg.Clock.Now().Before(restartAt) {
 			return nil
 		}
-		if err := a.startMember(ctx, "", "existing"); err != nil {
+		if err := a.member.start(ctx, "", "existing"); err != nil {
 			if errors.Is(err, member.ErrRemoved) {
 				return exitError{err: ErrRemoved, why: "the cluster removed this member while it was down"}
 			}
@@ -164,7 +164,7 @@ const (
 // finished removal request stays as the record; the agent clears it when it
 // is started again, and then rejoins anew. It returns ErrRemoved whatever
 // happens on the way (wrapping what failed): a member that would not stop
-// is wiped at the next start (prepareMember), which finds it removed.
+// is wiped at the next start (localMember.prepare), which finds it removed.
 func (a *Agent) removed(ctx context.Context, why string) error {
 	a.state.setUp(false)
 	if a.controlPlane() && a.shedToStandby(ctx) {
@@ -174,12 +174,12 @@ func (a *Agent) removed(ctx context.Context, why string) error {
 	failpoint.Hit(failpoint.AgentRemoved)
 	var errs []error
 	if !a.controlPlane() {
-		if err := a.stopMember(ctx); err != nil {
+		if err := a.member.stop(ctx); err != nil {
 			a.log.Warn("stop member", "err", err)
 		}
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, removedMemberWait)
-		backup, err := a.stopAndWipe(wctx)
+		backup, err := a.member.stopAndWipe(wctx)
 		cancel()
 		if err != nil {
 			a.log.Error("member data not wiped; the next start wipes it", "err", err)
