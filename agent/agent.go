@@ -187,6 +187,7 @@ type Agent struct {
 	etcd       memberRun       // the etcd version and quota wanted and run (agent/etcd_version.go)
 	endpoints  *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
 	member     *localMember    // the local etcd member (agent/member.go)
+	node       *nodeWriter     // writes the node's object (agent/node_record.go)
 }
 
 // connection is a store client and the store over it.
@@ -243,6 +244,8 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	a.member = &localMember{cfg: &a.cfg, runtime: runtime, state: &a.state, run: &a.etcd, leaves: &a.leaves, endpoints: a.endpoints, log: a.log,
 		now: func() time.Time { return a.Now() }, client: a.client, tls: a.memberTLS,
 		dial: func(eps []string) (*clientv3.Client, error) { return a.etcdClient(eps, 0) }}
+	a.node = &nodeWriter{cfg: &a.cfg, rec: &a.rec, state: &a.state, member: a.member, store: a.store, log: a.log,
+		now: func() time.Time { return a.Now() }}
 	a.rt = a.newRuntime()
 	return a
 }
@@ -290,7 +293,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 		return err
 	}
 	a.state.setUp(true)
-	a.setPhase(ctx, a.readyPhase(), "")
+	a.node.setPhase(ctx, a.readyPhase(), "")
 	a.publishGossip()
 	defer a.learnPeers()()
 	_ = a.notify.Ready()
@@ -351,78 +354,7 @@ func (a *Agent) connect(ctx context.Context) error {
 	return nil
 }
 
-// setPhase records the node's phase and member state; errors are logged,
-// since status is advisory and rewritten on the next change.
-func (a *Agent) setPhase(ctx context.Context, phase api.NodePhase, msg string) {
-	if err := a.writePhase(ctx, phase, msg); err != nil && ctx.Err() == nil {
-		a.log.Warn("status not written", "err", err)
-	}
-}
-
-// setPhaseIfChanged is setPhase unless the node already shows phase and
-// msg (register wrote them): one write less on the way to a join.
-func (a *Agent) setPhaseIfChanged(ctx context.Context, phase api.NodePhase, msg string) {
-	n, ok := a.rec.view()
-	if !ok || n.Status.Phase != phase || n.Status.Message != msg {
-		a.setPhase(ctx, phase, msg)
-	}
-}
-
-// writePhase records the node's phase and member state.
-func (a *Agent) writePhase(ctx context.Context, phase api.NodePhase, msg string) error {
-	if _, registered := a.rec.view(); !registered {
-		return nil
-	}
-	cert := a.nodeCertPEM()
-	var setMember func(*api.NodeStatus)
-	if a.controlPlane() && a.state.memberRunning() {
-		if id, cid, learner, err := a.member.self(ctx); err == nil {
-			setMember = func(s *api.NodeStatus) {
-				s.MemberID, s.ClusterID = id, cid
-				s.MemberState = api.MemberVoter
-				if learner {
-					s.MemberState = api.MemberLearner
-				}
-			}
-		}
-	}
-	// Changed and copied under the record's lock, written outside it: the
-	// heartbeat sets the lease meanwhile and must not wait for etcd here.
-	now, etcdVersion := a.Now(), a.runningEtcdVersion()
-	node, ok := a.rec.update(func(s *api.NodeStatus) {
-		s.Phase, s.Message, s.UpdatedAt, s.EtcdVersion = phase, msg, now, etcdVersion
-		if cert != "" {
-			s.Certificate = cert
-		}
-		if setMember != nil {
-			setMember(s)
-		}
-		if phase.HasNoMember() {
-			// A standby or removed node runs no member: its record must
-			// not keep the ID and role of the member it was.
-			s.MemberID, s.MemberState = 0, api.MemberNone
-		}
-	})
-	if !ok {
-		return nil
-	}
-	if err := a.store().Put(ctx, store.NodeKey(a.cfg.Name), &node); err != nil {
-		return fmt.Errorf("agent: write node status %s: %w", phase, err)
-	}
-	return nil
-}
-
 func (a *Agent) status(msg string) { _ = a.notify.Status(msg) }
-
-// runningEtcdVersion is the version the local member reported at its
-// start, "" when this agent runs none.
-func (a *Agent) runningEtcdVersion() string {
-	if !a.state.memberRunning() {
-		return ""
-	}
-	v, _ := a.etcd.version.Load().(string)
-	return v
-}
 
 // shutdown stops the member and drops the heartbeat so others see the node
 // go at once.

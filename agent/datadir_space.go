@@ -56,7 +56,7 @@ type dataDirSpace struct {
 
 // dataDirSpace is the data-dir controller's dependencies, taken from a.
 func (a *Agent) dataDirSpace() *dataDirSpace {
-	return &dataDirSpace{dir: a.cfg.DataDir, space: fsSpace, now: func() time.Time { return a.Now() }, rec: &a.rec, write: a.writePhase, log: a.log}
+	return &dataDirSpace{dir: a.cfg.DataDir, space: fsSpace, now: func() time.Time { return a.Now() }, rec: &a.rec, write: a.node.writePhase, log: a.log}
 }
 
 // measure is one pass of the data-dir controller.

@@ -122,6 +122,6 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 func (a *Agent) reportEtcdVersionError(ctx context.Context, msg string) {
 	n, ok := a.rec.update(func(s *api.NodeStatus) { s.EtcdVersionError = msg })
 	if ok {
-		a.setPhase(ctx, n.Status.Phase, n.Status.Message)
+		a.node.setPhase(ctx, n.Status.Phase, n.Status.Message)
 	}
 }

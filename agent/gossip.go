@@ -61,15 +61,6 @@ func (a *Agent) discover(ctx context.Context) ([]string, error) {
 	return eps, nil
 }
 
-// gossipAddr is the address the node's mesh member is reached on, which
-// its node record publishes (api.NodeStatus.GossipAddr); "" without one.
-func (a *Agent) gossipAddr() string {
-	if m, ok := a.cfg.Gossip.(interface{ Addr() string }); ok {
-		return m.Addr()
-	}
-	return ""
-}
-
 // peerLearner is a mesh that can learn peers outside the mesh
 // (*gossip.Mesh).
 type peerLearner interface {
@@ -209,3 +200,12 @@ func (a *Agent) gossipKeys() controller.Controller {
 // gossipKeyResync paces the gossip key follower besides its watch: the
 // replaced secret is dropped gossipkey.SecretOverlap ticks after a switch.
 const gossipKeyResync = 2 * time.Second
+
+// gossipAddr is the address the node's mesh member is reached on, which
+// its node record publishes (api.NodeStatus.GossipAddr); "" without one.
+func gossipAddr(cfg *Config) string {
+	if m, ok := cfg.Gossip.(interface{ Addr() string }); ok {
+		return m.Addr()
+	}
+	return ""
+}

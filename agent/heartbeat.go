@@ -144,13 +144,3 @@ func (a *Agent) firstLease(ctx context.Context, h *heartbeat) error {
 	a.rec.setLease(int64(lease))
 	return nil
 }
-
-// heartbeatOps writes the heartbeat key on the lease firstLease granted:
-// none when there is none.
-func (a *Agent) heartbeatOps() []clientv3.Op {
-	lease := clientv3.LeaseID(a.rec.heartbeatLease())
-	if lease == 0 {
-		return nil
-	}
-	return []clientv3.Op{store.HeartbeatOp(a.cfg.Name, a.Now(), lease)}
-}

@@ -46,7 +46,7 @@ func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 		v = &read
 	}
 	req := v.join
-	a.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
+	a.node.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
 	events := watchKey(ctx, a.client(), store.Key(store.JoinKey(a.cfg.Name)))
 	defer events.Stop()
 	tick := time.NewTicker(a.cfg.RetryInterval)
@@ -108,7 +108,7 @@ func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 // new request in one transaction (the leader sees both at one revision).
 func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView, error) {
 	if !joining {
-		if err := a.register(ctx); err != nil {
+		if err := a.node.register(ctx); err != nil {
 			return nil, err
 		}
 		a.clearFinishedRemoval(ctx)
@@ -121,12 +121,12 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 	if done {
 		return &v, nil
 	}
-	n := a.nodeObject(v.node)
+	n := a.node.object(v.node)
 	put, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
 	if err != nil {
 		return nil, fmt.Errorf("agent: register: %w", err)
 	}
-	ops := append([]clientv3.Op{put}, a.heartbeatOps()...)
+	ops := append([]clientv3.Op{put}, a.node.heartbeatOps()...)
 	if v.removal != nil && v.removal.Status.Phase.Finished() {
 		// In the transaction that registers the node again: a removal
 		// left behind would end the join it files ("removed while joining").
@@ -150,7 +150,7 @@ func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView
 		return nil, fmt.Errorf("agent: register and file join request: %w", err)
 	}
 	n.Metadata.Revision = resp.Header.Revision
-	a.registered(n)
+	a.node.registered(n)
 	if filed != nil {
 		filed.Metadata.Revision = resp.Header.Revision
 		a.log.Info("join requested", "attempt", filed.Spec.Attempt)
@@ -232,7 +232,7 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 			// leader, and the leader, which watches the node, then tries
 			// its promotion (coordinator/promote_wake.go). The marker
 			// follows.
-			a.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
+			a.node.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
 			err = a.member.record(ctx)
 		}
 		if err != nil {

@@ -99,7 +99,7 @@ func (a *Agent) noteQuota(v joinView) {
 // joinView (done false). One round trip either way, where reading first
 // and then writing takes two.
 func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error) {
-	n, j := a.nodeObject(nil), a.newJoin(1)
+	n, j := a.node.object(nil), a.newJoin(1)
 	putNode, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: register: %w", err)
@@ -109,7 +109,7 @@ func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error
 		return joinView{}, false, fmt.Errorf("agent: file join request: %w", err)
 	}
 	fresh := []clientv3.Cmp{store.Absent(store.NodeKey(a.cfg.Name)), store.Absent(store.JoinKey(a.cfg.Name)), store.Absent(store.RemovalKey(a.cfg.Name))}
-	then := append([]clientv3.Op{putNode, putJoin}, a.heartbeatOps()...)
+	then := append([]clientv3.Op{putNode, putJoin}, a.node.heartbeatOps()...)
 	sv, filed, err := a.store().TxnOrView(ctx, fresh, then, a.joinRanges()...)
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: register and file join request: %w", err)
@@ -120,7 +120,7 @@ func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error
 		return v, false, err
 	}
 	n.Metadata.Revision, j.Metadata.Revision = sv.Rev, sv.Rev
-	a.registered(n)
+	a.node.registered(n)
 	a.log.Info("join requested", "attempt", j.Spec.Attempt)
 	v = joinView{join: j}
 	if spec, ok := clusterSpec(sv); ok {

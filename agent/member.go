@@ -388,3 +388,13 @@ func (m *localMember) readQuota(ctx context.Context, cli *clientv3.Client) {
 	}
 	m.run.wantQuota.Store(ec.Spec.Policy.QuotaBackendBytes)
 }
+
+// runningVersion is the version the local member reported at its
+// start, "" when this agent runs none.
+func (m *localMember) runningVersion() string {
+	if !m.state.memberRunning() {
+		return ""
+	}
+	v, _ := m.run.version.Load().(string)
+	return v
+}

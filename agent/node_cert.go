@@ -14,14 +14,14 @@ import (
 // so that a renewed certificate is published within it.
 const nodeCertCheckInterval = 5 * time.Second
 
-// nodeCertPEM is the node certificate in pki.dir; "" without one. It is
-// public: nicoctl gossip rotate-key --new-secret seals the new gossip
+// nodeCertPEM is the node certificate in cfg's pki.dir; "" without one.
+// It is public: nicoctl gossip rotate-key --new-secret seals the new gossip
 // secret to its key.
-func (a *Agent) nodeCertPEM() string {
-	if a.cfg.PKI.Dir == "" {
+func nodeCertPEM(cfg *Config) string {
+	if cfg.PKI.Dir == "" {
 		return ""
 	}
-	b, err := os.ReadFile(a.cfg.PKI.Dir.Cert(pki.NodeLeaf))
+	b, err := os.ReadFile(cfg.PKI.Dir.Cert(pki.NodeLeaf))
 	if err != nil {
 		return ""
 	}
@@ -43,8 +43,8 @@ func (a *Agent) publishNodeCert(ctx context.Context) error {
 		return nil
 	}
 	phase, msg, published := n.Status.Phase, n.Status.Message, n.Status.Certificate
-	if c := a.nodeCertPEM(); c != "" && c != published {
-		if err := a.writePhase(ctx, phase, msg); err != nil {
+	if c := nodeCertPEM(&a.cfg); c != "" && c != published {
+		if err := a.node.writePhase(ctx, phase, msg); err != nil {
 			return err
 		}
 		a.log.Info("published the node certificate", "reason", "node.crt changed")

@@ -27,7 +27,7 @@ import (
 func (a *Agent) becomeStandby(ctx context.Context, j *api.JoinRequest) (stop func()) {
 	a.state.setStandby(true)
 	a.log.Info("standby: the cluster has the voters it wants; waiting to be added", "reason", j.Status.Message)
-	a.setPhase(ctx, api.NodeStandby, j.Status.Message)
+	a.node.setPhase(ctx, api.NodeStandby, j.Status.Message)
 	// A standby may wait long for its learner: its identity is made now
 	// (tried again after the join should this fail).
 	if err := a.identity().finish(ctx); err != nil && ctx.Err() == nil {
@@ -96,7 +96,7 @@ func (a *Agent) backToStandby(ctx context.Context, why string) error {
 		}
 		return struct{}{}, a.store().Delete(rctx, store.RemovalKey(a.cfg.Name))
 	}, backoff.WithBackOff(b))
-	a.setPhase(rctx, api.NodeStandby, "member removed to make this node a standby; the agent starts again")
+	a.node.setPhase(rctx, api.NodeStandby, "member removed to make this node a standby; the agent starts again")
 	if derr != nil {
 		return fmt.Errorf("%w: clearing the removal request: %w", ErrStandby, derr)
 	}

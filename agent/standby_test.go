@@ -50,7 +50,7 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	applier := &recordingApplier{}
 	a := New(Config{Name: "cp-4", Roles: []api.Role{api.RoleControlPlane}, PeerURL: peer, ClientURL: client, Applier: applier}, nil, sdnotify.New(), logging.Test(t))
 	a.use(st.Client(), st)
-	if err := a.register(ctx); err != nil {
+	if err := a.node.register(ctx); err != nil {
 		t.Fatal(err)
 	}
 	joined := make(chan error, 1)

@@ -217,7 +217,7 @@ func (a *Agent) recordRemoved(ctx context.Context, why string) error {
 		}
 		return nil
 	}
-	if err := retry("node phase", func() error { return a.writePhase(rctx, api.NodeRemoved, why) }); err != nil {
+	if err := retry("node phase", func() error { return a.node.writePhase(rctx, api.NodeRemoved, why) }); err != nil {
 		return err
 	}
 	a.generationRunner().release(ctx) // onRemoveFlake, agent/generation.go
