@@ -188,6 +188,7 @@ type Agent struct {
 	endpoints  *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
 	member     *localMember    // the local etcd member (agent/member.go)
 	node       *nodeWriter     // writes the node's object (agent/node_record.go)
+	etcdJoin   *etcdJoin       // the node's way into the etcd cluster (agent/join.go)
 }
 
 // connection is a store client and the store over it.
@@ -246,6 +247,8 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		dial: func(eps []string) (*clientv3.Client, error) { return a.etcdClient(eps, 0) }}
 	a.node = &nodeWriter{cfg: &a.cfg, rec: &a.rec, state: &a.state, member: a.member, store: a.store, log: a.log,
 		now: func() time.Time { return a.Now() }}
+	a.etcdJoin = &etcdJoin{cfg: &a.cfg, log: a.log, now: func() time.Time { return a.Now() }, store: a.store, client: a.client,
+		member: a.member, node: a.node, state: &a.state, host: a}
 	a.rt = a.newRuntime()
 	return a
 }

@@ -335,7 +335,7 @@ func (b *bringUp) register(ctx context.Context) (bool, error) {
 	case !b.joining && b.heartbeatGroup() == nil:
 		b.startHeartbeat()
 	}
-	v, err := a.registerAndRequest(ctx, b.joining)
+	v, err := a.etcdJoin.registerAndRequest(ctx, b.joining)
 	if err != nil {
 		return false, err
 	}
@@ -347,14 +347,14 @@ func (b *bringUp) register(ctx context.Context) (bool, error) {
 }
 
 // joinEtcd follows a joining machine's join request until its member is
-// a voter (joinCluster).
+// a voter (etcdJoin.run).
 func (b *bringUp) joinEtcd(ctx context.Context) (bool, error) {
 	if !b.joining {
 		return true, nil
 	}
 	v := b.view
 	b.view = nil // tried again, it reads the request anew
-	return true, b.a.joinCluster(ctx, v)
+	return true, b.a.etcdJoin.run(ctx, v)
 }
 
 // voter waits until the local member of a control-plane machine is a
@@ -373,7 +373,7 @@ func (b *bringUp) voter(ctx context.Context) (bool, error) {
 	case err != nil:
 		return false, nil // again at the next tick
 	case learner:
-		if err := a.joinCluster(ctx, nil); err != nil {
+		if err := a.etcdJoin.run(ctx, nil); err != nil {
 			return false, err
 		}
 		return b.voter(ctx) // a voter now: read it so

@@ -135,7 +135,7 @@ func (h *heartbeat) wait() { h.kept.Wait() }
 
 // firstLease grants the heartbeat's lease of a joining node before it
 // registers, kept alive under ctx (cancelled when the heartbeat stops),
-// for registerAndRequest to write the heartbeat along (heartbeatOp).
+// for etcdJoin.registerAndRequest to write the heartbeat along (heartbeatOp).
 func (a *Agent) firstLease(ctx context.Context, h *heartbeat) error {
 	lease, _, err := h.keep(ctx)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
@@ -17,59 +18,92 @@ import (
 // added.
 const msgWaitLearner = "waiting for the coordinator to add this node as a learner"
 
-// joinCluster follows this node's join request (filed or resumed, with the
+// etcdJoin takes a control-plane node into the etcd cluster: it files
+// (or resumes) the node's join request, follows the leader's answer
+// (start the learner once added, wipe and file again after a failed join,
+// wait as a standby) and returns once the member is a voter. A node whose
+// member lost its data asks for its removal first (lostVoter). Token
+// enrollment, the other "join", is pkg/enroll's.
+type etcdJoin struct {
+	cfg    *Config
+	log    *slog.Logger
+	now    func() time.Time
+	store  func() *store.Store
+	client func() *clientv3.Client
+	member *localMember
+	node   *nodeWriter
+	state  *nodeState
+	host   joinHost
+}
+
+// joinHost is what a join asks of the rest of the agent.
+type joinHost interface {
+	// status tells the service manager what the agent does.
+	status(msg string)
+	// removed ends the agent as a node the cluster removed.
+	removed(ctx context.Context, why string) error
+	// extendWhileJoining asks the service manager for more start time
+	// while the join makes progress, until stop.
+	extendWhileJoining(ctx context.Context) (stop func())
+	// becomeStandby makes the node a standby, until stop.
+	becomeStandby(ctx context.Context, req *api.JoinRequest) (stop func())
+	// clearFinishedRemoval drops a finished removal request of the node.
+	clearFinishedRemoval(ctx context.Context)
+}
+
+// run follows this node's join request (filed or resumed, with the
 // reading it was filed on, by registerAndRequest; nil: it files or
 // resumes one itself) and the leader's answer: start the learner when it
 // is added, wipe and file again when the join failed, return once the
 // member is a voter. Every wake re-reads the request, the node's removal
 // request and the cluster's etcd version in one transaction.
-func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
-	stopExtend := a.extendWhileJoining(ctx) // agent/progress.go
+func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
+	stopExtend := e.host.extendWhileJoining(ctx) // agent/progress.go
 	defer func() { stopExtend() }()
-	defer a.state.setStandby(false)
+	defer e.state.setStandby(false)
 	stopStandby := func() {}
 	defer func() { stopStandby() }()
-	if id, lost := a.lostVoter(ctx); lost {
-		return a.removeLost(ctx, id)
+	if id, lost := e.lostVoter(ctx); lost {
+		return e.removeLost(ctx, id)
 	}
-	a.status("joining the etcd cluster")
+	e.host.status("joining the etcd cluster")
 	if v == nil {
 		// The request first: the leader acts on it at once, and the phase
 		// written after it is not on the way.
-		read, err := a.readJoin(ctx)
+		read, err := e.read(ctx)
 		if err != nil {
 			return err
 		}
-		if read.join, err = a.currentJoin(ctx, read.join); err != nil {
+		if read.join, err = e.current(ctx, read.join); err != nil {
 			return err
 		}
 		v = &read
 	}
 	req := v.join
-	a.node.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
-	events := watchKey(ctx, a.client(), store.Key(store.JoinKey(a.cfg.Name)))
+	e.node.setPhaseIfChanged(ctx, api.NodeJoining, msgWaitLearner)
+	events := watchKey(ctx, e.client(), store.Key(store.JoinKey(e.cfg.Name)))
 	defer events.Stop()
-	tick := time.NewTicker(a.cfg.RetryInterval)
+	tick := time.NewTicker(e.cfg.RetryInterval)
 	defer tick.Stop()
 	for {
 		if v.removalDone() {
-			return a.removed(ctx, "removed while joining")
+			return e.host.removed(ctx, "removed while joining")
 		}
-		if req.Status.Phase == api.JoinPending && req.Status.Standby && !a.state.inStandby() {
+		if req.Status.Phase == api.JoinPending && req.Status.Standby && !e.state.inStandby() {
 			stopExtend() // started: no more start time to ask for
 			stopExtend = func() {}
-			stopStandby = a.becomeStandby(ctx, req)
+			stopStandby = e.host.becomeStandby(ctx, req)
 		}
-		done, err := a.followJoin(ctx, req, v.version)
+		done, err := e.follow(ctx, req, v.version)
 		if errors.Is(err, member.ErrRemoved) {
-			return a.removed(ctx, "the cluster removed this member while it joined")
+			return e.host.removed(ctx, "the cluster removed this member while it joined")
 		}
 		if done || err != nil {
 			return err
 		}
 		var memberDone <-chan struct{}
-		if a.state.memberRunning() {
-			memberDone = a.runtime.Done()
+		if e.state.memberRunning() {
+			memberDone = e.member.runtime.Done()
 		}
 		select {
 		case <-ctx.Done():
@@ -77,23 +111,23 @@ func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 		case <-events.C:
 		case <-tick.C:
 		case <-memberDone:
-			if errors.Is(a.runtime.Err(), member.ErrRemoved) {
-				return a.removed(ctx, "the cluster removed this member while it joined")
+			if errors.Is(e.member.runtime.Err(), member.ErrRemoved) {
+				return e.host.removed(ctx, "the cluster removed this member while it joined")
 			}
-			a.state.memberGone()
-			a.log.Warn("member exited while joining; it will be started again", "err", a.runtime.Err())
+			e.state.memberGone()
+			e.log.Warn("member exited while joining; it will be started again", "err", e.member.runtime.Err())
 		}
-		next, err := a.readJoin(ctx)
+		next, err := e.read(ctx)
 		if err != nil {
-			a.log.Warn("read join request", "err", err)
+			e.log.Warn("read join request", "err", err)
 			continue
 		}
 		v = &next
 		if next.join == nil {
 			if v.removalDone() {
-				return a.removed(ctx, "removed while joining")
+				return e.host.removed(ctx, "removed while joining")
 			}
-			if v.join, err = a.fileJoin(ctx, req.Spec.Attempt+1); err != nil {
+			if v.join, err = e.file(ctx, req.Spec.Attempt+1); err != nil {
 				return err
 			}
 		}
@@ -106,75 +140,75 @@ func (a *Agent) joinCluster(ctx context.Context, v *joinView) error {
 // machine the store has never seen in one transaction (fileFirst);
 // otherwise one read of the node and its requests, then the node and a
 // new request in one transaction (the leader sees both at one revision).
-func (a *Agent) registerAndRequest(ctx context.Context, joining bool) (*joinView, error) {
+func (e *etcdJoin) registerAndRequest(ctx context.Context, joining bool) (*joinView, error) {
 	if !joining {
-		if err := a.node.register(ctx); err != nil {
+		if err := e.node.register(ctx); err != nil {
 			return nil, err
 		}
-		a.clearFinishedRemoval(ctx)
+		e.host.clearFinishedRemoval(ctx)
 		return nil, nil
 	}
-	v, done, err := a.fileFirst(ctx)
+	v, done, err := e.fileFirst(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if done {
 		return &v, nil
 	}
-	n := a.node.object(v.node)
-	put, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
+	n := e.node.object(v.node)
+	put, err := store.PutOp(store.NodeKey(e.cfg.Name), n)
 	if err != nil {
 		return nil, fmt.Errorf("agent: register: %w", err)
 	}
-	ops := append([]clientv3.Op{put}, a.node.heartbeatOps()...)
+	ops := append([]clientv3.Op{put}, e.node.heartbeatOps()...)
 	if v.removal != nil && v.removal.Status.Phase.Finished() {
 		// In the transaction that registers the node again: a removal
 		// left behind would end the join it files ("removed while joining").
-		a.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
-		ops = append(ops, store.DeleteOp(store.RemovalKey(a.cfg.Name)))
+		e.log.Info("clearing a finished removal request of this node", "phase", v.removal.Status.Phase)
+		ops = append(ops, store.DeleteOp(store.RemovalKey(e.cfg.Name)))
 		v.removal = nil
 	}
 	var filed *api.JoinRequest
-	if a.resumable(ctx, v.join) {
-		a.log.Info("resuming join request", "attempt", v.join.Spec.Attempt, "phase", v.join.Status.Phase)
+	if e.resumable(ctx, v.join) {
+		e.log.Info("resuming join request", "attempt", v.join.Spec.Attempt, "phase", v.join.Status.Phase)
 	} else {
-		filed = a.newJoin(nextAttempt(v.join))
-		p, err := store.PutOp(store.JoinKey(a.cfg.Name), filed)
+		filed = e.newRequest(nextAttempt(v.join))
+		p, err := store.PutOp(store.JoinKey(e.cfg.Name), filed)
 		if err != nil {
 			return nil, fmt.Errorf("agent: file join request: %w", err)
 		}
 		ops = append(ops, p)
 	}
-	resp, err := a.store().Txn(ctx, nil, ops...)
+	resp, err := e.store().Txn(ctx, nil, ops...)
 	if err != nil {
 		return nil, fmt.Errorf("agent: register and file join request: %w", err)
 	}
 	n.Metadata.Revision = resp.Header.Revision
-	a.node.registered(n)
+	e.node.registered(n)
 	if filed != nil {
 		filed.Metadata.Revision = resp.Header.Revision
-		a.log.Info("join requested", "attempt", filed.Spec.Attempt)
+		e.log.Info("join requested", "attempt", filed.Spec.Attempt)
 		v.join = filed
 	}
 	return &v, nil
 }
 
-// currentJoin resumes old, the request read for this node (nil: none),
+// current resumes old, the request read for this node (nil: none),
 // when it is for this peer URL and still under way (an agent restarted
 // mid-join), or files a new one.
-func (a *Agent) currentJoin(ctx context.Context, old *api.JoinRequest) (*api.JoinRequest, error) {
-	if a.resumable(ctx, old) {
-		a.log.Info("resuming join request", "attempt", old.Spec.Attempt, "phase", old.Status.Phase)
+func (e *etcdJoin) current(ctx context.Context, old *api.JoinRequest) (*api.JoinRequest, error) {
+	if e.resumable(ctx, old) {
+		e.log.Info("resuming join request", "attempt", old.Spec.Attempt, "phase", old.Status.Phase)
 		return old, nil
 	}
-	return a.fileJoin(ctx, nextAttempt(old))
+	return e.file(ctx, nextAttempt(old))
 }
 
 // resumable tells whether old (nil: none) is this node's request, for its
 // peer URL, still under way.
-func (a *Agent) resumable(ctx context.Context, old *api.JoinRequest) bool {
-	return old != nil && old.Spec.PeerURL == a.cfg.PeerURL &&
-		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && a.learnerIs(ctx, old.Status.MemberID)))
+func (e *etcdJoin) resumable(ctx context.Context, old *api.JoinRequest) bool {
+	return old != nil && old.Spec.PeerURL == e.cfg.PeerURL &&
+		(old.Status.Phase == api.JoinPending || (old.Status.Phase == api.JoinLearnerAdded && e.learnerIs(ctx, old.Status.MemberID)))
 }
 
 // nextAttempt is the attempt number of the request after old (nil: 1).
@@ -186,54 +220,54 @@ func nextAttempt(old *api.JoinRequest) int {
 }
 
 // learnerIs tells whether id is still a learner with this node's peer URL.
-func (a *Agent) learnerIs(ctx context.Context, id api.MemberID) bool {
-	got, _, learner, err := a.member.self(ctx)
+func (e *etcdJoin) learnerIs(ctx context.Context, id api.MemberID) bool {
+	got, _, learner, err := e.member.self(ctx)
 	return err == nil && learner && got == id
 }
 
-// newJoin is a new join request of this node.
-func (a *Agent) newJoin(attempt int) *api.JoinRequest {
-	j := api.NewJoinRequest(a.cfg.Name)
-	j.Metadata.CreatedAt = a.Now()
-	j.Spec = api.JoinRequestSpec{Node: a.cfg.Name, PeerURL: a.cfg.PeerURL, ClientURL: a.cfg.ClientURL, Attempt: attempt}
+// newRequest is a new join request of this node.
+func (e *etcdJoin) newRequest(attempt int) *api.JoinRequest {
+	j := api.NewJoinRequest(e.cfg.Name)
+	j.Metadata.CreatedAt = e.now()
+	j.Spec = api.JoinRequestSpec{Node: e.cfg.Name, PeerURL: e.cfg.PeerURL, ClientURL: e.cfg.ClientURL, Attempt: attempt}
 	return j
 }
 
-func (a *Agent) fileJoin(ctx context.Context, attempt int) (*api.JoinRequest, error) {
-	j := a.newJoin(attempt)
-	if err := a.store().Put(ctx, store.JoinKey(a.cfg.Name), j); err != nil {
+func (e *etcdJoin) file(ctx context.Context, attempt int) (*api.JoinRequest, error) {
+	j := e.newRequest(attempt)
+	if err := e.store().Put(ctx, store.JoinKey(e.cfg.Name), j); err != nil {
 		return nil, fmt.Errorf("agent: file join request: %w", err)
 	}
-	a.log.Info("join requested", "attempt", attempt)
+	e.log.Info("join requested", "attempt", attempt)
 	return j, nil
 }
 
-// followJoin acts on one reading of the join request; version is the
+// follow acts on one reading of the join request; version is the
 // EtcdCluster's spec.version read with it ("" none). It returns done once
 // the member is a voter.
-func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version string) (bool, error) {
+func (e *etcdJoin) follow(ctx context.Context, j *api.JoinRequest, version string) (bool, error) {
 	switch j.Status.Phase {
 	case api.JoinPending:
 		return false, nil
 	case api.JoinLearnerAdded:
-		if a.state.memberRunning() {
+		if e.state.memberRunning() {
 			return false, nil
 		}
 		failpoint.Hit(failpoint.AgentBeforeLearnerStart)
-		a.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
+		e.log.Info("added as learner; starting member", "member", j.Status.MemberID, "initialCluster", j.Status.InitialCluster)
 		if version != "" {
 			// Join on the version the cluster is rolled to, when the
 			// runtime has it, rather than the runtime's default.
-			a.member.useVersion(version, "the EtcdCluster's spec.version")
+			e.member.useVersion(version, "the EtcdCluster's spec.version")
 		}
-		err := a.member.launch(ctx, j.Status.InitialCluster, "existing")
+		err := e.member.launch(ctx, j.Status.InitialCluster, "existing")
 		if err == nil {
 			// At once: a learner serves only once it caught up with the
 			// leader, and the leader, which watches the node, then tries
 			// its promotion (coordinator/promote_wake.go). The marker
 			// follows.
-			a.node.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
-			err = a.member.record(ctx)
+			e.node.setPhase(ctx, api.NodeJoining, "learner started; waiting for promotion")
+			err = e.member.record(ctx)
 		}
 		if err != nil {
 			if errors.Is(err, member.ErrRemoved) {
@@ -241,23 +275,23 @@ func (a *Agent) followJoin(ctx context.Context, j *api.JoinRequest, version stri
 			}
 			// The coordinator removes a learner that never starts; keep
 			// trying until it does.
-			a.log.Warn("learner did not start; will retry", "err", err)
-			_ = a.member.stop(ctx)
+			e.log.Warn("learner did not start; will retry", "err", err)
+			_ = e.member.stop(ctx)
 			return false, nil
 		}
 		return false, nil
 	case api.JoinJoined:
-		a.log.Info("promoted to voter", "member", j.Status.MemberID)
+		e.log.Info("promoted to voter", "member", j.Status.MemberID)
 		return true, nil
 	case api.JoinFailed:
 		if !j.Status.Retry {
 			return false, fmt.Errorf("agent: join refused: %s", j.Status.Message)
 		}
-		a.log.Warn("join failed; wiping data dir and trying again", "reason", j.Status.Message, "attempt", j.Spec.Attempt)
-		if _, err := a.member.stopAndWipe(ctx); err != nil {
+		e.log.Warn("join failed; wiping data dir and trying again", "reason", j.Status.Message, "attempt", j.Spec.Attempt)
+		if _, err := e.member.stopAndWipe(ctx); err != nil {
 			return false, fmt.Errorf("agent: wipe data dir: %w", err)
 		}
-		next, err := a.fileJoin(ctx, j.Spec.Attempt+1)
+		next, err := e.file(ctx, j.Spec.Attempt+1)
 		if err != nil {
 			return false, err
 		}

@@ -27,37 +27,37 @@ func (v *joinView) removalDone() bool {
 	return v.removal != nil && v.removal.Status.Phase == api.RemoveDone
 }
 
-// readJoin reads the joinView.
-func (a *Agent) readJoin(ctx context.Context) (joinView, error) {
-	sv, err := a.store().View(ctx, a.joinRanges()...)
+// read reads the joinView.
+func (e *etcdJoin) read(ctx context.Context) (joinView, error) {
+	sv, err := e.store().View(ctx, e.ranges()...)
 	if err != nil {
 		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
 	}
-	v, err := a.decodeJoinView(sv)
-	a.noteQuota(v)
+	v, err := e.decode(sv)
+	e.noteQuota(v)
 	return v, err
 }
 
-// joinRanges are the keys a joinView is read from.
-func (a *Agent) joinRanges() []store.Range {
+// ranges are the keys a joinView is read from.
+func (e *etcdJoin) ranges() []store.Range {
 	return []store.Range{
-		store.Key(store.JoinKey(a.cfg.Name)),
-		store.Key(store.RemovalKey(a.cfg.Name)),
+		store.Key(store.JoinKey(e.cfg.Name)),
+		store.Key(store.RemovalKey(e.cfg.Name)),
 		store.Key(store.EtcdClusterKey),
-		store.Key(store.NodeKey(a.cfg.Name)),
+		store.Key(store.NodeKey(e.cfg.Name)),
 	}
 }
 
-// decodeJoinView decodes the joinView from sv, a view of joinRanges.
-func (a *Agent) decodeJoinView(sv *store.View) (joinView, error) {
+// decode decodes the joinView from sv, a view of ranges.
+func (e *etcdJoin) decode(sv *store.View) (joinView, error) {
 	var v joinView
 	j, r, n := &api.JoinRequest{}, &api.RemoveRequest{}, &api.Node{}
-	if found, err := sv.Decode(store.JoinKey(a.cfg.Name), j); err != nil {
+	if found, err := sv.Decode(store.JoinKey(e.cfg.Name), j); err != nil {
 		return joinView{}, fmt.Errorf("agent: read join request: %w", err)
 	} else if found {
 		v.join = j
 	}
-	if found, err := sv.Decode(store.RemovalKey(a.cfg.Name), r); err != nil {
+	if found, err := sv.Decode(store.RemovalKey(e.cfg.Name), r); err != nil {
 		return joinView{}, fmt.Errorf("agent: read removal request: %w", err)
 	} else if found {
 		v.removal = r
@@ -65,7 +65,7 @@ func (a *Agent) decodeJoinView(sv *store.View) (joinView, error) {
 	if spec, ok := clusterSpec(sv); ok {
 		v.version, v.quota, v.hasCluster = spec.Version, spec.Policy.QuotaBackendBytes, true
 	}
-	if found, err := sv.Decode(store.NodeKey(a.cfg.Name), n); err != nil {
+	if found, err := sv.Decode(store.NodeKey(e.cfg.Name), n); err != nil {
 		return joinView{}, fmt.Errorf("agent: read node: %w", err)
 	} else if found {
 		v.node = n
@@ -85,9 +85,9 @@ func clusterSpec(sv *store.View) (spec api.EtcdClusterSpec, ok bool) {
 
 // noteQuota keeps the database quota v read from the EtcdCluster for the
 // member's next start (etcd_quota.go); nothing when v read no EtcdCluster.
-func (a *Agent) noteQuota(v joinView) {
+func (e *etcdJoin) noteQuota(v joinView) {
 	if v.hasCluster {
-		a.etcd.wantQuota.Store(v.quota)
+		e.member.run.wantQuota.Store(v.quota)
 	}
 }
 
@@ -98,34 +98,34 @@ func (a *Agent) noteQuota(v joinView) {
 // EtcdCluster's version along; otherwise the same transaction reads the
 // joinView (done false). One round trip either way, where reading first
 // and then writing takes two.
-func (a *Agent) fileFirst(ctx context.Context) (v joinView, done bool, err error) {
-	n, j := a.node.object(nil), a.newJoin(1)
-	putNode, err := store.PutOp(store.NodeKey(a.cfg.Name), n)
+func (e *etcdJoin) fileFirst(ctx context.Context) (v joinView, done bool, err error) {
+	n, j := e.node.object(nil), e.newRequest(1)
+	putNode, err := store.PutOp(store.NodeKey(e.cfg.Name), n)
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: register: %w", err)
 	}
-	putJoin, err := store.PutOp(store.JoinKey(a.cfg.Name), j)
+	putJoin, err := store.PutOp(store.JoinKey(e.cfg.Name), j)
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: file join request: %w", err)
 	}
-	fresh := []clientv3.Cmp{store.Absent(store.NodeKey(a.cfg.Name)), store.Absent(store.JoinKey(a.cfg.Name)), store.Absent(store.RemovalKey(a.cfg.Name))}
-	then := append([]clientv3.Op{putNode, putJoin}, a.node.heartbeatOps()...)
-	sv, filed, err := a.store().TxnOrView(ctx, fresh, then, a.joinRanges()...)
+	fresh := []clientv3.Cmp{store.Absent(store.NodeKey(e.cfg.Name)), store.Absent(store.JoinKey(e.cfg.Name)), store.Absent(store.RemovalKey(e.cfg.Name))}
+	then := append([]clientv3.Op{putNode, putJoin}, e.node.heartbeatOps()...)
+	sv, filed, err := e.store().TxnOrView(ctx, fresh, then, e.ranges()...)
 	if err != nil {
 		return joinView{}, false, fmt.Errorf("agent: register and file join request: %w", err)
 	}
 	if !filed {
-		v, err := a.decodeJoinView(sv)
-		a.noteQuota(v)
+		v, err := e.decode(sv)
+		e.noteQuota(v)
 		return v, false, err
 	}
 	n.Metadata.Revision, j.Metadata.Revision = sv.Rev, sv.Rev
-	a.node.registered(n)
-	a.log.Info("join requested", "attempt", j.Spec.Attempt)
+	e.node.registered(n)
+	e.log.Info("join requested", "attempt", j.Spec.Attempt)
 	v = joinView{join: j}
 	if spec, ok := clusterSpec(sv); ok {
 		v.version, v.quota, v.hasCluster = spec.Version, spec.Policy.QuotaBackendBytes, true
 	}
-	a.noteQuota(v)
+	e.noteQuota(v)
 	return v, true, nil
 }

@@ -18,15 +18,15 @@ import (
 // the leader closes a join of a peer URL that is a voter at once ("member
 // is already a voter"), and the agent would start that voter on an empty
 // data dir, which etcd refuses forever.
-func (a *Agent) lostVoter(ctx context.Context) (api.MemberID, bool) {
-	if a.state.memberRunning() {
+func (e *etcdJoin) lostVoter(ctx context.Context) (api.MemberID, bool) {
+	if e.state.memberRunning() {
 		return 0, false
 	}
-	has, err := member.HasData(a.cfg.DataDir)
+	has, err := member.HasData(e.cfg.DataDir)
 	if err != nil || has {
 		return 0, false
 	}
-	id, _, learner, err := a.member.self(ctx)
+	id, _, learner, err := e.member.self(ctx)
 	if err != nil || learner {
 		return 0, false
 	}
@@ -40,12 +40,12 @@ func (a *Agent) lostVoter(ctx context.Context) (api.MemberID, bool) {
 // filed again at every RetryInterval: the reason is most often passing
 // (another voter not healthy yet, so removing this one would leave too
 // few), and a member with no data can do nothing else.
-func (a *Agent) removeLost(ctx context.Context, id api.MemberID) error {
-	why := fmt.Sprintf("member %s at this node's peer URL %s lost its data (no member data in %s)", id, a.cfg.PeerURL, a.cfg.DataDir)
-	a.log.Warn("this node's member lost its data; requesting its removal, then the node joins anew", "member", id, "dataDir", a.cfg.DataDir)
-	a.status("member lost its data; waiting for its removal")
+func (e *etcdJoin) removeLost(ctx context.Context, id api.MemberID) error {
+	why := fmt.Sprintf("member %s at this node's peer URL %s lost its data (no member data in %s)", id, e.cfg.PeerURL, e.cfg.DataDir)
+	e.log.Warn("this node's member lost its data; requesting its removal, then the node joins anew", "member", id, "dataDir", e.cfg.DataDir)
+	e.host.status("member lost its data; waiting for its removal")
 	file := func() error {
-		if _, err := requests.RequestRemoval(ctx, a.store(), a.cfg.Name, false, a.cfg.Name+": "+why); err != nil && !errors.Is(err, requests.ErrRemovalPending) {
+		if _, err := requests.RequestRemoval(ctx, e.store(), e.cfg.Name, false, e.cfg.Name+": "+why); err != nil && !errors.Is(err, requests.ErrRemovalPending) {
 			return fmt.Errorf("agent: request the removal of lost member %s: %w", id, err)
 		}
 		return nil
@@ -53,20 +53,20 @@ func (a *Agent) removeLost(ctx context.Context, id api.MemberID) error {
 	if err := file(); err != nil {
 		return err
 	}
-	tick := time.NewTicker(a.cfg.RetryInterval)
+	tick := time.NewTicker(e.cfg.RetryInterval)
 	defer tick.Stop()
 	lastRefusal := ""
 	for {
 		r := &api.RemoveRequest{}
-		err := a.store().Get(ctx, store.RemovalKey(a.cfg.Name), r)
+		err := e.store().Get(ctx, store.RemovalKey(e.cfg.Name), r)
 		switch {
 		case err == nil && r.Status.Phase == api.RemoveDone:
-			return a.removed(ctx, why)
+			return e.host.removed(ctx, why)
 		case err == nil && r.Status.Phase.Finished(), errors.Is(err, store.ErrNotFound):
 			if err == nil && r.Status.Message != lastRefusal {
 				lastRefusal = r.Status.Message
-				a.log.Info("the removal of this node's lost member was not done; filing it again", "phase", string(r.Status.Phase), "reason", r.Status.Message)
-				a.status("member lost its data; its removal was refused (" + r.Status.Message + "); asking again")
+				e.log.Info("the removal of this node's lost member was not done; filing it again", "phase", string(r.Status.Phase), "reason", r.Status.Message)
+				e.host.status("member lost its data; its removal was refused (" + r.Status.Message + "); asking again")
 			}
 			if err := file(); err != nil {
 				return err

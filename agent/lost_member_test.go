@@ -30,7 +30,7 @@ func TestLostMemberRemovalFiledAgainWhenRefused(t *testing.T) {
 	a.use(st.Client(), st)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- a.removeLost(ctx, 0x2) }()
+	go func() { done <- a.etcdJoin.removeLost(ctx, 0x2) }()
 
 	get := func() *api.RemoveRequest {
 		r := &api.RemoveRequest{}

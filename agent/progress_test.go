@@ -114,7 +114,7 @@ func TestJoinAsksForStartTime(t *testing.T) {
 	a.use(st.Client(), st)
 	ctx, cancel := context.WithCancel(t.Context())
 	joined := make(chan error, 1)
-	go func() { joined <- a.joinCluster(ctx, nil) }()
+	go func() { joined <- a.etcdJoin.run(ctx, nil) }()
 	if got, want := sock.Next(t), "EXTEND_TIMEOUT_USEC=45000000"; got != want {
 		t.Errorf("first datagram of a join %q, want %q", got, want)
 	}

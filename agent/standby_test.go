@@ -54,7 +54,7 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	joined := make(chan error, 1)
-	go func() { joined <- a.joinCluster(ctx, nil) }()
+	go func() { joined <- a.etcdJoin.run(ctx, nil) }()
 	for i := 0; ; i++ {
 		if got := sock.Next(t); got == "READY=1" {
 			break
