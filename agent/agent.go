@@ -180,7 +180,7 @@ type Agent struct {
 	// stopHeartbeat stops the heartbeat and waits for its lease's revoke;
 	// idempotent.
 	stopHeartbeat func()
-	gossip        gossipState // what it publishes in the mesh (agent/gossip.go)
+	gossip        *gossipState // its part in the gossip mesh (agent/gossip.go)
 	// supervisor wakes the member supervisor and asks it for the agent's
 	// upgrade (agent/supervise.go).
 	supervisor supervisorSignal
@@ -249,6 +249,8 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		now: func() time.Time { return a.Now() }}
 	a.etcdJoin = &etcdJoin{cfg: &a.cfg, log: a.log, now: func() time.Time { return a.Now() }, store: a.store, client: a.client,
 		member: a.member, node: a.node, state: &a.state, host: a}
+	a.gossip = &gossipState{cfg: &a.cfg, state: &a.state, endpoints: a.endpoints, store: a.store, log: a.log,
+		now: func() time.Time { return a.Now() }}
 	a.rt = a.newRuntime()
 	return a
 }
@@ -297,8 +299,8 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	a.state.setUp(true)
 	a.node.setPhase(ctx, a.readyPhase(), "")
-	a.publishGossip()
-	defer a.learnPeers()()
+	a.gossip.publish()
+	defer a.gossip.learnPeers()()
 	_ = a.notify.Ready()
 	a.status("ready")
 	a.log.Info("node ready", "controlPlane", a.controlPlane())
@@ -318,7 +320,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	if a.controlPlane() {
 		quota, dataDir = a.quotaWatch(), a.dataDirWatch()
 	}
-	return a.supervise(ctx, b.heartbeatGroup(), nonNil(a.gossipRefresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes(), a.drains(), a.kubeconfigPublish(), a.switchRelease()))
+	return a.supervise(ctx, b.heartbeatGroup(), nonNil(a.gossip.refresh(), a.nodeCertPublish(), gens, a.hypervisorController(), reload, ev, quota, dataDir, a.componentProbes(), a.drains(), a.kubeconfigPublish(), a.switchRelease()))
 }
 
 // connect makes the store client: the configured endpoints plus the local

@@ -309,7 +309,7 @@ func (b *bringUp) identity(ctx context.Context) (bool, error) {
 	if err := untilDone(ctx, identityRetry(), id.warning, transientOnly(id.ensure)); err != nil {
 		return false, err
 	}
-	if c := a.gossipKeys(); c != nil {
+	if c := a.gossip.keys(); c != nil {
 		b.keys = b.bg.start(b.outer, c)
 	}
 	return true, nil
@@ -386,7 +386,7 @@ func (b *bringUp) voter(ctx context.Context) (bool, error) {
 	if switched && b.keys != nil {
 		// Its follower holds the store it was made with.
 		b.keys.stop()
-		b.keys = b.bg.start(b.outer, a.gossipKeys())
+		b.keys = b.bg.start(b.outer, a.gossip.keys())
 	}
 	return true, nil
 }

@@ -80,7 +80,7 @@ type generationRunner struct {
 // generationRunner is the agent's generationRunner.
 func (a *Agent) generationRunner() *generationRunner {
 	return &generationRunner{name: a.cfg.Name, applier: a.cfg.Applier, hostFiles: a.cfg.HostFiles, store: a.store, now: func() time.Time { return a.Now() },
-		log: a.log, metrics: a.cfg.Metrics, checks: a.generationChecks(), applied: a.gossipApplied,
+		log: a.log, metrics: a.cfg.Metrics, checks: a.generationChecks(), applied: a.gossip.setApplied,
 		upgradeAsked: a.supervisor.upgradeAsked, upgraded: a.upgraded}
 }
 

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strconv"
@@ -86,113 +87,122 @@ func storePeers(st *store.Store, self string) gossip.PeerSource {
 // one-second probe interval. A generation applied is published at once.
 const GossipRefreshInterval = 250 * time.Millisecond
 
-// gossipState is what the agent publishes in the mesh beyond its
-// configuration, and what it last published.
+// gossipState is the agent's part in the mesh: what it publishes beyond
+// its configuration, what it last published, the controllers that keep
+// both and the mesh's keys current, and the peers it learns from the
+// store.
 type gossipState struct {
+	cfg       *Config
+	state     *nodeState
+	endpoints *endpointsCache // where the etcd endpoints the mesh names are kept
+	store     func() *store.Store
+	now       func() time.Time
+	log       *slog.Logger
+
 	applied atomic.Int64 // the NixOS generation applied; 0: none yet
 
 	mu   sync.Mutex
 	last *gossip.Meta
 }
 
-// gossipMeta is the node's metadata now: on a healthy control-plane node
+// meta is the node's metadata now: on a healthy control-plane node
 // whose member is a voter, where it serves etcd clients; the health digest;
 // the generation it applied.
-func (a *Agent) gossipMeta() gossip.Meta {
-	m := gossip.Meta{Name: a.cfg.Name, Version: a.cfg.Version}
-	for _, r := range a.cfg.Roles {
+func (g *gossipState) meta() gossip.Meta {
+	m := gossip.Meta{Name: g.cfg.Name, Version: g.cfg.Version}
+	for _, r := range g.cfg.Roles {
 		if slices.Contains([]api.Role{api.RoleControlPlane, api.RoleWorker}, r) {
 			m.Roles = append(m.Roles, string(r))
 		}
 	}
-	if a.state.isUp() {
+	if g.state.isUp() {
 		m.Health |= gossip.HealthOK
-		if a.controlPlane() {
-			m.ClientURL = a.cfg.ClientURL
+		if g.cfg.controlPlane() {
+			m.ClientURL = g.cfg.ClientURL
 			m.Health |= gossip.HealthEtcd | gossip.HealthVoter
 		}
 	}
-	if g := a.gossip.applied.Load(); g > 0 {
+	if g := g.applied.Load(); g > 0 {
 		m.Generation = strconv.FormatInt(g, 10)
 	}
 	return m
 }
 
-// publishGossip publishes the node's metadata when it differs from what
+// publish publishes the node's metadata when it differs from what
 // was last published; a failure is logged (the refresh tries again).
-func (a *Agent) publishGossip() {
-	if err := a.publishMeta(); err != nil {
-		a.log.Warn("publishing gossip metadata failed", "err", err)
+func (g *gossipState) publish() {
+	if err := g.publishMeta(); err != nil {
+		g.log.Warn("publishing gossip metadata failed", "err", err)
 	}
 }
 
 // publishMeta publishes the node's metadata when it differs from what was
 // last published.
-func (a *Agent) publishMeta() error {
-	if a.cfg.Gossip == nil {
+func (g *gossipState) publishMeta() error {
+	if g.cfg.Gossip == nil {
 		return nil
 	}
-	m := a.gossipMeta()
-	a.gossip.mu.Lock()
-	defer a.gossip.mu.Unlock()
-	if a.gossip.last != nil && reflect.DeepEqual(*a.gossip.last, m) {
+	m := g.meta()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.last != nil && reflect.DeepEqual(*g.last, m) {
 		return nil
 	}
-	if err := a.cfg.Gossip.SetMeta(m); err != nil {
+	if err := g.cfg.Gossip.SetMeta(m); err != nil {
 		return fmt.Errorf("agent: publish gossip metadata: %w", err)
 	}
-	a.gossip.last = &m
+	g.last = &m
 	return nil
 }
 
-// gossipApplied records the generation the node applied and publishes it.
-func (a *Agent) gossipApplied(gen int64) {
-	if gen <= 0 || a.gossip.applied.Swap(gen) == gen {
+// setApplied records the generation the node applied and publishes it.
+func (g *gossipState) setApplied(gen int64) {
+	if gen <= 0 || g.applied.Swap(gen) == gen {
 		return
 	}
-	a.publishGossip()
+	g.publish()
 }
 
-// gossipRefresh is the controller that publishes changed metadata every
+// refresh is the controller that publishes changed metadata every
 // GossipRefreshInterval (tick-only: its inputs are the agent's state and
 // the mesh) and caches the etcd endpoints the mesh names; nil without a
 // mesh. While it runs (learnPeers), the mesh rejoins, when it is alone,
 // through the peers the store's node records name.
-func (a *Agent) gossipRefresh() controller.Controller {
-	if a.cfg.Gossip == nil {
+func (g *gossipState) refresh() controller.Controller {
+	if g.cfg.Gossip == nil {
 		return nil
 	}
 	return &controller.Func{ControllerName: "gossip-refresh", Resync: GossipRefreshInterval, Do: func(context.Context) error {
-		err := a.publishMeta()
-		a.endpoints.save(gossip.EtcdEndpoints(a.cfg.Gossip.Nodes()), a.Now())
+		err := g.publishMeta()
+		g.endpoints.save(gossip.EtcdEndpoints(g.cfg.Gossip.Nodes()), g.now())
 		return err
 	}}
 }
 
 // learnPeers lets the mesh learn peers from the store's node records until
 // the returned stop is called.
-func (a *Agent) learnPeers() (stop func()) {
-	pl, learns := a.cfg.Gossip.(peerLearner)
-	if !learns || a.store() == nil {
+func (g *gossipState) learnPeers() (stop func()) {
+	pl, learns := g.cfg.Gossip.(peerLearner)
+	if !learns || g.store() == nil {
 		return func() {}
 	}
-	pl.SetPeerSource(storePeers(a.store(), a.cfg.Name))
+	pl.SetPeerSource(storePeers(g.store(), g.cfg.Name))
 	return func() { pl.SetPeerSource(nil) }
 }
 
-// gossipKeys is the controller that keeps the mesh's key generation in
+// keys is the controller that keeps the mesh's key generation in
 // step with the stored one (nicoctl gossip rotate-key), watching
 // store.GossipKeyKey; with a pki.dir, also its secret (rotate-key
 // --new-secret): it opens the secret sealed to this node with node.key
 // and keeps it in gossip.secret. nil without a mesh that takes keys.
-func (a *Agent) gossipKeys() controller.Controller {
-	kr, ok := a.cfg.Gossip.(gossipkey.Keyring)
-	if !ok || a.store() == nil {
+func (g *gossipState) keys() controller.Controller {
+	kr, ok := g.cfg.Gossip.(gossipkey.Keyring)
+	if !ok || g.store() == nil {
 		return nil
 	}
-	f := &gossipkey.Follower{St: a.store(), M: kr, Interval: gossipKeyResync, Log: a.log, Now: a.cfg.Clock.Now}
-	if _, withSecret := kr.(gossipkey.SecretKeyring); withSecret && a.cfg.PKI.Dir != "" {
-		f.Secret = &gossipkey.Member{Name: a.cfg.Name, Dir: a.cfg.PKI.Dir, Persist: true}
+	f := &gossipkey.Follower{St: g.store(), M: kr, Interval: gossipKeyResync, Log: g.log, Now: g.cfg.Clock.Now}
+	if _, withSecret := kr.(gossipkey.SecretKeyring); withSecret && g.cfg.PKI.Dir != "" {
+		f.Secret = &gossipkey.Member{Name: g.cfg.Name, Dir: g.cfg.PKI.Dir, Persist: true}
 	}
 	return &controller.Func{ControllerName: "gossip-keys", Prefixes: []string{store.GossipKeyKey}, Resync: gossipKeyResync, Do: f.Once}
 }

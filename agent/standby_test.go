@@ -66,7 +66,7 @@ func TestStandbyIsReadyAndKeepsWaiting(t *testing.T) {
 	if !a.Healthy() {
 		t.Error("a standby is not healthy for the watchdog")
 	}
-	if m := a.gossipMeta(); m.ClientURL != "" || m.Health != 0 {
+	if m := a.gossip.meta(); m.ClientURL != "" || m.Health != 0 {
 		t.Errorf("a standby advertises %+v in gossip, want no member and no health bits", m)
 	}
 	n := &api.Node{}
