@@ -183,12 +183,14 @@ type Agent struct {
 	gossip        *gossipState // its part in the gossip mesh (agent/gossip.go)
 	// supervisor wakes the member supervisor and asks it for the agent's
 	// upgrade (agent/supervise.go).
-	supervisor supervisorSignal
-	etcd       memberRun       // the etcd version and quota wanted and run (agent/etcd_version.go)
-	endpoints  *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
-	member     *localMember    // the local etcd member (agent/member.go)
-	node       *nodeWriter     // writes the node's object (agent/node_record.go)
-	etcdJoin   *etcdJoin       // the node's way into the etcd cluster (agent/join.go)
+	supervisor  supervisorSignal
+	etcd        memberRun       // the etcd version and quota wanted and run (agent/etcd_version.go)
+	endpoints   *endpointsCache // the endpoints last reached (agent/endpoints_cache.go)
+	member      *localMember    // the local etcd member (agent/member.go)
+	node        *nodeWriter     // writes the node's object (agent/node_record.go)
+	etcdJoin    *etcdJoin       // the node's way into the etcd cluster (agent/join.go)
+	supervision *supervision    // keeps the member running (agent/supervise.go)
+	removal     *removal        // the way out of the cluster (agent/removal.go)
 }
 
 // connection is a store client and the store over it.
@@ -247,8 +249,16 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 		dial: func(eps []string) (*clientv3.Client, error) { return a.etcdClient(eps, 0) }}
 	a.node = &nodeWriter{cfg: &a.cfg, rec: &a.rec, state: &a.state, member: a.member, store: a.store, log: a.log,
 		now: func() time.Time { return a.Now() }}
+	a.removal = &removal{cfg: &a.cfg, log: a.log, now: func() time.Time { return a.Now() }, state: &a.state, rec: &a.rec, member: a.member, node: a.node,
+		endpoints: a.endpoints, store: a.store, client: a.client, release: func(ctx context.Context) { a.generationRunner().release(ctx) },
+		stopHeartbeat: func() {
+			if a.stopHeartbeat != nil {
+				a.stopHeartbeat()
+			}
+		}}
 	a.etcdJoin = &etcdJoin{cfg: &a.cfg, log: a.log, now: func() time.Time { return a.Now() }, store: a.store, client: a.client,
-		member: a.member, node: a.node, state: &a.state, host: a}
+		member: a.member, node: a.node, state: &a.state, removal: a.removal, host: a}
+	a.supervision = &supervision{cfg: &a.cfg, log: a.log, state: &a.state, member: a.member, node: a.node, rec: &a.rec, signal: &a.supervisor, store: a.store}
 	a.gossip = &gossipState{cfg: &a.cfg, state: &a.state, endpoints: a.endpoints, store: a.store, log: a.log,
 		now: func() time.Time { return a.Now() }}
 	a.rt = a.newRuntime()
@@ -314,7 +324,7 @@ func (a *Agent) Run(ctx context.Context) (err error) {
 	}
 	var ev controller.Controller
 	if a.controlPlane() {
-		ev = a.etcdVersionWatch()
+		ev = a.supervision.versionWatch()
 	}
 	var quota, dataDir controller.Controller
 	if a.controlPlane() {

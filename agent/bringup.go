@@ -369,7 +369,7 @@ func (b *bringUp) voter(ctx context.Context) (bool, error) {
 	_, _, learner, err := a.member.self(ctx)
 	switch {
 	case errors.Is(err, errNoMember):
-		return false, a.removed(ctx, fmt.Sprintf("the cluster has no member at %s", a.cfg.PeerURL))
+		return false, a.removal.removed(ctx, fmt.Sprintf("the cluster has no member at %s", a.cfg.PeerURL))
 	case err != nil:
 		return false, nil // again at the next tick
 	case learner:

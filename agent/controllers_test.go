@@ -97,7 +97,7 @@ func TestAgentControllersConform(t *testing.T) {
 	})
 	settle()
 	t.Run("removal", func(t *testing.T) {
-		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller { return newAgent(t).removalWatch() }})
+		conformance.Run(t, conformance.Case{Store: st, New: func(t *testing.T) controller.Controller { return newAgent(t).removal.watch() }})
 	})
 	c := api.NewNixosConfiguration("w-1")
 	c.Spec.Generation = 1

@@ -47,56 +47,56 @@ const etcdVersionResync = 30 * time.Second
 //	                                       report EtcdVersionError; not retried
 //	                                       until another version is wanted
 
-// etcdVersionWatch is the controller that follows this node's desired etcd
+// versionWatch is the controller that follows this node's desired etcd
 // version.
-func (a *Agent) etcdVersionWatch() controller.Controller {
-	return &controller.Func{ControllerName: "etcd-version", Prefixes: []string{store.NodeEtcdVersionKey(a.cfg.Name)}, Resync: etcdVersionResync, Do: func(ctx context.Context) error {
+func (v *supervision) versionWatch() controller.Controller {
+	return &controller.Func{ControllerName: "etcd-version", Prefixes: []string{store.NodeEtcdVersionKey(v.cfg.Name)}, Resync: etcdVersionResync, Do: func(ctx context.Context) error {
 		want := &api.NodeEtcdVersion{}
-		err := a.store().Get(ctx, store.NodeEtcdVersionKey(a.cfg.Name), want)
+		err := v.store().Get(ctx, store.NodeEtcdVersionKey(v.cfg.Name), want)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			a.etcd.wantVersion.Store("")
+			v.member.run.wantVersion.Store("")
 		case err != nil:
 			return fmt.Errorf("agent: read desired etcd version: %w", err)
 		default:
-			a.etcd.wantVersion.Store(want.Spec.Version)
+			v.member.run.wantVersion.Store(want.Spec.Version)
 		}
-		a.supervisor.wake()
+		v.signal.wake()
 		return nil
 	}}
 }
 
-// followEtcdVersion restarts the running member on the wanted etcd
+// followVersion restarts the running member on the wanted etcd
 // version, if one is wanted that it does not run. Called by the member
 // supervisor only.
-func (a *Agent) followEtcdVersion(ctx context.Context) error {
-	want, _ := a.etcd.wantVersion.Load().(string)
-	running, _ := a.etcd.version.Load().(string)
-	if want == "" || want == running || want == a.etcd.failedVersion {
+func (v *supervision) followVersion(ctx context.Context) error {
+	want, _ := v.member.run.wantVersion.Load().(string)
+	running, _ := v.member.run.version.Load().(string)
+	if want == "" || want == running || want == v.member.run.failedVersion {
 		return nil
 	}
-	vr, ok := a.runtime.(member.Versioned)
+	vr, ok := v.member.runtime.(member.Versioned)
 	if !ok {
-		a.etcd.failedVersion = want
-		a.reportEtcdVersionError(ctx, fmt.Sprintf("etcd %s wanted: this runtime cannot change etcd version", want))
+		v.member.run.failedVersion = want
+		v.reportVersionError(ctx, fmt.Sprintf("etcd %s wanted: this runtime cannot change etcd version", want))
 		return nil
 	}
 	if err := vr.UseVersion(want); err != nil {
-		a.etcd.failedVersion = want
-		a.log.Warn("cannot run the wanted etcd version", "want", want, "running", running, "err", err)
-		a.reportEtcdVersionError(ctx, err.Error())
+		v.member.run.failedVersion = want
+		v.log.Warn("cannot run the wanted etcd version", "want", want, "running", running, "err", err)
+		v.reportVersionError(ctx, err.Error())
 		return nil
 	}
-	a.log.Info("restarting the member on another etcd version", "from", running, "to", want)
-	a.state.setUp(false)
-	if err := a.member.stop(ctx); err != nil {
+	v.log.Info("restarting the member on another etcd version", "from", running, "to", want)
+	v.state.setUp(false)
+	if err := v.member.stop(ctx); err != nil {
 		return fmt.Errorf("agent: stop member for etcd %s: %w", want, err)
 	}
-	err := a.member.start(ctx, "", "existing")
+	err := v.member.start(ctx, "", "existing")
 	if err == nil {
-		a.state.setUp(true)
-		a.etcd.failedVersion = ""
-		a.reportEtcdVersionError(ctx, "")
+		v.state.setUp(true)
+		v.member.run.failedVersion = ""
+		v.reportVersionError(ctx, "")
 		return nil
 	}
 	if errors.Is(err, member.ErrRemoved) {
@@ -104,24 +104,24 @@ func (a *Agent) followEtcdVersion(ctx context.Context) error {
 	}
 	// Back to the binary that ran: the member stays up and the leader's
 	// step runs into its deadline with the reason in the node's status.
-	a.etcd.failedVersion = want
-	a.log.Error("member did not start on the wanted etcd version; starting the previous one again", "want", want, "previous", running, "err", err)
+	v.member.run.failedVersion = want
+	v.log.Error("member did not start on the wanted etcd version; starting the previous one again", "want", want, "previous", running, "err", err)
 	if uerr := vr.UseVersion(running); uerr != nil {
 		return fmt.Errorf("agent: etcd %s did not start (%w) and %s is no longer available: %w", want, err, running, uerr)
 	}
-	if serr := a.member.start(ctx, "", "existing"); serr != nil {
+	if serr := v.member.start(ctx, "", "existing"); serr != nil {
 		return fmt.Errorf("agent: etcd %s did not start (%w), nor %s again: %w", want, err, running, serr)
 	}
-	a.state.setUp(true)
-	a.reportEtcdVersionError(ctx, fmt.Sprintf("etcd %s did not start: %v", want, err))
+	v.state.setUp(true)
+	v.reportVersionError(ctx, fmt.Sprintf("etcd %s did not start: %v", want, err))
 	return nil
 }
 
-// reportEtcdVersionError records why the wanted etcd version does not run
+// reportVersionError records why the wanted etcd version does not run
 // ("" clears it) with the running version, in the node's status.
-func (a *Agent) reportEtcdVersionError(ctx context.Context, msg string) {
-	n, ok := a.rec.update(func(s *api.NodeStatus) { s.EtcdVersionError = msg })
+func (v *supervision) reportVersionError(ctx context.Context, msg string) {
+	n, ok := v.rec.update(func(s *api.NodeStatus) { s.EtcdVersionError = msg })
 	if ok {
-		a.node.setPhase(ctx, n.Status.Phase, n.Status.Message)
+		v.node.setPhase(ctx, n.Status.Phase, n.Status.Message)
 	}
 }

@@ -25,30 +25,27 @@ const msgWaitLearner = "waiting for the coordinator to add this node as a learne
 // member lost its data asks for its removal first (lostVoter). Token
 // enrollment, the other "join", is pkg/enroll's.
 type etcdJoin struct {
-	cfg    *Config
-	log    *slog.Logger
-	now    func() time.Time
-	store  func() *store.Store
-	client func() *clientv3.Client
-	member *localMember
-	node   *nodeWriter
-	state  *nodeState
-	host   joinHost
+	cfg     *Config
+	log     *slog.Logger
+	now     func() time.Time
+	store   func() *store.Store
+	client  func() *clientv3.Client
+	member  *localMember
+	node    *nodeWriter
+	state   *nodeState
+	removal *removal // the way out, when the node is removed while it joins
+	host    joinHost
 }
 
 // joinHost is what a join asks of the rest of the agent.
 type joinHost interface {
 	// status tells the service manager what the agent does.
 	status(msg string)
-	// removed ends the agent as a node the cluster removed.
-	removed(ctx context.Context, why string) error
 	// extendWhileJoining asks the service manager for more start time
 	// while the join makes progress, until stop.
 	extendWhileJoining(ctx context.Context) (stop func())
 	// becomeStandby makes the node a standby, until stop.
 	becomeStandby(ctx context.Context, req *api.JoinRequest) (stop func())
-	// clearFinishedRemoval drops a finished removal request of the node.
-	clearFinishedRemoval(ctx context.Context)
 }
 
 // run follows this node's join request (filed or resumed, with the
@@ -87,7 +84,7 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 	defer tick.Stop()
 	for {
 		if v.removalDone() {
-			return e.host.removed(ctx, "removed while joining")
+			return e.removal.removed(ctx, "removed while joining")
 		}
 		if req.Status.Phase == api.JoinPending && req.Status.Standby && !e.state.inStandby() {
 			stopExtend() // started: no more start time to ask for
@@ -96,7 +93,7 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 		}
 		done, err := e.follow(ctx, req, v.version)
 		if errors.Is(err, member.ErrRemoved) {
-			return e.host.removed(ctx, "the cluster removed this member while it joined")
+			return e.removal.removed(ctx, "the cluster removed this member while it joined")
 		}
 		if done || err != nil {
 			return err
@@ -112,7 +109,7 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 		case <-tick.C:
 		case <-memberDone:
 			if errors.Is(e.member.runtime.Err(), member.ErrRemoved) {
-				return e.host.removed(ctx, "the cluster removed this member while it joined")
+				return e.removal.removed(ctx, "the cluster removed this member while it joined")
 			}
 			e.state.memberGone()
 			e.log.Warn("member exited while joining; it will be started again", "err", e.member.runtime.Err())
@@ -125,7 +122,7 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 		v = &next
 		if next.join == nil {
 			if v.removalDone() {
-				return e.host.removed(ctx, "removed while joining")
+				return e.removal.removed(ctx, "removed while joining")
 			}
 			if v.join, err = e.file(ctx, req.Spec.Attempt+1); err != nil {
 				return err
@@ -145,7 +142,7 @@ func (e *etcdJoin) registerAndRequest(ctx context.Context, joining bool) (*joinV
 		if err := e.node.register(ctx); err != nil {
 			return nil, err
 		}
-		e.host.clearFinishedRemoval(ctx)
+		e.removal.clearFinished(ctx)
 		return nil, nil
 	}
 	v, done, err := e.fileFirst(ctx)

@@ -61,7 +61,7 @@ func (e *etcdJoin) removeLost(ctx context.Context, id api.MemberID) error {
 		err := e.store().Get(ctx, store.RemovalKey(e.cfg.Name), r)
 		switch {
 		case err == nil && r.Status.Phase == api.RemoveDone:
-			return e.host.removed(ctx, why)
+			return e.removal.removed(ctx, why)
 		case err == nil && r.Status.Phase.Finished(), errors.Is(err, store.ErrNotFound):
 			if err == nil && r.Status.Message != lastRefusal {
 				lastRefusal = r.Status.Message
