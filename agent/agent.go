@@ -145,7 +145,20 @@ type Notifier interface {
 	Stopping() error
 }
 
-// Agent runs one machine's part of nico.
+// Agent runs one machine's part of nico. It composes the components that
+// do the work, each with the dependencies it uses, and the controllers
+// that run them (agent/controllers.go):
+//
+//	component     file               does
+//	localMember   member.go          the etcd member: data dir at start, start, stop, wipe
+//	nodeWriter    node_record.go     the node's object: registration, phase changes
+//	etcdJoin      join.go            the way into the etcd cluster: join request, learner, standby
+//	supervision   supervise.go       restarts a crashed member, follows the wanted etcd version
+//	removal       removal.go         the way out: wipe, record removed, release the machine
+//	gossipState   gossip.go          the node's metadata in the mesh, the mesh's keys
+//	machinePKI    pki.go             the machine's certificates and their renewal
+//	etcdIdentity  identity.go        the etcd user and role the agent connects as
+//	bringUp       bringup.go         the bring-up phases, as controllers
 type Agent struct {
 	cfg     Config
 	runtime member.Runtime

@@ -22,7 +22,7 @@ import (
 // would fail the writes checked before it (ErrAuthOldRevision) and have
 // them proposed again.
 //
-//	agent.Run: ensurePKI → prepareMember → connect → EnsureSelf → register
+//	agent.Run: ensurePKI → localMember.prepare → connect → EnsureSelf → register
 //	agent.Run (joining): connect as root → register → join → voter → EnsureSelf → node identity
 func EnsureSelf(ctx context.Context, dir pki.Dir, endpoints []string, prefix, name string, roles []api.Role, enable bool, log *slog.Logger) error {
 	cli, err := rootClient(dir, endpoints)
