@@ -62,7 +62,7 @@ type bringUpPhase struct {
 	makes output
 	// tick is how often the phase reconciles while it has its inputs and
 	// has not made its output; zero: only when woken.
-	tick func(a *Agent) time.Duration
+	tick func(cfg *Config) time.Duration
 	// do makes the output and reports whether it did; (false, nil): not
 	// yet, again at the next tick.
 	do func(b *bringUp, ctx context.Context) (bool, error)
@@ -82,7 +82,7 @@ var bringUpPhases = []bringUpPhase{
 	{name: "registration", needs: []output{identityMade}, makes: nodeRegistered, do: (*bringUp).register, retried: true},
 	{name: "etcd-join", needs: []output{nodeRegistered}, makes: memberJoined, do: (*bringUp).joinEtcd, retried: true},
 	{name: "voter", needs: []output{memberJoined}, makes: memberVoter, do: (*bringUp).voter,
-		tick: func(a *Agent) time.Duration { return a.cfg.RetryInterval / 4 }},
+		tick: func(cfg *Config) time.Duration { return cfg.RetryInterval / 4 }},
 	{name: "member-certs", needs: []output{memberVoter}, makes: leavesIssued, do: (*bringUp).leaves},
 }
 
@@ -180,7 +180,7 @@ func (b *bringUp) controllers() []controller.Controller {
 		// watches), at which a phase that waits finds nothing to do.
 		tick := time.Hour
 		if p.tick != nil {
-			tick = p.tick(b.a)
+			tick = p.tick(&b.a.cfg)
 		}
 		ctrls = append(ctrls, &controller.Func{
 			ControllerName: p.name, Resync: tick, Wake: wake,

@@ -164,7 +164,7 @@ func TestBringUpPollsAPhaseNotYetDone(t *testing.T) {
 		tries++
 		return tries == 3, nil
 	})
-	poll.tick = func(*Agent) time.Duration { return 5 * time.Millisecond }
+	poll.tick = func(*Config) time.Duration { return 5 * time.Millisecond }
 	b := testBringUp(t, ctx, r.phase("first", nil, certsInPlace, done), poll)
 	if err := b.run(ctx); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"slices"
@@ -58,7 +59,11 @@ type ComponentProbeConfig struct {
 //	                                        v
 //	                            probe each component --> changed, new lease or ReportRefresh elapsed? --yes--> write report
 type componentProber struct {
-	a        *Agent
+	name     string // the node's
+	now      func() time.Time
+	log      *slog.Logger
+	store    func() *store.Store
+	rec      *nodeRecord // the heartbeat's lease
 	cfg      ComponentProbeConfig
 	cluster  string
 	lastAt   time.Time
@@ -93,7 +98,7 @@ func (a *Agent) componentProbes() controller.Controller {
 	if cfg.ReadFile == nil {
 		cfg.ReadFile = os.ReadFile
 	}
-	p := &componentProber{a: a, cfg: cfg}
+	p := &componentProber{name: a.cfg.Name, now: func() time.Time { return a.Now() }, log: a.log, store: a.store, rec: &a.rec, cfg: cfg}
 	return &controller.Func{ControllerName: "component-probes", Resync: cfg.Interval, Do: p.reconcile,
 		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir, store.NixosConfigKey(a.cfg.Name),
 			store.HeartbeatKey(a.cfg.Name)}}
@@ -105,10 +110,10 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: component probes: %w", err)
 	}
-	key := store.ComponentReportKey(p.a.cfg.Name)
+	key := store.ComponentReportKey(p.name)
 	if kc == nil {
 		if p.reported {
-			if err := p.a.store().Delete(ctx, key); err != nil {
+			if err := p.store().Delete(ctx, key); err != nil {
 				return fmt.Errorf("agent: component probes: drop report: %w", err)
 			}
 			p.reported = false
@@ -116,7 +121,7 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 		p.cluster, p.written = "", nil
 		return nil
 	}
-	now := p.a.Now()
+	now := p.now()
 	probes := kc.Spec.Probes.WithDefaults()
 	every := time.Duration(probes.Interval)
 	if !p.healthy {
@@ -126,19 +131,19 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: component probes: %w", err)
 	}
-	lease := p.a.rec.heartbeatLease()
+	lease := p.rec.heartbeatLease()
 	if p.cluster == kc.Metadata.Name && now.Sub(p.lastAt) < every && applied == p.applied && lease == p.lease {
 		return nil
 	}
-	r := api.NewComponentReport(p.a.cfg.Name)
+	r := api.NewComponentReport(p.name)
 	r.Status.Cluster = kc.Metadata.Name
 	r.Status.Components = p.probe(ctx, kc)
-	r.Status.CheckedAt = p.a.Now().UTC()
+	r.Status.CheckedAt = p.now().UTC()
 	r.Status.FreshUntil = r.Status.CheckedAt.Add(ReportRefresh + 3*time.Duration(probes.Interval))
 	p.healthy = !slices.ContainsFunc(r.Status.Components, func(h api.ComponentHealth) bool { return !h.Healthy })
 	if w := p.written; w == nil || w.Cluster != r.Status.Cluster || applied != p.applied || lease != p.lease ||
 		!slices.Equal(w.Components, r.Status.Components) || r.Status.CheckedAt.Sub(w.CheckedAt) >= ReportRefresh {
-		if err := p.a.store().PutOnLease(ctx, r, clientv3.LeaseID(lease)); err != nil {
+		if err := p.store().PutOnLease(ctx, r, clientv3.LeaseID(lease)); err != nil {
 			p.written = nil
 			return fmt.Errorf("agent: component probes: report: %w", err)
 		}
@@ -151,8 +156,8 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 // appliedGeneration is the generation this machine's configuration says
 // it applied (0: none).
 func (p *componentProber) appliedGeneration(ctx context.Context) (int64, error) {
-	c := api.NewNixosConfiguration(p.a.cfg.Name)
-	if err := p.a.store().Get(ctx, store.NixosConfigKey(p.a.cfg.Name), c); errors.Is(err, store.ErrNotFound) {
+	c := api.NewNixosConfiguration(p.name)
+	if err := p.store().Get(ctx, store.NixosConfigKey(p.name), c); errors.Is(err, store.ErrNotFound) {
 		return 0, nil
 	} else if err != nil {
 		return 0, err
@@ -162,15 +167,15 @@ func (p *componentProber) appliedGeneration(ctx context.Context) (int64, error) 
 
 // myCluster is the cluster whose control plane this machine is in, or nil.
 func (p *componentProber) myCluster(ctx context.Context) (*api.KubernetesCluster, error) {
-	me := p.a.cfg.Name
-	kv, err := p.a.store().GetKV(ctx, store.ClusterClaimKey(me))
+	me := p.name
+	kv, err := p.store().GetKV(ctx, store.ClusterClaimKey(me))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
 	}
 	kc := &api.KubernetesCluster{}
-	if err := p.a.store().Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
+	if err := p.store().Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
@@ -199,8 +204,8 @@ func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) 
 		return out
 	}
 	probes := kc.Spec.Probes.WithDefaults()
-	pr := &kubeprobe.Prober{Timeout: time.Duration(probes.Timeout), Identities: []string{p.a.cfg.Name}}
-	if h, err := os.Hostname(); err == nil && h != p.a.cfg.Name {
+	pr := &kubeprobe.Prober{Timeout: time.Duration(probes.Timeout), Identities: []string{p.name}}
+	if h, err := os.Hostname(); err == nil && h != p.name {
 		pr.Identities = append(pr.Identities, h)
 	}
 	kubeconfig := p.cfg.Kubeconfig
@@ -208,7 +213,7 @@ func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) 
 		kubeconfig = path
 	}
 	if data, err := p.cfg.ReadFile(kubeconfig); err != nil {
-		p.a.log.Debug("leader leases not checked", "kubeconfig", kubeconfig, "err", err)
+		p.log.Debug("leader leases not checked", "kubeconfig", kubeconfig, "err", err)
 	} else {
 		server, apiURL := "", probes.APIServer.URL
 		if u := p.cfg.URLs[api.ComponentAPIServer]; u != "" {
@@ -221,7 +226,7 @@ func (p *componentProber) probe(ctx context.Context, kc *api.KubernetesCluster) 
 			defer l.Close()
 			pr.Leases = l
 		} else {
-			p.a.log.Debug("leader leases not checked", "kubeconfig", kubeconfig, "err", err)
+			p.log.Debug("leader leases not checked", "kubeconfig", kubeconfig, "err", err)
 		}
 	}
 	out := make([]api.ComponentHealth, 0, len(targets))

@@ -70,7 +70,7 @@ func agentBackoff() backoff.BackOff {
 // newRuntime is the agent's controller runtime over its store client (set
 // by connect, before any controller that watches starts).
 func (a *Agent) newRuntime() *controller.Runtime {
-	return controller.New(agentSource{a},
+	return controller.New(agentSource{a.client},
 		controller.WithClock(a.cfg.Clock),
 		controller.WithLogger(a.log),
 		controller.WithBackoff(agentBackoff),
@@ -99,24 +99,24 @@ func (e exitError) Unwrap() error { return e.err }
 func isExit(err error) bool { _, ok := errors.AsType[exitError](err); return ok }
 
 // agentSource is the runtime's view of the agent's store client.
-type agentSource struct{ a *Agent }
+type agentSource struct{ client func() *clientv3.Client }
 
 var errNotConnected = errors.New("agent: not connected to the store yet")
 
 func (s agentSource) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	if s.a.client() == nil {
+	if s.client() == nil {
 		return nil, errNotConnected
 	}
-	return s.a.client().Get(ctx, key, opts...)
+	return s.client().Get(ctx, key, opts...)
 }
 
 func (s agentSource) Watch(ctx context.Context, key string, opts ...clientv3.OpOption) clientv3.WatchChan {
-	if s.a.client() == nil {
+	if s.client() == nil {
 		ch := make(chan clientv3.WatchResponse)
 		close(ch)
 		return ch
 	}
-	return s.a.client().Watch(ctx, key, opts...)
+	return s.client().Watch(ctx, key, opts...)
 }
 
 // groups runs groups of controllers in the background on the agent's

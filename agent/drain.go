@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -39,8 +40,11 @@ type DrainConfig struct {
 //	request (watch) --runner is me, attempt unanswered or Running--> write Running
 //	    --> run command --> exit 0: Succeeded | else: Failed (exit code, timed out, tail)
 type drainer struct {
-	a   *Agent
-	cfg DrainConfig
+	name  string // the node's
+	now   func() time.Time
+	log   *slog.Logger
+	store func() *store.Store
+	cfg   DrainConfig
 }
 
 func (a *Agent) drains() controller.Controller {
@@ -57,7 +61,7 @@ func (a *Agent) drains() controller.Controller {
 	if cfg.OutputTail <= 0 {
 		cfg.OutputTail = DrainTail
 	}
-	d := &drainer{a: a, cfg: cfg}
+	d := &drainer{name: a.cfg.Name, now: func() time.Time { return a.Now() }, log: a.log, store: a.store, cfg: cfg}
 	// A drain runs as long as its timeout: the reconcile is not stalled.
 	return &controller.Func{ControllerName: "drains", Prefixes: []string{store.DrainRequestsDir}, Resync: cfg.Resync,
 		Policy: controller.HealthPolicy{StallAfter: -1}, Do: d.reconcile}
@@ -65,12 +69,12 @@ func (a *Agent) drains() controller.Controller {
 
 // reconcile runs every request asked of this machine, one at a time.
 func (d *drainer) reconcile(ctx context.Context) error {
-	reqs, _, err := store.List[api.DrainRequest](ctx, d.a.store(), store.DrainRequestsDir)
+	reqs, _, err := store.List[api.DrainRequest](ctx, d.store(), store.DrainRequestsDir)
 	if err != nil {
 		return fmt.Errorf("agent: drains: %w", err)
 	}
 	for _, r := range reqs {
-		if r.Spec.Runner != d.a.cfg.Name || r.Spec.Attempt <= 0 {
+		if r.Spec.Runner != d.name || r.Spec.Attempt <= 0 {
 			continue
 		}
 		// Answered and finished: done. Running for this attempt: an
@@ -89,9 +93,9 @@ func (d *drainer) reconcile(ctx context.Context) error {
 // run runs one attempt of r and records it.
 func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 	key := store.DrainRequestKey(r.Metadata.Name)
-	log := d.a.log.With("cluster", r.Spec.Cluster, "machine", r.Spec.Machine, "attempt", r.Spec.Attempt)
-	r.Status = api.DrainRequestStatus{Attempt: r.Spec.Attempt, Runner: d.a.cfg.Name, Phase: api.DrainRunning, ExitCode: 0, StartedAt: d.a.Now().UTC()}
-	if err := d.a.store().Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
+	log := d.log.With("cluster", r.Spec.Cluster, "machine", r.Spec.Machine, "attempt", r.Spec.Attempt)
+	r.Status = api.DrainRequestStatus{Attempt: r.Spec.Attempt, Runner: d.name, Phase: api.DrainRunning, ExitCode: 0, StartedAt: d.now().UTC()}
+	if err := d.store().Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
 		return nil // changed meanwhile: the watch brings it back
 	} else if err != nil {
 		return fmt.Errorf("agent: drain %s: %w", r.Spec.Machine, err)
@@ -106,7 +110,7 @@ func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 	if ctx.Err() != nil {
 		return nil // stopping: the request stays Running, run again on restart
 	}
-	r.Status.FinishedAt = d.a.Now().UTC()
+	r.Status.FinishedAt = d.now().UTC()
 	r.Status.ExitCode, r.Status.TimedOut, r.Status.Output = res.ExitCode, res.TimedOut, res.Output
 	r.Status.Phase = api.DrainSucceeded
 	if res.Err != nil {
@@ -115,7 +119,7 @@ func (d *drainer) run(ctx context.Context, r *api.DrainRequest) error {
 	} else {
 		log.Info("drain succeeded", "took", r.Status.FinishedAt.Sub(r.Status.StartedAt))
 	}
-	if err := d.a.store().Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
+	if err := d.store().Update(ctx, key, r); errors.Is(err, store.ErrConflict) {
 		log.Info("drain result dropped: the request changed while it ran")
 		return nil
 	} else if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"reflect"
 	"time"
@@ -45,9 +46,12 @@ type KubeconfigPublishConfig struct {
 //	    --no--> nothing | yes --> read file --> rewrite server --> seal, write if changed
 //	    --> report (published | the path and the error)
 type kubeconfigPublisher struct {
-	a    *Agent
-	cfg  KubeconfigPublishConfig
-	last *api.KubeconfigReportStatus // the last report written
+	name  string // the node's
+	now   func() time.Time
+	log   *slog.Logger
+	store func() *store.Store
+	cfg   KubeconfigPublishConfig
+	last  *api.KubeconfigReportStatus // the last report written
 }
 
 func (a *Agent) kubeconfigPublish() controller.Controller {
@@ -64,7 +68,7 @@ func (a *Agent) kubeconfigPublish() controller.Controller {
 	if cfg.SecretsKey == "" && a.cfg.PKI.Dir != "" {
 		cfg.SecretsKey = a.cfg.PKI.Dir.SecretsKey()
 	}
-	p := &kubeconfigPublisher{a: a, cfg: cfg}
+	p := &kubeconfigPublisher{name: a.cfg.Name, now: func() time.Time { return a.Now() }, log: a.log, store: a.store, cfg: cfg}
 	return &controller.Func{ControllerName: "kubeconfig-publish", Resync: cfg.Interval, Do: p.reconcile,
 		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir}}
 }
@@ -76,32 +80,32 @@ func (p *kubeconfigPublisher) reconcile(ctx context.Context) error {
 		return err
 	}
 	path := kc.Spec.Kubeconfig.Path
-	st := api.KubeconfigReportStatus{Machine: p.a.cfg.Name, Path: path, Server: "https://" + kc.Status.ControlPlaneEndpoint}
+	st := api.KubeconfigReportStatus{Machine: p.name, Path: path, Server: "https://" + kc.Status.ControlPlaneEndpoint}
 	value, err := p.read(path, st.Server)
 	if err == nil {
 		st.Digest = digest(value)
 		var changed bool
 		if changed, err = p.publish(ctx, kc.Metadata.Name, value); err == nil {
 			st.Published = true
-			st.PublishedAt = p.a.Now().UTC()
+			st.PublishedAt = p.now().UTC()
 			if !changed && p.last != nil && p.last.Published && p.last.Digest == st.Digest {
 				st.PublishedAt = p.last.PublishedAt
 			}
 			if changed {
-				p.a.log.Info("kubeconfig published", "cluster", kc.Metadata.Name, "path", path, "server", st.Server)
+				p.log.Info("kubeconfig published", "cluster", kc.Metadata.Name, "path", path, "server", st.Server)
 			}
 		}
 	}
 	if err != nil {
-		st.Message = fmt.Sprintf("%s on %s: %v", path, p.a.cfg.Name, err)
-		p.a.log.Warn("kubeconfig not published", "cluster", kc.Metadata.Name, "path", path, "err", err)
+		st.Message = fmt.Sprintf("%s on %s: %v", path, p.name, err)
+		p.log.Warn("kubeconfig not published", "cluster", kc.Metadata.Name, "path", path, "err", err)
 	}
 	if p.last != nil && reflect.DeepEqual(*p.last, st) {
 		return nil
 	}
 	r := api.NewKubeconfigReport(kc.Metadata.Name)
 	r.Status = st
-	if err := p.a.store().PutObject(ctx, r); err != nil {
+	if err := p.store().PutObject(ctx, r); err != nil {
 		return fmt.Errorf("agent: kubeconfig publish: report: %w", err)
 	}
 	p.last = &st
@@ -113,21 +117,21 @@ func (p *kubeconfigPublisher) reconcile(ctx context.Context) error {
 // is not being deleted, its control plane is ready and this machine is
 // its publisher.
 func (p *kubeconfigPublisher) cluster(ctx context.Context) (*api.KubernetesCluster, error) {
-	kv, err := p.a.store().GetKV(ctx, store.ClusterClaimKey(p.a.cfg.Name))
+	kv, err := p.store().GetKV(ctx, store.ClusterClaimKey(p.name))
 	if errors.Is(err, store.ErrNotFound) || (err == nil && kv == nil) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("agent: kubeconfig publish: %w", err)
 	}
 	kc := &api.KubernetesCluster{}
-	if err := p.a.store().Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
+	if err := p.store().Get(ctx, store.ClusterKey(string(kv.Value)), kc); errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, fmt.Errorf("agent: kubeconfig publish: %w", err)
 	}
 	ready := api.FindClusterCondition(kc.Status.Conditions, api.CondControlPlaneReady)
 	if kc.Deleting() || kc.Spec.Kubeconfig.Path == "" || kc.Status.ControlPlaneEndpoint == "" || ready == nil || ready.Status != api.ConditionTrue ||
-		kc.KubeconfigPublisher() != p.a.cfg.Name {
+		kc.KubeconfigPublisher() != p.name {
 		return nil, nil
 	}
 	return kc, nil
@@ -154,7 +158,7 @@ func (p *kubeconfigPublisher) publish(ctx context.Context, cluster string, value
 	if err != nil {
 		return false, err
 	}
-	s := secrets.New(p.a.store(), box)
+	s := secrets.New(p.store(), box)
 	name := api.KubeconfigSecretName(cluster)
 	sec := api.NewSecret(name)
 	err = s.Get(ctx, store.NamedSecretKey(name), sec)
