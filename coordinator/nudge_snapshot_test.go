@@ -30,14 +30,24 @@ func (heldPromote) Promote(context.Context, []string, api.MemberID, string, stri
 }
 
 // gapSeen is a slog handler that notes the embedded runtime's warning that
-// a starting member is in the refuse-own-publish state, and its restart of
-// a member whose own publish arrived inside the snapshot (pkg/member), which
-// also ends that state without a write.
-type gapSeen struct{ seen, restarted atomic.Bool }
+// a starting member is in the refuse-own-publish state, with the committed
+// index it had then, and its restart of a member whose own publish arrived
+// inside the snapshot (pkg/member), which also ends that state without a
+// write.
+type gapSeen struct {
+	seen, restarted atomic.Bool
+	committed       atomic.Uint64 // the member's committed index at the warning
+}
 
 func (g *gapSeen) Enabled(context.Context, slog.Level) bool { return true }
 func (g *gapSeen) Handle(_ context.Context, r slog.Record) error {
 	if strings.Contains(r.Message, "refuses its own publish") {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "committed-index" {
+				g.committed.Store(a.Value.Resolve().Uint64())
+			}
+			return true
+		})
 		g.seen.Store(true)
 	}
 	if strings.Contains(r.Message, "restarts once") {
@@ -53,9 +63,11 @@ func (g *gapSeen) WithGroup(string) slog.Handler      { return g }
 // ("too many requests") until an entry after the snapshot is applied
 // (docs/etcd-snapshot-join.md). With its promotion held, so that nothing
 // else writes and no client is there, only the leader's nudge gets it
-// ready; without nudges it stays not ready, unless its own publish was in
-// the snapshot and its runtime restarted it (which sets its applied index). The leader never promotes it
-// meanwhile: a learner is promoted only once it serves.
+// ready; without nudges it stays not ready until an entry is committed
+// after its snapshot (etcd's leader proposes some by itself: a cluster or
+// storage version update), unless its own publish was in the snapshot and
+// its runtime restarted it (which sets its applied index). The leader
+// never promotes it meanwhile: a learner is promoted only once it serves.
 func TestNudgeReadiesASnapshottedLearner(t *testing.T) {
 	t.Parallel()
 	for _, nudge := range []bool{false, true} {
@@ -170,7 +182,18 @@ func snapshottedLearner(t *testing.T, nudge bool) {
 				// restarted it, and the restart set its applied index.
 				t.Log("the learner refused its own publish after its snapshot, which held its own publish; the runtime restarted it")
 			case !nudge && gap.seen.Load():
-				t.Fatal("the learner refused its own publish after its snapshot, then became ready with no write")
+				// Only an entry committed after the gap readies it: one
+				// that etcd's leader proposes by itself (a cluster or
+				// storage version update) or a pass's write. Ready with
+				// none is what the mechanism rules out.
+				st, err := cli.Status(ctx, client0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.RaftIndex <= gap.committed.Load() {
+					t.Fatalf("the learner refused its own publish after its snapshot (committed index %d), then became ready with no entry committed after it (the leader's index %d)", gap.committed.Load(), st.RaftIndex)
+				}
+				t.Logf("the learner refused its own publish after its snapshot (committed index %d); an entry committed after it (the leader's index %d) readied it", gap.committed.Load(), st.RaftIndex)
 			case !nudge:
 				// etcd sent entries after the snapshot this time, so
 				// the learner applied one and was never stuck: the
