@@ -257,23 +257,23 @@ func New(cfg Config, runtime member.Runtime, notify Notifier, log *slog.Logger) 
 	a := &Agent{cfg: cfg, runtime: runtime, notify: notify, log: log.With("component", "agent", "node", cfg.Name), Now: cfg.Clock.Now, RenewInterval: time.Hour, Executable: os.Executable, supervisor: supervisorSignal{woken: make(chan struct{}, 1)}}
 	a.endpoints = &endpointsCache{path: cfg.EndpointsCache, log: a.log}
 	a.etcd.wantQuota.Store(-1)
+	// The components read the clock through Now, which tests replace.
+	now := func() time.Time { return a.Now() }
 	a.member = &localMember{cfg: &a.cfg, runtime: runtime, state: &a.state, run: &a.etcd, leaves: &a.leaves, endpoints: a.endpoints, log: a.log,
-		now: func() time.Time { return a.Now() }, client: a.client, tls: a.memberTLS,
+		now: now, client: a.client, tls: a.memberTLS,
 		dial: func(eps []string) (*clientv3.Client, error) { return a.etcdClient(eps, 0) }}
-	a.node = &nodeWriter{cfg: &a.cfg, rec: &a.rec, state: &a.state, member: a.member, store: a.store, log: a.log,
-		now: func() time.Time { return a.Now() }}
-	a.removal = &removal{cfg: &a.cfg, log: a.log, now: func() time.Time { return a.Now() }, state: &a.state, rec: &a.rec, member: a.member, node: a.node,
+	a.node = &nodeWriter{cfg: &a.cfg, rec: &a.rec, state: &a.state, member: a.member, store: a.store, log: a.log, now: now}
+	a.removal = &removal{cfg: &a.cfg, log: a.log, now: now, state: &a.state, rec: &a.rec, member: a.member, node: a.node,
 		endpoints: a.endpoints, store: a.store, client: a.client, release: func(ctx context.Context) { a.generationRunner().release(ctx) },
 		stopHeartbeat: func() {
 			if a.stopHeartbeat != nil {
 				a.stopHeartbeat()
 			}
 		}}
-	a.etcdJoin = &etcdJoin{cfg: &a.cfg, log: a.log, now: func() time.Time { return a.Now() }, store: a.store, client: a.client,
+	a.etcdJoin = &etcdJoin{cfg: &a.cfg, log: a.log, now: now, store: a.store, client: a.client,
 		member: a.member, node: a.node, state: &a.state, removal: a.removal, host: a}
 	a.supervision = &supervision{cfg: &a.cfg, log: a.log, state: &a.state, member: a.member, node: a.node, rec: &a.rec, signal: &a.supervisor, store: a.store}
-	a.gossip = &gossipState{cfg: &a.cfg, state: &a.state, endpoints: a.endpoints, store: a.store, log: a.log,
-		now: func() time.Time { return a.Now() }}
+	a.gossip = &gossipState{cfg: &a.cfg, state: &a.state, endpoints: a.endpoints, store: a.store, log: a.log, now: now}
 	a.rt = a.newRuntime()
 	return a
 }
