@@ -38,12 +38,12 @@ import (
 //	cert-renewal        pki        -                 caCheckInterval (ca.key machines)
 //	node-cert-renewal   pki        -                 RenewInterval (machines without ca.key)
 //	gossip-keys         keys       gossip-key        gossipKeyResync
-//	heartbeat           heartbeat  heartbeats/<node> HeartbeatTTL/3
+//	heartbeat           heartbeat  heartbeats/<node> heartbeatResync
 //	join-progress       join       -                 JoinProgressInterval (while joining, under systemd)
 //	gossip-refresh      node       -                 GossipRefreshInterval
 //	node-cert-publish   node       -                 nodeCertCheckInterval
 //	member              node       - (wakes: supervisorSignal) memberCheckInterval
-//	generations         node       nixosconfigs/<node> RetryInterval (with an Applier)
+//	generations         node       nixosconfigs/<node> generationResync (with an Applier)
 //	hypervisor          node       machines/ nodes/  hypervisor.Config.Resync (hypervisor role; wakes: a held-back machine due)
 //	removal             node       removals/<node>   removalResync
 //	component-probes    node       clusterclaims/<node> clusters/ nixosconfigs/<node>  ComponentProbes.Interval (probes a KubernetesCluster's components; at once after a switch)

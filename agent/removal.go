@@ -39,8 +39,9 @@ type removal struct {
 	stopHeartbeat func()
 }
 
-// removalResync is the removal watch's resync tick, besides its watch.
-const removalResync = 10 * time.Second
+// removalResync is the removal controller's tick besides its watch, a
+// safety net: the watch misses no change.
+const removalResync = time.Minute
 
 // watch is the controller that ends the group when this node's
 // removal request is done (the leader removed its member): the removal
