@@ -28,8 +28,8 @@ var (
 )
 
 // BenchmarkFleetScale measures, for each fleet size N: the registration of
-// N machines from nothing; the store's write rate and the coordinator's
-// and the agents' CPU while the fleet idles; the coordinator's cost per
+// N machines from nothing; the store's write rate, the requests etcd
+// serves, and the coordinator's and the agents' CPU while the fleet idles; the coordinator's cost per
 // membership change; and a data-plane rollout over the N machines at
 // maxUnavailable 10 % against its ideal (N / batch × the apply time), then
 // the same with machines joining and leaving while it runs.
@@ -79,12 +79,13 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	<-time.After(*flagIdle)
 	idle := f.stopMeter(ctx, m)
 	perMin := time.Minute.Seconds() / idle.wall.Seconds()
-	b.Logf("N=%d idle %s: coordinator cpu %s, %d allocs, %d KiB; agents cpu %s; %d store revisions",
-		n, idle.wall.Round(time.Millisecond), idle.cpu, idle.allocs, idle.bytes/1024, idle.agentsCPU, idle.revisions)
+	b.Logf("N=%d idle %s: coordinator cpu %s, %d allocs, %d KiB; agents cpu %s; %d store revisions; %.0f etcd requests",
+		n, idle.wall.Round(time.Millisecond), idle.cpu, idle.allocs, idle.bytes/1024, idle.agentsCPU, idle.revisions, idle.requests)
 	b.ReportMetric(idle.cpu.Seconds()*1000*perMin, "coord-cpu-ms/idle-min")
 	b.ReportMetric(float64(idle.allocs)*perMin, "coord-allocs/idle-min")
 	b.ReportMetric(idle.agentsCPU.Seconds()*1000*perMin/float64(n), "agent-cpu-ms/machine/idle-min")
 	b.ReportMetric(float64(idle.revisions)*perMin, "revisions/idle-min")
+	b.ReportMetric(idle.requests*perMin/float64(n), "etcd-requests/machine/idle-min")
 	b.Logf("N=%d idle writes by key: %v", n, f.writesByDir(ctx, b, m.rev, m.rev+idle.revisions))
 
 	// Membership changes: spares join, then as many machines leave.
@@ -240,13 +241,22 @@ func (nw nodeWatch) wait(ctx context.Context, tb testing.TB, names []string, con
 
 func (f *fleet) startMeter(ctx context.Context) meter {
 	a, by := fleetkit.HeapAllocs()
-	return meter{t0: time.Now(), cpu: fleetkit.ProcessCPU(), agents: f.hostsCPU(), allocs: a, bytes: by, rev: f.revision(ctx)}
+	return meter{t0: time.Now(), cpu: fleetkit.ProcessCPU(), agents: f.hostsCPU(), allocs: a, bytes: by, rev: f.revision(ctx), requests: f.served(ctx)}
+}
+
+// served is the client requests the etcd members served so far.
+func (f *fleet) served(ctx context.Context) float64 {
+	n, err := f.requests.total(ctx)
+	if err != nil {
+		f.tb.Fatalf("etcd's request counts: %v", err)
+	}
+	return n
 }
 
 func (f *fleet) stopMeter(ctx context.Context, m meter) cost {
 	a, by := fleetkit.HeapAllocs()
 	return cost{wall: time.Since(m.t0), cpu: fleetkit.ProcessCPU() - m.cpu, agentsCPU: f.hostsCPU() - m.agents,
-		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev}
+		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev, requests: f.served(ctx) - m.requests}
 }
 
 // phases splits a finished rollout's nodes' times into the step's start

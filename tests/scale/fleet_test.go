@@ -48,6 +48,7 @@ type fleet struct {
 	version  string    // the members' etcd version
 	started  time.Time // when the agent hosts were started
 	startRev int64     // the store's revision before the hosts started
+	requests requestCounter
 }
 
 // newFleet starts the members and the coordinator and provisions n+spares
@@ -104,6 +105,7 @@ func newFleet(ctx context.Context, tb testing.TB, bin etcdtest.Binary, n int) *f
 	}
 	f.provision(ctx, append(slices.Clone(f.names), f.spare...))
 	f.eps, f.version = eps, bin.Version
+	f.requests = newRequestCounter(tb, eps)
 	return f
 }
 

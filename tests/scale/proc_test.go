@@ -53,6 +53,7 @@ type cost struct {
 	allocs, bytes uint64        // this process's heap allocations
 	agentsCPU     time.Duration // the agent hosts
 	revisions     int64         // the store's revisions
+	requests      float64       // the etcd members' client requests
 }
 
 type meter struct {
@@ -60,4 +61,5 @@ type meter struct {
 	cpu, agents   time.Duration
 	allocs, bytes uint64
 	rev           int64
+	requests      float64
 }
