@@ -21,21 +21,26 @@ import (
 )
 
 var (
-	flagSizes   = flag.String("nico.scale.sizes", "100,300,1000", "fleet sizes BenchmarkFleetScale measures")
-	flagIdle    = flag.Duration("nico.scale.idle", 30*time.Second, "how long each fleet idles while measured (reported per minute)")
-	flagApply   = flag.Duration("nico.scale.apply", 3*time.Second, "how long each machine's apply takes in the rollouts")
-	flagChanges = flag.Int("nico.scale.changes", 4, "membership changes measured (machines joining, then as many leaving)")
+	flagSizes    = flag.String("nico.scale.sizes", "100,300,1000", "fleet sizes BenchmarkFleetScale measures")
+	flagIdle     = flag.Duration("nico.scale.idle", 30*time.Second, "how long each fleet idles while measured (reported per minute)")
+	flagApply    = flag.Duration("nico.scale.apply", 3*time.Second, "how long each machine's apply takes in the rollouts")
+	flagChanges  = flag.Int("nico.scale.changes", 4, "membership changes measured (machines joining, then as many leaving)")
+	flagRollouts = flag.Int("nico.scale.rollouts", 3, "rollouts of the whole fleet measured one after another (their median is reported)")
 )
 
 // BenchmarkFleetScale measures, for each fleet size N: the registration of
 // N machines from nothing; the store's write rate, the requests etcd
 // serves, and the coordinator's and the agents' CPU while the fleet idles; the coordinator's cost per
 // membership change; and a data-plane rollout over the N machines at
-// maxUnavailable 10 % against its ideal (N / batch × the apply time), then
-// the same with machines joining and leaving while it runs.
+// maxUnavailable 10 % against its ideal (N / batch × the apply time), the
+// median of -nico.scale.rollouts, then one with machines joining and
+// leaving while it runs.
 //
 //	go test -count=1 -run '^$' -bench FleetScale -benchtime 1x -timeout 60m ./tests/scale/
 func BenchmarkFleetScale(b *testing.B) {
+	if *flagRollouts < 1 {
+		b.Fatalf("-nico.scale.rollouts: %d rollouts: want at least 1", *flagRollouts)
+	}
 	bins := etcdtest.Binaries(b)
 	bin := bins[len(bins)-1]
 	for _, n := range sizes(b) {
@@ -110,17 +115,26 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 	b.ReportMetric(net.Seconds()*1000/float64(changes), "coord-cpu-ms/change")
 	b.ReportMetric(netAllocs/float64(changes), "coord-allocs/change")
 
-	// A data-plane rollout at maxUnavailable 10 %, over the machines still
-	// running.
+	// Data-plane rollouts at maxUnavailable 10 %, over the machines still
+	// running, one after another; the figures are their median.
 	running := append(append([]string{}, f.names[k:]...), f.spare[:k]...)
-	wall, batch, r1 := f.rolloutRecord(ctx, b, "r1", "v1", running, nil)
-	ideal1 := ideal(len(running), batch)
-	b.Logf("N=%d rollout of %d machines, %d at a time: %s; ideal %s; ratio %.3f", n, len(running), batch, wall.Round(time.Millisecond), ideal1, wall.Seconds()/ideal1.Seconds())
+	var walls []time.Duration
+	var ideal1 time.Duration
+	for i := range *flagRollouts {
+		name := fmt.Sprintf("r1-%d", i+1)
+		wall, batch, r1 := f.rolloutRecord(ctx, b, name, "v1-"+strconv.Itoa(i+1), running, nil)
+		ideal1 = ideal(len(running), batch)
+		walls = append(walls, wall)
+		b.Logf("N=%d rollout %s of %d machines, %d at a time: %s; ideal %s; ratio %.3f", n, name, len(running), batch, wall.Round(time.Millisecond), ideal1, wall.Seconds()/ideal1.Seconds())
+		b.Logf("N=%d rollout %s's nodes, median and slowest: %s", n, name, f.phases(ctx, b, r1))
+		sp := spans(r1)
+		b.Logf("N=%d rollout %s's nodes from their start to their finish: median %s, 90th percentile %s, slowest %s (the apply takes %s); %.1f of %d applying at a time on average",
+			n, name, sp.median, sp.p90, sp.max, *flagApply, sp.width, batch)
+	}
+	slices.Sort(walls)
+	wall := walls[len(walls)/2]
+	b.Logf("N=%d rollouts' median: %s; ratio %.3f (of %d: %v)", n, wall.Round(time.Millisecond), wall.Seconds()/ideal1.Seconds(), len(walls), walls)
 	b.ReportMetric(wall.Seconds(), "s/rollout")
-	b.Logf("N=%d rollout's nodes, median and slowest: %s", n, f.phases(ctx, b, r1))
-	sp := spans(r1)
-	b.Logf("N=%d rollout's nodes from their start to their finish: median %s, 90th percentile %s, slowest %s (the apply takes %s); %.1f of %d applying at a time on average",
-		n, sp.median, sp.p90, sp.max, *flagApply, sp.width, batch)
 	b.ReportMetric(wall.Seconds()/ideal1.Seconds(), "rollout/ideal")
 
 	// The same while a machine joins the fleet and another leaves it. The
