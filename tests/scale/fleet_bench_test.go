@@ -125,11 +125,11 @@ func measureFleet(b *testing.B, bin etcdtest.Binary, n int) {
 		wall, batch, r1 := f.rolloutRecord(ctx, b, name, "v1-"+strconv.Itoa(i+1), running, nil)
 		ideal1 = ideal(len(running), batch)
 		walls = append(walls, wall)
-		b.Logf("N=%d rollout %s of %d machines, %d at a time: %s; ideal %s; ratio %.3f", n, name, len(running), batch, wall.Round(time.Millisecond), ideal1, wall.Seconds()/ideal1.Seconds())
-		b.Logf("N=%d rollout %s's nodes, median and slowest: %s", n, name, f.phases(ctx, b, r1))
+		// One line a rollout: a benchmark's log keeps its first ten.
 		sp := spans(r1)
-		b.Logf("N=%d rollout %s's nodes from their start to their finish: median %s, 90th percentile %s, slowest %s (the apply takes %s); %.1f of %d applying at a time on average",
-			n, name, sp.median, sp.p90, sp.max, *flagApply, sp.width, batch)
+		b.Logf("N=%d rollout %s of %d machines, %d at a time: %s; ideal %s; ratio %.3f. Its nodes (median and slowest): %s; from their start to their finish median %s, 90th percentile %s, slowest %s (the apply takes %s); %.1f of %d applying at a time on average",
+			n, name, len(running), batch, wall.Round(time.Millisecond), ideal1, wall.Seconds()/ideal1.Seconds(),
+			f.phases(ctx, b, r1), sp.median.Round(time.Millisecond), sp.p90.Round(time.Millisecond), sp.max.Round(time.Millisecond), *flagApply, sp.width, batch)
 	}
 	slices.Sort(walls)
 	wall := walls[len(walls)/2]
