@@ -30,11 +30,11 @@ var (
 
 // BenchmarkFleetScale measures, for each fleet size N: the registration of
 // N machines from nothing; the store's write rate, the requests etcd
-// serves, and the coordinator's and the agents' CPU while the fleet idles; the coordinator's cost per
-// membership change; and a data-plane rollout over the N machines at
-// maxUnavailable 10 % against its ideal (N / batch × the apply time), the
-// median of -nico.scale.rollouts, then one with machines joining and
-// leaving while it runs.
+// serves, and the coordinator's and the agents' CPU while the fleet idles;
+// the coordinator's cost per membership change; and data-plane rollouts
+// over the N machines at maxUnavailable 10 % against their ideal (N /
+// batch × the apply time), the median of -nico.scale.rollouts, then one
+// with machines joining and leaving while it runs.
 //
 //	go test -count=1 -run '^$' -bench FleetScale -benchtime 1x -timeout 60m ./tests/scale/
 func BenchmarkFleetScale(b *testing.B) {
