@@ -255,12 +255,12 @@ func (nw nodeWatch) wait(ctx context.Context, tb testing.TB, names []string, con
 
 func (f *fleet) startMeter(ctx context.Context) meter {
 	a, by := fleetkit.HeapAllocs()
-	return meter{t0: time.Now(), cpu: fleetkit.ProcessCPU(), agents: f.hostsCPU(), allocs: a, bytes: by, rev: f.revision(ctx), requests: f.served(ctx)}
+	return meter{t0: time.Now(), cpu: fleetkit.ProcessCPU(), agents: f.hostsCPU(), allocs: a, bytes: by, rev: f.revision(ctx), requests: f.served()}
 }
 
 // served is the client requests the etcd members served so far.
-func (f *fleet) served(ctx context.Context) float64 {
-	n, err := f.requests.total(ctx)
+func (f *fleet) served() float64 {
+	n, err := f.requests.total()
 	if err != nil {
 		f.tb.Fatalf("etcd's request counts: %v", err)
 	}
@@ -270,7 +270,7 @@ func (f *fleet) served(ctx context.Context) float64 {
 func (f *fleet) stopMeter(ctx context.Context, m meter) cost {
 	a, by := fleetkit.HeapAllocs()
 	return cost{wall: time.Since(m.t0), cpu: fleetkit.ProcessCPU() - m.cpu, agentsCPU: f.hostsCPU() - m.agents,
-		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev, requests: f.served(ctx) - m.requests}
+		allocs: a - m.allocs, bytes: by - m.bytes, revisions: f.revision(ctx) - m.rev, requests: f.served() - m.requests}
 }
 
 // phases splits a finished rollout's nodes' times into the step's start
