@@ -63,7 +63,7 @@ func (g *gapSeen) WithGroup(string) slog.Handler      { return g }
 // ("too many requests") until an entry after the snapshot is applied
 // (docs/etcd-snapshot-join.md). With its promotion held, so that nothing
 // else writes and no client is there, only the leader's nudge gets it
-// ready; without nudges it stays not ready until an entry is committed
+// ready; without nudges it stays not ready until it applies an entry
 // after its snapshot (etcd's leader proposes some by itself: a cluster or
 // storage version update), unless its own publish was in the snapshot and
 // its runtime restarted it (which sets its applied index). The leader
@@ -138,7 +138,8 @@ func snapshottedLearner(t *testing.T, nudge bool) {
 	rt := newRuntime()
 	ready := make(chan error, 1)
 	gap := &gapSeen{}
-	cfg := member.Config{Logger: slog.New(gap), Name: "cp-1", DataDir: filepath.Join(t.TempDir(), "etcd"), PeerURL: peer, ClientURL: client,
+	dataDir := filepath.Join(t.TempDir(), "etcd")
+	cfg := member.Config{Logger: slog.New(gap), Name: "cp-1", DataDir: dataDir, PeerURL: peer, ClientURL: client,
 		InitialCluster: j.Status.InitialCluster, ClusterState: member.StateExisting, ClusterToken: "nudge", TLS: etcdtest.MemberTLS(t, "cp-1", peer, client)}
 	go func() { ready <- rt.Start(ctx, cfg) }()
 	t.Cleanup(func() {
@@ -182,18 +183,26 @@ func snapshottedLearner(t *testing.T, nudge bool) {
 				// restarted it, and the restart set its applied index.
 				t.Log("the learner refused its own publish after its snapshot, which held its own publish; the runtime restarted it")
 			case !nudge && gap.seen.Load():
-				// Only an entry committed after the gap readies it: one
+				// Only an entry applied after the snapshot readies it:
+				// one the leader had committed but not yet applied when
+				// it built the snapshot (the learner's own publish,
+				// proposed before the snapshot reached it, is one), one
 				// that etcd's leader proposes by itself (a cluster or
 				// storage version update) or a pass's write. Ready with
-				// none is what the mechanism rules out.
+				// no entry past the snapshot is what the mechanism rules
+				// out.
+				snap, err := receivedSnapshot(dataDir)
+				if err != nil {
+					t.Fatal(err)
+				}
 				st, err := cli.Status(ctx, client0)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if st.RaftIndex <= gap.committed.Load() {
-					t.Fatalf("the learner refused its own publish after its snapshot (committed index %d), then became ready with no entry committed after it (the leader's index %d)", gap.committed.Load(), st.RaftIndex)
+				if st.RaftIndex <= snap {
+					t.Fatalf("the learner refused its own publish after its snapshot (index %d; committed index %d at the refusal), then became ready with no entry after it (the leader's index %d)", snap, gap.committed.Load(), st.RaftIndex)
 				}
-				t.Logf("the learner refused its own publish after its snapshot (committed index %d); an entry committed after it (the leader's index %d) readied it", gap.committed.Load(), st.RaftIndex)
+				t.Logf("the learner refused its own publish after its snapshot (index %d; committed index %d at the refusal); an entry after it (the leader's index %d) readied it", snap, gap.committed.Load(), st.RaftIndex)
 			case !nudge:
 				// etcd sent entries after the snapshot this time, so
 				// the learner applied one and was never stuck: the
@@ -230,4 +239,28 @@ func snapshottedLearner(t *testing.T, nudge bool) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the learner did not become ready within 10 s of one write")
 	}
+}
+
+// receivedSnapshot is the index of the first raft snapshot a member saved
+// in its data dir: for a member that joined by snapshot, the one its
+// leader sent. etcd names each "<term>-<index>.snap", both 16 hex digits.
+func receivedSnapshot(dataDir string) (uint64, error) {
+	names, err := filepath.Glob(filepath.Join(dataDir, "member", "snap", "*.snap"))
+	if err != nil {
+		return 0, err
+	}
+	var first uint64
+	for _, name := range names {
+		var term, index uint64
+		if _, err := fmt.Sscanf(filepath.Base(name), "%016x-%016x.snap", &term, &index); err != nil {
+			return 0, fmt.Errorf("snapshot file %s: %w", name, err)
+		}
+		if first == 0 || index < first {
+			first = index
+		}
+	}
+	if first == 0 {
+		return 0, fmt.Errorf("no raft snapshot in %s", filepath.Join(dataDir, "member", "snap"))
+	}
+	return first, nil
 }
