@@ -15,6 +15,7 @@ import (
 	"github.com/homystack/nico/pkg/clusternix"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/jonboulle/clockwork"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -52,7 +53,11 @@ type ComponentProbeConfig struct {
 // and writes the machine's ComponentReport when the round found something
 // else than the report written, and otherwise every ReportRefresh; the
 // report is bound to the heartbeat's lease, so it goes with the agent.
-// Elsewhere it keeps no report.
+// Elsewhere it keeps no report, and reads nothing until its claim, a
+// cluster or its configuration changes (the watches) or componentResync
+// passes: only a machine in a control plane ticks (at
+// ComponentProbeConfig.Interval, a timer on the agent's clock that wakes
+// the controller).
 //
 //	claim + cluster + own configuration + heartbeat (watch, tick) --> control plane here? --no--> delete report
 //	                                        | yes, interval elapsed, a generation applied or a new lease since
@@ -61,6 +66,9 @@ type ComponentProbeConfig struct {
 type componentProber struct {
 	name     string // the node's
 	now      func() time.Time
+	clock    clockwork.Clock // times the tick
+	tick     clockwork.Timer // armed while this machine is in a control plane
+	wake     chan struct{}
 	log      *slog.Logger
 	store    func() *store.Store
 	rec      *nodeRecord // the heartbeat's lease
@@ -84,7 +92,14 @@ type componentProber struct {
 // probe intervals after its round.
 const ReportRefresh = 5 * time.Minute
 
-func (a *Agent) componentProbes() controller.Controller {
+// componentResync is the component-probes controller's safety-net tick:
+// what it reads is watched, and a machine in a control plane ticks by its
+// own timer.
+const componentResync = time.Minute
+
+func (a *Agent) componentProbes() controller.Controller { return a.componentProber().controller() }
+
+func (a *Agent) componentProber() *componentProber {
 	cfg := a.cfg.ComponentProbes
 	if cfg.Interval <= 0 {
 		cfg.Interval = 10 * time.Second
@@ -98,10 +113,14 @@ func (a *Agent) componentProbes() controller.Controller {
 	if cfg.ReadFile == nil {
 		cfg.ReadFile = os.ReadFile
 	}
-	p := &componentProber{name: a.cfg.Name, now: func() time.Time { return a.Now() }, log: a.log, store: a.store, rec: &a.rec, cfg: cfg}
-	return &controller.Func{ControllerName: "component-probes", Resync: cfg.Interval, Do: p.reconcile,
-		Prefixes: []string{store.ClusterClaimKey(a.cfg.Name), store.ClustersDir, store.NixosConfigKey(a.cfg.Name),
-			store.HeartbeatKey(a.cfg.Name)}}
+	return &componentProber{name: a.cfg.Name, now: func() time.Time { return a.Now() }, clock: a.cfg.Clock, wake: make(chan struct{}, 1),
+		log: a.log, store: a.store, rec: &a.rec, cfg: cfg}
+}
+
+func (p *componentProber) controller() controller.Controller {
+	return &controller.Func{ControllerName: "component-probes", Resync: componentResync, Wake: p.wake, Do: p.reconcile,
+		Prefixes: []string{store.ClusterClaimKey(p.name), store.ClustersDir, store.NixosConfigKey(p.name),
+			store.HeartbeatKey(p.name)}}
 }
 
 // reconcile probes once when due.
@@ -110,6 +129,7 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("agent: component probes: %w", err)
 	}
+	p.ticking(kc != nil)
 	key := store.ComponentReportKey(p.name)
 	if kc == nil {
 		if p.reported {
@@ -151,6 +171,28 @@ func (p *componentProber) reconcile(ctx context.Context) error {
 	}
 	p.cluster, p.lastAt, p.reported, p.applied, p.lease = kc.Metadata.Name, now, true, applied, lease
 	return nil
+}
+
+// ticking arms the tick (another reconcile one interval from now) while
+// this machine is in a control plane, and stops it elsewhere.
+func (p *componentProber) ticking(on bool) {
+	switch {
+	case !on && p.tick != nil:
+		p.tick.Stop()
+		p.tick = nil
+	case on && p.tick == nil:
+		p.tick = p.clock.AfterFunc(p.cfg.Interval, p.woken)
+	case on:
+		p.tick.Reset(p.cfg.Interval)
+	}
+}
+
+// woken asks the runtime for a reconcile; one pending is enough.
+func (p *componentProber) woken() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // appliedGeneration is the generation this machine's configuration says
