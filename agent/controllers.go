@@ -46,7 +46,7 @@ import (
 //	generations         node       nixosconfigs/<node> generationResync (with an Applier)
 //	hypervisor          node       machines/ nodes/  hypervisor.Config.Resync (hypervisor role; wakes: a held-back machine due)
 //	removal             node       removals/<node>   removalResync
-//	component-probes    node       clusterclaims/<node> clusters/ nixosconfigs/<node>  componentResync (wakes: ComponentProbes.Interval in a control plane; probes a KubernetesCluster's components; at once after a switch)
+//	component-probes    node       clusterclaims/<node> clusters/ nixosconfigs/<node> heartbeats/<node>  componentResync (wakes: ComponentProbes.Interval in a control plane; probes a KubernetesCluster's components; at once after a switch)
 //	reload              node       -                 ReloadWatch.Interval (Config.Reloader)
 //	switch-release      node       switches/<node>   SwitchGuard.Resync (control plane: ends a granted switch)
 //	join-endpoint       join       -                 Config.Poll (agent/joinendpoint: keeps it serving, again on a CA change or a failure)
