@@ -10,7 +10,6 @@ import (
 
 	"github.com/homystack/nico/agent/internal/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -21,11 +20,7 @@ import (
 // ReportRefresh each write the report again; the report stays fresh
 // between the writes, and is bound to the heartbeat's lease.
 func TestComponentReportWrittenOnChange(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	ctx := t.Context()
 	var broken atomic.Bool
 	mux := http.NewServeMux()

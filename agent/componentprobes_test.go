@@ -12,7 +12,6 @@ import (
 
 	"github.com/homystack/nico/agent/internal/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -25,11 +24,7 @@ import (
 // round, an API server whose certificate another CA signed too; a machine
 // no longer in the control plane keeps no report.
 func TestComponentProbesReport(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	ctx := t.Context()
 	var broken atomic.Bool
 	mux := http.NewServeMux()
@@ -143,11 +138,7 @@ func TestComponentProbesReport(t *testing.T) {
 // API server with that file's credential: the report says which machine
 // holds each.
 func TestComponentProbesUseTheDistributionsKubeconfig(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	ctx := t.Context()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })

@@ -10,7 +10,6 @@ import (
 	"github.com/homystack/nico/agent/internal/kubeprobe/kubeprobetest"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
@@ -22,11 +21,7 @@ import (
 // puts it in a cluster's control plane it ticks at its interval, on the
 // agent's clock, and stops ticking when it leaves.
 func TestComponentProbesTickOnlyInAControlPlane(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	ctx := t.Context()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") })

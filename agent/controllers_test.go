@@ -10,7 +10,6 @@ import (
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
 	"github.com/homystack/nico/pkg/controller/conformance"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/jonboulle/clockwork"
@@ -66,11 +65,7 @@ func TestHealthyFollowsTheControllers(t *testing.T) {
 // generations controller keep the runtime's contract (package
 // conformance).
 func TestAgentControllersConform(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	newAgent := func(t *testing.T) *Agent {
 		a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, HeartbeatTTL: time.Hour}, nil, quietNotifier{}, logging.Test(t))
 		a.use(st.Client(), st)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/controller"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -29,11 +28,7 @@ func drainAgent(t *testing.T) (*store.Store, controller.Controller) {
 // drainAgentWith is cp-1's drains controller on a real etcd, run with cfg.
 func drainAgentWith(t *testing.T, cfg DrainConfig) (*store.Store, controller.Controller) {
 	t.Helper()
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	a := New(Config{Name: "cp-1", Roles: []api.Role{api.RoleControlPlane}, Drain: cfg}, nil, quietNotifier{}, logging.Test(t))
 	a.use(st.Client(), st)
 	return st, a.drains()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -20,11 +19,7 @@ import (
 // new agent; the reconcile its own status write wakes applies it no
 // second time (a second apply would report it Applied before the restart).
 func TestGenerationsApplyNothingOnceAnUpgradeIsAsked(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	pathFile := filepath.Join(t.TempDir(), "agent-path")
 	if err := os.WriteFile(pathFile, []byte("/nix/store/new-nico/bin/nico-agent\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -88,11 +83,7 @@ func (g *gatedApplier) Current(context.Context) (string, error) { return "/nix/s
 // configuration its Applying mark left, in the next revision; a spec
 // written while it applied is kept, the outcome written onto it.
 func TestGenerationReport(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	ctx := t.Context()
 	for _, meanwhile := range []bool{false, true} {
 		name := fmt.Sprintf("w-%d", map[bool]int{false: 1, true: 2}[meanwhile])

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -30,11 +29,7 @@ func heartbeatLease(t *testing.T, st *store.Store, name string) clientv3.LeaseID
 // waiting for the resync tick; when the controller stops, it revokes its
 // lease and the key goes.
 func TestHeartbeatRegrantsALostLease(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	a := New(Config{Name: "w-1", Roles: []api.Role{api.RoleWorker}, HeartbeatTTL: time.Hour}, nil, quietNotifier{}, logging.Test(t))
 	a.use(st.Client(), st)
 	hb := a.newHeartbeat()

@@ -10,7 +10,6 @@ import (
 
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/apply"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -38,11 +37,7 @@ func (l *lockedSecrets) set(name, key, v string) {
 // generation (a renewed certificate would otherwise stay stale on the
 // host until the next one and expire there).
 func TestRenewedSecretReachesTheHost(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	root := t.TempDir()
 	sec := &lockedSecrets{m: map[string]map[string][]byte{}}
 	sec.set("demo-apiserver-etcd-client", "tls.crt", "cert-1")

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/secretbox"
@@ -44,11 +43,7 @@ users:
 // everything else kept, published again when the file changes; another
 // control-plane machine publishes nothing.
 func TestKubeconfigPublished(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	ctx := t.Context()
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "secrets.key")

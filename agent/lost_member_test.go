@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
@@ -20,11 +19,7 @@ import (
 // was refused (TestWipedVoterRejoins/joiner in make e2e-faults hung so:
 // cp-3, just promoted, was not serving when the wiped cp-2 asked).
 func TestLostMemberRemovalFiledAgainWhenRefused(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	a := New(Config{Name: "cp-2", Roles: []api.Role{api.RoleControlPlane}, DataDir: t.TempDir(),
 		PeerURL: "https://10.0.0.2:2380", RetryInterval: 10 * time.Millisecond}, nil, quietNotifier{}, logging.Test(t))
 	a.use(st.Client(), st)

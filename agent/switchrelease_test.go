@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/store"
 )
@@ -18,11 +17,7 @@ import (
 // restarts the member) and the agent is healthy; a waiting ask is never
 // reported.
 func TestSwitchReleaseReportsOnceOnTheNewGeneration(t *testing.T) {
-	cl := etcdtest.Start(t, 1)
-	st, err := store.New(etcdtest.NewClient(t, cl.Endpoints()...), store.DefaultPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := oneMemberStore(t)
 	ctx := t.Context()
 	dir := t.TempDir()
 	oldGen, newGen := filepath.Join(dir, "old-system"), filepath.Join(dir, "new-system")
