@@ -132,7 +132,8 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 	}
 }
 
-// registerAndRequest registers the node and, on a joining node, clears a
+// registerAndRequest registers the node and, on a joining node, waits
+// for an earlier removal of it to finish (awaitEarlierRemoval), clears a
 // finished removal of it and files (or resumes) its join request: a
 // machine the store has never seen in one transaction (fileFirst);
 // otherwise one read of the node and its requests, then the node and a
@@ -151,6 +152,11 @@ func (e *etcdJoin) registerAndRequest(ctx context.Context, joining bool) (*joinV
 	}
 	if done {
 		return &v, nil
+	}
+	if earlierRemoval(v) {
+		if v, err = e.awaitEarlierRemoval(ctx, v); err != nil {
+			return nil, err
+		}
 	}
 	n := e.node.object(v.node)
 	put, err := store.PutOp(store.NodeKey(e.cfg.Name), n)
@@ -188,6 +194,42 @@ func (e *etcdJoin) registerAndRequest(ctx context.Context, joining bool) (*joinV
 		v.join = filed
 	}
 	return &v, nil
+}
+
+// earlierRemoval tells whether v shows a removal of this node that the
+// node has carried out (its record says Removed: it stopped, wiped its
+// member and left) and the leader has not yet recorded finished: the
+// agent was started again in between.
+func earlierRemoval(v joinView) bool {
+	return v.removal != nil && !v.removal.Status.Phase.Finished() && v.node != nil && v.node.Status.Phase == api.NodeRemoved
+}
+
+// awaitEarlierRemoval waits until the leader has finished the earlier
+// removal v shows (earlierRemoval) and returns the reading that shows it
+// finished. A join filed meanwhile would run beside that removal, which
+// ends it once done ("removed while joining"): the node would stay out.
+func (e *etcdJoin) awaitEarlierRemoval(ctx context.Context, v joinView) (joinView, error) {
+	e.log.Info("waiting for the leader to finish this node's earlier removal before joining again", "phase", v.removal.Status.Phase)
+	e.host.status("waiting for the leader to finish this node's earlier removal")
+	events := watchKey(ctx, e.client(), store.Key(store.RemovalKey(e.cfg.Name)))
+	defer events.Stop()
+	tick := time.NewTicker(e.cfg.RetryInterval)
+	defer tick.Stop()
+	for earlierRemoval(v) {
+		select {
+		case <-ctx.Done():
+			return joinView{}, ctx.Err()
+		case <-events.C:
+		case <-tick.C:
+		}
+		next, err := e.read(ctx)
+		if err != nil {
+			e.log.Warn("read removal request", "err", err)
+			continue
+		}
+		v = next
+	}
+	return v, nil
 }
 
 // current resumes old, the request read for this node (nil: none),
