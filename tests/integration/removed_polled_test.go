@@ -14,6 +14,7 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
+	"github.com/homystack/nico/tests/fleetkit"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
@@ -24,10 +25,28 @@ import (
 // StorageVersion on the closed backend), which would leave the data dir,
 // the node record and the exit code as they were. The agent must return
 // ErrRemoved, with its data dir wiped (the copy kept), the node recorded
-// as removed and its heartbeat gone; started again, it joins anew.
+// as removed and its heartbeat gone; started again at once, it joins anew.
+// Embedded members (the panic is the embedded runtime's) and the newest
+// etcd binary, whose agent finishes leaving sooner: started again, it
+// finds the leader still finishing the removal, and waits for it.
 func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
 	t.Parallel()
+	bins := etcdtest.Binaries(t)
+	newest := bins[len(bins)-1].Path
+	for name, rt := range map[string]func() member.Runtime{
+		"embedded": fleetkit.EmbeddedRuntime,
+		"binary":   func() member.Runtime { return fleetkit.ExecRuntime(newest) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			removedWhilePolled(t, rt)
+		})
+	}
+}
+
+func removedWhilePolled(t *testing.T, rt func() member.Runtime) {
 	f := newFleet(t)
+	f.NewRuntime = rt
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
 	f.StartCoordinator("c-1")
