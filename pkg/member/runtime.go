@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -170,6 +171,11 @@ func checkFree(urls ...string) error {
 		}
 		l, err := net.Listen("tcp", u.Host)
 		if err != nil {
+			if p, perr := strconv.Atoi(u.Port()); perr == nil {
+				if held := portHolders(p); held != "" {
+					return fmt.Errorf("member: cannot listen on %s (port %d: %s): %w", raw, p, held, err)
+				}
+			}
 			return fmt.Errorf("member: cannot listen on %s: %w", raw, err)
 		}
 		l.Close()
