@@ -44,7 +44,7 @@ func TestMemberAdminContract(t *testing.T) {
 
 func etcdContractEnv(t *testing.T) contractEnv {
 	cl := etcdtest.Start(t, 2)
-	a := etcdadmin.New(cl.Client(t), time.Second)
+	a := etcdadmin.New(cl.Client(t), callBudget)
 	t.Cleanup(a.Close)
 	return contractEnv{
 		admin:  a,
@@ -84,6 +84,10 @@ func memContractEnv(f *memAdmin, admin MemberAdmin) contractEnv {
 		},
 	}
 }
+
+// refusedWithin is how long the contract lets AddLearner wait for a
+// learner slot that stays taken.
+const refusedWithin = 10 * time.Second
 
 func contractCtx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), d)
@@ -174,9 +178,10 @@ func memberAdminContract(t *testing.T, env contractEnv) {
 
 	// One learner at a time: AddLearner waits, and gives up with
 	// ErrTooManyLearners when ctx ends (even when its last attempt was cut
-	// short by that end, which a loaded machine made likely).
+	// short by that end). refusedWithin leaves etcd time to answer at least
+	// once on a loaded machine; the call always lasts that long.
 	peer2, _ := env.urls()
-	short, cancel := context.WithTimeout(t.Context(), time.Second)
+	short, cancel := context.WithTimeout(t.Context(), refusedWithin)
 	_, _, err = a.AddLearner(short, "m10", peer2)
 	cancel()
 	if !errors.Is(err, rpctypes.ErrTooManyLearners) {
