@@ -17,6 +17,12 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
+// CallBudget bounds a check's call to etcd whose failure fails the test or
+// is taken as the answer (a look of WaitSettled, LeaderName, CheckVoter):
+// long enough for a loaded machine, not a measure of speed. A look that
+// asks a member which is down waits for it up to this long.
+const CallBudget = 30 * time.Second
+
 // Members returns the member list: name -> learner (an unstarted member
 // is "unstarted-<id>").
 func Members(ctx context.Context, cli *clientv3.Client) (map[string]bool, error) {
@@ -76,7 +82,7 @@ func waitSettled(tb testing.TB, cli *clientv3.Client, within time.Duration, what
 
 // settled is one look of WaitSettled: the voters found go to *voters.
 func settled(cli *clientv3.Client, want func(voters []string) bool, voters *[]string) (bool, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
 	defer cancel()
 	ms, err := Members(ctx, cli)
 	if err != nil {
@@ -153,7 +159,7 @@ func (f *Fleet) exitedNote() string {
 
 // LeaderName is the coordinator leader's candidate name, "" when none.
 func (f *Fleet) LeaderName() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
 	defer cancel()
 	name, _ := coordinator.Leader(ctx, f.Store())
 	return name
@@ -207,7 +213,7 @@ func (f *Fleet) CheckVoter(peer string) error {
 	// the fleet's teardown would otherwise hold a connection to its member
 	// open while the member stops, until every member has stopped.
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
 	defer cancel()
 	resp, err := cli.MemberList(ctx)
 	if err != nil {
@@ -230,7 +236,7 @@ func (f *Fleet) CheckVoterOrStandby(name, peer string) error {
 	}
 	cli := f.Client()
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
 	defer cancel()
 	resp, gerr := cli.Get(ctx, store.DefaultPrefix+store.JoinKey(name))
 	if gerr != nil || len(resp.Kvs) == 0 {
