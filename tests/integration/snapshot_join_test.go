@@ -18,9 +18,11 @@ import (
 const snapshotJoinEntries = 5200
 
 // snapshotJoinBound is how long the learner may take from its agent's start
-// to being a published voter. Stuck, it never gets there: the old planner
-// waited for the learner to start before promoting, and it never started.
-const snapshotJoinBound = 15 * time.Second
+// to being a published voter: stuck (a planner that waits for the learner
+// to start before promoting, while it never starts), it never gets there.
+// The bound tells stuck from slow on a loaded machine; it is not a measure
+// of join speed (tests/bench measures that).
+const snapshotJoinBound = 90 * time.Second
 
 // TestJoinIntoSnapshottedLog joins a learner into a cluster with more than
 // 5 000 committed entries and no client writing, on the embedded runtime and
