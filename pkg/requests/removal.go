@@ -112,8 +112,10 @@ func WaitRemoval(ctx context.Context, st *store.Store, node string, progress fun
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil, fmt.Errorf("requests: removal of %s: the request was deleted before it finished: %w", node, err)
-		case err != nil && ctx.Err() != nil:
+		case err != nil && ctx.Err() != nil && first:
 			return nil, fmt.Errorf("requests: removal of %s: %w", node, ctx.Err())
+		case err != nil && ctx.Err() != nil:
+			return nil, fmt.Errorf("requests: removal of %s: still %s: %w", node, PhaseName(last), ctx.Err())
 		case err != nil:
 			// A read can fail while the cluster changes; the next tick retries.
 		default:
