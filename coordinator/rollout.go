@@ -54,13 +54,14 @@ func newRollouter(d leaderDeps, policy membership.Policy, hooks *ClusterHooks, s
 }
 
 // reconcile is the rollout controller's Reconcile (controllers.go). A
-// step that only records nodes done is followed at once by the next
-// plan, so the batch after the last one done starts in the same pass
-// rather than after the watch brings back the rollouter's own write.
+// step that only records nodes done, starting none in their places, is
+// followed at once by the next plan, so the batch after the last one done
+// starts in the same pass rather than after the watch brings back the
+// rollouter's own write.
 func (r *rollouter) reconcile(ctx context.Context) error {
 	for range maxChainedSteps {
 		step, err := r.once(ctx)
-		if err != nil || step.Action != rollout.MarkDone {
+		if err != nil || step.Action != rollout.MarkDone || len(step.Extend) > 0 {
 			return err
 		}
 	}
@@ -235,38 +236,36 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 			return err
 		}
 	}
-	switch s.Action {
-	case rollout.TransferLeader:
+	if s.Action == rollout.TransferLeader {
 		if err := r.st.Leads(ctx, r.fence); err != nil {
 			return err
 		}
 		if err := r.admin.MoveLeader(ctx, s.LeaderURL, s.To); err != nil {
 			return err
 		}
-	case rollout.Start, rollout.Extend:
-		for _, name := range s.Nodes {
-			var cur *api.NixosConfiguration
-			for _, n := range obs.Nodes {
-				if n.Name == name {
-					cur = n.Config
-				}
+	}
+	for _, name := range s.Starts() {
+		var cur *api.NixosConfiguration
+		for _, n := range obs.Nodes {
+			if n.Name == name {
+				cur = n.Config
 			}
-			next := rollout.Configure(ro, ro.Node(name), cur)
-			next.Status.UpdatedAt = now
-			if cur == nil {
-				next.Metadata.CreatedAt = now
-			}
-			// next carries cur's revision (0 when there is none yet).
-			g, err := store.UnchangedGuard(next)
-			if err != nil {
-				return err
-			}
-			p, err := store.PutObjectOp(next)
-			if err != nil {
-				return err
-			}
-			guards, ops = append(guards, g), append(ops, p)
 		}
+		next := rollout.Configure(ro, ro.Node(name), cur)
+		next.Status.UpdatedAt = now
+		if cur == nil {
+			next.Metadata.CreatedAt = now
+		}
+		// next carries cur's revision (0 when there is none yet).
+		g, err := store.UnchangedGuard(next)
+		if err != nil {
+			return err
+		}
+		p, err := store.PutObjectOp(next)
+		if err != nil {
+			return err
+		}
+		guards, ops = append(guards, g), append(ops, p)
 	}
 	if s.Action == rollout.MarkDone && ro.Spec.DeleteConfigurations && !ro.Spec.Undo {
 		// The nodes applied their release: their configurations go, each
@@ -306,14 +305,14 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		}
 		ops = append(ops, put, store.PutValueOp(store.ActiveOpKey, op.Metadata.Name))
 		guards = append(guards, store.Guard{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy})
-	case s.Action == rollout.Extend:
+	case s.Action == rollout.Extend || (s.Action == rollout.MarkDone && len(s.Extend) > 0):
 		// The step's operation stays active and names its nodes.
 		op := &api.Operation{}
 		if err := r.st.Get(ctx, store.OpKey(opName), op); err != nil {
 			return err
 		}
 		op.Spec.Node = strings.Join(ro.Status.Current, ",")
-		op.Record(now, r.name, s.Reason+": "+strings.Join(s.Nodes, ", "))
+		op.Record(now, r.name, s.Reason+": "+strings.Join(s.Starts(), ", "))
 		put, err := store.PutObjectOp(op)
 		if err != nil {
 			return err

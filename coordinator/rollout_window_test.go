@@ -13,7 +13,7 @@ import (
 
 // TestRolloutWindowYieldsToAWaitingChange (real etcd): a data-plane step
 // keeps maxUnavailable nodes applying under one operation, starting the
-// next node in the pass that marks one done; once another change waits
+// next node in the write that marks one done; once another change waits
 // for the slot it starts no more, releases the slot when its nodes are
 // done, and starts the next step only when nothing waits.
 func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
@@ -80,11 +80,18 @@ func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
 		t.Fatalf("active operation %q, the rollout's step %q", op, ro.Status.Operation)
 	}
 
-	// dp-1 is slow; dp-2 applies: dp-3 starts in the same pass, under the
-	// same operation, which now names it.
+	// dp-1 is slow; dp-2 applies: dp-3 starts in the write that records
+	// dp-2 done, under the same operation, which now names it.
 	h.hold["dp-1"] = true
 	h.agents()
-	ro = pass()
+	step, err := h.ro.once(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step.Action != rollout.MarkDone || !slices.Equal(step.Nodes, []string{"dp-2"}) || !slices.Equal(step.Extend, []string{"dp-3"}) {
+		t.Fatalf("the step after dp-2 applied is %s; want MarkDone [dp-2] extending to dp-3", step)
+	}
+	ro = last(h.rollouts())
 	expect(ro, "dp-1:Applying dp-2:Done dp-3:Applying dp-4:Pending dp-5:Pending")
 	if got := active(); got != op {
 		t.Fatalf("active operation %q after the step widened, want %q still", got, op)
@@ -116,7 +123,7 @@ func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
 	if got := active(); got != "" {
 		t.Fatalf("the slot is held by %q after the step's nodes are done, want it free", got)
 	}
-	step, err := h.ro.once(t.Context())
+	step, err = h.ro.once(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

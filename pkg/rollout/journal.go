@@ -82,11 +82,7 @@ func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool)
 			}
 		}
 	case Extend:
-		st.Current = append(st.Current, s.Nodes...)
-		for _, name := range s.Nodes {
-			p := r.Node(name)
-			p.Phase, p.StartedAt, p.FinishedAt, p.Message = api.NodeApplying, now, time.Time{}, ""
-		}
+		extend(r, s.Nodes, now)
 	case Drain:
 		for _, name := range s.Nodes {
 			if p := r.Node(name); p != nil && p.Phase == api.NodePending {
@@ -114,6 +110,7 @@ func Record(r *api.Rollout, s Step, now time.Time, leader string) (release bool)
 			}
 			st.Current = slices.DeleteFunc(st.Current, func(n string) bool { return n == name })
 		}
+		extend(r, s.Extend, now)
 		if len(st.Current) == 0 && st.Operation != "" {
 			st.Operation, release = "", true
 		}
@@ -193,4 +190,13 @@ func Uncordons(r *api.Rollout, s Step) []string {
 		}
 	}
 	return out
+}
+
+// extend adds nodes to the data-plane step in flight: they apply from now.
+func extend(r *api.Rollout, nodes []string, now time.Time) {
+	r.Status.Current = append(r.Status.Current, nodes...)
+	for _, name := range nodes {
+		p := r.Node(name)
+		p.Phase, p.StartedAt, p.FinishedAt, p.Message = api.NodeApplying, now, time.Time{}, ""
+	}
 }

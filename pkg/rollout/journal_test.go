@@ -1,7 +1,9 @@
 package rollout
 
 import (
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/homystack/nico/pkg/api"
 )
@@ -77,5 +79,35 @@ func TestJournalsWaits(t *testing.T) {
 		if got := Journals(tc.r, tc.s); got != tc.want {
 			t.Errorf("%s: Journals = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestRecordMarkDoneWithExtend: a MarkDone that carries an Extend records
+// its nodes done and starts the others in one write; the step goes on
+// under its operation, naming the nodes still in flight.
+func TestRecordMarkDoneWithExtend(t *testing.T) {
+	s := newSim(0, 3, "")
+	r := s.obs.Rollout
+	r.Spec.MaxUnavailable = "2"
+	Record(r, Plan(s.obs, s.now), s.now, "c-1") // Init
+	start := Plan(s.obs, s.now)
+	if start.Action != Start {
+		t.Fatalf("second step %s, want Start", start)
+	}
+	Record(r, start, s.now, "c-1")
+	op := r.Status.Operation
+	later := s.now.Add(time.Minute)
+	release := Record(r, Step{Action: MarkDone, Nodes: []string{"dp-1"}, Extend: []string{"dp-3"}}, later, "c-1")
+	if release {
+		t.Fatal("a MarkDone that starts dp-3 released the step's operation")
+	}
+	if r.Status.Operation != op || !slices.Equal(r.Status.Current, []string{"dp-2", "dp-3"}) {
+		t.Fatalf("operation %q current %v, want %q [dp-2 dp-3]", r.Status.Operation, r.Status.Current, op)
+	}
+	if p := r.Node("dp-1"); p.Phase != api.NodeDone || !p.FinishedAt.Equal(later) {
+		t.Fatalf("dp-1 %s finished %v, want Done at %v", p.Phase, p.FinishedAt, later)
+	}
+	if p := r.Node("dp-3"); p.Phase != api.NodeApplying || !p.StartedAt.Equal(later) {
+		t.Fatalf("dp-3 %s started %v, want Applying at %v", p.Phase, p.StartedAt, later)
 	}
 }

@@ -102,7 +102,23 @@ type Step struct {
 	LeaderURL string
 	// Cordon are the nodes of a Drain whose Node the rollout cordons.
 	Cordon []string
+	// Extend are the nodes a MarkDone starts in the places its nodes
+	// leave, within the data-plane step in flight: one write records the
+	// finished nodes and starts the next ones.
+	Extend []string
 	Reason string
+}
+
+// Starts are the nodes step s gives the rollout's configuration: a Start's
+// or an Extend's nodes, a MarkDone's Extend.
+func (s Step) Starts() []string {
+	switch s.Action {
+	case Start, Extend:
+		return s.Nodes
+	case MarkDone:
+		return s.Extend
+	}
+	return nil
 }
 
 // String is a compact form for logs and goldens.
@@ -119,6 +135,9 @@ func (s Step) String() string {
 	}
 	if len(s.Cordon) > 0 {
 		out += fmt.Sprintf(" cordon=%v", s.Cordon)
+	}
+	if len(s.Extend) > 0 {
+		out += fmt.Sprintf(" extend=%v", s.Extend)
 	}
 	if len(s.Order) > 0 {
 		var names []string
@@ -286,12 +305,40 @@ func planInFlight(obs Observed, now time.Time) (Step, bool) {
 		return Step{Action: Uncordon, Nodes: uncordon, Reason: "Node Ready after the switch: uncordon " + strings.Join(uncordon, ", ")}, true
 	}
 	if len(done) > 0 {
-		return Step{Action: MarkDone, Nodes: done}, true
+		s := Step{Action: MarkDone, Nodes: done}
+		if ext, ok := extendAfterDone(obs, done); ok {
+			s.Extend, s.Reason = ext.Nodes, ext.Reason
+		}
+		return s, true
 	}
 	if s, ok := planExtend(obs); ok {
 		return s, true
 	}
 	return Step{Action: Wait, Reason: waiting}, true
+}
+
+// extendAfterDone is the Extend that follows marking the done nodes done,
+// planned on the rollout as that MarkDone leaves it, so that the places
+// they free are taken in the same write. None when no node of the step is
+// left in flight: the MarkDone then ends the step and releases its slot.
+func extendAfterDone(obs Observed, done []string) (Step, bool) {
+	r := *obs.Rollout
+	r.Status.Nodes = slices.Clone(r.Status.Nodes)
+	left := false
+	for i := range r.Status.Nodes {
+		p := &r.Status.Nodes[i]
+		switch {
+		case slices.Contains(done, p.Name):
+			p.Phase = api.NodeDone
+		case p.Phase == api.NodeApplying || p.Phase == api.NodeReverting:
+			left = true
+		}
+	}
+	if !left {
+		return Step{}, false
+	}
+	obs.Rollout = &r
+	return planExtend(obs)
 }
 
 // planExtend keeps a data-plane step MaxUnavailable nodes wide: as its

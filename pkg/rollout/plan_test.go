@@ -125,8 +125,8 @@ func (s *sim) node(name string) *Node { return s.obs.node(name) }
 func (s *sim) apply(step Step) {
 	r := s.obs.Rollout
 	switch step.Action {
-	case Start, Extend:
-		for _, name := range step.Nodes {
+	case Start, Extend, MarkDone:
+		for _, name := range step.Starts() {
 			n := s.node(name)
 			n.Config = Configure(r, r.Node(name), n.Config)
 			s.waited[name] = 0
@@ -136,8 +136,8 @@ func (s *sim) apply(step Step) {
 			s.obs.Nodes[i].Leader = s.obs.Nodes[i].MemberID == step.To
 		}
 	}
-	if step.Action == Start || step.Action == Extend || step.Action == Drain {
-		for _, name := range step.Nodes {
+	if step.Action == Start || step.Action == Extend || step.Action == Drain || len(step.Extend) > 0 {
+		for _, name := range append(slices.Clone(step.Nodes), step.Extend...) {
 			if p := r.Node(name); p != nil && p.Phase == api.NodePending {
 				s.joining[name] = joiningWorker(s.obs, name)
 			}
