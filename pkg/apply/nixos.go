@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -277,11 +278,49 @@ func (n *NixOS) activate(ctx context.Context, unit, top string, op api.Activatio
 	if err == nil {
 		return nil
 	}
-	out, jerr := n.cfg.Runner.Run(ctx, Cmd{Name: "journalctl", Args: []string{"--no-pager", "--quiet", "-o", "cat", "-n", "10", "-u", unit + ".service"}})
-	if j := strings.TrimSpace(string(out)); jerr == nil && j != "" {
+	if j := n.failedUnitJournal(ctx, unit); j != "" {
 		return fmt.Errorf("%w; journal of %s: %s", err, unit, tail(j, 600))
 	}
 	return err
+}
+
+// unitEndMarks are parts of the lines systemd logs when a unit's process
+// fails: once one is in the journal, the lines the process logged before
+// it are too.
+var unitEndMarks = []string{"Failed with result", "Main process exited", "Control process exited"}
+
+// journalTries and journalEvery bound the wait for journald to take in a
+// failed unit's last lines: it reads them from its sockets on its own
+// time, after systemd-run has returned.
+const (
+	journalTries = 10
+	journalEvery = 200 * time.Millisecond
+)
+
+// failedUnitJournal is the end of a failed unit's journal ("" when there
+// is none), read once journald shows how the unit ended, or as it is
+// after journalTries reads.
+func (n *NixOS) failedUnitJournal(ctx context.Context, unit string) string {
+	// Ask journald to store what it has received (errors are ignored:
+	// the reads below say what there is).
+	_, _ = n.cfg.Runner.Run(ctx, Cmd{Name: "journalctl", Args: []string{"--sync"}})
+	j := ""
+	for try := range journalTries {
+		out, err := n.cfg.Runner.Run(ctx, Cmd{Name: "journalctl", Args: []string{"--no-pager", "--quiet", "-o", "cat", "-n", "10", "-u", unit + ".service"}})
+		if err != nil {
+			return j
+		}
+		j = strings.TrimSpace(string(out))
+		if j == "" || slices.ContainsFunc(unitEndMarks, func(m string) bool { return strings.Contains(j, m) }) || try == journalTries-1 {
+			return j
+		}
+		select {
+		case <-ctx.Done():
+			return j
+		case <-time.After(journalEvery):
+		}
+	}
+	return j
 }
 
 // awaitUnknownAnswers is how many answers of systemctl is-active in a row

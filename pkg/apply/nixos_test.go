@@ -206,3 +206,20 @@ func TestNixOSApply(t *testing.T) {
 		}
 	})
 }
+
+// TestActivationErrorWaitsForTheJournal: journald takes in a failed
+// activation's last lines after systemd-run has returned; the error waits
+// for the line that says how the unit ended, so it holds the exit status
+// and the activation's own message.
+func TestActivationErrorWaitsForTheJournal(t *testing.T) {
+	t.Parallel()
+	n, f, _ := newTestNixOS(t)
+	f.JournalLag = 2
+	_, err := n.Apply(t.Context(), Generation{Machine: "m1", Number: 3, Spec: spec("broken")})
+	if !errors.Is(err, ErrActivate) || !strings.Contains(err.Error(), "status=4") || !strings.Contains(err.Error(), "activating broken failed") {
+		t.Fatalf("err = %v, want ErrActivate with the unit's exit status and message", err)
+	}
+	if reads, syncs := f.JournalReads(); reads != 3 || syncs != 1 {
+		t.Fatalf("the journal was read %d times after %d syncs, want 3 reads (two without the end) after one", reads, syncs)
+	}
+}

@@ -33,6 +33,20 @@ type FakeNixOS struct {
 	// times (systemd's bus busy), "activating" Polls times, then has
 	// switched to Toplevel.
 	Activating map[string]*Unit
+	// JournalLag is how many reads of a failed activation's journal show
+	// only its first line, as a journald that has not taken in the rest.
+	JournalLag   int
+	failed       string // the unit of the last failed activation
+	journalReads int
+	journalSyncs int
+}
+
+// JournalReads says how often the failed activation's journal was read,
+// and how often journald was asked to store what it has.
+func (f *FakeNixOS) JournalReads() (reads, syncs int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.journalReads, f.journalSyncs
 }
 
 // New returns a machine running the system current (a store path).
@@ -97,12 +111,32 @@ func (f *FakeNixOS) Run(_ context.Context, c apply.Cmd) ([]byte, error) {
 	case "systemd-run":
 		top := strings.TrimSuffix(a[len(a)-2], "/bin/switch-to-configuration")
 		if strings.Contains(top, "broken") {
+			for _, arg := range a {
+				if u, ok := strings.CutPrefix(arg, "--unit="); ok {
+					f.failed = u
+				}
+			}
 			return nil, errors.New("systemd-run: exit status 1: Job for nico-activate failed: switch-to-configuration exited 4")
 		}
 		if a[len(a)-1] != "boot" {
 			f.current = top
 		}
 		return nil, nil
+	case "journalctl":
+		if contains(a, "--sync") {
+			f.journalSyncs++
+			return nil, nil
+		}
+		if f.failed == "" || !contains(a, f.failed+".service") {
+			return nil, nil
+		}
+		f.journalReads++
+		out := "Starting " + f.failed + ".service - switch-to-configuration...\n"
+		if f.journalReads > f.JournalLag {
+			out += "activating broken failed\n" + f.failed + ".service: Main process exited, code=exited, status=4/NOPERMISSION\n" +
+				f.failed + ".service: Failed with result 'exit-code'.\n"
+		}
+		return []byte(out), nil
 	case "systemctl":
 		if a[0] == "is-active" {
 			if u := f.Activating[a[1]]; u != nil {
