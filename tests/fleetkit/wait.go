@@ -23,6 +23,12 @@ import (
 // asks a member which is down waits for it up to this long.
 const CallBudget = 30 * time.Second
 
+// probeBudget bounds one probe of a wait that asks again until its own
+// deadline: a member list and a status call to every member, each status
+// on a connection of its own whose TLS handshake a loaded machine slows.
+// Shorter, no probe finishes there and the wait fails while etcd serves.
+const probeBudget = 10 * time.Second
+
 // Members returns the member list: name -> learner (an unstarted member
 // is "unstarted-<id>").
 func Members(ctx context.Context, cli *clientv3.Client) (map[string]bool, error) {
@@ -171,7 +177,7 @@ func (f *Fleet) WaitLeader(within time.Duration) string {
 	st := f.Store()
 	var name string
 	testwait.For(f.TB, within, "a coordinator leader", func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), probeBudget)
 		defer cancel()
 		name, _ = coordinator.Leader(ctx, st)
 		return name != "", "no leader"
@@ -184,8 +190,8 @@ func (f *Fleet) EtcdLeader() string {
 	f.TB.Helper()
 	cli := f.Client()
 	var name string
-	testwait.For(f.TB, 20*time.Second, "etcd leader", func() (bool, string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	testwait.For(f.TB, time.Minute, "etcd leader", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), probeBudget)
 		defer cancel()
 		ms, err := cli.MemberList(ctx)
 		if err != nil {
