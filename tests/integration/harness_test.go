@@ -1,5 +1,6 @@
-// Package integration runs nico's agents and coordinators against real etcd
-// members (embedded, and etcd binaries) in one test process, on loopback.
+// Package integration runs nico's agents and coordinators in one test
+// process against real etcd members (the etcd binaries as the agents'
+// children, and embedded), on loopback.
 package integration
 
 import (
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/logging"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/tests/fleetkit"
@@ -29,12 +31,28 @@ type (
 )
 
 // newFleet makes an empty fleet that logs to t and checks every
-// control-plane agent's READY (fleetkit.Fleet.CheckReady).
+// control-plane agent's READY (fleetkit.Fleet.CheckReady). Each agent
+// runs its member as the newest etcd binary (binaryRuntime).
 func newFleet(t *testing.T) *fleet {
 	f := fleetkit.New(t)
 	f.Log = testLogger(t)
 	f.CheckReady = true
+	f.NewRuntime = binaryRuntime(t)
 	return &fleet{Fleet: f, t: t}
+}
+
+// binaryRuntime makes members run as the newest of the etcd binaries
+// (etcdtest.Binaries: make test requires them), each a child process of
+// its agent, as a NixOS host runs etcd.service beside the agent. The
+// package's tests are about the agents and the coordinators: etcd in its
+// own process keeps it out of the race detector, which costs the package
+// a third of its CPU time when every member is embedded. The embedded
+// runtime runs the whole flow in TestMemberRuntimes, and the tests whose
+// subject it is pin it (fleetkit.EmbeddedRuntime).
+func binaryRuntime(t *testing.T) func() member.Runtime {
+	bins := etcdtest.Binaries(t)
+	newest := bins[len(bins)-1].Path
+	return func() member.Runtime { return fleetkit.ExecRuntime(newest) }
 }
 
 // gated wraps a runtime so that Start waits until open is closed.

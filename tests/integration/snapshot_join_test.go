@@ -32,7 +32,7 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 	runtimes := []struct {
 		name string
 		rt   func() member.Runtime
-	}{{name: "embedded"}}
+	}{{name: "embedded", rt: fleetkit.EmbeddedRuntime}}
 	for _, bin := range etcdtest.Binaries(t) {
 		runtimes = append(runtimes, struct {
 			name string
@@ -42,9 +42,7 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 	for _, r := range runtimes {
 		t.Run(r.name, func(t *testing.T) {
 			f := newFleet(t)
-			if r.rt != nil {
-				f.NewRuntime = r.rt
-			}
+			f.NewRuntime = r.rt
 			f.Start(f.AgentConfig("cp-1", true))
 			f.WaitVoters(30*time.Second, "cp-1")
 			f.StartCoordinator("c-1")

@@ -10,17 +10,22 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/tests/fleetkit"
 )
 
-// TestExecRuntime runs the whole flow with real etcd binaries of each
-// available minor version as child processes: bootstrap, two joins, then the
-// removal of the etcd leader.
-func TestExecRuntime(t *testing.T) {
+// TestMemberRuntimes runs the whole flow on the embedded runtime and on
+// the etcd binary of each available minor version as a child process:
+// bootstrap, two joins, then the removal of the etcd leader.
+func TestMemberRuntimes(t *testing.T) {
 	t.Parallel()
+	runtimes := map[string]func() member.Runtime{"embedded": fleetkit.EmbeddedRuntime}
 	for _, bin := range etcdtest.Binaries(t) {
-		t.Run("etcd-"+bin.Version, func(t *testing.T) {
+		runtimes["etcd-"+bin.Version] = func() member.Runtime { return member.NewExec(bin.Path) }
+	}
+	for name, rt := range runtimes {
+		t.Run(name, func(t *testing.T) {
 			f := newFleet(t)
-			f.NewRuntime = func() member.Runtime { return member.NewExec(bin.Path) }
+			f.NewRuntime = rt
 			f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 
 			leader := f.EtcdLeader()
