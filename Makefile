@@ -119,23 +119,19 @@ check: deps staticcheck-binary
 # real-systemd tier (tests/systemd). Packages that start goroutines check
 # for leaks (goleak) in their TestMain.
 #
-# The three longest packages are named first: go test starts a package's
-# run in the order named, and in name order (./... alone) these three, the
-# longest by far, would come last and leave a core idle for the last
-# minutes. go test prints each package's result in the order named, so the
-# first line comes after tests/integration's run; the echo says so.
-# -parallel 3: within a package, tests that call t.Parallel wait side by
-# side, three at a time (tests/integration, coordinator, pkg/restore,
-# pkg/etcdadmin, pkg/member); the few that must run alone (a whole-cluster
-# rotation, a goroutine leak check, a package setting or an environment
-# variable changed) do not call it, and run before the others. More at a
-# time (-parallel 4, or three packages at a time) overloads two cores:
-# tests/integration's fleets then miss their elections.
-SLOWEST_PACKAGES = ./tests/integration/ ./tests/kube/ ./tests/systemd/
+# tests/gotest.sh runs them: tests/integration's test binary, its tests six
+# at a time, beside a go test of the other packages, three at a time, their
+# tests three at a time. Most tests wait on etcd (elections, leases, the
+# leader's passes) far more than they compute: tests/integration's fleets
+# run their members as the newest etcd binary, outside the race detector,
+# and take about one and a half cores with six tests at a time, the other
+# packages together about half a core (docs/performance.md). Within a
+# package, the tests that must run alone (a whole-cluster rotation, a
+# goroutine leak check, a package setting or an environment variable
+# changed) do not call t.Parallel, and run before the others.
 test: etcd-binaries check nix-check
-	@echo "make test: results print in package order, tests/integration's first, after about 10 minutes"
-	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 \
-		$(GO) test -race -count=1 -timeout 35m -parallel 3 $(SLOWEST_PACKAGES) ./...
+	@echo "make test: tests/integration runs beside the other packages; its result prints last"
+	NICO_ETCD_BINARIES=$$(echo $(ETCD_BINARIES) | tr ' ' ':') NICO_REQUIRE_ETCD_BINARIES=1 GO=$(GO) tests/gotest.sh
 
 # test-s3 runs the snapshot store's S3 tests (pkg/snapshot) and nicoctl
 # restore --from a snapshot stored in S3 against a real
