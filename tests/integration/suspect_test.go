@@ -124,6 +124,11 @@ func newSuspectFleet(t *testing.T, ip int, suspicion time.Duration, opts ...func
 		o(f)
 	}
 	tune := func(c *memberlist.Config) {
+		// Probes at the lan profile's pace: the fast profile's answer
+		// within 50 ms is missed by a member the tests beside it keep
+		// from a CPU, and a peer that serves turns suspect, for as long
+		// as suspicion here lasts.
+		c.ProbeInterval, c.ProbeTimeout = time.Second, 500*time.Millisecond
 		// Below 10 members memberlist's suspicion timeout is
 		// SuspicionMult probe intervals (no confirmations are expected).
 		c.SuspicionMult = int(suspicion / c.ProbeInterval)
