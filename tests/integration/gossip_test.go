@@ -57,7 +57,7 @@ func (f *fleet) startMesh(name string, ip int, seeds ...string) *gossip.Mesh {
 func (f *fleet) startMeshOn(name string, ip, port int, seeds ...string) *gossip.Mesh {
 	f.t.Helper()
 	m, err := gossip.New(gossip.Config{Name: name, BindAddr: meshIP(f.t, ip), BindPort: port, Profile: gossip.ProfileFast,
-		Token: []byte("integration-token"), Seeds: seeds, Logger: f.Log.With("mesh", name)})
+		Token: []byte("integration-token"), Seeds: seeds, Logger: f.Log.With("mesh", name), Tune: lanProbes})
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -124,11 +124,7 @@ func newSuspectFleet(t *testing.T, ip int, suspicion time.Duration, opts ...func
 		o(f)
 	}
 	tune := func(c *memberlist.Config) {
-		// Probes at the lan profile's pace: the fast profile's answer
-		// within 50 ms is missed by a member the tests beside it keep
-		// from a CPU, and a peer that serves turns suspect, for as long
-		// as suspicion here lasts.
-		c.ProbeInterval, c.ProbeTimeout = time.Second, 500*time.Millisecond
+		lanProbes(c)
 		// Below 10 members memberlist's suspicion timeout is
 		// SuspicionMult probe intervals (no confirmations are expected).
 		c.SuspicionMult = int(suspicion / c.ProbeInterval)
@@ -153,6 +149,15 @@ func newSuspectFleet(t *testing.T, ip int, suspicion time.Duration, opts ...func
 		return a.State == "alive" && a.Reason == "gossip" && b.State == "alive" && b.Reason == "gossip"
 	})
 	return f, c, cut
+}
+
+// lanProbes makes a fast-profile mesh probe at the lan profile's pace,
+// every second with 500 ms to answer. The fast profile's answer within
+// 50 ms is missed by a member that the tests beside it keep from a CPU,
+// and a peer that serves turns suspect: the leader then holds every
+// membership change, as it must while a voter is suspect.
+func lanProbes(c *memberlist.Config) {
+	c.ProbeInterval, c.ProbeTimeout = time.Second, 500*time.Millisecond
 }
 
 // startTunedMesh runs a mesh member on 127.0.0.<ip> (meshIP) with the fast
