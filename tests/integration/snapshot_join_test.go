@@ -43,6 +43,10 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 		t.Run(r.name, func(t *testing.T) {
 			f := newFleet(t)
 			f.NewRuntime = r.rt
+			// The learner receives and applies a snapshot of tens of
+			// megabytes: it may take as long as the bound to answer, which
+			// the fleet's short learner timeouts would abort.
+			f.Policy.LearnerStartTimeout, f.Policy.LearnerProgressTimeout = snapshotJoinBound, snapshotJoinBound
 			f.Start(f.AgentConfig("cp-1", true))
 			f.WaitVoters(30*time.Second, "cp-1")
 			f.StartCoordinator("c-1")
