@@ -56,12 +56,8 @@ func (cd *candidate) stop(t *testing.T) {
 	}
 }
 
-// callBudget bounds a test's call to etcd whose failure fails the test:
-// long enough for a loaded machine, not a measure of speed.
-const callBudget = 30 * time.Second
-
 func leaderOf(t *testing.T, st *store.Store) string {
-	ctx, cancel := context.WithTimeout(context.Background(), callBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.CallBudget)
 	defer cancel()
 	name, err := Leader(ctx, st)
 	if err != nil {

@@ -44,7 +44,7 @@ func TestMemberAdminContract(t *testing.T) {
 
 func etcdContractEnv(t *testing.T) contractEnv {
 	cl := etcdtest.Start(t, 2)
-	a := etcdadmin.New(cl.Client(t), callBudget)
+	a := etcdadmin.New(cl.Client(t), etcdtest.CallBudget)
 	t.Cleanup(a.Close)
 	return contractEnv{
 		admin:  a,

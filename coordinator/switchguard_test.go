@@ -227,7 +227,7 @@ func switchOfTheLeaderMovesLeadershipFirst(t *testing.T, e *switchEnv) {
 // leaderNode is the node whose member leads etcd.
 func (e *switchEnv) leaderNode() string {
 	e.t.Helper()
-	ad := etcdadmin.New(e.st.Client(), callBudget)
+	ad := etcdadmin.New(e.st.Client(), etcdtest.CallBudget)
 	defer ad.Close()
 	ms, err := ad.Observe(e.t.Context())
 	if err != nil {

@@ -95,11 +95,6 @@ func TestIsEtcdError(t *testing.T) {
 	}
 }
 
-// callBudget is the health timeout of the admins whose calls a test
-// expects to be answered: a call that fails it fails the test, so it is
-// long enough for a loaded machine, not a measure of speed.
-const callBudget = 30 * time.Second
-
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -114,7 +109,7 @@ func TestLearnerLifecycle(t *testing.T) {
 	t.Parallel()
 	cl := etcdtest.Start(t, 2)
 	cli := cl.Client(t)
-	a := New(cli, callBudget)
+	a := New(cli, etcdtest.CallBudget)
 	t.Cleanup(a.Close)
 
 	ms, err := a.Observe(ctx(t))
@@ -308,7 +303,7 @@ func TestRemoveThroughTheRemovedMember(t *testing.T) {
 		}
 		t.Logf("removed %s in %v", m.Name, time.Since(t0))
 		a.Close()
-		ms, err := New(etcdtest.NewClient(t, cl.Members[0].ClientURL), callBudget).Observe(ctx(t))
+		ms, err := New(etcdtest.NewClient(t, cl.Members[0].ClientURL), etcdtest.CallBudget).Observe(ctx(t))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,7 +17,7 @@ import (
 func TestDowngradeEnableAndCancel(t *testing.T) {
 	t.Parallel()
 	cl := etcdtest.Start(t, 1)
-	a := New(cl.Client(t), callBudget)
+	a := New(cl.Client(t), etcdtest.CallBudget)
 	t.Cleanup(a.Close)
 	url := cl.Endpoints()[0]
 	state := func() VersionState {

@@ -16,7 +16,7 @@ import (
 func TestStatusesAlarmsDefragment(t *testing.T) {
 	t.Parallel()
 	c := etcdtest.Start(t, 3)
-	a := New(c.Client(t), callBudget)
+	a := New(c.Client(t), etcdtest.CallBudget)
 	defer a.Close()
 	ctx := t.Context()
 	ms, err := a.Statuses(ctx)

@@ -25,7 +25,7 @@ func TestObserveWhileAutoSync(t *testing.T) {
 	ignore := settled(t, cl)
 	cli := etcdtest.Dial(t, pki.RootIdentity, 5*time.Millisecond, cl.Endpoints()...)
 	t.Cleanup(func() { cli.Close() })
-	a := New(cli, callBudget)
+	a := New(cli, etcdtest.CallBudget)
 	t.Cleanup(a.Close)
 
 	var first map[string]*clientv3.Client
@@ -69,7 +69,7 @@ func TestClosingTheClientClosesTheMemberClients(t *testing.T) {
 	cl := etcdtest.Start(t, 1)
 	ignore := settled(t, cl)
 	cli := etcdtest.Dial(t, pki.RootIdentity, 0, cl.Endpoints()...)
-	a := New(cli, callBudget)
+	a := New(cli, etcdtest.CallBudget)
 	if _, err := a.Observe(ctx(t)); err != nil {
 		t.Fatal(err)
 	}

@@ -4,18 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdclient"
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/snapshot"
 )
-
-// callBudget is the health timeout of the test's admin: each member must
-// answer its status for the test to pass, so it is long enough for a loaded
-// machine, not a measure of speed.
-const callBudget = 30 * time.Second
 
 func TestSaveTakesFromAFollowerIntoTheStore(t *testing.T) {
 	c := etcdtest.Start(t, 3)
@@ -24,7 +18,7 @@ func TestSaveTakesFromAFollowerIntoTheStore(t *testing.T) {
 	if _, err := cli.Put(ctx, "/a", "1"); err != nil {
 		t.Fatal(err)
 	}
-	admin := etcdadmin.New(cli, callBudget)
+	admin := etcdadmin.New(cli, etcdtest.CallBudget)
 	defer admin.Close()
 	ms, err := admin.Statuses(ctx)
 	if err != nil {

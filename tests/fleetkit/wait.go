@@ -11,17 +11,12 @@ import (
 
 	"github.com/homystack/nico/coordinator"
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
-
-// CallBudget bounds a check's call to etcd whose failure fails the test or
-// is taken as the answer (a look of WaitSettled, LeaderName, CheckVoter):
-// long enough for a loaded machine, not a measure of speed. A look that
-// asks a member which is down waits for it up to this long.
-const CallBudget = 30 * time.Second
 
 // probeBudget bounds one probe of a wait that asks again until its own
 // deadline: a member list and a status call to every member, each status
@@ -88,7 +83,7 @@ func waitSettled(tb testing.TB, cli *clientv3.Client, within time.Duration, what
 
 // settled is one look of WaitSettled: the voters found go to *voters.
 func settled(cli *clientv3.Client, want func(voters []string) bool, voters *[]string) (bool, string) {
-	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.CallBudget)
 	defer cancel()
 	ms, err := Members(ctx, cli)
 	if err != nil {
@@ -165,7 +160,7 @@ func (f *Fleet) exitedNote() string {
 
 // LeaderName is the coordinator leader's candidate name, "" when none.
 func (f *Fleet) LeaderName() string {
-	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.CallBudget)
 	defer cancel()
 	name, _ := coordinator.Leader(ctx, f.Store())
 	return name
@@ -219,7 +214,7 @@ func (f *Fleet) CheckVoter(peer string) error {
 	// the fleet's teardown would otherwise hold a connection to its member
 	// open while the member stops, until every member has stopped.
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.CallBudget)
 	defer cancel()
 	resp, err := cli.MemberList(ctx)
 	if err != nil {
@@ -242,7 +237,7 @@ func (f *Fleet) CheckVoterOrStandby(name, peer string) error {
 	}
 	cli := f.Client()
 	defer cli.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), CallBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), etcdtest.CallBudget)
 	defer cancel()
 	resp, gerr := cli.Get(ctx, store.DefaultPrefix+store.JoinKey(name))
 	if gerr != nil || len(resp.Kvs) == 0 {

@@ -66,7 +66,7 @@ func TestEtcdMinorUpgradeRolls(t *testing.T) {
 			t.Fatalf("spec.version %s (refused) wrote desired versions: %v %v", refused, resp, err)
 		}
 	}
-	adm := etcdadmin.New(f.Client(), fleetkit.CallBudget)
+	adm := etcdadmin.New(f.Client(), etcdtest.CallBudget)
 	t.Cleanup(adm.Close)
 	if vs, err := adm.VersionState(ctx, f.Node("cp-1").Cfg.ClientURL); err != nil || vs.Downgrading || vs.Cluster != "3.6.0" {
 		t.Fatalf("after refused paths: %+v %v, want cluster 3.6.0 and no downgrade", vs, err)
