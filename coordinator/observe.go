@@ -20,17 +20,20 @@ type observation struct {
 	cluster *api.EtcdCluster
 	// rev is the store revision every object was read at.
 	rev int64
+	// view holds what was read, the extra ranges a caller asked for among it.
+	view *store.View
 }
 
 // observe re-reads every input: members from etcd, objects from the store,
-// these at one revision (readInputs). The two reads go side by side: they
-// come from different sources and are never at one revision together.
-func observe(ctx context.Context, st *store.Store, members func(context.Context) ([]membership.Member, error)) (*observation, error) {
+// these at one revision (readInputs, with the caller's extra ranges). The
+// two reads go side by side: they come from different sources and are
+// never at one revision together.
+func observe(ctx context.Context, st *store.Store, members func(context.Context) ([]membership.Member, error), extra ...store.Range) (*observation, error) {
 	var ms []membership.Member
 	var merr error
 	var wg sync.WaitGroup
 	wg.Go(func() { ms, merr = members(ctx) })
-	o, err := readInputs(ctx, st)
+	o, err := readInputs(ctx, st, extra...)
 	wg.Wait()
 	if merr != nil {
 		return nil, merr
@@ -46,10 +49,11 @@ func observe(ctx context.Context, st *store.Store, members func(context.Context)
 // readInputs reads the nodes, the requests, the heartbeats and the active
 // operation in one read-only transaction, so at one revision: a pass never
 // sees, say, a join request whose node it read before the node existed.
-// The active operation's journal entry is read at that same revision.
-func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
+// The active operation's journal entry is read at that same revision, and
+// so are the extra ranges, kept in the observation's view.
+func readInputs(ctx context.Context, st *store.Store, extra ...store.Range) (*observation, error) {
 	claimKey := store.MachineClaimKey(api.EtcdClaimName)
-	v, err := st.View(ctx,
+	v, err := st.View(ctx, append([]store.Range{
 		store.Dir(store.NodesDir),
 		store.Dir(store.JoinsDir),
 		store.Dir(store.RemovalsDir),
@@ -58,11 +62,11 @@ func readInputs(ctx context.Context, st *store.Store) (*observation, error) {
 		store.Key(store.EtcdClusterKey),
 		store.Dir(store.ExternalMembersDir),
 		store.Key(claimKey),
-	)
+	}, extra...)...)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: observe: %w", err)
 	}
-	o := &observation{joins: map[string]*api.JoinRequest{}, removals: map[string]*api.RemoveRequest{}, rev: v.Rev}
+	o := &observation{joins: map[string]*api.JoinRequest{}, removals: map[string]*api.RemoveRequest{}, rev: v.Rev, view: v}
 	if o.Nodes, err = store.ViewObjects[api.Node](v, store.NodesDir); err != nil {
 		return nil, err
 	}

@@ -2,7 +2,6 @@ package coordinator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -77,7 +76,7 @@ func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
 	if err != nil || ro == nil {
 		return rollout.Step{Action: rollout.None}, err
 	}
-	obs, err := r.observe(ctx, ro)
+	obs, active, err := r.observe(ctx, ro)
 	if err != nil {
 		return rollout.Step{}, err
 	}
@@ -94,7 +93,7 @@ func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
 	if step.Action != rollout.None && step.Action != rollout.Wait {
 		r.obs.RolloutStep(ro.Metadata.Name, step)
 	}
-	if err := r.apply(ctx, ro, obs, step, now); err != nil {
+	if err := r.apply(ctx, ro, obs, active, step, now); err != nil {
 		return step, fmt.Errorf("rollout %s: %s: %w", ro.Metadata.Name, step.Action, err)
 	}
 	if step.Action != rollout.None && step.Action != rollout.Wait {
@@ -126,14 +125,18 @@ func activeRollout(ctx context.Context, st *store.Store) (*api.Rollout, error) {
 	return nil, nil
 }
 
-func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Observed, error) {
-	o, err := observe(ctx, r.st, r.admin.Observe)
+// observe reads ro's inputs: the membership controller's observation with
+// the nodes' configurations and their liveness, all at one revision, and
+// etcd's members beside it. It returns the active operation as read at
+// that revision too (nil when none is), for apply to record the step in.
+func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Observed, *api.Operation, error) {
+	o, err := observe(ctx, r.st, r.admin.Observe, store.Dir(store.NixosConfigsDir), store.Key(store.LivenessKey))
 	if err != nil {
-		return rollout.Observed{}, err
+		return rollout.Observed{}, nil, err
 	}
-	cfgs, _, err := store.List[api.NixosConfiguration](ctx, r.st, store.NixosConfigsDir)
+	cfgs, err := store.ViewObjects[api.NixosConfiguration](o.view, store.NixosConfigsDir)
 	if err != nil {
-		return rollout.Observed{}, err
+		return rollout.Observed{}, nil, err
 	}
 	byName := map[string]*api.NixosConfiguration{}
 	for _, c := range cfgs {
@@ -144,10 +147,8 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 		obs.ReplaceDeadAfter = policyOf(o.cluster.Spec.Policy, r.policy).ReplaceDeadMembersAfter
 	}
 	lv := api.NewLiveness()
-	switch err := r.st.Get(ctx, store.LivenessKey, lv); {
-	case errors.Is(err, store.ErrNotFound):
-	case err != nil:
-		return rollout.Observed{}, err
+	if _, err := o.view.Decode(store.LivenessKey, lv); err != nil {
+		return rollout.Observed{}, nil, fmt.Errorf("coordinator: observe: %w", err)
 	}
 	if o.Active != nil {
 		obs.ActiveOp = o.Active.Metadata.Name
@@ -198,15 +199,17 @@ func (r *rollouter) observe(ctx context.Context, ro *api.Rollout) (rollout.Obser
 	}
 	r.observeKube(ctx, ro, &obs)
 	if err := r.observeAPIServers(ctx, ro, &obs); err != nil {
-		return rollout.Observed{}, err
+		return rollout.Observed{}, nil, err
 	}
-	return obs, nil
+	return obs, o.Active, nil
 }
 
 // apply writes the step: the rollout's journal, the nodes' configurations
 // (deleted once applied, for a rollout with DeleteConfigurations) and the
-// step's slot, all in one fenced transaction.
-func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Observed, s rollout.Step, now time.Time) error {
+// step's slot, all in one fenced transaction. active is the active
+// operation as observed (nil: apply reads it); the transaction is guarded
+// on it being unchanged since.
+func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Observed, active *api.Operation, s rollout.Step, now time.Time) error {
 	var ops []clientv3.Op
 	g, err := store.UnchangedGuard(ro)
 	if err != nil {
@@ -307,8 +310,8 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		guards = append(guards, store.Guard{Cmp: store.Absent(store.ActiveOpKey), Err: errOpBusy})
 	case s.Action == rollout.Extend || (s.Action == rollout.MarkDone && len(s.Extend) > 0):
 		// The step's operation stays active and names its nodes.
-		op := &api.Operation{}
-		if err := r.st.Get(ctx, store.OpKey(opName), op); err != nil {
+		op, err := r.stepOp(ctx, opName, active)
+		if err != nil {
 			return err
 		}
 		op.Spec.Node = strings.Join(ro.Status.Current, ",")
@@ -327,8 +330,8 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 			Err: fmt.Errorf("coordinator: step %s is no longer the active operation", opName),
 		})
 	case release && opName != "":
-		op := &api.Operation{}
-		if err := r.st.Get(ctx, store.OpKey(opName), op); err != nil {
+		op, err := r.stepOp(ctx, opName, active)
+		if err != nil {
 			return err
 		}
 		op.Status.Phase, op.Status.Step = api.OpSucceeded, api.StepDone
@@ -340,8 +343,12 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		if err != nil {
 			return err
 		}
+		g, err := store.UnchangedGuard(op)
+		if err != nil {
+			return err
+		}
 		ops = append(ops, put, store.DeleteOp(store.ActiveOpKey))
-		guards = append(guards, store.Guard{
+		guards = append(guards, g, store.Guard{
 			Cmp: store.ValueIs(store.ActiveOpKey, opName),
 			Err: fmt.Errorf("coordinator: step %s is no longer the active operation", opName),
 		})
@@ -356,6 +363,19 @@ func (r *rollouter) apply(ctx context.Context, ro *api.Rollout, obs rollout.Obse
 		failpoint.Hit(failpoint.CoordAfterRolloutStep)
 	}
 	return r.kubeAfter(ctx, ro, obs, s)
+}
+
+// stepOp returns the operation named name for a step to record itself in:
+// active when it is that operation as observed, else as read now.
+func (r *rollouter) stepOp(ctx context.Context, name string, active *api.Operation) (*api.Operation, error) {
+	if active != nil && active.Metadata.Name == name {
+		return active, nil
+	}
+	op := &api.Operation{}
+	if err := r.st.Get(ctx, store.OpKey(name), op); err != nil {
+		return nil, err
+	}
+	return op, nil
 }
 
 // rollsAsControlPlane tells whether node n rolls as a control-plane node

@@ -79,7 +79,7 @@ func TestControlPlaneRolloutStepWaitsForItsSnapshot(t *testing.T) {
 	}
 
 	// A data-plane step: no snapshot, the failing store is not asked.
-	if err := r.apply(ctx, read(), obs, rollout.Step{Action: rollout.Start, Nodes: []string{"w-1"}, Reason: "roll w-1"}, now); err != nil {
+	if err := r.apply(ctx, read(), obs, nil, rollout.Step{Action: rollout.Start, Nodes: []string{"w-1"}, Reason: "roll w-1"}, now); err != nil {
 		t.Fatalf("data-plane step: %v", err)
 	}
 	if !configured("w-1") || active() == "" {
@@ -88,7 +88,7 @@ func TestControlPlaneRolloutStepWaitsForItsSnapshot(t *testing.T) {
 	release()
 
 	// A control-plane step with a failing snapshot waits.
-	if err := r.apply(ctx, read(), obs, rollout.Step{Action: rollout.Start, Nodes: []string{"cp-1"}, Reason: "roll cp-1"}, now); err != nil {
+	if err := r.apply(ctx, read(), obs, nil, rollout.Step{Action: rollout.Start, Nodes: []string{"cp-1"}, Reason: "roll cp-1"}, now); err != nil {
 		t.Fatalf("held step: %v", err)
 	}
 	if configured("cp-1") || active() != "" {
@@ -100,7 +100,7 @@ func TestControlPlaneRolloutStepWaitsForItsSnapshot(t *testing.T) {
 
 	mem.FailWith(nil)
 	now = now.Add(snapshotRetryAfter)
-	if err := r.apply(ctx, read(), obs, rollout.Step{Action: rollout.Start, Nodes: []string{"cp-1"}, Reason: "roll cp-1"}, now); err != nil {
+	if err := r.apply(ctx, read(), obs, nil, rollout.Step{Action: rollout.Start, Nodes: []string{"cp-1"}, Reason: "roll cp-1"}, now); err != nil {
 		t.Fatalf("step after the store came back: %v", err)
 	}
 	if !configured("cp-1") || active() == "" {

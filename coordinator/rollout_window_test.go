@@ -149,3 +149,86 @@ func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
 	ro = pass()
 	expect(ro, "dp-1:Done dp-2:Done dp-3:Done dp-4:Applying dp-5:Applying")
 }
+
+// TestRolloutStepGuardsItsObservedOperation (real etcd): a step records
+// itself in the operation as its pass observed it, guarded on it being
+// unchanged since; a change in between refuses the step, writes nothing,
+// and the next pass, observing again, records it.
+func TestRolloutStepGuardsItsObservedOperation(t *testing.T) {
+	t.Parallel()
+	h := newKCHarness(t)
+	names := []string{"dp-1", "dp-2"}
+	for _, n := range names {
+		h.machine(n)
+	}
+	r := api.NewRollout("r1")
+	r.Metadata.CreatedAt = h.now
+	r.Spec.Template = api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: "v1"}
+	r.Spec.Nodes = names
+	r.Spec.MaxUnavailable = "2"
+	if err := h.st.Create(t.Context(), store.RolloutKey("r1"), r); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var ro *api.Rollout
+	for range 4 {
+		if err := h.ro.reconcile(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ro = last(h.rollouts()); ro.Node("dp-2").Phase == api.NodeApplying {
+			break
+		}
+	}
+	opName := ro.Status.Operation
+	if opName == "" || ro.Node("dp-1").Phase != api.NodeApplying || ro.Node("dp-2").Phase != api.NodeApplying {
+		t.Fatalf("rollout %s: dp-1 %s, dp-2 %s, operation %q; want both applying under one", ro.Metadata.Name, ro.Node("dp-1").Phase, ro.Node("dp-2").Phase, opName)
+	}
+	h.agents()
+
+	obs, active, err := h.ro.observe(ctx, ro)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if active == nil || active.Metadata.Name != opName {
+		t.Fatalf("observed active operation %v, want %s", active, opName)
+	}
+	step := rollout.Plan(obs, h.now)
+	if step.Action != rollout.MarkDone || !slices.Equal(step.Nodes, names) {
+		t.Fatalf("the step after both applied is %s; want MarkDone [dp-1 dp-2]", step)
+	}
+	// The operation changes after the pass observed it.
+	op := &api.Operation{}
+	if err := h.st.Get(ctx, store.OpKey(opName), op); err != nil {
+		t.Fatal(err)
+	}
+	op.Record(h.now, "someone", "a note written between the observation and the step")
+	if err := h.st.Update(ctx, store.OpKey(opName), op); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.ro.apply(ctx, ro, obs, active, step, h.now); err == nil {
+		t.Fatal("the step was written over an operation changed since its observation")
+	}
+	if got := last(h.rollouts()); got.Metadata.Revision != ro.Metadata.Revision {
+		t.Fatalf("the refused step wrote the rollout (revision %d, was %d)", got.Metadata.Revision, ro.Metadata.Revision)
+	}
+	if err := h.st.Get(ctx, store.OpKey(opName), op); err != nil {
+		t.Fatal(err)
+	}
+	if op.Status.Phase != api.OpRunning {
+		t.Fatalf("the refused step left operation %s %s, want it running", opName, op.Status.Phase)
+	}
+
+	// The next pass observes the operation as it is and ends the step.
+	if err := h.ro.reconcile(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.Get(ctx, store.OpKey(opName), op); err != nil {
+		t.Fatal(err)
+	}
+	if op.Status.Phase != api.OpSucceeded {
+		t.Fatalf("operation %s is %s after the next pass, want %s", opName, op.Status.Phase, api.OpSucceeded)
+	}
+	if !slices.ContainsFunc(op.Status.History, func(e api.Event) bool { return strings.Contains(e.Message, "a note written between") }) {
+		t.Fatalf("the step's record lost the note written before it: %v", op.Status.History)
+	}
+}

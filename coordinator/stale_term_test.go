@@ -64,7 +64,7 @@ func TestStaleTermMovesNoLeader(t *testing.T) {
 		"rollout": func(d leaderDeps, leaderURL string, to api.MemberID) error {
 			ro := api.NewRollout("r")
 			s := rollout.Step{Action: rollout.TransferLeader, LeaderURL: leaderURL, To: to}
-			return newRollouter(d, membership.Policy{}, nil, nil).apply(ctx, ro, rollout.Observed{Rollout: ro}, s, e.clk.Now())
+			return newRollouter(d, membership.Policy{}, nil, nil).apply(ctx, ro, rollout.Observed{Rollout: ro}, nil, s, e.clk.Now())
 		},
 		"switch-guard": func(d leaderDeps, leaderURL string, to api.MemberID) error {
 			s := switchguard.Step{Action: switchguard.TransferLeader, LeaderURL: leaderURL, To: to}
