@@ -32,6 +32,8 @@ type holdGate struct {
 
 	mu      sync.Mutex
 	lastWhy string
+	// seen saves the read of the operation in flight on each pass.
+	seen store.HoldSeen
 }
 
 // wrap returns do gated on the hold.
@@ -51,7 +53,7 @@ func (g *holdGate) wrap(do func(context.Context) error) func(context.Context) er
 // check reads the hold, logs its changes, records the cluster's ID when
 // the fleet has none; it returns why the cluster is held ("" when not).
 func (g *holdGate) check(ctx context.Context) (string, error) {
-	why, recorded, id, err := g.st.Hold(ctx)
+	why, recorded, id, err := g.st.Hold(ctx, &g.seen)
 	if err != nil {
 		return "", err
 	}

@@ -82,7 +82,7 @@ func recoverHeldCheck(t *testing.T, bin string) {
 				continue
 			}
 			rctx, c := context.WithTimeout(pctx, 300*time.Millisecond)
-			why, _, _, err := pst.Hold(rctx)
+			why, _, _, err := pst.Hold(rctx, nil)
 			c()
 			pc.Close()
 			if err == nil {
@@ -107,7 +107,7 @@ func recoverHeldCheck(t *testing.T, bin string) {
 			checked = true
 			rctx, c := context.WithTimeout(ctx, 5*time.Second)
 			defer c()
-			why, _, _, err := st.Hold(rctx)
+			why, _, _, err := st.Hold(rctx, nil)
 			if err != nil {
 				return err
 			}
@@ -127,7 +127,7 @@ func recoverHeldCheck(t *testing.T, bin string) {
 		t.Fatalf("%d of %d answers of the survivor's own URL during its start said not held", n, answers.Load())
 	}
 	t.Logf("%d answers of the survivor's own URL during its start, every one held", answers.Load())
-	if why, _, _, err := st.Hold(ctx); err != nil || why != "" {
+	if why, _, _, err := st.Hold(ctx, nil); err != nil || why != "" {
 		t.Fatalf("after the recovery: hold %q, %v; want released", why, err)
 	}
 }

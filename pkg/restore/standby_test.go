@@ -127,7 +127,7 @@ func hold(t *testing.T, f *testFleet) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	why, _, _, err := st.Hold(context.Background())
+	why, _, _, err := st.Hold(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
