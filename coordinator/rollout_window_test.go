@@ -11,15 +11,10 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
-// TestRolloutWindowYieldsToAWaitingChange (real etcd): a data-plane step
-// keeps maxUnavailable nodes applying under one operation, starting the
-// next node in the write that marks one done; once another change waits
-// for the slot it starts no more, releases the slot when its nodes are
-// done, and starts the next step only when nothing waits.
-func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
-	t.Parallel()
-	h := newKCHarness(t)
-	names := []string{"dp-1", "dp-2", "dp-3", "dp-4", "dp-5"}
+// windowRollout registers names as machines of h and creates rollout r1
+// of them, two at a time.
+func windowRollout(t *testing.T, h *kcHarness, names []string) {
+	t.Helper()
 	for _, n := range names {
 		h.machine(n)
 	}
@@ -31,6 +26,18 @@ func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
 	if err := h.st.Create(t.Context(), store.RolloutKey("r1"), r); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestRolloutWindowYieldsToAWaitingChange (real etcd): a data-plane step
+// keeps maxUnavailable nodes applying under one operation, starting the
+// next node in the write that marks one done; once another change waits
+// for the slot it starts no more, releases the slot when its nodes are
+// done, and starts the next step only when nothing waits.
+func TestRolloutWindowYieldsToAWaitingChange(t *testing.T) {
+	t.Parallel()
+	h := newKCHarness(t)
+	names := []string{"dp-1", "dp-2", "dp-3", "dp-4", "dp-5"}
+	windowRollout(t, h, names)
 	pass := func() *api.Rollout {
 		t.Helper()
 		if err := h.ro.reconcile(t.Context()); err != nil {
@@ -158,17 +165,7 @@ func TestRolloutStepGuardsItsObservedOperation(t *testing.T) {
 	t.Parallel()
 	h := newKCHarness(t)
 	names := []string{"dp-1", "dp-2"}
-	for _, n := range names {
-		h.machine(n)
-	}
-	r := api.NewRollout("r1")
-	r.Metadata.CreatedAt = h.now
-	r.Spec.Template = api.NixosConfigurationSpec{GitRepo: "https://git.example/fleet", Revision: "v1"}
-	r.Spec.Nodes = names
-	r.Spec.MaxUnavailable = "2"
-	if err := h.st.Create(t.Context(), store.RolloutKey("r1"), r); err != nil {
-		t.Fatal(err)
-	}
+	windowRollout(t, h, names)
 	ctx := t.Context()
 	var ro *api.Rollout
 	for range 4 {
