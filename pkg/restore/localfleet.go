@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/member"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
@@ -268,6 +269,9 @@ func (f *LocalFleet) Rejoin(ctx context.Context, node string) error {
 			return fmt.Errorf("restore: add %s as a learner: %w", node, err)
 		}
 		list.Members, self = resp.Members, &resp.Member.ID
+		if err := f.waitListed(ctx, list.Members, *self); err != nil {
+			return fmt.Errorf("restore: add %s as a learner: %w", node, err)
+		}
 	}
 	var initial []string
 	for _, x := range list.Members {
@@ -305,6 +309,46 @@ func (f *LocalFleet) addLearner(ctx context.Context, cli *clientv3.Client, peerU
 		select {
 		case <-actx.Done():
 			return nil, fmt.Errorf("%w (last: %w)", actx.Err(), err)
+		case <-tick.C:
+		}
+	}
+}
+
+// waitListed waits until every voter of members lists id in its own view
+// of the membership (a serializable member list). A new member takes the
+// cluster from the first peer that answers and refuses to start ("member
+// count is unequal") when that peer has not applied its add yet.
+func (f *LocalFleet) waitListed(ctx context.Context, members []*etcdserverpb.Member, id uint64) error {
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for _, x := range members {
+		if x.ID == id || x.IsLearner || len(x.ClientURLs) == 0 {
+			continue
+		}
+		if err := f.waitListedBy(wctx, x, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitListedBy waits until voter x lists id.
+func (f *LocalFleet) waitListedBy(ctx context.Context, x *etcdserverpb.Member, id uint64) error {
+	cli, err := f.dial(x.ClientURLs...)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		resp, err := cli.MemberList(ctx, clientv3.WithSerializable())
+		if err == nil && slices.ContainsFunc(resp.Members, func(m *etcdserverpb.Member) bool { return m.ID == id }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("member %s does not list the learner %x: %w (last error: %v)", x.Name, id, ctx.Err(), err)
 		case <-tick.C:
 		}
 	}
