@@ -160,15 +160,18 @@ func (s *supervisor) runOnce(ctx context.Context, restart backoff.BackOff) error
 		if s.rt.fatal != nil && s.rt.fatal(err) {
 			return fatalError{err}
 		}
+		// The retry is armed before the health says Backoff: whoever sees
+		// the failure in the health (a test's injected clock among them)
+		// sees the retry's timer already running.
 		d := requeue.NextBackOff()
+		retry = s.rt.clock.NewTimer(d)
+		retryC = retry.Chan()
 		s.rec.update(func(h *Health) {
 			h.Failures++
 			h.LastError, h.LastErrorAt = err, now
 			h.State, h.Since = Backoff, now
 		})
 		s.log.Warn("reconcile failed; retrying", "err", err, "in", d)
-		retry = s.rt.clock.NewTimer(d)
-		retryC = retry.Chan()
 	}
 }
 
