@@ -52,7 +52,7 @@ func removedWhilePolled(t *testing.T, rt func() member.Runtime) {
 	f.StartCoordinator("c-1")
 	cfg2 := f.AgentConfig("cp-2", false)
 	n2 := f.Start(cfg2)
-	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2")
 
 	pctx, stopPolls := context.WithCancel(context.Background())
 	var answered atomic.Int64

@@ -30,7 +30,7 @@ func TestMemberRuntimes(t *testing.T) {
 
 			leader := f.EtcdLeader()
 			f.requestRemoval(leader, false)
-			waitObj[api.RemoveRequest](f, 60*time.Second, store.RemovalKey(leader), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
+			waitObj[api.RemoveRequest](f, 90*time.Second, store.RemovalKey(leader), "removal done", func(r *api.RemoveRequest) bool { return r.Status.Phase == api.RemoveDone })
 			select {
 			case err := <-f.Node(leader).Done:
 				f.Node(leader).Done <- err
