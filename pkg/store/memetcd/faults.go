@@ -44,6 +44,11 @@ type Fault struct {
 	After  int
 	Times  int
 	Err    error
+	// Applied lets a failed operation of the KV run before Err is
+	// returned: an answer lost after etcd applied the request (a member
+	// stopping, a connection broken, a request timed out as it
+	// committed), which the caller cannot tell from one never applied.
+	Applied bool
 
 	seen, failed int
 }
@@ -96,9 +101,15 @@ func (fs *Faults) Failed() int {
 // check returns the error of the first fault that fails an operation of
 // kind on keys, counting it against every fault it matches.
 func (fs *Faults) check(kind Kind, keys []string) error {
+	err, _ := fs.checkApplied(kind, keys)
+	return err
+}
+
+// checkApplied is check, and whether the failing fault lets the
+// operation run first (Fault.Applied).
+func (fs *Faults) checkApplied(kind Kind, keys []string) (err error, applied bool) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	var err error
 	for _, f := range fs.faults {
 		if !f.matches(kind, keys) {
 			continue
@@ -108,12 +119,12 @@ func (fs *Faults) check(kind Kind, keys []string) error {
 			continue
 		}
 		f.failed++
-		err = f.Err
+		err, applied = f.Err, f.Applied
 	}
 	if err != nil {
 		fs.failed++
 	}
-	return err
+	return err, applied
 }
 
 // Wrap makes cli's KV, Watcher and Lease fail as fs says. Wrapping a Store's
@@ -140,21 +151,30 @@ type faultyKV struct {
 }
 
 func (kv *faultyKV) Get(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	if err := kv.fs.check(Get, []string{key}); err != nil {
+	if err, applied := kv.fs.checkApplied(Get, []string{key}); err != nil {
+		if applied {
+			_, _ = kv.KV.Get(ctx, key, opts...)
+		}
 		return nil, err
 	}
 	return kv.KV.Get(ctx, key, opts...)
 }
 
 func (kv *faultyKV) Put(ctx context.Context, key, val string, opts ...clientv3.OpOption) (*clientv3.PutResponse, error) {
-	if err := kv.fs.check(Put, []string{key}); err != nil {
+	if err, applied := kv.fs.checkApplied(Put, []string{key}); err != nil {
+		if applied {
+			_, _ = kv.KV.Put(ctx, key, val, opts...)
+		}
 		return nil, err
 	}
 	return kv.KV.Put(ctx, key, val, opts...)
 }
 
 func (kv *faultyKV) Delete(ctx context.Context, key string, opts ...clientv3.OpOption) (*clientv3.DeleteResponse, error) {
-	if err := kv.fs.check(Delete, []string{key}); err != nil {
+	if err, applied := kv.fs.checkApplied(Delete, []string{key}); err != nil {
+		if applied {
+			_, _ = kv.KV.Delete(ctx, key, opts...)
+		}
 		return nil, err
 	}
 	return kv.KV.Delete(ctx, key, opts...)
@@ -168,7 +188,10 @@ func (kv *faultyKV) Compact(ctx context.Context, rev int64, opts ...clientv3.Com
 }
 
 func (kv *faultyKV) Do(ctx context.Context, op clientv3.Op) (clientv3.OpResponse, error) {
-	if err := kv.fs.check(kindOf(op), opKeys(op)); err != nil {
+	if err, applied := kv.fs.checkApplied(kindOf(op), opKeys(op)); err != nil {
+		if applied {
+			_, _ = kv.KV.Do(ctx, op)
+		}
 		return clientv3.OpResponse{}, err
 	}
 	return kv.KV.Do(ctx, op)
@@ -238,7 +261,10 @@ func (t *faultyTxn) Else(ops ...clientv3.Op) clientv3.Txn {
 }
 
 func (t *faultyTxn) Commit() (*clientv3.TxnResponse, error) {
-	if err := t.fs.check(Txn, txnKeys(t.cmps, t.then, t.els)); err != nil {
+	if err, applied := t.fs.checkApplied(Txn, txnKeys(t.cmps, t.then, t.els)); err != nil {
+		if applied {
+			_, _ = t.Txn.Commit()
+		}
 		return nil, err
 	}
 	return t.Txn.Commit()

@@ -88,6 +88,31 @@ func TestFaultsAfter(t *testing.T) {
 	}
 }
 
+// TestFaultsApplied: a fault with Applied returns its error from a put
+// and a transaction that ran anyway, as an answer lost after etcd applied
+// the request.
+func TestFaultsApplied(t *testing.T) {
+	s, fs := faultyStore(t)
+	ctx := t.Context()
+	fs.Add(memetcd.Fault{Kinds: memetcd.Put | memetcd.Txn, Times: 2, Err: rpctypes.ErrTimeout, Applied: true})
+	if err := s.Put(ctx, store.NodeKey("a"), api.NewNode("a")); !errors.Is(err, rpctypes.ErrTimeout) {
+		t.Fatalf("put: %v, want ErrTimeout", err)
+	}
+	if err := s.Get(ctx, store.NodeKey("a"), &api.Node{}); err != nil {
+		t.Fatalf("the put whose answer was lost is not there: %v", err)
+	}
+	if _, err := s.Txn(ctx, []clientv3.Cmp{store.Absent(store.NodeKey("b"))}, store.PutValueOp(store.NodeKey("b"), "{}")); !errors.Is(err, rpctypes.ErrTimeout) {
+		t.Fatalf("txn: %v, want ErrTimeout", err)
+	}
+	names, err := s.Names(ctx, store.NodesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 2 || !names["a"] || !names["b"] {
+		t.Fatalf("nodes %v after two applied failures, want a and b", names)
+	}
+}
+
 // TestFaultsWatch: a failed watch's channel closes at once; the next
 // watch works.
 func TestFaultsWatch(t *testing.T) {
