@@ -11,6 +11,8 @@
 //	no etcd member's data on this host --------------------------------> proceed
 //	the new generation's etcd has another minor version -------------> refuse (EtcdCluster spec.version)
 //	no etcd endpoint answers ------------------------------------------> refuse
+//	the request's write fails by AnswerTimeout (a failure that passes
+//	by itself, as a leader moving, is written again until then) -------> refuse
 //	ask (a new attempt) --> Granted --> proceed
 //	                    --> Refused --> refuse (the leader's reason)
 //	                    --> no answer within AnswerTimeout: a member here --> refuse, none --> proceed
@@ -33,6 +35,7 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/api"
+	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/etcdversion"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/switchguard"
@@ -204,10 +207,7 @@ func (c *Check) ask(ctx context.Context) int {
 	r := api.NewSwitchRequest(c.Node)
 	r.Metadata.CreatedAt = now
 	r.Spec = api.SwitchRequestSpec{Attempt: now.UTC().Format("20060102t150405") + "-" + hex.EncodeToString(b), Toplevel: c.Toplevel, Action: c.Action, Hold: api.Duration(c.Hold), RequestedAt: now}
-	pctx, cancel := context.WithTimeout(ctx, c.AnswerTimeout)
-	err := c.Store.Put(pctx, key, r)
-	cancel()
-	if err != nil {
+	if err := c.file(ctx, key, r); err != nil {
 		return c.blind(ctx, fmt.Sprintf("the request could not be written (%v)", err))
 	}
 	c.say("%s asks for the switch slot to switch to %s (attempt %s)", c.Node, c.Toplevel, r.Spec.Attempt)
@@ -280,6 +280,56 @@ func (c *Check) ask(ctx context.Context) int {
 			return Failed
 		}
 	}
+}
+
+// retryWrite is the wait before the request is written again.
+const retryWrite = time.Second
+
+// file writes the request r at key within AnswerTimeout. A write that
+// failed in a way that passes by itself (etcd's leader moving or a member
+// restarting, as while another host switches; a request timed out or
+// whose answer was lost) is made again, every retryWrite. Each write is
+// guarded on the key as it was read just before, and a read that finds
+// r's attempt there ends the writes: a write whose answer was lost but
+// which took effect is found, not repeated, and an answer the leader
+// wrote meanwhile is never overwritten.
+func (c *Check) file(ctx context.Context, key string, r *api.SwitchRequest) error {
+	fctx, cancel := context.WithTimeout(ctx, c.AnswerTimeout)
+	defer cancel()
+	for {
+		err := c.fileOnce(fctx, key, r)
+		if err == nil || !(errors.Is(err, store.ErrConflict) || etcdadmin.Transient(err)) || fctx.Err() != nil {
+			return err
+		}
+		c.say("writing the request: %v; writing it again", err)
+		select {
+		case <-c.Clock.After(retryWrite):
+		case <-fctx.Done():
+			return err
+		}
+	}
+}
+
+// fileOnce reads key and writes r there unless it holds r's attempt
+// already, guarded on the key being as read.
+func (c *Check) fileOnce(ctx context.Context, key string, r *api.SwitchRequest) error {
+	cur := &api.SwitchRequest{}
+	rev := int64(0)
+	switch err := c.Store.Get(ctx, key, cur); {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return err
+	case cur.Spec.Attempt == r.Spec.Attempt:
+		return nil
+	default:
+		rev = cur.Metadata.Revision
+	}
+	put, err := store.PutOp(key, r)
+	if err != nil {
+		return err
+	}
+	_, err = c.Store.Txn(ctx, []clientv3.Cmp{store.Unchanged(key, rev)}, put)
+	return err
 }
 
 // giveUp withdraws the ask; it reports a grant that came meanwhile, which

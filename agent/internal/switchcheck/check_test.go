@@ -18,8 +18,10 @@ import (
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
+	"github.com/homystack/nico/pkg/store/memetcd"
 	"github.com/homystack/nico/pkg/testwait"
 	"github.com/jonboulle/clockwork"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -251,4 +253,76 @@ func TestGrantedByTheLeader(t *testing.T) {
 		t.Fatalf("exit %d, output:\n%s\nwant %d, still waiting", code, out, Failed)
 	}
 	e.requestGone(t)
+}
+
+// TestATransientWriteIsMadeAgain: a request write that etcd failed in a
+// way that passes by itself (a request timed out while a leader moved) is
+// made again until it is written; one whose answer was lost after it took
+// effect is found by the next read and not written twice; any other
+// error refuses at once.
+func TestATransientWriteIsMadeAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fault   memetcd.Fault
+		retries int
+		version int64
+	}{
+		{"timed out twice", memetcd.Fault{Times: 2, Err: rpctypes.ErrTimeout}, 2, 1},
+		{"leader changed", memetcd.Fault{Times: 1, Err: rpctypes.ErrLeaderChanged}, 1, 1},
+		{"answer lost after it took effect", memetcd.Fault{Times: 1, Err: rpctypes.ErrTimeout, Applied: true}, 1, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			faults := &memetcd.Faults{}
+			faults.Wrap(e.st.Client())
+			f := tc.fault
+			f.Kinds, f.Prefix = memetcd.Txn, store.SwitchesDir
+			faults.Add(f)
+			clk := clockwork.NewFakeClock()
+			out := &syncBuffer{}
+			wait := run(t, e.check(out, clk))
+			for i := range tc.retries {
+				testwait.True(t, 10*time.Second, "the check writing again", func() bool {
+					return strings.Count(out.String(), "writing it again") == i+1
+				})
+				if err := clk.BlockUntilContext(t.Context(), 1); err != nil {
+					t.Fatal(err)
+				}
+				clk.Advance(retryWrite)
+			}
+			testwait.True(t, 10*time.Second, "the check asked", func() bool { return strings.Contains(out.String(), "asks for the switch slot") })
+			kv, err := e.st.GetKV(t.Context(), store.SwitchKey("cp-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if kv.Version != tc.version {
+				t.Fatalf("the request was written %d times, want %d", kv.Version, tc.version)
+			}
+			if n := faults.Failed(); n != tc.retries {
+				t.Fatalf("%d writes failed, want %d", n, tc.retries)
+			}
+			// No coordinator: the voter host refuses once its answer
+			// timeout passes.
+			if err := clk.BlockUntilContext(t.Context(), 2); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(10 * time.Second)
+			if code := wait(); code != Refused || !strings.Contains(out.String(), "no coordinator answered") {
+				t.Fatalf("exit %d, output:\n%s\nwant %d, no coordinator answered", code, out, Refused)
+			}
+			e.requestGone(t)
+		})
+	}
+
+	t.Run("permission denied", func(t *testing.T) {
+		e := newEnv(t)
+		faults := &memetcd.Faults{}
+		faults.Wrap(e.st.Client())
+		faults.Add(memetcd.Fault{Kinds: memetcd.Txn, Prefix: store.SwitchesDir, Times: 1, Err: rpctypes.ErrPermissionDenied})
+		out := &syncBuffer{}
+		if code := e.check(out, clockwork.NewFakeClock()).Run(t.Context()); code != Refused ||
+			!strings.Contains(out.String(), "the request could not be written") || strings.Contains(out.String(), "writing it again") {
+			t.Fatalf("exit %d, output:\n%s\nwant %d at once, the write's error named", code, out, Refused)
+		}
+	})
 }
