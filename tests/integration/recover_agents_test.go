@@ -45,7 +45,7 @@ func TestRecoverThroughAgents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return agents, restore.Survivors((&restore.AgentFleet{Agents: agents, TLS: rootTLS}).Survey(ctx, 3*time.Second))
+		return agents, restore.Survivors((&restore.AgentFleet{Agents: agents, TLS: rootTLS}).Survey(ctx, surveyBudget))
 	}
 	if _, ss := survey(); restore.CheckQuorumLost(ctx, ss, 3, rootTLS, 2*time.Second) == nil {
 		t.Fatalf("recover allowed while all three voters answer: %+v", ss)
@@ -56,7 +56,7 @@ func TestRecoverThroughAgents(t *testing.T) {
 	if code, out, errOut := runNicoctl(t, args...); code != 3 || !strings.Contains(errOut, "still has quorum") {
 		t.Fatalf("nicoctl recover with quorum: exit %d, want 3 (refused)\n%s%s", code, out, errOut)
 	}
-	for _, h := range (&restore.AgentFleet{Agents: map[string]string{"cp-1": hosts.addr("cp-1")}, TLS: rootTLS}).Survey(ctx, 5*time.Second) {
+	for _, h := range (&restore.AgentFleet{Agents: map[string]string{"cp-1": hosts.addr("cp-1")}, TLS: rootTLS}).Survey(ctx, surveyBudget) {
 		if h.Held != "" || !h.Serving {
 			t.Fatalf("cp-1 after the refused recover: %+v, want nothing changed", h)
 		}

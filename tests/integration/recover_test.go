@@ -13,6 +13,11 @@ import (
 	"github.com/homystack/nico/pkg/store"
 )
 
+// surveyBudget bounds the status call of each member a test's survey
+// asks (restore.Survey): a member that answers on a loaded machine, a
+// new TLS connection and a status call, has it whole.
+const surveyBudget = 10 * time.Second
+
 // TestRecoverFleetOfAgents: three agents, two of them lost for good (agent
 // stopped, data dir gone). recover is refused while the three answer; after
 // the loss it lists cp-1, makes it a one-member cluster with every write
@@ -30,11 +35,13 @@ func TestRecoverFleetOfAgents(t *testing.T) {
 	for _, n := range names {
 		urls[n] = f.Node(n).Cfg.ClientURL
 	}
-	if err := restore.CheckQuorumLost(ctx, restore.Survey(ctx, urls, rootTLS, time.Second), 3, rootTLS, 2*time.Second); err == nil {
+	// Each member's status within surveyBudget: an answer that comes is
+	// never cut short by a loaded machine; a lost member refuses at once.
+	if err := restore.CheckQuorumLost(ctx, restore.Survey(ctx, urls, rootTLS, surveyBudget), 3, rootTLS, 2*time.Second); err == nil {
 		t.Fatal("recover allowed while all three voters answer")
 	}
 	f.loseForGood(nil)
-	survivors := restore.Survey(ctx, urls, rootTLS, time.Second)
+	survivors := restore.Survey(ctx, urls, rootTLS, surveyBudget)
 	if err := restore.CheckQuorumLost(ctx, survivors, 3, rootTLS, 2*time.Second); err != nil {
 		t.Fatalf("one of three voters left: %v", err)
 	}
