@@ -51,7 +51,11 @@ func (f *Fleet) StartCoordinator(name string, opts ...func(*Coord)) *Coord {
 		default:
 		}
 	}}
-	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: CoordSession, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip, Settle: coordinator.DefaultSettle, Observer: c.Observer}, st, f.Log.With("test-coord", name))
+	ttl := f.CoordSession
+	if ttl == 0 {
+		ttl = CoordSession
+	}
+	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: ttl, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip, Settle: coordinator.DefaultSettle, Observer: c.Observer}, st, f.Log.With("test-coord", name))
 	for _, o := range opts {
 		o(c)
 	}

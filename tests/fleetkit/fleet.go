@@ -56,6 +56,9 @@ type Fleet struct {
 	TB testing.TB
 	// Policy is each new candidate's membership policy.
 	Policy membership.Policy
+	// CoordSession is each new candidate's election session TTL; 0 is
+	// the package's CoordSession.
+	CoordSession time.Duration
 	// NewRuntime makes each agent's member runtime (Start).
 	NewRuntime func() member.Runtime
 	// Log is the agents' and candidates' logger.

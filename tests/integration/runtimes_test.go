@@ -26,6 +26,9 @@ func TestMemberRuntimes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			f := newFleet(t)
 			f.NewRuntime = rt
+			if name == "embedded" {
+				f.CoordSession = embeddedCoordSession
+			}
 			f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 
 			leader := f.EtcdLeader()
