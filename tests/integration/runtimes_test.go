@@ -10,7 +10,6 @@ import (
 	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
-	"github.com/homystack/nico/tests/fleetkit"
 )
 
 // TestMemberRuntimes runs the whole flow on the embedded runtime and on
@@ -18,7 +17,7 @@ import (
 // bootstrap, two joins, then the removal of the etcd leader.
 func TestMemberRuntimes(t *testing.T) {
 	t.Parallel()
-	runtimes := map[string]func() member.Runtime{"embedded": fleetkit.EmbeddedRuntime}
+	runtimes := map[string]func() member.Runtime{"embedded": embeddedRuntime}
 	for _, bin := range etcdtest.Binaries(t) {
 		runtimes["etcd-"+bin.Version] = func() member.Runtime { return member.NewExec(bin.Path) }
 	}

@@ -32,7 +32,7 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 	runtimes := []struct {
 		name string
 		rt   func() member.Runtime
-	}{{name: "embedded", rt: fleetkit.EmbeddedRuntime}}
+	}{{name: "embedded", rt: embeddedRuntime}}
 	for _, bin := range etcdtest.Binaries(t) {
 		runtimes = append(runtimes, struct {
 			name string
