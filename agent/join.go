@@ -35,6 +35,9 @@ type etcdJoin struct {
 	state   *nodeState
 	removal *removal // the way out, when the node is removed while it joins
 	host    joinHost
+	// removedLearner is the member of this node's join that the cluster
+	// removed (learnerRemoved): it is not started again.
+	removedLearner api.MemberID
 }
 
 // joinHost is what a join asks of the rest of the agent.
@@ -93,7 +96,7 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 		}
 		done, err := e.follow(ctx, req, v.version)
 		if errors.Is(err, member.ErrRemoved) {
-			return e.removal.removed(ctx, "the cluster removed this member while it joined")
+			err = e.learnerRemoved(ctx, req)
 		}
 		if done || err != nil {
 			return err
@@ -109,7 +112,10 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 		case <-tick.C:
 		case <-memberDone:
 			if errors.Is(e.member.runtime.Err(), member.ErrRemoved) {
-				return e.removal.removed(ctx, "the cluster removed this member while it joined")
+				if err := e.learnerRemoved(ctx, req); err != nil {
+					return err
+				}
+				break
 			}
 			e.state.memberGone()
 			e.log.Warn("member exited while joining; it will be started again", "err", e.member.runtime.Err())
@@ -130,6 +136,26 @@ func (e *etcdJoin) run(ctx context.Context, v *joinView) error {
 		}
 		req = v.join
 	}
+}
+
+// learnerRemoved answers the member of this attempt finding itself
+// removed from the cluster. That ends the attempt, not the node: the
+// leader removes a learner that did not start or stopped catching up
+// within its timeouts (the member may start just after) and answers a
+// learner removed outside nico the same way, with the request failed and
+// to be tried again; a removal of the node itself shows as its removal
+// request done, which the join loop reads next. The removed member's data
+// is wiped (a copy kept) and the member is not started again: the join
+// follows the leader's answer.
+func (e *etcdJoin) learnerRemoved(ctx context.Context, req *api.JoinRequest) error {
+	e.log.Warn("the cluster removed this join's learner; waiting for the leader's answer", "member", req.Status.MemberID, "attempt", req.Spec.Attempt)
+	backup, err := e.member.stopAndWipe(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: wipe the removed learner: %w", err)
+	}
+	e.removedLearner = req.Status.MemberID
+	e.log.Info("data dir wiped", "copy", backup)
+	return nil
 }
 
 // registerAndRequest registers the node and, on a joining node, waits
@@ -289,7 +315,7 @@ func (e *etcdJoin) follow(ctx context.Context, j *api.JoinRequest, version strin
 	case api.JoinPending:
 		return false, nil
 	case api.JoinLearnerAdded:
-		if e.state.memberRunning() {
+		if e.state.memberRunning() || j.Status.MemberID == e.removedLearner {
 			return false, nil
 		}
 		failpoint.Hit(failpoint.AgentBeforeLearnerStart)

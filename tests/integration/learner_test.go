@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/member"
+	"github.com/homystack/nico/pkg/testwait"
 	"github.com/homystack/nico/tests/fleetkit"
 
 	"github.com/homystack/nico/pkg/api"
@@ -54,6 +56,56 @@ func TestLearnerThatNeverStartsIsRemoved(t *testing.T) {
 	rt.fail.Store(false)
 	f.WaitVoters(60*time.Second, "cp-1", "cp-2")
 	t.Logf("joined at attempt %d after %d start attempts", j.Spec.Attempt, rt.starts.Load())
+}
+
+// TestLearnerRemovedAfterItStartedJoinsAgain: the new node's learner is
+// removed once its member runs, before its promotion, as the leader does
+// to a learner that started just after its start timeout (AbortJoin) and
+// as an operator's etcdctl does. The member finds itself removed; that
+// ends the attempt, not the node: the agent wipes the member's data and
+// follows the leader's answer (the request failed, to be tried again) to
+// a second attempt that joins. No coordinator runs while the learner
+// starts and is removed, so that it is not promoted first.
+func TestLearnerRemovedAfterItStartedJoinsAgain(t *testing.T) {
+	t.Parallel()
+	f := newFleet(t)
+	f.Start(f.AgentConfig("cp-1", true))
+	f.WaitVoters(30*time.Second, "cp-1")
+	c1 := f.StartCoordinator("c-1")
+	cfg := f.AgentConfig("cp-2", false)
+	rt := &gated{Runtime: f.NewRuntime(), open: make(chan struct{})}
+	n := f.StartWith(cfg, rt)
+	added := waitObj[api.JoinRequest](f, 60*time.Second, store.JoinKey("cp-2"), "learner added", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinLearnerAdded })
+	c1.Stop()
+	close(rt.open)
+	// The learner runs once it has published its name.
+	testwait.For(t, 60*time.Second, "learner cp-2 started", func() (bool, string) {
+		ms, err := fleetkit.Members(t.Context(), f.Client())
+		if err != nil {
+			return false, err.Error()
+		}
+		learner, ok := ms["cp-2"]
+		return ok && learner, fmt.Sprint(ms)
+	})
+	if _, err := f.Client().MemberRemove(t.Context(), uint64(added.Status.MemberID)); err != nil {
+		t.Fatalf("remove the learner: %v", err)
+	}
+	f.StartCoordinator("c-2")
+	f.WaitVoters(90*time.Second, "cp-1", "cp-2")
+	final := waitObj[api.JoinRequest](f, 10*time.Second, store.JoinKey("cp-2"), "joined", func(j *api.JoinRequest) bool { return j.Status.Phase == api.JoinJoined })
+	if final.Spec.Attempt < 2 || final.Status.MemberID == added.Status.MemberID {
+		t.Fatalf("joined as member %s at attempt %d, want a new member at attempt 2 or later (the removed learner was %s)", final.Status.MemberID, final.Spec.Attempt, added.Status.MemberID)
+	}
+	select {
+	case err := <-n.Done:
+		n.Done <- err
+		t.Fatalf("agent returned %v", err)
+	default:
+	}
+	copies, _ := filepath.Glob(cfg.DataDir + ".wiped-*")
+	if len(copies) == 0 {
+		t.Fatalf("no wiped copy of the removed learner's data beside %s", cfg.DataDir)
+	}
 }
 
 // TestAgentKilledMidJoinRecovers: the agent dies after the learner was added
