@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cenkalti/backoff/v5"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdadmin"
 	"github.com/homystack/nico/pkg/member"
@@ -218,17 +219,37 @@ func (m *localMember) launch(ctx context.Context, initialCluster, state string) 
 	return nil
 }
 
+// recordWait bounds record's status calls: the member serves when it is
+// started, but a loaded machine can answer its first calls late.
+const recordWait = 30 * time.Second
+
 // record asks the local member, which serves, for its version and
-// IDs, and writes them to the data dir's marker.
+// IDs, and writes them to the data dir's marker. A status call that
+// fails is made again, each within the dial timeout, for up to
+// recordWait while the member runs; a member that exits ends it with the
+// member's error (member.ErrRemoved for a removed one).
 func (m *localMember) record(ctx context.Context) error {
 	cli, err := m.dial([]string{m.cfg.ClientURL})
 	if err != nil {
 		return fmt.Errorf("agent: local client: %w", err)
 	}
 	defer cli.Close()
-	sctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	rctx, cancel := context.WithTimeout(ctx, recordWait)
 	defer cancel()
-	st, err := cli.Status(sctx, m.cfg.ClientURL)
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval, b.MaxInterval = 100*time.Millisecond, 2*time.Second
+	st, err := backoff.Retry(rctx, func() (*clientv3.StatusResponse, error) {
+		select {
+		case <-m.runtime.Done():
+			return nil, backoff.Permanent(fmt.Errorf("member exited: %w", m.runtime.Err()))
+		default:
+		}
+		sctx, cancel := context.WithTimeout(rctx, m.cfg.DialTimeout)
+		defer cancel()
+		return cli.Status(sctx, m.cfg.ClientURL)
+	}, backoff.WithBackOff(b), backoff.WithMaxElapsedTime(recordWait), backoff.WithNotify(func(err error, next time.Duration) {
+		m.log.Info("the local member's status is not answered yet; asking again", "err", err, "in", next)
+	}))
 	if err != nil {
 		return fmt.Errorf("agent: local member status: %w", err)
 	}
