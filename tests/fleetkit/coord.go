@@ -55,7 +55,11 @@ func (f *Fleet) StartCoordinator(name string, opts ...func(*Coord)) *Coord {
 	if ttl == 0 {
 		ttl = CoordSession
 	}
-	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: ttl, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: HealthTimeout, Gossip: f.Gossip, Settle: coordinator.DefaultSettle, Observer: c.Observer}, st, f.Log.With("test-coord", name))
+	health := f.HealthTimeout
+	if health == 0 {
+		health = HealthTimeout
+	}
+	c.C = coordinator.New(coordinator.Config{Name: name, SessionTTL: ttl, Policy: f.Policy, ResyncInterval: CoordResync, HealthTimeout: health, Gossip: f.Gossip, Settle: coordinator.DefaultSettle, Observer: c.Observer}, st, f.Log.With("test-coord", name))
 	for _, o := range opts {
 		o(c)
 	}

@@ -32,6 +32,9 @@ const (
 	CoordResync     = 200 * time.Millisecond
 	CoordSession    = 2 * time.Second
 	HealthTimeout   = time.Second
+	// GrowBound is how long Grow waits for its voters unless the fleet
+	// sets GrowWithin.
+	GrowBound = 90 * time.Second
 )
 
 // DefaultPolicy is a fleet's membership policy unless a test sets Policy.
@@ -59,6 +62,11 @@ type Fleet struct {
 	// CoordSession is each new candidate's election session TTL; 0 is
 	// the package's CoordSession.
 	CoordSession time.Duration
+	// HealthTimeout bounds each new candidate's calls to one member; 0 is
+	// the package's HealthTimeout.
+	HealthTimeout time.Duration
+	// GrowWithin bounds Grow's wait for its voters; 0 is GrowBound.
+	GrowWithin time.Duration
 	// NewRuntime makes each agent's member runtime (Start).
 	NewRuntime func() member.Runtime
 	// Log is the agents' and candidates' logger.

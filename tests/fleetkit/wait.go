@@ -307,6 +307,10 @@ func (f *Fleet) Grow(coord string, names ...string) []*Node {
 	for _, name := range names[1:] {
 		nodes = append(nodes, f.Start(f.AgentConfig(name, false)))
 	}
-	f.WaitVoters(90*time.Second, names...)
+	within := f.GrowWithin
+	if within == 0 {
+		within = GrowBound
+	}
+	f.WaitVoters(within, names...)
 	return nodes
 }

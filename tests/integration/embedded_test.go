@@ -1,27 +1,48 @@
 package integration
 
 import (
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/homystack/nico/pkg/member"
 )
 
-// embeddedCoordSession is the coordinator's session TTL in fleets whose
-// members run in the test's own process (embeddedRuntime), under the race
-// detector beside the other tests' fleets: their raft heartbeats were
-// seen 740 ms late on a loaded machine, and the fleets' 2 s session
-// expired again and again while a join or a removal waited on the
-// leader. These tests run one candidate, so nothing waits on its session
-// to expire; it is nico-coordinator's default.
-const embeddedCoordSession = 10 * time.Second
+// inProcess lets one fleet of in-process members run at a time.
+var inProcess sync.Mutex
 
-// embeddedRuntime is the embedded runtime of the tests that run it beside
-// the etcd binaries: members in the test's own process, under the race
-// detector, with a 100 ms raft tick and a 2 s election timeout. With the
-// fleets' 50 ms and 500 ms (fleetkit.EmbeddedRuntime), heartbeats that a
-// loaded machine delayed by 740 ms made the members elect a leader again
-// and again while a join waited on them. The binary variants beside them
-// run etcd's own defaults (100 ms, 1 s), outside the race detector.
-func embeddedRuntime() member.Runtime {
-	return member.NewEmbedded(member.WithTimings(100*time.Millisecond, 2*time.Second))
+// newInProcessFleet makes a fleet whose members run in the test's own
+// process (the embedded runtime), for the tests that run the whole flow on
+// it beside the etcd binaries. Under the race detector, beside the other
+// tests' fleets, such members answer late: on a loaded 2-core machine
+// raft heartbeats came 740 ms late, a status call took over a second and
+// a learner served 20 s after it was added. So one such fleet runs at a
+// time, and its timings are a deployment's rather than the fleets' short
+// ones: a 100 ms raft tick and a 2 s election timeout (not 50 ms and
+// 500 ms, with which the members elected a leader again and again), the
+// coordinator's default session of 10 s (its single candidate waits on no
+// session's expiry), 5 s for a member's status (1 s found live members
+// unhealthy and refused a safe removal), a minute for a learner to start
+// and to make progress, and three minutes for Grow's joins.
+func newInProcessFleet(t *testing.T) *fleet {
+	inProcess.Lock()
+	t.Cleanup(inProcess.Unlock) // after the fleet's members stop
+	f := newFleet(t)
+	f.NewRuntime = func() member.Runtime {
+		return member.NewEmbedded(member.WithTimings(100*time.Millisecond, 2*time.Second))
+	}
+	f.CoordSession = 10 * time.Second
+	f.HealthTimeout = 5 * time.Second
+	f.Policy.LearnerStartTimeout, f.Policy.LearnerProgressTimeout = time.Minute, time.Minute
+	f.GrowWithin = 3 * time.Minute
+	return f
+}
+
+// binaryFleet makes a fleet whose members run as the etcd binary at path.
+func binaryFleet(path string) func(t *testing.T) *fleet {
+	return func(t *testing.T) *fleet {
+		f := newFleet(t)
+		f.NewRuntime = func() member.Runtime { return member.NewExec(path) }
+		return f
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/homystack/nico/pkg/pki"
 	"github.com/homystack/nico/pkg/store"
 	"github.com/homystack/nico/pkg/testwait"
-	"github.com/homystack/nico/tests/fleetkit"
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
@@ -31,25 +30,18 @@ import (
 // finds the leader still finishing the removal, and waits for it.
 func TestRemovedNodeFinishesItsRemovalWhilePolled(t *testing.T) {
 	t.Parallel()
-	bins := etcdtest.Binaries(t)
-	newest := bins[len(bins)-1].Path
-	for name, rt := range map[string]func() member.Runtime{
-		"embedded": embeddedRuntime,
-		"binary":   func() member.Runtime { return fleetkit.ExecRuntime(newest) },
+	for name, makeFleet := range map[string]func(*testing.T) *fleet{
+		"embedded": newInProcessFleet,
+		"binary":   newFleet,
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			removedWhilePolled(t, name, rt)
+			removedWhilePolled(t, makeFleet(t))
 		})
 	}
 }
 
-func removedWhilePolled(t *testing.T, name string, rt func() member.Runtime) {
-	f := newFleet(t)
-	f.NewRuntime = rt
-	if name == "embedded" {
-		f.CoordSession = embeddedCoordSession
-	}
+func removedWhilePolled(t *testing.T, f *fleet) {
 	f.Start(f.AgentConfig("cp-1", true))
 	f.WaitVoters(30*time.Second, "cp-1")
 	f.StartCoordinator("c-1")

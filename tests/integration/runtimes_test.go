@@ -8,7 +8,6 @@ import (
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
 	"github.com/homystack/nico/pkg/etcdtest"
-	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -17,17 +16,13 @@ import (
 // bootstrap, two joins, then the removal of the etcd leader.
 func TestMemberRuntimes(t *testing.T) {
 	t.Parallel()
-	runtimes := map[string]func() member.Runtime{"embedded": embeddedRuntime}
+	fleets := map[string]func(*testing.T) *fleet{"embedded": newInProcessFleet}
 	for _, bin := range etcdtest.Binaries(t) {
-		runtimes["etcd-"+bin.Version] = func() member.Runtime { return member.NewExec(bin.Path) }
+		fleets["etcd-"+bin.Version] = binaryFleet(bin.Path)
 	}
-	for name, rt := range runtimes {
+	for name, makeFleet := range fleets {
 		t.Run(name, func(t *testing.T) {
-			f := newFleet(t)
-			f.NewRuntime = rt
-			if name == "embedded" {
-				f.CoordSession = embeddedCoordSession
-			}
+			f := makeFleet(t)
 			f.Grow("c-1", "cp-1", "cp-2", "cp-3")
 
 			leader := f.EtcdLeader()

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/homystack/nico/pkg/etcdtest"
-	"github.com/homystack/nico/pkg/member"
 	"github.com/homystack/nico/tests/fleetkit"
 )
 
@@ -29,20 +28,19 @@ const snapshotJoinBound = 90 * time.Second
 // on each etcd binary; each becomes a voter within snapshotJoinBound.
 func TestJoinIntoSnapshottedLog(t *testing.T) {
 	t.Parallel()
-	runtimes := []struct {
+	fleets := []struct {
 		name string
-		rt   func() member.Runtime
-	}{{name: "embedded", rt: embeddedRuntime}}
+		make func(*testing.T) *fleet
+	}{{name: "embedded", make: newInProcessFleet}}
 	for _, bin := range etcdtest.Binaries(t) {
-		runtimes = append(runtimes, struct {
+		fleets = append(fleets, struct {
 			name string
-			rt   func() member.Runtime
-		}{name: "etcd-" + bin.Version, rt: func() member.Runtime { return member.NewExec(bin.Path) }})
+			make func(*testing.T) *fleet
+		}{name: "etcd-" + bin.Version, make: binaryFleet(bin.Path)})
 	}
-	for _, r := range runtimes {
+	for _, r := range fleets {
 		t.Run(r.name, func(t *testing.T) {
-			f := newFleet(t)
-			f.NewRuntime = r.rt
+			f := r.make(t)
 			// The learner receives and applies a snapshot of tens of
 			// megabytes: it may take as long as the bound to answer, which
 			// the fleet's short learner timeouts would abort.
