@@ -12,9 +12,12 @@ type Controller interface {
 	// Name identifies the controller in logs and Health; it is unique
 	// within a Runtime.
 	Name() string
-	// Watches lists the key prefixes the controller reads, relative to the
-	// store's prefix (store.NodesDir, store.ActiveOpKey, ...). Each change
-	// under one of them triggers a reconcile. The whole keyspace ("") is
+	// Watches lists the directories and keys the controller reads,
+	// relative to the store's prefix: an entry ending in "/" names a
+	// directory and every key under it (store.NodesDir), any other entry
+	// that one key (store.ActiveOpKey, store.NixosConfigKey("cp-1"), which
+	// is not "cp-10"'s). Each change to one of them triggers a
+	// reconcile. The whole keyspace ("") is
 	// refused: a controller watches its own inputs only. None (nil) makes
 	// a tick-only controller, whose inputs have no watch (files, the
 	// clock, a process): it must have a resync interval (Resyncer), and it

@@ -1,10 +1,11 @@
 // Package controller is nico's one controller runtime. A controller
-// declares its name and the key prefixes it reads (relative to the store's
+// declares its name and the directories ("nodes/") and keys
+// ("nixosconfigs/cp-1", not "cp-10"'s) it reads (relative to the store's
 // prefix, package store), and implements one level-triggered Reconcile that
 // re-reads its inputs; the runtime owns the loop around it.
 //
 // For each controller the runtime reads the store's current revision,
-// reconciles once, and watches every declared prefix from that revision on.
+// reconciles once, and watches every declared entry from that revision on.
 // Any number of events, across prefixes, coalesce into one pending
 // reconcile; the events' payloads are never handed over. A Settler's
 // reconcile after an event waits its settle delay first, so that a burst

@@ -37,6 +37,31 @@ func TestReconcilesOnStartAndOnItsOwnPrefixesOnly(t *testing.T) {
 	}
 }
 
+// TestAKeyIsWatchedAloneAndADirectoryWhole: an entry without a trailing
+// "/" is one key, so a node's own key ("cfg/cp-1") is not woken by the
+// keys it is a prefix of ("cfg/cp-10"); an entry ending in "/" is every
+// key under it.
+func TestAKeyIsWatchedAloneAndADirectoryWhole(t *testing.T) {
+	st := newStore(t)
+	rt := newRuntime(st.Client(), clockwork.NewFakeClock(), t)
+	key := &counter{st: st, name: "key", prefixes: []string{"cfg/cp-1"}}
+	dir := &counter{st: st, name: "dir", prefixes: []string{"cfg/"}}
+	running(t, rt, key, dir)
+	testwait.True(t, 20*time.Second, "the first reconciles", func() bool { return len(key.completed()) == 1 && len(dir.completed()) == 1 })
+	put(t, st, "cfg/cp-10")
+	put(t, st, "cfg/cp-1/x")
+	put(t, st, "cfg/cp-1")
+	testwait.For(t, 20*time.Second, "both woken by cfg/cp-1", func() (bool, string) {
+		k, d := health(rt, "key"), health(rt, "dir")
+		return k.Events == 1 && d.Events == 3, fmt.Sprintf("events: key %d (want 1), dir %d (want 3)", k.Events, d.Events)
+	})
+	rev := put(t, st, "cfg/cp-100")
+	testwait.True(t, 20*time.Second, "dir watched to cfg/cp-100", func() bool { return health(rt, "dir").WatchedTo["cfg/"] == rev })
+	if h := health(rt, "key"); h.Events != 1 {
+		t.Errorf("the key's controller saw %d events, want 1: cfg/cp-10, cfg/cp-1/x and cfg/cp-100 are other keys", h.Events)
+	}
+}
+
 // TestWatchedToFollowsEachPrefix: WatchedTo names each watched prefix with
 // the revision its watch has delivered up to, starting at the controller's
 // start revision; a put elsewhere moves no prefix.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/homystack/nico/pkg/store"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -45,7 +46,7 @@ func (s *supervisor) watchFrom(ctx context.Context, prefix string, next int64, d
 	// instead of keeping it silently open.
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
 	defer cancel()
-	for resp := range store.WatchRange(wctx, s.rt.src, store.Dir(prefix), next) {
+	for resp := range store.WatchRange(wctx, s.rt.src, watched(prefix), next) {
 		if resp.CompactRevision != 0 || errors.Is(resp.Err(), rpctypes.ErrCompacted) {
 			cur, err := currentRevision(ctx, s.rt.src, prefix)
 			if err != nil {
@@ -70,4 +71,13 @@ func (s *supervisor) watchFrom(ctx context.Context, prefix string, next int64, d
 		}
 	}
 	return next, false
+}
+
+// watched is the range a Watches entry names: a directory (an entry
+// ending in "/") with every key under it, else that one key.
+func watched(entry string) store.Range {
+	if strings.HasSuffix(entry, "/") {
+		return store.Dir(entry)
+	}
+	return store.Key(entry)
 }
