@@ -98,6 +98,12 @@ func newClusterController(d leaderDeps, hooks *ClusterHooks, snaps *snapshotter)
 // reconcile is the controller's Reconcile: one pass over every cluster.
 // A cluster's error does not stop the others; a lost leadership does.
 func (cc *clusterController) reconcile(ctx context.Context) error {
+	if idle, err := noClusterWork(ctx, cc.st); err != nil || idle {
+		if err != nil {
+			return fmt.Errorf("kubernetes clusters: %w", err)
+		}
+		return nil
+	}
 	f, err := readClusterFleet(ctx, cc.st)
 	if err != nil {
 		return fmt.Errorf("kubernetes clusters: %w", err)

@@ -70,6 +70,33 @@ func (f *clusterFleet) claimOf(machine string) string {
 	return ""
 }
 
+// noClusterWork tells whether the cluster controller has nothing to do:
+// no KubernetesCluster, and no MachineClaim owned by one (orphanClaims
+// releases those). Read before the rest, it spares a fleet without
+// Kubernetes clusters the read of every node and configuration on each
+// change to them (a rollout's every step and every agent's report).
+func noClusterWork(ctx context.Context, st *store.Store) (bool, error) {
+	v, err := st.View(ctx, store.DirKeys(store.ClustersDir), store.Dir(store.ClaimsDir))
+	if err != nil {
+		return false, fmt.Errorf("read: %w", err)
+	}
+	if len(v.KVs(store.DirKeys(store.ClustersDir))) > 0 {
+		return false, nil
+	}
+	claims, err := store.ViewObjects[api.MachineClaim](v, store.ClaimsDir)
+	if err != nil {
+		return false, err
+	}
+	for _, cl := range claims {
+		for _, o := range cl.Metadata.OwnerReferences {
+			if o.Kind == api.KindKubernetesCluster {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
 // readClusterFleet reads every input of the cluster controller at one
 // revision.
 func readClusterFleet(ctx context.Context, st *store.Store) (*clusterFleet, error) {
