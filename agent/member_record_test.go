@@ -59,20 +59,28 @@ func recordingMember(t *testing.T, rt member.Runtime, log *slog.Logger) (*localM
 		dial: func(eps []string) (*clientv3.Client, error) { return etcdtest.NewClient(t, eps...), nil }}, hold
 }
 
-// TestRecordWaitsForALateAnswer: the member serves, but its first status
-// calls go unanswered past the dial timeout (a loaded machine); record
-// asks again and writes the marker once the member answers.
-func TestRecordWaitsForALateAnswer(t *testing.T) {
+// recordUnanswered starts lm.record of a member running as rt, and returns
+// once its first status call went unanswered past its timeout (record
+// logs that it asks again); the channel gets record's result.
+func recordUnanswered(t *testing.T, rt member.Runtime) (*localMember, *etcdtest.Hold, <-chan error) {
+	t.Helper()
 	asked := notices{Handler: slog.DiscardHandler, msg: "asking again", ch: make(chan struct{}, 1)}
-	rt := &runningMember{done: make(chan struct{})}
 	lm, hold := recordingMember(t, rt, slog.New(asked))
 	errs := make(chan error, 1)
 	go func() { errs <- lm.record(t.Context()) }()
 	select {
-	case <-asked.ch: // the first call went unanswered past its timeout
+	case <-asked.ch:
 	case err := <-errs:
 		t.Fatalf("record returned %v before any call went unanswered", err)
 	}
+	return lm, hold, errs
+}
+
+// TestRecordWaitsForALateAnswer: the member serves, but its first status
+// calls go unanswered past the dial timeout (a loaded machine); record
+// asks again and writes the marker once the member answers.
+func TestRecordWaitsForALateAnswer(t *testing.T) {
+	lm, hold, errs := recordUnanswered(t, &runningMember{done: make(chan struct{})})
 	hold.Release()
 	if err := <-errs; err != nil {
 		t.Fatalf("record: %v", err)
@@ -87,16 +95,8 @@ func TestRecordWaitsForALateAnswer(t *testing.T) {
 // for its answer ends it at once with the member's error, so that a
 // removed learner is told apart (member.ErrRemoved).
 func TestRecordEndsWhenTheMemberExits(t *testing.T) {
-	asked := notices{Handler: slog.DiscardHandler, msg: "asking again", ch: make(chan struct{}, 1)}
 	rt := &runningMember{done: make(chan struct{})}
-	lm, _ := recordingMember(t, rt, slog.New(asked))
-	errs := make(chan error, 1)
-	go func() { errs <- lm.record(t.Context()) }()
-	select {
-	case <-asked.ch:
-	case err := <-errs:
-		t.Fatalf("record returned %v before any call went unanswered", err)
-	}
+	_, _, errs := recordUnanswered(t, rt)
 	rt.exit(member.ErrRemoved)
 	select {
 	case err := <-errs:

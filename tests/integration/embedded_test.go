@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/member"
 )
 
@@ -45,4 +46,15 @@ func binaryFleet(path string) func(t *testing.T) *fleet {
 		f.NewRuntime = func() member.Runtime { return member.NewExec(path) }
 		return f
 	}
+}
+
+// runtimeFleets names a fleet maker for each member runtime: the embedded
+// one ("embedded") and the etcd binary of each available minor version
+// ("etcd-3.6", ...).
+func runtimeFleets(t *testing.T) map[string]func(*testing.T) *fleet {
+	fleets := map[string]func(*testing.T) *fleet{"embedded": newInProcessFleet}
+	for _, bin := range etcdtest.Binaries(t) {
+		fleets["etcd-"+bin.Version] = binaryFleet(bin.Path)
+	}
+	return fleets
 }

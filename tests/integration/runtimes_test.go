@@ -7,7 +7,6 @@ import (
 
 	"github.com/homystack/nico/agent"
 	"github.com/homystack/nico/pkg/api"
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/pkg/store"
 )
 
@@ -16,11 +15,7 @@ import (
 // bootstrap, two joins, then the removal of the etcd leader.
 func TestMemberRuntimes(t *testing.T) {
 	t.Parallel()
-	fleets := map[string]func(*testing.T) *fleet{"embedded": newInProcessFleet}
-	for _, bin := range etcdtest.Binaries(t) {
-		fleets["etcd-"+bin.Version] = binaryFleet(bin.Path)
-	}
-	for name, makeFleet := range fleets {
+	for name, makeFleet := range runtimeFleets(t) {
 		t.Run(name, func(t *testing.T) {
 			f := makeFleet(t)
 			f.Grow("c-1", "cp-1", "cp-2", "cp-3")

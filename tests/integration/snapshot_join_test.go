@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/homystack/nico/pkg/etcdtest"
 	"github.com/homystack/nico/tests/fleetkit"
 )
 
@@ -28,19 +27,9 @@ const snapshotJoinBound = 90 * time.Second
 // on each etcd binary; each becomes a voter within snapshotJoinBound.
 func TestJoinIntoSnapshottedLog(t *testing.T) {
 	t.Parallel()
-	fleets := []struct {
-		name string
-		make func(*testing.T) *fleet
-	}{{name: "embedded", make: newInProcessFleet}}
-	for _, bin := range etcdtest.Binaries(t) {
-		fleets = append(fleets, struct {
-			name string
-			make func(*testing.T) *fleet
-		}{name: "etcd-" + bin.Version, make: binaryFleet(bin.Path)})
-	}
-	for _, r := range fleets {
-		t.Run(r.name, func(t *testing.T) {
-			f := r.make(t)
+	for name, makeFleet := range runtimeFleets(t) {
+		t.Run(name, func(t *testing.T) {
+			f := makeFleet(t)
 			// The learner receives and applies a snapshot of tens of
 			// megabytes: it may take as long as the bound to answer, which
 			// the fleet's short learner timeouts would abort.
@@ -53,7 +42,7 @@ func TestJoinIntoSnapshottedLog(t *testing.T) {
 			start := time.Now()
 			f.Start(f.AgentConfig("cp-2", false))
 			f.WaitVoters(snapshotJoinBound, "cp-1", "cp-2")
-			t.Logf("%s: join into %d entries -> voter in %s", r.name, snapshotJoinEntries, time.Since(start).Round(time.Millisecond))
+			t.Logf("%s: join into %d entries -> voter in %s", name, snapshotJoinEntries, time.Since(start).Round(time.Millisecond))
 		})
 	}
 }
