@@ -41,7 +41,11 @@ type rollouter struct {
 	snaps *snapshotter
 	// slots name the changes that wait for the one-change slot.
 	slots *slotWants
-	last  string
+	// settled are the rollouts a pass found finished, or halted with no
+	// undo asked, by name, with the revision they were read at: passes
+	// read them again only once they change.
+	settled settledRollouts
+	last    string
 	// refused is the last eviction refused on each draining worker.
 	refused map[string]string
 }
@@ -49,7 +53,7 @@ type rollouter struct {
 // newRollouter returns the rollout controller of the term of d.
 func newRollouter(d leaderDeps, policy membership.Policy, hooks *ClusterHooks, snaps *snapshotter) *rollouter {
 	return &rollouter{name: d.name, st: d.st, admin: d.admin, fence: d.fence, now: d.now, log: d.log, metrics: d.metrics,
-		policy: policy, obs: d.obs, hooks: hooks, snaps: snaps, slots: d.slots}
+		policy: policy, obs: d.obs, hooks: hooks, snaps: snaps, slots: d.slots, settled: settledRollouts{}}
 }
 
 // reconcile is the rollout controller's Reconcile (controllers.go). A
@@ -72,7 +76,7 @@ const maxChainedSteps = 4
 
 // once plans and applies one step of the oldest unfinished rollout.
 func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
-	ro, err := activeRollout(ctx, r.st)
+	ro, err := activeRollout(ctx, r.st, r.settled)
 	if err != nil || ro == nil {
 		return rollout.Step{Action: rollout.None}, err
 	}
@@ -105,24 +109,70 @@ func (r *rollouter) once(ctx context.Context) (rollout.Step, error) {
 // activeRollout returns the rollout to work on: the one whose step is in
 // flight, else the oldest one that has neither finished nor halted (a
 // halted rollout waits for undo and does not block newer ones), or nil.
-func activeRollout(ctx context.Context, st *store.Store) (*api.Rollout, error) {
-	all, _, err := store.List[api.Rollout](ctx, st, store.RolloutsDir)
+// It lists the rollouts' keys and reads the values of those not settled
+// at their current revision (settledRollouts), and records the ones it
+// finds settled.
+func activeRollout(ctx context.Context, st *store.Store, settled settledRollouts) (*api.Rollout, error) {
+	keys, err := st.View(ctx, store.DirKeys(store.RolloutsDir))
 	if err != nil {
 		return nil, err
 	}
+	var read []store.Range
+	listed := map[string]bool{}
+	for _, kv := range keys.KVs(store.DirKeys(store.RolloutsDir)) {
+		name := store.Name(string(kv.Key))
+		listed[name] = true
+		if rev, ok := settled[name]; !ok || rev != kv.ModRevision {
+			read = append(read, store.Key(store.RolloutKey(name)))
+		}
+	}
+	for name := range settled {
+		if !listed[name] {
+			delete(settled, name)
+		}
+	}
+	var all []*api.Rollout
+	if len(read) > 0 {
+		v, err := st.ViewAt(ctx, keys.Rev, read...)
+		if err != nil {
+			return nil, err
+		}
+		for _, rg := range read {
+			for _, kv := range v.KVs(rg) {
+				ro := &api.Rollout{}
+				if err := store.Decode(kv, ro); err != nil {
+					return nil, err
+				}
+				if settledRollout(ro) {
+					settled[ro.Metadata.Name] = kv.ModRevision
+					continue
+				}
+				all = append(all, ro)
+			}
+		}
+	}
 	slices.SortStableFunc(all, func(a, b *api.Rollout) int { return a.Metadata.CreatedAt.Compare(b.Metadata.CreatedAt) })
 	for _, ro := range all {
-		if ro.Status.Operation != "" && !ro.Status.Phase.Finished() {
+		if ro.Status.Operation != "" {
 			return ro, nil
 		}
 	}
-	for _, ro := range all {
-		if ro.Status.Phase.Finished() || (ro.Status.Phase == api.RolloutHalted && !ro.Spec.Undo) {
-			continue
-		}
-		return ro, nil
+	if len(all) > 0 {
+		return all[0], nil
 	}
 	return nil, nil
+}
+
+// settledRollouts are the rollouts no pass works on until they change, by
+// name, with the revision each was read at. A rollout stays in the store
+// once finished, naming each of its nodes: without them every pass, and
+// every resync, would read the fleet's whole rollout history.
+type settledRollouts map[string]int64
+
+// settledRollout tells whether no pass works on ro as it is: it finished,
+// or it halted with no step in flight and no undo asked.
+func settledRollout(ro *api.Rollout) bool {
+	return ro.Status.Phase.Finished() || (ro.Status.Phase == api.RolloutHalted && !ro.Spec.Undo && ro.Status.Operation == "")
 }
 
 // observe reads ro's inputs: the membership controller's observation with
