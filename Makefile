@@ -218,10 +218,11 @@ bench: etcd-binaries
 
 # bench-scale measures nico at fleet size: a real coordinator and three
 # etcd members against 100, 300 and 1 000 machines' agents (tests/scale),
-# and a gossip mesh over several processes (tests/meshscale).
+# and a gossip mesh over several processes (tests/meshscale), one package
+# after the other (-p 1): each measures what the whole machine gives it.
 bench-scale: etcd-binaries
 	set -o pipefail; load=$$(cut -d' ' -f1 /proc/loadavg); \
-		$(GO) test -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/scale/ ./tests/meshscale/ | tee bench-scale.out; \
+		$(GO) test -p 1 -count=1 -run '^$$' -bench . -benchtime 1x -timeout 90m ./tests/scale/ ./tests/meshscale/ | tee bench-scale.out; \
 		$(PERFPAGE) -block bench-scale -command 'make bench-scale' -load-start $$load bench-scale.out
 
 # demo: five agents as separate processes on loopback, grown through
